@@ -1,0 +1,97 @@
+"""Split Markdown (Layers 1 and 3) and transcripts into search-sized chunks.
+
+Markdown is cut at headings, then at blank-line paragraphs; small neighbours are merged up to
+CHUNK_TARGET_TOKENS and each chunk carries its heading path. Every chunk records the 1-based line
+where it starts so a hit can point into the file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memtool.constants import CHUNK_TARGET_TOKENS
+from memtool.text import count_tokens
+
+HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+FENCE_RE = re.compile(r"^\s*(```|~~~)")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    text: str
+    line: int  # 1-based line of the first line of the chunk
+    heading: str = ""  # "Parent > Child" heading path, empty at top level
+
+
+def _blocks(text: str) -> list[tuple[int, str, str]]:
+    """(start line, heading path, block text) for each paragraph; fenced code stays whole."""
+    out: list[tuple[int, str, str]] = []
+    path: list[tuple[int, str]] = []
+    buf: list[str] = []
+    start = 0
+    in_fence = False
+
+    def flush() -> None:
+        body = "\n".join(buf).strip()
+        if body:
+            out.append((start, " > ".join(t for _, t in path), body))
+        buf.clear()
+
+    for no, line in enumerate(text.splitlines(), 1):
+        if FENCE_RE.match(line):
+            if not buf:
+                start = no
+            buf.append(line)
+            in_fence = not in_fence
+            continue
+        if not in_fence:
+            m = HEADING_RE.match(line)
+            if m:
+                flush()
+                level = len(m.group(1))
+                path = [(lv, t) for lv, t in path if lv < level] + [(level, m.group(2))]
+                continue
+            if not line.strip():
+                flush()
+                continue
+        if not buf:
+            start = no
+        buf.append(line)
+    flush()
+    return out
+
+
+def chunk_markdown(text: str, target: int = CHUNK_TARGET_TOKENS) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    cur: list[str] = []
+    cur_line, cur_head, cur_tokens = 0, "", 0
+    for line, head, body in _blocks(text):
+        tokens = count_tokens(body)
+        if cur and (head != cur_head or cur_tokens + tokens > target):
+            chunks.append(Chunk("\n\n".join(cur), cur_line, cur_head))
+            cur, cur_tokens = [], 0
+        if not cur:
+            cur_line, cur_head = line, head
+        cur.append(body)
+        cur_tokens += tokens
+    if cur:
+        chunks.append(Chunk("\n\n".join(cur), cur_line, cur_head))
+    return chunks
+
+
+def chunk_lines(text: str, target: int = CHUNK_TARGET_TOKENS, overlap: int = 1) -> list[Chunk]:
+    """Transcripts: consecutive lines (turns) grouped up to `target` tokens, `overlap` turns shared."""
+    lines = [(no, ln) for no, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    chunks: list[Chunk] = []
+    i = 0
+    while i < len(lines):
+        j, tokens = i, 0
+        while j < len(lines) and (j == i or tokens + count_tokens(lines[j][1]) <= target):
+            tokens += count_tokens(lines[j][1])
+            j += 1
+        chunks.append(Chunk("\n".join(ln for _, ln in lines[i:j]), lines[i][0]))
+        if j >= len(lines):
+            break
+        i = max(j - overlap, i + 1)
+    return chunks

@@ -1,0 +1,38 @@
+"""Entry point of the `memory` command. Each command group lives in its own module."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from memtool.cli import read, write
+from memtool.cli.common import MemtoolGroup
+
+app = typer.Typer(
+    cls=MemtoolGroup,
+    help="File-first memory for AI coding agents: daily logs, a compressed index, hybrid search, token-budgeted context.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    root: Optional[str] = typer.Option(None, "--root", help="Memory root folder (default: $MEMTOOL_ROOT, else the nearest folder up from here holding memory/, else here)."),
+) -> None:
+    ctx.obj = {"root": root}
+
+
+write.register(app)
+read.register(app)
+
+
+def run() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,118 @@
+"""Commands that read memory: search, context, show, stats."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from memtool import constants as C
+from memtool.cli.common import console, open_from, print_json
+from memtool.errors import BadInput, NotFound
+
+
+def register(app: typer.Typer) -> None:
+    app.command("search")(search)
+    app.command("context")(context)
+    app.command("show")(show)
+    app.command("stats")(stats)
+
+
+def _period(text: Optional[str], end: bool):
+    if not text:
+        return None
+    from memtool.dates import parse_period
+
+    return parse_period(text)[1 if end else 0]
+
+
+def search(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="What to look for."),
+    limit: int = typer.Option(C.DEFAULT_LIMIT, "--limit", "-n", help="Number of hits."),
+    since: Optional[str] = typer.Option(None, help="Only hits from this date/period on: 2026-02-01, yesterday, 'last week'..."),
+    until: Optional[str] = typer.Option(None, help="Only hits up to the end of this date/period."),
+    topic: Optional[str] = typer.Option(None, help="Only entries with this topic."),
+    importance: Optional[str] = typer.Option(None, help="Only entries of at least this importance: low, medium, high, critical."),
+    kind: Optional[str] = typer.Option(None, help="Only this kind: entry, log or memory."),
+    no_transcripts: bool = typer.Option(False, "--no-transcripts", help="Match entries on their compressed fields only, not their kept transcripts."),
+    trusted_only: bool = typer.Option(False, "--trusted-only", help="Leave out memories whose text came from untrusted input."),
+    as_json: bool = typer.Option(False, "--json", help="Print hits as JSON."),
+) -> None:
+    """Hybrid search (BM25 + vectors, fused) over entries, transcripts, daily logs and MEMORY.md."""
+    from memtool.search.engine import Query
+
+    if importance and importance not in C.IMPORTANCE_LEVELS:
+        raise BadInput(f"--importance must be one of {', '.join(C.IMPORTANCE_LEVELS)}")
+    kinds = {"entry": ("entry", "transcript"), "log": ("log",), "memory": ("memory",), None: ("entry", "transcript", "log", "memory")}
+    if kind not in kinds:
+        raise BadInput("--kind must be entry, log or memory")
+    chosen = tuple(k for k in kinds[kind] if not (no_transcripts and k == "transcript"))
+    q = Query(text=query, limit=limit, kinds=chosen, since=_period(since, False), until=_period(until, True), topic=topic, min_importance=importance, trusted_only=trusted_only)
+    hits = open_from(ctx).search(q)
+    if as_json:
+        print_json([h.to_dict() for h in hits])
+        return
+    if not hits:
+        typer.echo("no matches")
+        return
+    from rich.table import Table
+
+    table = Table(show_lines=False, box=None)
+    for col in ("score", "kind", "id", "when", "session", "text"):
+        table.add_column(col, overflow="fold")
+    for h in hits:
+        text = h.text if not h.passage else f"{h.text}\n[dim]> {h.passage[:200]}[/dim]"
+        table.add_row(f"{h.score:.3f}", h.kind, h.id, h.timestamp[:10], h.source_session, text)
+    console().print(table)
+
+
+def context(
+    ctx: typer.Context,
+    query: Optional[str] = typer.Argument(None, help="What this session is about. Omit for the most recent entries."),
+    budget: Optional[int] = typer.Option(None, help=f"Token budget (default {C.DEFAULT_BUDGET}, setting 'budget')."),
+    template: Optional[str] = typer.Option(None, help="chat, detailed or summary."),
+    limit: int = typer.Option(8, help="Search hits considered."),
+    as_json: bool = typer.Option(False, "--json", help="Print the bundle and its accounting as JSON."),
+) -> None:
+    """The session-start bundle: MEMORY.md, USER.md, top hits and today's log, within the budget."""
+    res = open_from(ctx).context(query, budget=budget, template=template, limit=limit)
+    if as_json:
+        print_json(res.__dict__)
+        return
+    typer.echo(res.text)
+    note = f"[{res.tokens}/{res.budget} tokens, template {res.template}"
+    if res.dropped:
+        note += "; dropped to fit: " + "; ".join(res.dropped)
+    typer.echo(note + "]", err=True)
+
+
+def show(ctx: typer.Context, entry_id: str = typer.Argument(..., help="Entry id, e.g. ctx-20260207-1a2b3c4d."), as_json: bool = typer.Option(False, "--json")) -> None:
+    """Show one entry."""
+    mem = open_from(ctx)
+    entry = mem.get(entry_id)
+    if entry is None:
+        raise NotFound(f"no entry with id {entry_id}. `memory search` lists ids.")
+    data = entry.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    for key, value in data.items():
+        if value in ("", [], False) or (isinstance(value, dict) and not any(value.values())):
+            continue
+        typer.echo(f"{key}: {value}")
+    transcript = mem.layout.transcript_file(entry_id)
+    if transcript.is_file():
+        typer.echo(f"transcript: {transcript}")
+
+
+def stats(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Counts, compression and size of the store."""
+    from memtool.stats import collect
+
+    data = collect(open_from(ctx))
+    if as_json:
+        print_json(data)
+        return
+    for key, value in data.items():
+        typer.echo(f"{key}: {value}")

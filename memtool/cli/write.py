@@ -1,0 +1,142 @@
+"""Commands that write memory: init, log, compress."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from memtool.cli.common import console, open_from, print_json, root_of, warn
+from memtool.errors import BadInput
+
+TRANSCRIPT_SUFFIXES = {".md", ".txt", ".jsonl", ".json", ".log"}
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)
+    app.command("log")(log)
+    app.command("compress")(compress)
+
+
+def init(ctx: typer.Context) -> None:
+    """Create the memory layout here (or at --root). Safe to run again: never overwrites a file."""
+    from memtool.app import resolve_root
+    from memtool.scaffold import init as do_init
+
+    root = resolve_root(root_of(ctx))
+    created = do_init(root)
+    for path in created:
+        typer.echo(f"created {path.relative_to(root) if path.is_relative_to(root) else path}")
+    typer.echo(f"memory root ready at {root}" + ("" if created else " (nothing to do)"))
+
+
+def log(
+    ctx: typer.Context,
+    text: Optional[str] = typer.Argument(None, help="The note. Omit or pass '-' to read it from stdin."),
+    source: str = typer.Option("user_explicit", help="Provenance: user_explicit, ai_inferred or system_auto."),
+    agent: str = typer.Option("", help="Name of the agent writing the note."),
+    session: str = typer.Option("", help="Session name or id."),
+) -> None:
+    """Append a timestamped line to today's daily log (memory/YYYY-MM-DD.md)."""
+    if text is None or text == "-":
+        text = sys.stdin.read()
+    path = open_from(ctx).log(text, source=source, agent=agent, session=session)
+    typer.echo(f"logged to {path}")
+
+
+def read_input(path: str) -> tuple[str, str]:
+    """(text, name) of one transcript; invalid UTF-8 is replaced, with a warning."""
+    if path == "-":
+        data, name = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise BadInput(f"{path}: no such file")
+        if p.suffix in (".jsonl", ".json"):
+            from memtool.transcripts import read_transcript
+
+            return read_transcript(p), str(p)
+        data, name = p.read_bytes(), str(p)
+    if b"\x00" in data[:8192]:
+        raise BadInput(f"{name}: looks like a binary file (NUL bytes); give a text transcript")
+    try:
+        return data.decode("utf-8"), name
+    except UnicodeDecodeError as exc:
+        warn(f"{name}: invalid UTF-8 at byte {exc.start}; undecodable bytes replaced with U+FFFD")
+        return data.decode("utf-8", errors="replace"), name
+
+
+def expand(paths: list[str]) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        if p != "-" and Path(p).is_dir():
+            found = sorted(str(f) for f in Path(p).rglob("*") if f.is_file() and f.suffix in TRANSCRIPT_SUFFIXES)
+            if not found:
+                raise BadInput(f"{p}: no transcript files ({', '.join(sorted(TRANSCRIPT_SUFFIXES))}) in this folder")
+            out.extend(found)
+        else:
+            out.append(p)
+    return out
+
+
+def compress(
+    ctx: typer.Context,
+    paths: List[str] = typer.Argument(..., help="Transcript file(s) or folder(s); '-' reads stdin."),
+    date: Optional[str] = typer.Option(None, "--date", help="When the session happened (ISO, '18 May 2023', 'yesterday'...). Default: the file's modification time, or now for stdin."),
+    session: Optional[str] = typer.Option(None, "--session", help="source_session name. Default: 'main' for one input, the file name for several."),
+    importance: Optional[str] = typer.Option(None, "--importance", help="low, medium, high or critical. Default: inferred."),
+    provider: Optional[str] = typer.Option(None, "--provider", help="Compressor: local or gemini. Default: from config."),
+    source: str = typer.Option("system_auto", help="Provenance: user_explicit, ai_inferred or system_auto."),
+    agent: str = typer.Option("", help="Name of the agent that produced the transcript."),
+    untrusted: bool = typer.Option(False, "--untrusted", help="The text came from untrusted input (tool output, web pages); it will be quoted as data, never as instructions."),
+    no_transcript: bool = typer.Option(False, "--no-transcript", help="Do not keep the raw transcript under memory/transcripts/."),
+    as_json: bool = typer.Option(False, "--json", help="Print the stored entries as JSON."),
+) -> None:
+    """Compress session transcript(s) into structured entries, embed them, and write the files."""
+    from memtool.dates import parse_when
+    from memtool.memory import Session
+
+    files = expand(paths)
+    overrides = {"keep_transcripts": False} if no_transcript else {}
+    mem = open_from(ctx, **overrides)
+    when = parse_when(date) if date else None
+
+    failed: list[str] = []
+
+    def sessions():
+        for f in files:
+            try:
+                text, name = read_input(f)
+                mem.check_text(text, name)
+            except BadInput as exc:
+                if len(files) == 1:
+                    raise
+                warn(f"skipped: {exc}")
+                failed.append(f)
+                continue
+            ts = when or (datetime.fromtimestamp(Path(f).stat().st_mtime).astimezone() if f != "-" else None)
+            name_session = session or ("main" if len(files) == 1 else Path(f).stem)
+            yield Session(text=text, when=ts, session=name_session, importance=importance, source=source, agent=agent, trusted=not untrusted, name=name)
+
+    if len(files) > 1 and not as_json:
+        from rich.progress import Progress
+
+        with Progress(console=console(), transient=True) as bar:
+            task = bar.add_task("compressing", total=len(files))
+            entries = mem.compress_many(sessions(), provider=provider, progress=lambda n: bar.advance(task, n))
+    else:
+        entries = mem.compress_many(sessions(), provider=provider)
+    if as_json:
+        print_json([e.to_dict() for e in entries])
+    for e in [] if as_json else entries:
+        flag = "  [pending: compressed locally, run `memory retry`]" if e.pending else ""
+        typer.echo(f"{e.id}  {e.compression_ratio} ({e.tokens_original} -> {e.tokens_compressed} tokens)  {e.summary[:70]}{flag}")
+    if len(entries) > 1 and not as_json:
+        total_o = sum(e.tokens_original for e in entries)
+        total_c = sum(e.tokens_compressed for e in entries)
+        typer.echo(f"{len(entries)} entries, overall compression {total_o / max(total_c, 1):.1f}:1")
+    if failed:
+        raise BadInput(f"{len(failed)} of {len(files)} inputs were skipped (see warnings above); the others were stored")

@@ -1,0 +1,115 @@
+"""Typed settings: defaults in code, overridden by memory/config.yaml, then by MEMTOOL_* env vars.
+
+Every field carries a description (shown by `memory config`). Kept as a plain dataclass so that
+a cold `memory search` does not pay for a settings framework import.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from memtool import constants as C
+from memtool.errors import ConfigError
+
+
+def _f(default: Any, help: str) -> Any:
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class Settings:
+    compressor: str = _f(C.DEFAULT_COMPRESSOR, "Compressor provider: 'local' (offline, extractive) or 'gemini'.")
+    embedder: str = _f(C.DEFAULT_EMBEDDER, "Embedder provider: 'wordllama' (offline, 256-dim) or 'gemini'.")
+    gemini_model: str = _f(C.DEFAULT_GEMINI_MODEL, "Gemini model used by the gemini compressor.")
+    gemini_embed_model: str = _f(C.DEFAULT_GEMINI_EMBED_MODEL, "Gemini model used by the gemini embedder.")
+    gemini_embed_dim: int = _f(C.DEFAULT_GEMINI_EMBED_DIM, "Output dimension of the gemini embedder.")
+    gemini_base_url: str = _f("", "Override the Gemini API base URL (tests, proxies). Empty: the SDK default.")
+    gemini_timeout_s: float = _f(60.0, "Timeout in seconds for one Gemini request.")
+    gemini_max_retries: int = _f(3, "Retries with exponential back-off on 429/5xx/timeouts.")
+    keep_transcripts: bool = _f(True, "Keep each compressed transcript in memory/transcripts/<id>.md and index it.")
+    budget: int = _f(C.DEFAULT_BUDGET, "Default token budget for `memory context`.")
+    template: str = _f(C.DEFAULT_TEMPLATE, "Default context template: chat, detailed or summary.")
+    search_limit: int = _f(C.DEFAULT_LIMIT, "Default number of hits for `memory search`.")
+    bm25_weight: float = _f(1.0, "Weight of the BM25 channel in rank fusion.")
+    dense_weight: float = _f(0.5, "Weight of the vector channel in rank fusion.")
+    rrf_k: int = _f(C.RRF_K, "RRF constant k: higher flattens the influence of top ranks.")
+    recency_half_life_days: float = _f(0.0, "Half-life of the recency boost in days; 0 disables decay.")
+    log_retention_days: int = _f(C.DEFAULT_LOG_RETENTION_DAYS, "Daily logs older than this are archived by `memory archive`.")
+    entry_retention_days: int = _f(C.DEFAULT_ENTRY_RETENTION_DAYS, "Entries older than this are archived by `memory archive`.")
+    max_transcript_bytes: int = _f(C.MAX_TRANSCRIPT_BYTES, "Transcripts larger than this are refused.")
+    redact: bool = _f(True, "Redact secrets before anything is written to memory.")
+    redact_patterns: list = _f([], "Extra regular expressions whose matches are redacted.")
+
+    @classmethod
+    def describe(cls) -> list[tuple[str, Any, str]]:
+        out = []
+        for f in fields(cls):
+            default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+            out.append((f.name, default, f.metadata["help"]))
+        return out
+
+
+def user_cache_dir() -> Path:
+    """Per-user cache shared by all memory roots (exported model weights): $XDG_CACHE_HOME/memtool."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "memtool"
+
+
+def _coerce(name: str, raw: Any, kind: type, origin: str) -> Any:
+    try:
+        if kind is bool and isinstance(raw, str):
+            low = raw.strip().lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if kind is list:
+            if isinstance(raw, str):
+                return [p for p in raw.split(os.pathsep) if p]
+            if not isinstance(raw, list):
+                raise ValueError(raw)
+            return [str(x) for x in raw]
+        if kind is bool and not isinstance(raw, bool):
+            raise ValueError(raw)
+        return kind(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{origin}: setting '{name}' must be {kind.__name__}, got {raw!r}") from None
+
+
+_TYPES = {"str": str, "int": int, "float": float, "bool": bool, "list": list}
+
+
+def load_settings(root: Path, env: dict[str, str] | None = None) -> Settings:
+    """Defaults, then memory/config.yaml, then MEMTOOL_* environment variables."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    cfg = root / C.MEMORY_DIR / C.CONFIG_FILE
+    known = {f.name: _TYPES[str(f.type)] for f in fields(Settings)}
+    if cfg.is_file():
+        import yaml
+
+        try:
+            data = yaml.load(cfg.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" line {mark.line + 1}" if mark is not None else ""
+            raise ConfigError(f"{cfg}{where}: not valid YAML ({getattr(exc, 'problem', exc)}). Fix or delete the file.") from None
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{cfg}: expected a mapping of setting: value, got {type(data).__name__}")
+        for key, raw in data.items():
+            if key not in known:
+                raise ConfigError(f"{cfg}: unknown setting '{key}'. Known: {', '.join(sorted(known))}")
+            values[key] = _coerce(key, raw, known[key], str(cfg))
+    for name, kind in known.items():
+        var = C.ENV_PREFIX + name.upper()
+        if var in env:
+            values[name] = _coerce(name, env[var], kind, f"environment variable {var}")
+    return Settings(**values)

@@ -1,0 +1,50 @@
+"""File names, folder names and defaults: every magic value lives here."""
+
+from __future__ import annotations
+
+# --- layout -----------------------------------------------------------------
+MEMORY_DIR = "memory"  # Layer 1 daily logs live directly in here
+INDEX_DIR = "index"  # memory/index: Layer 2
+INDEX_FILE = "index.json"  # memory/index/index.json: master index
+EMBEDDINGS_DIR = "embeddings"  # memory/index/embeddings/<id>.json
+TRANSCRIPTS_DIR = "transcripts"  # memory/transcripts/<id>.md
+ARCHIVE_DIR = "archive"  # memory/archive/YYYY/
+QUARANTINE_DIR = "quarantine"  # memory/quarantine/: what doctor could not repair
+CACHE_DIR = ".cache"  # memory/.cache: derived, git-ignored, rebuildable
+LOCK_FILE = ".lock"  # memory/.lock: cross-process write lock
+CONFIG_FILE = "config.yaml"  # memory/config.yaml
+GITIGNORE_FILE = ".gitignore"  # memory/.gitignore
+
+MEMORY_MD = "MEMORY.md"
+USER_MD = "USER.md"
+AGENTS_MD = "AGENTS.md"
+LAYER3_FILES = (MEMORY_MD, USER_MD, AGENTS_MD)
+
+INDEX_VERSION = "2.0"
+ENTRY_ID_PREFIX = "ctx"
+
+# --- environment ------------------------------------------------------------
+ENV_PREFIX = "MEMTOOL_"
+ENV_ROOT = "MEMTOOL_ROOT"
+GEMINI_KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+# --- defaults -----------------------------------------------------------------
+DEFAULT_COMPRESSOR = "local"
+DEFAULT_EMBEDDER = "wordllama"
+DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
+DEFAULT_GEMINI_EMBED_MODEL = "gemini-embedding-001"
+DEFAULT_GEMINI_EMBED_DIM = 768
+DEFAULT_BUDGET = 2000  # tokens for `memory context`
+DEFAULT_TEMPLATE = "chat"
+DEFAULT_LIMIT = 5  # hits for `memory search`
+DEFAULT_LOG_RETENTION_DAYS = 90
+DEFAULT_ENTRY_RETENTION_DAYS = 365
+MAX_TRANSCRIPT_BYTES = 20 * 1024 * 1024  # larger transcripts are refused, limit named
+SUMMARY_SENTENCES = 3  # sentences kept by the extractive compressor
+MAX_KEYWORDS = 10
+MAX_TOPICS = 4
+CHUNK_TARGET_TOKENS = 160  # transcript / markdown chunk size for search
+RRF_K = 60
+
+IMPORTANCE_LEVELS = ("low", "medium", "high", "critical")
+SOURCES = ("user_explicit", "ai_inferred", "system_auto")

@@ -1,0 +1,143 @@
+"""Dates people type: ISO dates and times, '18 May 2023', '1:47 pm on 18 May, 2023',
+'today', 'yesterday', 'last week', '3 days ago', 'May 2023', weekday names.
+
+`parse_period` returns the [start, end) interval a phrase names, in local time, timezone-aware.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, time, timedelta
+
+from memtool.errors import BadInput
+
+MONTHS = {m: i + 1 for i, m in enumerate("january february march april may june july august september october november december".split())}
+MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
+MONTHS["sept"] = 9
+WEEKDAYS = {d: i for i, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
+UNITS = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(weeks=1)}
+
+_TIME = r"(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?(?::(?P<s>\d{2}))?\s*(?P<ampm>am|pm|a\.m\.|p\.m\.)?"
+_DMY = r"(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?P<mon>[a-z]+)\.?,?\s+(?P<y>\d{4})"
+_MDY = r"(?P<mon>[a-z]+)\.?\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<y>\d{4})"
+PATTERNS = [
+    re.compile(rf"^{_TIME}\s+on\s+{_DMY}$"),  # LoCoMo: "1:47 pm on 18 May, 2023"
+    re.compile(rf"^{_DMY}(?:,?\s+(?:at\s+)?{_TIME})?$"),
+    re.compile(rf"^{_MDY}(?:,?\s+(?:at\s+)?{_TIME})?$"),
+]
+MONTH_YEAR = re.compile(r"^(?P<mon>[a-z]+)\.?,?\s+(?P<y>\d{4})$")
+AGO = re.compile(r"^(?P<n>\d+|an?|one|two|three|four|five|six|seven)\s+(?P<unit>minute|hour|day|week|month|year)s?\s+ago$")
+WORD_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+
+
+def _local_now() -> datetime:
+    return datetime.now().astimezone()
+
+
+def _day(dt: datetime) -> tuple[datetime, datetime]:
+    start = dt.replace(hour=0, minute=0, second=0, microsecond=0)
+    return start, start + timedelta(days=1)
+
+
+def _month(year: int, month: int, tz) -> tuple[datetime, datetime]:
+    start = datetime(year, month, 1, tzinfo=tz)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=tz)
+    return start, end
+
+
+def _clock(m: re.Match) -> time | None:
+    if not m.groupdict().get("h"):
+        return None
+    h, mi, s = int(m["h"]), int(m["mi"] or 0), int(m["s"] or 0)
+    ampm = (m["ampm"] or "").replace(".", "")
+    if ampm == "pm" and h < 12:
+        h += 12
+    if ampm == "am" and h == 12:
+        h = 0
+    return time(h, mi, s)
+
+
+def _month_num(name: str) -> int:
+    if name not in MONTHS:
+        raise ValueError(name)
+    return MONTHS[name]
+
+
+def parse_period(text: str, now: datetime | None = None) -> tuple[datetime, datetime]:
+    """The interval [start, end) that `text` names. Raises BadInput with the accepted forms."""
+    now = now or _local_now()
+    tz = now.tzinfo
+    raw = text
+    text = " ".join(text.strip().lower().split())
+    try:
+        return _parse(text, now, tz)
+    except (ValueError, OverflowError):
+        raise BadInput(
+            f"cannot read the date {raw!r}. Use e.g. 2026-02-07, 2026-02-07T14:30, '18 May 2023', "
+            "'1:47 pm on 18 May, 2023', today, yesterday, 'last week', '3 days ago', 'May 2023', monday."
+        ) from None
+
+
+def _parse(text: str, now: datetime, tz) -> tuple[datetime, datetime]:
+    if text in ("now",):
+        return now, now + timedelta(seconds=1)
+    if text == "today":
+        return _day(now)
+    if text == "yesterday":
+        return _day(now - timedelta(days=1))
+    if text in ("this week", "past week", "last 7 days"):
+        return _day(now - timedelta(days=6))[0], now + timedelta(seconds=1)
+    if text == "last week":
+        return _day(now - timedelta(days=7))[0], now + timedelta(seconds=1)
+    if text in ("this month",):
+        return _month(now.year, now.month, tz)[0], now + timedelta(seconds=1)
+    if text == "last month":
+        prev = now.replace(day=1) - timedelta(days=1)
+        return _month(prev.year, prev.month, tz)
+    if text == "this year":
+        return datetime(now.year, 1, 1, tzinfo=tz), now + timedelta(seconds=1)
+    if text == "last year":
+        return datetime(now.year - 1, 1, 1, tzinfo=tz), datetime(now.year, 1, 1, tzinfo=tz)
+    if text in WEEKDAYS or (text.startswith("last ") and text[5:] in WEEKDAYS):
+        wd = WEEKDAYS[text.removeprefix("last ")]
+        back = (now.weekday() - wd) % 7 or 7
+        return _day(now - timedelta(days=back))
+    m = AGO.match(text)
+    if m:
+        n = int(m["n"]) if m["n"].isdigit() else WORD_NUM[m["n"]]
+        unit = m["unit"]
+        if unit == "month":
+            return _day(now - timedelta(days=30 * n))
+        if unit == "year":
+            return _day(now - timedelta(days=365 * n))
+        point = now - n * UNITS[unit]
+        return _day(point) if unit in ("day", "week") else (point, point + UNITS[unit])
+    if re.match(r"^\d{4}-\d{2}-\d{2}$", text):
+        return _day(datetime.fromisoformat(text).replace(tzinfo=tz))
+    if re.match(r"^\d{4}-\d{2}$", text):
+        y, mo = text.split("-")
+        return _month(int(y), int(mo), tz)
+    if re.match(r"^\d{4}$", text):
+        return datetime(int(text), 1, 1, tzinfo=tz), datetime(int(text) + 1, 1, 1, tzinfo=tz)
+    if re.match(r"^\d{4}-\d{2}-\d{2}[t ]\d", text):
+        dt = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+        dt = dt if dt.tzinfo else dt.replace(tzinfo=tz)
+        return dt, dt + timedelta(seconds=1)
+    for pat in PATTERNS:
+        m = pat.match(text)
+        if m:
+            day = datetime(int(m["y"]), _month_num(m["mon"]), int(m["d"]), tzinfo=tz)
+            clock = _clock(m)
+            if clock is None:
+                return _day(day)
+            dt = datetime.combine(day.date(), clock, tzinfo=tz)
+            return dt, dt + timedelta(seconds=1)
+    m = MONTH_YEAR.match(text)
+    if m:
+        return _month(int(m["y"]), _month_num(m["mon"]), tz)
+    raise ValueError(text)
+
+
+def parse_when(text: str, now: datetime | None = None) -> datetime:
+    """A point in time for `compress --date`: the start of the named period (its exact time if given)."""
+    return parse_period(text, now)[0]

@@ -1,0 +1,65 @@
+"""Domain errors. Each carries an actionable message and maps once to an exit code."""
+
+from __future__ import annotations
+
+
+class MemtoolError(Exception):
+    """Base class: the message is shown to the user as-is."""
+
+    exit_code = 1
+
+
+class BadInput(MemtoolError):
+    """The user gave something we cannot use (empty, binary, too large, bad option value)."""
+
+    exit_code = 2
+
+
+class NotAMemoryRoot(MemtoolError):
+    exit_code = 3
+
+
+class StoreCorrupt(MemtoolError):
+    """A file in the store cannot be parsed; the message names the path and line."""
+
+    exit_code = 4
+
+
+class ConfigError(MemtoolError):
+    exit_code = 5
+
+
+class ProviderError(MemtoolError):
+    """A compressor or embedder failed (network, quota, bad answer)."""
+
+    exit_code = 6
+
+
+class MissingCredentials(ProviderError):
+    exit_code = 7
+
+
+class DimensionMismatch(MemtoolError):
+    exit_code = 8
+
+
+class NotFound(MemtoolError):
+    exit_code = 9
+
+
+class StorageError(MemtoolError):
+    """The disk refused a write (read-only, full). Nothing stored was changed."""
+
+    exit_code = 10
+
+
+class RateLimited(ProviderError):
+    """The provider refused for quota or rate limits (HTTP 429) even after retries."""
+
+
+class ProviderTimeout(ProviderError):
+    """The provider did not answer within the configured timeout, even after retries."""
+
+
+class BadModelOutput(ProviderError):
+    """The model answered, but not with the structured output we asked for."""

@@ -1,0 +1,205 @@
+"""The Memory: transcript -> compress -> files (write path), and the entry points for reading.
+
+Write order for crash safety: transcript, embedding, day file (the entry becomes visible), then
+index.json. A crash before the day file leaves only orphans that `memory doctor` removes; a crash
+after it leaves index.json behind, which the next write or `memory reindex` rebuilds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Iterable
+
+from memtool import constants as C
+from memtool.config import Settings
+from memtool.context import ContextResult, Section, pack
+from memtool.errors import BadInput, ProviderError
+from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
+from memtool.providers import Compressed, Compressor, Embedder
+from memtool.search.engine import Hit, Query, Weights, search
+from memtool.search.index import SearchIndex, open_index
+from memtool.store import Layout, Store
+from memtool.text import count_tokens
+
+
+@dataclass
+class Session:
+    """One transcript to compress, with where it came from."""
+
+    text: str
+    when: datetime | None = None
+    session: str = "main"
+    importance: str | None = None
+    source: str = "system_auto"
+    agent: str = ""
+    trusted: bool = True
+    name: str = "<text>"  # file name, for messages
+
+
+class Memory:
+    def __init__(self, layout: Layout, settings: Settings, compressor_factory: Callable[[str], Compressor], embedder: Embedder):
+        self.layout = layout
+        self.store = Store(layout)
+        self.settings = settings
+        self._compressor_factory = compressor_factory
+        self.embedder = embedder
+        self._index: SearchIndex | None = None
+
+    # -- write path ------------------------------------------------------------------------------
+    def check_text(self, text: str, name: str = "<text>") -> str:
+        if "\x00" in text:
+            raise BadInput(f"{name}: looks like a binary file (NUL bytes); give a text transcript")
+        if not text.strip():
+            raise BadInput(f"{name}: the transcript is empty; nothing to compress")
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > self.settings.max_transcript_bytes:
+            raise BadInput(
+                f"{name}: {size / 1e6:.1f} MB is over the {self.settings.max_transcript_bytes / 1e6:.0f} MB limit "
+                "(setting max_transcript_bytes). Split it or raise the limit."
+            )
+        return text
+
+    def redact(self, text: str) -> str:
+        if not self.settings.redact:
+            return text
+        from memtool.redact import redact
+
+        return redact(text, self.settings.redact_patterns)[0]
+
+    def _compress_one(self, s: Session, provider: str) -> tuple[Entry, str]:
+        text = self.redact(self.check_text(s.text, s.name))
+        when = s.when or utcnow()
+        compressor = self._compressor_factory(provider)
+        pending = False
+        try:
+            out: Compressed = compressor.compress(text)
+        except ProviderError:
+            if provider == "local":
+                raise
+            out = self._compressor_factory("local").compress(text)  # stand-in; `memory retry` completes it
+            pending = True
+        entry = self._entry(text, out, when, s, model=self._compressor_factory("local").model if pending else compressor.model)
+        entry.pending = pending
+        return entry, text
+
+    def _entry(self, text: str, out: Compressed, when: datetime, s: Session, model: str) -> Entry:
+        importance = s.importance or out.importance
+        if importance not in C.IMPORTANCE_LEVELS:
+            raise BadInput(f"importance must be one of {', '.join(C.IMPORTANCE_LEVELS)}, got {importance!r}")
+        if s.source not in C.SOURCES:
+            raise BadInput(f"source must be one of {', '.join(C.SOURCES)}, got {s.source!r}")
+        entry = Entry(
+            id=make_id(when, text),
+            timestamp=iso(when),
+            summary=out.summary,
+            keywords=out.keywords,
+            topics=out.topics,
+            decisions=out.decisions,
+            action_items=out.action_items,
+            entities=out.entities or Entities(),
+            importance=importance,
+            source_session=s.session,
+            model=model,
+            source=s.source,
+            agent=s.agent,
+            trusted=s.trusted,
+        )
+        original = count_tokens(text)
+        compressed = count_tokens(entry.embed_text())
+        entry.tokens_original, entry.tokens_compressed = original, compressed
+        entry.compression_ratio = ratio_text(original, compressed)
+        return entry
+
+    def compress(self, text: str, **kw) -> Entry:
+        provider = kw.pop("provider", None)
+        return self.compress_many([Session(text=text, **kw)], provider=provider)[0]
+
+    def compress_many(self, sessions: Iterable[Session], provider: str | None = None, progress: Callable[[int], None] | None = None, batch: int = 256) -> list[Entry]:
+        """Compress and store sessions, in batches: embeddings and file writes are grouped."""
+        provider = provider or self.settings.compressor
+        done: list[Entry] = []
+        pending_batch: list[tuple[Entry, str]] = []
+        for s in sessions:
+            pending_batch.append(self._compress_one(s, provider))
+            if len(pending_batch) >= batch:
+                done.extend(self._write(pending_batch))
+                if progress:
+                    progress(len(pending_batch))
+                pending_batch = []
+        if pending_batch:
+            done.extend(self._write(pending_batch))
+            if progress:
+                progress(len(pending_batch))
+        return done
+
+    def _write(self, items: list[tuple[Entry, str]]) -> list[Entry]:
+        entries = [e for e, _ in items]
+        try:
+            vectors = self.embedder.embed_documents([e.embed_text() for e in entries])
+        except ProviderError:
+            vectors = None  # saved without vectors; `memory reembed` / `memory retry` fills them in
+        with self.store.lock():
+            for i, (entry, text) in enumerate(items):
+                if self.settings.keep_transcripts or entry.pending:
+                    self.store.write_transcript(entry.id, text)
+                if vectors is not None:
+                    self.store.write_embedding(entry, self.embedder.model, vectors[i])
+            self.store.write_entries(entries)
+            self.store.rebuild_index(self.settings.compressor)
+        self._index = None
+        return entries
+
+    def log(self, text: str, when: datetime | None = None, source: str = "user_explicit", agent: str = "", session: str = "") -> Path:
+        text = self.redact(text).strip()
+        if not text:
+            raise BadInput("nothing to log: the text is empty")
+        when = (when or datetime.now()).astimezone()
+        tags = " ".join(f"{k}={v}" for k, v in (("source", source), ("agent", agent), ("session", session)) if v)
+        first, *rest = text.splitlines()
+        line = f"- {when:%H:%M} {first}" + "".join(f"\n  {r}" for r in rest)
+        if source != "user_explicit" or agent or session:
+            line += f" <!-- {tags} -->"
+        with self.store.lock():
+            return self.store.append_log(f"{when:%Y-%m-%d}", line)
+
+    # -- read path -------------------------------------------------------------------------------
+    def index(self, progress=None, errors: list[str] | None = None) -> SearchIndex:
+        if self._index is None:
+            self._index = open_index(self.layout, self.embedder, progress, errors)
+        return self._index
+
+    def weights(self) -> Weights:
+        s = self.settings
+        return Weights(bm25=s.bm25_weight, dense=s.dense_weight, rrf_k=s.rrf_k, recency_half_life_days=s.recency_half_life_days)
+
+    def search(self, query: Query | str, **kw) -> list[Hit]:
+        q = query if isinstance(query, Query) else Query(text=query, **kw)
+        if q.limit < 1:
+            raise BadInput("--limit must be at least 1")
+        return search(self.index(), self.embedder, q, self.weights())
+
+    def context(self, query: str | None = None, budget: int | None = None, template: str | None = None, limit: int = 8, exclude: frozenset[str] = frozenset(), now: datetime | None = None) -> ContextResult:
+        budget = budget or self.settings.budget
+        template = template or self.settings.template
+        layer3 = [Section(name, (self.layout.root / name).read_text(encoding="utf-8", errors="replace")) for name in (C.MEMORY_MD, C.USER_MD) if (self.layout.root / name).is_file()]
+        today_path = self.layout.daily_log(f"{(now or datetime.now()):%Y-%m-%d}")
+        today = Section("Today's log", today_path.read_text(encoding="utf-8", errors="replace")) if today_path.is_file() else None
+        if query and query.strip():
+            hits = self.search(Query(text=query, limit=limit, kinds=("entry", "transcript", "log"), exclude=exclude))
+        else:
+            hits = self.recent(limit, exclude)
+        return pack(layer3, hits, today, budget, template)
+
+    def recent(self, limit: int, exclude: frozenset[str] = frozenset()) -> list[Hit]:
+        """Without a query: the most recent entries, most important first among equals."""
+        entries = sorted(self.store.iter_entries(), key=lambda e: (e.timestamp, C.IMPORTANCE_LEVELS.index(e.importance)), reverse=True)
+        return [
+            Hit(id=e.id, kind="entry", score=0.0, source_session=e.source_session, timestamp=e.timestamp, text=e.summary, trusted=e.trusted)
+            for e in entries
+            if e.id not in exclude
+        ][:limit]
+
+    def get(self, entry_id: str) -> Entry | None:
+        return self.store.get(entry_id)

@@ -1,0 +1,120 @@
+"""The Layer 2 entry: the schema of seed 003 plus provenance and lifecycle fields."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from memtool import constants as C
+from memtool.errors import StoreCorrupt
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(ts: datetime) -> str:
+    """ISO-8601 in UTC with milliseconds and a Z, as in seed 003."""
+    if ts.tzinfo is None:
+        ts = ts.astimezone()
+    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
+
+
+def parse_iso(text: str) -> datetime:
+    ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+
+
+def make_id(ts: datetime, text: str) -> str:
+    digest = hashlib.sha256(f"{iso(ts)}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{C.ENTRY_ID_PREFIX}-{ts.astimezone(timezone.utc):%Y%m%d}-{digest}"
+
+
+def ratio_text(original: int, compressed: int) -> str:
+    return f"{max(original, 1) / max(compressed, 1):.0f}:1"
+
+
+@dataclass
+class Entities:
+    people: list[str] = field(default_factory=list)
+    systems: list[str] = field(default_factory=list)
+    dates: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Entry:
+    """One compressed session. Field order here is the key order on disk."""
+
+    id: str
+    timestamp: str
+    summary: str
+    keywords: list[str] = field(default_factory=list)
+    topics: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    action_items: list[str] = field(default_factory=list)
+    entities: Entities = field(default_factory=Entities)
+    importance: str = "medium"
+    tokens_original: int = 0
+    tokens_compressed: int = 0
+    compression_ratio: str = "1:1"
+    source_session: str = "main"
+    model: str = "local-extractive"
+    # provenance (seed 000): who said it, which agent, and whether the text came from untrusted input
+    source: str = "system_auto"
+    agent: str = ""
+    trusted: bool = True
+    # lifecycle
+    pending: bool = False  # compressed locally as a stand-in; `memory retry` completes it
+    pinned: bool = False
+    supersedes: list[str] = field(default_factory=list)
+    promoted_to: str = ""
+
+    @property
+    def day(self) -> str:
+        return self.timestamp[:10]
+
+    def embed_text(self) -> str:
+        """The text an embedding represents; its hash decides when to re-embed."""
+        parts = [self.summary, " ".join(self.keywords), " ".join(self.topics), *self.decisions, *self.action_items]
+        ents = self.entities
+        parts.append(" ".join(ents.people + ents.systems + ents.dates))
+        return "\n".join(p for p in parts if p)
+
+    def content_hash(self) -> str:
+        return hashlib.sha256(self.embed_text().encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "entry") -> "Entry":
+        if not isinstance(data, dict):
+            raise StoreCorrupt(f"{where}: expected an object, got {type(data).__name__}")
+        missing = [k for k in ("id", "timestamp", "summary") if not data.get(k)]
+        if missing:
+            raise StoreCorrupt(f"{where}: missing {', '.join(missing)}")
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        ents = known.get("entities") or {}
+        if not isinstance(ents, dict):
+            raise StoreCorrupt(f"{where}: 'entities' must be an object")
+        known["entities"] = Entities(**{k: _strs(ents.get(k), where) for k in ("people", "systems", "dates")})
+        for key in ("keywords", "topics", "decisions", "action_items", "supersedes"):
+            if key in known:
+                known[key] = _strs(known[key], where)
+        if known.get("importance", "medium") not in C.IMPORTANCE_LEVELS:
+            raise StoreCorrupt(f"{where}: importance must be one of {', '.join(C.IMPORTANCE_LEVELS)}")
+        try:
+            parse_iso(str(known["timestamp"]))
+        except ValueError:
+            raise StoreCorrupt(f"{where}: timestamp {known['timestamp']!r} is not ISO-8601") from None
+        return cls(**known)
+
+
+def _strs(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise StoreCorrupt(f"{where}: expected a list of strings, got {value!r:.80}")
+    return list(value)

@@ -1,0 +1,83 @@
+"""Providers: compressors, embedders and token counters behind small Protocols.
+
+Built-ins are registered through the `memtool.compressors` / `memtool.embedders` entry points in
+pyproject.toml, exactly as a third-party plugin would register its own. Nothing heavy is imported
+until a provider is actually built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from memtool.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memtool.config import Settings
+    from memtool.models import Entities
+
+
+@dataclass
+class Compressed:
+    """What a compressor returns; the Memory adds id, timestamps, token counts and provenance."""
+
+    summary: str
+    keywords: list[str] = field(default_factory=list)
+    topics: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    action_items: list[str] = field(default_factory=list)
+    entities: "Entities | None" = None
+    importance: str = "medium"
+
+
+@runtime_checkable
+class Compressor(Protocol):
+    name: str  # registry name, e.g. "local"
+    model: str  # recorded in each entry
+
+    def compress(self, text: str) -> Compressed: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    model: str  # recorded in each embedding file
+    dim: int
+
+    def embed_documents(self, texts: list[str]) -> "np.ndarray":
+        """float32 array (len(texts), dim), rows L2-normalised."""
+
+    def embed_query(self, text: str) -> "np.ndarray":
+        """float32 array (dim,), L2-normalised."""
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    def count_tokens(self, text: str) -> int: ...
+
+
+COMPRESSOR_GROUP = "memtool.compressors"
+EMBEDDER_GROUP = "memtool.embedders"
+
+
+def available(group: str) -> list[str]:
+    return sorted(ep.name for ep in entry_points(group=group))
+
+
+def _load(group: str, name: str, kind: str):
+    for ep in entry_points(group=group):
+        if ep.name == name:
+            return ep.load()
+    raise ConfigError(f"unknown {kind} '{name}'. Available: {', '.join(available(group)) or 'none (is memtool installed?)'}")
+
+
+def build_compressor(name: str, settings: "Settings", root: Path) -> Compressor:
+    return _load(COMPRESSOR_GROUP, name, "compressor").from_settings(settings, root)
+
+
+def build_embedder(name: str, settings: "Settings", root: Path) -> Embedder:
+    return _load(EMBEDDER_GROUP, name, "embedder").from_settings(settings, root)

@@ -1,0 +1,143 @@
+"""Query the derived index: filter, score two channels, fuse, group chunks under their entry.
+
+A transcript chunk that matches returns its entry, with the chunk as the entry's best passage.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+from memtool.search.fusion import top_ranks, weighted_rrf
+from memtool.search.index import IMPORTANCE_CODE, KIND_CODE, SearchIndex
+from memtool.text import tokenize
+
+CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
+RESULT_KIND = {"entry": "entry", "transcript": "entry", "log": "log", "memory": "memory"}
+
+
+@dataclass
+class Query:
+    text: str
+    limit: int = 5
+    kinds: tuple[str, ...] = ("entry", "transcript", "log", "memory")
+    since: datetime | None = None
+    until: datetime | None = None
+    topic: str | None = None
+    min_importance: str | None = None
+    trusted_only: bool = False
+    exclude: frozenset[str] = frozenset()  # result ids not to return (session dedup)
+
+
+@dataclass
+class Hit:
+    id: str
+    kind: str  # entry | log | memory
+    score: float
+    source_session: str
+    timestamp: str
+    text: str  # the entry summary, or the Markdown chunk
+    passage: str = ""  # best matching raw transcript passage, when the match came from it
+    ref: str = ""  # file#line of the best matching document
+    trusted: bool = True
+    channels: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Weights:
+    bm25: float = 1.0
+    dense: float = 0.5
+    rrf_k: int = 60
+    recency_half_life_days: float = 0.0
+
+
+def _ts_text(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def allowed_mask(index: SearchIndex, q: Query) -> np.ndarray:
+    mask = np.isin(index.kind, [KIND_CODE[k] for k in q.kinds])
+    if q.since is not None:
+        mask &= index.ts >= q.since.timestamp()
+    if q.until is not None:
+        mask &= index.ts < q.until.timestamp()
+    if q.min_importance:
+        mask &= index.importance >= IMPORTANCE_CODE[q.min_importance]
+    if q.trusted_only:
+        mask &= index.trusted
+    return mask
+
+
+def search(index: SearchIndex, embedder, q: Query, w: Weights) -> list[Hit]:
+    if index.n == 0 or not q.text.strip():
+        return []
+    allowed = allowed_mask(index, q)
+    if not allowed.any():
+        return []
+    bm25 = index.bm25_scores(tokenize(q.text))
+    channels = [(*top_ranks(bm25, allowed, CHANNEL_DEPTH, positive_only=True), w.bm25)]
+    if w.dense > 0:
+        qvec = embedder.embed_query(q.text)
+        dense = np.asarray(index.vectors @ qvec, dtype=np.float32)
+        channels.append((*top_ranks(dense, allowed, CHANNEL_DEPTH, positive_only=True), w.dense))
+    fused = weighted_rrf(channels, w.rrf_k)
+    if not fused:
+        return []
+    docs = np.fromiter(fused.keys(), dtype=np.int64)
+    scores = np.fromiter(fused.values(), dtype=np.float64)
+    if w.recency_half_life_days > 0:
+        age_days = np.maximum(0.0, (time.time() - index.ts[docs]) / 86400.0)
+        scores = scores * (0.5 + 0.5 * np.power(0.5, age_days / w.recency_half_life_days))
+    # group documents under their result (an entry with its transcript chunks), best doc first
+    order = np.argsort(-scores, kind="stable")
+    best: dict[int, tuple[int, float]] = {}
+    for i in order.tolist():
+        g = int(index.group[docs[i]])
+        if g not in best:
+            best[g] = (int(docs[i]), float(scores[i]))
+    return _materialise(index, q, list(best.values()))
+
+
+def _materialise(index: SearchIndex, q: Query, ranked: list[tuple[int, float]]) -> list[Hit]:
+    hits: list[Hit] = []
+    for doc_id, score in ranked:
+        d = index.doc(doc_id)
+        result_id = d["entry"] or d["ref"]
+        if result_id in q.exclude:
+            continue
+        if q.topic and q.topic.lower() not in (t.lower() for t in d["topics"]):
+            continue
+        hit = Hit(
+            id=result_id,
+            kind=RESULT_KIND[d["kind"]],
+            score=round(score, 6),
+            source_session=d["session"],
+            timestamp=_ts_text(d["ts"]),
+            text=d["text"],
+            ref=d["ref"],
+            trusted=d["trusted"],
+        )
+        if d["kind"] == "transcript":
+            hit.passage = d["text"]
+            hit.text = _entry_summary(index, doc_id, d["entry"])
+        hits.append(hit)
+        if len(hits) >= q.limit:
+            break
+    return hits
+
+
+def _entry_summary(index: SearchIndex, doc_id: int, entry_id: str) -> str:
+    """The entry document of a transcript chunk's group (built just before its chunks)."""
+    g = index.group[doc_id]
+    for i in range(doc_id, -1, -1):
+        if index.group[i] != g:
+            break
+        if index.kind[i] == KIND_CODE["entry"]:
+            return index.doc(i)["text"]
+    return ""

@@ -1,0 +1,250 @@
+"""The files: where everything lives and how it is read and written.
+
+Per-day entry files (memory/index/YYYY-MM-DD.json) are the source of truth for Layer 2;
+index.json is the master index rebuilt from them; one embedding file per entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from memtool import constants as C
+from memtool.errors import DimensionMismatch, NotAMemoryRoot, StoreCorrupt
+from memtool.fsutil import append_text, atomic_write_text, dumps_json, locked, write_json
+from memtool.models import Entry, iso, utcnow
+
+DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+CONFLICT_RE = re.compile(r"^(<{7}|={7}|>{7})( |$)", re.M)
+
+
+@dataclass(frozen=True)
+class Layout:
+    root: Path
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.root / C.MEMORY_DIR
+
+    @property
+    def index_dir(self) -> Path:
+        return self.memory_dir / C.INDEX_DIR
+
+    @property
+    def index_file(self) -> Path:
+        return self.index_dir / C.INDEX_FILE
+
+    @property
+    def embeddings_dir(self) -> Path:
+        return self.index_dir / C.EMBEDDINGS_DIR
+
+    @property
+    def transcripts_dir(self) -> Path:
+        return self.memory_dir / C.TRANSCRIPTS_DIR
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.memory_dir / C.CACHE_DIR
+
+    @property
+    def lock_file(self) -> Path:
+        return self.memory_dir / C.LOCK_FILE
+
+    @property
+    def config_file(self) -> Path:
+        return self.memory_dir / C.CONFIG_FILE
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.memory_dir / C.ARCHIVE_DIR
+
+    @property
+    def quarantine_dir(self) -> Path:
+        return self.memory_dir / C.QUARANTINE_DIR
+
+    def day_file(self, day: str) -> Path:
+        return self.index_dir / f"{day}.json"
+
+    def daily_log(self, day: str) -> Path:
+        return self.memory_dir / f"{day}.md"
+
+    def embedding_file(self, entry_id: str) -> Path:
+        return self.embeddings_dir / f"{entry_id}.json"
+
+    def transcript_file(self, entry_id: str) -> Path:
+        return self.transcripts_dir / f"{entry_id}.md"
+
+    def is_memory_root(self) -> bool:
+        return self.memory_dir.is_dir()
+
+    def require(self) -> "Layout":
+        if not self.is_memory_root():
+            raise NotAMemoryRoot(
+                f"{self.root} is not a memory root (no {C.MEMORY_DIR}/ folder). "
+                f"Run `memory init` there, or pass --root / set {C.ENV_ROOT}."
+            )
+        return self
+
+    def day_files(self) -> list[Path]:
+        if not self.index_dir.is_dir():
+            return []
+        return sorted(p for p in self.index_dir.glob("*.json") if DAY_RE.match(p.stem))
+
+    def markdown_files(self) -> list[Path]:
+        """Layer 3 files at the root and every Markdown file under memory/ (not transcripts, cache, archive)."""
+        out = [self.root / name for name in C.LAYER3_FILES if (self.root / name).is_file()]
+        skip = {C.TRANSCRIPTS_DIR, C.CACHE_DIR, C.ARCHIVE_DIR, C.QUARANTINE_DIR, C.INDEX_DIR}
+        if self.memory_dir.is_dir():
+            for dirpath, dirnames, filenames in os.walk(self.memory_dir):
+                if Path(dirpath) == self.memory_dir:
+                    dirnames[:] = [d for d in dirnames if d not in skip and not d.startswith(".")]
+                out.extend(Path(dirpath) / f for f in sorted(filenames) if f.endswith(".md") and not f.startswith("."))
+        return out
+
+
+def check_conflict_markers(path: Path, text: str) -> None:
+    m = CONFLICT_RE.search(text)
+    if m:
+        line = text.count("\n", 0, m.start()) + 1
+        raise StoreCorrupt(f"{path}:{line}: git conflict markers. Run `memory reindex` (index.json) or resolve the conflict by hand.")
+
+
+def load_json(path: Path) -> object:
+    text = path.read_text(encoding="utf-8")
+    check_conflict_markers(path, text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StoreCorrupt(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})") from None
+
+
+def read_day(path: Path) -> list[Entry]:
+    data = load_json(path)
+    items = data.get("entries") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise StoreCorrupt(f"{path}: expected {{\"date\": ..., \"entries\": [...]}}")
+    return [Entry.from_dict(item, f"{path} entry {i + 1}") for i, item in enumerate(items)]
+
+
+def sort_entries(entries: Iterable[Entry]) -> list[Entry]:
+    return sorted(entries, key=lambda e: (e.timestamp, e.id))
+
+
+def day_document(day: str, entries: Iterable[Entry]) -> str:
+    return dumps_json({"date": day, "entries": [e.to_dict() for e in sort_entries(entries)]})
+
+
+class Store:
+    """Reads and writes the versioned files. Writers hold the root's lock briefly."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+
+    def lock(self):
+        return locked(self.layout.lock_file)
+
+    # -- entries ---------------------------------------------------------------------------------
+    def iter_entries(self, errors: list[str] | None = None) -> Iterator[Entry]:
+        """Every entry from the per-day files. A bad file raises, or is reported into `errors` and skipped."""
+        for path in self.layout.day_files():
+            try:
+                yield from read_day(path)
+            except (StoreCorrupt, UnicodeDecodeError) as exc:
+                if errors is None:
+                    raise
+                errors.append(str(exc))
+
+    def get(self, entry_id: str) -> Entry | None:
+        m = re.match(rf"^{C.ENTRY_ID_PREFIX}-(\d{{4}})(\d{{2}})(\d{{2}})-", entry_id)
+        if m:
+            path = self.layout.day_file("-".join(m.groups()))
+            if path.is_file():
+                for e in read_day(path):
+                    if e.id == entry_id:
+                        return e
+        return next((e for e in self.iter_entries() if e.id == entry_id), None)
+
+    def write_entries(self, entries: list[Entry]) -> None:
+        """Add (or replace by id) entries in their day files. Caller holds the lock."""
+        by_day: dict[str, list[Entry]] = {}
+        for e in entries:
+            by_day.setdefault(e.day, []).append(e)
+        for day, new in by_day.items():
+            path = self.layout.day_file(day)
+            current = {e.id: e for e in read_day(path)} if path.is_file() else {}
+            current.update({e.id: e for e in new})
+            atomic_write_text(path, day_document(day, current.values()))
+
+    def rebuild_index(self, provider: str) -> list[str]:
+        """Rewrite index.json from the day files. Entries of unreadable day files are kept from the old
+        index.json so that one bad file never drops anything. Returns the problems found."""
+        errors: list[str] = []
+        good: list[Entry] = []
+        bad_days: set[str] = set()
+        for path in self.layout.day_files():
+            try:
+                good.extend(read_day(path))
+            except (StoreCorrupt, UnicodeDecodeError) as exc:
+                errors.append(str(exc))
+                bad_days.add(path.stem)
+        if bad_days and self.layout.index_file.is_file():
+            try:
+                old = load_json(self.layout.index_file)
+                good.extend(Entry.from_dict(d) for d in old.get("entries", []) if str(d.get("timestamp", ""))[:10] in bad_days)
+            except (StoreCorrupt, AttributeError):
+                pass  # the old index is itself unreadable: nothing more to keep
+        doc = {"version": C.INDEX_VERSION, "provider": provider, "last_updated": iso(utcnow()), "entries": [e.to_dict() for e in sort_entries(good)]}
+        write_json(self.layout.index_file, doc)
+        return errors
+
+    # -- embeddings --------------------------------------------------------------------------------
+    def write_embedding(self, entry: Entry, model: str, vector: np.ndarray) -> None:
+        doc = {
+            "id": entry.id,
+            "model": model,
+            "dim": int(vector.shape[0]),
+            "content_hash": entry.content_hash(),
+            "embedding": [round(float(x), 6) for x in vector],
+        }
+        write_json(self.layout.embedding_file(entry.id), doc)
+
+    def read_embedding(self, entry_id: str) -> dict | None:
+        path = self.layout.embedding_file(entry_id)
+        if not path.is_file():
+            return None
+        data = load_json(path)
+        if not isinstance(data, dict) or not isinstance(data.get("embedding"), list):
+            raise StoreCorrupt(f"{path}: expected an object with an 'embedding' list")
+        return data
+
+    def vector_for(self, entry: Entry, model: str, dim: int) -> np.ndarray | None:
+        """The stored vector if it is current for this model; None if it must be (re)computed."""
+        data = self.read_embedding(entry.id)
+        if data is None or data.get("content_hash") != entry.content_hash():
+            return None
+        if data.get("model") != model:
+            raise DimensionMismatch(
+                f"entry {entry.id} was embedded with '{data.get('model')}' ({data.get('dim')} dims) but the "
+                f"configured embedder is '{model}' ({dim} dims). Run `memory reembed` to re-embed the store."
+            )
+        vec = np.asarray(data["embedding"], dtype=np.float32)
+        if vec.shape != (dim,):
+            raise DimensionMismatch(f"{self.layout.embedding_file(entry.id)}: {vec.shape[0]} dims, expected {dim}. Run `memory reembed`.")
+        return vec
+
+    # -- transcripts and logs ----------------------------------------------------------------------
+    def write_transcript(self, entry_id: str, text: str) -> None:
+        atomic_write_text(self.layout.transcript_file(entry_id), text if text.endswith("\n") else text + "\n")
+
+    def append_log(self, day: str, line: str) -> Path:
+        path = self.layout.daily_log(day)
+        if not path.exists():
+            append_text(path, f"# {day}\n")
+        append_text(path, line)
+        return path

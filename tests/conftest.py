@@ -1,0 +1,85 @@
+"""Shared fixtures. Every test runs with the memory root and HOME inside its own tmp_path."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+import pytest
+
+from memtool.providers import Compressed
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch):
+    """Point HOME and the memory root at tmp_path; drop any real API keys and MEMTOOL_ settings."""
+    home = tmp_path / "home"
+    home.mkdir()
+    root = tmp_path / "root"
+    root.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("MEMTOOL_ROOT", str(root))
+    monkeypatch.chdir(root)
+    import os
+
+    for var in list(os.environ):
+        if var.startswith("MEMTOOL_") and var != "MEMTOOL_ROOT":
+            monkeypatch.delenv(var)
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    return root
+
+
+@pytest.fixture
+def root(isolated_home):
+    return isolated_home
+
+
+class FakeEmbedder:
+    """Deterministic bag-of-words hashing embedder: same words -> similar vectors. No model, no network."""
+
+    name = "fake"
+    model = "fake-hash-64"
+    dim = 64
+
+    def __init__(self, model: str = "fake-hash-64", dim: int = 64):
+        self.model, self.dim = model, dim
+        self.calls = 0
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(self.dim, dtype=np.float32)
+        for word in re.findall(r"\w+", text.lower()):
+            h = int(hashlib.md5(word.encode()).hexdigest(), 16)
+            v[h % self.dim] += 1.0 if (h >> 8) & 1 else -1.0
+        n = np.linalg.norm(v)
+        return v / n if n else v
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+
+    def embed_query(self, text):
+        return self._vec(text)
+
+
+class FakeCompressor:
+    """Deterministic compressor: first sentence as summary, capitalised words as keywords."""
+
+    name = "fake"
+    model = "fake-compressor"
+
+    def compress(self, text: str) -> Compressed:
+        first = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0][:200]
+        words = sorted({w.lower() for w in re.findall(r"\b[A-Z][a-z]{2,}\b", text)})[:8]
+        return Compressed(summary=first, keywords=words, topics=["general"])
+
+
+@pytest.fixture
+def fake_embedder():
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def fake_compressor():
+    return FakeCompressor()
