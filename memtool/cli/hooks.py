@@ -1,0 +1,140 @@
+"""`memory hooks install|uninstall|run`: wire memtool into an agent's own session hooks.
+
+Thin layer: parse options, call memtool.hooks, render the result (rich text or --json).
+`hooks run` is what the installed hooks execute; it must start fast, print nothing to
+stdout except the agent's JSON, and never fail the agent's session.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from memtool import hooks as core
+from memtool.cli.common import MemtoolGroup, print_json, warn
+from memtool.errors import MemtoolError
+
+app = typer.Typer(
+    cls=MemtoolGroup,
+    help="Make a coding agent load memory at session start and compress its transcript at session end.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class Agent(str, Enum):
+    claude_code = "claude-code"
+    codex = "codex"
+    gemini = "gemini"
+
+
+class Scope(str, Enum):
+    project = "project"
+    user = "user"
+
+
+class Event(str, Enum):
+    session_start = "session-start"
+    session_end = "session-end"
+
+
+AGENT_OPTION = typer.Option(..., "--agent", help="The agent whose configuration to edit.")
+SCOPE_OPTION = typer.Option(Scope.project, "--scope", help="project: files in the project folder; user: files under $HOME.")
+DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the change as a diff; write nothing.")
+PROJECT_OPTION = typer.Option(None, "--project-dir", help="Project folder for --scope project (default: the current folder).")
+JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON.")
+
+
+@app.command()
+def install(
+    agent: Agent = AGENT_OPTION,
+    scope: Scope = SCOPE_OPTION,
+    dry_run: bool = DRY_RUN_OPTION,
+    project_dir: Optional[Path] = PROJECT_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Add memtool's session-start and session-end hooks to the agent's configuration (merging, idempotent)."""
+    plan, written = core.install(agent.value, scope.value, dry_run=dry_run, project_dir=project_dir)
+    _render(plan, dry_run, written, as_json)
+
+
+@app.command()
+def uninstall(
+    agent: Agent = AGENT_OPTION,
+    scope: Scope = SCOPE_OPTION,
+    dry_run: bool = DRY_RUN_OPTION,
+    project_dir: Optional[Path] = PROJECT_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Remove exactly the hooks memtool added; everything else in the file stays as it is."""
+    plan, written = core.uninstall(agent.value, scope.value, dry_run=dry_run, project_dir=project_dir)
+    _render(plan, dry_run, written, as_json)
+
+
+@app.command(hidden=True)
+def run(
+    event: Event = typer.Argument(..., help="session-start or session-end."),
+    agent: Agent = AGENT_OPTION,
+    foreground: bool = typer.Option(False, "--foreground", hidden=True, help="session-end: compress now and wait."),
+) -> None:
+    """Run by the installed hooks: reads the agent's JSON payload on stdin."""
+    raw = core.read_payload(sys.stdin)
+    try:
+        payload = core.parse_payload(raw)
+        if event is Event.session_start:
+            output, message = core.run_session_start(payload)
+            if message:
+                typer.echo(message, err=True)
+            if output:
+                sys.stdout.write(output + "\n")
+            return
+        if foreground:
+            raise typer.Exit(core.run_session_end(payload, agent.value))
+        if payload.transcript_path is None:
+            typer.echo("memtool: the agent sent no transcript_path; nothing to compress.", err=True)
+            return
+        log = core.spawn_session_end(raw, payload, agent.value)
+        typer.echo(f"memtool: compressing the session in the background (log: {log})", err=True)
+    except (MemtoolError, OSError) as exc:
+        if foreground:
+            raise
+        # A hook must never fail the agent's session: report and exit 0.
+        typer.echo(f"memtool: {event.value} hook skipped: {exc}", err=True)
+
+
+def _render(plan: core.HookPlan, dry_run: bool, written: bool, as_json: bool) -> None:
+    if as_json:
+        print_json(plan.to_json(dry_run, written))
+        return
+    from rich.console import Console
+
+    out = Console(highlight=False, soft_wrap=True)
+    label = core.spec(plan.agent).label
+    if not plan.changed:
+        if plan.action == "install":
+            out.print(f"{label}: memtool hooks already installed in {plan.path}; nothing to do.")
+        elif plan.old_text is None:
+            out.print(f"{label}: {plan.path} does not exist; nothing to remove.")
+        else:
+            out.print(f"{label}: no memtool hooks in {plan.path}; nothing to remove.")
+    elif dry_run:
+        for line in plan.diff().splitlines():
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+            out.print(line, style=style, markup=False)
+        out.print(f"(dry run: {plan.path} not written)")
+    elif plan.action == "install":
+        out.print(f"{label}: installed memtool hooks in {plan.path}")
+    else:
+        out.print(f"{label}: removed memtool hooks from {plan.path}")
+    if plan.action == "install":
+        for event, command in plan.commands.items():
+            out.print(f"  {event:<13} {command}", markup=False)
+        for note in plan.notes:
+            out.print(f"  note: {note}", markup=False)
+    for message in plan.warnings:
+        warn(message)

@@ -1,0 +1,346 @@
+"""Minimal-diff editing of JSON and JSONC (JSON with // and /* */ comments) config files.
+
+The file is parsed into a tree of spans (where each value starts and ends in the text).
+Edits splice text at those spans, so every byte outside the added or removed entries —
+key order, indentation, blank lines, comments — stays as it was. After each edit the text
+is parsed again; callers compare `Document.data()` with the change they intended.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_LITERALS = {"true": True, "false": False, "null": None}
+
+
+class JsoncError(ValueError):
+    """The text is not valid JSON (or JSONC); carries the 1-based line and column."""
+
+    def __init__(self, line: int, column: int, message: str) -> None:
+        super().__init__(f"line {line}, column {column}: {message}")
+        self.line = line
+        self.column = column
+        self.message = message
+
+
+@dataclass
+class Node:
+    kind: Literal["object", "array", "scalar"]
+    start: int
+    end: int
+    value: Any = None
+    keys: list[str] = field(default_factory=list)
+    key_starts: list[int] = field(default_factory=list)
+    children: list["Node"] = field(default_factory=list)
+
+    def member(self, key: str) -> tuple[int, "Node"] | None:
+        """(index, value) of member `key`; the last one wins, as in json.loads."""
+        for i in range(len(self.keys) - 1, -1, -1):
+            if self.keys[i] == key:
+                return i, self.children[i]
+        return None
+
+    def item_start(self, i: int) -> int:
+        return self.key_starts[i] if self.kind == "object" else self.children[i].start
+
+    def plain(self) -> Any:
+        if self.kind == "scalar":
+            return self.value
+        if self.kind == "array":
+            return [c.plain() for c in self.children]
+        return {k: c.plain() for k, c in zip(self.keys, self.children)}
+
+
+class _Fail(Exception):
+    def __init__(self, pos: int, message: str) -> None:
+        super().__init__(message)
+        self.pos = pos
+        self.message = message
+
+
+def line_col(text: str, pos: int) -> tuple[int, int]:
+    line = text.count("\n", 0, pos) + 1
+    return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+
+class _Parser:
+    def __init__(self, text: str, comments: bool) -> None:
+        self.text = text
+        self.comments = comments
+
+    def skip(self, pos: int) -> int:
+        """Skip whitespace and, when allowed, comments."""
+        text = self.text
+        while pos < len(text):
+            if text[pos] in " \t\r\n":
+                pos += 1
+            elif self.comments and text.startswith("//", pos):
+                nl = text.find("\n", pos)
+                pos = len(text) if nl < 0 else nl + 1
+            elif self.comments and text.startswith("/*", pos):
+                close = text.find("*/", pos + 2)
+                if close < 0:
+                    raise _Fail(pos, "unterminated /* comment")
+                pos = close + 2
+            else:
+                break
+        return pos
+
+    def document(self) -> Node:
+        node = self.value(self.skip(0))
+        end = self.skip(node.end)
+        if end != len(self.text):
+            raise _Fail(end, "unexpected text after the JSON value")
+        return node
+
+    def value(self, pos: int) -> Node:
+        if pos >= len(self.text):
+            raise _Fail(pos, "expected a value, found the end of the file")
+        ch = self.text[pos]
+        if ch in "{[":
+            return self.container(pos, "object" if ch == "{" else "array")
+        if ch == '"':
+            end = self.string_end(pos)
+            return Node("scalar", pos, end, value=self.decode(pos, end))
+        match = _NUMBER.match(self.text, pos)
+        if match:
+            return Node("scalar", pos, match.end(), value=json.loads(match.group()))
+        for word, literal in _LITERALS.items():
+            if self.text.startswith(word, pos):
+                return Node("scalar", pos, pos + len(word), value=literal)
+        raise _Fail(pos, f"unexpected character {ch!r}")
+
+    def string_end(self, pos: int) -> int:
+        i = pos + 1
+        while i < len(self.text):
+            ch = self.text[i]
+            if ch == "\\":
+                i += 2
+            elif ch == '"':
+                return i + 1
+            elif ch == "\n":
+                break
+            else:
+                i += 1
+        raise _Fail(pos, "unterminated string")
+
+    def decode(self, start: int, end: int) -> str:
+        try:
+            value = json.loads(self.text[start:end])
+        except json.JSONDecodeError as err:
+            raise _Fail(start + err.pos, f"invalid string: {err.msg}") from None
+        assert isinstance(value, str)
+        return value
+
+    def container(self, start: int, kind: Literal["object", "array"]) -> Node:
+        close = "}" if kind == "object" else "]"
+        node = Node(kind, start, start)
+        pos = self.skip(start + 1)
+        if pos < len(self.text) and self.text[pos] == close:
+            node.end = pos + 1
+            return node
+        while True:
+            if kind == "object":
+                if pos >= len(self.text) or self.text[pos] != '"':
+                    raise _Fail(pos, "expected a quoted key")
+                key_end = self.string_end(pos)
+                node.keys.append(self.decode(pos, key_end))
+                node.key_starts.append(pos)
+                pos = self.skip(key_end)
+                if pos >= len(self.text) or self.text[pos] != ":":
+                    raise _Fail(pos, "expected ':' after the key")
+                pos = self.skip(pos + 1)
+            child = self.value(pos)
+            node.children.append(child)
+            pos = self.skip(child.end)
+            if pos < len(self.text) and self.text[pos] == ",":
+                pos = self.skip(pos + 1)
+                if pos < len(self.text) and self.text[pos] == close:
+                    raise _Fail(pos, "trailing comma")
+                continue
+            if pos < len(self.text) and self.text[pos] == close:
+                node.end = pos + 1
+                return node
+            raise _Fail(pos, f"expected ',' or '{close}'")
+
+
+def parse(text: str, comments: bool = False) -> Node:
+    """Parse JSON (JSONC when `comments`) into a span tree; raises JsoncError."""
+    if not comments:
+        try:  # the standard library's messages for plain JSON
+            json.loads(text)
+        except json.JSONDecodeError as err:
+            raise JsoncError(err.lineno, err.colno, err.msg) from None
+    try:
+        return _Parser(text, comments).document()
+    except _Fail as err:
+        line, col = line_col(text, err.pos)
+        raise JsoncError(line, col, err.message) from None
+
+
+class Document:
+    """A JSON/JSONC text (a leading BOM is kept aside) with its span tree."""
+
+    def __init__(self, text: str, comments: bool = False) -> None:
+        self.bom = "\ufeff" if text.startswith("\ufeff") else ""
+        self.text = text[len(self.bom) :]
+        self.comments = comments
+        self.root = parse(self.text, comments)
+
+    def data(self) -> Any:
+        return self.root.plain()
+
+    def full_text(self) -> str:
+        return self.bom + self.text
+
+    def line_of(self, node: Node) -> int:
+        return line_col(self.text, node.start)[0]
+
+    def lookup(self, *path: str) -> tuple[int, Node] | None:
+        """(index in its parent, node) of the member at `path` from the root object."""
+        node, found = self.root, None
+        for key in path:
+            if node.kind != "object":
+                return None
+            found = node.member(key)
+            if found is None:
+                return None
+            node = found[1]
+        return found
+
+    def node(self, *path: str) -> Node:
+        if not path:
+            return self.root
+        found = self.lookup(*path)
+        if found is None:
+            raise KeyError("/".join(path))
+        return found[1]
+
+    def replace(self, edits: list[tuple[int, int, str]]) -> None:
+        """Apply non-overlapping (start, end, replacement) edits, then parse again."""
+        text = self.text
+        for start, end, new in sorted(edits, key=lambda e: e[0], reverse=True):
+            text = text[:start] + new + text[end:]
+        self.root = parse(text, self.comments)
+        self.text = text
+
+    # --- edits ----------------------------------------------------------------------------
+
+    def append(self, container: Node, value: Any, key: str | None = None) -> None:
+        """Add `value` at the end of `container` (as member `key` when it is an object),
+        laid out like the container's existing entries."""
+        text, newline = self.text, self._newline()
+        prefix = json.dumps(key, ensure_ascii=False) + ": " if key is not None else ""
+        n = len(container.children)
+        if n:
+            last = container.children[-1]
+            sep = self._separator_before(container.item_start(n - 1))
+            multiline = sep != " "
+            entry = prefix + self._serialize(value, sep[len(newline) :] if multiline else "", multiline)
+            after_comment = self._after_trailing_comment(last.end)
+            if after_comment != last.end:  # `1 // note` -> `1, // note` + new line
+                edits = [(last.end, last.end, ","), (after_comment, after_comment, sep + entry)]
+            else:
+                edits = [(last.end, last.end, "," + sep + entry)]
+        else:
+            own = self._line_indent(container.start)
+            indent = own + self._indent_unit()
+            entry = prefix + self._serialize(value, indent, True)
+            inner = text[container.start + 1 : container.end - 1]
+            if inner.strip(" \t\r\n"):  # only comments inside: keep them, after the entry
+                edits = [(container.start + 1, container.start + 1, newline + indent + entry)]
+            else:
+                edits = [(container.start + 1, container.end - 1, newline + indent + entry + newline + own)]
+        self.replace(edits)
+
+    def remove(self, container: Node, i: int) -> None:
+        """Remove entry `i` of `container` with its comma; entries on lines of their own
+        take their lines with them."""
+        text = self.text
+        n = len(container.children)
+        start, end = container.item_start(i), container.children[i].end
+        after = self._comma_after(end) + 1 if i < n - 1 else end
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", after)
+        line_end = len(text) if line_end < 0 else line_end + 1
+        own_lines = not text[line_start:start].strip(" \t") and not text[after:line_end].strip(" \t\r\n")
+        edits: list[tuple[int, int, str]] = []
+        if own_lines:
+            if i == n - 1 and n > 1:
+                comma = self._comma_after(container.children[i - 1].end)
+                edits.append((comma, comma + 1, ""))
+            edits.append((line_start, line_end, ""))
+        elif i > 0:
+            comma = self._comma_after(container.children[i - 1].end)
+            if not text[comma + 1 : start].strip(" \t\r\n"):
+                edits.append((comma, end, ""))
+            else:  # a comment sits between: keep it
+                edits += [(comma, comma + 1, ""), (start, end, "")]
+        elif n > 1:
+            stop = after
+            while stop < len(text) and text[stop] in " \t":
+                stop += 1
+            edits.append((start, stop, ""))
+        else:
+            edits.append((start, end, ""))
+        self.replace(edits)
+
+    # --- layout helpers -------------------------------------------------------------------
+
+    def _newline(self) -> str:
+        return "\r\n" if "\r\n" in self.text else "\n"
+
+    def _line_indent(self, pos: int) -> str:
+        line_start = self.text.rfind("\n", 0, pos) + 1
+        match = re.match(r"[ \t]*", self.text[line_start:])
+        return match.group() if match else ""
+
+    def _indent_unit(self) -> str:
+        """The indentation of the root object's first member on a line of its own."""
+        for i in range(len(self.root.children)):
+            pos = self.root.item_start(i)
+            indent = self._line_indent(pos)
+            if indent and self.text[:pos].rstrip(" \t").endswith("\n"):
+                return indent
+        return "  "
+
+    def _separator_before(self, pos: int) -> str:
+        """Newline + indentation before an existing entry, or a single space if inline."""
+        i = pos
+        while i > 0 and self.text[i - 1] in " \t":
+            i -= 1
+        if i > 0 and self.text[i - 1] == "\n":
+            return self._newline() + self.text[i:pos]
+        return " "
+
+    def _serialize(self, value: Any, indent: str, multiline: bool) -> str:
+        if not multiline:
+            return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+        dumped = json.dumps(value, ensure_ascii=False, indent=self._indent_unit())
+        return dumped.replace("\n", self._newline() + indent)
+
+    def _after_trailing_comment(self, pos: int) -> int:
+        """End of a comment following `pos` on the same line (before its newline), else `pos`."""
+        text = self.text
+        i = pos
+        while i < len(text) and text[i] in " \t":
+            i += 1
+        if self.comments and text.startswith("//", i):
+            nl = text.find("\n", i)
+            end = len(text) if nl < 0 else nl
+            return end - 1 if text[end - 1] == "\r" else end
+        if self.comments and text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            if close >= 0 and "\n" not in text[i:close]:
+                return close + 2
+        return pos
+
+    def _comma_after(self, pos: int) -> int:
+        i = _Parser(self.text, self.comments).skip(pos)
+        if i >= len(self.text) or self.text[i] != ",":
+            raise AssertionError(f"expected ',' at offset {i}")
+        return i
