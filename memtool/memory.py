@@ -190,6 +190,9 @@ class Memory:
             hits = self.search(Query(text=query, limit=limit, kinds=("entry", "transcript", "log"), exclude=exclude))
         else:
             hits = self.recent(limit, exclude)
+        if today is not None:  # today's log is packed whole; do not repeat its chunks as hits
+            today_ref = today_path.relative_to(self.layout.root).as_posix() + "#"
+            hits = [h for h in hits if not h.ref.startswith(today_ref)]
         return pack(layer3, hits, today, budget, template)
 
     def recent(self, limit: int, exclude: frozenset[str] = frozenset()) -> list[Hit]:

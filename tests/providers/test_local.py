@@ -1,0 +1,49 @@
+from memtool.providers.local import LocalCompressor
+from memtool.text import count_tokens, split_sentences
+
+TRANSCRIPT = """Alice: Morning! The billing service keeps timing out under load since Friday.
+Bob: I profiled it. The Postgres query on invoices does a full table scan, the index on customer_id is missing.
+Alice: We decided to add the index and switch the ORM batch size to 500 instead of 50.
+Bob: Agreed. I will write the migration today and deploy it to staging with Terraform.
+Alice: Also need to rotate the Stripe webhook secret before the March 15 audit.
+Bob: The Grafana dashboard shows p95 latency at 4 seconds, which is critical for the checkout flow.
+Alice: Let's also ask Carol to review the caching layer in Redis next week.
+Bob: Sounds good. I'll post the results in the incident channel when staging looks healthy.
+""" * 3
+
+
+def test_extractive_fields_not_truncation():
+    out = LocalCompressor().compress(TRANSCRIPT)
+    body = TRANSCRIPT.replace("Alice: ", "").replace("Bob: ", "")
+    sentences = split_sentences(out.summary)
+    assert sentences and all(s in body for s in sentences)  # whole sentences, extracted, not cut
+    assert len(sentences) == len(set(sentences))  # the repeated transcript does not repeat itself
+    # the summary picks informative sentences, not the opening greeting
+    assert not out.summary.startswith("Morning")
+    assert {"Alice", "Bob"} <= set(out.entities.people)
+    assert "Carol" in out.entities.people
+    assert any("march 15" in d.lower() for d in out.entities.dates)
+    assert any("decided" in d for d in out.decisions)
+    assert any("need to rotate" in a or "will write" in a.lower() for a in out.action_items)
+    assert {"postgres", "index", "billing"} & set(out.keywords)
+    assert out.topics and out.topics[0] in {"database", "performance", "infrastructure"}
+    assert out.importance in {"medium", "high"}
+
+
+def test_compresses_at_least_ten_to_one_on_long_transcripts():
+    out = LocalCompressor().compress(TRANSCRIPT * 4)
+    packed = " ".join([out.summary, *out.keywords, *out.topics, *out.decisions, *out.action_items,
+                       *out.entities.people, *out.entities.systems, *out.entities.dates])
+    assert count_tokens(TRANSCRIPT * 4) / count_tokens(packed) >= 10
+
+
+def test_short_note_is_its_own_summary_and_does_not_balloon():
+    note = "Switched the HTTP client to httpx; sync tests pass."
+    out = LocalCompressor().compress(note)
+    assert out.summary == note
+    assert len(out.keywords) <= 4
+
+
+def test_deterministic():
+    a, b = LocalCompressor().compress(TRANSCRIPT), LocalCompressor().compress(TRANSCRIPT)
+    assert a == b

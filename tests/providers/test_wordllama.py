@@ -1,0 +1,24 @@
+import numpy as np
+
+from memtool.providers.wordllama import WordLlamaEmbedder, load_wordllama
+
+TEXTS = ["We moved billing to Postgres.", "Caroline went hiking with her kids", "", "🙂 unicode ok?"]
+
+
+def test_matches_wordllama_and_fast_path_is_identical(tmp_path):
+    reference = load_wordllama().embed(TEXTS[:2] + TEXTS[3:], norm=True)
+    first = WordLlamaEmbedder(tmp_path)  # loads wordllama, exports the matrix
+    got = first.embed_documents(TEXTS)
+    assert got.shape == (4, 256) and got.dtype == np.float32
+    assert np.allclose(got[[0, 1, 3]], reference, atol=1e-5)
+    assert not got[2].any()  # empty text -> zero vector, not NaN
+    assert (tmp_path / f"{first.model}.npy").is_file()
+    second = WordLlamaEmbedder(tmp_path)  # memory-mapped fast path, no wordllama import
+    assert np.allclose(second.embed_documents(TEXTS), got, atol=1e-6)
+    assert np.allclose(second.embed_query(TEXTS[0]), got[0], atol=1e-6)
+
+
+def test_related_texts_are_closer():
+    e = WordLlamaEmbedder()
+    a, b, c = e.embed_documents(["database migration to postgres", "postgres schema migration", "painting a sunset at the lake"])
+    assert a @ b > a @ c
