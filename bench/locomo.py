@@ -1,0 +1,448 @@
+"""LoCoMo retrieval benchmark: memtool's own compress / search / context on long conversations.
+
+Each conversation gets a fresh memory root. Every session transcript (the turns only: never the
+gold summaries, observations or events stored in the same file) goes through `compress_many` at
+its session time; then every question of categories 1-4 goes through `search` and `context`.
+A retrieval is right when a hit's session is one of the question's evidence sessions.
+
+Baselines computed on the same questions: BM25 over raw sessions (`bm25_raw`), wordllama vectors
+over raw sessions (`dense_raw`) and a 1000-token context of raw 3-turn windows ranked by BM25
+(`bm25_windows_context`).
+
+    python bench/locomo.py --data ../shared/bench/locomo-dev [--conversations 26,30] [--out FILE]
+
+One JSON line goes to stdout, progress to stderr. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import sys
+import tempfile
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from memtool import constants as C
+from memtool.app import open_memory
+from memtool.context import pack
+from memtool.dates import parse_when
+from memtool.errors import BadInput
+from memtool.memory import Memory, Session
+from memtool.scaffold import init
+from memtool.search.engine import Hit, Query
+from memtool.text import count_tokens, tokenize
+
+SESSION_RE = re.compile(r"^session_(\d+)$")
+EVIDENCE_SESSION_RE = re.compile(r"D\s*:?\s*(\d+)")  # "D3:5", "D8:6; D9:17", "D:11:26"
+DIA_ID_RE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+CATEGORIES = (1, 2, 3, 4)  # 5 = adversarial (no answer in the conversation): left out everywhere
+KS = (1, 3, 5, 10)
+SEARCH_LIMIT = 10
+CONTEXT_BUDGET = 1000
+CONTEXT_HITS = 8  # hits `Memory.context` asks for (its default `limit`)
+WINDOW_TURNS = 3
+WINDOW_STRIDE = 3  # non-overlapping windows: overlapping ones would repeat turns inside the budget
+MISS_K = 5
+DUMP_TEXT_CHARS = 300
+MODES = {"entries": ("entry",), "full": ("entry", "transcript")}
+ARTICLES_RE = re.compile(r"\b(?:a|an|the)\b")
+
+
+# -- data ------------------------------------------------------------------------------------------
+@dataclass
+class Question:
+    text: str
+    answer: str
+    category: int
+    sessions: frozenset[int]
+    evidence: list[str]
+
+
+@dataclass
+class Conversation:
+    cid: str
+    sessions: list[tuple[int, datetime | None, list[str]]]  # (number, time, transcript lines)
+    questions: list[Question]
+    turns: dict[str, str] = field(default_factory=dict)  # dia_id "D3:5" -> transcript line
+    skipped: int = 0  # questions of categories 1-4 without a readable evidence session
+
+
+def progress(cid: str, msg: str) -> None:
+    print(f"[locomo {cid}] {msg}", file=sys.stderr, flush=True)
+
+
+def turn_line(turn: dict) -> str:
+    text = " ".join(str(turn.get("text") or "").split())
+    line = f"{turn.get('speaker') or '?'}: {text}"
+    caption = " ".join(str(turn.get("blip_caption") or "").split())
+    return line + (f" [shares a photo: {caption}]" if caption else "")
+
+
+def evidence_sessions(evidence) -> frozenset[int]:
+    items = evidence if isinstance(evidence, list) else [evidence]
+    return frozenset(int(n) for item in items for n in EVIDENCE_SESSION_RE.findall(str(item or "")))
+
+
+def parse_conversation(cid: str, sample: dict) -> Conversation:
+    conv = {**sample, **sample["conversation"]} if isinstance(sample.get("conversation"), dict) else sample
+    sessions, turns = [], {}
+    for key in sorted((k for k in conv if SESSION_RE.match(k)), key=lambda k: int(SESSION_RE.match(k)[1])):
+        items = [t for t in conv[key] or [] if isinstance(t, dict)]
+        if not items:
+            continue
+        n = int(SESSION_RE.match(key)[1])
+        when = None
+        raw_when = conv.get(f"{key}_date_time")
+        if raw_when:
+            try:
+                when = parse_when(str(raw_when))
+            except BadInput:
+                progress(cid, f"{key}: cannot read the date {raw_when!r}; compressed as now")
+        lines = [turn_line(t) for t in items]
+        for t, line in zip(items, lines):
+            m = DIA_ID_RE.search(str(t.get("dia_id") or ""))
+            if m:
+                turns[f"D{int(m[1])}:{int(m[2])}"] = line
+        sessions.append((n, when, lines))
+    questions, skipped = [], 0
+    have = {n for n, _, _ in sessions}
+    for qa in sample.get("qa") or []:
+        try:
+            category = int(qa.get("category"))
+        except (TypeError, ValueError):
+            continue
+        if category not in CATEGORIES:
+            continue
+        evidence = qa.get("evidence") or []
+        evidence = evidence if isinstance(evidence, list) else [evidence]
+        gold = frozenset(s for s in evidence_sessions(evidence) if s in have)
+        if not gold or "answer" not in qa or not str(qa.get("question") or "").strip():
+            skipped += 1
+            continue
+        questions.append(Question(str(qa["question"]), str(qa["answer"]), category, gold, [str(e) for e in evidence]))
+    return Conversation(cid, sessions, questions, turns, skipped)
+
+
+def load_conversations(data: Path, wanted: set[str] | None = None) -> list[Conversation]:
+    """Every conversation in `data` (a folder of .json files, or one file); a file holds one sample or a list."""
+    files = sorted(data.glob("*.json"), key=lambda p: (not p.stem.isdigit(), int(p.stem) if p.stem.isdigit() else 0, p.stem)) if data.is_dir() else [data]
+    out = []
+    for path in files:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        samples = raw if isinstance(raw, list) else [raw]
+        for i, sample in enumerate(samples):
+            cid = str(sample.get("sample_id") or (path.stem if len(samples) == 1 else f"{path.stem}-{i}"))
+            cid = cid.removeprefix("conv-")
+            if wanted and cid not in wanted and path.stem not in wanted:
+                continue
+            out.append(parse_conversation(cid, sample))
+    return out
+
+
+# -- metrics ---------------------------------------------------------------------------------------
+def first_rank(ranked_sessions: list[int], gold: frozenset[int] | set[int], depth: int = SEARCH_LIMIT) -> int | None:
+    """1-based rank of the first hit from a gold session within `depth`, or None."""
+    for i, s in enumerate(ranked_sessions[:depth], 1):
+        if s in gold:
+            return i
+    return None
+
+
+def recall_at(rank: int | None, k: int) -> float:
+    return 1.0 if rank is not None and rank <= k else 0.0
+
+
+def reciprocal_rank(rank: int | None) -> float:
+    return 1.0 / rank if rank else 0.0
+
+
+def normalize(text: str) -> str:
+    """SQuAD-style: lowercase, drop punctuation and the articles a/an/the, collapse whitespace."""
+    text = "".join(ch for ch in str(text).lower() if not unicodedata.category(ch).startswith("P"))
+    return " ".join(ARTICLES_RE.sub(" ", text).split())
+
+
+def answer_in(answer: str, context: str) -> bool:
+    """The normalised answer occurs in the normalised context, on word boundaries."""
+    a = normalize(answer)
+    return bool(a) and f" {a} " in f" {normalize(context)} "
+
+
+def summarize(records: list[dict], with_context: bool = True) -> dict:
+    """records: {"category", "rank"} (+ "aic" when with_context). Recall/MRR overall and per category."""
+
+    def block(rs: list[dict]) -> dict:
+        n = len(rs)
+
+        def mean(values) -> float | None:  # None for an empty category
+            return round(sum(values) / n, 4) if n else None
+
+        out = {f"R@{k}": mean(recall_at(r["rank"], k) for r in rs) for k in KS}
+        out["MRR"] = mean(reciprocal_rank(r["rank"]) for r in rs)
+        if with_context:
+            out["answer_in_context"] = mean(r["aic"] for r in rs)
+        out["n"] = n
+        return out
+
+    res = block(records)
+    res["by_category"] = {str(c): block([r for r in records if r["category"] == c]) for c in CATEGORIES}
+    return res
+
+
+def percentile(values: list[float], q: float) -> float:
+    return round(float(np.percentile(values, q)), 2) if values else 0.0
+
+
+# -- baselines over the raw turns ------------------------------------------------------------------
+class RawBM25:
+    def __init__(self, texts: list[str]):
+        import bm25s
+
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets DEBUG on import
+        self.retriever = bm25s.BM25()
+        self.retriever.index([tokenize(t) or [""] for t in texts], show_progress=False)
+        self.vocab = self.retriever.vocab_dict
+
+    def ranked(self, query: str) -> list[int]:
+        """Document indices with a positive score, best first."""
+        terms = [t for t in tokenize(query) if t in self.vocab]
+        if not terms:
+            return []
+        scores = np.asarray(self.retriever.get_scores(terms), dtype=np.float64)
+        order = np.argsort(-scores, kind="stable")
+        return [int(i) for i in order if scores[i] > 0]
+
+
+def windows(conv: Conversation) -> list[str]:
+    out = []
+    for _, _, lines in conv.sessions:
+        for start in range(0, max(1, len(lines) - WINDOW_TURNS + WINDOW_STRIDE), WINDOW_STRIDE):
+            chunk = lines[start : start + WINDOW_TURNS]
+            if chunk:
+                out.append("\n".join(chunk))
+    return out
+
+
+def window_context(bm25: RawBM25, texts: list[str], query: str, budget: int = CONTEXT_BUDGET) -> str:
+    taken: list[str] = []
+    for i in bm25.ranked(query):
+        if count_tokens("\n\n".join([*taken, texts[i]])) > budget:
+            break
+        taken.append(texts[i])
+    return "\n\n".join(taken)
+
+
+# -- the run ---------------------------------------------------------------------------------------
+def fresh_memory(root: Path, overrides: dict) -> Memory:
+    """A bare memory root: `memory init`, minus the Layer-3 templates (the budget goes to retrieval)."""
+    init(root)
+    for name in C.LAYER3_FILES:
+        (root / name).unlink(missing_ok=True)
+    return open_memory(root, **overrides)
+
+
+def context_text(mem: Memory, query: str, mode: str) -> str:
+    """`full`: the product's own `Memory.context`. `entries`: the same packer fed entry-only hits."""
+    if mode == "full":
+        return mem.context(query, budget=CONTEXT_BUDGET).text
+    hits = mem.search(Query(text=query, limit=CONTEXT_HITS, kinds=MODES["entries"]))
+    return pack([], hits, None, CONTEXT_BUDGET, mem.settings.template).text
+
+
+def hit_session(hit: Hit) -> int:
+    try:
+        return int(hit.source_session)
+    except ValueError:
+        return -1
+
+
+def run_conversation(conv: Conversation, root: Path, modes: list[str], limit: int | None, overrides: dict, misses: list[dict] | None) -> dict:
+    mem = fresh_memory(root, overrides)
+    t0 = time.perf_counter()
+    entries = []
+    for n, when, lines in conv.sessions:
+        entries.extend(mem.compress_many([Session(text="\n".join(lines), when=when, session=str(n), name=f"session_{n}")]))
+    compress_s = time.perf_counter() - t0
+    progress(conv.cid, f"compressed {len(conv.sessions)} sessions in {compress_s:.1f} s")
+
+    questions = conv.questions[:limit] if limit else conv.questions
+    session_nums = [n for n, _, _ in conv.sessions]
+    session_texts = ["\n".join(lines) for _, _, lines in conv.sessions]
+    bm25 = RawBM25(session_texts)
+    win_texts = windows(conv)
+    win_bm25 = RawBM25(win_texts)
+    svecs = mem.embedder.embed_documents(session_texts)
+    qvecs = mem.embedder.embed_documents([q.text for q in questions]) if questions else np.zeros((0, svecs.shape[1]))
+
+    recs: dict[str, list[dict]] = {m: [] for m in [*modes, "bm25_raw", "dense_raw", "bm25_windows_context"]}
+    latencies: list[float] = []
+    ctx_latencies: list[float] = []
+    ctx_tokens: list[int] = []
+    first_search_ms = None
+    for qi, q in enumerate(questions):
+        base = {"category": q.category}
+        bm25_rank = first_rank([session_nums[i] for i in bm25.ranked(q.text)], q.sessions)
+        dense_order = np.argsort(-(svecs @ qvecs[qi]), kind="stable")
+        dense_rank = first_rank([session_nums[i] for i in dense_order], q.sessions)
+        recs["bm25_raw"].append({**base, "rank": bm25_rank})
+        recs["dense_raw"].append({**base, "rank": dense_rank})
+        recs["bm25_windows_context"].append({**base, "rank": None, "aic": answer_in(q.answer, window_context(win_bm25, win_texts, q.text))})
+        for mode in modes:
+            t = time.perf_counter()
+            hits = mem.search(Query(text=q.text, limit=SEARCH_LIMIT, kinds=MODES[mode]))
+            ms = (time.perf_counter() - t) * 1000
+            if first_search_ms is None:
+                first_search_ms = ms  # builds the search cache: reported apart
+            else:
+                latencies.append(ms)
+            t = time.perf_counter()
+            ctx = context_text(mem, q.text, mode)
+            ctx_latencies.append((time.perf_counter() - t) * 1000)
+            ctx_tokens.append(count_tokens(ctx))
+            rank = first_rank([hit_session(h) for h in hits], q.sessions)
+            recs[mode].append({**base, "rank": rank, "aic": answer_in(q.answer, ctx)})
+            if misses is not None and (rank is None or rank > MISS_K):
+                misses.append(miss_record(conv, q, mode, rank, hits, bm25_rank, dense_rank))
+    progress(conv.cid, f"{len(questions)} questions evaluated ({conv.skipped} skipped: no readable evidence session)")
+    ratios = [e.tokens_original / e.tokens_compressed for e in entries if e.tokens_compressed]
+    return {
+        "recs": recs,
+        "latencies": latencies,
+        "ctx_latencies": ctx_latencies,
+        "ctx_tokens": ctx_tokens,
+        "first_search_ms": first_search_ms,
+        "ratios": ratios,
+        "compress_s": compress_s,
+        "sessions": len(conv.sessions),
+    }
+
+
+def miss_record(conv: Conversation, q: Question, mode: str, rank: int | None, hits: list[Hit], bm25_rank, dense_rank) -> dict:
+    ids = [f"D{int(a)}:{int(b)}" for e in q.evidence for a, b in DIA_ID_RE.findall(e)]
+    evidence_text = [conv.turns[i] for i in ids if i in conv.turns]
+    return {
+        "conversation": conv.cid,
+        "mode": mode,
+        "category": q.category,
+        "question": q.text,
+        "answer": q.answer,
+        "evidence": q.evidence,
+        "evidence_sessions": sorted(q.sessions),
+        "evidence_text": evidence_text,
+        "rank": rank,
+        "bm25_raw_rank": bm25_rank,
+        "dense_raw_rank": dense_rank,
+        "top5": [
+            {"session": h.source_session, "text": h.text[:DUMP_TEXT_CHARS], "passage": h.passage[:DUMP_TEXT_CHARS]}
+            for h in hits[:MISS_K]
+        ],
+    }
+
+
+def aggregate(results: list[dict], modes: list[str]) -> dict:
+    def recs(name: str) -> list[dict]:
+        return [r for res in results for r in res["recs"][name]]
+
+    out: dict = {mode: summarize(recs(mode)) for mode in modes}
+    out["bm25_raw"] = summarize(recs("bm25_raw"), with_context=False)
+    out["bm25_windows_context"] = {"answer_in_context": summarize(recs("bm25_windows_context"))["answer_in_context"]}
+    out["dense_raw"] = summarize(recs("dense_raw"), with_context=False)
+    ratios = [x for res in results for x in res["ratios"]]
+    sessions = sum(res["sessions"] for res in results)
+    lat = [x for res in results for x in res["latencies"]]
+    ctx_lat = [x for res in results for x in res["ctx_latencies"]]
+    tokens = [x for res in results for x in res["ctx_tokens"]]
+    firsts = [res["first_search_ms"] for res in results if res["first_search_ms"] is not None]
+    out.update(
+        compression_ratio=round(sum(ratios) / len(ratios), 3) if ratios else 0.0,
+        compress_ms=round(1000 * sum(res["compress_s"] for res in results) / sessions, 2) if sessions else 0.0,
+        search_p50_ms=percentile(lat, 50),
+        search_p95_ms=percentile(lat, 95),
+        first_search_ms=round(sum(firsts) / len(firsts), 2) if firsts else 0.0,
+        context_p50_ms=percentile(ctx_lat, 50),
+        context_max_tokens=max(tokens, default=0),
+        context_over_budget=sum(t > CONTEXT_BUDGET for t in tokens),
+        sessions=sessions,
+    )
+    return out
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """NAME=VALUE pairs; a VALUE that reads as JSON (0.8, true, [..]) is taken as such, else as text."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set expects NAME=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description="LoCoMo retrieval benchmark for memtool (prints one JSON line).")
+    p.add_argument("--data", type=Path, required=True, help="folder of LoCoMo conversation .json files (or one file)")
+    p.add_argument("--conversations", default="", help="comma-separated conversation ids (file stems), default all")
+    p.add_argument("--mode", choices=("entries", "full", "both"), default="both")
+    p.add_argument("--limit-questions", type=int, default=0, help="only the first N questions (categories 1-4) per conversation")
+    p.add_argument("--per-conversation", action="store_true", help="add a per-conversation breakdown")
+    p.add_argument("--dump-misses", type=Path, help="JSONL of questions whose evidence session is not in the top 5")
+    p.add_argument("--out", type=Path, help="also write the JSON line to this file")
+    p.add_argument("--workdir", type=Path, help="keep the memory roots here (default: a temp dir, deleted)")
+    p.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE", help="setting override, e.g. dense_weight=0.8 (repeatable)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = build_parser().parse_args(argv)
+    started = time.perf_counter()
+    wanted = {c.strip().removeprefix("conv-") for c in args.conversations.split(",") if c.strip()} or None
+    convs = []
+    for conv in load_conversations(args.data, wanted):
+        if conv.sessions:
+            convs.append(conv)
+        else:
+            progress(conv.cid, "no session with turns; skipped")
+    if not convs:
+        raise SystemExit(f"no conversations found in {args.data}" + (f" with ids {sorted(wanted)}" if wanted else ""))
+    modes = ["entries", "full"] if args.mode == "both" else [args.mode]
+    overrides = parse_overrides(args.settings)
+    misses: list[dict] | None = [] if args.dump_misses else None
+    results = []
+    with tempfile.TemporaryDirectory(prefix="memtool-locomo-") as tmp:
+        base = args.workdir or Path(tmp)
+        for conv in convs:
+            root = base / f"conv-{conv.cid}"
+            if root.exists() and any(root.iterdir()):
+                raise SystemExit(f"{root} is not empty; give an empty --workdir")
+            results.append(run_conversation(conv, root, modes, args.limit_questions or None, overrides, misses))
+    out = aggregate(results, modes)
+    out["n"] = out["bm25_raw"]["n"]
+    out["skipped_questions"] = sum(c.skipped for c in convs)
+    out["conversations"] = [c.cid for c in convs]
+    if overrides:
+        out["settings"] = overrides
+    if args.per_conversation:
+        out["per_conversation"] = {c.cid: aggregate([r], modes) for c, r in zip(convs, results)}
+    out["seconds"] = round(time.perf_counter() - started, 1)
+    line = json.dumps(out)
+    print(line, flush=True)
+    if args.out:
+        args.out.write_text(line + "\n", encoding="utf-8")
+    if args.dump_misses is not None:
+        args.dump_misses.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in misses or []), encoding="utf-8")
+    return out
+
+
+if __name__ == "__main__":
+    main()
