@@ -183,7 +183,7 @@ class Memory:
     def context(self, query: str | None = None, budget: int | None = None, template: str | None = None, limit: int = 8, exclude: frozenset[str] = frozenset(), now: datetime | None = None) -> ContextResult:
         budget = budget or self.settings.budget
         template = template or self.settings.template
-        layer3 = [Section(name, (self.layout.root / name).read_text(encoding="utf-8", errors="replace")) for name in (C.MEMORY_MD, C.USER_MD) if (self.layout.root / name).is_file()]
+        layer3 = [s for s in (self._layer3(name) for name in (C.MEMORY_MD, C.USER_MD)) if s is not None]
         today_path = self.layout.daily_log(f"{(now or datetime.now()):%Y-%m-%d}")
         today = Section("Today's log", today_path.read_text(encoding="utf-8", errors="replace")) if today_path.is_file() else None
         if query and query.strip():
@@ -194,6 +194,16 @@ class Memory:
             today_ref = today_path.relative_to(self.layout.root).as_posix() + "#"
             hits = [h for h in hits if not h.ref.startswith(today_ref)]
         return pack(layer3, hits, today, budget, template)
+
+    def _layer3(self, name: str) -> Section | None:
+        """A Layer 3 file for the context, or None if missing or still the untouched template."""
+        from memtool.scaffold import template_text
+
+        path = self.layout.root / name
+        if not path.is_file():
+            return None
+        text = path.read_text(encoding="utf-8", errors="replace")
+        return None if text.strip() == template_text(name).strip() else Section(name, text)
 
     def recent(self, limit: int, exclude: frozenset[str] = frozenset()) -> list[Hit]:
         """Without a query: the most recent entries, most important first among equals."""

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from memtool.cli import read, write
+from memtool.cli import demo, read, write
 from memtool.cli.common import MemtoolGroup
 
 app = typer.Typer(
@@ -28,6 +28,7 @@ def main(
 
 write.register(app)
 read.register(app)
+demo.register(app)
 
 
 def run() -> None:

@@ -23,7 +23,7 @@ MAX_BUDGET = 600
 SHORT_TEXT_TOKENS = 80  # a note this short is its own summary
 MIN_KEYWORDS = 3
 MIN_SUMMARY_TOKENS = 40
-SPEAKER_RE = re.compile(r"^\s*(?:\*\*)?([A-Z][\w .'-]{0,30}?)(?:\*\*)?\s*:\s+(?=\S)", re.M)
+SPEAKER_RE = re.compile(r"^\s*(?:\*\*)?([A-Z][\w .'-]{0,30}?|user|assistant|human|ai|system|tool|model)(?:\*\*)?\s*:\s+(?=\S)", re.M)
 CAP_RE = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})\b")
 TECH_RE = re.compile(r"\b([A-Za-z]+[A-Z][A-Za-z]*|[A-Za-z][\w]*\.(?:js|py|ts|io|json|yaml|md|toml)|[A-Za-z]+\d+[A-Za-z\d]*|[a-z]+-[a-z]+(?:-[a-z]+)*)\b")
 DATE_RE = re.compile(

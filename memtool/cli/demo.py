@@ -1,0 +1,66 @@
+"""`memory demo`: the main job, offline, in one command, on a throwaway root."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from memtool.cli.common import console
+
+DEMO_QUERY = "why did we move to Auth0 and what is left to do"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)
+
+
+def demo(
+    keep: Optional[Path] = typer.Option(None, "--keep", help="Build the demo root in this folder and keep it (default: a temp folder, deleted after)."),
+    query: str = typer.Option(DEMO_QUERY, help="The query to search and build context for."),
+) -> None:
+    """Build a throwaway memory from example sessions, then search it and build a session-start context."""
+    from datetime import datetime
+
+    from rich.panel import Panel
+    from rich.table import Table
+
+    from memtool.app import open_memory
+    from memtool.memory import Session
+    from memtool.scaffold import init
+
+    out = console()
+    root = keep or Path(tempfile.mkdtemp(prefix="memtool-demo-"))
+    try:
+        init(root)
+        mem = open_memory(root)
+        examples = sorted(p for p in resources.files("memtool").joinpath("examples").iterdir() if p.name.endswith(".md"))
+        sessions = [
+            Session(text=p.read_text(encoding="utf-8"), when=datetime.fromisoformat(p.name[:10] + "T16:00").astimezone(), session=p.name[11:-3], agent="demo")
+            for p in examples
+        ]
+        out.print(f"[bold]1. compress[/bold] {len(sessions)} example sessions into {root}")
+        entries = mem.compress_many(sessions)
+        table = Table(box=None)
+        for col in ("id", "session", "ratio", "summary"):
+            table.add_column(col, overflow="fold")
+        for e in entries:
+            table.add_row(e.id, e.source_session, e.compression_ratio, e.summary[:90])
+        out.print(table)
+        mem.log("Demo: started work on refresh token rotation tests.", agent="demo")
+        out.print(f"\n[bold]2. search[/bold] {query!r}")
+        for h in mem.search(query, limit=3):
+            out.print(f"  {h.score:.3f}  {h.kind:6} {h.id}  {h.text[:100]}")
+        res = mem.context(query, budget=600)
+        out.print(f"\n[bold]3. context[/bold] for a new session ({res.tokens}/{res.budget} tokens, template {res.template})")
+        out.print(Panel(res.text, expand=False), markup=False)
+        if res.dropped:
+            out.print("dropped to fit: " + "; ".join(res.dropped), markup=False)
+        out.print(f"\nFiles are plain Markdown and JSON: look in {root / 'memory'}" + ("" if keep else " (deleted now; use --keep DIR to keep them)"))
+    finally:
+        if keep is None:
+            shutil.rmtree(root, ignore_errors=True)

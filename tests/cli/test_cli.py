@@ -1,0 +1,132 @@
+"""Every core command through typer's CliRunner, on a real root with the default providers."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from memtool.cli.main import app
+
+runner = CliRunner()
+
+
+def run(*args, input=None):
+    return runner.invoke(app, list(args), input=input)
+
+
+@pytest.fixture
+def ready(root):
+    assert run("init").exit_code == 0
+    (root / "s1.md").write_text("Alice: We decided to move billing to Postgres. Bob will write the migration before the March 15 audit.\n")
+    (root / "s2.md").write_text("Carol: The dark mode toggle shipped in the React dashboard; Maria reviewed the contrast.\n")
+    return root
+
+
+def test_init_is_idempotent_and_never_overwrites(root):
+    first = run("init")
+    assert first.exit_code == 0 and "created MEMORY.md" in first.output
+    (root / "MEMORY.md").write_text("# mine\n")
+    second = run("init")
+    assert second.exit_code == 0 and "nothing to do" in second.output
+    assert (root / "MEMORY.md").read_text() == "# mine\n"
+    assert (root / "memory/.gitignore").read_text().startswith("# derived")
+
+
+def test_log_from_argument_and_stdin(ready):
+    assert run("log", "first note").exit_code == 0
+    assert run("log", input="second note\nwith two lines\n").exit_code == 0
+    [log] = list((ready / "memory").glob("20*.md"))
+    text = log.read_text()
+    assert text.startswith("# 20") and "first note" in text and "second note\n  with two lines" in text
+
+
+def test_compress_search_show_context_stats(ready):
+    out = run("compress", "s1.md", "--date", "2026-02-07T10:00", "--session", "billing", "--json")
+    assert out.exit_code == 0, out.output
+    [entry] = json.loads(out.stdout)
+    assert entry["source_session"] == "billing" and entry["timestamp"].startswith("2026-02-07")
+    assert run("compress", "s2.md", "--importance", "high").exit_code == 0
+
+    res = run("search", "billing Postgres migration", "--json")
+    hits = json.loads(res.stdout)
+    assert hits[0]["id"] == entry["id"]
+    assert set(hits[0]) >= {"id", "kind", "score", "source_session", "timestamp", "text"}
+    assert json.loads(run("search", "dashboard", "--json", "--importance", "high", "--kind", "entry").stdout)[0]["source_session"] == "main"
+    later = json.loads(run("search", "Postgres billing", "--json", "--since", "2026-03-01", "--kind", "entry").stdout)
+    assert entry["id"] not in {h["id"] for h in later} and all(h["timestamp"] >= "2026-03" for h in later)
+    earlier = json.loads(run("search", "Postgres billing", "--json", "--until", "2026-02-07", "--kind", "entry").stdout)
+    assert [h["id"] for h in earlier] == [entry["id"]]
+    assert "billing" in run("search", "billing").stdout  # the rich table renders
+
+    shown = run("show", entry["id"], "--json")
+    assert json.loads(shown.stdout)["id"] == entry["id"]
+    ctx = run("context", "billing database", "--budget", "300", "--json")
+    data = json.loads(ctx.stdout)
+    assert data["tokens"] <= 300 and "Postgres" in data["text"] and data["template"] == "chat"
+    for template in ("detailed", "summary"):
+        assert run("context", "billing", "--template", template).exit_code == 0
+    stats = json.loads(run("stats", "--json").stdout)
+    assert stats["entries"] == 2 and stats["pending_embeddings"] == 0
+
+
+def test_compress_folder_with_progress_and_bad_file(ready):
+    folder = ready / "backlog"
+    folder.mkdir()
+    for i in range(5):
+        (folder / f"day{i}.md").write_text(f"Dana: session {i} about the search index rebuild and caching.\n")
+    (folder / "empty.md").write_text("   \n")
+    res = run("compress", str(folder))
+    assert res.exit_code == 2
+    assert "skipped" in res.stderr and "empty.md" in res.stderr
+    stats = json.loads(run("stats", "--json").stdout)
+    assert stats["entries"] == 5
+    sessions = {h["source_session"] for h in json.loads(run("search", "search index rebuild", "--json", "-n", "10").stdout)}
+    assert {"day0", "day4"} <= sessions
+
+
+@pytest.mark.parametrize(
+    "args,code,message",
+    [
+        (["show", "ctx-20990101-deadbeef"], 9, "no entry"),
+        (["search", "x", "--importance", "urgent"], 2, "--importance"),
+        (["search", "x", "--since", "next blursday"], 2, "cannot read the date"),
+        (["context", "x", "--template", "fancy"], 2, "unknown template"),
+        (["context", "x", "--budget", "10"], 2, "too small"),
+        (["compress", "missing.md"], 2, "no such file"),
+    ],
+)
+def test_errors_are_clear_with_exit_codes(ready, args, code, message):
+    res = run(*args)
+    assert res.exit_code == code, res.output
+    assert message in res.stderr
+
+
+def test_not_a_root_and_unknown_option(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMTOOL_ROOT", str(tmp_path / "empty"))
+    res = run("search", "x")
+    assert res.exit_code == 3 and "memory init" in res.stderr
+    assert run("search", "x", "--frobnicate").exit_code == 2
+
+
+def test_binary_and_invalid_utf8(ready):
+    (ready / "bin.md").write_bytes(b"\x00\x01\x02binary")
+    res = run("compress", "bin.md")
+    assert res.exit_code == 2 and "binary" in res.stderr
+    (ready / "latin1.md").write_bytes("Café meeting with Zoë about the rollout plan.".encode("latin-1"))
+    res = run("compress", "latin1.md", "--json")
+    assert res.exit_code == 0 and "invalid UTF-8" in res.stderr
+    assert "\ufffd" in json.loads(res.stdout)[0]["summary"]
+
+
+def test_real_subprocess(ready):
+    env = {**os.environ, "MEMTOOL_ROOT": str(ready)}
+    cmd = [sys.executable, "-m", "memtool"]
+    done = subprocess.run([*cmd, "compress", "s1.md"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    found = subprocess.run([*cmd, "search", "Postgres billing", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0 and json.loads(found.stdout)[0]["kind"] == "entry"
+    bad = subprocess.run([*cmd, "--root", str(ready / "nope"), "stats"], env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 3 and "not a memory root" in bad.stderr

@@ -1,0 +1,131 @@
+"""The write path and the read path through the Memory facade, on real files."""
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from memtool.app import open_memory
+from memtool.errors import BadInput, NotAMemoryRoot
+from memtool.memory import Session
+from memtool.scaffold import init
+from memtool.search.engine import Query
+
+AUTH = "Alice: We decided to use Auth0 instead of custom JWT handling. Sarah owns the migration to Auth0 before the March 15 deadline."
+DB = "Bob: The invoices query in Postgres was slow; we added an index on customer_id and the report now loads in 0.8 seconds."
+ART = "Carol: I painted a sunset over the lake last weekend and joined a pottery class with my kids."
+
+
+@pytest.fixture
+def mem(root, fake_embedder):
+    init(root)
+    return open_memory(root, embedder=fake_embedder)
+
+
+def when(day):
+    return datetime(2026, 2, day, 14, 30, tzinfo=timezone.utc)
+
+
+def test_compress_writes_every_layer2_file(mem, root):
+    e = mem.compress(AUTH, when=when(7), session="s1")
+    assert e.id.startswith("ctx-20260207-") and e.timestamp == "2026-02-07T14:30:00.000Z"
+    day = json.loads((root / "memory/index/2026-02-07.json").read_text())
+    assert [x["id"] for x in day["entries"]] == [e.id]
+    index = json.loads((root / "memory/index/index.json").read_text())
+    assert index["version"] == "2.0" and index["provider"] == "local" and [x["id"] for x in index["entries"]] == [e.id]
+    emb = json.loads((root / f"memory/index/embeddings/{e.id}.json").read_text())
+    assert (emb["model"], emb["dim"], len(emb["embedding"])) == ("fake-hash-64", 64, 64)
+    assert emb["content_hash"] == e.content_hash()
+    assert (root / f"memory/transcripts/{e.id}.md").read_text().strip() == AUTH
+    assert e.tokens_compressed > 0 and e.compression_ratio.endswith(":1")
+    assert list(day["entries"][0])[:3] == ["id", "timestamp", "summary"]  # seed 003 key order
+
+
+def test_json_is_deterministic_and_time_ordered(mem, root):
+    mem.compress(DB, when=when(7).replace(hour=18))
+    mem.compress(AUTH, when=when(7).replace(hour=9))
+    text = (root / "memory/index/2026-02-07.json").read_text()
+    assert text.endswith("}\n")
+    stamps = [x["timestamp"] for x in json.loads(text)["entries"]]
+    assert stamps == sorted(stamps)
+    before = text
+    mem.store.write_entries(mem.store.iter_entries().__next__() and list(mem.store.iter_entries()))
+    assert (root / "memory/index/2026-02-07.json").read_text() == before  # rewrite is byte-identical
+
+
+def test_batch_import(mem, root):
+    sessions = [Session(text=f"Session {i}: we discussed topic number {i} with Dana.", when=when(1 + i % 9), session=f"s{i}") for i in range(30)]
+    entries = mem.compress_many(sessions, batch=7)
+    assert len(entries) == 30 == len({e.id for e in entries})
+    assert len(json.loads((root / "memory/index/index.json").read_text())["entries"]) == 30
+    assert len(list((root / "memory/index/embeddings").glob("*.json"))) == 30
+
+
+def test_search_finds_and_filters(mem):
+    a = mem.compress(AUTH, when=when(2), session="auth")
+    d = mem.compress(DB, when=when(5), session="db", importance="high")
+    mem.compress(ART, when=when(9), session="art")
+    hits = mem.search("Auth0 migration deadline", limit=3)
+    assert hits[0].id == a.id and hits[0].kind == "entry" and hits[0].source_session == "auth"
+    assert mem.search(Query(text="Postgres index", limit=3))[0].id == d.id
+    assert [h.id for h in mem.search(Query(text="Auth0 Postgres", since=when(4), kinds=("entry",)))] == [d.id]
+    assert [h.id for h in mem.search(Query(text="Auth0 Postgres", until=when(3), kinds=("entry",)))] == [a.id]
+    assert [h.id for h in mem.search(Query(text="Auth0 Postgres", min_importance="high", kinds=("entry",)))] == [d.id]
+    assert mem.search("zzzz qqqq") == [] or all(h.score > 0 for h in mem.search("zzzz qqqq"))
+
+
+def test_transcript_hit_returns_entry_with_passage(mem):
+    long = AUTH + "\n" + "\n".join(f"Alice: filler line {i} about nothing in particular." for i in range(60)) + "\nBob: the staging password rotation happens on Fridays at noon."
+    e = mem.compress(long, when=when(3), session="long")
+    hit = mem.search(Query(text="when does the staging password rotation happen", kinds=("entry", "transcript")))[0]
+    assert hit.id == e.id and hit.kind == "entry"
+    assert "Fridays at noon" in hit.passage
+    assert hit.text == e.summary
+
+
+def test_markdown_layers_are_searchable(mem, root):
+    (root / "MEMORY.md").write_text("# MEMORY\n\n## Key decisions\n\n- Deploys happen only on Tuesdays via ArgoCD.\n")
+    mem.log("Investigated the Kafka consumer lag on the orders topic.")
+    kinds = {}
+    for h in mem.search("ArgoCD deploys Kafka consumer lag", limit=5):
+        kinds.setdefault(h.kind, h)  # best hit of each kind
+    assert kinds["memory"].ref.startswith("MEMORY.md#L")
+    assert "Kafka consumer lag" in kinds["log"].text
+
+
+def test_context_packs_within_budget_and_reports_drops(mem, root):
+    (root / "MEMORY.md").write_text("# MEMORY\n\n" + "Important fact about the architecture. " * 200)
+    for i in range(12):
+        mem.compress(AUTH + f" Detail number {i} about the Auth0 rollout." * 5, when=when(1 + i % 9), session=f"s{i}")
+    res = mem.context("Auth0 migration", budget=400)
+    from memtool.text import count_tokens
+
+    assert res.tokens == count_tokens(res.text) <= 400
+    assert "## MEMORY.md" in res.text and "Auth0" in res.text
+    assert res.truncated and any("MEMORY.md" in d for d in res.dropped)
+
+
+def test_context_without_query_uses_recent_and_today_log(mem, root):
+    mem.compress(DB, when=when(5), session="db")
+    mem.log("Started the reporting rewrite.")
+    res = mem.context(None, budget=800)
+    assert "Started the reporting rewrite." in res.text
+    assert "Today's log" in res.text and "0.8 seconds" in res.text
+    assert res.text.count("Started the reporting rewrite.") == 1  # not repeated as a hit
+
+
+def test_bad_input_changes_nothing(mem, root):
+    mem.compress(AUTH, when=when(2))
+    snapshot = {p: p.read_bytes() for p in (root / "memory").rglob("*") if p.is_file() and ".cache" not in p.parts}
+    for bad in ["", "   \n\t", "abc\x00def"]:
+        with pytest.raises(BadInput):
+            mem.compress(bad)
+    with pytest.raises(BadInput, match="importance"):
+        mem.compress(DB, importance="urgent")
+    after = {p: p.read_bytes() for p in (root / "memory").rglob("*") if p.is_file() and ".cache" not in p.parts}
+    assert after == snapshot
+
+
+def test_not_a_memory_root(tmp_path):
+    with pytest.raises(NotAMemoryRoot, match="memory init"):
+        open_memory(tmp_path / "nowhere")
