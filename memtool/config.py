@@ -91,11 +91,12 @@ def load_settings(root: Path, env: dict[str, str] | None = None) -> Settings:
     values: dict[str, Any] = {}
     cfg = root / C.MEMORY_DIR / C.CONFIG_FILE
     known = {f.name: _TYPES[str(f.type)] for f in fields(Settings)}
-    if cfg.is_file():
-        import yaml
+    text = cfg.read_text(encoding="utf-8") if cfg.is_file() else ""
+    if any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
+        import yaml  # only when the file sets something: `memory init` writes it all commented out
 
         try:
-            data = yaml.load(cfg.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" line {mark.line + 1}" if mark is not None else ""

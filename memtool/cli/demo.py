@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from importlib import resources
 from pathlib import Path
 from typing import Optional
 
@@ -25,6 +24,7 @@ def demo(
 ) -> None:
     """Build a throwaway memory from example sessions, then search it and build a session-start context."""
     from datetime import datetime
+    from importlib import resources
 
     from rich.panel import Panel
     from rich.table import Table
