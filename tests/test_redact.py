@@ -1,0 +1,374 @@
+"""Secret redaction: every value below is fake but shaped like the real thing."""
+
+from __future__ import annotations
+
+import re
+import string
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memtool import redact as redact_mod
+from memtool.errors import ConfigError
+from memtool.redact import KINDS, Finding, marker, redact
+
+PEM_RSA = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEowIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi6Z3sYyqQ2x0x4rE2pYkq1l9Fz\n"
+    "Xq8Yv7cT1sQk3mN5bP2wR9eL4hJ6gD0fA8uZ1oK3iM7nB5vC2xE9rT4yU6wQ1pS\n"
+    "kP3mW8qZ2nV5bX7cL9dJ1fH4gT6rY0uE2iO8aS3dF5gH7jK9lZ1xC3vB5nM7qW9e\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+PEM_OPENSSH = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    "QyNTUxOQAAACBz7Qm5Zr9Kp3Xw2Lv8Nt4Yc6Bd1Fg0Hj2Ks4Mq6Rs8TuAAAAJi1o0Jstp\n"
+    "-----END OPENSSH PRIVATE KEY-----"
+)
+PEM_EC_JSON = (
+    "-----BEGIN PRIVATE KEY-----\\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgVb7rT4yU6wQ1pS"
+    "\\nkP3mW8qZ2nV5bX7cL9dJ1fH4gT6rY0uE2iO8aS3dF5g\\n-----END PRIVATE KEY-----\\n"
+)
+
+# (kind, realistic line with {s} where the secret goes, secret)
+SECRETS: list[tuple[str, str, str]] = [
+    ("aws_access_key", "export AWS_ACCESS_KEY_ID={s}", "AKIAQX3T7ZK2M4N5P6R7"),
+    ("aws_access_key", "Credentials: {s} expire 2024-05-01T12:00:00Z", "ASIAY34FZKBOKMUTVV7A"),
+    ("aws_secret_key", "aws_secret_access_key = {s}", "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"),
+    ("aws_secret_key", '    "SecretAccessKey": "{s}",', "9drTJvcXLB89EXAMPLELB8923FB892xMFI0zq8Xp"),
+    ("github_token", "git clone https://{s}@github.com/org/repo.git", "ghp_R7tY2uI9oP4aS6dF8gH1jK3lZ5xC7vB9nM2q"),
+    ("github_token", "  Token: {s}", "gho_16C7e42F292c6912E7710c838347Ae178B4a"),
+    ("github_token", 'curl -H "Authorization: token {s}" https://api.github.com/user',
+     "ghs_Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0Ed9Cb8A"),
+    ("github_token", "GH_TOKEN={s} gh pr list",
+     "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV"),
+    ("gitlab_token", "git remote set-url origin https://oauth2:{s}@gitlab.com/group/proj.git",
+     "glpat-Xy7aB9cD2eF4gH6jK8mN"),
+    ("slack_token", 'curl -H "Authorization: Bearer {s}" https://slack.com/api/chat.postMessage',
+     "xoxb-2048-4096-Zx9Yw8Vu7Ts6Rq5Po4Nm"),
+    ("slack_token", '{{"token": "{s}", "channel": "C024BE91L"}}', "xoxp-1111-2222-3333-a1b2c3d4e5f6a7b8"),
+    ("slack_token", "socket mode connected with {s}", "xapp-1-A0123BCDEFG-1234567890123-abcdef0123456789"),
+    ("slack_webhook", "curl -X POST -d '{{\"text\":\"hi\"}}' https://hooks.slack.com/services/{s}",
+     "T0123ABCD/B0456EFGH/aB3dE5fG7hJ9kL1mN3pQ5rS7"),
+    ("stripe_key", 'stripe.api_key = "{s}"', "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    ("stripe_key", "2024-05-01 12:00:01 WARN restricted key {s} lacks charges:write",
+     "rk_live_51H8xYzAbCdEfGhIjKlMnOp"),
+    ("stripe_key", '<form data-key="{s}">', "pk_live_51H8xYzQrStUvWxYz0123456"),
+    ("stripe_key", "STRIPE_SECRET_KEY={s}", "sk_test_26PHem9AhJZvU623DfE1x4sd"),
+    ("google_api_key", "GET https://maps.googleapis.com/maps/api/geocode/json?address=x&key={s}",
+     "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"),
+    ("google_oauth_secret", '{{"installed": {{"client_id": "1234.apps.googleusercontent.com", '
+     '"client_secret": "{s}"}}}}', "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"),
+    ("openai_key", 'client = OpenAI(api_key="{s}")', "sk-proj-Ab3De5Gh7Jk9Mn1Pq3St5Vw7Yz9Bc1Df3Gh5"),
+    ("openai_key", "export OPENAI_API_KEY={s}", "sk-9bX2cV4nM6qW8eR0tY2uI4oP6aS8dF0gH2jK4lZ6xC8vB0nM"),
+    ("anthropic_key", "curl https://api.anthropic.com/v1/messages -H 'x-api-key: {s}'",
+     "sk-ant-api03-Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz1Xc3Vb5Nm7-AbCdEf"),
+    ("huggingface_token", "huggingface-cli login --token {s}", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("npm_token", "//registry.npmjs.org/:_authToken={s}", "npm_Ab3De5Gh7Jk9Mn1Pq3St5Vw7Yz9Bc1Df3Gh5"),
+    ("pypi_token", "password = {s}",
+     "pypi-AgEIcHlwaS5vcmcCJDU1ZjQ2ZWMxLTk3NTItNDk0Ny1hYmM0LTdhNjgxZTI3ZDc5NQACKlsz"),
+    ("twilio_key", 'client = Client("{s}", api_secret, account_sid)', "SK2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d"),
+    ("twilio_key", "TWILIO_ACCOUNT_SID={s}", "AC0123456789abcdef0123456789abcdef"),
+    ("sendgrid_key", "SENDGRID_API_KEY='{s}'",
+     "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"),
+    ("mailgun_key", "curl -s --user 'api:{s}' https://api.mailgun.net/v3/samples.mailgun.org/messages",
+     "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"),
+    ("jwt", "Set-Cookie: session={s}; HttpOnly; Path=/",
+     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
+     "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"),
+    ("private_key", "$ cat ~/.ssh/id_rsa\n{s}\n$ ls -la", PEM_RSA),
+    ("private_key", "key file:\n{s}\n(end)", PEM_OPENSSH),
+    ("private_key", '{{"type": "service_account", "private_key": "{s}", "client_email": "x@y.iam"}}', PEM_EC_JSON),
+    ("password_in_url", "DATABASE_URL=postgres://app:{s}@db.internal:5432/prod", "s3cr3t-Pa55"),
+    ("password_in_url", "pip install --index-url https://deploy:{s}@pypi.example.com/simple pkg", "Zq8xP2vL9wK4"),
+    ("password_in_url", "redis://:{s}@cache:6379/0", "r3disPw-77x"),
+    ("authorization_header", 'curl -H "Authorization: Bearer {s}" https://api.example.com/v1/me',
+     "4f9a2b7c1e8d3f6a0b5c9e2d7a4f1b8c"),
+    ("authorization_header", "> Authorization: Basic {s}", "dXNlcjpzM2NyM3QtcGFzc3dvcmQ="),
+    ("bearer_token", "refreshing access: Bearer {s} expires in 3600s", "ya29.a0AfH6SMBx7Kq9Lm2Np4Rs6Tu8Vw0Yz"),
+    ("basic_auth", "curl -u admin:{s} https://jenkins.internal/api/json", "hunter2hunter2"),
+    ("env_assignment", "DB_PASSWORD={s}", "Tr0ub4dor-x93kq"),
+    ("env_assignment", '{{"api_key": "{s}", "model": "gpt-4"}}', "a8f5f167f44f4964e6c998dee827110c"),
+    ("env_assignment", "database:\n  user: app\n  password: {s}\n  port: 5432", "correcthorsebattery"),
+    ("env_assignment", 'CLIENT_SECRET="{s}"', "q9Z-x7Lp_3vN8mK2wR5t"),
+    ("env_assignment", "heroku config:set HEROKU_API_KEY={s}", "01234567-89ab-cdef-0123-456789abcdef"),
+    ("env_assignment", '{{\\"access_token\\": \\"{s}\\", \\"expires_in\\": 3600}}', "Qm9vdGNhbXAtZmFrZS10b2tlbg"),
+    ("env_assignment", "GET /callback?code=abc&access_token={s}&state=xyz", "9f8e7d6c5b4a3f2e1d0c"),
+    ("env_assignment", "  SIGNING_PRIVATE_KEY: '{s}'", "MC4CAQAwBQYDK2VwBCIEIB3kqlzM0Xn6bQe1J7"),
+    ("env_assignment", "self.secret = '{s}'", "mY5up3r-s3cr3t"),
+    ("env_assignment", "mysql --user=root --password={s} prod", "R00tPassw0rd"),
+    ("azure_storage_key",
+     "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={s};EndpointSuffix=core.windows.net",
+     "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1ub3A+/Q=="),
+    ("discord_token", "client.run('{s}')", "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs"),
+    ("discord_webhook", "POST https://discord.com/api/webhooks/{s}",
+     "123456789012345678/AbCdEfGhIjKlMnOpQrStUvWxYz_0123456789-abcd"),
+    ("telegram_bot_token", "https://api.telegram.org/bot{s}/sendMessage?chat_id=42",
+     "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"),
+]
+SECRET_IDS = [f"{i:02d}-{kind}" for i, (kind, _, _) in enumerate(SECRETS)]
+
+# Things that look a bit like secrets but are not: must come back unchanged.
+NOT_SECRETS: list[str] = [
+    "commit 3f1c2a9b8e7d6c5b4a39281706f5e4d3c2b1a098\nAuthor: Dev <dev@example.com>\n\n"
+    "    Fix index rebuild (abc1234, 9f8e7d6c5b4a)",
+    "Merge pull request #12 from org/feature-branch (a1b2c3d)",
+    'entry {"id": "550e8400-e29b-41d4-a716-446655440000", "created": "2024-05-01T12:30:00Z"}',
+    "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "The digest 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 matches the release.",
+    "Released v1.2.3-rc.1+build.5 on 2024-05-01 at 12:30:45.123+02:00",
+    "Wrote /home/user/project/memory/index/index.json and C:\\Users\\dev\\memtool\\config.yaml",
+    "See https://github.com/org/repo/pull/12 and http://localhost:8080/api/v1/items?id=3&sort=asc",
+    "git@github.com:org/repo.git and https://user@example.com/path and ssh://git@host:22/repo",
+    "Please reset the password tomorrow; the password policy needs 12 characters.",
+    "the token count is 2000, so the token budget is fine",
+    "Password: reset it tomorrow",
+    "API_KEY=",
+    "API_KEY=\nNEXT=1",
+    "API_KEY=${API_KEY}",
+    "API_KEY=${API_KEY:-unset}",
+    "API_KEY=$API_KEY",
+    "API_KEY=<your key>",
+    "OPENAI_API_KEY=<your-openai-api-key>",
+    "OPENAI_API_KEY=your_api_key_here",
+    "PASSWORD=changeme",
+    "SECRET_KEY=xxxxxxxxxxxxxxxx",
+    "password: '********'",
+    '{"api_key": null, "token": "", "secret": "placeholder"}',
+    "GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}",
+    "token = tokenizer.encode(text)",
+    'api_key = os.environ["OPENAI_API_KEY"]',
+    'api_key=os.getenv("OPENAI_API_KEY")',
+    "client = OpenAI(api_key=settings.openai_key)",
+    "client = OpenAI(api_key=api_key_value)",
+    "password_hash = hash_password(password)",
+    "max_tokens = 4096\nmax_tokens: 2048\ntoken_count: 123456789",
+    "tokenizer: bert-base-uncased",
+    "secret = my_secret_var",
+    "for token in tokens:\n    if token is None:\n        continue",
+    'def get_token(self) -> str:\n    token: str = ""\n    return self._token',
+    "The secret to good memory is compression.",
+    "pip install scikit-learn  # not sk-learn; see task-1234-abcdefghijklmnopqrstuvwxyz",
+    "Use a Bearer token in the Authorization header.",
+    "docker run -u 1000:1000 image && git push -u origin main",
+    "SECRET_FILE=/run/secrets/db_password\nTOKEN_URL=https://oauth2.googleapis.com/token",
+    "AWS_REGION=us-east-1 AWS_PROFILE=dev",
+    "Ask for the ACCESS key list; SKIP the AC adapter; key-value store",
+    "mod.search.engine.rank_fusion.reciprocal_rank_fusion_with_weights(k=60)",
+    "![diagram](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk)",
+]
+
+
+def _expected(line: str, kind: str) -> str:
+    return line.format(s=marker(kind))
+
+
+@pytest.mark.parametrize(("kind", "line", "secret"), SECRETS, ids=SECRET_IDS)
+def test_secret_is_replaced_and_context_kept(kind: str, line: str, secret: str) -> None:
+    text = line.format(s=secret)
+    out, findings = redact(text)
+    assert secret not in out
+    assert out == _expected(line, kind)  # marker present, every other character intact
+    assert [f.kind for f in findings] == [kind]
+    assert text[findings[0].start : findings[0].end] == secret
+
+
+def test_corpus_covers_at_least_20_kinds() -> None:
+    kinds = {kind for kind, _, _ in SECRETS}
+    assert len(kinds) >= 20
+    assert kinds <= set(KINDS)
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_not_a_secret_is_unchanged(text: str) -> None:
+    out, findings = redact(text)
+    assert out == text
+    assert findings == []
+
+
+def test_whole_pem_block_is_one_redaction_and_neighbours_survive() -> None:
+    text = f"before\n{PEM_RSA}\nafter: the key above was rotated, see notes.\n"
+    out, findings = redact(text)
+    assert out == "before\n[REDACTED:private_key]\nafter: the key above was rotated, see notes.\n"
+    assert len(findings) == 1
+    for line in PEM_RSA.splitlines()[1:-1]:
+        assert line not in out
+
+
+def test_truncated_pem_block_body_is_still_redacted() -> None:
+    body = PEM_RSA.splitlines()[1:-1]
+    text = "-----BEGIN EC PRIVATE KEY-----\n" + "\n".join(body) + "\n\nOutput truncated (3 lines)."
+    out, _ = redact(text)
+    assert all(line not in out for line in body)
+    assert out == "[REDACTED:private_key]\n\nOutput truncated (3 lines)."
+
+
+def test_public_key_and_certificate_are_kept() -> None:
+    text = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----"
+    assert redact(text)[0] == text
+
+
+def test_two_rules_on_one_secret_merge_to_the_specific_kind() -> None:
+    out, findings = redact("GITHUB_TOKEN=ghp_R7tY2uI9oP4aS6dF8gH1jK3lZ5xC7vB9nM2q")
+    assert out == "GITHUB_TOKEN=[REDACTED:github_token]"
+    assert len(findings) == 1
+
+
+def test_overlapping_rules_leave_no_fragment() -> None:
+    # the assignment value covers more than the GitHub token: nothing of either survives
+    out, _ = redact("PASSWORD=prefix9:ghp_R7tY2uI9oP4aS6dF8gH1jK3lZ5xC7vB9nM2q")
+    assert out == "PASSWORD=[REDACTED:github_token]"
+
+
+def test_findings_never_hold_the_secret() -> None:
+    for kind, line, secret in SECRETS:
+        _, findings = redact(line.format(s=secret))
+        for f in findings:
+            assert secret not in repr(f)
+            assert set(vars(f)) == {"kind", "start", "end", "fingerprint"}
+            assert re.fullmatch(r"[0-9a-f]{8}", f.fingerprint)
+
+
+def test_fingerprint_tells_repeated_secrets_apart() -> None:
+    _, findings = redact("A_TOKEN=abc123def456 B_TOKEN=abc123def456 C_TOKEN=zzz999yyy888")
+    assert [f.kind for f in findings] == ["env_assignment"] * 3
+    assert findings[0].fingerprint == findings[1].fingerprint != findings[2].fingerprint
+
+
+def test_idempotent_on_the_whole_corpus() -> None:
+    text = "\n".join(line.format(s=secret) for _, line, secret in SECRETS) + "\n" + "\n".join(NOT_SECRETS)
+    once, findings = redact(text)
+    assert len(findings) == len(SECRETS)
+    twice, again = redact(once)
+    assert twice == once
+    assert again == []
+
+
+def test_extra_pattern_is_redacted_as_custom() -> None:
+    out, findings = redact("ticket ACME-1234-ZQX and ACME-99", [r"ACME-\d{4}-[A-Z]+"])
+    assert out == "ticket [REDACTED:custom] and ACME-99"
+    assert [f.kind for f in findings] == ["custom"]
+
+
+def test_extra_pattern_secret_group_keeps_the_rest() -> None:
+    out, _ = redact("internal_pin 482913 ok", [r"internal_pin (?P<secret>\d+)"])
+    assert out == "internal_pin [REDACTED:custom] ok"
+
+
+def test_extra_pattern_matching_empty_string_changes_nothing() -> None:
+    assert redact("plain words", [r"x*"]) == ("plain words", [])
+
+
+def test_extra_pattern_is_compiled_once() -> None:
+    redact_mod._compile_extra.cache_clear()
+    for _ in range(3):
+        redact("abc", [r"zz\d+zz"])
+    info = redact_mod._compile_extra.cache_info()
+    assert (info.misses, info.hits) == (1, 2)
+
+
+@pytest.mark.parametrize("bad", ["(unclosed", "[a-", "a{2,1}", "*oops"])
+def test_bad_extra_pattern_is_a_config_error_naming_it(bad: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        redact("text", ["fine\\d+", bad])
+    message = str(info.value)
+    assert repr(bad) in message
+    try:
+        re.compile(bad)
+    except re.error as exc:
+        assert str(exc) in message
+    else:  # pragma: no cover
+        pytest.fail(f"{bad!r} compiled")
+
+
+def test_non_string_extra_pattern_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="must be a string"):
+        redact("text", [42])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 200_000,
+        "a-" * 100_000,
+        "=" * 200_000,
+        "token" * 40_000 + ":",
+        "password" * 25_000,
+        'token="' * 30_000,
+        "a" * 50 + "password" + "_" * 200_000,
+        "api_key=" + "a." * 100_000,
+        "://a:" * 40_000,
+        "://" + "a" * 100_000 + ":" + "b" * 100_000,
+        "-----BEGIN PRIVATE KEY-----" * 7_000,
+        "-----BEGIN RSA PRIVATE KEY-----\n" * 6_000,
+        "eyJ" * 70_000,
+        " eyJ" + "a" * 200_000,
+        "pypi-AgE" * 25_000,
+        ("Bearer " + "a" * 40) * 4_000,
+        "-u x:" * 40_000,
+        ".abcdef." * 25_000,
+        "1" * 200_000 + ":AA" + "a" * 33,
+        '\\"' * 100_000,
+    ],
+    ids=lambda t: repr(t[:12]),
+)
+def test_pathological_input_runs_in_linear_time(text: str) -> None:
+    start = time.perf_counter()
+    redact(text)
+    assert time.perf_counter() - start < 2.0  # quadratic behaviour on 200 KB would take minutes
+
+
+# --- properties -------------------------------------------------------------------------------
+
+_FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_WORD = st.text(alphabet=string.ascii_letters, min_size=1, max_size=15)
+_SEP = st.sampled_from([" ", "\n", "  ", "\t", "\n\n"])
+
+
+def _check_findings(text: str, out: str, findings: list[Finding]) -> None:
+    """Findings are sorted, disjoint spans of the input; replacing them rebuilds the output."""
+    pos = 0
+    rebuilt = []
+    for f in findings:
+        assert pos <= f.start < f.end <= len(text)
+        rebuilt += [text[pos : f.start], marker(f.kind)]
+        pos = f.end
+    rebuilt.append(text[pos:])
+    assert "".join(rebuilt) == out
+
+
+@_FAST
+@given(st.text(max_size=400))
+def test_never_raises_on_arbitrary_text(text: str) -> None:
+    out, findings = redact(text)
+    _check_findings(text, out, findings)
+
+
+@_FAST
+@given(st.lists(st.one_of(_WORD, st.integers(0, len(SECRETS) - 1)), max_size=30), st.data())
+def test_embedded_secrets_never_survive(items: list[str | int], data: st.DataObject) -> None:
+    parts, secrets = [], set()
+    for item in items:
+        if isinstance(item, int):
+            _, line, secret = SECRETS[item]
+            parts.append(line.format(s=secret))
+            secrets.add(secret)
+        else:
+            parts.append(item)
+        parts.append(data.draw(_SEP))
+    text = "".join(parts)
+    out, findings = redact(text)
+    for secret in secrets:
+        assert secret not in out
+    _check_findings(text, out, findings)
+    assert redact(out)[0] == out  # idempotent
+
+
+@_FAST
+@given(st.lists(_WORD, max_size=60), st.data())
+def test_plain_words_are_unchanged(words: list[str], data: st.DataObject) -> None:
+    # Words of at most 15 letters: a 20-letter run like AKIA + 16 capitals *is* key-shaped.
+    text = "".join(word + data.draw(st.sampled_from([" ", "\n", ", ", ". "])) for word in words)
+    assert redact(text) == (text, [])
