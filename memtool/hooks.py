@@ -271,7 +271,11 @@ def installed_semantics(doc: dict[str, Any], groups: dict[str, dict[str, Any]]) 
     return out
 
 
-def uninstalled_semantics(doc: dict[str, Any]) -> dict[str, Any]:
+def uninstalled_semantics(
+    doc: dict[str, Any], keep_events: frozenset[str] = frozenset(), keep_hooks: bool = False
+) -> dict[str, Any]:
+    """`doc` without our handlers; lists and the hooks object we empty go too, unless kept
+    (a text edit keeps an emptied container that still holds a comment)."""
     out = copy.deepcopy(doc)
     hooks = out.get("hooks")
     if not isinstance(hooks, dict):
@@ -281,9 +285,9 @@ def uninstalled_semantics(doc: dict[str, Any]) -> dict[str, Any]:
         arr = hooks[event]
         if isinstance(arr, list) and _strip_ours_from_groups(arr):
             touched = True
-            if not arr:
+            if not arr and event not in keep_events:
                 del hooks[event]
-    if touched and not hooks:
+    if touched and not hooks and not keep_hooks:
         del out["hooks"]
     return out
 
@@ -368,6 +372,10 @@ def install_text(agent: str, path: Path, old_text: str | None, runner: str) -> s
     if old_text is None or not old_text.strip():
         return json.dumps({"hooks": _as_lists(groups)}, ensure_ascii=False, indent=2) + "\n"
     doc = _open(agent, path, old_text)
+    for event in groups:
+        found = doc.lookup("hooks", event)
+        if found is not None and found[1].kind != "array":
+            raise HookConfigError(f"{path}: line {doc.line_of(found[1])}: \"hooks.{event}\" must be a list; nothing was changed.")
     expected = installed_semantics(doc.data(), groups)
     if doc.lookup("hooks") is None:
         doc.append(doc.root, _as_lists(groups), key="hooks")
@@ -376,8 +384,6 @@ def install_text(agent: str, path: Path, old_text: str | None, runner: str) -> s
         if found is None:
             doc.append(doc.node("hooks"), [group], key=event)
             continue
-        if found[1].kind != "array":
-            raise HookConfigError(f"{path}: line {doc.line_of(found[1])}: \"hooks.{event}\" must be a list; nothing was changed.")
         if _already_installed(found[1].plain(), group):
             continue
         _remove_ours(doc, ("hooks", event))
@@ -391,22 +397,28 @@ def uninstall_text(agent: str, path: Path, old_text: str) -> str:
     if not old_text.strip():
         return old_text
     doc = _open(agent, path, old_text)
-    expected = uninstalled_semantics(doc.data())
+    original = doc.data()
     found = doc.lookup("hooks")
     if found is None:
         return old_text
     touched = False
+    kept: set[str] = set()
     for event in dict.fromkeys(found[1].keys):
         if not _remove_ours(doc, ("hooks", event)):
             continue
         touched = True
         emptied = doc.lookup("hooks", event)
-        if emptied is not None and not emptied[1].children:
+        if emptied is None or emptied[1].children:
+            continue
+        if doc.is_bare_empty(emptied[1]):
             doc.remove(doc.node("hooks"), emptied[0])
+        else:
+            kept.add(event)  # it holds a comment: keep the (empty) list and the comment
     hooks = doc.lookup("hooks")
-    if touched and hooks is not None and not hooks[1].children:
+    keep_hooks = hooks is not None and not hooks[1].children and not doc.is_bare_empty(hooks[1])
+    if touched and hooks is not None and not hooks[1].children and not keep_hooks:
         doc.remove(doc.root, hooks[0])
-    _verify(doc, expected, path)
+    _verify(doc, uninstalled_semantics(original, frozenset(kept), keep_hooks), path)
     return doc.full_text()
 
 
@@ -646,11 +658,11 @@ def _workdir(payload: HookPayload) -> Path | None:
 Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
-def run_session_start(payload: HookPayload, *, run: Runner = subprocess.run, python: str | None = None) -> tuple[str, str]:
+def run_session_start(payload: HookPayload, *, run: Runner | None = None, python: str | None = None) -> tuple[str, str]:
     """Run `memory context` for the session's folder. Returns (stdout for the agent, message for stderr)."""
     command = context_command(python)
     try:
-        done = run(
+        done = (run or subprocess.run)(
             command,
             cwd=_workdir(payload),
             capture_output=True,
@@ -700,7 +712,7 @@ def prepare_transcript(payload: HookPayload, agent: str, out_dir: Path | None = 
     return target
 
 
-def run_session_end(payload: HookPayload, agent: str, *, run: Runner = subprocess.run, python: str | None = None) -> int:
+def run_session_end(payload: HookPayload, agent: str, *, run: Runner | None = None, python: str | None = None) -> int:
     """Convert the transcript and run `memory compress` on it, waiting for it. Returns its exit code.
 
     The converted file is deleted after a successful compress and kept (for a retry) otherwise.
@@ -708,7 +720,7 @@ def run_session_end(payload: HookPayload, agent: str, *, run: Runner = subproces
     markdown = prepare_transcript(payload, agent)
     command = compress_command(markdown, payload, agent, python)
     try:
-        done = run(
+        done = (run or subprocess.run)(
             command,
             cwd=_workdir(payload),
             capture_output=True,
@@ -739,7 +751,7 @@ def spawn_session_end(
     payload: HookPayload,
     agent: str,
     *,
-    popen: Callable[..., "subprocess.Popen[bytes]"] = subprocess.Popen,
+    popen: Callable[..., "subprocess.Popen[bytes]"] | None = None,
     python: str | None = None,
 ) -> Path:
     """Start the detached worker (`hooks run session-end --foreground`) and return at once.
@@ -759,7 +771,7 @@ def spawn_session_end(
             kwargs["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
                 subprocess, "CREATE_NEW_PROCESS_GROUP", 0
             )
-        proc = popen(
+        proc = (popen or subprocess.Popen)(
             worker_command(agent, python),
             stdin=subprocess.PIPE,
             stdout=out,

@@ -197,6 +197,10 @@ class Document:
     def full_text(self) -> str:
         return self.bom + self.text
 
+    def is_bare_empty(self, node: Node) -> bool:
+        """An empty object/array with nothing (no comment) between its brackets."""
+        return not node.children and not self.text[node.start + 1 : node.end - 1].strip(" \t\r\n")
+
     def line_of(self, node: Node) -> int:
         return line_col(self.text, node.start)[0]
 
@@ -239,9 +243,12 @@ class Document:
         if n:
             last = container.children[-1]
             sep = self._separator_before(container.item_start(n - 1))
+            after_comment = self._after_trailing_comment(last.end)
+            if sep == " " and text[last.end : after_comment].lstrip(" \t").startswith("//"):
+                # inline layout ending in a line comment: the entry must start on a new line
+                sep = newline + self._line_indent(container.start) + self._indent_unit()
             multiline = sep != " "
             entry = prefix + self._serialize(value, sep[len(newline) :] if multiline else "", multiline)
-            after_comment = self._after_trailing_comment(last.end)
             if after_comment != last.end:  # `1 // note` -> `1, // note` + new line
                 edits = [(last.end, last.end, ","), (after_comment, after_comment, sep + entry)]
             else:
@@ -269,7 +276,10 @@ class Document:
         line_end = len(text) if line_end < 0 else line_end + 1
         own_lines = not text[line_start:start].strip(" \t") and not text[after:line_end].strip(" \t\r\n")
         edits: list[tuple[int, int, str]] = []
-        if own_lines:
+        rest = text[container.start + 1 : start] + text[end : container.end - 1]
+        if n == 1 and not rest.strip(" \t\r\n"):  # nothing else inside: back to {} / []
+            edits.append((container.start + 1, container.end - 1, ""))
+        elif own_lines:
             if i == n - 1 and n > 1:
                 comma = self._comma_after(container.children[i - 1].end)
                 edits.append((comma, comma + 1, ""))
