@@ -48,3 +48,13 @@ RRF_K = 60
 
 IMPORTANCE_LEVELS = ("low", "medium", "high", "critical")
 SOURCES = ("user_explicit", "ai_inferred", "system_auto")
+
+# --- promote and the MCP server (`memory promote`, `memory serve`) -----------------------
+PROMOTE_MAX_CHARS = 300  # longest insight text `memory promote` writes into MEMORY.md
+PROMOTE_DECISIONS_SECTION = "Key decisions"  # default section for entries with decisions
+PROMOTE_CONTEXT_SECTION = "Important context"  # default section otherwise
+MCP_SERVER_NAME = "memtool"
+MCP_MAX_TOKENS = 4000  # default cap on the size of one MCP tool answer (offline token estimate)
+MCP_MAX_TOKENS_CEILING = 32000  # largest max_tokens a tool call may ask for
+MCP_MIN_TOKENS = 500  # smallest max_tokens a tool call may ask for
+MCP_SEARCH_MAX_LIMIT = 50  # most hits one memory_search call may ask for

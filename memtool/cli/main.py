@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from memtool.cli import demo, read, write
+from memtool.cli import serve
 from memtool.cli.common import MemtoolGroup
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ def main(
 
 write.register(app)
 read.register(app)
+serve.register(app)
 demo.register(app)
 
 

@@ -1,0 +1,56 @@
+"""Commands for agents: serve (the MCP server) and promote (an insight into MEMORY.md)."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import typer
+
+from memtool import constants as C
+from memtool.cli.common import open_from, print_json, root_of
+from memtool.errors import BadInput
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.command("promote")(promote)
+
+
+def serve(
+    ctx: typer.Context,
+    max_tokens: int = typer.Option(C.MCP_MAX_TOKENS, "--max-tokens", help="Default cap on the size of one tool answer, in tokens (a call may ask for another)."),
+) -> None:
+    """Run the MCP server on stdio for one memory root, named by --root or $MEMTOOL_ROOT.
+
+    Tools: memory_search, memory_context, memory_compress, memory_log, memory_get, memory_promote,
+    memory_status; resources: MEMORY.md, USER.md, today's log.
+    """
+    named = root_of(ctx) or os.environ.get(C.ENV_ROOT)
+    if not named:
+        raise BadInput(f"name the memory root to serve: `memory --root DIR serve` or set {C.ENV_ROOT}, so that the agent never writes to a guessed project")
+    if not C.MCP_MIN_TOKENS <= max_tokens <= C.MCP_MAX_TOKENS_CEILING:
+        raise BadInput(f"--max-tokens must be between {C.MCP_MIN_TOKENS} and {C.MCP_MAX_TOKENS_CEILING}")
+    from memtool.app import resolve_root
+    from memtool.mcp_server import serve as run_server
+
+    run_server(resolve_root(named), max_tokens)
+
+
+def promote(
+    ctx: typer.Context,
+    target: str = typer.Argument(..., help="An entry id (ctx-YYYYMMDD-xxxxxxxx) or the insight as text."),
+    section: Optional[str] = typer.Option(None, "--section", help=f"MEMORY.md section. Default: '{C.PROMOTE_DECISIONS_SECTION}' for an entry with decisions, else '{C.PROMOTE_CONTEXT_SECTION}'."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Add an insight to MEMORY.md under a section, leaving the rest of the file untouched."""
+    from memtool.promote import promote as do_promote
+
+    p = do_promote(open_from(ctx), target, section)
+    if as_json:
+        print_json({"added": p.added, "path": str(p.path), "section": p.section, "bullet": p.bullet, "entry_id": p.entry_id})
+        return
+    if p.added:
+        typer.echo(f"added to {p.path.name} under ## {p.section}:\n{p.bullet}")
+    else:
+        typer.echo(f"already in {p.path.name} under ## {p.section}; nothing added")

@@ -1,0 +1,315 @@
+"""What the MCP tools do, without the protocol: one memory root, answers as dicts within a token cap.
+
+`memtool.mcp_server` wires these methods to MCP tools and resources. Kept free of the `mcp` import so
+the logic is plain Python: every method raises `MemtoolError` for a bad request and returns a JSON-able
+dict whose rendering (`render`) fits in `max_tokens` (offline estimate, `memtool.text.count_tokens`),
+with `truncated: true` and a note when something was cut.
+
+Session dedup (seed 002): result ids sent by `search` / `context` are remembered for the life of
+the server (one stdio connection = one session) and left out of later answers unless asked.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+from memtool import constants as C
+from memtool.context import UNTRUSTED_NOTE
+from memtool.errors import BadInput, NotFound
+from memtool.memory import Memory
+from memtool.search.engine import Hit, Query
+from memtool.store import Layout
+from memtool.text import count_tokens, truncate_to_tokens
+
+KEEP_WHOLE = frozenset({"id", "root", "note", "kind", "timestamp", "session", "truncated", "path", "warning"})
+FILE_REF_RE = re.compile(r"^(?P<path>[^#]+\.md)(?:#L(?P<line>\d+))?$")
+NOTE_RESERVE = 80  # tokens kept free for the truncation note
+MIN_STRING_TOKENS = 8  # a string is not cut shorter than this
+
+
+def render(answer: dict[str, Any]) -> str:
+    """The text a client shows the model: indented JSON, readable Unicode."""
+    return json.dumps(answer, ensure_ascii=False, indent=2)
+
+
+def tokens(answer: dict[str, Any]) -> int:
+    return count_tokens(render(answer))
+
+
+def quoted(text: str) -> str:
+    """Untrusted text as a quotation: every line prefixed with '> '."""
+    return "\n".join("> " + line for line in text.splitlines() or [""])
+
+
+def confine(root: Path, given: str) -> Path:
+    """`given` (relative to the root, or absolute) resolved with symlinks; refused if it leaves the root."""
+    if not given.strip():
+        raise BadInput("the path is empty")
+    if "\x00" in given:
+        raise BadInput("the path contains a NUL byte")
+    p = Path(given)
+    real = (p if p.is_absolute() else root / p).resolve()
+    if not real.is_relative_to(root.resolve()):
+        raise BadInput(f"{given}: outside the memory root {root}. Only files inside the root can be read (symlinks are followed).")
+    return real
+
+
+def _string_leaves(node: Any, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
+    """(path, text) of every string that may be shortened."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        if isinstance(key, str) and key in KEEP_WHOLE:
+            continue
+        if isinstance(value, str):
+            yield path + (key,), value
+        else:
+            yield from _string_leaves(value, path + (key,))
+
+
+def _get(node: Any, path: tuple) -> Any:
+    for key in path:
+        node = node[key]
+    return node
+
+
+def fit(answer: dict[str, Any], cap: int, items_key: str = "") -> list[Any]:
+    """Make `answer` render within `cap` tokens, in place. Drops trailing items of answer[items_key]
+    first (at least one is kept), then shortens the longest strings. Returns the dropped items."""
+    if tokens(answer) <= cap:
+        return []
+    answer["truncated"] = True
+    answer.setdefault("note", "")
+    room = cap - NOTE_RESERVE
+    dropped: list[Any] = []
+    items = answer.get(items_key) if items_key else None
+    while isinstance(items, list) and len(items) > 1 and tokens(answer) > room:
+        dropped.insert(0, items.pop())
+    while (over := tokens(answer) - room) > 0:
+        cands = [(len(text), p, text) for p, text in _string_leaves(answer) if count_tokens(text) > MIN_STRING_TOKENS]
+        if not cands:
+            break
+        _, (*parent, key), text = max(cands, key=lambda c: c[0])
+        holder = _get(answer, tuple(parent))
+        have = count_tokens(text)
+        holder[key] = truncate_to_tokens(text, max(MIN_STRING_TOKENS, have - over - 2))
+    parts = [f"answer cut to fit max_tokens={cap}"]
+    if dropped:
+        parts.append(f"{len(dropped)} more {items_key} left out (ask again with a larger max_tokens or a smaller limit)")
+    parts.append("text ending in '…' was shortened")
+    answer["note"] = (answer["note"] + " " if answer["note"] else "") + "; ".join(parts)
+    while isinstance(items, list) and items and tokens(answer) > cap:  # long unshortenable fields: give up items
+        dropped.insert(0, items.pop())
+    return dropped
+
+
+class MemoryTools:
+    """The tools of one memory root. Not thread-safe by itself: the server serialises calls with `lock`."""
+
+    def __init__(self, root: Path, max_tokens: int = C.MCP_MAX_TOKENS, embedder=None):
+        from memtool.app import open_memory
+
+        self.root = root
+        self.max_tokens = max_tokens
+        self._open = open_memory
+        first = open_memory(root, embedder=embedder)  # fails early if root is not a memory root
+        self.embedder = first.embedder
+        self.settings = first.settings
+        self.seen: set[str] = set()
+        self.lock = threading.Lock()
+
+    def memory(self) -> Memory:
+        """A fresh Memory per call (settings and the search cache follow the files), sharing the embedder."""
+        return self._open(self.root, embedder=self.embedder)
+
+    def _cap(self, max_tokens: int | None) -> int:
+        cap = max_tokens or self.max_tokens
+        if not C.MCP_MIN_TOKENS <= cap <= C.MCP_MAX_TOKENS_CEILING:
+            raise BadInput(f"max_tokens must be between {C.MCP_MIN_TOKENS} and {C.MCP_MAX_TOKENS_CEILING}, got {cap}")
+        return cap
+
+    def _rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else str(path)
+
+    # -- read ------------------------------------------------------------------------------------
+    def search(self, query: str, limit: int = C.DEFAULT_LIMIT, since: str = "", until: str = "", topic: str = "",
+               trusted_only: bool = False, include_seen: bool = False, max_tokens: int | None = None) -> dict[str, Any]:
+        from memtool.dates import parse_period
+
+        cap = self._cap(max_tokens)
+        if not query.strip():
+            raise BadInput("query is empty: say what to look for")
+        if not 1 <= limit <= C.MCP_SEARCH_MAX_LIMIT:
+            raise BadInput(f"limit must be between 1 and {C.MCP_SEARCH_MAX_LIMIT}, got {limit}")
+        q = Query(text=query, limit=limit, since=parse_period(since)[0] if since.strip() else None,
+                  until=parse_period(until)[1] if until.strip() else None, topic=topic.strip() or None,
+                  trusted_only=trusted_only, exclude=frozenset() if include_seen else frozenset(self.seen))
+        hits = self.memory().search(q)
+        answer: dict[str, Any] = {"root": str(self.root), "query": query, "truncated": False, "count": len(hits), "hits": [self._hit(h) for h in hits]}
+        if not hits and self.seen and not include_seen:
+            answer["note"] = "no new results; results already sent in this session are not repeated (include_seen=true repeats them)"
+        fit(answer, cap, "hits")
+        answer["count"] = len(answer["hits"])
+        self.seen.update(h["id"] for h in answer["hits"])
+        return answer
+
+    @staticmethod
+    def _hit(h: Hit) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": h.id, "kind": h.kind, "score": round(h.score, 4), "session": h.source_session,
+                               "timestamp": h.timestamp, "trusted": h.trusted}
+        if not h.trusted:
+            out["warning"] = UNTRUSTED_NOTE
+        out["text"] = h.text if h.trusted else quoted(h.text)
+        if h.passage:
+            out["passage"] = h.passage if h.trusted else quoted(h.passage)
+        return out
+
+    def context(self, query: str = "", budget: int | None = None, template: str | None = None, limit: int = 8,
+                include_seen: bool = False, max_tokens: int | None = None) -> dict[str, Any]:
+        cap = self._cap(max_tokens)
+        mem = self.memory()
+        budget = budget or mem.settings.budget
+        usable = cap - 150  # the JSON wrapper around the bundle
+        res = mem.context(query or None, budget=min(budget, usable), template=template, limit=limit,
+                                    exclude=frozenset() if include_seen else frozenset(self.seen))
+        answer: dict[str, Any] = {"root": str(self.root), "truncated": res.truncated, "tokens": res.tokens, "budget": budget,
+                                  "template": res.template, "included": res.included, "dropped": res.dropped, "text": res.text}
+        notes = [f"budget lowered to {usable} tokens to fit max_tokens={cap}"] if budget > usable else []
+        if not res.text.strip():
+            notes.append("nothing to show: MEMORY.md and USER.md hold no notes yet and no new entries matched"
+                         + (" (entries already sent in this session are not repeated; include_seen=true repeats them)" if self.seen and not include_seen else ""))
+        if notes:
+            answer["note"] = "; ".join(notes)
+        fit(answer, cap)
+        self.seen.update(res.included)
+        return answer
+
+    def get(self, item_id: str, max_tokens: int | None = None) -> dict[str, Any]:
+        cap = self._cap(max_tokens)
+        item_id = item_id.strip()
+        m = FILE_REF_RE.match(item_id)
+        answer = self._file_ref(m["path"], int(m["line"] or 1)) if m else self._entry(item_id)
+        fit(answer, cap)
+        return answer
+
+    def _entry(self, entry_id: str) -> dict[str, Any]:
+        mem = self.memory()
+        entry = mem.get(entry_id)
+        if entry is None:
+            raise NotFound(f"no entry with id {entry_id!r}. Ids come from memory_search (ctx-YYYYMMDD-xxxxxxxx, or path.md#L12 for a file).")
+        data = entry.to_dict()
+        answer: dict[str, Any] = {"id": entry.id, "kind": "entry", "truncated": False}
+        if not entry.trusted:
+            answer["warning"] = UNTRUSTED_NOTE
+            for key in ("summary",):
+                data[key] = quoted(data[key])
+            for key in ("decisions", "action_items"):
+                data[key] = [quoted(x) for x in data[key]]
+        answer["entry"] = data
+        transcript = mem.layout.transcript_file(entry.id)
+        if transcript.is_file():
+            answer["transcript"] = self._rel(transcript)
+        return answer
+
+    def _file_ref(self, given: str, line: int) -> dict[str, Any]:
+        from memtool.chunking import chunk_markdown
+
+        path = confine(self.root, given)
+        if not path.is_file():
+            raise NotFound(f"{given}: no such file in the memory root")
+        text = path.read_text(encoding="utf-8", errors="replace")
+        chunk = next((c for c in chunk_markdown(text) if c.line == line), None)
+        body = (f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text) if chunk else "\n".join(text.splitlines()[line - 1 :])
+        return {"id": f"{self._rel(path)}#L{line}", "kind": "file", "path": self._rel(path), "line": line, "truncated": False, "text": body}
+
+    def status(self) -> dict[str, Any]:
+        from memtool import __version__
+        from memtool.stats import collect
+
+        data = collect(self.memory())
+        return {
+            "root": str(self.root),
+            "server": f"{C.MCP_SERVER_NAME} {__version__}",
+            "entries": data["entries"],
+            "daily_logs": data["daily_logs"],
+            "transcripts": data["transcripts"],
+            "embedder": data["embedder"],
+            "compressor": self.settings.compressor,
+            "pending_compression": data["pending_compression"],
+            "pending_embeddings": data["pending_embeddings"],
+            "problems": data["problems"],
+            "results_sent_this_session": len(self.seen),
+            "max_tokens_default": self.max_tokens,
+        }
+
+    # -- write -----------------------------------------------------------------------------------
+    def compress(self, text: str = "", path: str = "", session: str = "", importance: str = "auto",
+                 untrusted: bool = False, agent: str = "", max_tokens: int | None = None) -> dict[str, Any]:
+        cap = self._cap(max_tokens)
+        if bool(text.strip()) == bool(path.strip()):
+            raise BadInput("give exactly one of text (the transcript itself) or path (a transcript file inside the memory root)")
+        mem = self.memory()
+        name = "<text>"
+        if path.strip():
+            text, name = self._read_transcript(path, mem.settings.max_transcript_bytes), path
+        entry = mem.compress(text, session=session.strip() or "main", importance=None if importance == "auto" else importance,
+                             agent=agent, trusted=not untrusted, name=name)
+        answer: dict[str, Any] = {"id": entry.id, "truncated": False, "day": entry.day, "summary": entry.summary,
+                                  "decisions": entry.decisions, "action_items": entry.action_items, "topics": entry.topics,
+                                  "keywords": entry.keywords, "importance": entry.importance, "trusted": entry.trusted,
+                                  "compression_ratio": entry.compression_ratio, "tokens_original": entry.tokens_original,
+                                  "tokens_compressed": entry.tokens_compressed, "pending": entry.pending}
+        if entry.pending:
+            answer["note"] = "the configured compressor failed; compressed locally for now (`memory retry` completes it)"
+        fit(answer, cap)
+        return answer
+
+    def _read_transcript(self, given: str, max_bytes: int) -> str:
+        p = confine(self.root, given)
+        if not p.is_file():
+            raise BadInput(f"{given}: no such file in the memory root")
+        if p.stat().st_size > max_bytes:
+            raise BadInput(f"{given}: {p.stat().st_size / 1e6:.1f} MB is over the {max_bytes / 1e6:.0f} MB limit (setting max_transcript_bytes)")
+        data = p.read_bytes()
+        if b"\x00" in data[:8192]:
+            raise BadInput(f"{given}: looks like a binary file (NUL bytes); give a text transcript")
+        text = data.decode("utf-8", errors="replace")
+        if p.suffix.lower() in (".json", ".jsonl"):
+            from memtool.transcripts import convert_transcript
+
+            text = convert_transcript(text)
+        return text
+
+    def log(self, text: str, agent: str = "") -> dict[str, Any]:
+        path = self.memory().log(text, source="ai_inferred", agent=agent)
+        return {"logged_to": self._rel(path), "day": path.stem, "truncated": False}
+
+    def promote(self, entry_id: str = "", text: str = "", section: str = "") -> dict[str, Any]:
+        from memtool.promote import promote_entry, promote_text
+
+        if bool(entry_id.strip()) == bool(text.strip()):
+            raise BadInput("give exactly one of id (an entry to promote) or text (an insight in your own words)")
+        mem = self.memory()
+        p = promote_entry(mem, entry_id, section or None) if entry_id.strip() else promote_text(mem, text, section or None)
+        answer: dict[str, Any] = {"added": p.added, "path": self._rel(p.path), "section": p.section, "bullet": p.bullet, "truncated": False}
+        if p.entry_id:
+            answer["entry_id"] = p.entry_id
+        if not p.added:
+            answer["note"] = "already in MEMORY.md; nothing added"
+        return answer
+
+    # -- resources -------------------------------------------------------------------------------
+    def layer3(self, name: str) -> str:
+        path = self.root / name
+        if not path.is_file():
+            raise NotFound(f"{name} does not exist in {self.root} (run `memory init` to create it)")
+        return path.read_text(encoding="utf-8", errors="replace")
+
+    def today_log(self, now: datetime | None = None) -> str:
+        day = f"{(now or datetime.now()):%Y-%m-%d}"
+        path = Layout(self.root).daily_log(day)
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else f"# {day}\n\n(no log entries yet today)\n"
