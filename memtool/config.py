@@ -28,6 +28,7 @@ class Settings:
     gemini_model: str = _f(C.DEFAULT_GEMINI_MODEL, "Gemini model used by the gemini compressor.")
     gemini_embed_model: str = _f(C.DEFAULT_GEMINI_EMBED_MODEL, "Gemini model used by the gemini embedder.")
     gemini_embed_dim: int = _f(C.DEFAULT_GEMINI_EMBED_DIM, "Output dimension of the gemini embedder.")
+    gemini_window_chars: int = _f(C.DEFAULT_GEMINI_WINDOW_CHARS, "Gemini compressor: transcripts longer than this many characters are compressed in parts and merged.")
     gemini_base_url: str = _f("", "Override the Gemini API base URL (tests, proxies). Empty: the SDK default.")
     gemini_timeout_s: float = _f(60.0, "Timeout in seconds for one Gemini request.")
     gemini_max_retries: int = _f(3, "Retries with exponential back-off on 429/5xx/timeouts.")

@@ -34,6 +34,7 @@ DEFAULT_EMBEDDER = "wordllama"
 DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
 DEFAULT_GEMINI_EMBED_MODEL = "gemini-embedding-001"
 DEFAULT_GEMINI_EMBED_DIM = 768
+DEFAULT_GEMINI_WINDOW_CHARS = 300_000  # gemini compressor: longer transcripts are compressed in parts (~75k tokens each)
 DEFAULT_BUDGET = 2000  # tokens for `memory context`
 DEFAULT_TEMPLATE = "chat"
 DEFAULT_LIMIT = 5  # hits for `memory search`

@@ -49,6 +49,7 @@ class ContextResult:
     included: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     truncated: bool = False
+    counter: str = "offline"  # what counted `tokens`: the offline estimate, or a provider model
 
 
 def get_template(name: str) -> Template:

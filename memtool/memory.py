@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from memtool import constants as C
+from memtool.budget import fit_to_provider_count
 from memtool.config import Settings
 from memtool.context import ContextResult, Section, pack
 from memtool.errors import BadInput, ProviderError
@@ -46,6 +47,7 @@ class Memory:
         self._compressor_factory = compressor_factory
         self.embedder = embedder
         self._index: SearchIndex | None = None
+        self.warnings: list[str] = []  # provider fallbacks during the last compress_many / context call
 
     # -- write path ------------------------------------------------------------------------------
     def check_text(self, text: str, name: str = "<text>") -> str:
@@ -75,9 +77,10 @@ class Memory:
         pending = False
         try:
             out: Compressed = compressor.compress(text)
-        except ProviderError:
+        except ProviderError as exc:
             if provider == "local":
                 raise
+            self.warnings.append(f"{s.name}: {exc} Saved with the local compressor's summary and marked pending; `memory retry` completes it.")
             out = self._compressor_factory("local").compress(text)  # stand-in; `memory retry` completes it
             pending = True
         entry = self._entry(text, out, when, s, model=self._compressor_factory("local").model if pending else compressor.model)
@@ -119,6 +122,7 @@ class Memory:
     def compress_many(self, sessions: Iterable[Session], provider: str | None = None, progress: Callable[[int], None] | None = None, batch: int = 256) -> list[Entry]:
         """Compress and store sessions, in batches: embeddings and file writes are grouped."""
         provider = provider or self.settings.compressor
+        self.warnings = []
         done: list[Entry] = []
         pending_batch: list[tuple[Entry, str]] = []
         for s in sessions:
@@ -138,7 +142,8 @@ class Memory:
         entries = [e for e, _ in items]
         try:
             vectors = self.embedder.embed_documents([e.embed_text() for e in entries])
-        except ProviderError:
+        except ProviderError as exc:
+            self.warnings.append(f"embedding failed: {exc} Saved without vectors; `memory retry` embeds them.")
             vectors = None  # saved without vectors; `memory reembed` / `memory retry` fills them in
         with self.store.lock():
             for i, (entry, text) in enumerate(items):
@@ -183,6 +188,7 @@ class Memory:
     def context(self, query: str | None = None, budget: int | None = None, template: str | None = None, limit: int = 8, exclude: frozenset[str] = frozenset(), now: datetime | None = None) -> ContextResult:
         budget = budget or self.settings.budget
         template = template or self.settings.template
+        self.warnings = []
         layer3 = [s for s in (self._layer3(name) for name in (C.MEMORY_MD, C.USER_MD)) if s is not None]
         today_path = self.layout.daily_log(f"{(now or datetime.now()):%Y-%m-%d}")
         today = Section("Today's log", today_path.read_text(encoding="utf-8", errors="replace")) if today_path.is_file() else None
@@ -193,7 +199,7 @@ class Memory:
         if today is not None:  # today's log is packed whole; do not repeat its chunks as hits
             today_ref = today_path.relative_to(self.layout.root).as_posix() + "#"
             hits = [h for h in hits if not h.ref.startswith(today_ref)]
-        return pack(layer3, hits, today, budget, template)
+        return fit_to_provider_count(self, lambda b: pack(layer3, hits, today, b, template), budget)
 
     def _layer3(self, name: str) -> Section | None:
         """A Layer 3 file for the context, or None if missing or still the untouched template."""
@@ -216,3 +222,11 @@ class Memory:
 
     def get(self, entry_id: str) -> Entry | None:
         return self.store.get(entry_id)
+
+    def compressor(self, name: str | None = None) -> Compressor:
+        """The compressor registered as `name` (default: the configured one), built once."""
+        return self._compressor_factory(name or self.settings.compressor)
+
+    def invalidate(self) -> None:
+        """Forget the loaded search index: the files were changed outside compress_many."""
+        self._index = None

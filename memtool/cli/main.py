@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from memtool.cli import demo, read, write
+from memtool.cli import providers
 from memtool.cli import serve
 from memtool.cli.common import MemtoolGroup
 
@@ -29,6 +30,7 @@ def main(
 
 write.register(app)
 read.register(app)
+providers.register(app)
 serve.register(app)
 demo.register(app)
 

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import console, open_from, print_json
+from memtool.cli.common import console, open_from, print_json, warn
 from memtool.errors import BadInput, NotFound
 
 
@@ -76,7 +76,10 @@ def context(
     as_json: bool = typer.Option(False, "--json", help="Print the bundle and its accounting as JSON."),
 ) -> None:
     """The session-start bundle: MEMORY.md, USER.md, top hits and today's log, within the budget."""
-    res = open_from(ctx).context(query, budget=budget, template=template, limit=limit)
+    mem = open_from(ctx)
+    res = mem.context(query, budget=budget, template=template, limit=limit)
+    for message in mem.warnings:  # e.g. the provider's token count failed; the offline count was used
+        warn(message)
     if as_json:
         print_json(res.__dict__)
         return

@@ -129,6 +129,8 @@ def compress(
             entries = mem.compress_many(sessions(), provider=provider, progress=lambda n: bar.advance(task, n))
     else:
         entries = mem.compress_many(sessions(), provider=provider)
+    for message in dict.fromkeys(mem.warnings):  # provider fallbacks: stored, but pending or without vectors
+        warn(message)
     if as_json:
         print_json([e.to_dict() for e in entries])
     for e in [] if as_json else entries:

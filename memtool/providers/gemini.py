@@ -21,6 +21,7 @@ import numpy as np
 from memtool import constants as C
 from memtool.errors import (
     BadModelOutput,
+    ConfigError,
     DimensionMismatch,
     MissingCredentials,
     ProviderError,
@@ -217,7 +218,9 @@ class GeminiCompressor:
 
     @classmethod
     def from_settings(cls, settings: "Settings", root: Path, *, retry_base_delay: float = RETRY_BASE_DELAY_S) -> "GeminiCompressor":
-        return cls(_client(settings, retry_base_delay), settings.gemini_model)
+        if settings.gemini_window_chars < 1:
+            raise ConfigError(f"gemini_window_chars must be positive, got {settings.gemini_window_chars}")
+        return cls(_client(settings, retry_base_delay), settings.gemini_model, window_chars=settings.gemini_window_chars)
 
     def __repr__(self) -> str:
         return f"GeminiCompressor(model={self.model!r}, client={self.client!r})"

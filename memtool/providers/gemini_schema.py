@@ -14,7 +14,7 @@ from memtool.errors import BadModelOutput
 from memtool.models import Entities
 from memtool.providers import Compressed
 
-DEFAULT_WINDOW_CHARS = 300_000  # a transcript longer than this is compressed in parts (~75k tokens each)
+DEFAULT_WINDOW_CHARS = C.DEFAULT_GEMINI_WINDOW_CHARS  # longer transcripts are compressed in parts
 DEFAULT_MAX_SUMMARY_CHARS = 1_200  # merged part summaries longer than this are condensed once more
 LIST_FIELDS = ("keywords", "topics", "decisions", "action_items")
 ENTITY_FIELDS = ("people", "systems", "dates")
