@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
 from memtool import constants as C
-from memtool.errors import BadModelOutput, ConfigError, DimensionMismatch, NotFound, ProviderError
+from memtool.errors import BadModelOutput, ConfigError, DimensionMismatch, NotFound, ProviderError, StoreCorrupt
 from memtool.models import Entities, Entry, ratio_text
 from memtool.text import count_tokens
 
@@ -84,7 +84,7 @@ def retry(mem: "Memory", provider: str | None = None, progress: Callable[[int], 
     report = RetryReport(provider=name)
     pending, unembedded = work(mem)
     halt: Failure | None = None  # the compressor is unavailable: do not call it again in this run
-    stop: Failure | None = None  # the same for the embedder
+    stop = _other_model(mem) if pending or unembedded else None  # the same for the embedder
     for i in range(0, len(pending), RETRY_BATCH):
         batch = pending[i : i + RETRY_BATCH]
         done, halt = _complete(mem, name, provider is None, batch, report, halt)
@@ -97,6 +97,24 @@ def retry(mem: "Memory", provider: str | None = None, progress: Callable[[int], 
         if progress:
             progress(len(batch))
     return report
+
+
+def _other_model(mem: "Memory") -> Failure | None:
+    """A reason not to embed when the stored vectors come from another model: never mix models."""
+    model = mem.embedder.model
+    for path in mem.layout.embeddings_dir.glob("*.json") if mem.layout.embeddings_dir.is_dir() else ():
+        try:
+            stored = (mem.store.read_embedding(path.stem) or {}).get("model")
+        except StoreCorrupt:
+            continue  # `memory doctor` reports it; look at another file
+        if stored and stored != model:
+            return Failure(
+                f"the store's vectors come from '{stored}' but the configured embedder is '{model}'; "
+                "run `memory reembed` first (a store never mixes models)",
+                DimensionMismatch.exit_code,
+            )
+        return None
+    return None
 
 
 def _complete(

@@ -165,3 +165,15 @@ def test_embedder_down_keeps_the_completion(setup, fake_embedder, monkeypatch):
     assert not mem.get(old.id).pending and mem.store.read_embedding(old.id) is None
     monkeypatch.undo()
     assert retry(mem).embedded == [old.id]
+
+
+def test_never_mixes_embedding_models(setup, root, fake_embedder):
+    comp, open_ = setup
+    mem = open_()
+    [a, b] = [mem.compress(t) for t in TEXTS[:2]]
+    mem.layout.embedding_file(b.id).unlink()
+    other = type(fake_embedder)(model="other-model", dim=64)
+    mem2 = open_memory(root, settings=Settings(compressor="remote"), compressor=comp, embedder=other)
+    report = retry(mem2)
+    assert "memory reembed" in report.unembedded[b.id].reason and report.exit_code == 8
+    assert mem.store.read_embedding(b.id) is None and mem.store.read_embedding(a.id)["model"] == fake_embedder.model
