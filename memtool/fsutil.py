@@ -78,6 +78,7 @@ def append_text(path: Path, text: str) -> None:
 
     A crash can lose the line being written but never a line already written. If the file
     does not end with a newline (a previous torn write, or a hand edit), one is added first.
+    If the disk refuses part of the line (full, quota), the file is cut back to its old size.
     """
     path = Path(path)
     data = text if text.endswith("\n") else text + "\n"
@@ -86,6 +87,7 @@ def append_text(path: Path, text: str) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as exc:
         raise _storage_error(path, exc) from None
+    size = -1
     try:
         size = os.fstat(fd).st_size
         if size:
@@ -93,9 +95,16 @@ def append_text(path: Path, text: str) -> None:
                 fh.seek(size - 1)
                 if fh.read(1) != b"\n":
                     data = "\n" + data
-        os.write(fd, data.encode("utf-8"))
+        buf = memoryview(data.encode("utf-8"))
+        while buf:  # os.write may write less than asked (full disk); never leave half a line
+            buf = buf[os.write(fd, buf):]
         os.fsync(fd)
     except OSError as exc:
+        try:
+            if size >= 0:
+                os.ftruncate(fd, size)
+        except OSError:
+            pass  # best effort: the next append starts on a fresh line anyway
         raise _storage_error(path, exc) from None
     finally:
         os.close(fd)

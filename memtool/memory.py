@@ -16,12 +16,12 @@ from memtool import constants as C
 from memtool.budget import fit_to_provider_count
 from memtool.config import Settings
 from memtool.context import ContextResult, Section, pack
-from memtool.errors import BadInput, ProviderError
+from memtool.errors import BadInput, ProviderError, StorageError
 from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
 from memtool.providers import Compressed, Compressor, Embedder
 from memtool.search.engine import Hit, Query, Weights, search
 from memtool.search.index import SearchIndex, open_index
-from memtool.store import Layout, Store
+from memtool.store import Layout, Store, read_day
 from memtool.text import count_tokens
 
 
@@ -55,13 +55,17 @@ class Memory:
             raise BadInput(f"{name}: looks like a binary file (NUL bytes); give a text transcript")
         if not text.strip():
             raise BadInput(f"{name}: the transcript is empty; nothing to compress")
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if size > self.settings.max_transcript_bytes:
-            raise BadInput(
-                f"{name}: {size / 1e6:.1f} MB is over the {self.settings.max_transcript_bytes / 1e6:.0f} MB limit "
-                "(setting max_transcript_bytes). Split it or raise the limit."
-            )
+        self.check_size(len(text.encode("utf-8", "surrogatepass")), name)
         return text
+
+    def check_size(self, size: int, name: str = "<text>") -> None:
+        """Refuse a transcript over the limit; callers check a file's size before reading it."""
+        limit = self.settings.max_transcript_bytes
+        if size > limit:
+            raise BadInput(
+                f"{name}: {size:,} bytes is over the limit of {limit:,} bytes ({limit / 2**20:g} MiB, "
+                "setting max_transcript_bytes). Split it or raise the limit."
+            )
 
     def redact(self, text: str) -> str:
         if not self.settings.redact:
@@ -146,20 +150,44 @@ class Memory:
             self.warnings.append(f"embedding failed: {exc} Saved without vectors; `memory retry` embeds them.")
             vectors = None  # saved without vectors; `memory reembed` / `memory retry` fills them in
         with self.store.lock():
-            for i, (entry, text) in enumerate(items):
-                if self.settings.keep_transcripts or entry.pending:
-                    self.store.write_transcript(entry.id, text)
-                if vectors is not None:
-                    self.store.write_embedding(entry, self.embedder.model, vectors[i])
-            self.store.write_entries(entries)
+            created: list[Path] = []  # files this write adds; removed again if the entries cannot be stored
+            try:
+                for i, (entry, text) in enumerate(items):
+                    if self.settings.keep_transcripts or entry.pending:
+                        self._note_new(created, self.layout.transcript_file(entry.id))
+                        self.store.write_transcript(entry.id, text)
+                    if vectors is not None:
+                        self._note_new(created, self.layout.embedding_file(entry.id))
+                        self.store.write_embedding(entry, self.embedder.model, vectors[i])
+                self.store.write_entries(entries)
+            except StorageError:  # disk full / read-only: take back the files of entries not stored
+                self._roll_back(created, {e.day for e in entries})
+                raise
             self.store.rebuild_index(self.settings.compressor)
         self._index = None
         return entries
+
+    @staticmethod
+    def _note_new(created: list[Path], path: Path) -> None:
+        if not path.exists():
+            created.append(path)
+
+    def _roll_back(self, created: list[Path], days: set[str]) -> None:
+        """Remove new transcript/embedding files (named <id>.*) whose entry did not reach its day file."""
+        stored = {e.id for day in days if self.layout.day_file(day).is_file() for e in read_day(self.layout.day_file(day))}
+        for path in created:
+            if path.stem not in stored:
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError:
+                    pass  # an orphan at worst, which `memory doctor --fix` quarantines
 
     def log(self, text: str, when: datetime | None = None, source: str = "user_explicit", agent: str = "", session: str = "") -> Path:
         text = self.redact(text).strip()
         if not text:
             raise BadInput("nothing to log: the text is empty")
+        if source not in C.SOURCES:
+            raise BadInput(f"source must be one of {', '.join(C.SOURCES)}, got {source!r}")
         when = (when or datetime.now()).astimezone()
         tags = " ".join(f"{k}={v}" for k, v in (("source", source), ("agent", agent), ("session", session)) if v)
         first, *rest = text.splitlines()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -95,7 +96,15 @@ class Entry:
         missing = [k for k in ("id", "timestamp", "summary") if not data.get(k)]
         if missing:
             raise StoreCorrupt(f"{where}: missing {', '.join(missing)}")
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and v is not None}  # null: the default
+        for key, kind in _SCALARS.items():
+            value = known.get(key)
+            if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
+                raise StoreCorrupt(f"{where}: '{key}' must be {kind.__name__}, got {value!r:.60}")
+        if not ID_RE.fullmatch(known["id"]):
+            raise StoreCorrupt(f"{where}: id {known['id']!r:.60} is not a file name (letters, digits, '.', '_', '-')")
+        if not DAY_PREFIX_RE.match(known["timestamp"]):
+            raise StoreCorrupt(f"{where}: timestamp {known['timestamp']!r:.60} must start with YYYY-MM-DD")
         ents = known.get("entities") or {}
         if not isinstance(ents, dict):
             raise StoreCorrupt(f"{where}: 'entities' must be an object")
@@ -110,6 +119,12 @@ class Entry:
         except ValueError:
             raise StoreCorrupt(f"{where}: timestamp {known['timestamp']!r} is not ISO-8601") from None
         return cls(**known)
+
+
+# Scalar fields and the type they must have on disk (a "false" string must never read as trusted).
+_SCALARS = {f: {"str": str, "int": int, "bool": bool}[t] for f, t in Entry.__annotations__.items() if t in ("str", "int", "bool")}
+ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # ids name files: <id>.json, <id>.md
+DAY_PREFIX_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]|$)")  # the day file an entry lives in
 
 
 def _strs(value: Any, where: str) -> list[str]:

@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from memtool.cli import demo, read, write
+from memtool.cli import doctor
 from memtool.cli import providers
 from memtool.cli import serve
 from memtool.cli.common import MemtoolGroup
@@ -30,6 +31,7 @@ def main(
 
 write.register(app)
 read.register(app)
+doctor.register(app)
 providers.register(app)
 serve.register(app)
 demo.register(app)

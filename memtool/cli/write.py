@@ -41,16 +41,25 @@ def log(
     session: str = typer.Option("", help="Session name or id."),
 ) -> None:
     """Append a timestamped line to today's daily log (memory/YYYY-MM-DD.md)."""
+    mem = open_from(ctx)
     if text is None or text == "-":
-        text = sys.stdin.read()
-    path = open_from(ctx).log(text, source=source, agent=agent, session=session)
+        text = read_input("-", mem)[0]
+    elif any("\udc80" <= ch <= "\udcff" for ch in text):  # bytes of the argument that were not UTF-8
+        warn("the note is not valid UTF-8; undecodable bytes replaced with U+FFFD")
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", errors="replace")
+    path = mem.log(text, source=source, agent=agent, session=session)
     typer.echo(f"logged to {path}")
 
 
-def read_input(path: str) -> tuple[str, str]:
-    """(text, name) of one transcript; invalid UTF-8 is replaced, with a warning."""
+def read_input(path: str, mem=None) -> tuple[str, str]:
+    """(text, name) of one transcript; invalid UTF-8 is replaced, with a warning.
+
+    With `mem`, text over its max_transcript_bytes is refused before it is read into memory
+    (JSON transcripts are measured after conversion: their tool output shrinks a lot)."""
     if path == "-":
-        data, name = sys.stdin.buffer.read(), "<stdin>"
+        data, name = sys.stdin.buffer.read(-1 if mem is None else mem.settings.max_transcript_bytes + 1), "<stdin>"
+        if mem is not None:
+            mem.check_size(len(data), name)
     else:
         p = Path(path)
         if not p.is_file():
@@ -59,6 +68,8 @@ def read_input(path: str) -> tuple[str, str]:
             from memtool.transcripts import read_transcript
 
             return read_transcript(p), str(p)
+        if mem is not None:
+            mem.check_size(p.stat().st_size, str(p))
         data, name = p.read_bytes(), str(p)
     if b"\x00" in data[:8192]:
         raise BadInput(f"{name}: looks like a binary file (NUL bytes); give a text transcript")
@@ -109,7 +120,7 @@ def compress(
     def sessions():
         for f in files:
             try:
-                text, name = read_input(f)
+                text, name = read_input(f, mem)
                 mem.check_text(text, name)
             except BadInput as exc:
                 if len(files) == 1:

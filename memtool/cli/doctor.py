@@ -1,0 +1,50 @@
+"""`memory doctor [--fix] [--json]`: check the store, repair what can be repaired without loss."""
+
+from __future__ import annotations
+
+import typer
+
+from memtool.cli.common import print_json, root_of
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)
+
+
+def doctor(
+    ctx: typer.Context,
+    fix: bool = typer.Option(False, "--fix", help="Repair what can be repaired without loss; move what cannot into memory/quarantine/<timestamp>/."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Check index.json, day files, embeddings and transcripts against each other. Exit 0 when healthy."""
+    from memtool.app import resolve_root
+    from memtool.doctor import open_doctor
+    from memtool.errors import StoreCorrupt
+
+    doc = open_doctor(resolve_root(root_of(ctx)))
+    report = doc.repair() if fix else doc.diagnose()
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        _render(report, fix)
+    if not report.healthy:
+        raise typer.Exit(StoreCorrupt.exit_code)
+
+
+def _render(report, fix: bool) -> None:
+    counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in report.counts.items())
+    typer.echo(f"memory doctor: {report.root}\n  {counts}")
+    for line in report.fixed:
+        typer.echo(f"  fixed: {line}")
+    for path in report.quarantined:
+        typer.echo(f"  quarantined: {path}")
+    for p in report.problems:
+        todo = f"  [--fix: {p.fix}]" if p.fix and not fix else ""
+        typer.echo(f"  {p.severity:7} {p.kind:10} {p.where()}: {p.message}{todo}")
+    errors = sum(p.severity == "error" for p in report.problems)
+    if report.healthy:
+        typer.echo("healthy" + (f" ({len(report.problems)} warnings)" if report.problems else ""))
+    elif fix:
+        typer.echo(f"{errors} problems need a person (see above)")
+    else:
+        typer.echo(f"{errors} problems; `memory doctor --fix` repairs those marked [--fix: ...]")

@@ -1,0 +1,471 @@
+"""`memory doctor`: check the store's files against each other; repair what can be repaired without loss.
+
+The per-day entry files are the truth. Checked against them: index.json, the embedding files (model,
+dimension, content hash), the kept transcripts (orphans), duplicates (same id twice, or the same
+content under two ids), unparsable files (path:line), git conflict markers and temp files left by
+an interrupted write. `repair` rebuilds index.json, removes temp files, dedupes, embeds missing
+vectors with the configured embedder, and MOVES whatever it cannot repair into
+memory/quarantine/<timestamp>/<same relative path>: nothing is ever deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from memtool import constants as C
+from memtool.config import Settings, load_settings
+from memtool.errors import ConfigError, ProviderError, StorageError, StoreCorrupt
+from memtool.fsutil import atomic_write_text, dumps_json
+from memtool.models import Entry, utcnow
+from memtool.providers import Embedder, build_embedder
+from memtool.store import CONFLICT_RE, Layout, Store, day_document, load_json, read_day
+
+ERROR, WARNING = "error", "warning"
+MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
+SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR, C.ARCHIVE_DIR)
+
+
+@dataclass
+class Problem:
+    kind: str  # temp, unparsable, conflict, misplaced, duplicate, index, orphan, embedding, pending, config
+    path: str  # relative to the memory root
+    message: str
+    line: int | None = None
+    severity: str = ERROR
+    fix: str = ""  # what `--fix` does about it; empty when it needs a person
+
+    def where(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+
+@dataclass
+class Report:
+    root: str
+    problems: list[Problem] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    fixed: list[str] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not any(p.severity == ERROR for p in self.problems)
+
+    def of(self, *kinds: str) -> list[Problem]:
+        return [p for p in self.problems if p.kind in kinds]
+
+    def to_dict(self) -> dict:
+        return {"root": self.root, "healthy": self.healthy, "counts": self.counts, "problems": [asdict(p) for p in self.problems],
+                "fixed": self.fixed, "quarantined": self.quarantined}
+
+
+class Quarantine:
+    """memory/quarantine/<UTC timestamp>/..., created on first use."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+        self.moved: list[str] = []
+        self._folder: Path | None = None
+
+    @property
+    def folder(self) -> Path:
+        if self._folder is None:
+            stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+            folder, n = self.layout.quarantine_dir / stamp, 1
+            while folder.exists():
+                n += 1
+                folder = self.layout.quarantine_dir / f"{stamp}-{n}"
+            self._folder = folder
+        return self._folder
+
+    def move(self, path: Path) -> None:
+        dest = self.folder / path.relative_to(self.layout.memory_dir)
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, dest)
+        except OSError as exc:
+            raise StorageError(f"cannot move {path} into {self.folder}: {exc.strerror}") from None
+        self.moved.append(dest.relative_to(self.layout.root).as_posix())
+
+    def write(self, relative: str, text: str) -> None:
+        dest = self.folder / relative
+        atomic_write_text(dest, text)
+        self.moved.append(dest.relative_to(self.layout.root).as_posix())
+
+
+def split_location(message: str, path: Path) -> tuple[str, int | None]:
+    """'<path>:<line>:<col>: what' -> ('what', line): the report shows the path once."""
+    m = re.match(re.escape(str(path)) + r"(?::(\d+))?(?::\d+)?:?\s*", message)
+    if not m:
+        return message, None
+    return message[m.end():], int(m.group(1)) if m.group(1) else None
+
+
+def content_duplicates(entries: Iterable[Entry], layout: Layout) -> list[tuple[Entry, Entry]]:
+    """(later, earlier) pairs holding the same memory twice: same compressed fields and same transcript."""
+    groups: dict[str, list[Entry]] = {}
+    for e in sorted(entries, key=lambda e: (e.timestamp, e.id)):
+        record = {k: v for k, v in e.to_dict().items() if k not in ("id", "timestamp")}
+        groups.setdefault(json.dumps(record, sort_keys=True), []).append(e)
+    out: list[tuple[Entry, Entry]] = []
+    for group in (g for g in groups.values() if len(g) > 1):
+        first: dict[str, Entry] = {}
+        for e in group:
+            t = layout.transcript_file(e.id)
+            key = hashlib.sha256(t.read_bytes()).hexdigest() if t.is_file() else ""
+            if key in first:
+                out.append((e, first[key]))
+            else:
+                first[key] = e
+    return out
+
+
+def conflict_sides(text: str) -> tuple[str, str] | None:
+    """The two versions of a file holding git conflict markers (diff3 base sections dropped)."""
+    ours: list[str] = []
+    theirs: list[str] = []
+    state, seen = "", False
+    for line in text.splitlines(keepends=True):
+        marker = line[:7]
+        if marker == "<" * 7 and not state:
+            state, seen = "ours", True
+        elif marker == "|" * 7 and state == "ours":
+            state = "base"
+        elif marker == "=" * 7 and state in ("ours", "base"):
+            state = "theirs"
+        elif marker == ">" * 7 and state == "theirs":
+            state = ""
+        else:
+            if state in ("", "ours"):
+                ours.append(line)
+            if state in ("", "theirs"):
+                theirs.append(line)
+    return ("".join(ours), "".join(theirs)) if seen and not state else None
+
+
+def parse_entries(data: object) -> list[Entry]:
+    """The entries of a parsed day (or index) document that are valid; the others are skipped."""
+    items = data.get("entries") if isinstance(data, dict) else data
+    out = []
+    for item in items if isinstance(items, list) else []:
+        try:
+            out.append(Entry.from_dict(item))
+        except StoreCorrupt:
+            continue  # this one stays only in the quarantined original
+    return out
+
+
+def _entries_of(text: str) -> list[Entry]:
+    try:
+        return parse_entries(json.loads(text))
+    except json.JSONDecodeError:
+        return []
+
+
+class Doctor:
+    def __init__(self, layout: Layout, settings: Settings, embedder: Embedder | None, notes: list[Problem] | None = None):
+        self.layout = layout
+        self.store = Store(layout)
+        self.settings = settings
+        self.embedder = embedder
+        self.notes = notes or []
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.layout.root).as_posix()
+
+    # -- checking ------------------------------------------------------------------------------------
+    def diagnose(self) -> Report:
+        with self._locked(required=False) as notes:
+            report = self._diagnose()
+        report.problems[:0] = notes
+        return report
+
+    @contextmanager
+    def _locked(self, required: bool) -> Iterator[list[Problem]]:
+        """The store's write lock, so that no writer is half-way through; optional for a read-only check."""
+        notes: list[Problem] = []
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(self.store.lock())
+            except StorageError as exc:
+                if required:
+                    raise
+                notes.append(Problem("lock", self.rel(self.layout.lock_file), f"checked without the lock: {exc}", severity=WARNING))
+            yield notes
+
+    def temp_files(self) -> list[Path]:
+        out: list[Path] = []
+        for dirpath, dirnames, filenames in os.walk(self.layout.memory_dir):
+            if Path(dirpath) == self.layout.memory_dir:
+                dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+            out.extend(Path(dirpath) / f for f in filenames if f.startswith(".") and f.endswith(".tmp"))
+        return sorted(out)
+
+    def read_days(self) -> tuple[list[tuple[Path, Entry]], list[Problem]]:
+        found: list[tuple[Path, Entry]] = []
+        bad: list[Problem] = []
+        for path in self.layout.day_files():
+            try:
+                found.extend((path, e) for e in read_day(path))
+            except StoreCorrupt as exc:
+                kind = "conflict" if CONFLICT_RE.search(path.read_text(encoding="utf-8", errors="replace")) else "unparsable"
+                bad.append(Problem(kind, self.rel(path), *split_location(str(exc), path), fix="quarantine, keep what parses"))
+            except UnicodeDecodeError as exc:
+                line = path.read_bytes()[: exc.start].count(b"\n") + 1
+                bad.append(Problem("unparsable", self.rel(path), f"not UTF-8 ({exc.reason})", line, fix="quarantine, keep what parses"))
+        return found, bad
+
+    def _diagnose(self) -> Report:
+        lay = self.layout
+        rep = Report(str(lay.root), problems=list(self.notes))
+        add = rep.problems.append
+        for tmp in self.temp_files():
+            add(Problem("temp", self.rel(tmp), "temporary file left by an interrupted write", fix="remove"))
+        found, bad = self.read_days()
+        rep.problems.extend(bad)
+        entries: dict[str, Entry] = {}
+        for path, e in found:
+            if e.day != path.stem:
+                add(Problem("misplaced", self.rel(path), f"entry {e.id} (timestamp {e.timestamp}) belongs in {e.day}.json", fix="move it"))
+            if e.id in entries:
+                same = entries[e.id].to_dict() == e.to_dict()
+                add(Problem("duplicate", self.rel(path), f"entry {e.id} is stored twice" + ("" if same else " with different content"),
+                            fix="keep one" if same else "keep the first, quarantine the other"))
+            else:
+                entries[e.id] = e
+        for dup, first in content_duplicates(entries.values(), lay):
+            add(Problem("duplicate", self.rel(lay.day_file(dup.day)), f"entry {dup.id} repeats entry {first.id} (same content)",
+                        fix="keep the earlier, quarantine this one"))
+        self._check_index(rep, entries)
+        self._check_vectors(rep, entries)
+        if lay.transcripts_dir.is_dir():
+            for t in sorted(lay.transcripts_dir.glob("*.md")):
+                if t.stem not in entries:
+                    add(Problem("orphan", self.rel(t), "transcript of no entry (a write was interrupted, or its entry was removed)", fix="quarantine"))
+        for e in entries.values():
+            if e.pending:
+                add(Problem("pending", self.rel(lay.day_file(e.day)), f"entry {e.id} was compressed locally as a stand-in; run `memory retry`", severity=WARNING))
+        for md in lay.markdown_files():
+            self._check_markdown(rep, md)
+        rep.counts = {"entries": len(entries), "day_files": len(lay.day_files()),
+                      "embeddings": len(list(lay.embeddings_dir.glob("*.json"))) if lay.embeddings_dir.is_dir() else 0,
+                      "transcripts": len(list(lay.transcripts_dir.glob("*.md"))) if lay.transcripts_dir.is_dir() else 0}
+        return rep
+
+    def _check_index(self, rep: Report, entries: dict[str, Entry]) -> None:
+        path = self.layout.index_file
+        if not path.is_file():
+            if entries:
+                rep.problems.append(Problem("index", self.rel(path), f"missing; {len(entries)} entries are not listed", fix="rebuild from the day files"))
+            return
+        try:
+            data = load_json(path)
+            listed = {d["id"]: Entry.from_dict(d).to_dict() for d in data["entries"]}
+        except StoreCorrupt as exc:
+            kind = "conflict" if "conflict" in str(exc) else "unparsable"
+            rep.problems.append(Problem(kind, self.rel(path), *split_location(str(exc), path), fix="rebuild from the day files"))
+            return
+        except (TypeError, KeyError, UnicodeDecodeError) as exc:
+            rep.problems.append(Problem("unparsable", self.rel(path), f"not a memtool index ({exc!r:.80})", fix="rebuild from the day files"))
+            return
+        missing = entries.keys() - listed.keys()
+        extra = listed.keys() - entries.keys()
+        differ = [i for i in entries.keys() & listed.keys() if entries[i].to_dict() != listed[i]]
+        if missing or extra or differ:
+            rep.problems.append(Problem("index", self.rel(path), f"out of date: {len(missing)} entries missing, {len(extra)} extra, {len(differ)} differ",
+                                        fix="rebuild from the day files"))
+
+    def _check_vectors(self, rep: Report, entries: dict[str, Entry]) -> None:
+        add = rep.problems.append
+        model = self.embedder.model if self.embedder else None
+        dim = self.embedder.dim if self.embedder else None
+        current: set[str] = set()
+        flagged: set[str] = set()
+        files = sorted(self.layout.embeddings_dir.glob("*.json")) if self.layout.embeddings_dir.is_dir() else []
+        for f in files:
+            where = self.rel(f)
+            flagged.add(f.stem)
+            if f.stem not in entries:
+                add(Problem("orphan", where, "embedding of no entry (a write was interrupted, or its entry was removed)", fix="quarantine"))
+                continue
+            try:
+                data = self.store.read_embedding(f.stem)
+            except StoreCorrupt as exc:
+                add(Problem("unparsable", where, *split_location(str(exc), f), fix="quarantine, re-embed"))
+                continue
+            except UnicodeDecodeError as exc:
+                add(Problem("unparsable", where, f"not UTF-8 ({exc.reason})", fix="quarantine, re-embed"))
+                continue
+            vec = data["embedding"]
+            if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not all(isinstance(x, (int, float)) for x in vec):
+                add(Problem("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed"))
+            elif model is not None and (data.get("model") != model or len(vec) != dim):
+                add(Problem("embedding", where, f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{model}' ({dim} dims). "
+                            "Run `memory reembed`."))
+            else:
+                flagged.discard(f.stem)
+                if data.get("content_hash") == entries[f.stem].content_hash():
+                    current.add(f.stem)
+        for e in entries.values():
+            if e.id not in current and e.id not in flagged:
+                add(Problem("pending", self.rel(self.layout.embedding_file(e.id)), f"entry {e.id} has no current embedding (search embeds it on the fly)",
+                            severity=WARNING, fix="embed" if self.embedder else ""))
+
+    def _check_markdown(self, rep: Report, path: Path) -> None:
+        data = path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            rep.problems.append(Problem("unparsable", self.rel(path), f"not UTF-8 at line {line} ({exc.reason}); fix the file by hand", line))
+            return
+        m = MD_CONFLICT_RE.search(text)
+        if m:
+            line = text.count("\n", 0, m.start()) + 1
+            rep.problems.append(Problem("conflict", self.rel(path), "git conflict markers; resolve them by hand", line))
+
+    # -- repairing -----------------------------------------------------------------------------------
+    def repair(self) -> Report:
+        """Fix what can be fixed without loss, quarantine the rest, and check again."""
+        with self._locked(required=True):
+            q = Quarantine(self.layout)
+            fixed: list[str] = []
+            for tmp in self.temp_files():
+                tmp.unlink()
+                fixed.append(f"removed temp file {self.rel(tmp)}")
+            changed = self._repair_days(q, fixed)
+            changed |= self._dedupe(q, fixed)
+            self._quarantine_strays(q)
+            self._embed_missing(fixed)
+            index = self.rel(self.layout.index_file)
+            report = self._diagnose()
+            if changed or any(p.path == index for p in report.problems):
+                if any(p.path == index and p.kind != "index" for p in report.problems):
+                    q.move(self.layout.index_file)  # unreadable: kept for the record, then rebuilt
+                self.store.rebuild_index(self.settings.compressor)
+                fixed.append(f"rebuilt {index} from the day files")
+                report = self._diagnose()
+        report.fixed, report.quarantined = fixed, q.moved
+        return report
+
+    def _index_entries(self) -> list[Entry]:
+        try:
+            return parse_entries(load_json(self.layout.index_file))
+        except (StoreCorrupt, UnicodeDecodeError, FileNotFoundError):
+            return []
+
+    def _repair_days(self, q: Quarantine, fixed: list[str]) -> bool:
+        """Unparsable or conflicted day files: keep every entry that parses (both sides of a conflict, and
+        index.json's copy), quarantine the original."""
+        _, bad = self.read_days()
+        indexed: list[Entry] | None = None
+        for problem in bad:
+            path = self.layout.root / problem.path
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            sides = conflict_sides(text)
+            kept: dict[str, Entry] = {}
+            for side in sides or (text,):
+                for e in _entries_of(side):
+                    kept.setdefault(e.id, e)
+            if indexed is None:
+                indexed = self._index_entries()
+            for e in indexed:
+                if e.day == path.stem:
+                    kept.setdefault(e.id, e)
+            q.move(path)
+            atomic_write_text(path, day_document(path.stem, kept.values()))
+            fixed.append(f"rewrote {problem.path} with the {len(kept)} entries that parse; the original is in quarantine")
+        return bool(bad)
+
+    def _dedupe(self, q: Quarantine, fixed: list[str]) -> bool:
+        """Misplaced entries go to their day; the same id twice keeps the first; the same content twice keeps the earlier."""
+        found, _ = self.read_days()
+        current: dict[str, list[dict]] = {}
+        kept: dict[str, Entry] = {}
+        removed: list[tuple[Entry, str]] = []
+        for path, e in found:
+            current.setdefault(path.stem, []).append(e.to_dict())
+            if e.id not in kept:
+                kept[e.id] = e
+            elif kept[e.id].to_dict() != e.to_dict():
+                removed.append((e, f"same id as an entry kept in {kept[e.id].day}.json, different content"))
+        for e, first in content_duplicates(list(kept.values()), self.layout):
+            del kept[e.id]
+            removed.append((e, f"same content as {first.id}"))
+            for path in (self.layout.transcript_file(e.id), self.layout.embedding_file(e.id)):
+                if path.is_file():
+                    q.move(path)
+        by_day: dict[str, list[Entry]] = {}
+        for e in kept.values():
+            by_day.setdefault(e.day, []).append(e)
+        changed = False
+        for day in sorted(set(by_day) | set(current)):
+            new = by_day.get(day, [])
+            if sorted(json.dumps(d, sort_keys=True) for d in current.get(day, [])) != sorted(json.dumps(e.to_dict(), sort_keys=True) for e in new):
+                atomic_write_text(self.layout.day_file(day), day_document(day, new))
+                fixed.append(f"rewrote {self.rel(self.layout.day_file(day))}: {len(current.get(day, []))} -> {len(new)} entries")
+                changed = True
+        for n, (e, why) in enumerate(removed, 1):
+            q.write(f"{C.INDEX_DIR}/removed-{n}-{e.id}.json", dumps_json({"reason": why, "entry": e.to_dict()}))
+        return changed
+
+    def _quarantine_strays(self, q: Quarantine) -> None:
+        for p in self._diagnose().of("orphan", "embedding", "unparsable"):
+            path = self.layout.root / p.path
+            if p.fix.startswith("quarantine") and path.is_file():
+                q.move(path)
+
+    def _embed_missing(self, fixed: list[str]) -> None:
+        if self.embedder is None:
+            return
+        found, _ = self.read_days()
+        todo = [e for e in {e.id: e for _, e in found}.values() if self._needs_vector(e)]
+        if not todo:
+            return
+        try:
+            vectors = self.embedder.embed_documents([e.embed_text() for e in todo])
+        except ProviderError as exc:
+            fixed.append(f"could not embed {len(todo)} entries: {exc}")
+            return
+        for e, v in zip(todo, vectors):
+            self.store.write_embedding(e, self.embedder.model, v)
+        fixed.append(f"embedded {len(todo)} entries with {self.embedder.model}")
+
+    def _needs_vector(self, e: Entry) -> bool:
+        path = self.layout.embedding_file(e.id)
+        if not path.is_file():
+            return True
+        data = self.store.read_embedding(e.id)
+        return data.get("model") == self.embedder.model and data.get("content_hash") != e.content_hash()
+
+
+def open_doctor(root: Path) -> Doctor:
+    """A Doctor for this root. A broken config or embedder is reported, not fatal: defaults are used."""
+    layout = Layout(root).require()
+    notes: list[Problem] = []
+    try:
+        settings = load_settings(layout.root)
+    except ConfigError as exc:
+        settings = Settings()
+        notes.append(Problem("config", Path(C.MEMORY_DIR, C.CONFIG_FILE).as_posix(), f"{exc} (checked with the default settings)", _line_in(str(exc))))
+    try:
+        embedder: Embedder | None = build_embedder(settings.embedder, settings, layout.root)
+    except (ProviderError, ConfigError) as exc:
+        embedder = None
+        notes.append(Problem("config", Path(C.MEMORY_DIR, C.CONFIG_FILE).as_posix(), f"cannot build the embedder '{settings.embedder}': {exc}; "
+                             "embedding files were not checked against it", severity=WARNING))
+    return Doctor(layout, settings, embedder, notes)
+
+
+def _line_in(message: str) -> int | None:
+    m = re.search(r" line (\d+)", message)
+    return int(m.group(1)) if m else None
+
+
+__all__ = ["Doctor", "Problem", "Report", "Quarantine", "open_doctor", "conflict_sides", "content_duplicates", "parse_entries"]

@@ -1,0 +1,276 @@
+"""`memory doctor [--fix]`: each kind of damage is reported, repaired without loss or quarantined."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memtool.app import open_memory
+from memtool.cli.main import app
+from memtool.doctor import Doctor, conflict_sides
+from memtool.errors import StoreCorrupt
+from memtool.scaffold import init
+from memtool.search.engine import Query
+from tests.conftest import FakeEmbedder
+
+AUTH = "Alice: We decided to use Auth0 instead of custom JWT handling. Sarah owns the migration."
+DB = "Bob: The invoices query in Postgres was slow; we added an index on customer_id."
+ART = "Carol: I painted a sunset over the lake and joined a pottery class."
+
+
+def when(day: int, hour: int = 12) -> datetime:
+    return datetime(2026, 2, day, hour, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def mem(root):
+    init(root)
+    return open_memory(root, embedder=FakeEmbedder())
+
+
+@pytest.fixture
+def doctor(mem):
+    return Doctor(mem.layout, mem.settings, mem.embedder)
+
+
+def kinds(report) -> list[str]:
+    return sorted(p.kind for p in report.problems if p.severity == "error")
+
+
+def contents(folder: Path) -> dict[str, int]:
+    """Multiset of file contents under a folder (sha256 -> count), to prove nothing was deleted."""
+    out: dict[str, int] = {}
+    for p in folder.rglob("*"):
+        if p.is_file() and ".cache" not in p.parts and p.name != ".lock":
+            h = hashlib.sha256(p.read_bytes()).hexdigest()
+            out[h] = out.get(h, 0) + 1
+    return out
+
+
+def kept_everything(before: dict[str, int], after: dict[str, int]) -> bool:
+    return all(after.get(h, 0) >= n for h, n in before.items())
+
+
+def test_a_fresh_and_a_used_store_are_healthy(mem, doctor, root):
+    assert doctor.diagnose().healthy and doctor.diagnose().problems == []
+    a = mem.compress(AUTH, when=when(7))
+    mem.compress(DB, when=when(8))
+    mem.log("deployed the fix", agent="claude")
+    report = doctor.diagnose()
+    assert report.healthy and report.problems == []
+    assert report.counts == {"entries": 2, "day_files": 2, "embeddings": 2, "transcripts": 2}
+    assert doctor.repair().fixed == []  # nothing to do, nothing touched
+    assert (root / f"memory/transcripts/{a.id}.md").is_file()
+
+
+def test_temp_files_and_orphans_are_removed_or_quarantined(mem, doctor, root):
+    e = mem.compress(AUTH, when=when(7))
+    tmp = root / "memory/index/.2026-02-07.json.k3j2.tmp"
+    tmp.write_text('{"date": "2026-02-07", "entr')  # what a killed writer leaves
+    orphan_vec = root / "memory/index/embeddings/ctx-20260207-deadbeef.json"
+    orphan_vec.write_text('{"id": "ctx-20260207-deadbeef", "model": "fake-hash-64", "dim": 1, "embedding": [1.0]}')
+    orphan_tr = root / "memory/transcripts/ctx-20260207-deadbeef.md"
+    orphan_tr.write_text("a transcript whose entry never made it\n")
+    before = contents(root / "memory")
+
+    report = doctor.diagnose()
+    assert kinds(report) == ["orphan", "orphan", "temp"] and not report.healthy
+    fixed = doctor.repair()
+    assert fixed.healthy, fixed.problems
+    assert not tmp.exists() and not orphan_vec.exists() and not orphan_tr.exists()
+    moved = sorted(fixed.quarantined)
+    assert len(moved) == 2 and all(m.startswith("memory/quarantine/") for m in moved)
+    assert moved[0].endswith("/index/embeddings/ctx-20260207-deadbeef.json") and moved[1].endswith("/transcripts/ctx-20260207-deadbeef.md")
+    assert (root / moved[1]).read_text() == "a transcript whose entry never made it\n"
+    del before[hashlib.sha256(b'{"date": "2026-02-07", "entr').hexdigest()]  # the temp file is the only thing removed
+    assert kept_everything(before, contents(root / "memory"))
+    assert mem.get(e.id) is not None and (root / f"memory/transcripts/{e.id}.md").is_file()
+
+
+def test_invalid_index_json_is_reported_search_still_works_and_fix_rebuilds(mem, doctor, root):
+    e = mem.compress(AUTH, when=when(7))
+    index = root / "memory/index/index.json"
+    index.write_text(index.read_text()[:-40] + "\n  oops\n")
+    report = doctor.diagnose()
+    [problem] = report.problems
+    assert (problem.kind, problem.path, problem.fix) == ("unparsable", "memory/index/index.json", "rebuild from the day files")
+    assert problem.line and "invalid JSON" in problem.message
+
+    hits = open_memory(root, embedder=FakeEmbedder()).search(Query("Auth0 migration", kinds=("entry",)))
+    assert [h.id for h in hits] == [e.id]  # the day files are the truth
+
+    fixed = doctor.repair()
+    assert fixed.healthy and [x["id"] for x in json.loads(index.read_text())["entries"]] == [e.id]
+    assert any(m.endswith("/index/index.json") for m in fixed.quarantined)  # the hand-edited one is kept
+
+
+def test_stale_index_is_rebuilt(mem, doctor, root):
+    a = mem.compress(AUTH, when=when(7))
+    index = root / "memory/index/index.json"
+    stale = index.read_text()
+    b = mem.compress(DB, when=when(8))
+    index.write_text(stale)  # as if the writer died between the day file and index.json
+    [p] = doctor.diagnose().problems
+    assert p.kind == "index" and "1 entries missing" in p.message
+    assert doctor.repair().healthy
+    assert {x["id"] for x in json.loads(index.read_text())["entries"]} == {a.id, b.id}
+
+
+def test_unparsable_day_file_is_quarantined_and_restored_from_index(mem, doctor, root):
+    a = mem.compress(AUTH, when=when(7))
+    b = mem.compress(DB, when=when(7, 15))
+    day = root / "memory/index/2026-02-07.json"
+    broken = day.read_text()[:200]  # truncated by hand or by a tool
+    day.write_text(broken)
+    report = doctor.diagnose()
+    bad = [p for p in report.problems if p.kind == "unparsable"]
+    assert bad[0].path == "memory/index/2026-02-07.json" and bad[0].line
+    fixed = doctor.repair()
+    assert fixed.healthy, fixed.problems
+    assert {e.id for e in mem.store.iter_entries()} == {a.id, b.id}
+    [q] = [m for m in fixed.quarantined if m.endswith("index/2026-02-07.json")]
+    assert (root / q).read_text() == broken
+
+
+def test_git_conflict_in_a_day_file_keeps_both_sides(mem, doctor, root, tmp_path):
+    a = mem.compress(AUTH, when=when(7, 9))
+    day, index = root / "memory/index/2026-02-07.json", root / "memory/index/index.json"
+    base = day.read_text()
+    b = mem.compress(DB, when=when(7, 10))
+    ours, ours_index = day.read_text(), index.read_text()
+    c = mem.compress(ART, when=when(7, 11))  # "the other machine" added c the same day
+    doc = json.loads(base)
+    doc["entries"] += [x for x in json.loads(day.read_text())["entries"] if x["id"] == c.id]
+    theirs = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    files = {}
+    for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+        files[name] = tmp_path / name
+        files[name].write_text(text)
+    merged = subprocess.run(["git", "merge-file", "-p", *map(str, files.values())], capture_output=True, text=True).stdout
+    assert "<<<<<<<" in merged and conflict_sides(merged) is not None
+    day.write_text(merged)
+    index.write_text(ours_index)  # index.json does not know c: only the conflict holds it
+
+    report = doctor.diagnose()
+    assert any(p.kind == "conflict" and p.path.endswith("2026-02-07.json") and p.line for p in report.problems)
+    fixed = doctor.repair()
+    assert fixed.healthy, fixed.problems
+    assert {e.id for e in mem.store.iter_entries()} == {a.id, b.id, c.id}
+    assert any(m.endswith("index/2026-02-07.json") for m in fixed.quarantined)
+
+
+def test_duplicates_are_reduced_to_one_and_nothing_is_lost(mem, doctor, root):
+    a = mem.compress(AUTH, when=when(7, 9))
+    b = mem.compress(DB, when=when(7, 10))
+    day = root / "memory/index/2026-02-07.json"
+    doc = json.loads(day.read_text())
+    changed = dict(doc["entries"][1], summary="edited on another machine")
+    doc["entries"] += [doc["entries"][0], changed]  # a twice identical, b twice different
+    day.write_text(json.dumps(doc, indent=2))
+    report = doctor.diagnose()
+    assert kinds(report) == ["duplicate", "duplicate"]
+    fixed = doctor.repair()
+    assert fixed.healthy, fixed.problems
+    entries = list(mem.store.iter_entries())
+    assert sorted(e.id for e in entries) == sorted([a.id, b.id])
+    [record] = [m for m in fixed.quarantined if "removed" in m]
+    assert json.loads((root / record).read_text())["entry"]["summary"] == "edited on another machine"
+
+
+def test_the_same_transcript_stored_twice_keeps_the_earlier(mem, doctor, root):
+    first = mem.compress(AUTH, when=when(7, 9))
+    again = mem.compress(AUTH, when=when(9, 9))  # the same session compressed again later
+    assert first.id != again.id
+    [dup] = [p for p in doctor.diagnose().problems if p.kind == "duplicate"]
+    assert again.id in dup.message and first.id in dup.message
+    fixed = doctor.repair()
+    assert fixed.healthy and [e.id for e in mem.store.iter_entries()] == [first.id]
+    assert any(m.endswith(f"transcripts/{again.id}.md") for m in fixed.quarantined)
+    assert any(m.endswith(f"embeddings/{again.id}.json") for m in fixed.quarantined)
+
+
+def test_misplaced_entry_moves_to_its_day(mem, doctor, root):
+    a = mem.compress(AUTH, when=when(7))
+    src, dst = root / "memory/index/2026-02-07.json", root / "memory/index/2026-02-08.json"
+    dst.write_text(src.read_text().replace('"date": "2026-02-07"', '"date": "2026-02-08"'))
+    src.write_text(json.dumps({"date": "2026-02-07", "entries": []}))
+    assert "misplaced" in kinds(doctor.diagnose())
+    assert doctor.repair().healthy
+    assert [e.id for e in mem.store.iter_entries()] == [a.id] and mem.get(a.id) is not None
+
+
+def test_embedding_model_and_dimension_are_checked(mem, root):
+    a = mem.compress(AUTH, when=when(7))
+    b = mem.compress(DB, when=when(8))
+    other = Doctor(mem.layout, mem.settings, FakeEmbedder(model="other-model", dim=32))
+    report = other.diagnose()
+    assert kinds(report) == ["embedding", "embedding"]
+    assert all("memory reembed" in p.message and p.fix == "" for p in report.problems)
+    assert not other.repair().healthy  # --fix does not re-embed a whole store behind your back
+
+    doctor = Doctor(mem.layout, mem.settings, FakeEmbedder())
+    vec = root / f"memory/index/embeddings/{a.id}.json"
+    data = json.loads(vec.read_text())
+    vec.write_text(json.dumps(dict(data, content_hash="0" * 16)))  # the entry was edited since
+    (root / f"memory/index/embeddings/{b.id}.json").unlink()  # never embedded (provider was down)
+    report = doctor.diagnose()
+    assert report.healthy and sorted(p.kind for p in report.problems) == ["pending", "pending"]
+    fixed = doctor.repair()
+    assert fixed.problems == [] and "embedded 2 entries with fake-hash-64" in fixed.fixed
+
+
+def test_markdown_conflicts_and_bad_config_need_a_person(mem, doctor, root):
+    mem.compress(AUTH, when=when(7))
+    md = root / "MEMORY.md"
+    text = "# MEMORY\n<<<<<<< HEAD\n- use Postgres\n=======\n- use SQLite\n>>>>>>> laptop\n"
+    md.write_text(text)
+    (root / "memory/config.yaml").write_text("budget: 100\ncompressor: [local\n")
+    from memtool.doctor import open_doctor
+
+    report = open_doctor(root).diagnose()
+    by_kind = {p.kind: p for p in report.problems}
+    assert by_kind["conflict"].path == "MEMORY.md" and by_kind["conflict"].line == 2
+    assert by_kind["config"].path == "memory/config.yaml" and by_kind["config"].line == 3
+    fixed = open_doctor(root).repair()
+    assert not fixed.healthy and md.read_text() == text  # reported, never rewritten
+
+
+def test_a_setext_heading_is_not_a_conflict(mem, doctor, root):
+    (root / "USER.md").write_text("Name\n=======\n\nAda\n")
+    assert doctor.diagnose().healthy
+
+
+def test_cli_reports_and_fixes_with_exit_codes(root, monkeypatch, tmp_path_factory):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+    runner = CliRunner()
+    assert runner.invoke(app, ["init"]).exit_code == 0
+    (root / "t.md").write_text(AUTH + "\n")
+    assert runner.invoke(app, ["compress", "t.md"]).exit_code == 0
+    res = runner.invoke(app, ["doctor"])
+    assert res.exit_code == 0 and "healthy" in res.output
+
+    (root / "memory/index/index.json").write_text("{ not json")
+    (root / "memory/transcripts/ctx-20260101-00000000.md").write_text("orphan\n")
+    res = runner.invoke(app, ["doctor"])
+    assert res.exit_code == StoreCorrupt.exit_code
+    assert "memory/index/index.json:1: invalid JSON" in res.output and "[--fix: quarantine]" in res.output
+    res = runner.invoke(app, ["doctor", "--json"])
+    data = json.loads(res.stdout)
+    assert res.exit_code == StoreCorrupt.exit_code and data["healthy"] is False
+    assert {p["kind"] for p in data["problems"]} == {"unparsable", "orphan"}
+
+    res = runner.invoke(app, ["doctor", "--fix"])
+    assert res.exit_code == 0, res.output
+    assert "quarantined: memory/quarantine/" in res.output and "healthy" in res.output
+    assert runner.invoke(app, ["doctor"]).exit_code == 0
+
+
+def test_cli_outside_a_memory_root(tmp_path):
+    res = CliRunner().invoke(app, ["--root", str(tmp_path / "nowhere"), "doctor"])
+    assert res.exit_code == 3 and "not a memory root" in res.output
