@@ -59,3 +59,12 @@ MCP_MAX_TOKENS = 4000  # default cap on the size of one MCP tool answer (offline
 MCP_MAX_TOKENS_CEILING = 32000  # largest max_tokens a tool call may ask for
 MCP_MIN_TOKENS = 500  # smallest max_tokens a tool call may ask for
 MCP_SEARCH_MAX_LIMIT = 50  # most hits one memory_search call may ask for
+
+# --- sync and watch -------------------------------------------------------------
+SYNC_MANIFEST_FILE = "sync.json"  # memory/.cache/sync.json: per-file stat + content hash seen by the last sync
+SYNC_EMBED_BATCH = 256  # entries embedded (and their files written) per batch; the resume granularity
+SYNC_RACY_NS = 2_000_000_000  # files modified this close to the last sync are re-hashed (coarse mtimes)
+WATCH_DEBOUNCE_S = 0.3  # quiet period after the last change before a sync
+WATCH_MAX_LATENCY_S = 2.0  # a sync starts at most this long after the first change of a burst
+# editor and tool droppings the watcher ignores (fnmatch patterns on the file name)
+WATCH_IGNORE = (".*", "*~", "*.swp", "*.swx", "*.swo", "4913", ".goutputstream-*", "*.tmp", "#*#")

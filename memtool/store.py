@@ -17,7 +17,7 @@ import numpy as np
 
 from memtool import constants as C
 from memtool.errors import DimensionMismatch, NotAMemoryRoot, StoreCorrupt
-from memtool.fsutil import append_text, atomic_write_text, dumps_json, locked, write_json
+from memtool.fsutil import append_text, atomic_write_many, atomic_write_text, dumps_json, locked, write_json
 from memtool.models import Entry, iso, utcnow
 
 DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -213,6 +213,18 @@ class Store:
             "embedding": [round(float(x), 6) for x in vector],
         }
         write_json(self.layout.embedding_file(entry.id), doc)
+
+    def write_embeddings(self, entries: list[Entry], model: str, vectors: np.ndarray) -> list[Path]:
+        """write_embedding for a batch: the same bytes, with one flush to disk for all of them."""
+        items = []
+        for entry, vector in zip(entries, vectors):
+            head = {"id": entry.id, "model": model, "dim": int(vector.shape[0]), "content_hash": entry.content_hash()}
+            floats = json.dumps([round(x, 6) for x in np.asarray(vector).tolist()])[1:-1]
+            body = "[\n    " + floats.replace(", ", ",\n    ") + "\n  ]" if floats else "[]"
+            text = json.dumps(head, indent=2, ensure_ascii=False)[:-2] + ',\n  "embedding": ' + body + "\n}\n"
+            items.append((self.layout.embedding_file(entry.id), text.encode("utf-8")))
+        atomic_write_many(items)
+        return [path for path, _ in items]
 
     def read_embedding(self, entry_id: str) -> dict | None:
         path = self.layout.embedding_file(entry_id)

@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from memtool.cli import demo, read, write
+from memtool.cli import sync as sync_cli
 from memtool.cli import doctor
 from memtool.cli import providers
 from memtool.cli import serve
@@ -31,6 +32,7 @@ def main(
 
 write.register(app)
 read.register(app)
+sync_cli.register(app)
 doctor.register(app)
 providers.register(app)
 serve.register(app)

@@ -1,0 +1,162 @@
+"""Speed of `memory reindex` / `memory watch` on a synthetic store.
+
+    python bench/sync.py                     # 10,000 entries, 1,000 Markdown files, default embedder
+    python bench/sync.py --entries 2000 --markdown 200 --keep /tmp/store
+
+Measures: a full rebuild (`reindex --full`, every entry embedded with the default embedder), a
+no-change `reindex` (in process and as the `memory` command), one hand-edited summary, and how long
+an edit to a daily log takes to become visible to `memory search` under `memory watch`.
+Everything is offline; the store lives in a temporary folder unless --keep is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+from memtool import constants as C
+from memtool.app import open_memory
+from memtool.models import Entities, Entry
+from memtool.scaffold import init
+from memtool.search.index import fingerprint
+from memtool.store import Layout, day_document
+from memtool.sync import sync
+
+WORDS = [
+    "auth", "token", "refresh", "deploy", "kubernetes", "postgres", "migration", "index", "cache", "latency",
+    "react", "router", "bundle", "webpack", "vite", "docker", "compose", "nginx", "timeout", "retry", "queue",
+    "kafka", "consumer", "schema", "graphql", "resolver", "test", "fixture", "flaky", "ci", "pipeline", "lint",
+    "typescript", "python", "rust", "memory", "leak", "profile", "flamegraph", "thread", "async", "await",
+    "session", "cookie", "cors", "header", "payment", "stripe", "webhook", "invoice", "email", "template",
+    "search", "ranking", "bm25", "vector", "embedding", "model", "prompt", "agent", "tool", "release", "tag",
+]
+PEOPLE = ["alice", "bob", "carol", "dave", "erin", "frank"]
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+def generate(root: Path, entries: int, markdown: int, seed: int = 7) -> None:
+    """A store with `entries` entries over ~a year of day files and `markdown` Markdown files."""
+    rng = random.Random(seed)
+    init(root)
+    layout = Layout(root)
+    start = date(2025, 1, 1)
+    by_day: dict[str, list[Entry]] = {}
+    for i in range(entries):
+        day = start + timedelta(days=i * 365 // max(entries, 1))
+        ts = f"{day.isoformat()}T{rng.randrange(24):02d}:{rng.randrange(60):02d}:{rng.randrange(60):02d}.000Z"
+        e = Entry(
+            id=f"{C.ENTRY_ID_PREFIX}-{day:%Y%m%d}-{i:08x}", timestamp=ts, summary=_text(rng, 30),
+            keywords=rng.sample(WORDS, 6), topics=rng.sample(WORDS, 2), decisions=[_text(rng, 10)],
+            action_items=[_text(rng, 8)], entities=Entities(people=rng.sample(PEOPLE, 2), systems=rng.sample(WORDS, 2)),
+        )
+        by_day.setdefault(day.isoformat(), []).append(e)
+    for day, items in by_day.items():
+        layout.day_file(day).write_text(day_document(day, items), encoding="utf-8")
+    logs = max(markdown - len(C.LAYER3_FILES), 0)
+    for i in range(logs):
+        day = start - timedelta(days=i + 1)
+        lines = [f"# {day}"] + [f"- {rng.randrange(24):02d}:{rng.randrange(60):02d} {_text(rng, 14)}" for _ in range(10)]
+        layout.daily_log(day.isoformat()).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def watch_latency(root: Path, rounds: int) -> list[float]:
+    """Append a unique line to a daily log under a running watcher; time until a search finds it
+    with an up-to-date cache (no rebuild left for the searcher to do)."""
+    from memtool.watch import Watcher
+
+    mem = open_memory(root)
+    done = threading.Event()
+    watcher = Watcher(mem, on_sync=lambda r: done.set())
+    stop = threading.Event()
+    thread = threading.Thread(target=watcher.run, kwargs={"stop": stop}, daemon=True)
+    thread.start()
+    watcher.ready.wait(300)
+    log = sorted(mem.layout.memory_dir.glob("*.md"))[-1]
+    out = []
+    try:
+        for r in range(rounds):
+            token = f"zebracorn{r}x{random.randrange(10**6)}"
+            done.clear()
+            t = time.perf_counter()
+            with open(log, "a", encoding="utf-8") as fh:
+                fh.write(f"- 12:00 watched edit {token}\n")
+            done.wait(30)
+            while True:  # the watcher's sync may be one step behind: wait until the cache is current
+                reader = open_memory(root)
+                stamp = reader.layout.cache_dir / "search" / "fingerprint"
+                if stamp.is_file() and stamp.read_text() == fingerprint(reader.layout, reader.embedder.model):
+                    hits = reader.search(token, limit=3)
+                    if any(token in h.text for h in hits):
+                        break
+                time.sleep(0.01)
+            out.append(time.perf_counter() - t)
+    finally:
+        stop.set()
+        thread.join(30)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--entries", type=int, default=10_000)
+    ap.add_argument("--markdown", type=int, default=1_000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--keep", type=Path, help="build the store here and keep it")
+    args = ap.parse_args()
+    root = args.keep or Path(tempfile.mkdtemp(prefix="memtool-bench-"))
+    try:
+        t = timed(lambda: generate(root, args.entries, args.markdown))
+        print(f"store: {args.entries} entries, {args.markdown} Markdown files at {root} (generated in {t:.1f}s)")
+        mem = open_memory(root)
+        mem.embedder.embed_documents(["warm up"])  # model load is a one-off, not rebuild time
+        report = None
+
+        def full() -> None:
+            nonlocal report
+            report = sync(mem, full=True)
+
+        t = timed(full)
+        print(f"full rebuild (reindex --full, {mem.embedder.model}): {t:.2f}s  [{report.line()}]")
+        times = [timed(lambda: sync(open_memory(root))) for _ in range(args.rounds)]
+        print(f"no-change reindex, in process: median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f})")
+        cli = [sys.executable, "-m", "memtool.cli.main", "--root", str(root), "reindex"]
+        times = [timed(lambda: subprocess.run(cli, check=True, capture_output=True)) for _ in range(args.rounds)]
+        print(f"no-change `memory reindex` command, wall: median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f})")
+        day = sorted(mem.layout.day_files())[len(mem.layout.day_files()) // 2]
+        text = day.read_text(encoding="utf-8")
+        day.write_text(text.replace('"summary": "', '"summary": "Corrected: ', 1), encoding="utf-8")
+        report = None
+
+        def one_edit() -> None:
+            nonlocal report
+            report = sync(open_memory(root))
+
+        t = timed(one_edit)
+        print(f"one hand-edited summary: {t:.2f}s, {report.embedded} entry re-embedded  [{report.line()}]")
+        lat = watch_latency(root, args.rounds)
+        print(f"daily-log edit visible to search under `memory watch`: median {statistics.median(lat):.2f}s (max {max(lat):.2f}s, debounce {C.WATCH_DEBOUNCE_S}s)")
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""Commands that keep the index in line with the files: reindex, watch, reembed."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator, Optional
+
+import typer
+
+from memtool import constants as C
+from memtool.cli.common import console, open_from, print_json, root_of, warn
+
+PROGRESS_AFTER = 64  # show a progress bar only for work at least this large
+
+
+def register(app: typer.Typer) -> None:
+    app.command("reindex")(reindex)
+    app.command("watch")(watch)
+    app.command("reembed")(reembed)
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator:
+    """A rich progress bar, imported and shown only once there is long work to show."""
+    if not enabled:
+        yield None
+        return
+    state: dict = {"bar": None, "tasks": {}}
+
+    def update(task: str, done: int, total: int) -> None:
+        tasks = state["tasks"]
+        if task not in tasks:
+            if total and total < PROGRESS_AFTER:
+                return
+            if state["bar"] is None:
+                from rich.progress import Progress
+
+                state["bar"] = Progress(console=console(), transient=True)
+                state["bar"].start()
+            tasks[task] = state["bar"].add_task(task, total=total or None)
+        state["bar"].update(tasks[task], completed=done)
+
+    try:
+        yield update
+    finally:
+        if state["bar"] is not None:
+            state["bar"].stop()
+
+
+def _render(report, as_json: bool) -> None:
+    if as_json:
+        print_json(report.to_dict())
+        return
+    typer.echo(report.line())
+    for problem in report.errors:
+        warn(problem)
+
+
+def reindex(
+    ctx: typer.Context,
+    full: bool = typer.Option(False, "--full", help="Rebuild everything: index.json, every embedding, the search cache."),
+    as_json: bool = typer.Option(False, "--json", help="Print the sync report as JSON."),
+) -> None:
+    """Bring index.json, the embeddings and the search cache in line with the files (only what changed)."""
+    from memtool.sync import sync
+
+    mem = open_from(ctx)
+    with _progress(not as_json) as progress:
+        report = sync(mem, full=full, progress=progress)
+    _render(report, as_json)
+
+
+def reembed(
+    ctx: typer.Context,
+    provider: Optional[str] = typer.Option(None, "--provider", help="Embedder to switch to (wordllama, gemini...). Default: the configured one."),
+    as_json: bool = typer.Option(False, "--json", help="Print the sync report as JSON."),
+) -> None:
+    """Re-embed every entry whose vector is not from the embedder (after switching providers). Resumable."""
+    from dataclasses import replace
+
+    from memtool.app import resolve_root
+    from memtool.config import load_settings
+    from memtool.sync import persist_embedder, sync
+
+    root = resolve_root(root_of(ctx))
+    settings = load_settings(root)
+    mem = open_from(ctx, settings=replace(settings, embedder=provider) if provider else settings)
+    with _progress(not as_json) as progress:
+        report = sync(mem, progress=progress)
+    if provider:
+        if load_settings(mem.layout.root, env={}).embedder != provider:
+            path = persist_embedder(mem.layout, provider)
+            if not as_json:
+                typer.echo(f"{path}: embedder set to {provider}")
+        configured = load_settings(mem.layout.root).embedder
+        if configured != provider:
+            warn(f"environment variable {C.ENV_PREFIX}EMBEDDER={configured} overrides the config; searches will use it")
+    _render(report, as_json)
+
+
+def watch(
+    ctx: typer.Context,
+    once: bool = typer.Option(False, "--once", help="Exit after the first sync triggered by a change."),
+    debounce: float = typer.Option(C.WATCH_DEBOUNCE_S, "--debounce", help="Seconds of quiet before a sync."),
+) -> None:
+    """Watch the root and sync on every change (debounced). One status line per sync; Ctrl-C stops."""
+    from datetime import datetime
+
+    from memtool.watch import Watcher
+
+    mem = open_from(ctx)
+
+    def on_sync(report) -> None:
+        typer.echo(f"{datetime.now():%H:%M:%S} {report.line()}")
+        for problem in report.errors:
+            warn(problem)
+
+    def on_error(exc) -> None:
+        typer.echo(f"{datetime.now():%H:%M:%S} sync failed: {exc}", err=True)
+
+    typer.echo(f"watching {mem.layout.root} (Ctrl-C to stop)", err=True)
+    try:
+        Watcher(mem, debounce=debounce, max_latency=max(C.WATCH_MAX_LATENCY_S, debounce), on_sync=on_sync, on_error=on_error).run(once=once)
+    except KeyboardInterrupt:
+        typer.echo("stopped", err=True)

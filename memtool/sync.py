@@ -1,0 +1,468 @@
+"""Incremental sync: make index.json, the embedding files and the search cache match the files.
+
+The per-day entry files and the Markdown files are the truth. A small manifest in the derived cache
+(memory/.cache/sync.json) remembers, per file, (size, mtime_ns, content hash) and, per entry, the
+content hash its embedding file was verified against, so a sync with nothing changed only stats
+files. Changed files are re-read and compared by content hash, not by mtime; only entries whose
+content hash changed (or whose embedding file is missing, corrupt or from another model) are
+re-embedded. A file that cannot be parsed is reported as path:line and skipped: its entries stay in
+index.json and their embedding files are kept. The search cache (`search.index.open_index`) is then
+brought up to date by its own stat fingerprint.
+
+Embedding runs outside the root's lock and writes each batch as it goes, so an interrupted sync or
+`memory reembed` resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from memtool import constants as C
+from memtool.errors import StoreCorrupt
+from memtool.fsutil import atomic_write_text
+from memtool.memory import Memory
+from memtool.models import Entry
+from memtool.search.index import open_index
+from memtool.store import CONFLICT_RE, Layout, load_json, read_day
+
+MANIFEST_VERSION = 1
+Progress = Callable[[str, int, int], None]  # (task, done, total); total 0 when unknown
+
+
+@dataclass
+class Delta:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.changed or self.removed)
+
+    def text(self) -> str:
+        return f"+{len(self.added)} ~{len(self.changed)} -{len(self.removed)}"
+
+
+@dataclass
+class SyncReport:
+    entries: Delta = field(default_factory=Delta)  # entry ids
+    markdown: Delta = field(default_factory=Delta)  # Markdown paths relative to the root
+    embedded: int = 0  # entry vectors computed
+    dropped: int = 0  # embedding files of vanished entries removed
+    index_rebuilt: str = ""  # why index.json was rewritten ('' if it was not)
+    search_rebuilt: bool = False
+    first: bool = False  # no manifest yet: every file counts as added
+    model: str = ""
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    touched: list[Path] = field(default_factory=list)  # files this sync wrote or deleted
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.entries or self.markdown or self.embedded or self.dropped or self.index_rebuilt or self.search_rebuilt)
+
+    def to_dict(self) -> dict:
+        return {
+            "entries": vars(self.entries), "markdown": vars(self.markdown), "embedded": self.embedded,
+            "dropped": self.dropped, "index_rebuilt": self.index_rebuilt, "search_rebuilt": self.search_rebuilt,
+            "first": self.first, "model": self.model, "errors": self.errors, "seconds": round(self.seconds, 3),
+        }
+
+    def line(self) -> str:
+        """One-line status."""
+        if not self.changed and not self.errors:
+            return f"up to date ({self.seconds:.2f}s)"
+        parts = [f"entries {self.entries.text()}", f"markdown {self.markdown.text()}", f"embedded {self.embedded}"]
+        if self.dropped:
+            parts.append(f"dropped {self.dropped}")
+        if self.index_rebuilt:
+            parts.append(f"index.json rebuilt ({self.index_rebuilt})")
+        if self.search_rebuilt:
+            parts.append("search cache rebuilt")
+        if self.errors:
+            parts.append(f"{len(self.errors)} problem(s)")
+        return ", ".join(parts) + f" ({self.seconds:.2f}s)"
+
+
+# -- the manifest ----------------------------------------------------------------------------------
+@dataclass
+class Manifest:
+    model: str = ""
+    written_ns: int = 0  # when it was saved: files modified close to this are re-hashed (racy mtimes)
+    index_sig: list | None = None  # [size, mtime_ns] of index.json
+    emb_dir_ns: int | None = None  # mtime_ns of the embeddings folder
+    days: dict[str, list] = field(default_factory=dict)  # name -> [size, mtime_ns, sha, {id: hash}, error]
+    markdown: dict[str, list] = field(default_factory=dict)  # rel path -> [size, mtime_ns, sha, error]
+    vectors: dict[str, list] = field(default_factory=dict)  # id -> [size, mtime_ns, content_hash] verified for model
+
+    @staticmethod
+    def path(layout: Layout) -> Path:
+        return layout.cache_dir / C.SYNC_MANIFEST_FILE
+
+    @classmethod
+    def load(cls, layout: Layout) -> "Manifest | None":
+        try:
+            data = json.loads(cls.path(layout).read_bytes())
+        except (OSError, ValueError):
+            return None  # missing or damaged: it is derived, start over
+        if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
+            return None
+        data.pop("version")
+        try:
+            return cls(**data)
+        except TypeError:
+            return None
+
+    def state(self) -> tuple:
+        return self.model, self.index_sig, self.emb_dir_ns, self.days, self.markdown, self.vectors
+
+    def save(self, layout: Layout) -> None:
+        self.written_ns = time.time_ns()
+        atomic_write_text(self.path(layout), json.dumps({"version": MANIFEST_VERSION, **vars(self)}, separators=(",", ":")))
+
+
+def _sig(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _fresh(rec: list | None, size: int, mtime_ns: int, man: Manifest) -> bool:
+    """The recorded stat still describes the file, and was not taken too close to a change to trust."""
+    return rec is not None and rec[0] == size and rec[1] == mtime_ns and mtime_ns + C.SYNC_RACY_NS < man.written_ns
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _entry_line(text: str, n: int) -> int:
+    """Line where the n-th (1-based) object of the entries list starts; 0 if not found."""
+    depth, count, in_str, esc = 0, 0, False, False
+    want = 2 if text.lstrip().startswith("{") else 1
+    for i, ch in enumerate(text):
+        if in_str:
+            esc = not esc and ch == "\\"
+            in_str = esc or ch != '"'
+            continue
+        if ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if ch == "{" and depth == want + 1:
+                count += 1
+                if count == n:
+                    return _line_of(text, i)
+        elif ch in "]}":
+            depth -= 1
+    return 0
+
+
+def _bad_utf8(path: Path, data: bytes, exc: UnicodeDecodeError, what: str) -> str:
+    line = data.count(b"\n", 0, exc.start) + 1
+    return f"{path}:{line}: not UTF-8 ({exc.reason}); {what}"
+
+
+def _day_error(path: Path, data: bytes, exc: Exception) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return _bad_utf8(path, data, exc, "skipped, its entries kept in index.json")
+    msg = str(exc)
+    m = re.match(rf"^{re.escape(str(path))} entry (\d+): (.*)$", msg, re.S)
+    if m:
+        line = _entry_line(data.decode("utf-8", "replace"), int(m.group(1)))
+        return f"{path}:{line}: entry {m.group(1)}: {m.group(2)}"
+    return msg
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+# -- scanning --------------------------------------------------------------------------------------
+@dataclass
+class _Scan:
+    days: dict[str, list] = field(default_factory=dict)
+    entries: dict[str, str] = field(default_factory=dict)  # id -> content hash
+    loaded: dict[str, Entry] = field(default_factory=dict)  # entries parsed during the scan
+    bad_days: set[str] = field(default_factory=set)
+    days_changed: bool = False
+    reread: int = 0  # files whose stat did not match (or was too recent to trust): read and hashed
+
+
+def _scan_days(layout: Layout, man: Manifest, report: SyncReport) -> _Scan:
+    scan = _Scan()
+    old_index: dict[str, dict[str, str]] | None = None
+    for path in layout.day_files():
+        name = path.name
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            continue  # deleted while listing: counts as removed
+        rec = man.days.get(name)
+        if _fresh(rec, st.st_size, st.st_mtime_ns, man):
+            scan.days[name] = rec
+        else:
+            scan.reread += 1
+            data = path.read_bytes()
+            sha = _hash(data)
+            if rec is not None and rec[2] == sha:
+                scan.days[name] = [st.st_size, st.st_mtime_ns, sha, rec[3], rec[4]]
+            else:
+                scan.days_changed = True
+                try:
+                    entries = read_day(path)
+                except (StoreCorrupt, UnicodeDecodeError) as exc:
+                    if rec is not None:
+                        kept = rec[3]
+                    else:
+                        old_index = _index_by_day(layout) if old_index is None else old_index
+                        kept = old_index.get(path.stem, {})
+                    scan.days[name] = [st.st_size, st.st_mtime_ns, sha, kept, _day_error(path, data, exc)]
+                else:
+                    scan.loaded.update((e.id, e) for e in entries)
+                    scan.days[name] = [st.st_size, st.st_mtime_ns, sha, {e.id: e.content_hash() for e in entries}, ""]
+        rec = scan.days[name]
+        if rec[4]:
+            report.errors.append(rec[4])
+            scan.bad_days.add(path.stem)
+        scan.entries.update(rec[3])
+    if set(man.days) - set(scan.days):
+        scan.days_changed = True
+    old = {i: h for rec in man.days.values() for i, h in rec[3].items()}
+    report.entries = Delta(
+        added=sorted(set(scan.entries) - set(old)),
+        changed=sorted(i for i, h in scan.entries.items() if i in old and old[i] != h),
+        removed=sorted(set(old) - set(scan.entries)),
+    )
+    return scan
+
+
+def _index_by_day(layout: Layout) -> dict[str, dict[str, str]]:
+    """Entries of the current index.json by day, to keep those of a day file that cannot be read."""
+    out: dict[str, dict[str, str]] = {}
+    try:
+        data = load_json(layout.index_file)
+        for item in data.get("entries", []) if isinstance(data, dict) else []:
+            e = Entry.from_dict(item)
+            out.setdefault(e.day, {})[e.id] = e.content_hash()
+    except (OSError, StoreCorrupt, UnicodeDecodeError):
+        pass  # no usable index.json: nothing to keep from it
+    return out
+
+
+def _scan_markdown(layout: Layout, man: Manifest, report: SyncReport, scan: _Scan) -> dict[str, list]:
+    out: dict[str, list] = {}
+    cut = len(str(layout.root)) + 1
+    for path in layout.markdown_files():
+        rel = str(path)[cut:].replace(os.sep, "/")
+        sig = _sig(path)
+        if sig is None:
+            continue  # vanished while listing
+        rec = man.markdown.get(rel)
+        if not _fresh(rec, *sig, man):
+            scan.reread += 1
+            data = path.read_bytes()
+            sha = _hash(data)
+            if rec is not None and rec[2] == sha:
+                rec = [*sig, sha, rec[3]]
+            else:
+                error = ""
+                try:
+                    data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    error = _bad_utf8(path, data, exc, "not searchable")
+                (report.markdown.changed if rec is not None else report.markdown.added).append(rel)
+                rec = [*sig, sha, error]
+        if rec[3]:
+            report.errors.append(rec[3])
+        out[rel] = rec
+    report.markdown.removed = sorted(set(man.markdown) - set(out))
+    return out
+
+
+def _vector_ok(path: Path, model: str, dim: int, content_hash: str) -> bool:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False  # missing or torn: embed again
+    return (
+        isinstance(data, dict) and data.get("model") == model and data.get("content_hash") == content_hash
+        and isinstance(data.get("embedding"), list) and len(data["embedding"]) == dim
+    )
+
+
+def _plan_vectors(layout: Layout, man: Manifest, scan: _Scan, model: str, dim: int, full: bool) -> tuple[list[str], dict[str, list], list[str]]:
+    """(ids to embed, verified vector records, orphan embedding files to drop). `full`: embed all."""
+    trusted = man.vectors if man.model == model else {}
+    dir_sig = _sig(layout.embeddings_dir)
+    present: dict[str, tuple[int, int]] = {}
+    if dir_sig is not None and dir_sig[1] == man.emb_dir_ns and man.model == model:
+        present = {i: (r[0], r[1]) for i, r in trusted.items()}  # folder untouched since: same files
+    elif dir_sig is not None:
+        with os.scandir(layout.embeddings_dir) as it:
+            for de in it:
+                if de.name.endswith(".json") and not de.name.startswith("."):
+                    st = de.stat()
+                    present[de.name[:-5]] = (st.st_size, st.st_mtime_ns)
+    unreadable = {i for rec in scan.days.values() if rec[4] for i in rec[3]}  # kept, but cannot be embedded now
+    need: list[str] = []
+    verified: dict[str, list] = {}
+    for entry_id, content_hash in scan.entries.items():
+        sig = present.get(entry_id)
+        rec = trusted.get(entry_id)
+        if sig is not None and not full and rec is not None and (rec[0], rec[1]) == sig and rec[2] == content_hash:
+            verified[entry_id] = rec
+        elif sig is not None and not full and (rec is None or (rec[0], rec[1]) != sig) and _vector_ok(layout.embedding_file(entry_id), model, dim, content_hash):
+            verified[entry_id] = [*sig, content_hash]
+        elif entry_id not in unreadable:
+            need.append(entry_id)
+    bad_days = {d.replace("-", "") for d in scan.bad_days}  # entry ids carry their UTC day: ctx-YYYYMMDD-...
+    orphans = [i for i in present if i not in scan.entries and i[len(C.ENTRY_ID_PREFIX) + 1 :][:8] not in bad_days]
+    return need, verified, orphans
+
+
+def _entries_for(layout: Layout, ids: list[str], scan: _Scan) -> list[Entry]:
+    """Entry objects for ids, parsing the day files not already read by the scan."""
+    wanted = set(ids) - set(scan.loaded)
+    days = {name for name, rec in scan.days.items() if not rec[4] and wanted & rec[3].keys()}
+    for name in sorted(days):
+        scan.loaded.update((e.id, e) for e in read_day(layout.index_dir / name))
+    return [scan.loaded[i] for i in ids]
+
+
+# -- index.json ------------------------------------------------------------------------------------
+def _index_state(layout: Layout, scan: _Scan) -> str:
+    """'' if index.json matches the day files, else why it must be rebuilt."""
+    path = layout.index_file
+    if not path.is_file():
+        return "missing"
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if CONFLICT_RE.search(text):
+        return "git conflict markers"
+    try:
+        data = json.loads(text)
+        items = data["entries"]
+        if not isinstance(items, list) or data.get("version") != C.INDEX_VERSION:
+            return "not an index"
+    except (ValueError, KeyError, TypeError):
+        return "invalid JSON"
+    expected: list = []
+    for name in sorted(scan.days):  # day files hold their entries in time order, as index.json does
+        if not scan.days[name][4]:
+            try:
+                day = json.loads((layout.index_dir / name).read_bytes())
+            except (OSError, ValueError):
+                return "stale"
+            expected.extend(day.get("entries", []) if isinstance(day, dict) else day)
+    have = [d for d in items if not (isinstance(d, dict) and str(d.get("timestamp", ""))[:10] in scan.bad_days)]
+    return "" if have == expected else "stale"  # a hand-written partial entry reads as stale: rebuilt, normalised
+
+
+# -- the sync --------------------------------------------------------------------------------------
+def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batch: int = C.SYNC_EMBED_BATCH) -> SyncReport:
+    """Bring index.json, embeddings and the search cache in line with the files. `full`: redo everything."""
+    t0 = time.perf_counter()
+    layout, store, embedder = mem.layout, mem.store, mem.embedder
+    model, dim = embedder.model, embedder.dim
+    report = SyncReport(model=model)
+    man = None if full else Manifest.load(layout)
+    report.first = man is None
+    man = man or Manifest()
+    with store.lock():
+        scan = _scan_days(layout, man, report)
+        md = _scan_markdown(layout, man, report, scan)
+        need, verified, orphans = _plan_vectors(layout, man, scan, model, dim, full)
+        todo = _entries_for(layout, need, scan)
+    for start in range(0, len(todo), batch):
+        part = todo[start : start + batch]
+        vectors = embedder.embed_documents([e.embed_text() for e in part])
+        with store.lock():
+            paths = store.write_embeddings(part, model, vectors)
+        for e, p in zip(part, paths):
+            sig = _sig(p)
+            if sig is not None:
+                verified[e.id] = [*sig, e.content_hash()]
+        report.embedded += len(part)
+        report.touched.extend(paths)
+        if progress:
+            progress("embedding entries", report.embedded, len(todo))
+    with store.lock():
+        for entry_id in orphans:
+            path = layout.embedding_file(entry_id)
+            path.unlink(missing_ok=True)
+            report.touched.append(path)
+            report.dropped += 1
+        index_sig = _sig(layout.index_file)
+        why = "--full" if full else ""
+        if not why and (scan.days_changed or index_sig is None or list(index_sig) != man.index_sig):
+            why = _index_state(layout, scan)
+        if why:
+            store.rebuild_index(mem.settings.compressor)  # the day files it cannot read are already in report.errors
+            report.index_rebuilt = why
+            report.touched.append(layout.index_file)
+            index_sig = _sig(layout.index_file)
+        dir_sig = _sig(layout.embeddings_dir)
+        listed = {n[:-5] for n in os.listdir(layout.embeddings_dir) if n.endswith(".json")} if dir_sig else set()
+        keep_dir = dir_sig is not None and listed == set(verified)  # else rescan the folder next time
+        new = Manifest(model=model, index_sig=list(index_sig) if index_sig else None, emb_dir_ns=dir_sig[1] if keep_dir else None,
+                       days=scan.days, markdown=md, vectors=verified)
+    report.search_rebuilt = _refresh_search(mem, full, progress, report)
+    if scan.reread or new.state() != man.state():  # nothing new: leave the manifest (and the disk) alone
+        new.save(layout)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: SyncReport) -> bool:
+    layout = mem.layout
+    folder = layout.cache_dir / "search"
+    stamp = folder / "fingerprint"
+    if full:
+        shutil.rmtree(folder, ignore_errors=True)
+        for old in layout.cache_dir.glob("chunkvec-*.npz"):
+            old.unlink()
+    before = stamp.read_text() if stamp.is_file() else None
+    done = 0
+
+    def step(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress("embedding Markdown and transcript chunks", done, 0)
+
+    problems: list[str] = []
+    open_index(layout, mem.embedder, step, problems)
+    seen = {_path_of(e) for e in report.errors}
+    report.errors.extend(p for p in problems if _path_of(p) not in seen)  # the same bad files, reported once
+    return (stamp.read_text() if stamp.is_file() else None) != before
+
+
+def _path_of(problem: str) -> str:
+    m = re.match(r"^(.+?\.(?:json|md))(?=[: ]|$)", problem)
+    return m.group(1) if m else problem
+
+
+def persist_embedder(layout: Layout, name: str) -> Path:
+    """Set `embedder: <name>` in memory/config.yaml, keeping every other line (and comments) as is."""
+    path = layout.config_file
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    line = f"embedder: {name}"
+    pattern = re.compile(r"^embedder\s*:.*$", re.M)
+    if pattern.search(text):
+        text = pattern.sub(line, text, count=1)
+    else:
+        text = text + ("" if not text or text.endswith("\n") else "\n") + line + "\n"
+    atomic_write_text(path, text)
+    return path
+
+
+__all__ = ["sync", "SyncReport", "Delta", "Manifest", "persist_embedder"]

@@ -1,0 +1,295 @@
+"""`memory reindex` / `memory reembed`: the index follows the files, on real files in a tmp root."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from memtool.app import open_memory
+from memtool.cli.main import app
+from memtool.config import load_settings
+from memtool.errors import DimensionMismatch, ProviderError
+from memtool.scaffold import init
+from memtool.store import Store
+from memtool.sync import persist_embedder, sync
+from tests.conftest import FakeCompressor, FakeEmbedder
+
+TEXTS = [
+    "We decided to move billing to Postgres. Alice owns the migration.",
+    "The Kubernetes deploy failed because of a missing secret. Bob fixed the Helm chart.",
+    "Carol profiled the React bundle and removed moment.js to shrink it.",
+    "Dana set up Stripe webhooks for invoices and added retries.",
+]
+
+
+class RecordingEmbedder(FakeEmbedder):
+    """FakeEmbedder that remembers every text it embedded; can fail after `fail_after` calls."""
+
+    def __init__(self, model: str = "fake-hash-64", dim: int = 64, fail_after: int | None = None):
+        super().__init__(model, dim)
+        self.texts: list[str] = []
+        self.fail_after = fail_after
+
+    def embed_documents(self, texts):
+        if self.fail_after is not None and self.calls >= self.fail_after:
+            raise ProviderError("embedder went away")
+        self.texts.extend(texts)
+        return super().embed_documents(texts)
+
+
+def entry_texts(emb: RecordingEmbedder, entries) -> list[str]:
+    """What `emb` embedded for entries (the search cache also embeds Markdown and transcript chunks)."""
+    wanted = {e.embed_text() for e in entries}
+    return sorted(t for t in emb.texts if t in wanted)
+
+
+def when(day: int) -> datetime:
+    return datetime(2026, 2, day, 10, 0, tzinfo=timezone.utc)
+
+
+def mem_with(root, embedder=None):
+    return open_memory(root, embedder=embedder or RecordingEmbedder(), compressor=FakeCompressor())
+
+
+@pytest.fixture
+def store(root):
+    """A root with four entries over three days, a daily log and MEMORY.md, synced once."""
+    init(root)
+    mem = mem_with(root)
+    entries = [mem.compress(t, when=when(3 + i % 3)) for i, t in enumerate(TEXTS)]
+    mem.log("Remember: the staging database is read-only on Fridays.", when=datetime(2026, 2, 5, 9, 0).astimezone())
+    report = sync(mem_with(root))
+    assert report.first and not report.errors
+    return entries
+
+
+def day_path(root, day: int):
+    return root / f"memory/index/2026-02-{day:02d}.json"
+
+
+def edit_day(root, day: int, fn) -> None:
+    path = day_path(root, day)
+    doc = json.loads(path.read_text())
+    fn(doc["entries"])
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def index_ids(root) -> list[str]:
+    return [e["id"] for e in json.loads((root / "memory/index/index.json").read_text())["entries"]]
+
+
+def search_refs(root, text: str, embedder=None) -> list[str]:
+    return [h.id for h in mem_with(root, embedder).search(text, limit=10)]
+
+
+def test_no_change_sync_does_nothing(root, store):
+    emb = RecordingEmbedder()
+    report = sync(mem_with(root, emb))
+    assert not report.changed and not report.first and report.errors == [] and report.touched == []
+    assert emb.calls == 0 and report.line().startswith("up to date")
+
+
+def test_hand_edited_summary_reembeds_that_entry_only(root, store):
+    target = store[0]
+    # same length as the original: a size+mtime check alone could miss it, the content hash does not
+    edit_day(root, 3, lambda es: [e.update(summary=e["summary"].replace("Postgres", "Cobolzz")) for e in es if e["id"] == target.id])
+    emb = RecordingEmbedder()
+    report = sync(mem_with(root, emb))
+    assert report.entries.changed == [target.id] and not report.entries.added and not report.entries.removed
+    assert report.embedded == 1 and len(emb.texts) == 1 and "Cobolzz" in emb.texts[0]
+    stored = json.loads((root / f"memory/index/embeddings/{target.id}.json").read_text())
+    assert stored["content_hash"] == Store(mem_with(root).layout).get(target.id).content_hash()
+    assert report.index_rebuilt == "stale"
+    assert "Cobolzz" in (root / "memory/index/index.json").read_text()
+    assert search_refs(root, "Cobolzz")[0] == target.id
+
+
+def test_entry_written_by_hand_or_pulled_is_embedded(root, store):
+    pulled = {"id": "ctx-20260209-abcdef12", "timestamp": "2026-02-09T08:00:00.000Z", "summary": "Erin switched the queue to Kafka with idempotent consumers."}
+    day_path(root, 9).write_text(json.dumps({"date": "2026-02-09", "entries": [pulled]}))
+    emb = RecordingEmbedder()
+    report = sync(mem_with(root, emb))
+    assert report.entries.added == [pulled["id"]] and report.embedded == 1 and emb.texts == [pulled["summary"]]
+    assert (root / f"memory/index/embeddings/{pulled['id']}.json").is_file()
+    assert pulled["id"] in index_ids(root)
+    assert search_refs(root, "Kafka idempotent consumers")[0] == pulled["id"]
+
+
+def test_deleted_entry_drops_its_embedding_and_search_docs(root, store):
+    gone = store[1]
+    edit_day(root, 4, lambda es: es.clear())
+    report = sync(mem_with(root))
+    assert report.entries.removed == [gone.id] and report.dropped == 1
+    assert not (root / f"memory/index/embeddings/{gone.id}.json").exists()
+    assert gone.id not in index_ids(root)
+    assert gone.id not in search_refs(root, "Kubernetes Helm secret")
+
+
+def test_malformed_day_file_is_reported_with_line_and_skipped(root, store):
+    bad = day_path(root, 5)
+    kept = [e.id for e in store if e.day == "2026-02-05"]
+    lines = bad.read_text().splitlines()
+    lines[3] = lines[3] + " oops,"  # broken JSON on line 4
+    bad.write_text("\n".join(lines) + "\n")
+    pulled = {"id": "ctx-20260203-0000beef", "timestamp": "2026-02-03T11:00:00.000Z", "summary": "Frank pinned the Node version to 20."}
+    edit_day(root, 3, lambda es: es.append(pulled))
+    report = sync(mem_with(root))
+    assert len(report.errors) == 1 and report.errors[0].startswith(f"{bad}:4:")
+    assert report.entries.added == [pulled["id"]] and report.embedded == 1  # the rest went on
+    assert set(kept) <= set(index_ids(root))  # nothing indexed before is lost
+    assert all((root / f"memory/index/embeddings/{i}.json").is_file() for i in kept)
+    assert sync(mem_with(root)).errors == report.errors  # still reported while broken, without re-reading
+
+    # a schema error inside one entry points at that entry's line
+    doc = {"date": "2026-02-05", "entries": [{"id": kept[0], "timestamp": "2026-02-05T10:00:00.000Z", "summary": "ok"},
+                                              {"id": "ctx-20260205-00000002", "timestamp": "2026-02-05T11:00:00.000Z"}]}
+    text = json.dumps(doc, indent=2)
+    bad.write_text(text)
+    report = sync(mem_with(root))
+    line = text.splitlines().index("    {", 4) + 1  # the second entry object
+    assert report.errors == [f"{bad}:{line}: entry 2: missing summary"]
+
+    del doc["entries"][1]
+    bad.write_text(json.dumps(doc, indent=2))
+    report = sync(mem_with(root))
+    assert report.errors == [] and report.entries.changed == [kept[0]]
+
+
+def test_non_utf8_markdown_is_reported_and_others_indexed(root, store):
+    (root / "memory/notes").mkdir()
+    (root / "memory/notes/bad.md").write_bytes(b"# Notes\nline two\ncaf\xe9 latte\n")
+    (root / "memory/notes/good.md").write_text("# Good\nThe Grafana dashboard lives in the ops folder.\n")
+    report = sync(mem_with(root))
+    assert report.markdown.added == ["memory/notes/bad.md", "memory/notes/good.md"]
+    assert report.errors == [f"{root / 'memory/notes/bad.md'}:3: not UTF-8 (invalid continuation byte); not searchable"]
+    assert any("Grafana" in h.text for h in mem_with(root).search("Grafana dashboard"))
+
+
+@pytest.mark.parametrize("damage", ["delete", "conflict", "stale"])
+def test_index_json_is_rebuilt(root, store, damage):
+    index = root / "memory/index/index.json"
+    good = json.loads(index.read_text())["entries"]
+    if damage == "delete":
+        index.unlink()
+    elif damage == "conflict":
+        text = index.read_text()
+        index.write_text(text.replace('  "entries": [', '<<<<<<< HEAD\n  "entries": [\n=======\n  "entries": [\n>>>>>>> theirs', 1))
+    else:
+        doc = json.loads(index.read_text())
+        doc["entries"] = doc["entries"][1:]
+        index.write_text(json.dumps(doc, indent=2))
+    report = sync(mem_with(root))
+    assert report.index_rebuilt == {"delete": "missing", "conflict": "git conflict markers", "stale": "stale"}[damage]
+    assert json.loads(index.read_text())["entries"] == good
+    assert sync(mem_with(root)).index_rebuilt == ""
+
+
+def test_full_rebuilds_everything(root, store):
+    emb = RecordingEmbedder()
+    report = sync(mem_with(root, emb), full=True)
+    assert report.embedded == len(store) and entry_texts(emb, store) == sorted(e.embed_text() for e in store)
+    assert report.index_rebuilt == "--full" and report.search_rebuilt
+
+
+def test_markdown_create_edit_delete(root, store):
+    notes = root / "memory/project.md"
+    notes.write_text("# Project\nThe release train leaves on Tuesdays.\n")
+    assert sync(mem_with(root)).markdown.added == ["memory/project.md"]
+    notes.write_text("# Project\nThe release train leaves on Thursdays now.\n")
+    report = sync(mem_with(root))
+    assert report.markdown.changed == ["memory/project.md"] and report.search_rebuilt
+    assert any("Thursdays" in h.text for h in mem_with(root).search("release train"))
+    notes.unlink()
+    assert sync(mem_with(root)).markdown.removed == ["memory/project.md"]
+    assert not any("release train" in h.text for h in mem_with(root).search("release train Thursdays"))
+
+
+def test_unchanged_stat_is_trusted_until_full(root, store):
+    """The manifest trusts (size, mtime) of files older than the racy window; --full re-reads all."""
+    path = day_path(root, 3)
+    old = path.stat().st_mtime_ns - 10 * 10**9
+    os.utime(path, ns=(old, old))
+    sync(mem_with(root))  # records the back-dated stat
+    text = path.read_text()
+    path.write_text(text.replace("Postgres", "Redshift"))  # same size
+    os.utime(path, ns=(old, old))
+    assert not sync(mem_with(root)).entries  # by design: stat unchanged, file not re-read
+    assert sync(mem_with(root), full=True).embedded == len(store)
+    assert "Redshift" in (root / "memory/index/index.json").read_text()
+
+
+def test_reembed_with_another_model(root, store):
+    other = RecordingEmbedder(model="other", dim=32)
+    with pytest.raises(DimensionMismatch, match="memory reembed"):
+        mem_with(root, FakeEmbedder(model="other", dim=32)).search("Postgres")  # a query never mixes models
+    report = sync(mem_with(root, other))
+    assert report.embedded == len(store) and entry_texts(other, store) == sorted(e.embed_text() for e in store)
+    for e in store:
+        data = json.loads((root / f"memory/index/embeddings/{e.id}.json").read_text())
+        assert (data["model"], data["dim"], len(data["embedding"])) == ("other", 32, 32)
+    assert search_refs(root, "Stripe webhooks invoices", FakeEmbedder(model="other", dim=32))[0] == store[3].id
+    assert sync(mem_with(root, other)).embedded == 0
+
+
+def test_interrupted_reembed_resumes(root, store):
+    failing = RecordingEmbedder(model="other", dim=32, fail_after=1)
+    with pytest.raises(ProviderError):
+        sync(mem_with(root, failing), batch=2)
+    done = set(entry_texts(failing, store))
+    assert len(done) == 2
+    again = RecordingEmbedder(model="other", dim=32)
+    report = sync(mem_with(root, again), batch=2)
+    assert report.embedded == len(store) - 2 and len(entry_texts(again, store)) == 2 and not done & set(again.texts)
+    models = {json.loads(p.read_text())["model"] for p in (root / "memory/index/embeddings").glob("*.json")}
+    assert models == {"other"}
+
+
+def test_conflicted_embedding_file_is_reembedded(root, store):
+    path = root / f"memory/index/embeddings/{store[2].id}.json"
+    tmp = path.with_name("merge.tmp")
+    tmp.write_text("<<<<<<< HEAD\n" + path.read_text() + "=======\n{}\n>>>>>>> theirs\n")
+    os.replace(tmp, path)  # as git writes it: a new file (an in-place edit is only caught by --full)
+    emb = RecordingEmbedder()
+    report = sync(mem_with(root, emb))
+    assert report.embedded == 1 and json.loads(path.read_text())["content_hash"] == store[2].content_hash()
+
+
+def test_batch_embedding_files_match_single_writes(root):
+    init(root)
+    mem = mem_with(root)
+    entries = [mem.compress(t, when=when(3)) for t in TEXTS[:2]]
+    vectors = np.random.default_rng(0).normal(size=(2, 7)).astype(np.float32)
+    singles = []
+    for e, v in zip(entries, vectors):
+        mem.store.write_embedding(e, "m", v)
+        singles.append(mem.layout.embedding_file(e.id).read_bytes())
+    paths = mem.store.write_embeddings(entries, "m", vectors)
+    assert [p.read_bytes() for p in paths] == singles
+
+
+def test_persist_embedder_keeps_comments(root):
+    init(root)
+    layout = mem_with(root).layout
+    before = layout.config_file.read_text()
+    persist_embedder(layout, "gemini")
+    assert load_settings(root, env={}).embedder == "gemini"
+    persist_embedder(layout, "wordllama")
+    after = layout.config_file.read_text()
+    assert after == before + "embedder: wordllama\n"
+
+
+def test_cli_reindex_json_and_reembed(root, store):
+    runner = CliRunner()
+    out = runner.invoke(app, ["reindex", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    # the store was embedded with the fake embedder: the default one (wordllama) re-embeds every entry
+    assert data["embedded"] == len(store) and data["model"].startswith("wordllama") and data["errors"] == []
+    out = runner.invoke(app, ["reembed", "--provider", "wordllama"])
+    assert out.exit_code == 0 and out.stdout.startswith("up to date"), out.output
+    assert load_settings(root, env={}).embedder == "wordllama"

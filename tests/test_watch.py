@@ -1,0 +1,212 @@
+"""`memory watch`: a real watchdog observer over a real tmp root, edited the ways editors and git do."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime
+from types import SimpleNamespace
+
+import pytest
+
+from memtool.scaffold import init
+from memtool.watch import Watcher, relevant
+from tests.test_sync import TEXTS, day_path, mem_with, when
+
+DEBOUNCE, MAX_LATENCY = 0.1, 1.0
+TIMEOUT = 20.0
+
+
+def wait_for(pred, what: str, timeout: float = TIMEOUT):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+@pytest.fixture
+def watched(root):
+    init(root)
+    mem = mem_with(root)
+    entries = [mem.compress(t, when=when(3 + i % 2)) for i, t in enumerate(TEXTS[:3])]
+    log = mem.log("Deploys are frozen during the audit.", when=datetime(2026, 2, 3, 9, 0).astimezone())
+    reports, errors = [], []
+    watcher = Watcher(mem_with(root), debounce=DEBOUNCE, max_latency=MAX_LATENCY, on_sync=reports.append, on_error=errors.append)
+    stop = threading.Event()
+    thread = threading.Thread(target=watcher.run, kwargs={"stop": stop}, daemon=True)
+    thread.start()
+    assert watcher.ready.wait(TIMEOUT), "the watcher did not start"
+    w = SimpleNamespace(root=root, reports=reports, watcher=watcher, entries=entries, log=log, mark=len(reports))
+    yield w
+    stop.set()
+    thread.join(TIMEOUT)
+    assert not thread.is_alive(), "the watcher did not stop"
+    assert errors == []
+
+
+def since(w) -> list:
+    return w.reports[w.mark :]
+
+
+def md_seen(w, kind: str, rel: str):
+    return lambda: any(rel in getattr(r.markdown, kind) for r in since(w))
+
+
+def searchable(root, word: str) -> bool:
+    return any(word in h.text for h in mem_with(root).search(word, limit=10))
+
+
+def test_create_edit_rename_delete(watched):
+    w, root = watched, watched.root
+    notes = root / "memory/notes.md"
+    notes.write_text("# Notes\nThe Grafana dashboard lives in the ops folder.\n")
+    wait_for(md_seen(w, "added", "memory/notes.md"), "the new file")
+    assert searchable(root, "Grafana")
+
+    with open(w.log, "a", encoding="utf-8") as fh:
+        fh.write("- 10:00 Switched the cache to Valkey\n")
+    wait_for(md_seen(w, "changed", w.log.relative_to(root).as_posix()), "the edited daily log")
+    assert searchable(root, "Valkey")
+
+    os.rename(notes, root / "memory/ops.md")
+    wait_for(lambda: md_seen(w, "removed", "memory/notes.md")() and md_seen(w, "added", "memory/ops.md")(), "the rename")
+    assert any("ops.md" in h.ref for h in mem_with(root).search("Grafana"))
+
+    (root / "memory/ops.md").unlink()
+    wait_for(md_seen(w, "removed", "memory/ops.md"), "the deletion")
+    assert not searchable(root, "Grafana")
+    assert all(r.changed for r in w.reports), "a sync ran for nothing"
+
+
+def test_editor_save_patterns(watched):
+    w, root = watched, watched.root
+    path = root / "MEMORY.md"
+    # vim: probe file, swap file, backup by rename, write the new file, delete the backup
+    (root / "memory/4913").write_text("")
+    (root / "memory/4913").unlink()
+    swap = root / ".MEMORY.md.swp"
+    swap.write_bytes(b"\x00swap")
+    os.rename(path, root / "MEMORY.md~")
+    path.write_text("# Memory\nWe never deploy on Fridays.\n")
+    (root / "MEMORY.md~").unlink()
+    swap.unlink()
+    wait_for(md_seen(w, "changed", "MEMORY.md"), "the vim-style save")
+    assert searchable(root, "Fridays")
+
+    # atomic save: write a temp file, then replace the target
+    mark = len(w.reports)
+    tmp = root / "memory/.goutputstream-XYZ123"
+    tmp.write_text("# Memory\nWe deploy on Thursdays after the standup.\n")
+    os.replace(tmp, root / "memory/team.md")
+    tmp2 = root / ".MEMORY.md.3f2a.tmp"
+    tmp2.write_text("# Memory\nDeploys happen on Thursdays.\n")
+    os.replace(tmp2, path)
+    wait_for(lambda: any("MEMORY.md" in r.markdown.changed for r in w.reports[mark:]), "the atomic save")
+    wait_for(lambda: any("memory/team.md" in r.markdown.added for r in w.reports[mark:]), "the renamed temp file")
+    assert searchable(root, "Thursdays") and not searchable(root, "Fridays")
+    assert not any(n for r in w.reports for n in r.markdown.added if "goutputstream" in n or n.endswith((".tmp", "~", ".swp")))
+
+
+def test_burst_of_200_files_is_one_or_few_syncs(watched):
+    w, root = watched, watched.root
+    folder = root / "memory/imported"
+    folder.mkdir()
+    for i in range(200):
+        (folder / f"note-{i:03d}.md").write_text(f"# Note {i}\nImported note number {i} about topic{i}.\n")
+    wait_for(lambda: sum(len(r.markdown.added) for r in since(w)) >= 200, "200 files indexed")
+    assert len(since(w)) <= 3, [r.line() for r in since(w)]
+    assert searchable(root, "topic137")
+
+
+def test_hand_edited_entry_reembeds_it_and_own_writes_are_ignored(watched):
+    w, root = watched, watched.root
+    target = w.entries[0]
+    path = day_path(root, 3)
+    doc = json.loads(path.read_text())
+    for e in doc["entries"]:
+        if e["id"] == target.id:
+            e["summary"] = "We decided to move billing to Cockroachdb."
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    report = wait_for(lambda: next((r for r in since(w) if r.entries.changed), None), "the edited entry")
+    assert report.entries.changed == [target.id] and report.embedded == 1 and report.index_rebuilt == "stale"
+    # the embedding file and index.json it wrote come back as events: recognised as ours, no sync
+    wait_for(lambda: w.watcher.skipped >= 1, "the watcher to skip its own writes")
+    assert all(r.changed for r in since(w))
+    assert searchable(root, "Cockroachdb")
+
+
+def test_malformed_file_then_fixed_and_index_json_deleted(watched):
+    w, root = watched, watched.root
+    path = day_path(root, 4)
+    good = path.read_text()
+    kept = [e.id for e in w.entries if e.day == "2026-02-04"]
+    path.write_text(good.replace('"summary":', '"summary"', 1))
+    report = wait_for(lambda: next((r for r in since(w) if r.errors), None), "the parse error")
+    line = good.splitlines().index(next(ln for ln in good.splitlines() if '"summary":' in ln)) + 1
+    assert report.errors[0].startswith(f"{path}:{line}:")
+    index = json.loads((root / "memory/index/index.json").read_text())
+    assert set(kept) <= {e["id"] for e in index["entries"]}
+
+    mark = len(w.reports)
+    path.write_text(good)
+    wait_for(lambda: any(not r.errors for r in w.reports[mark:]), "the fixed file")
+
+    mark = len(w.reports)
+    (root / "memory/index/index.json").unlink()
+    wait_for(lambda: any(r.index_rebuilt == "missing" for r in w.reports[mark:]), "index.json rebuilt")
+    assert len(json.loads((root / "memory/index/index.json").read_text())["entries"]) == len(w.entries)
+
+
+def test_relevant_paths(root):
+    from memtool.store import Layout
+
+    layout = Layout(root)
+    yes = ["MEMORY.md", "AGENTS.md", "memory/2026-02-03.md", "memory/index/2026-02-03.json", "memory/index/embeddings/x.json", "memory/sub/n.md"]
+    no = ["README.md", "src/app.py", "memory/.cache/search/docs.jsonl", "memory/.lock", "memory/.n.md.swp", "memory/n.md~",
+          "memory/4913", "memory/.goutputstream-AB12", "memory/index/.x.json.abcd.tmp", "memory/.#n.md", "/elsewhere/MEMORY.md"]
+    assert [p for p in yes if not relevant(layout, str(root / p))] == []
+    assert [p for p in no if relevant(layout, str(root / p))] == []
+
+
+def _reader(proc) -> queue.Queue:
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stdout], daemon=True).start()
+    return lines
+
+
+def test_cli_watch_once_and_ctrl_c(root):
+    init(root)
+    log = root / "memory/2026-02-03.md"
+    log.write_text("# 2026-02-03\n- 09:00 first note\n")
+    cmd = [sys.executable, "-m", "memtool.cli.main", "--root", str(root), "watch", "--debounce", "0.05"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    once = subprocess.Popen([*cmd, "--once"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines = _reader(once)
+    first = lines.get(timeout=120)  # the initial sync (loads the default embedder)
+    assert "markdown +" in first, first
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write("- 10:00 second note\n")
+    second = lines.get(timeout=60)
+    assert once.wait(timeout=30) == 0, once.stderr.read()
+    assert "markdown +0 ~1 -0" in second, second
+
+    forever = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert "up to date" in _reader(forever).get(timeout=120)
+    forever.send_signal(signal.SIGINT)
+    forever.wait(timeout=30)
+    assert forever.returncode == 0 and "stopped" in forever.stderr.read()
+
+
+def test_cold_cli_does_not_import_watchdog():
+    code = "import sys, memtool.cli.main, memtool.sync; print(sorted(m for m in ('watchdog', 'rich.progress') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
