@@ -85,6 +85,21 @@ def _parse(text: str, now: datetime, tz) -> tuple[datetime, datetime]:
         return _day(now)
     if text == "yesterday":
         return _day(now - timedelta(days=1))
+    if text == "tomorrow":
+        return _day(now + timedelta(days=1))
+    if text == "next week":
+        start = _day(now + timedelta(days=7 - now.weekday()))[0]
+        return start, start + timedelta(days=7)
+    if text == "next month":
+        nxt = now.replace(day=28) + timedelta(days=4)
+        return _month(nxt.year, nxt.month, tz)
+    if text == "next year":
+        return datetime(now.year + 1, 1, 1, tzinfo=tz), datetime(now.year + 2, 1, 1, tzinfo=tz)
+    if text in ("last weekend", "this weekend", "next weekend"):
+        saturday = now + timedelta(days=(5 - now.weekday()) % 7)
+        shift = {"last": -7, "this": 0, "next": 7}[text.split()[0]]
+        start = _day(saturday + timedelta(days=shift))[0]
+        return start, start + timedelta(days=2)
     if text in ("this week", "past week", "last 7 days"):
         return _day(now - timedelta(days=6))[0], now + timedelta(seconds=1)
     if text == "last week":
@@ -141,3 +156,39 @@ def _parse(text: str, now: datetime, tz) -> tuple[datetime, datetime]:
 def parse_when(text: str, now: datetime | None = None) -> datetime:
     """A point in time for `compress --date`: the start of the named period (its exact time if given)."""
     return parse_period(text, now)[0]
+
+
+def anchor(expression: str, when: datetime) -> str:
+    """'yesterday' said on 8 May 2023 -> 'yesterday (7 May 2023)'. Absolute or unreadable dates are kept as they are."""
+    text = " ".join(expression.lower().split())
+    if any(ch.isdigit() for ch in text):
+        return expression  # already absolute ("May 7", "2023-05-07", "2022")
+    try:
+        start, end = _parse(text, when, when.tzinfo)
+    except (ValueError, OverflowError, KeyError):
+        return expression
+    days = (end - start).days
+    if days <= 1:
+        label = f"{start.day} {start:%B %Y}"
+    elif days == 2:
+        label = f"weekend of {start.day} {start:%B %Y}"
+    elif days <= 8:
+        label = f"week of {start.day} {start:%B %Y}"
+    elif days <= 31:
+        label = f"{start:%B %Y}"
+    else:
+        label = f"{start:%Y}"
+    return f"{expression} ({label})"
+
+
+_REL_UNIT = r"(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+RELATIVE_RE = re.compile(
+    rf"\b(?:yesterday|tomorrow|today|tonight|(?:last|next|this|past)\s+{_REL_UNIT}"
+    r"|(?:\d+|an?|one|two|three|four|five|six|seven)\s+(?:day|week|month|year)s?\s+ago)\b",
+    re.I,
+)
+
+
+def anchor_text(text: str, when: datetime) -> str:
+    """Every relative date in `text` followed by the date it meant when `text` was written."""
+    return RELATIVE_RE.sub(lambda m: anchor(m.group(0), when), text)

@@ -7,7 +7,8 @@ after it leaves index.json behind, which the next write or `memory reindex` rebu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable
@@ -16,9 +17,11 @@ from memtool import constants as C
 from memtool.budget import fit_to_provider_count
 from memtool.config import Settings
 from memtool.context import ContextResult, Section, pack
+from memtool.dates import anchor
 from memtool.errors import BadInput, ProviderError, StorageError
 from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
-from memtool.providers import Compressed, Compressor, Embedder
+from memtool.providers import Compressed, Compressor, Embedder, Hints
+from memtool.providers.local import content_words
 from memtool.search.engine import Hit, Query, Weights, search
 from memtool.search.index import SearchIndex, open_index
 from memtool.store import Layout, Store, read_day
@@ -74,18 +77,28 @@ class Memory:
 
         return redact(text, self.settings.redact_patterns)[0]
 
-    def _compress_one(self, s: Session, provider: str) -> tuple[Entry, str]:
+    def _doc_freq(self) -> tuple[Counter, int]:
+        """How many stored entries contain each word: lets a compressor prefer what is distinctive."""
+        df: Counter = Counter()
+        n = 0
+        for e in self.store.iter_entries(errors=[]):
+            df.update(set(content_words(e.embed_text())))
+            n += 1
+        return df, n
+
+    def _compress_one(self, s: Session, provider: str, df: Counter, n_docs: int) -> tuple[Entry, str]:
         text = self.redact(self.check_text(s.text, s.name))
         when = s.when or utcnow()
+        hints = Hints(when=when, doc_freq=df, n_docs=n_docs)
         compressor = self._compressor_factory(provider)
         pending = False
         try:
-            out: Compressed = compressor.compress(text)
+            out: Compressed = compressor.compress(text, hints)
         except ProviderError as exc:
             if provider == "local":
                 raise
             self.warnings.append(f"{s.name}: {exc} Saved with the local compressor's summary and marked pending; `memory retry` completes it.")
-            out = self._compressor_factory("local").compress(text)  # stand-in; `memory retry` completes it
+            out = self._compressor_factory("local").compress(text, hints)  # stand-in; `memory retry` completes it
             pending = True
         entry = self._entry(text, out, when, s, model=self._compressor_factory("local").model if pending else compressor.model)
         entry.pending = pending
@@ -105,7 +118,7 @@ class Memory:
             topics=out.topics,
             decisions=out.decisions,
             action_items=out.action_items,
-            entities=out.entities or Entities(),
+            entities=_anchored(out.entities or Entities(), when),
             importance=importance,
             source_session=s.session,
             model=model,
@@ -129,8 +142,12 @@ class Memory:
         self.warnings = []
         done: list[Entry] = []
         pending_batch: list[tuple[Entry, str]] = []
+        df, n_docs = self._doc_freq()
         for s in sessions:
-            pending_batch.append(self._compress_one(s, provider))
+            entry, text = self._compress_one(s, provider, df, n_docs)
+            df.update(set(content_words(entry.embed_text())))
+            n_docs += 1
+            pending_batch.append((entry, text))
             if len(pending_batch) >= batch:
                 done.extend(self._write(pending_batch))
                 if progress:
@@ -227,7 +244,7 @@ class Memory:
         if today is not None:  # today's log is packed whole; do not repeat its chunks as hits
             today_ref = today_path.relative_to(self.layout.root).as_posix() + "#"
             hits = [h for h in hits if not h.ref.startswith(today_ref)]
-        return fit_to_provider_count(self, lambda b: pack(layer3, hits, today, b, template), budget)
+        return fit_to_provider_count(self, lambda b: pack(layer3, hits, today, b, template, query or ""), budget)
 
     def _layer3(self, name: str) -> Section | None:
         """A Layer 3 file for the context, or None if missing or still the untouched template."""
@@ -258,3 +275,8 @@ class Memory:
     def invalidate(self) -> None:
         """Forget the loaded search index: the files were changed outside compress_many."""
         self._index = None
+
+
+def _anchored(ents: Entities, when: datetime) -> Entities:
+    """Relative dates resolved against the session time, so 'yesterday' still means something in a year."""
+    return replace(ents, dates=[anchor(d, when) for d in ents.dates])

@@ -32,14 +32,17 @@ def _stemmer():
     return Stemmer.Stemmer("english")
 
 
+def stem_words(ws: list[str]) -> list[str]:
+    return _stemmer().stemWords(ws) if ws else []
+
+
 def words(text: str) -> list[str]:
     return [w.lower().strip(".'-") for w in WORD_RE.findall(text)]
 
 
 def tokenize(text: str) -> list[str]:
     """BM25 terms: lowercase words minus stopwords, Snowball-stemmed."""
-    ws = [w for w in words(text) if w and w not in STOPWORDS]
-    return _stemmer().stemWords(ws) if ws else []
+    return stem_words([w for w in words(text) if w and w not in STOPWORDS])
 
 
 def count_tokens(text: str) -> int:

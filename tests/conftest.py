@@ -69,7 +69,7 @@ class FakeCompressor:
     name = "fake"
     model = "fake-compressor"
 
-    def compress(self, text: str) -> Compressed:
+    def compress(self, text: str, hints=None) -> Compressed:
         first = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0][:200]
         words = sorted({w.lower() for w in re.findall(r"\b[A-Z][a-z]{2,}\b", text)})[:8]
         return Compressed(summary=first, keywords=words, topics=["general"])

@@ -7,10 +7,11 @@ from typing import Optional
 import typer
 
 from memtool.cli import demo, read, write
+from memtool.cli import providers
 from memtool.cli import sync as sync_cli
 from memtool.cli import doctor
-from memtool.cli import providers
 from memtool.cli import serve
+from memtool.cli import hooks
 from memtool.cli.common import MemtoolGroup
 
 app = typer.Typer(
@@ -32,11 +33,12 @@ def main(
 
 write.register(app)
 read.register(app)
+providers.register(app)
 sync_cli.register(app)
 doctor.register(app)
-providers.register(app)
 serve.register(app)
 demo.register(app)
+app.add_typer(hooks.app, name="hooks")
 
 
 def run() -> None:

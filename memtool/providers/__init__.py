@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Mapping, Protocol, runtime_checkable
 
 from memtool.errors import ConfigError
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import numpy as np
 
     from memtool.config import Settings
@@ -34,12 +36,21 @@ class Compressed:
     importance: str = "medium"
 
 
+@dataclass
+class Hints:
+    """What the store knows that helps a compressor; a compressor may ignore any of it."""
+
+    when: "datetime | None" = None  # when the session happened (to resolve "yesterday")
+    doc_freq: Mapping[str, int] = field(default_factory=dict)  # word -> entries already containing it
+    n_docs: int = 0  # entries in the store
+
+
 @runtime_checkable
 class Compressor(Protocol):
     name: str  # registry name, e.g. "local"
     model: str  # recorded in each entry
 
-    def compress(self, text: str) -> Compressed: ...
+    def compress(self, text: str, hints: Hints | None = None) -> Compressed: ...
 
 
 @runtime_checkable

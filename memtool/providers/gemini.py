@@ -28,7 +28,7 @@ from memtool.errors import (
     ProviderTimeout,
     RateLimited,
 )
-from memtool.providers import Compressed
+from memtool.providers import Compressed, Hints
 from memtool.providers import gemini_schema as S
 
 if TYPE_CHECKING:
@@ -228,7 +228,7 @@ class GeminiCompressor:
     def count_tokens(self, text: str) -> int:
         return self._counter.count_tokens(text)
 
-    def compress(self, text: str) -> Compressed:
+    def compress(self, text: str, hints: Hints | None = None) -> Compressed:
         parts = S.split_text(text, self._window(text)) if text.strip() else []
         if not parts:
             raise BadModelOutput("nothing to compress: the transcript is empty")

@@ -12,17 +12,30 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from memtool import constants as C
 from memtool.models import Entities
-from memtool.providers import Compressed
-from memtool.text import STOPWORDS, count_tokens, split_sentences, truncate_to_tokens, words
+from memtool.providers import Compressed, Hints
+from memtool.text import STOPWORDS, count_tokens, split_sentences, stem_words, truncate_to_tokens, words
 
-TARGET_RATIO = 12  # aim above the 10:1 the design promises, leaving room for structure
+TARGET_RATIO = 11  # aim above the 10:1 the design promises
+MAX_PEOPLE, MAX_SYSTEMS, MAX_DATES, MAX_TOPICS = 6, 5, 4, 2
 MIN_BUDGET = 48  # tokens: short notes are kept almost whole
 MAX_BUDGET = 600
 SHORT_TEXT_TOKENS = 80  # a note this short is its own summary
 MIN_KEYWORDS = 3
-MIN_SUMMARY_TOKENS = 40
+SUMMARY_SHARE = 0.3  # of the budget for the summary sentences
+CUE_SHARE = 0.25  # for decisions and action items together
+KEYWORD_SHARE = 0.3  # guaranteed to keywords, the most useful field for finding a session again
+MIN_CUE_TOKENS = 32
+# Conversational filler: frequent in chat, never what a later question is about.
+FILLER = frozenset(
+    "great awesome amazing wow thanks thank glad cool nice love loved lovely totally definitely sounds hope pretty super "
+    "feel feeling fun lol haha hahaha omg yay sure absolutely exactly honestly literally actually seriously "
+    "wonderful fantastic incredible beautiful good bad best better stuff kinda sorta gonna wanna gotta "
+    "tell told say said know knew think thought want wanted make made take took look looks looked see saw "
+    "keep kept let lets way time times day days today something someone anyone everyone "
+    "shares shared sharing photo photos picture pictures pic pics happy excited proud glad sorry guess mean "
+    "bit kind sort yes yeah nope hey hello bye talk talking chat catch soon later again always never ever".split()
+)
 SPEAKER_RE = re.compile(r"^\s*(?:\*\*)?([A-Z][\w .'-]{0,30}?|user|assistant|human|ai|system|tool|model)(?:\*\*)?\s*:\s+(?=\S)", re.M)
 CAP_RE = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})\b")
 TECH_RE = re.compile(r"\b([A-Za-z]+[A-Z][A-Za-z]*|[A-Za-z][\w]*\.(?:js|py|ts|io|json|yaml|md|toml)|[A-Za-z]+\d+[A-Za-z\d]*|[a-z]+-[a-z]+(?:-[a-z]+)*)\b")
@@ -69,7 +82,18 @@ TOPIC_LEXICON = {
 _TOPIC_INDEX = {w: t for t, ws in TOPIC_LEXICON.items() for w in ws.split()}
 
 
-def _content_words(text: str) -> list[str]:
+def _idf(hints: Hints):
+    """Inverse document frequency over the entries already stored; flat (1.0) for an empty store."""
+    n, df = hints.n_docs, hints.doc_freq
+
+    def idf(word: str) -> float:
+        return 1.0 + math.log((n + 1) / (df.get(word, 0) + 1))
+
+    return idf
+
+
+def content_words(text: str) -> list[str]:
+    """Lowercase words that can carry meaning: no stopwords, no bare numbers, three letters or more."""
     return [w for w in words(text) if len(w) > 2 and w not in STOPWORDS and not w.isdigit()]
 
 
@@ -81,30 +105,38 @@ class LocalCompressor:
     def from_settings(cls, settings, root: Path) -> "LocalCompressor":
         return cls()
 
-    def compress(self, text: str) -> Compressed:
+    def compress(self, text: str, hints: Hints | None = None) -> Compressed:
+        hints = hints or Hints()
+        idf = _idf(hints)
         speakers = [m.strip() for m in SPEAKER_RE.findall(text)]
         body = SPEAKER_RE.sub("", text)
         total = count_tokens(text)
         budget = max(MIN_BUDGET, min(MAX_BUDGET, total // TARGET_RATIO))
         sentences = split_sentences(body) or [body.strip()]
-        tf = Counter(_content_words(body))
-        people = self._people(text, speakers)
-        systems = self._systems(text, people)
-        dates = _uniq(m.group(0) for m in DATE_RE.finditer(body))[:8]
-        decisions = _cue_sentences(sentences, DECISION_RE)
-        actions = [a for a in _cue_sentences(sentences, ACTION_RE) if a not in decisions]
-
+        tf = Counter(w for w in content_words(body) if w not in FILLER)
+        people = self._people(text, speakers)[:MAX_PEOPLE]
+        systems = self._systems(text, people)[:MAX_SYSTEMS]
+        dates = _uniq(m.group(0) for m in DATE_RE.finditer(body))[:MAX_DATES]
+        topics = self._topics(tf, [])
         if total <= SHORT_TEXT_TOKENS:  # a short note is kept whole; a few keywords suffice
             summary = " ".join(body.split())
-            keywords = self._keywords(tf, people, MIN_KEYWORDS)
-        else:
-            summary = self._summary(sentences, tf, max(MIN_SUMMARY_TOKENS, budget // 2))
-            used = count_tokens(summary) + sum(map(count_tokens, decisions + actions + people + systems + dates))
-            keywords = self._keywords(tf, people, max(MIN_KEYWORDS, (budget - used) // 2))
+            decisions = _cue_sentences(sentences, DECISION_RE, total)
+            actions = [a for a in _cue_sentences(sentences, ACTION_RE, total) if a not in decisions]
+            keywords = self._keywords(tf, idf, people, MIN_KEYWORDS * 2)[:MIN_KEYWORDS]
+        else:  # fill the budget by shares; keywords take what is left, and at least their share
+            summary = self._summary(sentences, tf, idf, int(budget * SUMMARY_SHARE))
+            cue_budget = max(MIN_CUE_TOKENS, int(budget * CUE_SHARE))
+            decisions = _cue_sentences(sentences, DECISION_RE, cue_budget)  # decisions first, actions get the rest
+            actions = [a for a in _cue_sentences(sentences, ACTION_RE, cue_budget - sum(map(count_tokens, decisions))) if a not in decisions]
+            used = sum(map(count_tokens, [summary, *decisions, *actions, *people, *systems, *dates, *topics]))
+            keyword_budget = max(int(budget * KEYWORD_SHARE), budget - used)
+            keywords = _fill(self._keywords(tf, idf, people, keyword_budget), keyword_budget)
+        if not topics:
+            topics = keywords[:2]
         return Compressed(
             summary=summary,
             keywords=keywords,
-            topics=self._topics(tf, keywords),
+            topics=topics,
             decisions=decisions,
             action_items=actions,
             entities=Entities(people=people, systems=systems, dates=dates),
@@ -112,13 +144,13 @@ class LocalCompressor:
         )
 
     @staticmethod
-    def _summary(sentences: list[str], tf: Counter, budget: int) -> str:
+    def _summary(sentences: list[str], tf: Counter, idf, budget: int) -> str:
         """The highest-scoring whole sentences that fit the budget, in their original order."""
-        weight = {w: 1.0 + math.log(c) for w, c in tf.items()}
+        weight = {w: (1.0 + math.log(c)) * idf(w) for w, c in tf.items()}
         scored = []
         seen: set[str] = set()
         for i, s in enumerate(sentences):
-            cw = set(_content_words(s))
+            cw = set(content_words(s))
             if len(cw) < 3 or s in seen:
                 continue
             seen.add(s)
@@ -130,9 +162,10 @@ class LocalCompressor:
             if used + cost <= budget:
                 picked.append((i, s))
                 used += cost
-        if not picked:  # every sentence is longer than the budget: cut the best one
-            best = scored[0][2] if scored else " ".join(sentences)
-            return truncate_to_tokens(best, budget)
+        if not picked:  # no sentence fits: the best one up to twice the budget, else cut the best one
+            whole = [s for _, _, s in scored if count_tokens(s) <= 2 * budget]
+            best = whole[0] if whole else (scored[0][2] if scored else " ".join(sentences))
+            return best if whole else truncate_to_tokens(best, budget)
         return " ".join(s for _, s in sorted(picked))
 
     @staticmethod
@@ -164,23 +197,32 @@ class LocalCompressor:
         return [w for w, _ in found.most_common(6)]
 
     @staticmethod
-    def _keywords(tf: Counter, people: list[str], limit: int) -> list[str]:
+    def _keywords(tf: Counter, idf, people: list[str], limit_tokens: int) -> list[str]:
+        """Words frequent here and rare in the rest of the store (tf-idf), one per stem, longer words favoured."""
         named = {w.lower() for p in people for w in p.split()}
+        by_stem: dict[str, list] = {}
+        for w, stem in zip(tf, stem_words(list(tf))):
+            if w in named:
+                continue
+            group = by_stem.setdefault(stem, [0, w, 0])  # total count, best surface form, its count
+            group[0] += tf[w]
+            if tf[w] > group[2]:
+                group[1], group[2] = w, tf[w]
         scored = sorted(
-            ((c * (1.0 + 0.15 * min(len(w), 10)), w) for w, c in tf.items() if w not in named),
+            (((1.0 + math.log(n)) * idf(w) * (1.0 + 0.15 * min(len(w), 10)), w) for n, w, _ in by_stem.values()),
             reverse=True,
         )
-        return [w for _, w in scored[:limit]]
+        return [w for _, w in scored][: max(limit_tokens, MIN_KEYWORDS)]
 
     @staticmethod
     def _topics(tf: Counter, keywords: list[str]) -> list[str]:
+        """Up to MAX_TOPICS areas from a small lexicon, by how much of the text speaks of them."""
         votes: Counter = Counter()
         for w, c in tf.items():
             topic = _TOPIC_INDEX.get(w) or _TOPIC_INDEX.get(w.rstrip("s"))
             if topic:
                 votes[topic] += c
-        topics = [t for t, _ in votes.most_common(C.MAX_TOPICS)]
-        return topics or keywords[:2]
+        return [t for t, _ in votes.most_common(MAX_TOPICS)]
 
     @staticmethod
     def _importance(text: str, decisions: list[str]) -> str:
@@ -192,15 +234,30 @@ class LocalCompressor:
         return "low" if count_tokens(text) < 40 else "medium"
 
 
-def _cue_sentences(sentences: list[str], cue: re.Pattern, limit: int = 2, max_tokens: int = 30) -> list[str]:
-    """Distinct sentences carrying a cue (decision, action item) with enough substance to stand alone."""
+def _cue_sentences(sentences: list[str], cue: re.Pattern, budget: int, limit: int = 2) -> list[str]:
+    """Distinct sentences carrying a cue (decision, action item) with enough substance, within a token budget."""
     out: list[str] = []
     for s in sentences:
-        if cue.search(s) and len(set(_content_words(s))) >= 3:
-            short = truncate_to_tokens(s, max_tokens)
-            if short not in out:
-                out.append(short)
-    return out[:limit]
+        if len(out) >= limit:
+            break
+        cost = count_tokens(s)
+        if cue.search(s) and len(set(content_words(s))) >= 3 and cost <= budget and s not in out:
+            out.append(s)  # whole sentences only: a decision cut mid-way misleads
+            budget -= cost
+    return out
+
+
+def _fill(words_by_score: list[str], budget: int) -> list[str]:
+    """The best-scored words whose token cost adds up to at most `budget`."""
+    out: list[str] = []
+    for w in words_by_score:
+        cost = count_tokens(w)
+        if cost <= budget:
+            out.append(w)
+            budget -= cost
+        if budget <= 0:
+            break
+    return out
 
 
 def _uniq(items) -> list[str]:

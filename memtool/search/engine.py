@@ -16,6 +16,7 @@ from memtool.search.index import IMPORTANCE_CODE, KIND_CODE, SearchIndex
 from memtool.text import tokenize
 
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
+MAX_PASSAGES = 3  # matching transcript passages kept per hit (the context packer may show them)
 RESULT_KIND = {"entry": "entry", "transcript": "entry", "log": "log", "memory": "memory"}
 
 
@@ -41,6 +42,7 @@ class Hit:
     timestamp: str
     text: str  # the entry summary, or the Markdown chunk
     passage: str = ""  # best matching raw transcript passage, when the match came from it
+    passages: list[str] = field(default_factory=list)  # further matching passages of the same entry, best first
     ref: str = ""  # file#line of the best matching document
     trusted: bool = True
     channels: dict = field(default_factory=dict)
@@ -96,17 +98,18 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights) -> list[Hit]:
         scores = scores * (0.5 + 0.5 * np.power(0.5, age_days / w.recency_half_life_days))
     # group documents under their result (an entry with its transcript chunks), best doc first
     order = np.argsort(-scores, kind="stable")
-    best: dict[int, tuple[int, float]] = {}
+    groups: dict[int, list[tuple[int, float]]] = {}  # result -> its matching documents, best first
     for i in order.tolist():
-        g = int(index.group[docs[i]])
-        if g not in best:
-            best[g] = (int(docs[i]), float(scores[i]))
-    return _materialise(index, q, list(best.values()))
+        members = groups.setdefault(int(index.group[docs[i]]), [])
+        if len(members) < MAX_PASSAGES + 1:
+            members.append((int(docs[i]), float(scores[i])))
+    return _materialise(index, q, list(groups.values()))
 
 
-def _materialise(index: SearchIndex, q: Query, ranked: list[tuple[int, float]]) -> list[Hit]:
+def _materialise(index: SearchIndex, q: Query, ranked: list[list[tuple[int, float]]]) -> list[Hit]:
     hits: list[Hit] = []
-    for doc_id, score in ranked:
+    for members in ranked:
+        doc_id, score = members[0]
         d = index.doc(doc_id)
         result_id = d["entry"] or d["ref"]
         if result_id in q.exclude:
@@ -126,6 +129,7 @@ def _materialise(index: SearchIndex, q: Query, ranked: list[tuple[int, float]]) 
         if d["kind"] == "transcript":
             hit.passage = d["text"]
             hit.text = _entry_summary(index, doc_id, d["entry"])
+        hit.passages = [x["text"] for x in index.docs(i for i, _ in members[1:]) if x["kind"] == "transcript"]
         hits.append(hit)
         if len(hits) >= q.limit:
             break
