@@ -71,6 +71,46 @@ def generate(root: Path, entries: int, markdown: int, seed: int = 7) -> None:
         layout.daily_log(day.isoformat()).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+PHASES: dict[str, float] = {}
+
+
+def instrument(embedder) -> None:
+    """Time the big steps of a sync (wrapping functions of this process only) to show where time goes."""
+    import bm25s
+
+    import memtool.search.index as index_mod
+    import memtool.store as store_mod
+    import memtool.sync as sync_mod
+
+    def wrap(owner, name: str, label: str) -> None:
+        fn = getattr(owner, name)
+
+        def timed_call(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                PHASES[label] = PHASES.get(label, 0.0) + time.perf_counter() - t
+
+        setattr(owner, name, timed_call)
+
+    wrap(embedder, "embed_documents", "embedder.embed_documents (entries + chunks)")
+    wrap(store_mod.Store, "write_embeddings", "Store.write_embeddings (embedding files)")
+    wrap(store_mod.Store, "rebuild_index", "Store.rebuild_index (index.json)")
+    wrap(sync_mod, "open_index", "search cache: open_index -> build")
+    wrap(index_mod, "collect_docs", "  build: collect_docs (re-reads day files, chunks Markdown)")
+    wrap(store_mod.Store, "vector_for", "  build: Store.vector_for x entries (reads embedding JSON)")
+    wrap(index_mod, "tokenize", "  build: tokenize docs for BM25")
+    wrap(bm25s.BM25, "index", "  build: bm25s index")
+    wrap(bm25s.BM25, "save", "  build: bm25s save")
+
+
+def show_phases() -> None:
+    for label, secs in PHASES.items():
+        print(f"    {label:66s} {secs:6.2f}s")
+    PHASES.clear()
+
+
 def timed(fn) -> float:
     t = time.perf_counter()
     fn()
@@ -106,7 +146,7 @@ def watch_latency(root: Path, rounds: int) -> list[float]:
                     hits = reader.search(token, limit=3)
                     if any(token in h.text for h in hits):
                         break
-                time.sleep(0.01)
+                time.sleep(0.05)
             out.append(time.perf_counter() - t)
     finally:
         stop.set()
@@ -133,8 +173,13 @@ def main() -> None:
             nonlocal report
             report = sync(mem, full=True)
 
+        instrument(mem.embedder)
         t = timed(full)
-        print(f"full rebuild (reindex --full, {mem.embedder.model}): {t:.2f}s  [{report.line()}]")
+        print(f"full rebuild, no embedding files yet ({mem.embedder.model}): {t:.2f}s  [{report.line()}]")
+        show_phases()
+        t = timed(full)
+        print(f"full rebuild of the same store (`memory reindex --full`): {t:.2f}s  [{report.line()}]")
+        show_phases()
         times = [timed(lambda: sync(open_memory(root))) for _ in range(args.rounds)]
         print(f"no-change reindex, in process: median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f})")
         cli = [sys.executable, "-m", "memtool.cli.main", "--root", str(root), "reindex"]
@@ -147,10 +192,12 @@ def main() -> None:
 
         def one_edit() -> None:
             nonlocal report
-            report = sync(open_memory(root))
+            report = sync(mem)
 
+        PHASES.clear()
         t = timed(one_edit)
         print(f"one hand-edited summary: {t:.2f}s, {report.embedded} entry re-embedded  [{report.line()}]")
+        show_phases()
         lat = watch_latency(root, args.rounds)
         print(f"daily-log edit visible to search under `memory watch`: median {statistics.median(lat):.2f}s (max {max(lat):.2f}s, debounce {C.WATCH_DEBOUNCE_S}s)")
     finally:

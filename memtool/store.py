@@ -108,6 +108,19 @@ class Layout:
         return out
 
 
+def round6(vector: np.ndarray) -> list[float]:
+    """[round(float(x), 6) for x in vector], vectorised: numpy rounds, and the rare values whose
+    scaled fraction sits next to .5 (where x*1e6 may round the other way) go through round()."""
+    v = np.asarray(vector, dtype=np.float64)
+    scaled = v * 1e6
+    out = np.rint(scaled) / 1e6
+    near_tie = np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6
+    values = out.tolist()
+    for i in np.flatnonzero(near_tie | ~np.isfinite(v) | (np.abs(v) >= 1e9)).tolist():
+        values[i] = round(float(v[i]), 6)
+    return values
+
+
 def check_conflict_markers(path: Path, text: str) -> None:
     m = CONFLICT_RE.search(text)
     if m:
@@ -215,16 +228,16 @@ class Store:
         write_json(self.layout.embedding_file(entry.id), doc)
 
     def write_embeddings(self, entries: list[Entry], model: str, vectors: np.ndarray) -> list[Path]:
-        """write_embedding for a batch: the same bytes, with one flush to disk for all of them."""
+        """write_embedding for a batch: the same bytes, files already identical left alone, fsyncs in
+        parallel. Returns the paths written."""
         items = []
         for entry, vector in zip(entries, vectors):
             head = {"id": entry.id, "model": model, "dim": int(vector.shape[0]), "content_hash": entry.content_hash()}
-            floats = json.dumps([round(x, 6) for x in np.asarray(vector).tolist()])[1:-1]
+            floats = json.dumps(round6(vector))[1:-1]
             body = "[\n    " + floats.replace(", ", ",\n    ") + "\n  ]" if floats else "[]"
             text = json.dumps(head, indent=2, ensure_ascii=False)[:-2] + ',\n  "embedding": ' + body + "\n}\n"
             items.append((self.layout.embedding_file(entry.id), text.encode("utf-8")))
-        atomic_write_many(items)
-        return [path for path, _ in items]
+        return atomic_write_many(items)
 
     def read_embedding(self, entry_id: str) -> dict | None:
         path = self.layout.embedding_file(entry_id)

@@ -386,13 +386,12 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         part = todo[start : start + batch]
         vectors = embedder.embed_documents([e.embed_text() for e in part])
         with store.lock():
-            paths = store.write_embeddings(part, model, vectors)
-        for e, p in zip(part, paths):
-            sig = _sig(p)
+            report.touched.extend(store.write_embeddings(part, model, vectors))  # identical files are left alone
+        for e in part:
+            sig = _sig(layout.embedding_file(e.id))
             if sig is not None:
                 verified[e.id] = [*sig, e.content_hash()]
         report.embedded += len(part)
-        report.touched.extend(paths)
         if progress:
             progress("embedding entries", report.embedded, len(todo))
     with store.lock():
@@ -406,6 +405,8 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         if not why and (scan.days_changed or index_sig is None or list(index_sig) != man.index_sig):
             why = _index_state(layout, scan)
         if why:
+            if progress:
+                progress("rewriting index.json", 0, 0)
             store.rebuild_index(mem.settings.compressor)  # the day files it cannot read are already in report.errors
             report.index_rebuilt = why
             report.touched.append(layout.index_file)
@@ -431,6 +432,8 @@ def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: 
         for old in layout.cache_dir.glob("chunkvec-*.npz"):
             old.unlink()
     before = stamp.read_text() if stamp.is_file() else None
+    if progress and (full or report.changed):
+        progress("updating the search cache", 0, 0)
     done = 0
 
     def step(n: int) -> None:

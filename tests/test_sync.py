@@ -262,12 +262,17 @@ def test_conflicted_embedding_file_is_reembedded(root, store):
 def test_batch_embedding_files_match_single_writes(root):
     init(root)
     mem = mem_with(root)
-    entries = [mem.compress(t, when=when(3)) for t in TEXTS[:2]]
-    vectors = np.random.default_rng(0).normal(size=(2, 7)).astype(np.float32)
+    entries = [mem.compress(t, when=when(3)) for t in TEXTS]
+    rng = np.random.default_rng(0)
+    # unit-norm floats, tiny ones (printed with exponents), exact ties at the 7th decimal
+    vectors = np.stack([rng.normal(size=256), rng.normal(size=256) * 1e-5, np.full(256, 0.0000005) * np.arange(256), rng.normal(size=256) * 1e3])
     singles = []
     for e, v in zip(entries, vectors):
         mem.store.write_embedding(e, "m", v)
         singles.append(mem.layout.embedding_file(e.id).read_bytes())
+    assert mem.store.write_embeddings(entries, "m", vectors) == []  # already identical: nothing rewritten
+    for e in entries:
+        mem.layout.embedding_file(e.id).unlink()
     paths = mem.store.write_embeddings(entries, "m", vectors)
     assert [p.read_bytes() for p in paths] == singles
 

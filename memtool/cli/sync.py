@@ -37,6 +37,8 @@ def _progress(enabled: bool) -> Iterator:
 
                 state["bar"] = Progress(console=console(), transient=True)
                 state["bar"].start()
+            for earlier in tasks.values():  # one line at a time: the current step
+                state["bar"].update(earlier, visible=False)
             tasks[task] = state["bar"].add_task(task, total=total or None)
         state["bar"].update(tasks[task], completed=done)
 
