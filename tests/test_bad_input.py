@@ -1,0 +1,245 @@
+"""Bad input gets a clear error and a non-zero exit, and nothing already stored changes.
+
+Each case hashes the whole memory/ tree (minus .cache/ and .lock) before and after. A read-only
+root and a full disk are simulated in-process (the tests run as root, so chmod stops nothing):
+os.open / os.write / os.fsync raise EROFS or ENOSPC for files under memory/, as the kernel would.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memtool.cli.main import app
+from memtool.errors import BadInput, ConfigError, NotAMemoryRoot, StorageError, StoreCorrupt
+
+AUTH = "Alice: We decided to use Auth0 instead of custom JWT handling. Sarah owns the migration before March 15."
+BIG_MB = 50
+
+
+@pytest.fixture
+def store(root, monkeypatch, tmp_path_factory):
+    """A memory root with one entry and one log line, the model cache shared by the session."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+    monkeypatch.setenv("MEMTOOL_EMBEDDER", "wordllama")
+    assert cli("init").exit_code == 0
+    (root / "first.md").write_text(AUTH + "\n")
+    assert cli("compress", "first.md").exit_code == 0
+    assert cli("log", "set up the project").exit_code == 0
+    return root
+
+
+def cli(*args: str, input: str | bytes | None = None):
+    return CliRunner().invoke(app, list(args), input=input)
+
+
+def tree(root: Path) -> dict[str, str]:
+    out = {}
+    for p in sorted((root / "memory").rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_file() and "/.cache/" not in f"/{rel}/" and p.name != ".lock":
+            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def refused(store: Path, res, code: int, *needles: str) -> None:
+    assert res.exit_code == code, res.output
+    for needle in needles:
+        assert needle in res.output, res.output
+    assert "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("content, needle", [(b"", "empty"), (b"  \n\t\n   \n", "empty"), (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", "binary")])
+def test_empty_whitespace_and_binary_transcripts(store, content, needle):
+    (store / "t.md").write_bytes(content)
+    before = tree(store)
+    refused(store, cli("compress", "t.md"), BadInput.exit_code, "t.md", needle)
+    refused(store, cli("compress", "-", input=content), BadInput.exit_code, "<stdin>", needle)
+    assert tree(store) == before
+
+
+def test_empty_log_note(store):
+    before = tree(store)
+    refused(store, cli("log", "   "), BadInput.exit_code, "nothing to log")
+    refused(store, cli("log", "x", "--source", "the-internet"), BadInput.exit_code, "source must be one of")
+    assert tree(store) == before
+
+
+def test_invalid_utf8_is_replaced_with_a_warning(store):
+    (store / "t.md").write_bytes(b"Bob: the caf\xe9 menu goes to Postgres.\n")
+    res = cli("compress", "t.md")
+    assert res.exit_code == 0 and "warning: t.md: invalid UTF-8 at byte 12; undecodable bytes replaced with U+FFFD" in res.output
+    entry_id = res.stdout.split()[0]
+    assert "caf\ufffd menu" in (store / f"memory/transcripts/{entry_id}.md").read_text()
+    res = cli("log", "-", input=b"caf\xe9 note\n")
+    assert res.exit_code == 0 and "invalid UTF-8" in res.output
+
+
+def test_50_mb_transcript_is_refused_before_it_is_read(store):
+    big = store / "big.md"
+    with open(big, "w") as fh:
+        line = "User: a very long session about billing, invoices and the Postgres migration.\n"
+        fh.write(line * (BIG_MB * 2**20 // len(line) + 1))
+    before = tree(store)
+    tracemalloc.start()
+    res = cli("compress", "big.md")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    refused(store, res, BadInput.exit_code, "big.md", "is over the limit of 20,971,520 bytes", "max_transcript_bytes")
+    assert peak < 8 * 2**20, f"{peak / 2**20:.0f} MiB allocated: the file was read"
+    assert tree(store) == before
+
+
+def test_50_mb_transcript_refused_by_the_real_command(store, tmp_path):
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"word " * (BIG_MB * 2**20 // 5))
+    before = tree(store)
+    for args, stdin in ((["compress", str(big)], None), (["compress", "-"], big)):
+        with open(stdin or os.devnull, "rb") as fh:
+            res = subprocess.run([sys.executable, "-m", "memtool", *args], stdin=fh, capture_output=True, text=True, cwd=store)
+        assert res.returncode == BadInput.exit_code and "max_transcript_bytes" in res.stderr and "Traceback" not in res.stderr
+    assert tree(store) == before
+
+
+def test_unknown_options(store):
+    before = tree(store)
+    for args in (["compress", "first.md", "--bogus"], ["log", "x", "--agnet", "claude"], ["search", "x", "--limit", "many"], ["doctor", "--fixx"]):
+        res = cli(*args)
+        assert res.exit_code == 2 and ("No such option" in res.output or "Invalid value" in res.output), res.output
+    res = subprocess.run([sys.executable, "-m", "memtool", "compress", "first.md", "--bogus"], capture_output=True, text=True, cwd=store)
+    assert res.returncode == 2 and "No such option: --bogus" in res.stderr
+    assert tree(store) == before
+
+
+def test_not_a_memory_root(store, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "t.md").write_text(AUTH)
+    for args in (["compress", "t.md"], ["log", "x"], ["search", "x"], ["doctor"]):
+        res = subprocess.run([sys.executable, "-m", "memtool", "--root", str(elsewhere), *args], capture_output=True, text=True, cwd=elsewhere)
+        assert res.returncode == NotAMemoryRoot.exit_code and "is not a memory root" in res.stderr and "memory init" in res.stderr
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["t.md"]  # nothing was created there
+
+
+def _under_memory(store: Path, path) -> bool:
+    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else ""
+    return text.startswith(str(store / "memory")) and "/.cache" not in text
+
+
+def _fd_path(fd: int) -> str:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return ""
+
+
+@pytest.fixture
+def read_only(store, monkeypatch):
+    """memory/ behaves like a read-only mount: opening anything there for writing fails with EROFS."""
+    real_open = os.open
+    writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+    def fake_open(path, flags, *args, **kw):
+        if flags & writing and _under_memory(store, path):
+            raise OSError(errno.EROFS, "Read-only file system", os.fsdecode(path))
+        return real_open(path, flags, *args, **kw)
+
+    monkeypatch.setattr(os, "open", fake_open)
+    return store
+
+
+def test_read_only_root(read_only):
+    store = read_only
+    (store / "t.md").write_text("Carol: we moved the nightly export to 2 am.\n")
+    before = tree(store)
+    refused(store, cli("compress", "t.md"), StorageError.exit_code, "read-only", "Nothing already stored was changed")
+    refused(store, cli("log", "a note"), StorageError.exit_code, "read-only")
+    assert tree(store) == before
+    res = cli("search", "Auth0")  # reading still works
+    assert res.exit_code == 0 and "Auth0" in res.output
+
+
+def full_disk(store: Path, monkeypatch, ok_writes: int = 0) -> None:
+    """The disk fills up: after `ok_writes` files are flushed, fsync/write of files under memory/ fail with ENOSPC."""
+    real_fsync, real_write = os.fsync, os.write
+    flushed = [0]
+
+    def is_store_file(fd: int) -> bool:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and _under_memory(store, _fd_path(fd)) and not _fd_path(fd).endswith(".lock")
+
+    def fake_fsync(fd):
+        if is_store_file(fd):
+            flushed[0] += 1
+            if flushed[0] > ok_writes:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+
+    def fake_write(fd, data):
+        if is_store_file(fd) and flushed[0] >= ok_writes:
+            if len(data) > 8:
+                return real_write(fd, bytes(data[: len(data) // 2]))  # the kernel takes what fits...
+            raise OSError(errno.ENOSPC, "No space left on device")  # ...then refuses the rest
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "fsync", fake_fsync)
+    monkeypatch.setattr(os, "write", fake_write)
+
+
+@pytest.mark.parametrize("ok_writes", [0, 1, 2], ids=["at-transcript", "at-embedding", "at-day-file"])
+def test_full_disk_during_compress(store, monkeypatch, ok_writes):
+    (store / "t.md").write_text("Dana: we set up Stripe webhooks for invoices and added retries.\n")
+    before = tree(store)
+    with monkeypatch.context() as mp:
+        full_disk(store, mp, ok_writes)
+        refused(store, cli("compress", "t.md"), StorageError.exit_code, "the disk is full", "Nothing already stored was changed")
+    assert tree(store) == before  # files written before the failure were taken back
+
+
+def test_full_disk_during_log_never_leaves_half_a_line(store, monkeypatch):
+    log = next((store / "memory").glob("????-??-??.md"))
+    before = tree(store)
+    with monkeypatch.context() as mp:
+        full_disk(store, mp)
+        refused(store, cli("log", "a note that does not fit on the disk"), StorageError.exit_code, "the disk is full")
+    assert tree(store) == before
+    assert cli("log", "the next note").exit_code == 0
+    assert log.read_text().splitlines()[-1].endswith("the next note")
+
+
+def test_malformed_config(store):
+    cfg = store / "memory/config.yaml"
+    cfg.write_text("budget: 500\ncompressor: [local\nembedder: wordllama\n")
+    (store / "t.md").write_text(AUTH)
+    before = tree(store)
+    for args in (["compress", "t.md"], ["log", "x"], ["search", "x"]):
+        refused(store, cli(*args), ConfigError.exit_code, str(cfg), "line 3", "not valid YAML")
+    cfg.write_text("budjet: 500\n")
+    refused(store, cli("search", "x"), ConfigError.exit_code, "unknown setting 'budjet'")
+    cfg.write_text("budget: lots\n")
+    refused(store, cli("search", "x"), ConfigError.exit_code, "'budget' must be int")
+    del before["memory/config.yaml"]
+    after = tree(store)
+    del after["memory/config.yaml"]
+    assert after == before
+
+
+def test_index_json_hand_edited_into_invalid_json(store):
+    index = store / "memory/index/index.json"
+    index.write_text(index.read_text().replace('"entries": [', '"entries": [,', 1))
+    res = cli("search", "Auth0 migration", "--json")
+    assert res.exit_code == 0 and "Auth0" in json.loads(res.stdout)[0]["text"]  # day files are the truth
+    res = cli("doctor")
+    refused(store, res, StoreCorrupt.exit_code, "memory/index/index.json:", "invalid JSON")
+    assert cli("doctor", "--fix").exit_code == 0
+    assert cli("doctor").exit_code == 0
+    assert len(json.loads(index.read_text())["entries"]) == 1
