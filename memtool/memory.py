@@ -222,7 +222,7 @@ class Memory:
 
     def weights(self) -> Weights:
         s = self.settings
-        return Weights(bm25=s.bm25_weight, dense=s.dense_weight, rrf_k=s.rrf_k, recency_half_life_days=s.recency_half_life_days)
+        return Weights(bm25=s.bm25_weight, dense=s.dense_weight, dense_fallback=s.dense_fallback, rrf_k=s.rrf_k, recency_half_life_days=s.recency_half_life_days)
 
     def search(self, query: Query | str, **kw) -> list[Hit]:
         q = query if isinstance(query, Query) else Query(text=query, **kw)

@@ -16,13 +16,13 @@ from memtool.models import Entities
 from memtool.providers import Compressed, Hints
 from memtool.text import STOPWORDS, count_tokens, split_sentences, stem_words, truncate_to_tokens, words
 
-TARGET_RATIO = 11  # aim above the 10:1 the design promises
+TARGET_RATIO = 11.5  # aim above the 10:1 the design promises
 MAX_PEOPLE, MAX_SYSTEMS, MAX_DATES, MAX_TOPICS = 6, 5, 4, 2
 MIN_BUDGET = 48  # tokens: short notes are kept almost whole
 MAX_BUDGET = 600
 SHORT_TEXT_TOKENS = 80  # a note this short is its own summary
 MIN_KEYWORDS = 3
-SUMMARY_SHARE = 0.3  # of the budget for the summary sentences
+SUMMARY_SHARE = 0.1  # of the budget for the summary: about one sentence (the best one may take twice this)
 CUE_SHARE = 0.25  # for decisions and action items together
 KEYWORD_SHARE = 0.3  # guaranteed to keywords, the most useful field for finding a session again
 MIN_CUE_TOKENS = 32
@@ -111,7 +111,7 @@ class LocalCompressor:
         speakers = [m.strip() for m in SPEAKER_RE.findall(text)]
         body = SPEAKER_RE.sub("", text)
         total = count_tokens(text)
-        budget = max(MIN_BUDGET, min(MAX_BUDGET, total // TARGET_RATIO))
+        budget = max(MIN_BUDGET, min(MAX_BUDGET, int(total / TARGET_RATIO)))
         sentences = split_sentences(body) or [body.strip()]
         tf = Counter(w for w in content_words(body) if w not in FILLER)
         people = self._people(text, speakers)[:MAX_PEOPLE]
@@ -209,7 +209,7 @@ class LocalCompressor:
             if tf[w] > group[2]:
                 group[1], group[2] = w, tf[w]
         scored = sorted(
-            (((1.0 + math.log(n)) * idf(w) * (1.0 + 0.15 * min(len(w), 10)), w) for n, w, _ in by_stem.values()),
+            (((1.0 + math.log(n)) * idf(w) * (1.0 + 0.05 * min(len(w), 10)), w) for n, w, _ in by_stem.values()),
             reverse=True,
         )
         return [w for _, w in scored][: max(limit_tokens, MIN_KEYWORDS)]

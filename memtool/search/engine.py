@@ -54,7 +54,8 @@ class Hit:
 @dataclass
 class Weights:
     bm25: float = 1.0
-    dense: float = 0.5
+    dense: float = 0.0
+    dense_fallback: bool = True
     rrf_k: int = 60
     recency_half_life_days: float = 0.0
 
@@ -83,12 +84,20 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights) -> list[Hit]:
     if not allowed.any():
         return []
     bm25 = index.bm25_scores(tokenize(q.text))
-    channels = [(*top_ranks(bm25, allowed, CHANNEL_DEPTH, positive_only=True), w.bm25)]
-    if w.dense > 0:
+    lexical = top_ranks(bm25, allowed, CHANNEL_DEPTH, positive_only=True)
+    channels = [(*lexical, w.bm25)]
+    few = np.unique(index.group[lexical[0]]).size < q.limit  # too few word matches: vectors fill in
+    dense = None
+    if w.dense > 0 or (w.dense_fallback and few):
         qvec = embedder.embed_query(q.text)
-        dense = np.asarray(index.vectors @ qvec, dtype=np.float32)
-        channels.append((*top_ranks(dense, allowed, CHANNEL_DEPTH, positive_only=True), w.dense))
+        dense = top_ranks(np.asarray(index.vectors @ qvec, dtype=np.float32), allowed, CHANNEL_DEPTH, positive_only=True)
+        if w.dense > 0:
+            channels.append((*dense, w.dense))
     fused = weighted_rrf(channels, w.rrf_k)
+    if dense is not None and few:  # fallback hits rank after every lexical hit, in vector order
+        floor = min(fused.values(), default=1.0)
+        for rank, d in enumerate(dense[0].tolist(), 1):
+            fused.setdefault(d, floor / (2 + rank))
     if not fused:
         return []
     docs = np.fromiter(fused.keys(), dtype=np.int64)
