@@ -12,7 +12,9 @@ Everything is offline; the store lives in a temporary folder unless --keep is gi
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -183,8 +185,14 @@ def main() -> None:
         times = [timed(lambda: sync(open_memory(root))) for _ in range(args.rounds)]
         print(f"no-change reindex, in process: median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f})")
         cli = [sys.executable, "-m", "memtool.cli.main", "--root", str(root), "reindex"]
-        times = [timed(lambda: subprocess.run(cli, check=True, capture_output=True)) for _ in range(args.rounds)]
-        print(f"no-change `memory reindex` command, wall: median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f})")
+        times, cpu = [], []
+        for _ in range(args.rounds):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            times.append(timed(lambda: subprocess.run(cli, check=True, capture_output=True)))
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        print(f"no-change `memory reindex` command: wall median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}), "
+              f"CPU median {statistics.median(cpu) * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         day = sorted(mem.layout.day_files())[len(mem.layout.day_files()) // 2]
         text = day.read_text(encoding="utf-8")
         day.write_text(text.replace('"summary": "', '"summary": "Corrected: ', 1), encoding="utf-8")

@@ -122,6 +122,8 @@ def round6(vector: np.ndarray) -> list[float]:
 
 
 def check_conflict_markers(path: Path, text: str) -> None:
+    if "<<<<<<<" not in text and "=======" not in text and ">>>>>>>" not in text:
+        return  # fast path: a substring test is ~5x cheaper than the multi-line regex on every file read
     m = CONFLICT_RE.search(text)
     if m:
         line = text.count("\n", 0, m.start()) + 1

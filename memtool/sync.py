@@ -201,18 +201,28 @@ class _Scan:
 def _scan_days(layout: Layout, man: Manifest, report: SyncReport) -> _Scan:
     scan = _Scan()
     old_index: dict[str, dict[str, str]] | None = None
+
+    def kept(path: Path, rec: list | None) -> dict[str, str]:
+        """Entries to keep for a day file that cannot be read now: as last seen, else from index.json."""
+        nonlocal old_index
+        if rec is not None:
+            return rec[3]
+        old_index = _index_by_day(layout) if old_index is None else old_index
+        return old_index.get(path.stem, {})
+
     for path in layout.day_files():
         name = path.name
+        rec = man.days.get(name)
         try:
             st = path.stat()
+            fresh = _fresh(rec, st.st_size, st.st_mtime_ns, man)
+            data = b"" if fresh else path.read_bytes()
         except FileNotFoundError:
             continue  # deleted while listing: counts as removed
-        rec = man.days.get(name)
-        if _fresh(rec, st.st_size, st.st_mtime_ns, man):
+        if fresh:
             scan.days[name] = rec
         else:
             scan.reread += 1
-            data = path.read_bytes()
             sha = _hash(data)
             if rec is not None and rec[2] == sha:
                 scan.days[name] = [st.st_size, st.st_mtime_ns, sha, rec[3], rec[4]]
@@ -221,12 +231,7 @@ def _scan_days(layout: Layout, man: Manifest, report: SyncReport) -> _Scan:
                 try:
                     entries = read_day(path)
                 except (StoreCorrupt, UnicodeDecodeError) as exc:
-                    if rec is not None:
-                        kept = rec[3]
-                    else:
-                        old_index = _index_by_day(layout) if old_index is None else old_index
-                        kept = old_index.get(path.stem, {})
-                    scan.days[name] = [st.st_size, st.st_mtime_ns, sha, kept, _day_error(path, data, exc)]
+                    scan.days[name] = [st.st_size, st.st_mtime_ns, sha, kept(path, rec), _day_error(path, data, exc)]
                 else:
                     scan.loaded.update((e.id, e) for e in entries)
                     scan.days[name] = [st.st_size, st.st_mtime_ns, sha, {e.id: e.content_hash() for e in entries}, ""]
@@ -265,28 +270,35 @@ def _scan_markdown(layout: Layout, man: Manifest, report: SyncReport, scan: _Sca
     for path in layout.markdown_files():
         rel = str(path)[cut:].replace(os.sep, "/")
         sig = _sig(path)
-        if sig is None:
-            continue  # vanished while listing
         rec = man.markdown.get(rel)
-        if not _fresh(rec, *sig, man):
+        if sig is not None and not _fresh(rec, *sig, man):
             scan.reread += 1
-            data = path.read_bytes()
-            sha = _hash(data)
-            if rec is not None and rec[2] == sha:
-                rec = [*sig, sha, rec[3]]
-            else:
-                error = ""
-                try:
-                    data.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    error = _bad_utf8(path, data, exc, "not searchable")
-                (report.markdown.changed if rec is not None else report.markdown.added).append(rel)
-                rec = [*sig, sha, error]
+            rec = _md_record(path, rel, sig, rec, report)
+        if sig is None or rec is None:
+            continue  # vanished while we looked
         if rec[3]:
             report.errors.append(rec[3])
         out[rel] = rec
     report.markdown.removed = sorted(set(man.markdown) - set(out))
     return out
+
+
+def _md_record(path: Path, rel: str, sig: tuple[int, int], rec: list | None, report: SyncReport) -> list | None:
+    """[size, mtime_ns, sha, error] of a Markdown file whose stat changed; None if it is gone."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    sha = _hash(data)
+    if rec is not None and rec[2] == sha:
+        return [*sig, sha, rec[3]]
+    error = ""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        error = _bad_utf8(path, data, exc, "not searchable")
+    (report.markdown.changed if rec is not None else report.markdown.added).append(rel)
+    return [*sig, sha, error]
 
 
 def _vector_ok(path: Path, model: str, dim: int, content_hash: str) -> bool:
