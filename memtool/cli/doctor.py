@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from memtool.cli.common import print_json, root_of
+
+if TYPE_CHECKING:
+    from memtool.doctor import Report
 
 
 def register(app: typer.Typer) -> None:
@@ -31,7 +36,7 @@ def doctor(
         raise typer.Exit(StoreCorrupt.exit_code)
 
 
-def _render(report, fix: bool) -> None:
+def _render(report: "Report", fix: bool) -> None:
     counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in report.counts.items())
     typer.echo(f"memory doctor: {report.root}\n  {counts}")
     for line in report.fixed:
