@@ -100,8 +100,11 @@ class Watcher:
         max_latency: float = C.WATCH_MAX_LATENCY_S,
         on_sync: Callable[[SyncReport], None] | None = None,
         on_error: Callable[[MemtoolError], None] | None = None,
+        reopen: Callable[[], Memory] | None = None,
     ):
         self.mem = mem
+        self.reopen = reopen  # builds a fresh Memory when memory/config.yaml changes (say, another embedder)
+        self._config = _sig(str(mem.layout.config_file))
         self.layout = mem.layout
         self.debouncer = Debouncer(debounce, max_latency)
         self.on_sync = on_sync
@@ -125,6 +128,9 @@ class Watcher:
 
     def sync_now(self) -> SyncReport | None:
         try:
+            config = _sig(str(self.layout.config_file))
+            if self.reopen is not None and config != self._config:
+                self.mem, self._config = self.reopen(), config
             report = sync(self.mem)
         except MemtoolError as exc:  # reported; the next change retries
             if self.on_error is None:

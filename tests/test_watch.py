@@ -17,7 +17,8 @@ import pytest
 
 from memtool.scaffold import init
 from memtool.watch import Watcher, relevant
-from tests.test_sync import TEXTS, day_path, mem_with, when
+from memtool.sync import persist_embedder
+from tests.test_sync import TEXTS, RecordingEmbedder, day_path, mem_with, when
 
 DEBOUNCE, MAX_LATENCY = 0.1, 1.0
 TIMEOUT = 20.0
@@ -102,6 +103,13 @@ def test_editor_save_patterns(watched):
     wait_for(md_seen(w, "changed", "MEMORY.md"), "the vim-style save")
     assert searchable(root, "Fridays")
 
+    # delete, then create again
+    mark = len(w.reports)
+    path.unlink()
+    path.write_text("# Memory\nWe never deploy on Saturdays either.\n")
+    wait_for(lambda: any("MEMORY.md" in r.markdown.changed + r.markdown.added for r in w.reports[mark:]), "delete-then-create")
+    assert searchable(root, "Saturdays")
+
     # atomic save: write a temp file, then replace the target
     mark = len(w.reports)
     tmp = root / "memory/.goutputstream-XYZ123"
@@ -164,6 +172,29 @@ def test_malformed_file_then_fixed_and_index_json_deleted(watched):
     (root / "memory/index/index.json").unlink()
     wait_for(lambda: any(r.index_rebuilt == "missing" for r in w.reports[mark:]), "index.json rebuilt")
     assert len(json.loads((root / "memory/index/index.json").read_text())["entries"]) == len(w.entries)
+
+
+def test_config_change_reopens_the_memory(root):
+    """Another embedder in memory/config.yaml (as `memory reembed --provider` writes it): the watcher
+    rebuilds its Memory and re-embeds with it, instead of fighting the switch."""
+    init(root)
+    mem = mem_with(root)
+    entries = [mem.compress(t, when=when(3)) for t in TEXTS[:2]]
+    other = RecordingEmbedder(model="other", dim=32)
+    reports: list = []
+    watcher = Watcher(mem_with(root), debounce=DEBOUNCE, max_latency=MAX_LATENCY, on_sync=reports.append, reopen=lambda: mem_with(root, other))
+    stop = threading.Event()
+    thread = threading.Thread(target=watcher.run, kwargs={"stop": stop}, daemon=True)
+    thread.start()
+    try:
+        assert watcher.ready.wait(TIMEOUT)
+        persist_embedder(watcher.layout, "other")
+        report = wait_for(lambda: next((r for r in reports if r.model == "other"), None), "a sync with the new embedder")
+        assert report.embedded == len(entries)
+        assert {json.loads(p.read_text())["model"] for p in (root / "memory/index/embeddings").glob("*.json")} == {"other"}
+    finally:
+        stop.set()
+        thread.join(TIMEOUT)
 
 
 def test_relevant_paths(root):

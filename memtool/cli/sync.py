@@ -77,7 +77,8 @@ def reembed(
     provider: Optional[str] = typer.Option(None, "--provider", help="Embedder to switch to (wordllama, gemini...). Default: the configured one."),
     as_json: bool = typer.Option(False, "--json", help="Print the sync report as JSON."),
 ) -> None:
-    """Re-embed every entry whose vector is not from the embedder (after switching providers). Resumable."""
+    """Re-embed every entry whose vector is not from the embedder. With --provider, switch to it (written to
+    memory/config.yaml first, so a running `memory watch` follows). Incremental and resumable: run it again."""
     from dataclasses import replace
 
     from memtool.app import resolve_root
@@ -87,23 +88,22 @@ def reembed(
     root = resolve_root(root_of(ctx))
     settings = load_settings(root)
     mem = open_from(ctx, settings=replace(settings, embedder=provider) if provider else settings)
+    if provider and load_settings(root, env={}).embedder != provider:
+        mem.embedder.embed_documents(["memtool reembed probe"])  # a missing key or bad model fails here, config untouched
+        path = persist_embedder(mem.layout, provider)  # first, so a running `memory watch` switches too
+        if not as_json:
+            typer.echo(f"{path}: embedder set to {provider}")
+    if provider and load_settings(root).embedder != provider:
+        warn(f"environment variable {C.ENV_PREFIX}EMBEDDER={load_settings(root).embedder} overrides the config; searches will use it")
     with _progress(not as_json) as progress:
         report = sync(mem, progress=progress)
-    if provider:
-        if load_settings(mem.layout.root, env={}).embedder != provider:
-            path = persist_embedder(mem.layout, provider)
-            if not as_json:
-                typer.echo(f"{path}: embedder set to {provider}")
-        configured = load_settings(mem.layout.root).embedder
-        if configured != provider:
-            warn(f"environment variable {C.ENV_PREFIX}EMBEDDER={configured} overrides the config; searches will use it")
     _render(report, as_json)
 
 
 def watch(
     ctx: typer.Context,
     once: bool = typer.Option(False, "--once", help="Exit after the first sync triggered by a change."),
-    debounce: float = typer.Option(C.WATCH_DEBOUNCE_S, "--debounce", help="Seconds of quiet before a sync."),
+    debounce: float = typer.Option(C.WATCH_DEBOUNCE_S, "--debounce", min=0.0, help="Seconds of quiet before a sync."),
 ) -> None:
     """Watch the root and sync on every change (debounced). One status line per sync; Ctrl-C stops."""
     from datetime import datetime
@@ -122,6 +122,8 @@ def watch(
 
     typer.echo(f"watching {mem.layout.root} (Ctrl-C to stop)", err=True)
     try:
-        Watcher(mem, debounce=debounce, max_latency=max(C.WATCH_MAX_LATENCY_S, debounce), on_sync=on_sync, on_error=on_error).run(once=once)
+        watcher = Watcher(mem, debounce=debounce, max_latency=max(C.WATCH_MAX_LATENCY_S, debounce), on_sync=on_sync, on_error=on_error,
+                          reopen=lambda: open_from(ctx))
+        watcher.run(once=once)
     except KeyboardInterrupt:
         typer.echo("stopped", err=True)
