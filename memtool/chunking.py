@@ -83,12 +83,13 @@ def chunk_markdown(text: str, target: int = CHUNK_TARGET_TOKENS) -> list[Chunk]:
 def chunk_lines(text: str, target: int = CHUNK_TARGET_TOKENS, overlap: int = 1) -> list[Chunk]:
     """Transcripts: consecutive lines (turns) grouped up to `target` tokens, `overlap` turns shared."""
     lines = [(no, ln) for no, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    cost = [count_tokens(ln) for _, ln in lines]
     chunks: list[Chunk] = []
     i = 0
     while i < len(lines):
         j, tokens = i, 0
-        while j < len(lines) and (j == i or tokens + count_tokens(lines[j][1]) <= target):
-            tokens += count_tokens(lines[j][1])
+        while j < len(lines) and (j == i or tokens + cost[j] <= target):
+            tokens += cost[j]
             j += 1
         chunks.append(Chunk("\n".join(ln for _, ln in lines[i:j]), lines[i][0]))
         if j >= len(lines):

@@ -149,7 +149,7 @@ class Memory:
             n_docs += 1
             pending_batch.append((entry, text))
             if len(pending_batch) >= batch:
-                done.extend(self._write(pending_batch))
+                done.extend(self._write(pending_batch, final=False))
                 if progress:
                     progress(len(pending_batch))
                 pending_batch = []
@@ -157,9 +157,14 @@ class Memory:
             done.extend(self._write(pending_batch))
             if progress:
                 progress(len(pending_batch))
+        elif done:  # the last batch was full: it did not rebuild index.json
+            with self.store.lock():
+                self.store.rebuild_index(self.settings.compressor)
         return done
 
-    def _write(self, items: list[tuple[Entry, str]]) -> list[Entry]:
+    def _write(self, items: list[tuple[Entry, str]], final: bool = True) -> list[Entry]:
+        """Store a batch. index.json (derived from the day files) is rebuilt only by the final batch
+        of a call, so a bulk import stays linear; a crash before that leaves it for `memory reindex`."""
         entries = [e for e, _ in items]
         try:
             vectors = self.embedder.embed_documents([e.embed_text() for e in entries])
@@ -169,25 +174,21 @@ class Memory:
         with self.store.lock():
             created: list[Path] = []  # files this write adds; removed again if the entries cannot be stored
             try:
-                for i, (entry, text) in enumerate(items):
-                    if self.settings.keep_transcripts or entry.pending:
-                        self._note_new(created, self.layout.transcript_file(entry.id))
-                        self.store.write_transcript(entry.id, text)
-                    if vectors is not None:
-                        self._note_new(created, self.layout.embedding_file(entry.id))
-                        self.store.write_embedding(entry, self.embedder.model, vectors[i])
+                kept = [(e.id, text) for e, text in items if self.settings.keep_transcripts or e.pending]
+                paths = [self.layout.transcript_file(i) for i, _ in kept]
+                paths += [self.layout.embedding_file(e.id) for e in entries] if vectors is not None else []
+                created.extend(p for p in paths if not p.exists())
+                self.store.write_transcripts(kept)  # batched: fsyncs run in parallel
+                if vectors is not None:
+                    self.store.write_embeddings(entries, self.embedder.model, vectors)
                 self.store.write_entries(entries)
             except StorageError:  # disk full / read-only: take back the files of entries not stored
                 self._roll_back(created, {e.day for e in entries})
                 raise
-            self.store.rebuild_index(self.settings.compressor)
+            if final:
+                self.store.rebuild_index(self.settings.compressor)
         self._index = None
         return entries
-
-    @staticmethod
-    def _note_new(created: list[Path], path: Path) -> None:
-        if not path.exists():
-            created.append(path)
 
     def _roll_back(self, created: list[Path], days: set[str]) -> None:
         """Remove new transcript/embedding files (named <id>.*) whose entry did not reach its day file."""

@@ -37,7 +37,8 @@ def stem_words(ws: list[str]) -> list[str]:
 
 
 def words(text: str) -> list[str]:
-    return [w.lower().strip(".'-") for w in WORD_RE.findall(text)]
+    """Lowercase words; a word starts and ends with a letter or digit (WORD_RE), so nothing to strip."""
+    return WORD_RE.findall(text.lower())
 
 
 def tokenize(text: str) -> list[str]:

@@ -129,3 +129,9 @@ def test_bad_input_changes_nothing(mem, root):
 def test_not_a_memory_root(tmp_path):
     with pytest.raises(NotAMemoryRoot, match="memory init"):
         open_memory(tmp_path / "nowhere")
+
+
+def test_index_json_complete_when_batches_divide_evenly(mem, root):
+    sessions = [Session(text=f"Note {i}: the quarterly report for Erin needs the churn chart.", when=when(1 + i % 5)) for i in range(8)]
+    mem.compress_many(sessions, batch=4)  # two full batches, no partial one
+    assert len(json.loads((root / "memory/index/index.json").read_text())["entries"]) == 8

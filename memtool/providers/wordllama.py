@@ -57,7 +57,7 @@ class WordLlamaEmbedder:
             self._tokenizer = wl.tokenizer
             if files:
                 self._export(files)
-        self._tokenizer.enable_padding()
+        self._tokenizer.no_padding()
         self._tokenizer.no_truncation()
 
     def _export(self, files: tuple[Path, Path]) -> None:
@@ -71,19 +71,25 @@ class WordLlamaEmbedder:
 
     # -- Embedder protocol -------------------------------------------------------------------------
     def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """Mean of the token vectors of each text, L2-normalised (WordLlama's `embed(norm=True)`).
+
+        Token ids of a batch are concatenated and summed per text with np.add.reduceat, so no
+        padding is materialised."""
         self._load()
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        last = self._matrix.shape[0] - 1
         for i in range(0, len(texts), BATCH):
             enc = self._tokenizer.encode_batch(texts[i : i + BATCH], add_special_tokens=False)
-            ids = np.array([e.ids for e in enc], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in enc], dtype=np.float32)
-            if ids.size == 0:
+            lengths = np.array([len(e.ids) for e in enc], dtype=np.int64)
+            if not lengths.any():
                 continue
-            np.clip(ids, 0, self._matrix.shape[0] - 1, out=ids)
-            vecs = np.asarray(self._matrix[ids], dtype=np.float32)
-            pooled = (vecs * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
+            ids = np.clip(np.fromiter((t for e in enc for t in e.ids), dtype=np.int64, count=int(lengths.sum())), 0, last)
+            nonempty = np.flatnonzero(lengths)
+            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
+            sums = np.add.reduceat(np.asarray(self._matrix[ids], dtype=np.float32), starts, axis=0)
+            pooled = sums / lengths[nonempty, None]
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            out[i : i + len(enc)] = np.divide(pooled, norms, out=np.zeros_like(pooled), where=norms > 0)
+            out[i + nonempty] = np.divide(pooled, norms, out=np.zeros_like(pooled), where=norms > 0)
         return out
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -169,7 +169,7 @@ def _md_time(path: Path, kind: str) -> float:
 
 
 class ChunkVectorCache:
-    """Vectors of non-entry documents by content hash, reused across rebuilds."""
+    """Document vectors reused across rebuilds: chunks by text hash, entries by id and content hash."""
 
     def __init__(self, folder: Path, model: str, dim: int):
         self.path = folder / f"chunkvec-{model}.npz"
@@ -201,15 +201,21 @@ def build(layout: Layout, embedder, folder: Path, progress=None) -> list[str]:
     cache = ChunkVectorCache(layout.cache_dir, embedder.model, dim)
     missing: list[int] = []
     keys: list[str] = []
+    texts: list[str] = []  # what each vector embeds: an entry's embed_text, a chunk's own text
     by_id = {e.id: e for e in entries}
     for i, d in enumerate(docs):
-        key = hashlib.sha1(d.index_text.encode("utf-8", "surrogatepass")).hexdigest()
-        keys.append(key)
         if d.kind == "entry":
-            vec = store.vector_for(by_id[d.ref], embedder.model, dim)
-            if vec is not None:
-                vectors[i] = vec
-                continue
+            e = by_id[d.ref]
+            key, text = f"entry:{e.id}:{e.content_hash()}", e.embed_text()
+            if key not in cache.table:  # first build, or the entry changed: its embedding file
+                vec = store.vector_for(e, embedder.model, dim)
+                if vec is not None:
+                    cache.table[key] = vec
+        else:
+            text = d.index_text
+            key = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+        keys.append(key)
+        texts.append(text)
         if key in cache.table:
             vectors[i] = cache.table[key]
         else:
@@ -217,13 +223,13 @@ def build(layout: Layout, embedder, folder: Path, progress=None) -> list[str]:
     step = 512
     for s in range(0, len(missing), step):
         idx = missing[s : s + step]
-        vecs = embedder.embed_documents([docs[i].index_text for i in idx])
+        vecs = embedder.embed_documents([texts[i] for i in idx])
         for i, v in zip(idx, vecs):
             vectors[i] = v
             cache.table[keys[i]] = v
         if progress:
             progress(len(idx))
-    cache.save({k for d, k in zip(docs, keys) if d.kind != "entry"} | {keys[i] for i in missing})
+    cache.save(set(keys))
 
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
