@@ -68,5 +68,6 @@ WATCH_DEBOUNCE_S = 0.3  # quiet period after the last change before a sync
 WATCH_MAX_LATENCY_S = 2.0  # a sync starts at most this long after the first change of a burst
 # editor and tool droppings the watcher ignores (fnmatch patterns on the file name)
 WATCH_IGNORE = (".*", "*~", "*.swp", "*.swx", "*.swo", "4913", ".goutputstream-*", "*.tmp", "#*#")
+WATCH_OWN_WRITES_KEPT = 50_000  # paths of the watcher's own recent writes remembered, to ignore their events
 FSYNC_THREADS = 16  # batch writes fsync in parallel: journal commits are shared (~3x faster than one by one)
 FSYNC_CHUNK = 256  # files held open at once while their fsyncs run

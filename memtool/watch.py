@@ -138,7 +138,7 @@ class Watcher:
             self.on_error(exc)
             return None
         own = {str(p): _sig(str(p)) for p in report.touched}
-        self._own = own if len(self._own) > C.SYNC_EMBED_BATCH * 64 else {**self._own, **own}
+        self._own = own if len(self._own) > C.WATCH_OWN_WRITES_KEPT else {**self._own, **own}  # late events of earlier syncs too
         self.syncs += 1
         if self.on_sync:
             self.on_sync(report)
