@@ -58,7 +58,8 @@ class SyncReport:
     dropped: int = 0  # embedding files of vanished entries removed
     index_rebuilt: str = ""  # why index.json was rewritten ('' if it was not)
     search_rebuilt: bool = False
-    first: bool = False  # no manifest yet: every file counts as added
+    first: bool = False  # no manifest yet (or --full): every file counts as added
+    full: bool = False
     model: str = ""
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -72,7 +73,7 @@ class SyncReport:
         return {
             "entries": vars(self.entries), "markdown": vars(self.markdown), "embedded": self.embedded,
             "dropped": self.dropped, "index_rebuilt": self.index_rebuilt, "search_rebuilt": self.search_rebuilt,
-            "first": self.first, "model": self.model, "errors": self.errors, "seconds": round(self.seconds, 3),
+            "first": self.first, "full": self.full, "model": self.model, "errors": self.errors, "seconds": round(self.seconds, 3),
         }
 
     def line(self) -> str:
@@ -88,7 +89,8 @@ class SyncReport:
             parts.append("search cache rebuilt")
         if self.errors:
             parts.append(f"{len(self.errors)} problem(s)")
-        return ", ".join(parts) + f" ({self.seconds:.2f}s)"
+        prefix = "full rebuild: " if self.full else "first sync: " if self.first else ""
+        return prefix + ", ".join(parts) + f" ({self.seconds:.2f}s)"
 
 
 # -- the manifest ----------------------------------------------------------------------------------
@@ -385,7 +387,7 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
     t0 = time.perf_counter()
     layout, store, embedder = mem.layout, mem.store, mem.embedder
     model, dim = embedder.model, embedder.dim
-    report = SyncReport(model=model)
+    report = SyncReport(model=model, full=full)
     man = None if full else Manifest.load(layout)
     report.first = man is None
     man = man or Manifest()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
 from typing import Iterator, Optional
 
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import console, open_from, print_json, root_of, warn
+from memtool.cli.common import open_from, print_json, root_of, warn
 
 PROGRESS_AFTER = 64  # show a progress bar only for work at least this large
 
@@ -21,8 +22,8 @@ def register(app: typer.Typer) -> None:
 
 @contextmanager
 def _progress(enabled: bool) -> Iterator:
-    """A rich progress bar, imported and shown only once there is long work to show."""
-    if not enabled:
+    """A rich progress bar on stderr, imported and shown only on a terminal and once there is long work."""
+    if not enabled or not sys.stderr.isatty():
         yield None
         return
     state: dict = {"bar": None, "tasks": {}}
@@ -33,9 +34,10 @@ def _progress(enabled: bool) -> Iterator:
             if total and total < PROGRESS_AFTER:
                 return
             if state["bar"] is None:
+                from rich.console import Console
                 from rich.progress import Progress
 
-                state["bar"] = Progress(console=console(), transient=True)
+                state["bar"] = Progress(console=Console(stderr=True), transient=True)
                 state["bar"].start()
             for earlier in tasks.values():  # one line at a time: the current step
                 state["bar"].update(earlier, visible=False)
