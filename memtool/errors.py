@@ -63,3 +63,9 @@ class ProviderTimeout(ProviderError):
 
 class BadModelOutput(ProviderError):
     """The model answered, but not with the structured output we asked for."""
+
+
+class WouldOverwrite(MemtoolError):
+    """A write would replace a file a person wrote (or one that exists, without --force)."""
+
+    exit_code = 11

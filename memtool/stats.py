@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from datetime import date
+from datetime import date, timedelta
+from statistics import median
 
+from memtool import constants as C
+from memtool.entities import collect_entities
 from memtool.memory import Memory
 from memtool.store import DAY_RE
+
+SPARK = "▁▂▃▄▅▆▇█"
 
 
 def _size(folder) -> int:
@@ -32,6 +37,7 @@ def collect(mem: Memory) -> dict:
         weeks[f"{y}-W{w:02d}"] += 1
     ratios = [e.tokens_original / max(e.tokens_compressed, 1) for e in entries]
     cache = layout.cache_dir
+    found = collect_entities(entries)
     return {
         "root": str(layout.root),
         "entries": len(entries),
@@ -50,4 +56,58 @@ def collect(mem: Memory) -> dict:
         "cache_bytes": _size(cache) if cache.is_dir() else 0,
         "embedder": mem.embedder.model,
         "problems": errors,
+        # added for the at-a-glance view and the HTML report
+        "first_day": min((e.day for e in entries), default=""),
+        "last_day": max((e.day for e in entries), default=""),
+        "median_compression_ratio": round(median(ratios), 1) if ratios else 0.0,
+        "compression_ratio_range": [round(min(ratios), 1), round(max(ratios), 1)] if ratios else [0.0, 0.0],
+        "compression_ratio_histogram": ratio_histogram(ratios),
+        "entities": {kind: len(ents) for kind, ents in found.items()},
+        "top_people": {e.name: e.count for e in found["people"][: C.STATS_TOP_SHOWN]},
+        "top_systems": {e.name: e.count for e in found["systems"][: C.STATS_TOP_SHOWN]},
     }
+
+
+def ratio_histogram(ratios: list[float]) -> dict[str, int]:
+    """Entries per compression-ratio bucket, every bucket present, in order: '<2:1', '2-5:1', ..., '>=100:1'."""
+    edges = C.RATIO_BUCKETS
+    labels = [f"<{edges[0]}:1", *(f"{a}-{b}:1" for a, b in zip(edges, edges[1:])), f">={edges[-1]}:1"]
+    counts = dict.fromkeys(labels, 0)
+    for r in ratios:
+        counts[labels[sum(r >= e for e in edges)]] += 1
+    return counts
+
+
+def week_series(per_week: dict[str, int]) -> list[tuple[str, int]]:
+    """entries_per_week with the empty weeks in between filled in with 0, oldest first."""
+    if not per_week:
+        return []
+    day, last, out = _monday(min(per_week)), _monday(max(per_week)), []
+    while day <= last:
+        y, w, _ = day.isocalendar()
+        key = f"{y}-W{w:02d}"
+        out.append((key, per_week.get(key, 0)))
+        day += timedelta(weeks=1)
+    return out
+
+
+def _monday(week: str) -> date:
+    year, num = week.split("-W")
+    return date.fromisocalendar(int(year), int(num), 1)
+
+
+def sparkline(values: list[int]) -> str:
+    """One block character per value, scaled to the largest; a zero is a space."""
+    top = max(values, default=0)
+    return "".join(" " if v <= 0 else SPARK[min(len(SPARK) - 1, (v * len(SPARK) - 1) // top)] for v in values)
+
+
+def human_bytes(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    size = n / 1024
+    for unit in ("KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"

@@ -97,9 +97,10 @@ class Layout:
         return sorted(p for p in self.index_dir.glob("*.json") if DAY_RE.match(p.stem))
 
     def markdown_files(self) -> list[Path]:
-        """Layer 3 files at the root and every Markdown file under memory/ (not transcripts, cache, archive)."""
+        """Layer 3 files at the root and every Markdown file under memory/ (not transcripts, cache, archive,
+        nor the generated entity pages of memory/areas, which repeat entries)."""
         out = [self.root / name for name in C.LAYER3_FILES if (self.root / name).is_file()]
-        skip = {C.TRANSCRIPTS_DIR, C.CACHE_DIR, C.ARCHIVE_DIR, C.QUARANTINE_DIR, C.INDEX_DIR}
+        skip = {C.TRANSCRIPTS_DIR, C.CACHE_DIR, C.ARCHIVE_DIR, C.QUARANTINE_DIR, C.INDEX_DIR, C.AREAS_DIR}
         if self.memory_dir.is_dir():
             for dirpath, dirnames, filenames in os.walk(self.memory_dir):
                 if Path(dirpath) == self.memory_dir:

@@ -1,0 +1,171 @@
+"""Commands for a store that lives a long time: entities, entity, export, backup, restore, report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from memtool import constants as C
+from memtool.cli.common import console, open_from, print_json, root_of, warn
+
+TABLE_LIMIT = 25  # names per kind in the `memory entities` table unless --limit says otherwise
+
+
+def register(app: typer.Typer) -> None:
+    app.command("entities")(entities)
+    app.command("entity")(entity)
+    app.command("export")(export)
+    app.command("backup")(backup)
+    app.command("restore")(restore)
+    app.command("report")(report)
+
+
+def _entries(ctx: typer.Context):
+    mem = open_from(ctx)
+    errors: list[str] = []
+    entries = list(mem.store.iter_entries(errors))
+    for message in errors:
+        warn(f"skipped: {message}")
+    return mem, entries
+
+
+def entities(
+    ctx: typer.Context,
+    kind: Optional[str] = typer.Option(None, "--kind", help=f"Only this kind: {', '.join(C.ENTITY_KINDS)}."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=f"Names per kind (default: {TABLE_LIMIT} in the table, all with --json; 0: all)."),
+    pages: bool = typer.Option(False, "--pages", help="Write Markdown pages to memory/areas/ (people and systems, with an index)."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """People, systems, dates and topics named across entries, with counts and first/last seen."""
+    from memtool.entities import check_kind, collect_entities, write_pages
+
+    kinds = check_kind(kind)
+    mem, entries = _entries(ctx)
+    if pages:
+        with mem.store.lock():
+            rep = write_pages(mem.layout, collect_entities(entries))
+        if as_json:
+            print_json(rep.to_dict())
+            return
+        index = mem.layout.memory_dir / C.AREAS_DIR / C.AREA_INDEX_FILE
+        typer.echo(f"{len(rep.written)} page(s) written, {rep.unchanged} unchanged, {len(rep.removed)} removed; start at {index}")
+        return
+    found = collect_entities(entries, kinds)
+    cap = limit if limit is not None else (0 if as_json else TABLE_LIMIT)
+    if as_json:
+        print_json({k: [e.summary_dict() for e in (ents[:cap] if cap else ents)] for k, ents in found.items()})
+        return
+    from rich.table import Table
+
+    out = console()
+    for k, ents in found.items():
+        shown = ents[:cap] if cap else ents
+        table = Table(title=f"{k} ({len(ents)})", title_justify="left", box=None)
+        for col, justify in (("name", "left"), ("entries", "right"), ("first seen", "left"), ("last seen", "left")):
+            table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        for e in shown:
+            table.add_row(e.name, str(e.count), e.first_seen, e.last_seen)
+        if not ents:
+            table.add_row("[dim]none yet[/dim]", "", "", "")
+        out.print(table)
+        if len(shown) < len(ents):
+            out.print(f"[dim]... and {len(ents) - len(shown)} more (--limit 0 shows all)[/dim]")
+        out.print()
+
+
+def entity(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="A person, system, date or topic, any case (or its page folder name)."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """The timeline of one name: every entry mentioning it, with date, session, summary and decisions."""
+    from memtool.entities import collect_entities, timeline
+
+    _, entries = _entries(ctx)
+    t = timeline(collect_entities(entries), name)
+    data = t.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    out = console()
+    from rich.markup import escape
+
+    out.print(f"[bold]{escape(t.name)}[/bold] ({', '.join(t.kinds)}): {data['count']} entries, {data['first_seen']} to {data['last_seen']}")
+    for item in data["timeline"]:
+        out.print(f"\n[bold]{item['date']}[/bold] [dim]session[/dim] {escape(item['session'])} [dim]{item['id']} · {item['importance']}[/dim]")
+        out.print(escape(item["summary"]), soft_wrap=False)
+        for d in item["decisions"]:
+            out.print(f"  [green]decision:[/green] {escape(d)}")
+
+
+def export(
+    ctx: typer.Context,
+    fmt: str = typer.Option("jsonl", "--format", "-f", help=f"One of {', '.join(C.EXPORT_FORMATS)}: one JSON entry per line, a CSV table, or a Markdown digest by day."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of stdout."),
+) -> None:
+    """Export every entry, oldest first."""
+    from memtool.export import export_text
+    from memtool.fsutil import atomic_write_bytes
+
+    _, entries = _entries(ctx)
+    text = export_text(entries, fmt)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    atomic_write_bytes(output, text.encode("utf-8"))
+    typer.echo(f"exported {len(entries)} entries to {output}", err=True)
+
+
+def backup(
+    ctx: typer.Context,
+    archive: Path = typer.Argument(..., help="The archive to write, e.g. memory-backup.tar.gz."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Back up the versioned files (MEMORY.md, USER.md, AGENTS.md, memory/ without .cache and .lock) to a .tar.gz."""
+    from memtool.app import resolve_root
+    from memtool.export import backup as do_backup
+    from memtool.stats import human_bytes
+    from memtool.store import Layout
+
+    rep = do_backup(Layout(resolve_root(root_of(ctx))), archive)
+    if as_json:
+        print_json(rep.to_dict())
+        return
+    typer.echo(f"backed up {rep.files} files ({human_bytes(rep.bytes)}) to {rep.path} ({human_bytes(rep.archive_bytes)})")
+
+
+def restore(
+    ctx: typer.Context,
+    archive: Path = typer.Argument(..., help="An archive written by `memory backup`."),
+    force: bool = typer.Option(False, "--force", help="Replace files that differ from the backup; the current ones go to memory/quarantine/<timestamp>/."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Restore a backup into the memory root. Refuses to replace a file unless --force."""
+    from memtool.app import resolve_root
+    from memtool.export import restore as do_restore
+    from memtool.store import Layout
+
+    rep = do_restore(Layout(resolve_root(root_of(ctx))), archive, force=force)
+    if as_json:
+        print_json(rep.to_dict())
+        return
+    typer.echo(f"restored {len(rep.restored)} files, {rep.unchanged} already identical")
+    if rep.quarantined:
+        typer.echo(f"kept the {len(rep.quarantined)} replaced files in {'/'.join(rep.quarantined[0].split('/')[:3])}/")
+    if rep.not_in_backup:
+        warn(f"{len(rep.not_in_backup)} files here are not in the backup and were left alone, e.g. {rep.not_in_backup[0]}; "
+             "`memory reindex` brings the index up to date with them")
+
+
+def report(
+    ctx: typer.Context,
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help=f"Where to write the page (default {C.MEMORY_DIR}/{C.REPORT_FILE})."),
+) -> None:
+    """Write one self-contained HTML page with the numbers of `memory stats` as charts."""
+    from memtool.report import write_report
+
+    path, data = write_report(open_from(ctx), output)
+    typer.echo(f"wrote {path} ({data['entries']} entries)")
