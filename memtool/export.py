@@ -22,7 +22,7 @@ from typing import Iterable
 
 from memtool import constants as C
 from memtool.errors import BadInput, StorageError, WouldOverwrite
-from memtool.fsutil import atomic_write_bytes, locked
+from memtool.fsutil import atomic_write_bytes, atomic_write_many, locked
 from memtool.models import Entry, utcnow
 from memtool.store import Layout, sort_entries
 
@@ -222,18 +222,17 @@ def restore(layout: Layout, archive: Path, force: bool = False) -> RestoreReport
                                  "Nothing was written. Use --force to replace them (the current ones are kept in "
                                  f"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/<timestamp>/).")
         aside = _quarantine_folder(layout) if existing else None
-        for name, data, mode in changed:
-            target = layout.root / name
-            if aside is not None and target.exists():
-                dest = aside / name
-                try:
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(target, dest)
-                except OSError as exc:
-                    raise StorageError(f"cannot move {target} into {aside}: {exc.strerror}") from None
-                report.quarantined.append(dest.relative_to(layout.root).as_posix())
-            atomic_write_bytes(target, data)
-            os.chmod(target, (mode & 0o777) | 0o600)  # as backed up, but always readable and writable by the owner
+        for name in existing:
+            target, dest = layout.root / name, aside / name
+            try:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(target, dest)
+            except OSError as exc:
+                raise StorageError(f"cannot move {target} into {aside}: {exc.strerror}") from None
+            report.quarantined.append(dest.relative_to(layout.root).as_posix())
+        atomic_write_many([(layout.root / name, data) for name, data, _ in changed])  # fsyncs in parallel
+        for name, _, mode in changed:
+            os.chmod(layout.root / name, (mode & 0o777) | 0o600)  # as backed up, but always readable and writable by the owner
             report.restored.append(name)
         for name, _, data in members:  # empty folders (memory/index/embeddings of a new store)
             if data is None:
