@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from memtool import constants as C
 from memtool.cli.common import console, open_from, print_json, root_of, warn
+
+if TYPE_CHECKING:
+    from memtool.memory import Memory
+    from memtool.models import Entry
 
 TABLE_LIMIT = 25  # names per kind in the `memory entities` table unless --limit says otherwise
 
@@ -23,7 +27,7 @@ def register(app: typer.Typer) -> None:
     app.command("report")(report)
 
 
-def _entries(ctx: typer.Context):
+def _entries(ctx: typer.Context) -> "tuple[Memory, list[Entry]]":
     mem = open_from(ctx)
     errors: list[str] = []
     entries = list(mem.store.iter_entries(errors))
