@@ -1,0 +1,170 @@
+"""Search speed and memory at 1k / 10k / 100k entries, against seed 003's naive flow in the same run.
+
+    python bench/scale.py [--sizes 1000,10000,100000] [--queries 200] [--cold-runs 7] [--workdir DIR]
+
+For each size a synthetic store is built through the product itself (`compress_many`, local
+compressor, wordllama embedder, transcripts kept as by default). Then, on the same queries:
+- build_s: first search after the import (derived cache built from the files);
+- search_p50/p95_ms: in-process `Memory.search`, query embedding excluded (timed separately as
+  embed_query_ms; with the default weights it only runs when BM25 finds too few hits);
+- cold_search_ms / cold_rss_mb: `memory search --json` as a new process (median of runs, peak RSS);
+- naive_ms: seed 003's search flow: read index.json and every embedding file, cosine-scan, top-k
+  (query vector given, so embedding is excluded there too). Ratios are naive / ours.
+Prints one JSON line per size, then a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+
+from memtool.app import open_memory
+from memtool.memory import Session
+from memtool.scaffold import init
+from memtool.search.engine import Query
+
+TOPICS = (
+    "billing postgres index migration redis cache deploy kubernetes auth oauth token login dashboard react css "
+    "flaky docker latency grafana alert incident rollback schema query endpoint webhook stripe invoice customer "
+    "report export upload bucket lambda queue kafka consumer worker cron retry timeout terraform nginx sentry "
+    "typescript pytest coverage refactor feature flag canary release changelog backup restore replica shard"
+).split()
+PEOPLE = "Alice Bob Carol Dana Erin Frank Grace Heidi Ivan Judy".split()
+VERBS = "fixed dropped kept moved rewrote profiled reverted documented benchmarked split".split()
+
+
+def session_text(rng: random.Random) -> str:
+    lines = []
+    for _ in range(rng.randint(6, 16)):
+        a, b, c = rng.sample(TOPICS, 3)
+        lines.append(f"{rng.choice(PEOPLE)}: we {rng.choice(VERBS)} the {a} {b} because the {c} was slow; next the {rng.choice(TOPICS)} {rng.randint(1, 999)}.")
+    return "\n".join(lines)
+
+
+def build_store(root: Path, n: int, seed: int) -> float:
+    init(root)
+    mem = open_memory(root)
+    rng = random.Random(seed)
+    start = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    sessions = (Session(text=session_text(rng), when=start + timedelta(minutes=37 * i), session=f"s{i}") for i in range(n))
+    t = time.perf_counter()
+    mem.compress_many(sessions, batch=1024)
+    return time.perf_counter() - t
+
+
+def naive_search(root: Path, qvec: np.ndarray, k: int = 5) -> list[str]:
+    """Seed 003: load index.json, load every embedding file, cosine-scan, return the top-k entries."""
+    index = json.loads((root / "memory/index/index.json").read_text())
+    by_id = {e["id"]: e for e in index["entries"]}
+    scores = []
+    for path in (root / "memory/index/embeddings").iterdir():
+        vec = np.asarray(json.loads(path.read_text())["embedding"], dtype=np.float32)
+        scores.append((float(vec @ qvec / (np.linalg.norm(vec) or 1.0)), path.stem))
+    scores.sort(reverse=True)
+    return [by_id[i]["summary"] for _, i in scores[:k] if i in by_id]
+
+
+def cold_search(root: Path, query: str) -> tuple[float, float]:
+    """Wall time (ms) and peak RSS (MB) of `memory search` as a fresh process."""
+    cmd = [sys.executable, "-m", "memtool", "--root", str(root), "search", query, "--json"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as users run it: bytecode cached
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    ms = (time.perf_counter() - t) * 1000
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"cold search failed: {proc.stderr.read().decode()}")
+    return ms, usage.ru_maxrss / 1024
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else 0.0
+
+
+def run_size(workdir: Path, n: int, queries: int, cold_runs: int) -> dict:
+    root = workdir / f"store-{n}"
+    import_s = build_store(root, n, seed=n)
+    mem = open_memory(root)
+    t = time.perf_counter()
+    mem.index()
+    build_s = time.perf_counter() - t
+    rng = random.Random(1)
+    texts = [" ".join(rng.sample(TOPICS, rng.randint(2, 4))) + f" {rng.choice(PEOPLE)}" for _ in range(queries)]
+    embed_ms, search_ms, naive_ms = [], [], []
+    vectors = {}
+    for q in texts:
+        t = time.perf_counter()
+        vectors[q] = mem.embedder.embed_query(q)
+        embed_ms.append((time.perf_counter() - t) * 1000)
+    real_embed = mem.embedder.embed_query
+    mem.embedder.embed_query = lambda q: vectors[q]  # query embedding timed above, not here
+    for q in texts:
+        t = time.perf_counter()
+        mem.search(Query(text=q, limit=5))
+        search_ms.append((time.perf_counter() - t) * 1000)
+    mem.embedder.embed_query = real_embed
+    for q in texts[: max(3, min(20, 200_000 // n))]:  # the naive flow is slow at scale: fewer runs
+        t = time.perf_counter()
+        naive_search(root, vectors[q])
+        naive_ms.append((time.perf_counter() - t) * 1000)
+    cold_search(root, texts[0])  # warm-up: compiles bytecode once, as any installed tool has
+    cold = [cold_search(root, q) for q in texts[:cold_runs]]
+    import resource
+
+    result = {
+        "entries": n,
+        "docs": mem.index().n,
+        "import_s": round(import_s, 1),
+        "import_ms_per_session": round(import_s * 1000 / n, 2),
+        "build_s": round(build_s, 2),
+        "search_p50_ms": round(percentile(search_ms, 50), 2),
+        "search_p95_ms": round(percentile(search_ms, 95), 2),
+        "embed_query_p50_ms": round(percentile(embed_ms, 50), 2),
+        "cold_search_ms": round(statistics.median(c[0] for c in cold), 1),
+        "cold_rss_mb": round(max(c[1] for c in cold), 1),
+        "process_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "naive_ms": round(statistics.median(naive_ms), 1),
+    }
+    result["naive_over_search"] = round(result["naive_ms"] / max(result["search_p50_ms"], 1e-3), 1)
+    result["naive_over_cold_cli"] = round(result["naive_ms"] / result["cold_search_ms"], 2)
+    return result
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="1000,10000,100000")
+    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--cold-runs", type=int, default=7)
+    p.add_argument("--workdir", type=Path, default=None, help="keep the stores here (default: a temp folder, removed)")
+    args = p.parse_args(argv)
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="memtool-scale-"))
+    results = []
+    for n in (int(x) for x in args.sizes.split(",")):
+        print(f"size {n}: building…", file=sys.stderr, flush=True)
+        res = run_size(work, n, args.queries, args.cold_runs)
+        print(json.dumps(res), flush=True)
+        results.append(res)
+    cols = ["entries", "docs", "import_ms_per_session", "build_s", "search_p50_ms", "search_p95_ms", "embed_query_p50_ms", "cold_search_ms", "cold_rss_mb", "naive_ms", "naive_over_search", "naive_over_cold_cli"]
+    print("\n| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
+    for r in results:
+        print("| " + " | ".join(str(r[c]) for c in cols) + " |")
+    if args.workdir is None:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+if __name__ == "__main__":
+    main()
