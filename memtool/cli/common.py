@@ -6,7 +6,6 @@ import json
 import sys
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -16,7 +15,7 @@ from memtool.errors import MemtoolError
 class MemtoolGroup(TyperGroup):
     """Maps domain errors to one message on stderr and their exit code, for every subcommand."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
         except MemtoolError as exc:

@@ -8,7 +8,6 @@ until a provider is actually built.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Protocol, runtime_checkable
 
@@ -75,12 +74,18 @@ COMPRESSOR_GROUP = "memtool.compressors"
 EMBEDDER_GROUP = "memtool.embedders"
 
 
+def _entry_points(group: str):
+    from importlib.metadata import entry_points  # ~30 ms: only when a provider is actually built
+
+    return entry_points(group=group)
+
+
 def available(group: str) -> list[str]:
-    return sorted(ep.name for ep in entry_points(group=group))
+    return sorted(ep.name for ep in _entry_points(group))
 
 
 def _load(group: str, name: str, kind: str):
-    for ep in entry_points(group=group):
+    for ep in _entry_points(group):
         if ep.name == name:
             return ep.load()
     raise ConfigError(f"unknown {kind} '{name}'. Available: {', '.join(available(group)) or 'none (is memtool installed?)'}")
