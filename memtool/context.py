@@ -102,6 +102,8 @@ def format_hit(hit: Hit, tpl: Template, terms: set[str] = frozenset()) -> str:
         content = f"{UNTRUSTED_NOTE}\n  > " + content.replace("\n", "\n  > ")
         if "\n" not in tpl.separator:  # one-line template: end the quote, or the next item would sit inside it
             content += "\n"
+    if hit.superseded_by:  # an older version: the newer one is usually among the hits too
+        content = f"(superseded by {hit.superseded_by}) {content}"
     date = f"{when.day} {when:%B %Y}" if when is not None else "-"
     return tpl.item.format(content=content, kind=hit.kind, id=hit.id, session=hit.source_session or "-", timestamp=hit.timestamp[:16], date=date, score=f"{hit.score:.3f}")
 

@@ -8,7 +8,7 @@ after it leaves index.json behind, which the next write or `memory reindex` rebu
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable
@@ -16,8 +16,10 @@ from typing import Callable, Iterable
 from memtool import constants as C
 from memtool.budget import fit_to_provider_count
 from memtool.config import Settings
+from memtool.access import load_counts, record
 from memtool.context import ContextResult, Section, pack
 from memtool.dates import anchor
+from memtool.dedupe import Deduper, Duplicate
 from memtool.errors import BadInput, ProviderError, StorageError
 from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
@@ -40,6 +42,7 @@ class Session:
     agent: str = ""
     trusted: bool = True
     name: str = "<text>"  # file name, for messages
+    supersedes: list[str] = field(default_factory=list)  # ids of stored entries this session replaces
 
 
 class Memory:
@@ -51,6 +54,7 @@ class Memory:
         self.embedder = embedder
         self._index: SearchIndex | None = None
         self.warnings: list[str] = []  # provider fallbacks during the last compress_many / context call
+        self.duplicates: list[Duplicate] = []  # sessions the last compress_many found already stored (memtool.dedupe)
 
     # -- write path ------------------------------------------------------------------------------
     def check_text(self, text: str, name: str = "<text>") -> str:
@@ -86,8 +90,9 @@ class Memory:
             n += 1
         return df, n
 
-    def _compress_one(self, s: Session, provider: str, df: Counter, n_docs: int) -> tuple[Entry, str]:
-        text = self.redact(self.check_text(s.text, s.name))
+    def _compress_one(self, s: Session, provider: str, df: Counter, n_docs: int, text: str | None = None) -> tuple[Entry, str]:
+        """`text`: the session's text already checked and redacted."""
+        text = self.redact(self.check_text(s.text, s.name)) if text is None else text
         when = s.when or utcnow()
         hints = Hints(when=when, doc_freq=df, n_docs=n_docs)
         compressor = self._compressor_factory(provider)
@@ -125,6 +130,7 @@ class Memory:
             source=s.source,
             agent=s.agent,
             trusted=s.trusted,
+            supersedes=list(s.supersedes),
         )
         original = count_tokens(text)
         compressed = count_tokens(entry.embed_text())
@@ -143,8 +149,24 @@ class Memory:
         done: list[Entry] = []
         pending_batch: list[tuple[Entry, str]] = []
         df, n_docs = self._doc_freq()
+        results: list[Entry] = []  # in input order: stored entries, and stored ones a duplicate repeats
+        self.duplicates = []
+        dedupe = Deduper(self.layout)
         for s in sessions:
-            entry, text = self._compress_one(s, provider, df, n_docs)
+            text = self.redact(self.check_text(s.text, s.name))
+            dedupe.require_known(s.supersedes)
+            dup = dedupe.check(s.name, text, s.when or utcnow())
+            if dup is not None:
+                self.duplicates.append(dup)
+                if dup.kind == "same":  # nothing new to store
+                    results.append(dup.entry)
+                    continue
+                s = replace(s, supersedes=list(dict.fromkeys([*s.supersedes, dup.existing])))
+            entry, text = self._compress_one(s, provider, df, n_docs, text)
+            if dup is not None:
+                dup.new = entry.id
+            dedupe.add(entry, text)
+            results.append(entry)
             df.update(set(content_words(entry.embed_text())))
             n_docs += 1
             pending_batch.append((entry, text))
@@ -160,7 +182,7 @@ class Memory:
         elif done:  # the last batch was full: it did not rebuild index.json
             with self.store.lock():
                 self.store.rebuild_index(self.settings.compressor)
-        return done
+        return results
 
     def _write(self, items: list[tuple[Entry, str]], final: bool = True) -> list[Entry]:
         """Store a batch. index.json (derived from the day files) is rebuilt only by the final batch
@@ -216,20 +238,27 @@ class Memory:
             return self.store.append_log(f"{when:%Y-%m-%d}", line)
 
     # -- read path -------------------------------------------------------------------------------
-    def index(self, progress=None, errors: list[str] | None = None) -> SearchIndex:
+    def index(self, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:
+        if archive:  # the cache over live + archived files: opened per call (rare), so never stale
+            return open_index(self.layout, self.embedder, progress, errors, archive=True)
         if self._index is None:
             self._index = open_index(self.layout, self.embedder, progress, errors)
         return self._index
 
     def weights(self) -> Weights:
         s = self.settings
-        return Weights(bm25=s.bm25_weight, dense=s.dense_weight, dense_fallback=s.dense_fallback, rrf_k=s.rrf_k, recency_half_life_days=s.recency_half_life_days)
+        return Weights(bm25=s.bm25_weight, dense=s.dense_weight, dense_fallback=s.dense_fallback, rrf_k=s.rrf_k, recency_half_life_days=s.recency_half_life_days,
+                       access_boost=s.access_boost)
 
     def search(self, query: Query | str, **kw) -> list[Hit]:
         q = query if isinstance(query, Query) else Query(text=query, **kw)
         if q.limit < 1:
             raise BadInput("--limit must be at least 1")
-        return search(self.index(), self.embedder, q, self.weights())
+        access = load_counts(self.layout) if self.settings.access_boost > 0 else None
+        hits = search(self.index(archive=q.archive), self.embedder, q, self.weights(), access)
+        if access is not None:  # use counts are kept while the boost is on (a write costs ~1 ms on ext4)
+            record(self.layout, [h.id for h in hits if h.kind == "entry"])
+        return hits
 
     def context(self, query: str | None = None, budget: int | None = None, template: str | None = None, limit: int = 8, exclude: frozenset[str] = frozenset(), now: datetime | None = None) -> ContextResult:
         budget = budget or self.settings.budget

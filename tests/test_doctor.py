@@ -183,9 +183,15 @@ def test_duplicates_are_reduced_to_one_and_nothing_is_lost(mem, doctor, root):
     assert json.loads((root / record).read_text())["entry"]["summary"] == "edited on another machine"
 
 
-def test_the_same_transcript_stored_twice_keeps_the_earlier(mem, doctor, root):
+def test_the_same_transcript_stored_twice_keeps_the_earlier(mem, doctor, root, tmp_path):
     first = mem.compress(AUTH, when=when(7, 9))
-    again = mem.compress(AUTH, when=when(9, 9))  # the same session compressed again later
+    # the same session compressed again later on another machine, merged in by git (compress itself
+    # returns the stored entry for a transcript it already holds: memtool.dedupe)
+    laptop = tmp_path / "laptop"
+    init(laptop)
+    again = open_memory(laptop, embedder=FakeEmbedder()).compress(AUTH, when=when(9, 9))
+    for rel in ("memory/index/2026-02-09.json", f"memory/transcripts/{again.id}.md", f"memory/index/embeddings/{again.id}.json"):
+        (root / rel).write_bytes((laptop / rel).read_bytes())
     assert first.id != again.id
     [dup] = [p for p in doctor.diagnose().problems if p.kind == "duplicate"]
     assert again.id in dup.message and first.id in dup.message

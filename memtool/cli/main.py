@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from memtool.cli import demo, read, write
+from memtool.cli import archive as archive_cli
 from memtool.cli import lifecycle
 from memtool.cli import providers
 from memtool.cli import sync as sync_cli
@@ -34,6 +35,7 @@ def main(
 
 write.register(app)
 read.register(app)
+archive_cli.register(app)
 lifecycle.register(app)
 providers.register(app)
 sync_cli.register(app)

@@ -37,6 +37,7 @@ def search(
     kind: Optional[str] = typer.Option(None, help="Only this kind: entry, log or memory."),
     no_transcripts: bool = typer.Option(False, "--no-transcripts", help="Match entries on their compressed fields only, not their kept transcripts."),
     trusted_only: bool = typer.Option(False, "--trusted-only", help="Leave out memories whose text came from untrusted input."),
+    archive: bool = typer.Option(False, "--archive", help="Also search what `memory archive` moved to memory/archive/."),
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON."),
 ) -> None:
     """Hybrid search (BM25 + vectors, fused) over entries, transcripts, daily logs and MEMORY.md."""
@@ -48,7 +49,7 @@ def search(
     if kind not in kinds:
         raise BadInput("--kind must be entry, log or memory")
     chosen = tuple(k for k in kinds[kind] if not (no_transcripts and k == "transcript"))
-    q = Query(text=query, limit=limit, kinds=chosen, since=_period(since, False), until=_period(until, True), topic=topic, min_importance=importance, trusted_only=trusted_only)
+    q = Query(text=query, limit=limit, kinds=chosen, since=_period(since, False), until=_period(until, True), topic=topic, min_importance=importance, trusted_only=trusted_only, archive=archive)
     hits = open_from(ctx).search(q)
     if as_json:
         print_json([h.to_dict() for h in hits])
@@ -63,6 +64,8 @@ def search(
         table.add_column(col, overflow="fold")
     for h in hits:
         text = h.text if not h.passage else f"{h.text}\n[dim]> {h.passage[:200]}[/dim]"
+        if h.superseded_by:  # an older version, ranked below the newer one when both match
+            text = f"[yellow](superseded by {h.superseded_by})[/yellow] {text}"
         table.add_row(f"{h.score:.3f}", h.kind, h.id, h.timestamp[:10], h.source_session, text)
     console().print(table)
 
@@ -92,10 +95,16 @@ def context(
 
 def show(ctx: typer.Context, entry_id: str = typer.Argument(..., help="Entry id, e.g. ctx-20260207-1a2b3c4d."), as_json: bool = typer.Option(False, "--json")) -> None:
     """Show one entry."""
+    from memtool.archive import ArchiveLayout, get_archived
+
     mem = open_from(ctx)
     entry = mem.get(entry_id)
+    home = mem.layout
     if entry is None:
-        raise NotFound(f"no entry with id {entry_id}. `memory search` lists ids.")
+        entry = get_archived(mem.layout, entry_id)
+        home = ArchiveLayout(mem.layout.root, entry.day[:4]) if entry is not None else home
+    if entry is None:
+        raise NotFound(f"no entry with id {entry_id}. `memory search` lists ids (`--archive`: archived ones too).")
     data = entry.to_dict()
     if as_json:
         print_json(data)
@@ -104,7 +113,9 @@ def show(ctx: typer.Context, entry_id: str = typer.Argument(..., help="Entry id,
         if value in ("", [], False) or (isinstance(value, dict) and not any(value.values())):
             continue
         typer.echo(f"{key}: {value}")
-    transcript = mem.layout.transcript_file(entry_id)
+    if home is not mem.layout:
+        typer.echo(f"archived: {home.day_file(entry.day)}")
+    transcript = home.transcript_file(entry_id)
     if transcript.is_file():
         typer.echo(f"transcript: {transcript}")
 

@@ -104,6 +104,7 @@ def compress(
     agent: str = typer.Option("", help="Name of the agent that produced the transcript."),
     untrusted: bool = typer.Option(False, "--untrusted", help="The text came from untrusted input (tool output, web pages); it will be quoted as data, never as instructions."),
     no_transcript: bool = typer.Option(False, "--no-transcript", help="Do not keep the raw transcript under memory/transcripts/."),
+    supersedes: Optional[List[str]] = typer.Option(None, "--supersedes", help="Id of an entry this session replaces (repeatable): search ranks the new one first and marks the old one."),
     as_json: bool = typer.Option(False, "--json", help="Print the stored entries as JSON."),
 ) -> None:
     """Compress session transcript(s) into structured entries, embed them, and write the files."""
@@ -130,7 +131,8 @@ def compress(
                 continue
             ts = when or (datetime.fromtimestamp(Path(f).stat().st_mtime).astimezone() if f != "-" else None)
             name_session = session or ("main" if len(files) == 1 else Path(f).stem)
-            yield Session(text=text, when=ts, session=name_session, importance=importance, source=source, agent=agent, trusted=not untrusted, name=name)
+            yield Session(text=text, when=ts, session=name_session, importance=importance, source=source, agent=agent, trusted=not untrusted, name=name,
+                          supersedes=list(supersedes or []))
 
     if len(files) > 1 and not as_json:
         from rich.progress import Progress
@@ -144,8 +146,15 @@ def compress(
         warn(message)
     if as_json:
         print_json([e.to_dict() for e in entries])
+        for dup in mem.duplicates:
+            typer.echo(f"note: {dup.message()}", err=True)
+    same = {d.existing for d in mem.duplicates if d.kind == "same"}
     for e in [] if as_json else entries:
         flag = "  [pending: compressed locally, run `memory retry`]" if e.pending else ""
+        if e.id in same:
+            flag += "  [duplicate: this transcript was already stored; nothing added]"
+        elif e.supersedes:
+            flag += f"  [supersedes {', '.join(e.supersedes)}]"
         typer.echo(f"{e.id}  {e.compression_ratio} ({e.tokens_original} -> {e.tokens_compressed} tokens)  {e.summary[:70]}{flag}")
     if len(entries) > 1 and not as_json:
         total_o = sum(e.tokens_original for e in entries)

@@ -8,9 +8,12 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from typing import Mapping
 
 import numpy as np
 
+from memtool import constants as C
+from memtool.access import boost
 from memtool.search.fusion import top_ranks, weighted_rrf
 from memtool.search.index import IMPORTANCE_CODE, KIND_CODE, SearchIndex
 from memtool.text import tokenize
@@ -18,6 +21,7 @@ from memtool.text import tokenize
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
 MAX_PASSAGES = 3  # matching transcript passages kept per hit (the context packer may show them)
 RESULT_KIND = {"entry": "entry", "transcript": "entry", "log": "log", "memory": "memory"}
+NO_DECAY_IMPORTANCE = min(IMPORTANCE_CODE[i] for i in C.LIFECYCLE_EXEMPT_IMPORTANCE)  # this and above: no recency decay
 
 
 @dataclass
@@ -31,6 +35,7 @@ class Query:
     min_importance: str | None = None
     trusted_only: bool = False
     exclude: frozenset[str] = frozenset()  # result ids not to return (session dedup)
+    archive: bool = False  # also search memory/archive/ (a second cache over live + archived files)
 
 
 @dataclass
@@ -46,6 +51,7 @@ class Hit:
     ref: str = ""  # file#line of the best matching document
     trusted: bool = True
     channels: dict = field(default_factory=dict)
+    superseded_by: str = ""  # id of a newer entry that supersedes this one (ranked above it when both match)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -58,6 +64,7 @@ class Weights:
     dense_fallback: bool = True
     rrf_k: int = 60
     recency_half_life_days: float = 0.0
+    access_boost: float = 0.0  # score x (1 + access_boost * ln(1 + times the entry was returned before))
 
 
 def _ts_text(ts: float) -> str:
@@ -77,7 +84,8 @@ def allowed_mask(index: SearchIndex, q: Query) -> np.ndarray:
     return mask
 
 
-def search(index: SearchIndex, embedder, q: Query, w: Weights) -> list[Hit]:
+def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[str, int] | None = None) -> list[Hit]:
+    """`access`: entry id -> times returned before (the access boost; memtool.access)."""
     if index.n == 0 or not q.text.strip():
         return []
     allowed = allowed_mask(index, q)
@@ -104,7 +112,12 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights) -> list[Hit]:
     scores = np.fromiter(fused.values(), dtype=np.float64)
     if w.recency_half_life_days > 0:
         age_days = np.maximum(0.0, (time.time() - index.ts[docs]) / 86400.0)
-        scores = scores * (0.5 + 0.5 * np.power(0.5, age_days / w.recency_half_life_days))
+        decay = 0.5 + 0.5 * np.power(0.5, age_days / w.recency_half_life_days)
+        exempt = index.pinned[docs] | (index.importance[docs] >= NO_DECAY_IMPORTANCE)
+        scores = scores * np.where(exempt, 1.0, decay)  # pinned and important entries do not fade
+    if w.access_boost > 0 and access:
+        keys = index.group_keys
+        scores = scores * boost(np.array([access.get(keys[g], 0) for g in index.group[docs].tolist()]), w.access_boost)
     # group documents under their result (an entry with its transcript chunks), best doc first
     order = np.argsort(-scores, kind="stable")
     groups: dict[int, list[tuple[int, float]]] = {}  # result -> its matching documents, best first
@@ -134,6 +147,7 @@ def _materialise(index: SearchIndex, q: Query, ranked: list[list[tuple[int, floa
             text=d["text"],
             ref=d["ref"],
             trusted=d["trusted"],
+            superseded_by=d.get("superseded_by", ""),
         )
         if d["kind"] == "transcript":
             hit.passage = d["text"]
@@ -142,7 +156,33 @@ def _materialise(index: SearchIndex, q: Query, ranked: list[list[tuple[int, floa
         hits.append(hit)
         if len(hits) >= q.limit:
             break
-    return hits
+    return newer_first(hits)
+
+
+def newer_first(hits: list[Hit]) -> list[Hit]:
+    """Move a superseded hit to just below the hit that supersedes it, when both matched."""
+    present = {h.id for h in hits}
+    waiting: dict[str, list[Hit]] = {}  # newer id -> older hits held back until it is placed
+    out: list[Hit] = []
+    placed: set[str] = set()
+
+    def place(h: Hit) -> None:
+        if h.id in placed:
+            return
+        out.append(h)
+        placed.add(h.id)
+        for older in waiting.pop(h.id, []):
+            place(older)
+
+    for h in hits:
+        if h.superseded_by in present and h.superseded_by not in placed:
+            waiting.setdefault(h.superseded_by, []).append(h)
+        else:
+            place(h)
+    for h in hits:  # a supersedes-cycle (hand edits) leaves hits waiting on each other: keep their order
+        if h.id not in placed:
+            place(h)
+    return out
 
 
 def _entry_summary(index: SearchIndex, doc_id: int, entry_id: str) -> str:

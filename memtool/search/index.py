@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memtool import constants as C
 from memtool.chunking import chunk_lines, chunk_markdown
 from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_bytes, atomic_write_text, locked
@@ -24,7 +25,7 @@ from memtool.models import Entry, parse_iso
 from memtool.store import DAY_RE, Layout, Store
 from memtool.text import tokenize
 
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 KINDS = ("entry", "transcript", "log", "memory")
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 IMPORTANCE_CODE = {"low": 0, "medium": 1, "high": 2, "critical": 3}
@@ -53,20 +54,40 @@ def _stat_sig(path: Path) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
-def fingerprint(layout: Layout, model: str) -> str:
-    """Changes whenever a file the cache is built from changes (size/mtime), appears or goes."""
+def fingerprint(layout: Layout, model: str, archive: bool = False) -> str:
+    """Changes whenever a file the cache is built from changes (size/mtime), appears or goes.
+    With `archive`, the files under memory/archive/YYYY/ count too."""
     h = hashlib.sha256(f"v{CACHE_VERSION}|{model}".encode())
-    if layout.index_dir.is_dir():
-        with os.scandir(layout.index_dir) as it:
-            for de in sorted(it, key=lambda d: d.name):
-                if de.name.endswith(".json") and DAY_RE.match(de.name[:-5]):
-                    st = de.stat()
-                    h.update(f"{de.name}:{st.st_size}:{st.st_mtime_ns}|".encode())
-    for p in layout.markdown_files():
-        h.update(f"{p}:{_stat_sig(p)}|".encode())
-    for d in (layout.transcripts_dir, layout.embeddings_dir):
-        h.update(f"{d}:{_stat_sig(d)}|".encode())
+    for lay in _sources(layout, archive):
+        h.update(f"{lay.index_dir}|".encode())
+        if lay.index_dir.is_dir():
+            with os.scandir(lay.index_dir) as it:
+                for de in sorted(it, key=lambda d: d.name):
+                    if de.name.endswith(".json") and DAY_RE.match(de.name[:-5]):
+                        st = de.stat()
+                        h.update(f"{de.name}:{st.st_size}:{st.st_mtime_ns}|".encode())
+        for p in lay.markdown_files():
+            h.update(f"{p}:{_stat_sig(p)}|".encode())
+        for d in (lay.transcripts_dir, lay.embeddings_dir):
+            h.update(f"{d}:{_stat_sig(d)}|".encode())
     return h.hexdigest()
+
+
+def _sources(layout: Layout, archive: bool) -> list[Layout]:
+    """The live layout, and with `archive` one layout per memory/archive/YYYY/ folder."""
+    if not archive:
+        return [layout]
+    from memtool.archive import archive_layouts
+
+    return [layout, *archive_layouts(layout)]
+
+
+def superseded_by(entries: list[Entry]) -> dict[str, str]:
+    """Old entry id -> the newest entry declaring `supersedes: [old id]`."""
+    out: dict[str, str] = {}
+    for e in sorted(entries, key=lambda e: (e.timestamp, e.id)):
+        out.update((old, e.id) for old in e.supersedes if old != e.id)
+    return out
 
 
 @dataclass
@@ -82,6 +103,8 @@ class Doc:
     topics: tuple[str, ...] = ()
     trusted: bool = True
     line: int = 0
+    pinned: bool = False
+    superseded_by: str = ""  # id of the newer entry that supersedes this one
 
 
 class SearchIndex:
@@ -99,7 +122,16 @@ class SearchIndex:
         self.group = np.load(folder / "group.npy", mmap_mode="r")
         self.vectors = np.load(folder / "vectors.npy", mmap_mode="r")
         self._offsets = np.load(folder / "offsets.npy", mmap_mode="r")
+        self.pinned = np.load(folder / "pinned.npy", mmap_mode="r")
         self._bm25 = None
+        self._group_keys: list[str] | None = None
+
+    @property
+    def group_keys(self) -> list[str]:
+        """The result id of each group: an entry id, or a Markdown chunk's ref."""
+        if self._group_keys is None:
+            self._group_keys = json.loads((self.folder / "groups.json").read_text(encoding="utf-8"))
+        return self._group_keys
 
     @property
     def bm25(self):
@@ -136,9 +168,11 @@ def collect_docs(layout: Layout, errors: list[str]) -> tuple[list[Doc], list[Ent
     store = Store(layout)
     entries = list(store.iter_entries(errors))
     docs: list[Doc] = []
+    newer = superseded_by(entries)
     for e in entries:
         ts = parse_iso(e.timestamp).timestamp()
-        common = dict(entry=e.id, ts=ts, session=e.source_session, importance=e.importance, topics=tuple(e.topics), trusted=e.trusted)
+        common = dict(entry=e.id, ts=ts, session=e.source_session, importance=e.importance, topics=tuple(e.topics), trusted=e.trusted,
+                      pinned=e.pinned, superseded_by=newer.get(e.id, ""))
         docs.append(Doc(kind="entry", ref=e.id, text=e.summary, index_text=entry_search_text(e), **common))
         tpath = layout.transcript_file(e.id)
         if tpath.is_file():
@@ -147,7 +181,8 @@ def collect_docs(layout: Layout, errors: list[str]) -> tuple[list[Doc], list[Ent
                 docs.append(Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common))
     for path in layout.markdown_files():
         rel = path.relative_to(layout.root).as_posix()
-        kind = "log" if DAY_RE.match(path.stem) and path.parent == layout.memory_dir else "memory"
+        daily = path.parent == layout.memory_dir or path.parent.parent == layout.archive_dir  # archived logs: memory/archive/YYYY/
+        kind = "log" if DAY_RE.match(path.stem) and daily else "memory"
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
@@ -240,6 +275,8 @@ def build(layout: Layout, embedder, folder: Path, progress=None) -> list[str]:
     np.save(tmp / "ts.npy", np.array([d.ts for d in docs], dtype=np.float64))
     np.save(tmp / "importance.npy", np.array([IMPORTANCE_CODE.get(d.importance, 1) for d in docs], dtype=np.int8))
     np.save(tmp / "trusted.npy", np.array([d.trusted for d in docs], dtype=bool))
+    np.save(tmp / "pinned.npy", np.array([d.pinned for d in docs], dtype=bool))
+    atomic_write_text(tmp / "groups.json", json.dumps(list(groups), ensure_ascii=False))
     np.save(tmp / "group.npy", group)
     np.save(tmp / "vectors.npy", vectors)
     offsets = []
@@ -247,7 +284,8 @@ def build(layout: Layout, embedder, folder: Path, progress=None) -> list[str]:
         for d in docs:
             offsets.append(fh.tell())
             rec = {"kind": d.kind, "ref": d.ref, "entry": d.entry, "text": d.text, "session": d.session, "ts": d.ts,
-                   "importance": d.importance, "topics": list(d.topics), "trusted": d.trusted, "line": d.line}
+                   "importance": d.importance, "topics": list(d.topics), "trusted": d.trusted, "line": d.line,
+                   "superseded_by": d.superseded_by}
             fh.write(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n")
     np.save(tmp / "offsets.npy", np.array(offsets, dtype=np.int64))
     retriever = bm25s.BM25()
@@ -267,17 +305,24 @@ def build(layout: Layout, embedder, folder: Path, progress=None) -> list[str]:
     return errors
 
 
-def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None) -> SearchIndex:
-    """Load the cache, rebuilding it first if the files changed since it was built."""
-    folder = layout.cache_dir / "search"
+def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:
+    """Load the cache, rebuilding it first if the files changed since it was built. With `archive`,
+    a second cache (memory/.cache/search-archive) over the live and the archived files."""
+    folder = layout.cache_dir / (C.ARCHIVE_SEARCH_DIR if archive else "search")
     stamp = folder / "fingerprint"
-    fp = fingerprint(layout, embedder.model)
+    fp = fingerprint(layout, embedder.model, archive)
     if stamp.is_file() and stamp.read_text() == fp:
         return SearchIndex(folder)
     with locked(layout.cache_dir / "build.lock", timeout=300):
-        fp = fingerprint(layout, embedder.model)
+        fp = fingerprint(layout, embedder.model, archive)
         if not (stamp.is_file() and stamp.read_text() == fp):
-            problems = build(layout, embedder, folder, progress)
+            if archive:
+                from memtool.archive import LiveAndArchive
+
+                source: Layout = LiveAndArchive(layout.root)
+            else:
+                source = layout
+            problems = build(source, embedder, folder, progress)
             if errors is not None:
                 errors.extend(problems)
             atomic_write_text(stamp, fp)

@@ -1,0 +1,310 @@
+"""Retention: `memory archive` moves old daily logs and entries to memory/archive/YYYY/.
+
+memory/archive/YYYY/ is laid out like memory/ (YYYY-MM-DD.md logs, index/YYYY-MM-DD.json day files,
+index/embeddings/<id>.json, transcripts/<id>.md), so `ArchiveLayout` lets the same code read both.
+Nothing is deleted: every file is copied (written to a temp file, fsynced, renamed) before its live
+source is removed, all under the root's lock. A crash therefore leaves every entry in exactly one
+place or, at worst, in both; the next run resolves "both" by keeping the live copy. Pinned entries
+and entries of high or critical importance never move.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from memtool import constants as C
+from memtool.config import Settings
+from memtool.errors import StorageError
+from memtool.fsutil import atomic_write_bytes, atomic_write_text, dumps_json
+from memtool.models import Entry, parse_iso, utcnow
+from memtool.store import DAY_RE, Layout, Store, day_document, read_day
+
+YEAR_RE = re.compile(r"^\d{4}$")
+ID_DAY_RE = re.compile(rf"^{C.ENTRY_ID_PREFIX}-(\d{{4}})(\d{{2}})(\d{{2}})-")
+
+
+@dataclass(frozen=True)
+class ArchiveLayout(Layout):
+    """memory/archive/YYYY/ seen as a memory/ folder. Locks and caches stay those of the live root."""
+
+    year: str = ""
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.root / C.MEMORY_DIR / C.ARCHIVE_DIR / self.year
+
+    @property
+    def cache_dir(self) -> Path:
+        return Layout(self.root).cache_dir
+
+    @property
+    def lock_file(self) -> Path:
+        return Layout(self.root).lock_file
+
+    def markdown_files(self) -> list[Path]:
+        """Only the archived daily logs: Layer 3 files are never archived."""
+        if not self.memory_dir.is_dir():
+            return []
+        return sorted(p for p in self.memory_dir.glob("*.md") if DAY_RE.match(p.stem))
+
+
+@dataclass(frozen=True)
+class LiveAndArchive(Layout):
+    """The live memory and every archive year read as one folder: what `search --archive` indexes.
+
+    Day files and logs are those of both; an entry's transcript and embedding are found where its
+    entry lives; the search cache keeps its chunk vectors apart from the live cache's."""
+
+    @property
+    def cache_dir(self) -> Path:
+        return Layout(self.root).cache_dir / C.ARCHIVE_CHUNK_VECTORS
+
+    def day_files(self) -> list[Path]:
+        return [*Layout(self.root).day_files(), *(p for a in archive_layouts(self) for p in a.day_files())]
+
+    def markdown_files(self) -> list[Path]:
+        return [*Layout(self.root).markdown_files(), *(p for a in archive_layouts(self) for p in a.markdown_files())]
+
+    def embedding_file(self, entry_id: str) -> Path:
+        return self._home(entry_id, Layout.embedding_file)
+
+    def transcript_file(self, entry_id: str) -> Path:
+        return self._home(entry_id, Layout.transcript_file)
+
+    def _home(self, entry_id: str, file_of) -> Path:
+        live = file_of(Layout(self.root), entry_id)
+        m = ID_DAY_RE.match(entry_id)
+        if live.is_file() or not m:
+            return live
+        return file_of(ArchiveLayout(self.root, m.group(1)), entry_id)
+
+
+def archive_layouts(layout: Layout) -> list[ArchiveLayout]:
+    """One ArchiveLayout per memory/archive/YYYY/ folder, oldest year first."""
+    base = layout.archive_dir
+    if not base.is_dir():
+        return []
+    return [ArchiveLayout(layout.root, p.name) for p in sorted(base.iterdir()) if p.is_dir() and YEAR_RE.match(p.name)]
+
+
+def get_archived(layout: Layout, entry_id: str) -> Entry | None:
+    """An archived entry by id (its id names its day), or None."""
+    m = ID_DAY_RE.match(entry_id)
+    if not m:
+        return None
+    path = ArchiveLayout(layout.root, m.group(1)).day_file("-".join(m.groups()))
+    return next((e for e in read_day(path) if e.id == entry_id), None) if path.is_file() else None
+
+
+def is_exempt(entry: Entry) -> bool:
+    """Pinned entries and important ones are never archived and never decay."""
+    return entry.pinned or entry.importance in C.LIFECYCLE_EXEMPT_IMPORTANCE
+
+
+@dataclass
+class ArchiveReport:
+    dry_run: bool
+    logs: list[str] = field(default_factory=list)  # "memory/2025-01-02.md -> memory/archive/2025/2025-01-02.md"
+    entries: list[str] = field(default_factory=list)  # ids moved
+    kept_pinned: list[str] = field(default_factory=list)  # old enough, but pinned
+    kept_important: list[str] = field(default_factory=list)  # old enough, but high or critical
+    resolved: list[str] = field(default_factory=list)  # leftovers of an interrupted run, put right
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Archiver:
+    def __init__(self, layout: Layout, settings: Settings, now: datetime | None = None):
+        self.layout = layout
+        self.store = Store(layout)
+        self.settings = settings
+        self.now = (now or utcnow()).astimezone()
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.layout.root).as_posix()
+
+    # -- what moves ----------------------------------------------------------------------------------
+    def old_logs(self) -> list[Path]:
+        days = self.settings.log_retention_days
+        if days <= 0 or not self.layout.memory_dir.is_dir():
+            return []
+        cutoff = (self.now - timedelta(days=days)).date().isoformat()
+        return sorted(p for p in self.layout.memory_dir.glob("*.md") if DAY_RE.match(p.stem) and p.stem < cutoff)
+
+    def old_entries(self, report: ArchiveReport) -> list[tuple[Path, Entry]]:
+        """(day file, entry) of every entry to move. An unreadable day file raises: nothing is archived
+        until `memory doctor --fix` has repaired it."""
+        days = self.settings.entry_retention_days
+        if days <= 0:
+            return []
+        cutoff = self.now - timedelta(days=days)
+        moving: list[tuple[Path, Entry]] = []
+        for path in self.layout.day_files():
+            for e in read_day(path):
+                if parse_iso(e.timestamp) >= cutoff:
+                    continue
+                if e.pinned:
+                    report.kept_pinned.append(e.id)
+                elif e.importance in C.LIFECYCLE_EXEMPT_IMPORTANCE:
+                    report.kept_important.append(e.id)
+                else:
+                    moving.append((path, e))
+        return moving
+
+    # -- running -------------------------------------------------------------------------------------
+    def run(self, dry_run: bool = False) -> ArchiveReport:
+        report = ArchiveReport(dry_run=dry_run)
+        with self.store.lock():
+            self.resolve(report, dry_run)
+            logs = self.old_logs()
+            entries = self.old_entries(report)
+            for path in logs:
+                dest = ArchiveLayout(self.layout.root, path.stem[:4]).daily_log(path.stem)
+                report.logs.append(f"{self.rel(path)} -> {self.rel(dest)}")
+                if not dry_run:
+                    _move_log(path, dest)
+            report.entries = [e.id for _, e in entries]
+            if entries and not dry_run:
+                self._move_entries(entries)
+            if not dry_run and (entries or report.resolved):
+                self.store.rebuild_index(self.settings.compressor)
+        return report
+
+    def _move_entries(self, entries: list[tuple[Path, Entry]]) -> None:
+        """Files first, then the archive day files, then the live day files, then the live files go."""
+        moving = {e.id for _, e in entries}
+        by_day: dict[str, list[Entry]] = {}
+        for _, e in entries:
+            by_day.setdefault(e.day, []).append(e)
+            arch = ArchiveLayout(self.layout.root, e.day[:4])
+            for src, dest in self._files(e.id, arch):
+                if src.is_file():
+                    _copy(src, dest)
+        for day, moved in sorted(by_day.items()):
+            arch = ArchiveLayout(self.layout.root, day[:4])
+            dest = arch.day_file(day)
+            current = {e.id: e for e in read_day(dest)} if dest.is_file() else {}
+            current.update((e.id, e) for e in moved)
+            atomic_write_text(dest, day_document(day, current.values()))
+        for live in sorted({path for path, _ in entries}):
+            staying = [e for e in read_day(live) if e.id not in moving]
+            if staying:  # a day file is split when only some of its entries move
+                atomic_write_text(live, day_document(live.stem, staying))
+            else:
+                _unlink(live)
+        for _, e in entries:
+            for src, _ in self._files(e.id, ArchiveLayout(self.layout.root, e.day[:4])):
+                _unlink(src)
+
+    def _files(self, entry_id: str, arch: ArchiveLayout) -> list[tuple[Path, Path]]:
+        """(live, archived) transcript and embedding of one entry."""
+        lay = self.layout
+        return [(lay.transcript_file(entry_id), arch.transcript_file(entry_id)), (lay.embedding_file(entry_id), arch.embedding_file(entry_id))]
+
+    def resolve(self, report: ArchiveReport, dry_run: bool) -> None:
+        """Put right what an interrupted run left. An entry both live and archived keeps its live copy;
+        so does a log whose archived copy is the same; files copied ahead of their entry go back (or,
+        if the live ones exist, are removed); the live transcript/embedding of an archived entry moves."""
+        lay = self.layout
+        live = {e.id: e for e in self.store.iter_entries()}
+        for arch in archive_layouts(lay):
+            archived: set[str] = set()
+            for path in arch.day_files():
+                entries = read_day(path)
+                rest = [e for e in entries if e.id not in live]
+                archived.update(e.id for e in rest)
+                for e in entries:
+                    if e.id not in live:
+                        continue
+                    differs = e.to_dict() != live[e.id].to_dict()
+                    note = " (the archived copy differed; it is in memory/quarantine/)" if differs else ""
+                    report.resolved.append(f"entry {e.id} was both live and in {self.rel(path)}: kept the live one{note}")
+                    if differs and not dry_run:
+                        _quarantine(lay, f"{C.ARCHIVE_DIR}/{arch.year}/{C.INDEX_DIR}/{e.id}.json", e)
+                if len(rest) < len(entries) and not dry_run:
+                    if rest:
+                        atomic_write_text(path, day_document(path.stem, rest))
+                    else:
+                        _unlink(path)
+            for folder, live_file, suffix in ((arch.transcripts_dir, lay.transcript_file, ".md"), (arch.embeddings_dir, lay.embedding_file, ".json")):
+                for copy in sorted(folder.glob(f"*{suffix}")) if folder.is_dir() else []:
+                    if copy.stem not in live or dry_run:
+                        continue
+                    if live_file(copy.stem).is_file():  # copied ahead of its entry by a run that was cut short
+                        _unlink(copy)
+                    else:  # the live entry's own file: take it back
+                        _move(copy, live_file(copy.stem))
+            for eid in sorted(archived):
+                for src, dest in self._files(eid, arch):
+                    if src.is_file():
+                        report.resolved.append(f"{self.rel(src)} belongs to archived entry {eid}: moved to {self.rel(dest)}")
+                        if not dry_run:
+                            _move(src, dest)
+            for log in arch.markdown_files():
+                twin = lay.daily_log(log.stem)
+                if twin.is_file() and twin.read_bytes() == log.read_bytes():  # a different one is merged when it moves
+                    report.resolved.append(f"{self.rel(twin)} was also in {self.rel(log)}: kept the live one")
+                    if not dry_run:
+                        _unlink(log)
+
+
+def archive(layout: Layout, settings: Settings, dry_run: bool = False, now: datetime | None = None) -> ArchiveReport:
+    return Archiver(layout, settings, now).run(dry_run)
+
+
+# -- crash-safe file moves ---------------------------------------------------------------------------
+def _copy(src: Path, dest: Path) -> None:
+    atomic_write_bytes(dest, src.read_bytes())  # temp file, fsync, rename, fsync the folder
+
+
+def _move_log(src: Path, dest: Path) -> None:
+    """Move a daily log; if the archive already holds a different log of that day (one written
+    live again after its day was archived), the live lines are appended to it: nothing is lost."""
+    data = src.read_bytes()
+    if dest.is_file():
+        old = dest.read_bytes()
+        if old != data:
+            heading = f"# {src.stem}\n".encode()
+            body = data[len(heading):] if data.startswith(heading) else data
+            data = old + (b"" if old.endswith(b"\n") else b"\n") + body
+    atomic_write_bytes(dest, data)
+    _unlink(src)
+
+
+def _quarantine(layout: Layout, relative: str, entry: Entry) -> None:
+    from memtool.doctor import Quarantine  # imports the providers: only on this rare path
+
+    Quarantine(layout).write(relative, dumps_json({"reason": "archived copy of an entry that is also live", "entry": entry.to_dict()}))
+
+
+def _move(src: Path, dest: Path) -> None:
+    """Copy then remove: a crash in between leaves the file in both places, never in neither."""
+    _copy(src, dest)
+    _unlink(src)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StorageError(f"cannot remove {path} (already copied to the archive): {exc.strerror}. Run `memory archive` again.") from None
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return  # no directory fsync on this platform
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on directories; the unlink happened
+    finally:
+        os.close(fd)
+
+
+__all__ = ["ArchiveLayout", "ArchiveReport", "Archiver", "archive", "archive_layouts", "get_archived", "is_exempt"]

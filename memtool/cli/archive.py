@@ -1,0 +1,48 @@
+"""`memory archive [--dry-run] [--json]`: move old daily logs and entries to memory/archive/YYYY/."""
+
+from __future__ import annotations
+
+import typer
+
+from memtool.cli.common import print_json, root_of
+
+
+def register(app: typer.Typer) -> None:
+    app.command("archive")(archive)
+
+
+def archive(
+    ctx: typer.Context,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would move."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Move daily logs older than log_retention_days and entries older than entry_retention_days
+    to memory/archive/YYYY/. Pinned, high and critical entries stay. Nothing is deleted, and
+    `memory search --archive` still finds what moved."""
+    from memtool.app import resolve_root
+    from memtool.archive import archive as run
+    from memtool.config import load_settings
+    from memtool.store import Layout
+
+    layout = Layout(resolve_root(root_of(ctx))).require()
+    settings = load_settings(layout.root)
+    report = run(layout, settings, dry_run=dry_run)
+    if as_json:
+        print_json({**report.to_dict(), "log_retention_days": settings.log_retention_days, "entry_retention_days": settings.entry_retention_days})
+        return
+    verb = "would move" if dry_run else "moved"
+    for line in report.resolved:
+        typer.echo(f"{'would resolve' if dry_run else 'resolved'}: {line}")
+    for line in report.logs:
+        typer.echo(f"{verb} {line}")
+    for entry_id in report.entries:
+        typer.echo(f"{verb} entry {entry_id} -> memory/archive/{entry_id[4:8]}/")
+    kept = [f"{len(report.kept_pinned)} pinned"] * bool(report.kept_pinned) + [f"{len(report.kept_important)} high/critical"] * bool(report.kept_important)
+    windows = f"logs older than {settings.log_retention_days} days, entries older than {settings.entry_retention_days} days"
+    if not report.logs and not report.entries:
+        typer.echo(f"nothing to archive ({windows})" + (f"; kept live: {', '.join(kept)}" if kept else ""))
+        return
+    summary = f"{len(report.logs)} daily logs and {len(report.entries)} entries ({windows})"
+    typer.echo(f"{'would archive' if dry_run else 'archived'} {summary}" + (f"; kept live: {', '.join(kept)} entries" if kept else ""))
+    if not dry_run:
+        typer.echo("`memory search --archive` searches them")

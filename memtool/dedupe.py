@@ -1,0 +1,178 @@
+"""Duplicates: a session compressed again, or one nearly the same as a stored one.
+
+The policy, on the transcript as it would be stored (after redaction):
+
+* **same** - byte-identical to the kept transcript of a live entry: nothing new is stored; the
+  existing entry is returned and reported as a duplicate.
+* **near** - the Jaccard similarity of the two transcripts' content-word sets
+  (`providers.local.content_words`) is at least `DEDUPE_JACCARD` (0.8) and the stored entry is
+  dated within `DEDUPE_WINDOW_DAYS` (7) of the new session: the new entry is stored with
+  `supersedes: [that id]` (the most similar one; the newest on a tie), so search shows it first and
+  marks the older one. A resumed session compressed again is the typical case.
+
+Only kept transcripts are compared: entries compressed with `--no-transcript` never match.
+Distinct conversations between the same people stay far below the threshold (README: LoCoMo).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from memtool import constants as C
+from memtool.errors import BadInput, StoreCorrupt
+from memtool.models import Entry, parse_iso
+from memtool.providers.local import content_words
+from memtool.store import Layout, Store, read_day
+
+ID_RE = re.compile(rf"^{C.ENTRY_ID_PREFIX}-\d{{8}}-")  # ids made by compress name their UTC day
+
+
+@dataclass
+class Duplicate:
+    """What compress found for one session: `same` (nothing stored) or `near` (stored, superseding)."""
+
+    name: str  # the session's file name, for messages
+    kind: str  # "same" | "near"
+    entry: Entry  # the stored entry it repeats
+    similarity: float  # Jaccard of content words (1.0 for "same")
+    new: str = ""  # id of the entry stored for a "near" duplicate
+
+    @property
+    def existing(self) -> str:
+        return self.entry.id
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "existing": self.existing, "similarity": round(self.similarity, 4), "new": self.new}
+
+    def message(self) -> str:
+        if self.kind == "same":
+            return f"{self.name}: the same transcript is already stored as {self.existing}; nothing added"
+        return f"{self.name}: nearly the same session as {self.existing} ({self.similarity:.0%} of content words shared); stored {self.new} superseding it"
+
+
+def stored_bytes(text: str) -> bytes:
+    """The bytes `Store.write_transcript` writes for this text."""
+    return (text if text.endswith("\n") else text + "\n").encode("utf-8", "surrogatepass")
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+class Deduper:
+    """Finds the stored entry a new session repeats. Reads lazily: transcript sizes for the exact
+    check, and only the day files inside the window for the near check."""
+
+    def __init__(self, layout: Layout, threshold: float = C.DEDUPE_JACCARD, window_days: int = C.DEDUPE_WINDOW_DAYS):
+        self.layout = layout
+        self.store = Store(layout)
+        self.threshold = threshold
+        self.window = timedelta(days=window_days)
+        self._sizes: dict[int, list[str]] | None = None  # transcript size in bytes -> entry ids
+        self._words: dict[str, frozenset[str] | None] = {}  # entry id -> content words of its transcript
+        self._days: dict[str, list[Entry]] = {}  # day -> live entries (day files read so far)
+        self._added: dict[str, tuple[Entry, bytes]] = {}  # entries of this call, not yet on disk
+
+    def check(self, name: str, text: str, when: datetime) -> Duplicate | None:
+        """The stored entry this (redacted) transcript repeats, or None when the session is new."""
+        same = self._same(stored_bytes(text))
+        if same is not None:
+            return Duplicate(name, "same", same, 1.0)
+        words = frozenset(content_words(text))
+        best: tuple[float, str, Entry] | None = None
+        for e in self._near_candidates(when):
+            other = self._words_of(e)
+            if other is None:
+                continue
+            score = jaccard(words, other)
+            if score >= self.threshold and (best is None or (score, e.timestamp) > best[:2]):
+                best = (score, e.timestamp, e)
+        return Duplicate(name, "near", best[2], best[0]) if best else None
+
+    def add(self, entry: Entry, text: str) -> None:
+        """An entry stored by this call: later sessions of the same call are compared with it too."""
+        data = stored_bytes(text)
+        self._added[entry.id] = (entry, data)
+        self._words[entry.id] = frozenset(content_words(text))
+        self._sizes_by_len().setdefault(len(data), []).append(entry.id)
+
+    def require_known(self, ids: list[str]) -> None:
+        """Ids a session declares it supersedes must name stored entries (live or archived)."""
+        from memtool.archive import get_archived
+
+        for i in ids:
+            if i not in self._added and self.store.get(i) is None and get_archived(self.layout, i) is None:
+                raise BadInput(f"--supersedes {i}: no entry with this id. `memory search` lists ids.")
+
+    # -- internals -----------------------------------------------------------------------------------
+    def _sizes_by_len(self) -> dict[int, list[str]]:
+        if self._sizes is None:
+            self._sizes = {}
+            folder = self.layout.transcripts_dir
+            if folder.is_dir():
+                with os.scandir(folder) as it:
+                    for de in it:
+                        if de.name.endswith(".md") and not de.name.startswith("."):
+                            self._sizes.setdefault(de.stat().st_size, []).append(de.name[:-3])
+        return self._sizes
+
+    def _same(self, data: bytes) -> Entry | None:
+        for eid in self._sizes_by_len().get(len(data), []):
+            if eid in self._added:
+                if self._added[eid][1] == data:
+                    return self._added[eid][0]
+                continue
+            try:
+                if self.layout.transcript_file(eid).read_bytes() != data:
+                    continue
+            except FileNotFoundError:
+                continue
+            entry = self._live(eid)
+            if entry is not None:  # an orphan transcript (no live entry) is not a stored memory
+                return entry
+        return None
+
+    def _live(self, entry_id: str) -> Entry | None:
+        day = self._read(self.layout.day_file(f"{entry_id[4:8]}-{entry_id[8:10]}-{entry_id[10:12]}")) if ID_RE.match(entry_id) else []
+        return next((e for e in day if e.id == entry_id), None)
+
+    def _read(self, path: Path) -> list[Entry]:
+        """A day file's entries; a missing or unreadable one counts as empty (doctor reports it;
+        compress must not fail for a file it does not write)."""
+        try:
+            return read_day(path)
+        except (FileNotFoundError, StoreCorrupt, UnicodeDecodeError):
+            return []
+
+    def _near_candidates(self, when: datetime) -> list[Entry]:
+        """Live entries (and this call's) dated within the window; day files are named by UTC day."""
+        when = when if when.tzinfo else when.astimezone()
+        lo, hi = when - self.window, when + self.window
+        out: list[Entry] = []
+        day, last = lo.astimezone(timezone.utc).date(), hi.astimezone(timezone.utc).date()
+        while day <= last:
+            key = day.isoformat()
+            if key not in self._days:
+                self._days[key] = self._read(self.layout.day_file(key))
+            out.extend(self._days[key])
+            day += timedelta(days=1)
+        seen = {e.id for e in out}
+        out.extend(e for e, _ in self._added.values() if e.id not in seen)
+        return [e for e in out if lo <= parse_iso(e.timestamp) <= hi]
+
+    def _words_of(self, entry: Entry) -> frozenset[str] | None:
+        if entry.id not in self._words:
+            path = self.layout.transcript_file(entry.id)
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except FileNotFoundError:
+                text = None
+            self._words[entry.id] = frozenset(content_words(text)) if text is not None else None
+        return self._words[entry.id]
+
+
+__all__ = ["Deduper", "Duplicate", "jaccard", "stored_bytes"]

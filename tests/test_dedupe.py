@@ -1,0 +1,185 @@
+"""Duplicates and conflicts: the same transcript twice stores nothing new; a nearly identical one
+supersedes the stored entry; search shows the newer first and marks the older one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from memtool import constants as C
+from memtool.app import open_memory
+from memtool.context import TEMPLATES, format_hit
+from memtool.dedupe import jaccard
+from memtool.errors import BadInput
+from memtool.fsutil import atomic_write_text
+from memtool.memory import Session
+from memtool.providers.local import content_words
+from memtool.scaffold import init
+from memtool.search.engine import Hit, newer_first
+from memtool.store import day_document, read_day
+
+WHEN = datetime(2026, 2, 10, 9, tzinfo=timezone.utc)
+SESSION = """User: the payment webhook keeps timing out when Stripe retries.
+Assistant: I traced it to the invoice renderer holding a database lock for the whole request.
+User: so we move rendering to a background worker?
+Assistant: yes, Celery with a Redis broker; the webhook now only enqueues and returns 200.
+User: add an alert when the queue depth passes a thousand.
+"""
+RESUMED = SESSION + "Assistant: done, and the alert threshold is configurable.\n"  # the same session, a turn longer
+OTHER = """User: can you help me plan the offsite agenda?
+Assistant: sure, two days in Lisbon: strategy on day one, hiking and team dinner on day two.
+"""
+
+
+@pytest.fixture
+def mem(root, fake_embedder):
+    init(root)
+    return open_memory(root, embedder=fake_embedder)  # the real local compressor
+
+
+def day_files(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / "memory/index").glob("*.json"))}
+
+
+def test_the_same_transcript_twice_stores_nothing_new(mem, root):
+    first = mem.compress(SESSION, when=WHEN, session="a")
+    before = day_files(root)
+    again = mem.compress(SESSION, when=WHEN + timedelta(days=30), session="b")  # another day, another name
+    assert again.id == first.id
+    assert [(d.kind, d.existing) for d in mem.duplicates] == [("same", first.id)]
+    assert "already stored as " + first.id in mem.duplicates[0].message()
+    assert day_files(root) == before  # not a byte written (index.json included)
+    assert len(list(mem.store.iter_entries())) == 1
+
+
+def test_the_same_transcript_twice_in_one_call(mem):
+    out = mem.compress_many([Session(SESSION, when=WHEN, name="a.md"), Session(OTHER, when=WHEN, name="b.md"), Session(SESSION, when=WHEN, name="c.md")])
+    assert out[0].id == out[2].id != out[1].id
+    assert [d.name for d in mem.duplicates] == ["c.md"]
+    assert len(list(mem.store.iter_entries())) == 2
+
+
+def test_a_resumed_session_supersedes_the_stored_one(mem):
+    old = mem.compress(SESSION, when=WHEN, session="s1")
+    share = jaccard(frozenset(content_words(SESSION)), frozenset(content_words(RESUMED)))
+    assert C.DEDUPE_JACCARD <= share < 1.0
+    new = mem.compress(RESUMED, when=WHEN + timedelta(days=2), session="s1")
+    assert new.id != old.id and new.supersedes == [old.id]
+    dup = mem.duplicates[0]
+    assert (dup.kind, dup.existing, dup.new, round(dup.similarity, 3)) == ("near", old.id, new.id, round(share, 3))
+    assert mem.get(new.id).supersedes == [old.id]  # on disk
+
+
+def test_below_the_threshold_or_outside_the_window_is_a_new_entry(mem):
+    base = mem.compress(SESSION, when=WHEN)
+    other = mem.compress(OTHER, when=WHEN + timedelta(hours=1))
+    assert other.supersedes == []
+    late = mem.compress(RESUMED, when=WHEN + timedelta(days=C.DEDUPE_WINDOW_DAYS + 1))
+    assert late.supersedes == [] and mem.duplicates == []
+    assert base.id not in late.supersedes
+
+
+def test_transcripts_not_kept_are_not_compared(root, fake_embedder):
+    init(root)
+    mem = open_memory(root, embedder=fake_embedder, keep_transcripts=False)
+    first = mem.compress(SESSION, when=WHEN)
+    second = mem.compress(SESSION, when=WHEN + timedelta(hours=1))
+    assert second.id != first.id and second.supersedes == []  # documented: only kept transcripts are compared
+
+
+def test_locomo_sessions_are_far_from_the_threshold():
+    """The dedupe policy never fires on the benchmark: distinct conversations share few content words."""
+    data = Path(__file__).resolve().parents[2] / "shared/bench/locomo-dev"
+    if not data.is_dir():
+        pytest.skip("LoCoMo dev data not present")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench.locomo import load_conversations
+
+    worst = 0.0
+    for conv in load_conversations(data):
+        words = [(when, frozenset(content_words("\n".join(lines)))) for _, when, lines in conv.sessions]
+        for i, (w1, a) in enumerate(words):
+            for w2, b in words[i + 1 :]:
+                if abs(w1 - w2) <= timedelta(days=C.DEDUPE_WINDOW_DAYS):
+                    worst = max(worst, jaccard(a, b))
+    assert 0.0 < worst < C.DEDUPE_JACCARD / 2, worst
+
+
+def test_unknown_supersedes_id_is_refused(mem, root):
+    with pytest.raises(BadInput, match="--supersedes ctx-20200101-deadbeef: no entry"):
+        mem.compress(OTHER, when=WHEN, supersedes=["ctx-20200101-deadbeef"])
+    assert not list(mem.store.iter_entries())
+
+
+def hand_edit_supersedes(mem, entry_id: str, old_ids: list[str]) -> None:
+    entry = mem.get(entry_id)
+    path = mem.layout.day_file(entry.day)
+    atomic_write_text(path, day_document(entry.day, [replace(e, supersedes=old_ids) if e.id == entry_id else e for e in read_day(path)]))
+    mem.invalidate()
+
+
+def test_search_shows_the_newer_first_and_marks_the_older(mem):
+    # the older entry matches the query better: without the link it ranks first
+    old = mem.compress("Kafka retention: Kafka topics keep Kafka events 7 days; the Kafka retention setting is per topic.", when=WHEN, session="old")
+    new = mem.compress("Decided to keep events 30 days in Kafka instead.", when=WHEN + timedelta(days=40), session="new")
+    unlinked = mem.search("kafka retention", kinds=("entry",))
+    assert [h.id for h in unlinked][:2] == [old.id, new.id] and unlinked[0].score > unlinked[1].score
+
+    hand_edit_supersedes(mem, new.id, [old.id])  # a person declares the conflict by hand
+    hits = mem.search("kafka retention", kinds=("entry",))
+    assert [h.id for h in hits][:2] == [new.id, old.id]
+    assert hits[1].superseded_by == new.id and hits[0].superseded_by == ""
+    only_old = mem.search("kafka retention topics per topic", kinds=("entry",), limit=1)
+    assert only_old[0].id == old.id and only_old[0].superseded_by == new.id  # still marked when the newer one is not shown
+
+    ctx = mem.context("kafka retention", template="detailed")
+    assert f"(superseded by {new.id})" in ctx.text
+    assert ctx.text.index(f"entry {new.id}") < ctx.text.index(f"entry {old.id}")
+
+
+def test_newer_first_orders_chains_and_survives_cycles():
+    def hit(i: str, by: str = "") -> Hit:
+        return Hit(id=i, kind="entry", score=0.0, source_session="", timestamp="2026-01-01T00:00:00Z", text=i, superseded_by=by)
+
+    chain = [hit("a", "b"), hit("x"), hit("b", "c"), hit("c")]
+    assert [h.id for h in newer_first(chain)] == ["x", "c", "b", "a"]
+    cycle = [hit("a", "b"), hit("b", "a"), hit("z")]
+    assert sorted(h.id for h in newer_first(cycle)) == ["a", "b", "z"] and len(newer_first(cycle)) == 3
+    assert format_hit(hit("a", "b"), TEMPLATES["chat"]).startswith("- [1 January 2026] (superseded by b) a")
+
+
+def test_cli_compress_twice_supersedes_option_and_search_mark(root, tmp_path):
+    init(root)
+    env = dict(os.environ, MEMTOOL_ROOT=str(root), XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    run = lambda *args: subprocess.run([sys.executable, "-m", "memtool", *args], env=env, capture_output=True, text=True, timeout=120)  # noqa: E731
+    first_file, other_file = tmp_path / "webhook.md", tmp_path / "offsite.md"
+    first_file.write_text(SESSION)
+    other_file.write_text(OTHER)
+    first = run("compress", str(first_file), "--date", "2026-02-10")
+    assert first.returncode == 0, first.stderr
+    first_id = first.stdout.split()[0]
+    again = run("compress", str(first_file), "--date", "2026-02-12")
+    assert again.returncode == 0 and again.stdout.split()[0] == first_id and "[duplicate:" in again.stdout
+
+    linked = run("compress", str(other_file), "--date", "2026-03-01", "--supersedes", first_id, "--json")
+    assert linked.returncode == 0, linked.stderr
+    assert json.loads(linked.stdout)[0]["supersedes"] == [first_id]
+    bad = run("compress", str(other_file), "--supersedes", "ctx-19990101-00000000")
+    assert bad.returncode == BadInput.exit_code and "no entry" in bad.stderr
+
+    table = run("search", "webhook", "--kind", "entry")
+    assert "superseded by" in table.stdout
+
+
+def test_an_unreadable_day_file_nearby_does_not_block_compress(mem, root):
+    first = mem.compress(OTHER, when=WHEN - timedelta(days=1))
+    mem.layout.day_file(first.day).write_text('{"date": "broken", "entries": [')  # doctor's business, not compress's
+    stored = mem.compress(SESSION, when=WHEN)
+    assert mem.get(stored.id) is not None and stored.supersedes == []
