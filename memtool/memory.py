@@ -235,7 +235,9 @@ class Memory:
         if source != "user_explicit" or agent or session:
             line += f" <!-- {tags} -->"
         with self.store.lock():
-            return self.store.append_log(f"{when:%Y-%m-%d}", line)
+            path = self.store.append_log(f"{when:%Y-%m-%d}", line)
+        self._index = None  # the log is searchable: reload the cache on the next search
+        return path
 
     # -- read path -------------------------------------------------------------------------------
     def index(self, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:

@@ -443,7 +443,7 @@ def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: 
     stamp = folder / "fingerprint"
     if full:
         shutil.rmtree(folder, ignore_errors=True)
-        for old in layout.cache_dir.glob("chunkvec-*.npz"):
+        for old in layout.cache_dir.glob("vectors-*"):  # the cached document vectors (search/index.py)
             old.unlink()
     before = stamp.read_text() if stamp.is_file() else None
     if progress and (full or report.changed):

@@ -73,6 +73,8 @@ def _ts_text(ts: float) -> str:
 
 def allowed_mask(index: SearchIndex, q: Query) -> np.ndarray:
     mask = np.isin(index.kind, [KIND_CODE[k] for k in q.kinds])
+    if index.alive is not None:  # base documents replaced by the delta segment
+        mask &= index.alive
     if q.since is not None:
         mask &= index.ts >= q.since.timestamp()
     if q.until is not None:
@@ -98,7 +100,7 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[s
     dense = None
     if w.dense > 0 or (w.dense_fallback and few):
         qvec = embedder.embed_query(q.text)
-        dense = top_ranks(np.asarray(index.vectors @ qvec, dtype=np.float32), allowed, CHANNEL_DEPTH, positive_only=True)
+        dense = top_ranks(index.dense_scores(qvec), allowed, CHANNEL_DEPTH, positive_only=True)
         if w.dense > 0:
             channels.append((*dense, w.dense))
     fused = weighted_rrf(channels, w.rrf_k)

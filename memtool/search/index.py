@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import uuid
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +24,13 @@ from memtool.chunking import chunk_lines, chunk_markdown
 from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_bytes, atomic_write_text, locked
 from memtool.models import Entry, parse_iso
-from memtool.store import DAY_RE, Layout, Store
+from memtool.store import DAY_RE, Layout, Store, read_day
 from memtool.text import tokenize
 
-CACHE_VERSION = 4
+CACHE_VERSION = 5
+DELTA_DIR = "delta"  # inside the cache folder: documents of files changed since the base build
+DELTA_MIN_DOCS = 2000  # a delta may always grow this large before a full rebuild …
+DELTA_FRACTION = 0.2  # … or this share of the base, whichever is larger
 KINDS = ("entry", "transcript", "log", "memory")
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 IMPORTANCE_CODE = {"low": 0, "medium": 1, "high": 2, "critical": 3}
@@ -105,16 +110,17 @@ class Doc:
     line: int = 0
     pinned: bool = False
     superseded_by: str = ""  # id of the newer entry that supersedes this one
+    source: str = ""  # the file it came from (day file or Markdown file)
 
 
-class SearchIndex:
-    """Loaded view of the cache: per-doc arrays, the BM25 retriever, the vector matrix."""
+class Segment:
+    """One built folder: per-doc arrays, the BM25 retriever, the vector matrix, the doc records."""
 
     def __init__(self, folder: Path):
         self.folder = folder
-        meta = json.loads((folder / "manifest.json").read_text())
-        self.model = meta["model"]
-        self.n = meta["n"]
+        self.meta = json.loads((folder / "manifest.json").read_text())
+        self.model = self.meta["model"]
+        self.n = self.meta["n"]
         self.kind = np.load(folder / "kind.npy", mmap_mode="r")
         self.ts = np.load(folder / "ts.npy", mmap_mode="r")
         self.importance = np.load(folder / "importance.npy", mmap_mode="r")
@@ -141,19 +147,26 @@ class SearchIndex:
             self._bm25 = bm25s.BM25.load(str(self.folder / "bm25"), mmap=True, show_progress=False, verbosity=0)
         return self._bm25
 
-    def bm25_scores(self, query_terms: list[str]) -> np.ndarray:
-        if self.n == 0 or not query_terms:
-            return np.zeros(self.n, dtype=np.float32)
-        vocab = self.bm25.vocab_dict
-        terms = [t for t in query_terms if t in vocab]
+    def known(self, terms: list[str]) -> list[str]:
+        vocab = self.bm25.vocab_dict if self.n else {}
+        return [t for t in terms if t in vocab]
+
+    def scores(self, terms: list[str]) -> np.ndarray:
+        terms = self.known(terms)
         if not terms:
             return np.zeros(self.n, dtype=np.float32)
         return np.asarray(self.bm25.get_scores(terms), dtype=np.float32)
 
+    def doc_freq(self, term: str) -> int:
+        """Documents containing `term` (the length of its postings list)."""
+        tid = self.bm25.vocab_dict.get(term) if self.n else None
+        if tid is None:
+            return 0
+        indptr = self.bm25.scores["indptr"]
+        return int(indptr[tid + 1] - indptr[tid])
+
     def doc(self, i: int) -> dict:
-        with open(self.folder / "docs.jsonl", "rb") as fh:
-            fh.seek(int(self._offsets[i]))
-            return json.loads(fh.readline())
+        return self.docs([i])[0]
 
     def docs(self, ids) -> list[dict]:
         with open(self.folder / "docs.jsonl", "rb") as fh:
@@ -164,15 +177,103 @@ class SearchIndex:
             return out
 
 
-def collect_docs(layout: Layout, errors: list[str]) -> tuple[list[Doc], list[Entry]]:
-    store = Store(layout)
-    entries = list(store.iter_entries(errors))
+def _idf(df: int, n: int) -> float:
+    """BM25's (Lucene) inverse document frequency, as bm25s computes it."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+class SearchIndex:
+    """The base segment, plus a small delta segment holding what changed since the base was built.
+
+    Base documents of changed or removed source files are masked out (`alive`); the delta holds their
+    new versions. BM25 scores of both are rescaled term by term to the IDF of base + delta, so they
+    compare as if one index had been built. Without a delta the base arrays are used as they are.
+    """
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.base = Segment(folder)
+        self.model = self.base.model
+        manifest = folder / DELTA_DIR / "manifest.json"
+        delta_meta = json.loads(manifest.read_text()) if manifest.is_file() else {}
+        self.delta = Segment(folder / DELTA_DIR) if delta_meta.get("base_id") == self.base.meta.get("build_id") else None
+        b = self.base
+        if self.delta is None:
+            self.n, self.alive = b.n, None
+            self.kind, self.ts, self.importance, self.trusted, self.pinned, self.group = b.kind, b.ts, b.importance, b.trusted, b.pinned, b.group
+            return
+        d = self.delta
+        self.n = b.n + d.n
+        alive = np.ones(self.n, dtype=bool)
+        ranges = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
+        for source in delta_meta["masked"]:
+            if source in ranges:
+                alive[ranges[source][1] : ranges[source][2]] = False
+        self.alive = alive
+        self.kind = np.concatenate([b.kind, d.kind])
+        self.ts = np.concatenate([b.ts, d.ts])
+        self.importance = np.concatenate([b.importance, d.importance])
+        self.trusted = np.concatenate([b.trusted, d.trusted])
+        self.pinned = np.concatenate([b.pinned, d.pinned])
+        self.group = np.concatenate([b.group, np.asarray(d.group) + b.meta["groups"]])
+
+    @property
+    def group_keys(self) -> list[str]:
+        return self.base.group_keys + (self.delta.group_keys if self.delta else [])
+
+    def bm25_scores(self, query_terms: list[str]) -> np.ndarray:
+        if self.delta is None:
+            return self.base.scores(query_terms) if self.n else np.zeros(0, dtype=np.float32)
+        b, d = self.base, self.delta
+        live = int(self.alive[: b.n].sum()) + d.n
+        out = np.zeros(self.n, dtype=np.float32)
+        for term in dict.fromkeys(query_terms):
+            df_b, df_d = b.doc_freq(term), d.doc_freq(term)
+            idf = _idf(df_b + df_d, live)
+            if df_b:
+                out[: b.n] += b.scores([term]) * (idf / _idf(df_b, b.n))
+            if df_d:
+                out[b.n :] += d.scores([term]) * (idf / _idf(df_d, d.n))
+        return np.where(self.alive, out, 0.0).astype(np.float32)
+
+    def dense_scores(self, qvec: np.ndarray) -> np.ndarray:
+        parts = [np.asarray(self.base.vectors @ qvec, dtype=np.float32)]
+        if self.delta is not None:
+            parts.append(np.asarray(self.delta.vectors @ qvec, dtype=np.float32))
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def doc(self, i: int) -> dict:
+        return self.docs([i])[0]
+
+    def docs(self, ids) -> list[dict]:
+        ids = [int(i) for i in ids]
+        nb = self.base.n
+        base = iter(self.base.docs([i for i in ids if i < nb]))
+        delta = iter(self.delta.docs([i - nb for i in ids if i >= nb]) if self.delta else [])
+        return [next(base) if i < nb else next(delta) for i in ids]
+
+
+def collect_docs(layout: Layout, errors: list[str], only: set[str] | None = None) -> tuple[list[Doc], list[Entry]]:
+    """Documents of every source file (day files, then Markdown), each source's docs contiguous.
+    With `only`, just the sources (paths as str) named there."""
+    entries: list[Entry] = []
+    sources: list[str] = []
+    for path in layout.day_files():
+        if only is not None and str(path) not in only:
+            continue
+        try:
+            day = read_day(path)
+        except (StoreCorrupt, UnicodeDecodeError) as exc:
+            errors.append(str(exc))
+            continue
+        entries.extend(day)
+        sources.extend([str(path)] * len(day))
     docs: list[Doc] = []
     newer = superseded_by(entries)
-    for e in entries:
+    for e, source in zip(entries, sources):
         ts = parse_iso(e.timestamp).timestamp()
         common = dict(entry=e.id, ts=ts, session=e.source_session, importance=e.importance, topics=tuple(e.topics), trusted=e.trusted,
-                      pinned=e.pinned, superseded_by=newer.get(e.id, ""))
+                      pinned=e.pinned, superseded_by=newer.get(e.id, ""), source=source)
         docs.append(Doc(kind="entry", ref=e.id, text=e.summary, index_text=entry_search_text(e), **common))
         tpath = layout.transcript_file(e.id)
         if tpath.is_file():
@@ -180,6 +281,8 @@ def collect_docs(layout: Layout, errors: list[str]) -> tuple[list[Doc], list[Ent
             for ch in chunk_lines(ttext):
                 docs.append(Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common))
     for path in layout.markdown_files():
+        if only is not None and str(path) not in only:
+            continue
         rel = path.relative_to(layout.root).as_posix()
         daily = path.parent == layout.memory_dir or path.parent.parent == layout.archive_dir  # archived logs: memory/archive/YYYY/
         kind = "log" if DAY_RE.match(path.stem) and daily else "memory"
@@ -191,8 +294,13 @@ def collect_docs(layout: Layout, errors: list[str]) -> tuple[list[Doc], list[Ent
         ts = _md_time(path, kind)
         for ch in chunk_markdown(text):
             body = f"{ch.heading}\n{ch.text}" if ch.heading else ch.text
-            docs.append(Doc(kind=kind, ref=f"{rel}#L{ch.line}", entry="", text=body, index_text=body, ts=ts, line=ch.line, session=""))
+            docs.append(Doc(kind=kind, ref=f"{rel}#L{ch.line}", entry="", text=body, index_text=body, ts=ts, line=ch.line, session="", source=str(path)))
     return docs, entries
+
+
+def source_sigs(layout: Layout) -> dict[str, str]:
+    """Stat signature of every source file the live cache is built from."""
+    return {str(p): _stat_sig(p) for p in [*layout.day_files(), *layout.markdown_files()]}
 
 
 def _md_time(path: Path, kind: str) -> float:
@@ -204,36 +312,54 @@ def _md_time(path: Path, kind: str) -> float:
 
 
 class ChunkVectorCache:
-    """Document vectors reused across rebuilds: chunks by text hash, entries by id and content hash."""
+    """Document vectors reused across rebuilds: chunks by text hash, entries by id and content hash.
+
+    Stored as a memory-mapped matrix plus its list of keys; vectors added since are held in memory
+    until `save`."""
 
     def __init__(self, folder: Path, model: str, dim: int):
-        self.path = folder / f"chunkvec-{model}.npz"
+        self.base = folder / f"vectors-{model}"
         self.dim = dim
-        self.table: dict[str, np.ndarray] = {}
-        if self.path.is_file():
-            data = np.load(self.path)
-            self.table = dict(zip(data["keys"].tolist(), data["vecs"]))
+        self.rows: dict[str, int] = {}
+        self.matrix = np.zeros((0, dim), np.float32)
+        self.added: dict[str, np.ndarray] = {}
+        keys, vecs = self.base.with_suffix(".keys.json"), self.base.with_suffix(".npy")
+        if keys.is_file() and vecs.is_file():
+            try:
+                self.rows = {k: i for i, k in enumerate(json.loads(keys.read_text()))}
+                self.matrix = np.load(vecs, mmap_mode="r")
+            except ValueError:
+                self.rows = {}  # unreadable cache: start again, it is only a cache
+            if self.matrix.shape != (len(self.rows), dim):
+                self.rows, self.matrix = {}, np.zeros((0, dim), np.float32)
+
+    def get(self, key: str) -> np.ndarray | None:
+        if key in self.added:
+            return self.added[key]
+        row = self.rows.get(key)
+        return None if row is None else np.asarray(self.matrix[row])
+
+    def put(self, key: str, vec: np.ndarray) -> None:
+        self.added[key] = vec
 
     def save(self, keep: set[str]) -> None:
-        keys = sorted(k for k in self.table if k in keep)
-        vecs = np.stack([self.table[k] for k in keys]) if keys else np.zeros((0, self.dim), np.float32)
+        keys = sorted(keep & (set(self.rows) | set(self.added)))
+        vecs = np.stack([self.get(k) for k in keys]) if keys else np.zeros((0, self.dim), np.float32)
         import io
 
         buf = io.BytesIO()
-        np.savez(buf, keys=np.array(keys), vecs=vecs)
-        atomic_write_bytes(self.path, buf.getvalue())
+        np.save(buf, vecs.astype(np.float32))
+        atomic_write_bytes(self.base.with_suffix(".npy.tmpsave"), buf.getvalue())
+        os.replace(self.base.with_suffix(".npy.tmpsave"), self.base.with_suffix(".npy"))
+        atomic_write_text(self.base.with_suffix(".keys.json"), json.dumps(keys))
 
 
-def build(layout: Layout, embedder, folder: Path, progress=None) -> list[str]:
-    """Build the cache into `folder` from the files. Returns problems found (bad files skipped)."""
-    import bm25s
-
-    errors: list[str] = []
-    docs, entries = collect_docs(layout, errors)
+def _vectors(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], cache: ChunkVectorCache, progress=None, save: bool = True) -> np.ndarray:
+    """A vector per document: entries from the cache or their embedding files, the rest from the
+    cache or embedded now. Only what no file and no cache holds is embedded."""
     store = Store(layout)
     dim = embedder.dim
     vectors = np.zeros((len(docs), dim), dtype=np.float32)
-    cache = ChunkVectorCache(layout.cache_dir, embedder.model, dim)
     missing: list[int] = []
     keys: list[str] = []
     texts: list[str] = []  # what each vector embeds: an entry's embed_text, a chunk's own text
@@ -242,17 +368,19 @@ def build(layout: Layout, embedder, folder: Path, progress=None) -> list[str]:
         if d.kind == "entry":
             e = by_id[d.ref]
             key, text = f"entry:{e.id}:{e.content_hash()}", e.embed_text()
-            if key not in cache.table:  # first build, or the entry changed: its embedding file
+            vec = cache.get(key)
+            if vec is None:  # first build, or the entry changed: its embedding file
                 vec = store.vector_for(e, embedder.model, dim)
                 if vec is not None:
-                    cache.table[key] = vec
+                    cache.put(key, vec)
         else:
             text = d.index_text
             key = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+            vec = cache.get(key)
         keys.append(key)
         texts.append(text)
-        if key in cache.table:
-            vectors[i] = cache.table[key]
+        if vec is not None:
+            vectors[i] = vec
         else:
             missing.append(i)
     step = 512
@@ -261,10 +389,17 @@ def build(layout: Layout, embedder, folder: Path, progress=None) -> list[str]:
         vecs = embedder.embed_documents([texts[i] for i in idx])
         for i, v in zip(idx, vecs):
             vectors[i] = v
-            cache.table[keys[i]] = v
+            cache.put(keys[i], v)
         if progress:
             progress(len(idx))
-    cache.save(set(keys))
+    if save:
+        cache.save(set(keys))
+    return vectors
+
+
+def _write_segment(folder: Path, docs: list[Doc], vectors: np.ndarray, meta: dict, extra: dict[str, str] | None = None) -> None:
+    """Write a segment next to `folder`, then swap it in (readers holding the old one keep their maps)."""
+    import bm25s
 
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -289,25 +424,67 @@ def build(layout: Layout, embedder, folder: Path, progress=None) -> list[str]:
             fh.write(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n")
     np.save(tmp / "offsets.npy", np.array(offsets, dtype=np.int64))
     retriever = bm25s.BM25()
-    corpus = [tokenize(d.index_text) or [""] for d in docs]
-    if docs:
-        retriever.index(corpus, show_progress=False)
-    else:
-        retriever.index([[""]], show_progress=False)
+    retriever.index([tokenize(d.index_text) or [""] for d in docs] or [[""]], show_progress=False)
     retriever.save(str(tmp / "bm25"), show_progress=False)
-    atomic_write_text(tmp / "manifest.json", json.dumps({"model": embedder.model, "n": len(docs), "version": CACHE_VERSION}))
+    for name, text in (extra or {}).items():
+        atomic_write_text(tmp / name, text)
+    meta = {**meta, "n": len(docs), "groups": len(groups), "version": CACHE_VERSION, "build_id": uuid.uuid4().hex}
+    atomic_write_text(tmp / "manifest.json", json.dumps(meta))
     old = folder.with_name(folder.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
     if folder.exists():
         folder.rename(old)
     tmp.rename(folder)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def build(layout: Layout, embedder, folder: Path, progress=None) -> list[str]:
+    """Build the base segment into `folder` from all the files. Returns problems found (bad files skipped)."""
+    errors: list[str] = []
+    sigs = source_sigs(layout)  # taken before reading: a file changed meanwhile shows as changed next time
+    docs, entries = collect_docs(layout, errors)
+    vectors = _vectors(layout, embedder, docs, entries, ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim), progress)
+    ranges = {src: [sig, 0, 0] for src, sig in sigs.items()}
+    for i, d in enumerate(docs):  # each source's documents are contiguous: [start, end)
+        r = ranges.setdefault(d.source, ["-", 0, 0])
+        if r[1] == r[2]:
+            r[1] = i
+        r[2] = i + 1
+    _write_segment(folder, docs, vectors, {"model": embedder.model}, {"sources.json": json.dumps(ranges, ensure_ascii=False)})
+    return errors
+
+
+def build_delta(layout: Layout, embedder, folder: Path, progress=None) -> list[str] | None:
+    """Put the documents of files changed since the base build into a delta segment. None when a
+    full build is the right thing: no base, another model, too much changed, or a change the delta
+    cannot express (an entry superseding another, a change outside the source files)."""
+    try:
+        base = Segment(folder)
+        ranges = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError):
+        return None
+    if base.model != embedder.model or base.meta.get("version") != CACHE_VERSION:
+        return None
+    now = source_sigs(layout)
+    changed = sorted(src for src, sig in now.items() if ranges.get(src, [None])[0] != sig)
+    removed = sorted(set(ranges) - set(now))
+    if not changed and not removed:
+        return None
+    errors: list[str] = []
+    docs, entries = collect_docs(layout, errors, only=set(changed))
+    if len(docs) > max(DELTA_MIN_DOCS, DELTA_FRACTION * base.n) or any(e.supersedes for e in entries):
+        return None
+    # reuse cached vectors; the cache is saved by the next full build (which keeps what it still uses)
+    vectors = _vectors(layout, embedder, docs, entries, ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim), progress, save=False)
+    masked = sorted((set(changed) & set(ranges)) | set(removed))
+    _write_segment(folder / DELTA_DIR, docs, vectors, {"model": embedder.model, "base_id": base.meta["build_id"], "masked": masked})
     return errors
 
 
 def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:
-    """Load the cache, rebuilding it first if the files changed since it was built. With `archive`,
-    a second cache (memory/.cache/search-archive) over the live and the archived files."""
+    """Load the cache, bringing it up to date first if the files changed since it was built: a small
+    delta segment for a few changed files, a full build otherwise. With `archive`, a second cache
+    (memory/.cache/search-archive) over the live and the archived files, always built in full."""
     folder = layout.cache_dir / (C.ARCHIVE_SEARCH_DIR if archive else "search")
     stamp = folder / "fingerprint"
     fp = fingerprint(layout, embedder.model, archive)
@@ -316,17 +493,16 @@ def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None
     with locked(layout.cache_dir / "build.lock", timeout=300):
         fp = fingerprint(layout, embedder.model, archive)
         if not (stamp.is_file() and stamp.read_text() == fp):
-            if archive:
-                from memtool.archive import LiveAndArchive
+            problems = None if archive else build_delta(layout, embedder, folder, progress)
+            if problems is None:
+                if archive:
+                    from memtool.archive import LiveAndArchive
 
-                source: Layout = LiveAndArchive(layout.root)
-            else:
-                source = layout
-            problems = build(source, embedder, folder, progress)
+                    source: Layout = LiveAndArchive(layout.root)
+                else:
+                    source = layout
+                problems = build(source, embedder, folder, progress)
             if errors is not None:
                 errors.extend(problems)
             atomic_write_text(stamp, fp)
     return SearchIndex(folder)
-
-
-__all__ = ["SearchIndex", "open_index", "build", "fingerprint", "KINDS", "KIND_CODE", "StoreCorrupt"]

@@ -1,0 +1,88 @@
+"""The search cache follows the files incrementally: a small change builds a delta segment whose
+results equal a full rebuild's."""
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from memtool.app import open_memory
+from memtool.scaffold import init
+from memtool.search.engine import Query
+from memtool.search.index import DELTA_DIR
+
+
+def when(day):
+    return datetime(2026, 2, day, 9, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def mem(root, fake_embedder):
+    init(root)
+    m = open_memory(root, embedder=fake_embedder)
+    topics = ["billing Postgres index", "Kafka consumer lag", "dark mode React", "Auth0 login", "Terraform staging", "Grafana alerts"]
+    for i, t in enumerate(topics):
+        m.compress(f"Alice: we worked on the {t} today and wrote down what broke.", when=when(1 + i), session=f"s{i}")
+    m.index()  # base segment
+    return m
+
+
+def ranked(m, text, **kw):
+    return [(h.id, h.kind, h.text) for h in m.search(Query(text=text, limit=10, **kw))]
+
+
+def full_rebuild(root, fake_embedder):
+    import shutil
+
+    shutil.rmtree(root / "memory/.cache/search")
+    return open_memory(root, embedder=fake_embedder)
+
+
+def test_new_entry_goes_to_a_delta_and_matches_a_full_rebuild(mem, root, fake_embedder):
+    base_id = json.loads((root / "memory/.cache/search/manifest.json").read_text())["build_id"]
+    new = mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
+    got = ranked(mem, "Kafka consumer lag Terraform")
+    assert (root / "memory/.cache/search" / DELTA_DIR / "manifest.json").is_file()
+    assert json.loads((root / "memory/.cache/search/manifest.json").read_text())["build_id"] == base_id  # base kept
+    assert new.id in [i for i, _, _ in got[:2]]
+    assert got == ranked(full_rebuild(root, fake_embedder), "Kafka consumer lag Terraform")
+
+
+def test_edited_and_removed_sources_are_masked(mem, root, fake_embedder):
+    day = root / "memory/index/2026-02-02.json"
+    data = json.loads(day.read_text())
+    data["entries"][0]["summary"] = "Kafka consumer lag was fixed by raising max.poll.records to 500."
+    day.write_text(json.dumps(data, indent=2))
+    (root / "memory/index/2026-02-04.json").unlink()  # the Auth0 entry leaves (e.g. git pull)
+    mem.invalidate()
+    got = ranked(mem, "Kafka max.poll.records Auth0 login", kinds=("entry",))
+    texts = [t for _, _, t in got]
+    assert any("max.poll.records" in t for t in texts)
+    assert not any("Auth0" in t for t in texts)
+    assert got == ranked(full_rebuild(root, fake_embedder), "Kafka max.poll.records Auth0 login", kinds=("entry",))
+
+
+def test_log_edit_only_reindexes_that_file(mem, root, fake_embedder):
+    mem.log("Investigated the flaky webhook retries with Dana.")
+    calls = fake_embedder.calls
+    hits = ranked(mem, "flaky webhook retries")
+    assert hits[0][1] == "log"
+    manifest = json.loads((root / "memory/.cache/search" / DELTA_DIR / "manifest.json").read_text())
+    assert manifest["n"] <= 3 and any(m.endswith(".md") for m in manifest["masked"]) is False  # a new file: nothing masked
+    assert fake_embedder.calls - calls <= 1  # only the new log chunk was embedded
+
+
+def test_large_change_falls_back_to_a_full_build(mem, root):
+    from memtool.memory import Session
+    from memtool.search import index as idx
+
+    before = json.loads((root / "memory/.cache/search/manifest.json").read_text())["build_id"]
+    old_min = idx.DELTA_MIN_DOCS
+    idx.DELTA_MIN_DOCS = 2
+    try:
+        mem.compress_many([Session(text=f"Carol: note {i} about the release checklist and canary deploys.", when=when(10 + i)) for i in range(5)])
+        mem.search("release checklist")
+    finally:
+        idx.DELTA_MIN_DOCS = old_min
+    assert json.loads((root / "memory/.cache/search/manifest.json").read_text())["build_id"] != before
+    assert not (root / "memory/.cache/search" / DELTA_DIR).exists()
