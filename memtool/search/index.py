@@ -129,7 +129,7 @@ class Segment:
         self.vectors = np.load(folder / "vectors.npy", mmap_mode="r")
         self._offsets = np.load(folder / "offsets.npy", mmap_mode="r")
         self.pinned = np.load(folder / "pinned.npy", mmap_mode="r")
-        self._bm25 = None
+        self._csc: tuple | None = None
         self._group_keys: list[str] | None = None
 
     @property
@@ -139,31 +139,42 @@ class Segment:
             self._group_keys = json.loads((self.folder / "groups.json").read_text(encoding="utf-8"))
         return self._group_keys
 
-    @property
-    def bm25(self):
-        if self._bm25 is None:
-            import bm25s
-
-            self._bm25 = bm25s.BM25.load(str(self.folder / "bm25"), mmap=True, show_progress=False, verbosity=0)
-        return self._bm25
+    def _postings(self) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
+        """bm25s's saved index, memory-mapped: term ids, and per term the documents holding it with
+        their precomputed BM25 scores (CSC: data/indices sliced by indptr). bm25s builds it; reading
+        it needs only numpy, which keeps bm25s (and the tqdm and importlib.metadata it pulls in) out
+        of a cold search."""
+        if self._csc is None:
+            d = self.folder / "bm25"
+            vocab = json.loads((d / "vocab.index.json").read_text(encoding="utf-8"))
+            arrays = [np.load(d / f"{name}.csc.index.npy", mmap_mode="r") for name in ("data", "indices", "indptr")]
+            self._csc = (vocab, *arrays)
+        return self._csc
 
     def known(self, terms: list[str]) -> list[str]:
-        vocab = self.bm25.vocab_dict if self.n else {}
+        vocab = self._postings()[0] if self.n else {}
         return [t for t in terms if t in vocab]
 
     def scores(self, terms: list[str]) -> np.ndarray:
-        terms = self.known(terms)
-        if not terms:
-            return np.zeros(self.n, dtype=np.float32)
-        return np.asarray(self.bm25.get_scores(terms), dtype=np.float32)
+        """The BM25 score of every document for these query terms (as bm25s.BM25.get_scores)."""
+        out = np.zeros(self.n, dtype=np.float32)
+        if not self.n:
+            return out
+        vocab, data, indices, indptr = self._postings()
+        for term in terms:
+            tid = vocab.get(term)
+            if tid is not None:
+                start, end = int(indptr[tid]), int(indptr[tid + 1])
+                out[indices[start:end]] += data[start:end]  # a term's postings name each document once
+        return out
 
     def doc_freq(self, term: str) -> int:
         """Documents containing `term` (the length of its postings list)."""
-        tid = self.bm25.vocab_dict.get(term) if self.n else None
-        if tid is None:
+        if not self.n:
             return 0
-        indptr = self.bm25.scores["indptr"]
-        return int(indptr[tid + 1] - indptr[tid])
+        vocab, _, _, indptr = self._postings()
+        tid = vocab.get(term)
+        return 0 if tid is None else int(indptr[tid + 1] - indptr[tid])
 
     def doc(self, i: int) -> dict:
         return self.docs([i])[0]

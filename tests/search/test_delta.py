@@ -86,3 +86,20 @@ def test_large_change_falls_back_to_a_full_build(mem, root):
         idx.DELTA_MIN_DOCS = old_min
     assert json.loads((root / "memory/.cache/search/manifest.json").read_text())["build_id"] != before
     assert not (root / "memory/.cache/search" / DELTA_DIR).exists()
+
+
+def test_postings_reader_scores_like_bm25s(mem, root):
+    import bm25s
+    import numpy as np
+
+    from memtool.search.index import Segment
+    from memtool.text import tokenize
+
+    seg = Segment(root / "memory/.cache/search")
+    retriever = bm25s.BM25.load(str(seg.folder / "bm25"), mmap=True, show_progress=False)
+    for query in ["Kafka consumer lag", "billing Postgres index index", "Terraform staging Grafana alerts", "nothing matches zzz"]:
+        terms = seg.known(tokenize(query))
+        expected = retriever.get_scores(terms) if terms else np.zeros(seg.n)
+        assert np.allclose(seg.scores(terms), expected, rtol=1e-6, atol=1e-7)
+        for t in terms:
+            assert seg.doc_freq(t) == int((retriever.get_scores([t]) > 0).sum())
