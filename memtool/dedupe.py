@@ -76,6 +76,7 @@ class Deduper:
         self._words: dict[str, frozenset[str] | None] = {}  # entry id -> content words of its transcript
         self._days: dict[str, list[Entry]] = {}  # day -> live entries (day files read so far)
         self._added: dict[str, tuple[Entry, bytes]] = {}  # entries of this call, not yet on disk
+        self._added_days: dict[str, list[Entry]] = {}  # the same, by UTC day (the near check reads a window)
 
     def check(self, name: str, text: str, when: datetime) -> Duplicate | None:
         """The stored entry this (redacted) transcript repeats, or None when the session is new."""
@@ -97,6 +98,7 @@ class Deduper:
         """An entry stored by this call: later sessions of the same call are compared with it too."""
         data = stored_bytes(text)
         self._added[entry.id] = (entry, data)
+        self._added_days.setdefault(entry.day, []).append(entry)
         self._words[entry.id] = frozenset(content_words(text))
         self._sizes_by_len().setdefault(len(data), []).append(entry.id)
 
@@ -159,9 +161,9 @@ class Deduper:
             if key not in self._days:
                 self._days[key] = self._read(self.layout.day_file(key))
             out.extend(self._days[key])
+            stored = {e.id for e in self._days[key]}
+            out.extend(e for e in self._added_days.get(key, ()) if e.id not in stored)
             day += timedelta(days=1)
-        seen = {e.id for e in out}
-        out.extend(e for e, _ in self._added.values() if e.id not in seen)
         return [e for e in out if lo <= parse_iso(e.timestamp) <= hi]
 
     def _words_of(self, entry: Entry) -> frozenset[str] | None:
