@@ -15,7 +15,7 @@ import numpy as np
 from memtool import constants as C
 from memtool.access import boost
 from memtool.search.fusion import top_ranks, weighted_rrf
-from memtool.search.index import IMPORTANCE_CODE, KIND_CODE, SearchIndex
+from memtool.search.segment import IMPORTANCE_CODE, KIND_CODE, SearchIndex
 from memtool.text import tokenize
 
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion

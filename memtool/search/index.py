@@ -1,4 +1,4 @@
-"""The derived search cache: every searchable document, its BM25 postings and its vector.
+"""Building the derived search cache: every searchable document, its BM25 postings and its vector.
 
 Documents: one per entry (its structured fields), one per transcript chunk (pointing at its entry)
 and one per Markdown chunk of Layers 1 and 3. Everything here is rebuilt from the files when a
@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
-import uuid
 import shutil
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,15 +24,12 @@ from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_bytes, atomic_write_text, locked
 from memtool.models import Entry, parse_iso
 from memtool.store import DAY_RE, Layout, Store, read_day
+from memtool.search.segment import DELTA_DIR, IMPORTANCE_CODE, KIND_CODE, SearchIndex, Segment
 from memtool.text import tokenize
 
 CACHE_VERSION = 5
-DELTA_DIR = "delta"  # inside the cache folder: documents of files changed since the base build
 DELTA_MIN_DOCS = 2000  # a delta may always grow this large before a full rebuild …
 DELTA_FRACTION = 0.2  # … or this share of the base, whichever is larger
-KINDS = ("entry", "transcript", "log", "memory")
-KIND_CODE = {k: i for i, k in enumerate(KINDS)}
-IMPORTANCE_CODE = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 # BM25 field weights for entry documents: each field is repeated this many times in the indexed text.
 FIELD_REPEAT = {"summary": 1, "keywords": 2, "topics": 1, "decisions": 1, "action_items": 1, "entities": 2}
 
@@ -111,157 +107,6 @@ class Doc:
     pinned: bool = False
     superseded_by: str = ""  # id of the newer entry that supersedes this one
     source: str = ""  # the file it came from (day file or Markdown file)
-
-
-class Segment:
-    """One built folder: per-doc arrays, the BM25 retriever, the vector matrix, the doc records."""
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self.meta = json.loads((folder / "manifest.json").read_text())
-        self.model = self.meta["model"]
-        self.n = self.meta["n"]
-        self.kind = np.load(folder / "kind.npy", mmap_mode="r")
-        self.ts = np.load(folder / "ts.npy", mmap_mode="r")
-        self.importance = np.load(folder / "importance.npy", mmap_mode="r")
-        self.trusted = np.load(folder / "trusted.npy", mmap_mode="r")
-        self.group = np.load(folder / "group.npy", mmap_mode="r")
-        self.vectors = np.load(folder / "vectors.npy", mmap_mode="r")
-        self._offsets = np.load(folder / "offsets.npy", mmap_mode="r")
-        self.pinned = np.load(folder / "pinned.npy", mmap_mode="r")
-        self._csc: tuple | None = None
-        self._group_keys: list[str] | None = None
-
-    @property
-    def group_keys(self) -> list[str]:
-        """The result id of each group: an entry id, or a Markdown chunk's ref."""
-        if self._group_keys is None:
-            self._group_keys = json.loads((self.folder / "groups.json").read_text(encoding="utf-8"))
-        return self._group_keys
-
-    def _postings(self) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
-        """bm25s's saved index, memory-mapped: term ids, and per term the documents holding it with
-        their precomputed BM25 scores (CSC: data/indices sliced by indptr). bm25s builds it; reading
-        it needs only numpy, which keeps bm25s (and the tqdm and importlib.metadata it pulls in) out
-        of a cold search."""
-        if self._csc is None:
-            d = self.folder / "bm25"
-            vocab = json.loads((d / "vocab.index.json").read_text(encoding="utf-8"))
-            arrays = [np.load(d / f"{name}.csc.index.npy", mmap_mode="r") for name in ("data", "indices", "indptr")]
-            self._csc = (vocab, *arrays)
-        return self._csc
-
-    def known(self, terms: list[str]) -> list[str]:
-        vocab = self._postings()[0] if self.n else {}
-        return [t for t in terms if t in vocab]
-
-    def scores(self, terms: list[str]) -> np.ndarray:
-        """The BM25 score of every document for these query terms (as bm25s.BM25.get_scores)."""
-        out = np.zeros(self.n, dtype=np.float32)
-        if not self.n:
-            return out
-        vocab, data, indices, indptr = self._postings()
-        for term in terms:
-            tid = vocab.get(term)
-            if tid is not None:
-                start, end = int(indptr[tid]), int(indptr[tid + 1])
-                out[indices[start:end]] += data[start:end]  # a term's postings name each document once
-        return out
-
-    def doc_freq(self, term: str) -> int:
-        """Documents containing `term` (the length of its postings list)."""
-        if not self.n:
-            return 0
-        vocab, _, _, indptr = self._postings()
-        tid = vocab.get(term)
-        return 0 if tid is None else int(indptr[tid + 1] - indptr[tid])
-
-    def doc(self, i: int) -> dict:
-        return self.docs([i])[0]
-
-    def docs(self, ids) -> list[dict]:
-        with open(self.folder / "docs.jsonl", "rb") as fh:
-            out = []
-            for i in ids:
-                fh.seek(int(self._offsets[int(i)]))
-                out.append(json.loads(fh.readline()))
-            return out
-
-
-def _idf(df: int, n: int) -> float:
-    """BM25's (Lucene) inverse document frequency, as bm25s computes it."""
-    return math.log(1 + (n - df + 0.5) / (df + 0.5))
-
-
-class SearchIndex:
-    """The base segment, plus a small delta segment holding what changed since the base was built.
-
-    Base documents of changed or removed source files are masked out (`alive`); the delta holds their
-    new versions. BM25 scores of both are rescaled term by term to the IDF of base + delta, so they
-    compare as if one index had been built. Without a delta the base arrays are used as they are.
-    """
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self.base = Segment(folder)
-        self.model = self.base.model
-        manifest = folder / DELTA_DIR / "manifest.json"
-        delta_meta = json.loads(manifest.read_text()) if manifest.is_file() else {}
-        self.delta = Segment(folder / DELTA_DIR) if delta_meta.get("base_id") == self.base.meta.get("build_id") else None
-        b = self.base
-        if self.delta is None:
-            self.n, self.alive = b.n, None
-            self.kind, self.ts, self.importance, self.trusted, self.pinned, self.group = b.kind, b.ts, b.importance, b.trusted, b.pinned, b.group
-            return
-        d = self.delta
-        self.n = b.n + d.n
-        alive = np.ones(self.n, dtype=bool)
-        ranges = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
-        for source in delta_meta["masked"]:
-            if source in ranges:
-                alive[ranges[source][1] : ranges[source][2]] = False
-        self.alive = alive
-        self.kind = np.concatenate([b.kind, d.kind])
-        self.ts = np.concatenate([b.ts, d.ts])
-        self.importance = np.concatenate([b.importance, d.importance])
-        self.trusted = np.concatenate([b.trusted, d.trusted])
-        self.pinned = np.concatenate([b.pinned, d.pinned])
-        self.group = np.concatenate([b.group, np.asarray(d.group) + b.meta["groups"]])
-
-    @property
-    def group_keys(self) -> list[str]:
-        return self.base.group_keys + (self.delta.group_keys if self.delta else [])
-
-    def bm25_scores(self, query_terms: list[str]) -> np.ndarray:
-        if self.delta is None:
-            return self.base.scores(query_terms) if self.n else np.zeros(0, dtype=np.float32)
-        b, d = self.base, self.delta
-        live = int(self.alive[: b.n].sum()) + d.n
-        out = np.zeros(self.n, dtype=np.float32)
-        for term in dict.fromkeys(query_terms):
-            df_b, df_d = b.doc_freq(term), d.doc_freq(term)
-            idf = _idf(df_b + df_d, live)
-            if df_b:
-                out[: b.n] += b.scores([term]) * (idf / _idf(df_b, b.n))
-            if df_d:
-                out[b.n :] += d.scores([term]) * (idf / _idf(df_d, d.n))
-        return np.where(self.alive, out, 0.0).astype(np.float32)
-
-    def dense_scores(self, qvec: np.ndarray) -> np.ndarray:
-        parts = [np.asarray(self.base.vectors @ qvec, dtype=np.float32)]
-        if self.delta is not None:
-            parts.append(np.asarray(self.delta.vectors @ qvec, dtype=np.float32))
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-    def doc(self, i: int) -> dict:
-        return self.docs([i])[0]
-
-    def docs(self, ids) -> list[dict]:
-        ids = [int(i) for i in ids]
-        nb = self.base.n
-        base = iter(self.base.docs([i for i in ids if i < nb]))
-        delta = iter(self.delta.docs([i - nb for i in ids if i >= nb]) if self.delta else [])
-        return [next(base) if i < nb else next(delta) for i in ids]
 
 
 def collect_docs(layout: Layout, errors: list[str], only: set[str] | None = None) -> tuple[list[Doc], list[Entry]]:

@@ -9,7 +9,7 @@ import pytest
 from memtool.app import open_memory
 from memtool.scaffold import init
 from memtool.search.engine import Query
-from memtool.search.index import DELTA_DIR
+from memtool.search.segment import DELTA_DIR
 
 
 def when(day):
@@ -92,7 +92,7 @@ def test_postings_reader_scores_like_bm25s(mem, root):
     import bm25s
     import numpy as np
 
-    from memtool.search.index import Segment
+    from memtool.search.segment import Segment
     from memtool.text import tokenize
 
     seg = Segment(root / "memory/.cache/search")
