@@ -40,7 +40,7 @@ def search(
     archive: bool = typer.Option(False, "--archive", help="Also search what `memory archive` moved to memory/archive/."),
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON."),
 ) -> None:
-    """Hybrid search (BM25 + vectors, fused) over entries, transcripts, daily logs and MEMORY.md."""
+    """Search entries (and their kept transcripts), daily logs and Layer 3 Markdown: BM25 first; vectors fill in when word matches run short."""
     from memtool.search.engine import Query
 
     if importance and importance not in C.IMPORTANCE_LEVELS:
