@@ -16,13 +16,14 @@ from memtool.models import Entities
 from memtool.providers import Compressed, Hints
 from memtool.text import STOPWORDS, count_tokens, split_sentences, stem_words, truncate_to_tokens, words
 
-TARGET_RATIO = 11.5  # aim above the 10:1 the design promises
+TARGET_RATIO = 11.2  # aim above the 10:1 the design promises
 MAX_PEOPLE, MAX_SYSTEMS, MAX_DATES, MAX_TOPICS = 6, 5, 4, 2
 MIN_BUDGET = 48  # tokens: short notes are kept almost whole
 MAX_BUDGET = 600
 SHORT_TEXT_TOKENS = 80  # a note this short is its own summary
 MIN_KEYWORDS = 3
 SUMMARY_SHARE = 0.1  # of the budget for the summary: about one sentence (the best one may take twice this)
+FALLBACK_SENTENCE_TOKENS = 20  # when no sentence fits, the best whole one up to this (never a fragment)
 CUE_SHARE = 0.25  # for decisions and action items together
 KEYWORD_SHARE = 0.3  # guaranteed to keywords, the most useful field for finding a session again
 MIN_CUE_TOKENS = 32
@@ -162,8 +163,8 @@ class LocalCompressor:
             if used + cost <= budget:
                 picked.append((i, s))
                 used += cost
-        if not picked:  # no sentence fits: the best one up to twice the budget, else cut the best one
-            whole = [s for _, _, s in scored if count_tokens(s) <= 2 * budget]
+        if not picked:  # no sentence fits: the best whole one up to twice the budget (or a floor), else cut the best
+            whole = [s for _, _, s in scored if count_tokens(s) <= max(2 * budget, FALLBACK_SENTENCE_TOKENS)]
             best = whole[0] if whole else (scored[0][2] if scored else " ".join(sentences))
             return best if whole else truncate_to_tokens(best, budget)
         return " ".join(s for _, s in sorted(picked))

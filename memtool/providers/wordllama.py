@@ -98,7 +98,18 @@ class WordLlamaEmbedder:
 
 def load_wordllama():
     """Load WordLlama offline from the weights inside its own package."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
     import wordllama
     from wordllama import WordLlama
+
+    # wordllama calls logging.basicConfig() on import, which would print every library's debug log
+    # (bm25s logs at DEBUG) to our users' stderr: take the root logger back to how it was.
+    for h in root.handlers[:]:
+        if h not in handlers:
+            root.removeHandler(h)
+    root.setLevel(level)
 
     return WordLlama.load(config=CONFIG, dim=DIM, cache_dir=Path(wordllama.__file__).parent, disable_download=True)
