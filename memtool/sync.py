@@ -30,7 +30,7 @@ from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Memory
 from memtool.models import Entry
-from memtool.search.index import open_index
+from memtool.search.index import entry_vector_key, open_index, seed_vectors
 from memtool.store import CONFLICT_RE, Layout, load_json, read_day
 
 MANIFEST_VERSION = 1
@@ -396,9 +396,11 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         md = _scan_markdown(layout, man, report, scan)
         need, verified, orphans = _plan_vectors(layout, man, scan, model, dim, full)
         todo = _entries_for(layout, need, scan)
+    fresh: dict = {}  # the vectors computed now, handed to the search cache (no read-back from JSON)
     for start in range(0, len(todo), batch):
         part = todo[start : start + batch]
         vectors = embedder.embed_documents([e.embed_text() for e in part])
+        fresh.update(zip(map(entry_vector_key, part), vectors))
         with store.lock():
             report.touched.extend(store.write_embeddings(part, model, vectors))  # identical files are left alone
         for e in part:
@@ -430,14 +432,14 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         keep_dir = dir_sig is not None and listed == set(verified)  # else rescan the folder next time
         new = Manifest(model=model, index_sig=list(index_sig) if index_sig else None, emb_dir_ns=dir_sig[1] if keep_dir else None,
                        days=scan.days, markdown=md, vectors=verified)
-    report.search_rebuilt = _refresh_search(mem, full, progress, report)
+    report.search_rebuilt = _refresh_search(mem, full, progress, report, fresh)
     if scan.reread or new.state() != man.state():  # nothing new: leave the manifest (and the disk) alone
         new.save(layout)
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: SyncReport) -> bool:
+def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: SyncReport, fresh: dict) -> bool:
     layout = mem.layout
     folder = layout.cache_dir / "search"
     stamp = folder / "fingerprint"
@@ -445,6 +447,7 @@ def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: 
         shutil.rmtree(folder, ignore_errors=True)
         for old in layout.cache_dir.glob("vectors-*"):  # the cached document vectors (search/index.py)
             old.unlink()
+    seed_vectors(layout, mem.embedder, fresh)
     before = stamp.read_text() if stamp.is_file() else None
     if progress and (full or report.changed):
         progress("updating the search cache", 0, 0)

@@ -210,6 +210,21 @@ class ChunkVectorCache:
         atomic_write_text(self.base.with_suffix(".keys.json"), json.dumps(keys))
 
 
+def entry_vector_key(e: Entry) -> str:
+    """How an entry's vector is keyed in ChunkVectorCache: its id and content hash."""
+    return f"entry:{e.id}:{e.content_hash()}"
+
+
+def seed_vectors(layout: Layout, embedder, vectors: dict[str, np.ndarray]) -> None:
+    """Store vectors computed elsewhere (keys from entry_vector_key) so the next build need not read
+    them back from the embedding files."""
+    if vectors:
+        cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
+        for key, vec in vectors.items():
+            cache.put(key, vec)
+        cache.save(set(cache.rows) | set(vectors))
+
+
 def _vectors(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], cache: ChunkVectorCache, progress=None, save: bool = True) -> np.ndarray:
     """A vector per document: entries from the cache or their embedding files, the rest from the
     cache or embedded now. Only what no file and no cache holds is embedded."""
@@ -223,7 +238,7 @@ def _vectors(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], ca
     for i, d in enumerate(docs):
         if d.kind == "entry":
             e = by_id[d.ref]
-            key, text = f"entry:{e.id}:{e.content_hash()}", e.embed_text()
+            key, text = entry_vector_key(e), e.embed_text()
             vec = cache.get(key)
             if vec is None:  # first build, or the entry changed: its embedding file
                 vec = store.vector_for(e, embedder.model, dim)
