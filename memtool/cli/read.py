@@ -57,13 +57,14 @@ def search(
     if not hits:
         typer.echo("no matches")
         return
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(show_lines=False, box=None)
     for col in ("score", "kind", "id", "when", "session", "text"):
         table.add_column(col, overflow="fold")
-    for h in hits:
-        text = h.text if not h.passage else f"{h.text}\n[dim]> {h.passage[:200]}[/dim]"
+    for h in hits:  # stored text is data, not markup: "[brackets]" in a note must show as typed
+        text = escape(h.text) if not h.passage else f"{escape(h.text)}\n[dim]> {escape(h.passage[:200])}[/dim]"
         if h.superseded_by:  # an older version, ranked below the newer one when both match
             text = f"[yellow](superseded by {h.superseded_by})[/yellow] {text}"
         table.add_row(f"{h.score:.3f}", h.kind, h.id, h.timestamp[:10], h.source_session, text)

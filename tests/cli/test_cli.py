@@ -130,3 +130,9 @@ def test_real_subprocess(ready):
     assert found.returncode == 0 and json.loads(found.stdout)[0]["kind"] == "entry"
     bad = subprocess.run([*cmd, "--root", str(ready / "nope"), "stats"], env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 3 and "not a memory root" in bad.stderr
+
+
+def test_search_table_shows_brackets_as_typed(ready):
+    assert run("log", "Fixed [bold]render[/bold] bug in the [red] banner").exit_code == 0
+    out = run("search", "render banner").stdout
+    assert "[bold]render[/bold]" in out and "[red]" in out
