@@ -166,6 +166,8 @@ class MemoryTools:
         out["text"] = h.text if h.trusted else quoted(h.text)
         if h.passage:
             out["passage"] = h.passage if h.trusted else quoted(h.passage)
+        if h.superseded_by:  # an older version: the newer entry is ranked just above it
+            out["superseded_by"] = h.superseded_by
         return out
 
     def context(self, query: str = "", budget: int | None = None, template: str | None = None, limit: int = 8,

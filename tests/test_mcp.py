@@ -343,3 +343,15 @@ def test_serve_needs_the_root_named(tmp_path):
     assert run.returncode == 2 and "--root" in run.stderr and run.stdout == ""
     run = subprocess.run([sys.executable, "-m", "memtool", "--root", str(tmp_path), "serve"], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert run.returncode == 3 and "not a memory root" in run.stderr
+
+
+def test_search_answer_marks_a_superseded_entry():
+    from memtool.mcp_tools import MemoryTools
+    from memtool.search.engine import Hit
+
+    old = Hit(id="ctx-20260201-aaaaaaaa", kind="entry", score=0.5, source_session="s", timestamp="2026-02-01T10:00:00Z",
+              text="Deploys go through Jenkins.", superseded_by="ctx-20260208-bbbbbbbb")
+    new = Hit(id="ctx-20260208-bbbbbbbb", kind="entry", score=0.6, source_session="s", timestamp="2026-02-08T10:00:00Z",
+              text="Deploys go through ArgoCD.")
+    assert MemoryTools._hit(old)["superseded_by"] == new.id
+    assert "superseded_by" not in MemoryTools._hit(new)
