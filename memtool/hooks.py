@@ -658,18 +658,16 @@ def _workdir(payload: HookPayload) -> Path | None:
 Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
+def _call(run: Runner | None, command: list[str], payload: HookPayload, timeout: float) -> "subprocess.CompletedProcess[str]":
+    """Run a memtool command for a hook: in the session's folder, output captured, no stdin, bounded."""
+    return (run or subprocess.run)(command, cwd=_workdir(payload), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
 def run_session_start(payload: HookPayload, *, run: Runner | None = None, python: str | None = None) -> tuple[str, str]:
     """Run `memory context` for the session's folder. Returns (stdout for the agent, message for stderr)."""
     command = context_command(python)
     try:
-        done = (run or subprocess.run)(
-            command,
-            cwd=_workdir(payload),
-            capture_output=True,
-            text=True,
-            timeout=CONTEXT_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
+        done = _call(run, command, payload, CONTEXT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return "", f"memtool: `memory context` took longer than {CONTEXT_TIMEOUT_S:.0f} s; no memory loaded."
     except OSError as err:
@@ -720,14 +718,7 @@ def run_session_end(payload: HookPayload, agent: str, *, run: Runner | None = No
     markdown = prepare_transcript(payload, agent)
     command = compress_command(markdown, payload, agent, python)
     try:
-        done = (run or subprocess.run)(
-            command,
-            cwd=_workdir(payload),
-            capture_output=True,
-            text=True,
-            timeout=COMPRESS_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
+        done = _call(run, command, payload, COMPRESS_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         print(f"memtool: compress timed out after {COMPRESS_TIMEOUT_S:.0f} s; kept {markdown}", file=sys.stderr)
         return 1
