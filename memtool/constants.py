@@ -46,6 +46,7 @@ MAX_KEYWORDS = 10
 MAX_TOPICS = 4
 CHUNK_TARGET_TOKENS = 160  # transcript / markdown chunk size for search
 RRF_K = 60
+DOC_FREQ_SAMPLE = 5000  # most recent entries the compressor's word-rarity hint is computed over
 
 IMPORTANCE_LEVELS = ("low", "medium", "high", "critical")
 SOURCES = ("user_explicit", "ai_inferred", "system_auto")

@@ -20,7 +20,7 @@ from memtool.access import load_counts, record
 from memtool.context import ContextResult, Section, pack
 from memtool.dates import anchor
 from memtool.dedupe import Deduper, Duplicate
-from memtool.errors import BadInput, ProviderError, StorageError
+from memtool.errors import BadInput, ProviderError, StorageError, StoreCorrupt
 from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.providers.local import content_words
@@ -83,12 +83,21 @@ class Memory:
         return redact(text, self.settings.redact_patterns)[0]
 
     def _doc_freq(self) -> tuple[Counter, int]:
-        """How many stored entries contain each word: lets a compressor prefer what is distinctive."""
+        """How many of the most recent stored entries (DOC_FREQ_SAMPLE) contain each word: lets a
+        compressor prefer what distinguishes a session from recent memory, at a cost that does not
+        grow with the store."""
         df: Counter = Counter()
         n = 0
-        for e in self.store.iter_entries(errors=[]):
-            df.update(set(content_words(e.embed_text())))
-            n += 1
+        for path in reversed(self.layout.day_files()):
+            if n >= C.DOC_FREQ_SAMPLE:
+                break
+            try:
+                day = read_day(path)
+            except (StoreCorrupt, UnicodeDecodeError):
+                continue  # reported by doctor and reindex; a hint does not need it
+            for e in day:
+                df.update(set(content_words(e.embed_text())))
+            n += len(day)
         return df, n
 
     def _compress_one(self, s: Session, provider: str, df: Counter, n_docs: int, text: str | None = None) -> tuple[Entry, str]:

@@ -133,6 +133,9 @@ DAY_PREFIX_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]|$)")  # the day file an e
 def _strs(value: Any, where: str) -> list[str]:
     if value is None:
         return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    if type(value) is not list or not set(map(type, value)) <= _STR_ONLY:  # checked in C: read for every entry
         raise StoreCorrupt(f"{where}: expected a list of strings, got {value!r:.80}")
     return list(value)
+
+
+_STR_ONLY = {str}
