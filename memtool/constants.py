@@ -67,6 +67,7 @@ SYNC_EMBED_BATCH = 256  # entries embedded (and their files written) per batch; 
 SYNC_RACY_NS = 2_000_000_000  # files modified this close to the last sync are re-hashed (coarse mtimes)
 WATCH_DEBOUNCE_S = 0.3  # quiet period after the last change before a sync
 WATCH_MAX_LATENCY_S = 2.0  # a sync starts at most this long after the first change of a burst
+WATCH_RETRY_INTERVAL_S = 300.0  # `memory watch` retries pending entries at most this often
 # editor and tool droppings the watcher ignores (fnmatch patterns on the file name)
 WATCH_IGNORE = (".*", "*~", "*.swp", "*.swx", "*.swo", "4913", ".goutputstream-*", "*.tmp", "#*#")
 WATCH_OWN_WRITES_KEPT = 50_000  # paths of the watcher's own recent writes remembered, to ignore their events

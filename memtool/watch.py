@@ -16,13 +16,16 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from memtool import constants as C
 from memtool.errors import MemtoolError
 from memtool.memory import Memory
 from memtool.store import Layout
 from memtool.sync import SyncReport, sync
+
+if TYPE_CHECKING:
+    from memtool.retry import RetryReport
 
 CHANGE_EVENTS = {"created", "deleted", "modified", "moved"}  # not opened/closed: sync itself reads files
 WAKE_S = 0.2  # longest a wait blocks before checking the stop flag (keeps Ctrl-C prompt)
@@ -101,6 +104,8 @@ class Watcher:
         on_sync: Callable[[SyncReport], None] | None = None,
         on_error: Callable[[MemtoolError], None] | None = None,
         reopen: Callable[[], Memory] | None = None,
+        on_retry: Callable[["RetryReport"], None] | None = None,
+        retry_interval: float = C.WATCH_RETRY_INTERVAL_S,
     ):
         self.mem = mem
         self.reopen = reopen  # builds a fresh Memory when memory/config.yaml changes (say, another embedder)
@@ -113,6 +118,9 @@ class Watcher:
         self.skipped = 0  # settled bursts made only of this watcher's own writes
         self._own: dict[str, tuple[int, int] | None] = {}  # path -> stat right after our own write / delete
         self.ready = threading.Event()  # set once the observer runs and the first sync is done
+        self.on_retry = on_retry
+        self.retry_interval = retry_interval
+        self._last_retry = float("-inf")
 
     # called from the observer thread for every event
     def dispatch(self, event) -> None:
@@ -142,6 +150,29 @@ class Watcher:
         self.syncs += 1
         if self.on_sync:
             self.on_sync(report)
+        self.retry_pending()
+        return report
+
+    def retry_pending(self) -> "RetryReport | None":
+        """Complete entries a provider failure left pending (`memory retry`), at most once per
+        retry_interval: on start and after syncs, so a quota error is not hammered."""
+        if time.monotonic() - self._last_retry < self.retry_interval:
+            return None
+        self._last_retry = time.monotonic()
+        from memtool.retry import retry, work
+
+        pending, unembedded = work(self.mem)
+        if not pending and not unembedded:
+            return None
+        try:
+            report = retry(self.mem)
+        except MemtoolError as exc:
+            if self.on_error is None:
+                raise
+            self.on_error(exc)
+            return None
+        if self.on_retry:
+            self.on_retry(report)
         return report
 
     def run(self, once: bool = False, stop: threading.Event | None = None) -> int:

@@ -177,3 +177,31 @@ def test_never_mixes_embedding_models(setup, root, fake_embedder):
     report = retry(mem2)
     assert "memory reembed" in report.unembedded[b.id].reason and report.exit_code == 8
     assert mem.store.read_embedding(b.id) is None and mem.store.read_embedding(a.id)["model"] == fake_embedder.model
+
+
+def test_the_watcher_completes_pending_entries(setup):
+    from memtool.watch import Watcher
+
+    comp, open_ = setup
+    mem = open_()
+    old = stand_ins(comp, mem, 2)
+    seen = []
+    watcher = Watcher(mem, on_retry=seen.append, retry_interval=0)
+    watcher.sync_now()  # what `memory watch` does on start and after each change
+    assert [r.completed for r in seen] == [{e.id: "remote-model-1" for e in old}]
+    assert not any(mem.get(e.id).pending for e in old)
+    watcher.sync_now()  # nothing pending any more: no retry run, no call
+    assert len(seen) == 1 and len(comp.calls) == 2
+
+
+def test_the_watcher_does_not_hammer_a_failing_provider(setup):
+    from memtool.watch import Watcher
+
+    comp, open_ = setup
+    mem = open_()
+    old = stand_ins(comp, mem, 1)
+    comp.script = [RateLimited("quota exceeded")] * 5
+    watcher = Watcher(mem, on_retry=lambda r: None, retry_interval=3600)
+    watcher.sync_now()
+    watcher.sync_now()  # within the interval: not retried again
+    assert len(comp.calls) == 1 and mem.get(old[0].id).pending

@@ -107,7 +107,8 @@ def watch(
     once: bool = typer.Option(False, "--once", help="Exit after the first sync triggered by a change."),
     debounce: float = typer.Option(C.WATCH_DEBOUNCE_S, "--debounce", min=0.0, help="Seconds of quiet before a sync."),
 ) -> None:
-    """Watch the root and sync on every change (debounced). One status line per sync; Ctrl-C stops."""
+    """Watch the root and sync on every change (debounced). One status line per sync; entries left
+    pending by a provider failure are retried at start and after changes (at most every 5 minutes). Ctrl-C stops."""
     from datetime import datetime
 
     from memtool.watch import Watcher
@@ -122,10 +123,17 @@ def watch(
     def on_error(exc) -> None:
         typer.echo(f"{datetime.now():%H:%M:%S} sync failed: {exc}", err=True)
 
+    def on_retry(report) -> None:  # entries a provider failure left pending (`memory retry`)
+        still = {**report.pending, **report.unembedded}
+        line = f"retry: {len(report.completed)} completed, {len(report.embedded)} embedded"
+        if still:
+            line += f", {len(still)} still pending ({next(iter(still.values())).reason})"
+        typer.echo(f"{datetime.now():%H:%M:%S} {line}")
+
     typer.echo(f"watching {mem.layout.root} (Ctrl-C to stop)", err=True)
     try:
         watcher = Watcher(mem, debounce=debounce, max_latency=max(C.WATCH_MAX_LATENCY_S, debounce), on_sync=on_sync, on_error=on_error,
-                          reopen=lambda: open_from(ctx))
+                          reopen=lambda: open_from(ctx), on_retry=on_retry)
         watcher.run(once=once)
     except KeyboardInterrupt:
         typer.echo("stopped", err=True)
