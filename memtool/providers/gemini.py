@@ -8,6 +8,8 @@ translates failures into memtool errors whose messages never contain the API key
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import importlib
 import logging
 import os
@@ -232,7 +234,8 @@ class GeminiCompressor:
         parts = S.split_text(text, self._window(text)) if text.strip() else []
         if not parts:
             raise BadModelOutput("nothing to compress: the transcript is empty")
-        done = [self._compress_part(p, i, len(parts)) for i, p in enumerate(parts, 1)]
+        when = hints.when if hints is not None else None
+        done = [self._compress_part(p, i, len(parts), when) for i, p in enumerate(parts, 1)]
         result = S.merge(done)
         if len(done) > 1 and len(result.summary) > self.max_summary_chars:
             data = self._generate(result.summary, S.SUMMARY_INSTRUCTION, S.SUMMARY_SCHEMA, "summary merge")
@@ -248,8 +251,8 @@ class GeminiCompressor:
                 limit = min(limit, max(1, int(len(text) * self.window_tokens / tokens * 0.9)))
         return limit
 
-    def _compress_part(self, text: str, part: int, parts: int) -> Compressed:
-        data = self._generate(text, S.entry_instruction(part, parts), S.ENTRY_SCHEMA, "generateContent")
+    def _compress_part(self, text: str, part: int, parts: int, when: datetime | None = None) -> Compressed:
+        data = self._generate(text, S.entry_instruction(part, parts, when), S.ENTRY_SCHEMA, "generateContent")
         return S.to_compressed(data)
 
     def _generate(self, text: str, instruction: str, schema: dict[str, Any], what: str) -> dict[str, Any]:

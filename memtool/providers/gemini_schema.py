@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from typing import Any
 
 from memtool import constants as C
@@ -65,10 +66,13 @@ _INSTRUCTION = (
 )
 
 
-def entry_instruction(part: int = 1, parts: int = 1) -> str:
+def entry_instruction(part: int = 1, parts: int = 1, when: datetime | None = None) -> str:
+    text = _INSTRUCTION
+    if when is not None:  # lets the model turn "yesterday" into a date that still means something later
+        text += f" The session took place on {when:%A} {when.day} {when:%B %Y}; write dates as absolute dates."
     if parts == 1:
-        return _INSTRUCTION
-    return f"{_INSTRUCTION} This is part {part} of {parts} of one long transcript; cover only this part."
+        return text
+    return f"{text} This is part {part} of {parts} of one long transcript; cover only this part."
 
 
 SUMMARY_INSTRUCTION = (

@@ -461,3 +461,14 @@ def test_split_text_never_loses_text(text, max_chars):
 def test_split_prefers_paragraphs():
     text = "one two three.\n\nfour five six."
     assert S.split_text(text, 20) == ["one two three.\n\n", "four five six."]
+
+
+def test_the_session_date_reaches_the_model(gemini_server, key):
+    from datetime import datetime, timezone
+
+    from memtool.providers import Hints
+
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+    compressor(gemini_server).compress("Caroline: I went to the support group yesterday.", Hints(when=when))
+    [req] = gemini_server.calls("generateContent")
+    assert "Monday 8 May 2023" in json.dumps(req.body["systemInstruction"])
