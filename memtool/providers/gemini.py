@@ -8,13 +8,12 @@ translates failures into memtool errors whose messages never contain the API key
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import importlib
 import logging
 import os
 import random
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
