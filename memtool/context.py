@@ -130,7 +130,7 @@ def pack(layer3: list[Section], hits: list[Hit], today: Section | None, budget: 
             add(_fit_section(s, reserved[s.name], res))
 
     if hits:
-        add(tpl.header)
+        add(tpl.header.rstrip("\n"))
         items: list[str] = []
         terms = set(tokenize(query))
         room = hit_budget - count_tokens(tpl.header) - 2

@@ -199,14 +199,15 @@ def test_untrusted_hits_are_labelled_as_quoted_data(client, seeded):
     assert "quoted data" in got["warning"] and got["entry"]["summary"].startswith("> ")
 
 
-def test_search_dedups_within_the_session(client):
-    first = client.ok("memory_search", {"query": "zeppelin dashboard widget stale numbers", "limit": 3})
-    sent = {h["id"] for h in first["hits"]}
-    assert sent
-    again = client.ok("memory_search", {"query": "zeppelin dashboard widget stale numbers", "limit": 3})
-    assert not sent & {h["id"] for h in again["hits"]}
-    repeat = client.ok("memory_search", {"query": "zeppelin dashboard widget stale numbers", "limit": 3, "include_seen": True})
-    assert sent <= {h["id"] for h in repeat["hits"]}
+def test_search_dedups_within_the_session(seeded, home):
+    with connect(seeded["root"], home) as fresh:  # its own session: nothing sent yet
+        first = fresh.ok("memory_search", {"query": "zeppelin dashboard widget stale numbers", "limit": 3})
+        sent = {h["id"] for h in first["hits"]}
+        assert sent
+        again = fresh.ok("memory_search", {"query": "zeppelin dashboard widget stale numbers", "limit": 3})
+        assert not sent & {h["id"] for h in again["hits"]}
+        repeat = fresh.ok("memory_search", {"query": "zeppelin dashboard widget stale numbers", "limit": 3, "include_seen": True})
+        assert sent <= {h["id"] for h in repeat["hits"]}
 
 
 def test_answers_fit_max_tokens_and_say_when_cut(client):

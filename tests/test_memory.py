@@ -135,3 +135,13 @@ def test_index_json_complete_when_batches_divide_evenly(mem, root):
     sessions = [Session(text=f"Note {i}: the quarterly report for Erin needs the churn chart.", when=when(1 + i % 5)) for i in range(8)]
     mem.compress_many(sessions, batch=4)  # two full batches, no partial one
     assert len(json.loads((root / "memory/index/index.json").read_text())["entries"]) == 8
+
+
+def test_untouched_templates_are_not_memory(mem, root):
+    mem.compress(DB, when=when(5), session="db")
+    kinds = {h.kind for h in mem.search("agents session protocol memory compress", limit=10)}
+    assert "memory" not in kinds  # AGENTS.md / MEMORY.md as `memory init` wrote them are boilerplate
+    (root / "AGENTS.md").write_text((root / "AGENTS.md").read_text() + "\n## Local rule\n- Never deploy on Fridays.\n")
+    mem.invalidate()  # edited outside this Memory (each command opens a fresh one)
+    hits = mem.search("deploy Fridays", limit=3)
+    assert hits[0].kind == "memory" and hits[0].ref.startswith("AGENTS.md#L")

@@ -147,11 +147,19 @@ def collect_docs(layout: Layout, errors: list[str], only: set[str] | None = None
         except UnicodeDecodeError as exc:
             errors.append(f"{path}: not UTF-8 ({exc.reason}); skipped")
             continue
+        if path.parent == layout.root and path.name in C.LAYER3_FILES and text.strip() == _template(path.name):
+            continue  # still the file `memory init` wrote: boilerplate, not memory
         ts = _md_time(path, kind)
         for ch in chunk_markdown(text):
             body = f"{ch.heading}\n{ch.text}" if ch.heading else ch.text
             docs.append(Doc(kind=kind, ref=f"{rel}#L{ch.line}", entry="", text=body, index_text=body, ts=ts, line=ch.line, session="", source=str(path)))
     return docs, entries
+
+
+def _template(name: str) -> str:
+    from memtool.scaffold import template_text  # importlib.resources: only when building
+
+    return template_text(name).strip()
 
 
 def source_sigs(layout: Layout) -> dict[str, str]:
