@@ -38,6 +38,19 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+_UMASK = os.umask(0)  # read once, at import (single-threaded): os.umask can only be read by setting it
+os.umask(_UMASK)
+
+
+def _mode_for(path: Path) -> int:
+    """The mode a rewritten file keeps, or the one a plain open() would give a new file (mkstemp's
+    temp files are 0600, which would hide memory from the rest of a team on a shared machine)."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_UMASK
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temp file in the same folder, fsync, then rename over the target."""
     path = Path(path)
@@ -47,6 +60,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except OSError as exc:
         raise _storage_error(path, exc) from None
     try:
+        os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -91,6 +105,7 @@ def atomic_write_many(items: list[tuple[Path, bytes]]) -> list[Path]:
                         path.parent.mkdir(parents=True, exist_ok=True)
                         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
                         opened.append(fd)
+                        os.fchmod(fd, _mode_for(path))
                         temps.append((tmp, path))
                         view = memoryview(data)
                         while view:
