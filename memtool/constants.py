@@ -13,6 +13,7 @@ QUARANTINE_DIR = "quarantine"  # memory/quarantine/: what doctor could not repai
 CACHE_DIR = ".cache"  # memory/.cache: derived, git-ignored, rebuildable
 LOCK_FILE = ".lock"  # memory/.lock: cross-process write lock
 CONFIG_FILE = "config.yaml"  # memory/config.yaml
+INDEX_STATE_FILE = "index-state.json"  # memory/.cache: the file stats index.json was last written from
 GITIGNORE_FILE = ".gitignore"  # memory/.gitignore
 
 MEMORY_MD = "MEMORY.md"

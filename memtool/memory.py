@@ -162,6 +162,7 @@ class Memory:
         results: list[Entry] = []  # in input order: stored entries, and stored ones a duplicate repeats
         self.duplicates = []
         dedupe = Deduper(self.layout)
+        touched: set[str] = set()  # days whose files this call writes: index.json is patched for them
         for s in sessions:
             text = self.redact(self.check_text(s.text, s.name))
             dedupe.require_known(s.supersedes)
@@ -180,23 +181,25 @@ class Memory:
             df.update(set(content_words(entry.embed_text())))
             n_docs += 1
             pending_batch.append((entry, text))
+            touched.add(entry.day)
             if len(pending_batch) >= batch:
-                done.extend(self._write(pending_batch, final=False))
+                done.extend(self._write(pending_batch))
                 if progress:
                     progress(len(pending_batch))
                 pending_batch = []
         if pending_batch:
-            done.extend(self._write(pending_batch))
+            done.extend(self._write(pending_batch, index_days=touched))
             if progress:
                 progress(len(pending_batch))
-        elif done:  # the last batch was full: it did not rebuild index.json
+        elif done:  # the last batch was full: it did not update index.json
             with self.store.lock():
-                self.store.rebuild_index(self.settings.compressor)
+                self.store.update_index(self.settings.compressor, touched)
         return results
 
-    def _write(self, items: list[tuple[Entry, str]], final: bool = True) -> list[Entry]:
-        """Store a batch. index.json (derived from the day files) is rebuilt only by the final batch
-        of a call, so a bulk import stays linear; a crash before that leaves it for `memory reindex`."""
+    def _write(self, items: list[tuple[Entry, str]], index_days: set[str] | None = None) -> list[Entry]:
+        """Store a batch. index.json (derived from the day files) is updated only by the final batch
+        of a call (`index_days`: every day the call touched), so a bulk import stays linear; a crash
+        before that leaves it stale, and the next write or `memory reindex` rebuilds it."""
         entries = [e for e, _ in items]
         try:
             vectors = self.embedder.embed_documents([e.embed_text() for e in entries])
@@ -217,8 +220,8 @@ class Memory:
             except StorageError:  # disk full / read-only: take back the files of entries not stored
                 self._roll_back(created, {e.day for e in entries})
                 raise
-            if final:
-                self.store.rebuild_index(self.settings.compressor)
+            if index_days is not None:
+                self.store.update_index(self.settings.compressor, index_days)
         self._index = None
         return entries
 

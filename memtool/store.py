@@ -122,6 +122,14 @@ def round6(vector: np.ndarray) -> list[float]:
     return values
 
 
+def _file_sig(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
 def check_conflict_markers(path: Path, text: str) -> None:
     if "<<<<<<<" not in text and "=======" not in text and ">>>>>>>" not in text:
         return  # fast path: a substring test is ~5x cheaper than the multi-line regex on every file read
@@ -152,11 +160,14 @@ def sort_entries(entries: Iterable[Entry]) -> list[Entry]:
     return sorted(entries, key=lambda e: (e.timestamp, e.id))
 
 
-def index_document(provider: str, entries: Iterable[Entry]) -> str:
+def index_document(provider: str, entries: Iterable[Entry | dict]) -> str:
     """index.json: the header indented, then one compact line per entry (time order), so a changed
-    entry is a one-line git diff and 10,000 entries encode in C speed."""
+    entry is a one-line git diff and 10,000 entries encode in C speed. Dicts are entries already in
+    their on-disk form (Entry.to_dict)."""
     head = json.dumps({"version": C.INDEX_VERSION, "provider": provider, "last_updated": iso(utcnow())}, indent=2, ensure_ascii=False)[:-2]
-    lines = [json.dumps(e.to_dict(), ensure_ascii=False) for e in sort_entries(entries)]
+    dicts = [e if isinstance(e, dict) else e.to_dict() for e in entries]
+    dicts.sort(key=lambda d: (d["timestamp"], d["id"]))
+    lines = [json.dumps(d, ensure_ascii=False) for d in dicts]
     body = ",\n    ".join(lines)
     return head + ',\n  "entries": [' + (f"\n    {body}\n  " if lines else "") + "]\n}\n"
 
@@ -225,7 +236,55 @@ class Store:
             except (StoreCorrupt, AttributeError):
                 pass  # the old index is itself unreadable: nothing more to keep
         atomic_write_text(self.layout.index_file, index_document(provider, good))
+        self._save_index_state()
         return errors
+
+    def update_index(self, provider: str, days: set[str]) -> list[str]:
+        """index.json after writing the day files of `days`: those days are patched in place when
+        index.json is known to match every other day file (a record in the derived cache, taken at
+        the last index write); anything else (a crash between files, a hand edit, a git pull) gets
+        the full rebuild. Caller holds the lock."""
+        state = self._load_index_state()
+        now = self._day_sigs()
+        others = {name: sig for name, sig in now.items() if name[:-5] not in days}
+        recorded = {name: sig for name, sig in (state or {}).get("days", {}).items() if name[:-5] not in days}
+        if state is None or state.get("index") != _file_sig(self.layout.index_file) or others != recorded:
+            return self.rebuild_index(provider)
+        try:
+            current = json.loads(self.layout.index_file.read_text(encoding="utf-8"))["entries"]
+            fresh: list[Entry] = []
+            for day in days:
+                path = self.layout.day_file(day)
+                if path.is_file():
+                    fresh.extend(read_day(path))
+        except (OSError, ValueError, KeyError, TypeError, StoreCorrupt, UnicodeDecodeError):
+            return self.rebuild_index(provider)  # whatever is odd, the full rebuild sorts it out
+        kept = [d for d in current if str(d.get("timestamp", ""))[:10] not in days]
+        atomic_write_text(self.layout.index_file, index_document(provider, [*kept, *fresh]))
+        self._save_index_state()
+        return []
+
+    def _day_sigs(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        if self.layout.index_dir.is_dir():
+            with os.scandir(self.layout.index_dir) as it:
+                for de in it:
+                    if de.name.endswith(".json") and DAY_RE.match(de.name[:-5]):
+                        st = de.stat()
+                        out[de.name] = [st.st_size, st.st_mtime_ns]
+        return out
+
+    def _load_index_state(self) -> dict | None:
+        try:
+            state = json.loads((self.layout.cache_dir / C.INDEX_STATE_FILE).read_text())
+            return state if isinstance(state, dict) else None
+        except (OSError, ValueError):
+            return None  # no record (first write, cache deleted): the full rebuild makes one
+
+    def _save_index_state(self) -> None:
+        """What index.json was built from: its own stat and every day file's (derived cache)."""
+        state = {"index": _file_sig(self.layout.index_file), "days": self._day_sigs()}
+        atomic_write_text(self.layout.cache_dir / C.INDEX_STATE_FILE, json.dumps(state))
 
     # -- embeddings --------------------------------------------------------------------------------
     def write_embedding(self, entry: Entry, model: str, vector: np.ndarray) -> None:

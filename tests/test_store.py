@@ -1,0 +1,74 @@
+"""index.json kept in step with the day files: patched per day when nothing else moved, rebuilt otherwise."""
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from memtool.app import open_memory
+from memtool.scaffold import init
+
+
+def when(day, hour=9):
+    return datetime(2026, 3, day, hour, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def mem(root, fake_embedder):
+    init(root)
+    m = open_memory(root, embedder=fake_embedder)
+    for d in range(1, 6):
+        m.compress(f"Erin: day {d} notes about the billing migration and the Kafka lag.", when=when(d), session=f"s{d}")
+    return m
+
+
+def entries_of(root):
+    return json.loads((root / "memory/index/index.json").read_text())["entries"]
+
+
+def rebuilt(mem, root):
+    body = lambda t: t.split('"entries"', 1)[1]  # noqa: E731 - the header holds last_updated
+    patched = (root / "memory/index/index.json").read_text()
+    mem.store.rebuild_index(mem.settings.compressor)
+    return body(patched) == body((root / "memory/index/index.json").read_text())
+
+
+def test_patched_index_equals_a_full_rebuild(mem, root, monkeypatch):
+    calls = []
+    monkeypatch.setattr(mem.store, "rebuild_index", lambda p, _orig=mem.store.rebuild_index: calls.append(p) or _orig(p))
+    mem.compress("Frank: a second note on day 3 about Grafana alerts.", when=when(3, 15), session="late")
+    mem.compress("Grace: day 9, a new day file entirely.", when=when(9), session="new")
+    assert calls == []  # both writes patched index.json in place
+    assert len(entries_of(root)) == 7
+    monkeypatch.undo()
+    assert rebuilt(mem, root)
+
+
+def test_anything_unexpected_falls_back_to_the_full_rebuild(mem, root, monkeypatch):
+    # a hand edit (or git pull) to another day file since the last index write
+    day2 = root / "memory/index/2026-03-02.json"
+    data = json.loads(day2.read_text())
+    data["entries"][0]["summary"] = "Corrected by hand: the lag was on the orders topic."
+    day2.write_text(json.dumps(data, indent=2))
+    mem.compress("Heidi: day 4 follow-up on the release checklist.", when=when(4, 18), session="x")
+    assert any(e["summary"].startswith("Corrected by hand") for e in entries_of(root))
+    assert rebuilt(mem, root)
+
+
+def test_a_crash_between_day_file_and_index_is_repaired_by_the_next_write(mem, root):
+    from memtool.models import Entry
+
+    lost = Entry(id="ctx-20260307-0badc0de", timestamp="2026-03-07T10:00:00.000Z", summary="written, then the process died")
+    mem.store.write_entries([lost])  # the day file, but no index.json update (as after a SIGKILL)
+    assert lost.id not in {e["id"] for e in entries_of(root)}
+    mem.compress("Ivan: day 8 note about the canary deploy.", when=when(8), session="y")
+    assert lost.id in {e["id"] for e in entries_of(root)}
+    assert rebuilt(mem, root)
+
+
+def test_deleted_cache_means_a_full_rebuild(mem, root):
+    import shutil
+
+    shutil.rmtree(root / "memory/.cache")
+    mem.compress("Judy: day 10 note.", when=when(10), session="z")
+    assert len(entries_of(root)) == 6 and rebuilt(mem, root)
