@@ -83,3 +83,18 @@ def fake_embedder():
 @pytest.fixture
 def fake_compressor():
     return FakeCompressor()
+
+
+@pytest.fixture
+def env(root, tmp_path_factory):
+    """Environment for `memory` subprocesses: this root, the offline providers, and a model cache
+    shared by the test session (warmed here, so each process memory-maps it instead of loading WordLlama)."""
+    import os
+
+    from memtool.providers.wordllama import WordLlamaEmbedder
+
+    cache = tmp_path_factory.getbasetemp() / "xdg-cache"
+    WordLlamaEmbedder(cache / "memtool" / "models").embed_documents(["warm up"])  # exports the matrix once
+    e = dict(os.environ)
+    e.update(MEMTOOL_ROOT=str(root), MEMTOOL_EMBEDDER="wordllama", MEMTOOL_COMPRESSOR="local", XDG_CACHE_HOME=str(cache))
+    return e

@@ -259,7 +259,7 @@ def test_cli_archive_then_search_archive_and_show(root, tmp_path):
     assert dry.returncode == 0 and json.loads(dry.stdout)["entries"] == [entry_id]
     done = run("archive")
     assert done.returncode == 0 and f"moved entry {entry_id}" in done.stdout and "archived 0 daily logs and 1 entries" in done.stdout
-    assert (root / f"memory/archive/2020/index/2020-05-04.json").is_file()
+    assert (root / "memory/archive/2020/index/2020-05-04.json").is_file()
 
     assert json.loads(run("search", "ferret arm64", "--kind", "entry", "--json").stdout) == []
     found = json.loads(run("search", "ferret arm64", "--kind", "entry", "--archive", "--json").stdout)

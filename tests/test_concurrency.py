@@ -8,18 +8,14 @@ all released at once by a barrier file.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
-import pytest
 
 from memtool.doctor import open_doctor
-from memtool.providers.wordllama import WordLlamaEmbedder
 from memtool.scaffold import init
 
 COMPRESSORS, COMPRESSES = 4, 10
@@ -51,16 +47,6 @@ WORKER = textwrap.dedent(
     print(json.dumps(ids))
     """
 )
-
-
-@pytest.fixture
-def env(root, tmp_path_factory):
-    """Subprocess environment: this root, the offline providers, a model cache shared by the session (warmed here)."""
-    cache = tmp_path_factory.getbasetemp() / "xdg-cache"
-    WordLlamaEmbedder(cache / "memtool" / "models").embed_documents(["warm up"])  # exports the matrix once
-    e = dict(os.environ)
-    e.update(MEMTOOL_ROOT=str(root), MEMTOOL_EMBEDDER="wordllama", MEMTOOL_COMPRESSOR="local", XDG_CACHE_HOME=str(cache))
-    return e
 
 
 def test_concurrent_writers_lose_nothing(root, env, tmp_path):

@@ -23,7 +23,6 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-import pytest
 
 from memtool.app import open_memory
 from memtool.doctor import Doctor
@@ -38,16 +37,6 @@ WRITE_SPREAD_S = 0.03  # write-phase kills land this long at most after the firs
 POLL_S = 0.002
 RESIDUE = {"temp", "orphan", "index"}  # what a crash may leave; doctor --fix repairs all of it
 WORDS = "postgres billing auth0 migration webhook retries cache index deploy rollback alice bob carol dana schema latency".split()
-
-
-@pytest.fixture
-def env(root, tmp_path_factory):
-    """Subprocess environment: this root, the offline providers, a model cache shared by the session (warmed here)."""
-    cache = tmp_path_factory.getbasetemp() / "xdg-cache"
-    WordLlamaEmbedder(cache / "memtool" / "models").embed_documents(["warm up"])  # exports the matrix once
-    e = dict(os.environ)
-    e.update(MEMTOOL_ROOT=str(root), MEMTOOL_EMBEDDER="wordllama", MEMTOOL_COMPRESSOR="local", XDG_CACHE_HOME=str(cache))
-    return e
 
 
 def transcript(folder: Path, n: int, rng: random.Random) -> Path:

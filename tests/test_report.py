@@ -7,7 +7,6 @@ import shutil
 import subprocess
 from datetime import datetime, timezone
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner

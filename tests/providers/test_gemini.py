@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 import traceback
-from pathlib import Path
 
 import numpy as np
 import pytest
