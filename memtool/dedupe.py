@@ -25,7 +25,7 @@ from pathlib import Path
 from memtool import constants as C
 from memtool.errors import BadInput, StoreCorrupt
 from memtool.models import Entry, parse_iso
-from memtool.providers.local import content_words
+from memtool.text import content_words
 from memtool.store import Layout, Store, read_day
 
 ID_RE = re.compile(rf"^{C.ENTRY_ID_PREFIX}-\d{{8}}-")  # ids made by compress name their UTC day

@@ -23,12 +23,11 @@ from memtool.dedupe import Deduper, Duplicate
 from memtool.errors import BadInput, ProviderError, StorageError, StoreCorrupt
 from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
-from memtool.providers.local import content_words
 from memtool.search.engine import Hit, Query, Weights, search
 from memtool.search.index import open_index
 from memtool.search.segment import SearchIndex
 from memtool.store import Layout, Store, read_day
-from memtool.text import count_tokens
+from memtool.text import content_words, count_tokens
 
 
 @dataclass

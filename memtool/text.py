@@ -46,6 +46,11 @@ def tokenize(text: str) -> list[str]:
     return stem_words([w for w in words(text) if w and w not in STOPWORDS])
 
 
+def content_words(text: str) -> list[str]:
+    """Lowercase words that can carry meaning: no stopwords, no bare numbers, three letters or more."""
+    return [w for w in words(text) if len(w) > 2 and w not in STOPWORDS and not w.isdigit()]
+
+
 def count_tokens(text: str) -> int:
     """Offline token estimate (see README for its measured error against a real tokenizer)."""
     return len(TOKEN_PIECE_RE.findall(text))

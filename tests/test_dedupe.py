@@ -20,7 +20,7 @@ from memtool.dedupe import jaccard
 from memtool.errors import BadInput
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Session
-from memtool.providers.local import content_words
+from memtool.text import content_words
 from memtool.scaffold import init
 from memtool.search.engine import Hit, newer_first
 from memtool.store import day_document, read_day

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from memtool.models import Entities
 from memtool.providers import Compressed, Hints
-from memtool.text import STOPWORDS, count_tokens, split_sentences, stem_words, truncate_to_tokens, words
+from memtool.text import STOPWORDS, content_words, count_tokens, split_sentences, stem_words, truncate_to_tokens
 
 TARGET_RATIO = 11.2  # aim above the 10:1 the design promises
 MAX_PEOPLE, MAX_SYSTEMS, MAX_DATES, MAX_TOPICS = 6, 5, 4, 2
@@ -91,11 +91,6 @@ def _idf(hints: Hints):
         return 1.0 + math.log((n + 1) / (df.get(word, 0) + 1))
 
     return idf
-
-
-def content_words(text: str) -> list[str]:
-    """Lowercase words that can carry meaning: no stopwords, no bare numbers, three letters or more."""
-    return [w for w in words(text) if len(w) > 2 and w not in STOPWORDS and not w.isdigit()]
 
 
 class LocalCompressor:
