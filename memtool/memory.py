@@ -99,9 +99,8 @@ class Memory:
             n += len(day)
         return df, n
 
-    def _compress_one(self, s: Session, provider: str, df: Counter, n_docs: int, text: str | None = None) -> tuple[Entry, str]:
-        """`text`: the session's text already checked and redacted."""
-        text = self.redact(self.check_text(s.text, s.name)) if text is None else text
+    def _compress_one(self, s: Session, provider: str, df: Counter, n_docs: int, text: str) -> tuple[Entry, str]:
+        """`text`: the session's text, already checked and redacted by compress_many."""
         when = s.when or utcnow()
         hints = Hints(when=when, doc_freq=df, n_docs=n_docs)
         compressor = self._compressor_factory(provider)
