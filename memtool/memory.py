@@ -291,13 +291,13 @@ class Memory:
 
     def _layer3(self, name: str) -> Section | None:
         """A Layer 3 file for the context, or None if missing or still the untouched template."""
-        from memtool.scaffold import template_text
+        from memtool.scaffold import is_untouched_template
 
         path = self.layout.root / name
         if not path.is_file():
             return None
         text = path.read_text(encoding="utf-8", errors="replace")
-        return None if text.strip() == template_text(name).strip() else Section(name, text)
+        return None if is_untouched_template(name, text) else Section(name, text)
 
     def recent(self, limit: int, exclude: frozenset[str] = frozenset()) -> list[Hit]:
         """Without a query: the most recent entries, most important first among equals."""

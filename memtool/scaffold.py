@@ -27,6 +27,11 @@ def template_text(name: str) -> str:
     return resources.files("memtool").joinpath("templates", name).read_text(encoding="utf-8")
 
 
+def is_untouched_template(name: str, text: str) -> bool:
+    """True when a Layer 3 file still holds exactly what `memory init` wrote: boilerplate, not memory."""
+    return name in C.LAYER3_FILES and text.strip() == template_text(name).strip()
+
+
 def init(root: Path) -> list[Path]:
     """Create what is missing; return the paths created."""
     layout = Layout(root)

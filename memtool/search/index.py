@@ -147,7 +147,7 @@ def collect_docs(layout: Layout, errors: list[str], only: set[str] | None = None
         except UnicodeDecodeError as exc:
             errors.append(f"{path}: not UTF-8 ({exc.reason}); skipped")
             continue
-        if path.parent == layout.root and path.name in C.LAYER3_FILES and text.strip() == _template(path.name):
+        if path.parent == layout.root and _untouched_template(path.name, text):
             continue  # still the file `memory init` wrote: boilerplate, not memory
         ts = _md_time(path, kind)
         for ch in chunk_markdown(text):
@@ -156,10 +156,10 @@ def collect_docs(layout: Layout, errors: list[str], only: set[str] | None = None
     return docs, entries
 
 
-def _template(name: str) -> str:
-    from memtool.scaffold import template_text  # importlib.resources: only when building
+def _untouched_template(name: str, text: str) -> bool:
+    from memtool.scaffold import is_untouched_template  # importlib.resources: only when building
 
-    return template_text(name).strip()
+    return is_untouched_template(name, text)
 
 
 def source_sigs(layout: Layout) -> dict[str, str]:
