@@ -104,3 +104,12 @@ LIFECYCLE_EXEMPT_IMPORTANCE = ("high", "critical")  # like pinned entries: never
 DEFAULT_ACCESS_BOOST = 0.0  # score x (1 + boost * ln(1 + uses)). Off: on LoCoMo 0.05 lowered entries MRR 0.638 -> 0.565
 DEDUPE_JACCARD = 0.8  # content-word Jaccard at which a new transcript supersedes a stored one
 DEDUPE_WINDOW_DAYS = 7  # ... when the stored entry is dated within this many days of it
+
+# --- agent hooks (`memory hooks install|uninstall|run`) ---------------------------------------
+HOOK_START_TIMEOUT_S = 30  # the agent's limit for the session-start hook
+HOOK_CONTEXT_TIMEOUT_S = 25.0  # our limit for `memory context`, inside the hook's
+HOOK_END_TIMEOUT_S = 10  # Claude Code / Gemini: the hook itself returns in well under a second
+HOOK_CODEX_END_TIMEOUT_S = 3  # Codex caps SessionEnd hooks at 3 s
+HOOK_COMPRESS_TIMEOUT_S = 900.0  # the detached worker's limit for `memory compress`
+HOOK_MAX_PAYLOAD_BYTES = 1024 * 1024  # most of the agent's JSON a hook reads from stdin
+HOOK_LOG_MAX_BYTES = 1024 * 1024  # the hooks log is rotated (to hooks.log.1) past this size

@@ -29,6 +29,10 @@ class ConfigError(MemtoolError):
     exit_code = 5
 
 
+class HookConfigError(ConfigError):
+    """An agent's config file cannot be parsed or has an unexpected shape; names file and line."""
+
+
 class ProviderError(MemtoolError):
     """A compressor or embedder failed (network, quota, bad answer)."""
 

@@ -15,6 +15,7 @@ from typing import Optional
 import typer
 
 from memtool import hooks as core
+from memtool.hooks import session
 from memtool.cli.common import MemtoolGroup, print_json, warn
 from memtool.errors import MemtoolError
 
@@ -83,22 +84,22 @@ def run(
     foreground: bool = typer.Option(False, "--foreground", hidden=True, help="session-end: compress now and wait."),
 ) -> None:
     """Run by the installed hooks: reads the agent's JSON payload on stdin."""
-    raw = core.read_payload(sys.stdin)
+    raw = session.read_payload(sys.stdin)
     try:
-        payload = core.parse_payload(raw)
+        payload = session.parse_payload(raw)
         if event is Event.session_start:
-            output, message = core.run_session_start(payload)
+            output, message = session.run_session_start(payload)
             if message:
                 typer.echo(message, err=True)
             if output:
                 sys.stdout.write(output + "\n")
             return
         if foreground:
-            raise typer.Exit(core.run_session_end(payload, agent.value))
+            raise typer.Exit(session.run_session_end(payload, agent.value))
         if payload.transcript_path is None:
             typer.echo("memtool: the agent sent no transcript_path; nothing to compress.", err=True)
             return
-        log = core.spawn_session_end(raw, payload, agent.value)
+        log = session.spawn_session_end(raw, payload, agent.value)
         typer.echo(f"memtool: compressing the session in the background (log: {log})", err=True)
     except (MemtoolError, OSError) as exc:
         if foreground:

@@ -1,0 +1,123 @@
+"""Install memtool into a coding agent's own hook configuration, and run those hooks.
+
+All three supported agents have session hooks that receive a JSON payload on stdin
+(`session_id`, `transcript_path`, `cwd`, `hook_event_name`, ...):
+
+  agent        file (project / user scope)                        events
+  claude-code  .claude/settings.json / ~/.claude/settings.json     SessionStart, SessionEnd
+  codex        .codex/hooks.json / $CODEX_HOME/hooks.json          SessionStart, SessionEnd
+  gemini       .gemini/settings.json / ~/.gemini/settings.json     SessionStart, SessionEnd
+
+Each installed hook runs `<memory> hooks run session-start|session-end --agent NAME`
+(memtool.hooks.session). This module is the registry of the agents (one module each: their
+file, the groups memtool adds, their warnings) and installs or uninstalls through the
+byte-preserving merge of memtool.hooks.common.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from memtool.errors import BadInput
+from memtool.hooks import claude_code, codex, gemini
+from memtool.hooks.common import AgentSpec, Group, HookPlan, apply, merge_in, read_config, take_out
+
+SPECS: dict[str, AgentSpec] = {s.name: s for s in (claude_code.SPEC, codex.SPEC, gemini.SPEC)}
+AGENTS = tuple(SPECS)
+HOOK_EVENTS = ("session-start", "session-end")
+Scope = Literal["project", "user"]
+
+
+def spec(agent: str) -> AgentSpec:
+    try:
+        return SPECS[agent]
+    except KeyError:
+        raise BadInput(f"unknown agent {agent!r}: choose one of {', '.join(AGENTS)}") from None
+
+
+def config_path(agent: str, scope: Scope, project_dir: Path | None = None, home: Path | None = None) -> Path:
+    """The file `install` edits for this agent and scope."""
+    s = spec(agent)
+    if scope == "project":
+        return (project_dir or Path.cwd()) / s.folder / s.file
+    if scope != "user":
+        raise BadInput(f"unknown scope {scope!r}: choose project or user")
+    named = os.environ.get(s.folder_env) if s.folder_env else None
+    return (Path(named) if named else (home or Path.home()) / s.folder) / s.file
+
+
+def default_runner() -> str:
+    """How installed hooks call memtool.
+
+    `memory` when the `memory` found on PATH belongs to this installation (portable: a project
+    file can be shared), otherwise this interpreter with `-m memtool` (always the same install).
+    """
+    found = shutil.which("memory")
+    if found and Path(found).resolve().parent == Path(sys.executable).resolve().parent:
+        return "memory"
+    return f"{shlex.quote(sys.executable)} -m memtool"
+
+
+def hook_command(runner: str, event: str, agent: str) -> str:
+    if event not in HOOK_EVENTS:
+        raise BadInput(f"unknown hook event {event!r}: choose {' or '.join(HOOK_EVENTS)}")
+    return f"{runner} hooks run {event} --agent {spec(agent).name}"
+
+
+def desired_groups(agent: str, runner: str) -> dict[str, Group]:
+    """The matcher groups we add, keyed by the agent's event name."""
+    s = spec(agent)
+    start, end = s.groups(hook_command(runner, "session-start", agent), hook_command(runner, "session-end", agent))
+    return {s.start_event: start, s.end_event: end}
+
+
+def install_text(agent: str, path: Path, old_text: str | None, runner: str) -> str:
+    """New content of the agent's config file with memtool's hooks merged in (pure)."""
+    return merge_in(path, old_text, desired_groups(agent, runner), spec(agent).comments)
+
+
+def uninstall_text(agent: str, path: Path, old_text: str) -> str:
+    """Content of the agent's config file with exactly memtool's hooks removed (pure)."""
+    return take_out(path, old_text, spec(agent).comments)
+
+
+def plan_install(
+    agent: str,
+    scope: Scope = "project",
+    *,
+    project_dir: Path | None = None,
+    home: Path | None = None,
+    runner: str | None = None,
+) -> HookPlan:
+    runner = runner or default_runner()
+    path = config_path(agent, scope, project_dir, home)
+    old = read_config(path)
+    new = install_text(agent, path, old, runner)
+    plan = HookPlan(agent, "install", path, old, new, notes=list(spec(agent).notes))
+    plan.commands = {event: hook_command(runner, event, agent) for event in HOOK_EVENTS}
+    plan.warnings = spec(agent).warnings(path, new)
+    return plan
+
+
+def plan_uninstall(
+    agent: str, scope: Scope = "project", *, project_dir: Path | None = None, home: Path | None = None
+) -> HookPlan:
+    path = config_path(agent, scope, project_dir, home)
+    old = read_config(path)
+    new = None if old is None else uninstall_text(agent, path, old)
+    return HookPlan(agent, "uninstall", path, old, new)
+
+
+def install(agent: str, scope: Scope = "project", *, dry_run: bool = False, **kwargs: Any) -> tuple[HookPlan, bool]:
+    plan = plan_install(agent, scope, **kwargs)
+    return plan, (False if dry_run else apply(plan))
+
+
+def uninstall(agent: str, scope: Scope = "project", *, dry_run: bool = False, **kwargs: Any) -> tuple[HookPlan, bool]:
+    plan = plan_uninstall(agent, scope, **kwargs)
+    return plan, (False if dry_run else apply(plan))

@@ -1,0 +1,221 @@
+"""`memory hooks run session-start|session-end`: what the installed hooks execute, the same for
+every agent.
+
+session-start prints the `memory context` bundle as the agents' common JSON output
+`{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": ...}}`.
+session-end returns at once (Claude Code gives SessionEnd 1.5 s unless a timeout is set,
+Codex caps it at 3 s, Gemini CLI does not wait) and hands the transcript to a detached
+worker that converts it to Markdown and runs `memory compress`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from memtool import constants as C
+from memtool.errors import BadInput, StorageError
+from memtool.hooks import spec
+from memtool.hooks.common import atomic_write
+from memtool.transcripts import read_transcript
+
+
+@dataclass(frozen=True)
+class HookPayload:
+    session_id: str | None
+    transcript_path: Path | None
+    cwd: Path | None
+    event: str | None
+
+
+def parse_payload(raw: str) -> HookPayload:
+    """The JSON an agent writes to a hook's stdin (session_id, transcript_path, cwd, ...)."""
+    if not raw.strip():
+        raise BadInput("no hook payload on stdin (expected the agent's JSON)")
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise BadInput(f"hook payload is not JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
+    if not isinstance(data, dict):
+        raise BadInput("hook payload must be a JSON object")
+
+    def text(key: str) -> str | None:
+        value = data.get(key)
+        return value if isinstance(value, str) and value else None
+
+    transcript = text("transcript_path")
+    cwd = text("cwd")
+    return HookPayload(
+        session_id=text("session_id"),
+        transcript_path=Path(transcript).expanduser() if transcript else None,
+        cwd=Path(cwd) if cwd else None,
+        event=text("hook_event_name"),
+    )
+
+
+def read_payload(stream: Any) -> str:
+    if stream is None or stream.isatty():
+        return ""
+    return str(stream.read(C.HOOK_MAX_PAYLOAD_BYTES))
+
+
+def memtool_command(*args: str, python: str | None = None) -> list[str]:
+    """Command line running the `memory` CLI with this interpreter."""
+    return [python or sys.executable, "-m", "memtool", *args]
+
+
+def context_command(python: str | None = None) -> list[str]:
+    return memtool_command("context", python=python)
+
+
+def compress_command(transcript: Path, payload: HookPayload, agent: str, python: str | None = None) -> list[str]:
+    args = ["compress", str(transcript)]
+    if payload.session_id:
+        args += ["--session", payload.session_id]
+    args += ["--agent", spec(agent).name]
+    return memtool_command(*args, python=python)
+
+
+def session_start_output(context: str) -> str:
+    """What the session-start hook prints: the agents' shared SessionStart JSON, or nothing."""
+    if not context.strip():
+        return ""
+    return json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context.strip()}},
+        ensure_ascii=False,
+    )
+
+
+def _workdir(payload: HookPayload) -> Path | None:
+    return payload.cwd if payload.cwd is not None and payload.cwd.is_dir() else None
+
+
+Runner = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def _call(run: Runner | None, command: list[str], payload: HookPayload, timeout: float) -> "subprocess.CompletedProcess[str]":
+    """Run a memtool command for a hook: in the session's folder, output captured, no stdin, bounded."""
+    return (run or subprocess.run)(command, cwd=_workdir(payload), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def run_session_start(payload: HookPayload, *, run: Runner | None = None, python: str | None = None) -> tuple[str, str]:
+    """Run `memory context` for the session's folder. Returns (stdout for the agent, message for stderr)."""
+    command = context_command(python)
+    try:
+        done = _call(run, command, payload, C.HOOK_CONTEXT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return "", f"memtool: `memory context` took longer than {C.HOOK_CONTEXT_TIMEOUT_S:.0f} s; no memory loaded."
+    except OSError as err:
+        return "", f"memtool: cannot run `memory context`: {err}"
+    if done.returncode != 0:
+        detail = (done.stderr or "").strip().splitlines()
+        reason = f": {detail[-1]}" if detail else ""
+        return "", f"memtool: `memory context` failed (exit {done.returncode}){reason}; no memory loaded."
+    return session_start_output(done.stdout), ""
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "memtool" / "hooks"
+
+
+def log_path() -> Path:
+    return cache_dir() / "hooks.log"
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:120] or "session"
+
+
+def prepare_transcript(payload: HookPayload, agent: str, out_dir: Path | None = None) -> Path:
+    """Convert the session's transcript to Markdown in the cache folder; returns the file."""
+    if payload.transcript_path is None:
+        raise BadInput(f"{spec(agent).label} sent no transcript_path; nothing to compress")
+    try:
+        text = read_transcript(payload.transcript_path)
+    except FileNotFoundError:
+        raise BadInput(f"transcript not found: {payload.transcript_path}") from None
+    except OSError as err:
+        raise StorageError(f"{payload.transcript_path}: cannot read: {err.strerror}") from None
+    if not text.strip():
+        raise BadInput(f"{payload.transcript_path}: no conversation text in the transcript; nothing to compress")
+    name = _safe_name(f"{spec(agent).name}-{payload.session_id or payload.transcript_path.stem}") + ".md"
+    target = (out_dir or cache_dir()) / name
+    atomic_write(target, text)
+    return target
+
+
+def run_session_end(payload: HookPayload, agent: str, *, run: Runner | None = None, python: str | None = None) -> int:
+    """Convert the transcript and run `memory compress` on it, waiting for it. Returns its exit code.
+
+    The converted file is deleted after a successful compress and kept (for a retry) otherwise.
+    """
+    markdown = prepare_transcript(payload, agent)
+    command = compress_command(markdown, payload, agent, python)
+    try:
+        done = _call(run, command, payload, C.HOOK_COMPRESS_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        print(f"memtool: compress timed out after {C.HOOK_COMPRESS_TIMEOUT_S:.0f} s; kept {markdown}", file=sys.stderr)
+        return 1
+    if done.stdout:
+        sys.stderr.write(done.stdout)
+    if done.stderr:
+        sys.stderr.write(done.stderr)
+    if done.returncode == 0:
+        markdown.unlink(missing_ok=True)
+    else:
+        print(f"memtool: compress failed (exit {done.returncode}); kept {markdown}", file=sys.stderr)
+    return done.returncode
+
+
+def worker_command(agent: str, python: str | None = None) -> list[str]:
+    return memtool_command("hooks", "run", "session-end", "--agent", spec(agent).name, "--foreground", python=python)
+
+
+def spawn_session_end(
+    raw_payload: str,
+    payload: HookPayload,
+    agent: str,
+    *,
+    popen: Callable[..., "subprocess.Popen[bytes]"] | None = None,
+    python: str | None = None,
+) -> Path:
+    """Start the detached worker (`hooks run session-end --foreground`) and return at once.
+
+    The worker gets the payload on stdin, runs in its own session (it outlives the agent),
+    and appends its output to the hooks log, whose path is returned.
+    """
+    log = log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    if log.exists() and log.stat().st_size > C.HOOK_LOG_MAX_BYTES:
+        os.replace(log, log.with_suffix(".log.1"))
+    with open(log, "ab") as out:
+        kwargs: dict[str, Any] = {}
+        if os.name == "posix":
+            kwargs["start_new_session"] = True
+        else:
+            kwargs["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
+                subprocess, "CREATE_NEW_PROCESS_GROUP", 0
+            )
+        proc = (popen or subprocess.Popen)(
+            worker_command(agent, python),
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=out,
+            cwd=_workdir(payload),
+            close_fds=True,
+            **kwargs,
+        )
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(raw_payload.encode("utf-8"))
+    finally:
+        proc.stdin.close()
+    return log
+

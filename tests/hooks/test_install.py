@@ -1,0 +1,268 @@
+"""`memory hooks install|uninstall` on copies of real-looking agent config files."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from memtool import hooks as core
+from tests.hooks.conftest import CASES, cli, load, ours, place
+
+
+# --- install ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("agent", sorted(CASES))
+def test_install_merges_and_keeps_every_other_setting(project, agent):
+    path = place(project, agent)
+    before = load(path, agent)
+
+    result = cli("install", "--agent", agent, "--project-dir", str(project))
+    assert result.exit_code == 0, result.output
+    after = load(path, agent)
+
+    # unrelated settings: identical in meaning
+    assert {k: v for k, v in after.items() if k != "hooks"} == {k: v for k, v in before.items() if k != "hooks"}
+    # the hooks that were there are all still there, unchanged and first
+    for event, groups in before["hooks"].items():
+        assert after["hooks"][event][: len(groups)] == groups
+    # ours: exactly one handler per session event, with the documented command
+    spec = core.spec(agent)
+    start, end = ours(after["hooks"][spec.start_event]), ours(after["hooks"][spec.end_event])
+    assert [h["command"] for h in start] == [f"memory hooks run session-start --agent {agent}"]
+    assert [h["command"] for h in end] == [f"memory hooks run session-end --agent {agent}"]
+    assert "memory" in result.output and str(path) in result.output
+
+
+def test_install_output_for_each_agent_uses_its_own_schema(project):
+    for agent in CASES:
+        cli("install", "--agent", agent, "--project-dir", str(project))
+    claude = json.loads((project / ".claude/settings.json").read_text())
+    codex = json.loads((project / ".codex/hooks.json").read_text())
+    gemini = json.loads((project / ".gemini/settings.json").read_text())
+    assert claude == {
+        "hooks": {
+            "SessionStart": [
+                {
+                    "matcher": "startup|clear|compact",
+                    "hooks": [{"type": "command", "command": "memory hooks run session-start --agent claude-code", "timeout": 30}],
+                }
+            ],
+            "SessionEnd": [{"hooks": [{"type": "command", "command": "memory hooks run session-end --agent claude-code", "timeout": 10}]}],
+        }
+    }
+    assert set(codex) == {"hooks"}  # Codex refuses unknown top-level keys in hooks.json
+    assert codex["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 3  # Codex caps SessionEnd at 3 s
+    gemini_end = gemini["hooks"]["SessionEnd"][0]["hooks"][0]
+    assert gemini_end["name"] == "memtool-session-end" and gemini_end["timeout"] == 10_000  # milliseconds
+
+
+@pytest.mark.parametrize("agent", sorted(CASES))
+def test_install_twice_gives_identical_bytes(project, agent):
+    path = place(project, agent)
+    assert cli("install", "--agent", agent, "--project-dir", str(project)).exit_code == 0
+    once = path.read_bytes()
+    second = cli("install", "--agent", agent, "--project-dir", str(project))
+    assert second.exit_code == 0
+    assert "already installed" in second.output
+    assert path.read_bytes() == once
+
+
+def test_install_into_missing_file_creates_it_and_twice_is_stable(project):
+    path = project / ".claude" / "settings.json"
+    assert cli("install", "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    once = path.read_bytes()
+    assert cli("install", "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    assert path.read_bytes() == once
+    assert once.endswith(b"\n")
+
+
+
+def test_install_follows_the_files_indentation_and_line_endings(project):
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{\r\n\t"model": "opus"\r\n}\r\n')
+    assert cli("install", "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    data = path.read_bytes()
+    assert b"\n" not in data.replace(b"\r\n", b"")  # only CRLF line endings
+    assert b'\r\n\t"hooks": {\r\n\t\t"SessionStart": [' in data
+    assert cli("uninstall", "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    assert path.read_bytes() == b'{\r\n\t"model": "opus"\r\n}\r\n'
+
+
+def test_single_line_file(project):
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}')
+    assert cli("install", "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    data = json.loads(path.read_text())
+    assert data["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": "say done"}]}]
+    assert len(ours(data["hooks"]["SessionEnd"])) == 1
+    assert cli("uninstall", "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    assert path.read_text() == '{"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}'
+
+
+def test_outdated_memtool_hook_is_replaced_not_duplicated(project):
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    old = "/old/venv/bin/python -m memtool hooks run session-start --agent claude-code"
+    path.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": old}]}]}}, indent=2))
+    assert cli("install", "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    start = json.loads(path.read_text())["hooks"]["SessionStart"]
+    assert [h["command"] for h in ours(start)] == ["memory hooks run session-start --agent claude-code"]
+    assert len(start) == 1
+
+
+def test_dry_run_writes_nothing(project):
+    path = place(project, "claude-code")
+    before = path.read_bytes()
+    mtime = path.stat().st_mtime_ns
+    result = cli("install", "--agent", "claude-code", "--dry-run", "--project-dir", str(project))
+    assert result.exit_code == 0
+    assert "+    \"SessionEnd\": [" in result.output
+    assert "not written" in result.output
+    assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
+
+    missing = project / ".gemini" / "settings.json"
+    result = cli("install", "--agent", "gemini", "--dry-run", "--project-dir", str(project))
+    assert result.exit_code == 0 and "+++" in result.output
+    assert not missing.exists() and not missing.parent.exists()
+
+
+def test_dry_run_json_reports_the_diff(project):
+    place(project, "codex")
+    result = cli("install", "--agent", "codex", "--dry-run", "--json", "--project-dir", str(project))
+    assert result.exit_code == 0
+    report = json.loads(result.stdout)
+    assert report["changed"] is True and report["written"] is False and report["dry_run"] is True
+    assert report["path"] == str(project / ".codex" / "hooks.json")
+    assert '+    "SessionStart": [' in report["diff"]
+    assert any("trust" in note for note in report["notes"])
+
+
+# --- uninstall --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("agent", sorted(CASES))
+def test_uninstall_restores_the_original(project, agent):
+    path = place(project, agent)
+    original_bytes = path.read_bytes()
+    original = load(path, agent)
+    assert cli("install", "--agent", agent, "--project-dir", str(project)).exit_code == 0
+    assert path.read_bytes() != original_bytes
+    result = cli("uninstall", "--agent", agent, "--project-dir", str(project))
+    assert result.exit_code == 0, result.output
+    assert load(path, agent) == original
+    assert path.read_bytes() == original_bytes
+
+
+def test_uninstall_keeps_other_hooks_sharing_a_group(project):
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    mine = {"type": "command", "command": "memory hooks run session-end --agent claude-code", "timeout": 10}
+    theirs = {"type": "command", "command": "./backup.sh"}
+    doc = {"hooks": {"SessionEnd": [{"hooks": [theirs, mine]}], "SessionStart": [{"hooks": [{"type": "command", "command": "echo hi"}]}]}}
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    assert cli("uninstall", "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    expected = copy.deepcopy(doc)
+    expected["hooks"]["SessionEnd"][0]["hooks"] = [theirs]
+    assert json.loads(path.read_text()) == expected
+
+
+def test_uninstall_without_our_hooks_or_file_changes_nothing(project):
+    path = place(project, "claude-code")
+    before = path.read_bytes()
+    result = cli("uninstall", "--agent", "claude-code", "--project-dir", str(project))
+    assert result.exit_code == 0 and "nothing to remove" in result.output
+    assert path.read_bytes() == before
+    result = cli("uninstall", "--agent", "gemini", "--project-dir", str(project))
+    assert result.exit_code == 0 and "does not exist" in result.output
+    assert not (project / ".gemini").exists()
+
+
+def test_uninstall_of_a_file_we_created_leaves_an_empty_object(project):
+    assert cli("install", "--agent", "codex", "--project-dir", str(project)).exit_code == 0
+    assert cli("uninstall", "--agent", "codex", "--project-dir", str(project)).exit_code == 0
+    assert json.loads((project / ".codex" / "hooks.json").read_text()) == {}
+
+
+def test_uninstall_dry_run_writes_nothing(project):
+    path = place(project, "gemini")
+    cli("install", "--agent", "gemini", "--project-dir", str(project))
+    installed = path.read_bytes()
+    result = cli("uninstall", "--agent", "gemini", "--dry-run", "--project-dir", str(project))
+    assert result.exit_code == 0 and '-    "SessionStart": [' in result.output
+    assert path.read_bytes() == installed
+
+
+# --- malformed files --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("agent", "text", "line"),
+    [
+        ("claude-code", '{\n  "model": "opus",\n  "env": {\n    "A": "1",\n  }\n}\n', 5),
+        ("codex", '{\n  "hooks": {\n    "Stop": [\n  }\n}\n', 4),
+        ("gemini", '// settings\n{\n  "model": { "name": "x" } // ok\n  "theme": "dark"\n}\n', 4),
+        ("claude-code", '{\n  // comments are not JSON\n  "model": "opus"\n}\n', 2),
+    ],
+)
+def test_malformed_config_is_an_error_naming_file_and_line(project, agent, text, line):
+    path = project / CASES[agent][1]
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    for command in ("install", "uninstall"):
+        result = cli(command, "--agent", agent, "--project-dir", str(project))
+        assert result.exit_code == 5, result.output
+        assert str(path) in result.stderr
+        assert f"line {line}," in result.stderr
+        assert path.read_text() == text
+
+
+@pytest.mark.parametrize("text", ['["a list"]\n', '{"hooks": []}\n', '{"hooks": {"SessionStart": {"matcher": "x"}}}\n'])
+def test_unexpected_shapes_are_refused(project, text):
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    result = cli("install", "--agent", "claude-code", "--project-dir", str(project))
+    assert result.exit_code == 5
+    assert str(path) in result.stderr and "line 1" in result.stderr
+    assert path.read_text() == text
+
+
+# --- scopes and warnings ----------------------------------------------------------------------
+
+
+def test_user_scope_writes_under_home(project, tmp_path):
+    home = Path.home()
+    assert home == tmp_path / "home"  # conftest points HOME at tmp_path
+    for agent, rel in (("claude-code", ".claude/settings.json"), ("codex", ".codex/hooks.json"), ("gemini", ".gemini/settings.json")):
+        result = cli("install", "--agent", agent, "--scope", "user")
+        assert result.exit_code == 0, result.output
+        assert len(ours(json.loads((home / rel).read_text())["hooks"]["SessionStart"])) == 1
+    assert not (project / ".claude").exists()
+
+
+
+def test_file_mode_is_kept(project):
+    path = place(project, "claude-code")
+    path.chmod(0o640)
+    assert cli("install", "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_unknown_agent_is_rejected(project):
+    result = cli("install", "--agent", "cursor", "--project-dir", str(project))
+    assert result.exit_code == 2
+    assert not any(project.iterdir())
+
+
+def test_default_runner_is_this_interpreter_when_memory_is_not_on_path(monkeypatch):
+    monkeypatch.undo()  # the real default_runner
+    monkeypatch.setenv("PATH", "")
+    runner = core.default_runner()
+    assert runner.endswith(" -m memtool") and sys.executable in runner

@@ -1,0 +1,172 @@
+"""`memory hooks run session-start|session-end`: what the installed hooks execute."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hooks.conftest import FIXTURES, cli
+
+
+def claude_payload(tmp_path: Path, event: str = "SessionEnd") -> dict[str, Any]:
+    transcript = tmp_path / "5f0c2a9e.jsonl"
+    shutil.copyfile(FIXTURES / "claude_transcript.jsonl", transcript)
+    workdir = tmp_path / "work"
+    workdir.mkdir(exist_ok=True)
+    return {
+        "session_id": "5f0c2a9e-1111",
+        "transcript_path": str(transcript),
+        "cwd": str(workdir),
+        "permission_mode": "default",
+        "hook_event_name": event,
+        "reason": "prompt_input_exit",
+    }
+
+
+class FakeProc:
+    def __init__(self) -> None:
+        self.stdin = self
+        self.data = b""
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_session_end_hook_spawns_a_detached_worker_and_returns(tmp_path, monkeypatch):
+    calls: list[tuple[list[str], dict[str, Any]]] = []
+    proc = FakeProc()
+
+    def fake_popen(cmd, **kwargs):
+        calls.append((cmd, kwargs))
+        return proc
+
+    monkeypatch.setattr(subprocess, "Popen", fake_popen)
+    payload = claude_payload(tmp_path)
+    raw = json.dumps(payload)
+    result = cli("run", "session-end", "--agent", "claude-code", input=raw)
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    [(cmd, kwargs)] = calls
+    assert cmd == [sys.executable, "-m", "memtool", "hooks", "run", "session-end", "--agent", "claude-code", "--foreground"]
+    assert kwargs["start_new_session"] is True
+    assert kwargs["cwd"] == Path(payload["cwd"])
+    assert proc.data == raw.encode() and proc.closed
+    assert "background" in result.stderr
+
+
+def test_session_end_worker_converts_the_transcript_and_runs_compress(tmp_path, monkeypatch):
+    seen: dict[str, Any] = {}
+
+    def fake_run(cmd, **kwargs):
+        seen["cmd"], seen["kwargs"] = cmd, kwargs
+        seen["text"] = Path(cmd[4]).read_text(encoding="utf-8")
+        return subprocess.CompletedProcess(cmd, 0, stdout="ctx-1  stored\n", stderr="")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    payload = claude_payload(tmp_path)
+    result = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(payload))
+    assert result.exit_code == 0, result.output
+
+    markdown = tmp_path / "home" / ".cache" / "memtool" / "hooks" / "claude-code-5f0c2a9e-1111.md"
+    assert seen["cmd"] == [
+        sys.executable, "-m", "memtool", "compress", str(markdown),
+        "--session", "5f0c2a9e-1111", "--agent", "claude-code",
+    ]
+    assert seen["kwargs"]["cwd"] == Path(payload["cwd"])
+    assert seen["text"].startswith("summary: Login form crash fixed\n\nuser: The login form crashes")
+    assert "assistant: [tool Edit] file_path=src/login.ts" in seen["text"]
+    assert not markdown.exists()  # removed once compress succeeded
+
+
+def test_session_end_worker_keeps_the_markdown_when_compress_fails(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 6, stdout="", stderr="error: quota\n")
+    )
+    result = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(claude_payload(tmp_path)))
+    assert result.exit_code == 6
+    assert "error: quota" in result.stderr and "kept" in result.stderr
+    assert (tmp_path / "home" / ".cache" / "memtool" / "hooks" / "claude-code-5f0c2a9e-1111.md").exists()
+
+
+@pytest.mark.parametrize(
+    ("stdin", "message"),
+    [
+        ("", "no hook payload"),
+        ("{not json", "not JSON"),
+        ('["a list"]', "JSON object"),
+        ('{"session_id": "s", "transcript_path": null, "cwd": "/"}', "no transcript_path"),
+    ],
+)
+def test_hooks_never_fail_the_agent_session(stdin, message, monkeypatch):
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: pytest.fail("nothing to spawn"))
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **k: subprocess.CompletedProcess(cmd, 0, stdout="", stderr=""))
+    for event in ("session-start", "session-end"):
+        result = cli("run", event, "--agent", "codex", input=stdin)
+        assert result.exit_code == 0
+        assert result.stdout == ""
+    assert message in result.stderr
+
+
+def test_session_start_prints_the_context_as_hook_json(tmp_path, monkeypatch):
+    seen: dict[str, Any] = {}
+
+    def fake_run(cmd, **kwargs):
+        seen["cmd"], seen["kwargs"] = cmd, kwargs
+        return subprocess.CompletedProcess(cmd, 0, stdout="## MEMORY.md\nUse pnpm, not npm.\n", stderr="[120/2000 tokens]\n")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    payload = claude_payload(tmp_path, "SessionStart")
+    result = cli("run", "session-start", "--agent", "gemini", input=json.dumps(payload))
+    assert result.exit_code == 0
+    assert seen["cmd"] == [sys.executable, "-m", "memtool", "context"]
+    assert seen["kwargs"]["cwd"] == Path(payload["cwd"])
+    assert json.loads(result.stdout) == {
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "## MEMORY.md\nUse pnpm, not npm."}
+    }
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        subprocess.CompletedProcess([], 3, stdout="", stderr="error: no memory root here\n"),
+        subprocess.TimeoutExpired(["memory"], 25),
+        subprocess.CompletedProcess([], 0, stdout="  \n", stderr=""),
+    ],
+)
+def test_session_start_failure_or_empty_context_prints_nothing(tmp_path, monkeypatch, outcome):
+    def fake_run(cmd, **kwargs):
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    result = cli("run", "session-start", "--agent", "claude-code", input=json.dumps(claude_payload(tmp_path)))
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    if isinstance(outcome, subprocess.TimeoutExpired) or outcome.returncode:
+        assert "no memory loaded" in result.stderr
+
+
+def test_python_dash_m_memtool_runs_hooks_directly(tmp_path):
+    """The installed command path: `python -m memtool hooks run ...` as a real process."""
+    done = subprocess.run(
+        [sys.executable, "-m", "memtool", "hooks", "run", "session-end", "--agent", "gemini"],
+        input="definitely not json",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0
+    assert done.stdout == ""
+    assert "session-end hook skipped" in done.stderr
