@@ -192,3 +192,25 @@ RELATIVE_RE = re.compile(
 def anchor_text(text: str, when: datetime) -> str:
     """Every relative date in `text` followed by the date it meant when `text` was written."""
     return RELATIVE_RE.sub(lambda m: anchor(m.group(0), when), text)
+
+
+_MON = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+MENTIONED_RE = re.compile(
+    rf"\b(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MON}\.?,?\s+\d{{4}}|{_MON}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
+    rf"|{_MON}\.?,?\s+\d{{4}}|(?<=\bin\s)\d{{4}}|(?<=\bduring\s)\d{{4}})\b"
+    rf"|{RELATIVE_RE.pattern}",
+    re.I,
+)
+
+
+def mentioned_periods(text: str, now: datetime | None = None) -> list[tuple[datetime, datetime]]:
+    """The periods a free-text query names: '18 May 2023', 'May 3, 2023', 'November 2022', 'in 2023',
+    2023-05-18, and relative phrases ('yesterday', 'last week', '3 days ago') counted from `now`."""
+    now = now or _local_now()
+    out = []
+    for m in MENTIONED_RE.finditer(text):
+        try:
+            out.append(_parse(" ".join(m.group(0).lower().split()), now, now.tzinfo))
+        except (ValueError, OverflowError, KeyError):
+            continue  # "May 2023" with a month the table lacks, "31 February 2023": not a date
+    return out

@@ -2,7 +2,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memtool.dates import parse_period, parse_when
+from memtool.dates import mentioned_periods, parse_period, parse_when
 from memtool.errors import BadInput
 
 NOW = datetime(2026, 2, 11, 15, 30, tzinfo=timezone.utc)  # a Wednesday
@@ -49,3 +49,25 @@ def test_iso_datetime_with_zone():
 def test_bad_dates_name_the_accepted_forms(bad):
     with pytest.raises(BadInput, match="cannot read the date"):
         parse_period(bad, NOW)
+
+
+@pytest.mark.parametrize(
+    "query,expected",
+    [
+        ("What did Maria start, as mentioned on 3 June, 2023?", [(datetime(2023, 6, 3), datetime(2023, 6, 4))]),
+        ("the photo he shared in November 2022", [(datetime(2022, 11, 1), datetime(2022, 12, 1))]),
+        ("dinner on May 3, 2023", [(datetime(2023, 5, 3), datetime(2023, 5, 4))]),
+        ("beach trips in 2023", [(datetime(2023, 1, 1), datetime(2024, 1, 1))]),
+        ("notes of 2026-01-05", [(datetime(2026, 1, 5), datetime(2026, 1, 6))]),
+        ("what did we decide yesterday about auth", [(datetime(2026, 2, 10), datetime(2026, 2, 11))]),
+        ("last week's deploy, and the 18 May 2023 outage", [(datetime(2026, 2, 4), NOW.replace(tzinfo=None) + timedelta(seconds=1)), (datetime(2023, 5, 18), datetime(2023, 5, 19))]),
+    ],
+)
+def test_mentioned_periods(query, expected):
+    got = [(s.replace(tzinfo=None), e.replace(tzinfo=None)) for s, e in mentioned_periods(query, NOW)]
+    assert got == expected
+
+
+@pytest.mark.parametrize("query", ["May I deploy now?", "port 2023 is open", "31 February 2023", "the march of progress", "version 1.2 in prod"])
+def test_no_period_where_no_date_is_named(query):
+    assert mentioned_periods(query, NOW) == []
