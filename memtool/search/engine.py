@@ -14,11 +14,13 @@ import numpy as np
 
 from memtool import constants as C
 from memtool.access import boost
+from memtool.dates import mentioned_periods
 from memtool.search.fusion import top_ranks, weighted_rrf
 from memtool.search.segment import IMPORTANCE_CODE, KIND_CODE, SearchIndex
 from memtool.text import tokenize
 
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
+SIBLINGS_COUNTED = 3  # documents of one result that add up in `with_sibling_support`
 MAX_PASSAGES = 3  # matching transcript passages kept per hit (the context packer may show them)
 RESULT_KIND = {"entry": "entry", "transcript": "entry", "log": "log", "memory": "memory"}
 NO_DECAY_IMPORTANCE = min(IMPORTANCE_CODE[i] for i in C.LIFECYCLE_EXEMPT_IMPORTANCE)  # this and above: no recency decay
@@ -65,6 +67,9 @@ class Weights:
     rrf_k: int = 60
     recency_half_life_days: float = 0.0
     access_boost: float = 0.0  # score x (1 + access_boost * ln(1 + times the entry was returned before))
+    date_boost: float = 0.0  # BM25 x (1 + date_boost * closeness to a date the query names)
+    date_window_days: float = 7.0  # closeness falls to 1/e this many days outside the named period
+    sibling_weight: float = 0.0  # an entry's best passage + w x its second + w^2 x its third (same entry)
 
 
 def _ts_text(ts: float) -> str:
@@ -86,6 +91,29 @@ def allowed_mask(index: SearchIndex, q: Query) -> np.ndarray:
     return mask
 
 
+def date_closeness(ts: np.ndarray, periods: list, window_days: float) -> np.ndarray:
+    """1 inside a period the query names, exp(-days outside / window) around it; the closest period counts."""
+    best = np.zeros(ts.shape, dtype=np.float64)
+    for start, end in periods:
+        gap = np.maximum(start.timestamp() - ts, 0.0) + np.maximum(ts - end.timestamp(), 0.0)
+        np.maximum(best, np.exp(-gap / (86400.0 * window_days)), out=best)
+    return best
+
+
+def with_sibling_support(docs: np.ndarray, scores: np.ndarray, group: np.ndarray, weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """Re-rank a channel's docs (best first) so that a result's best document also counts its next
+    best ones: s1 + w*s2 + w^2*s3. An entry whose transcript matches in several places rises."""
+    s = scores[docs].astype(np.float64)
+    best: dict[int, list[int]] = {}  # group -> [position of its best doc, docs counted so far]
+    for i, g in enumerate(group[docs].tolist()):
+        slot = best.setdefault(g, [i, 0])
+        if 0 < slot[1] < SIBLINGS_COUNTED:
+            s[slot[0]] += weight ** slot[1] * s[i]
+        slot[1] += 1
+    order = np.argsort(-s, kind="stable")
+    return docs[order], np.arange(1, docs.size + 1)
+
+
 def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[str, int] | None = None) -> list[Hit]:
     """`access`: entry id -> times returned before (the access boost; memtool.access)."""
     if index.n == 0 or not q.text.strip():
@@ -94,7 +122,13 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[s
     if not allowed.any():
         return []
     bm25 = index.bm25_scores(tokenize(q.text))
+    periods = mentioned_periods(q.text) if w.date_boost > 0 else []
+    if periods:
+        hit = np.flatnonzero(bm25)
+        bm25[hit] *= 1.0 + w.date_boost * date_closeness(index.ts[hit], periods, w.date_window_days)
     lexical = top_ranks(bm25, allowed, CHANNEL_DEPTH, positive_only=True)
+    if w.sibling_weight > 0:
+        lexical = with_sibling_support(lexical[0], bm25, index.group, w.sibling_weight)
     channels = [(*lexical, w.bm25)]
     few = np.unique(index.group[lexical[0]]).size < q.limit  # too few word matches: vectors fill in
     dense = None

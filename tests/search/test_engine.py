@@ -35,3 +35,43 @@ def test_lexical_hits_always_rank_before_fallback_hits(mem):
 def test_no_fallback_when_disabled(root, mem):
     strict = open_memory(root, dense_fallback=False)
     assert strict.search(Query(text="children", limit=2, kinds=("entry",))) == []
+
+
+@pytest.fixture
+def dated(root):
+    init(root)
+    m = open_memory(root, dense_fallback=False)
+    m.compress("Payment upgrade: the payment upgrade is done.", when=datetime(2023, 3, 2, 12, tzinfo=timezone.utc), session="march")
+    m.compress("Payment upgrade planned for the billing team and the support rota.", when=datetime(2023, 6, 3, 12, tzinfo=timezone.utc), session="june")
+    return m
+
+
+def test_a_date_named_in_the_query_lifts_results_from_that_time(root, dated):
+    plain = [h.source_session for h in dated.search(Query(text="payment upgrade", kinds=("entry",)))]
+    assert plain[0] == "march"  # more word matches
+    for phrase in ("on 3 June, 2023", "in June 2023", "on June 4, 2023"):  # inside, or a day off
+        ranked = [h.source_session for h in dated.search(Query(text=f"payment upgrade {phrase}", kinds=("entry",)))]
+        assert ranked[0] == "june", phrase
+    off = open_memory(root, dense_fallback=False, date_boost=0.0)
+    assert [h.source_session for h in off.search(Query(text="payment upgrade on 3 June, 2023", kinds=("entry",)))][0] == "march"
+
+
+def test_a_date_alone_finds_nothing_without_a_word_match(dated):
+    assert dated.search(Query(text="what happened on 3 June 2023", kinds=("entry",))) == []
+
+
+def test_an_entry_matching_in_several_passages_rises(root):
+    init(root)
+    lines_a = ["Ana: the cache eviction bug is back."] + [f"Ana: unrelated note number {i} about lunch." for i in range(80)]
+    lines_b = []
+    for topic in ("warming", "eviction", "sizing"):  # one matching line per transcript chunk
+        lines_b += [f"Ben: the cache {topic} again."] + [f"Ben: garden note {i}, tomatoes and roses." for i in range(40)]
+    when = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
+    single = open_memory(root, dense_fallback=False, sibling_weight=0.0)
+    single.compress("\n".join(lines_a), when=when, session="one-strong")
+    single.compress("\n".join(lines_b), when=when, session="many")
+    query = Query(text="cache eviction bug", kinds=("transcript",))
+    best_only = [h.source_session for h in single.search(query)]
+    summed = [h.source_session for h in open_memory(root, dense_fallback=False, sibling_weight=1.0).search(query)]
+    assert best_only[0] == "one-strong"
+    assert summed[0] == "many"
