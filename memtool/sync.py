@@ -30,8 +30,8 @@ from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Memory
 from memtool.models import Entry
-from memtool.search.index import entry_vector_key, open_index, seed_vectors
-from memtool.store import CONFLICT_RE, Layout, load_json, read_day
+from memtool.search.index import Known, entry_vector_key, open_index
+from memtool.store import CONFLICT_RE, Layout, ParsedDays, load_json, parse_day, read_day
 
 MANIFEST_VERSION = 1
 Progress = Callable[[str, int, int], None]  # (task, done, total); total 0 when unknown
@@ -195,6 +195,7 @@ class _Scan:
     days: dict[str, list] = field(default_factory=dict)
     entries: dict[str, str] = field(default_factory=dict)  # id -> content hash
     loaded: dict[str, Entry] = field(default_factory=dict)  # entries parsed during the scan
+    parsed: ParsedDays = field(default_factory=dict)  # the day files parsed during the scan (read once per sync)
     bad_days: set[str] = field(default_factory=set)
     days_changed: bool = False
     reread: int = 0  # files whose stat did not match (or was too recent to trust): read and hashed
@@ -231,11 +232,12 @@ def _scan_days(layout: Layout, man: Manifest, report: SyncReport) -> _Scan:
             else:
                 scan.days_changed = True
                 try:
-                    entries = read_day(path)
+                    entries = parse_day(path, data.decode("utf-8"))
                 except (StoreCorrupt, UnicodeDecodeError) as exc:
                     scan.days[name] = [st.st_size, st.st_mtime_ns, sha, kept(path, rec), _day_error(path, data, exc)]
                 else:
                     scan.loaded.update((e.id, e) for e in entries)
+                    scan.parsed[str(path)] = ((st.st_size, st.st_mtime_ns), entries)
                     scan.days[name] = [st.st_size, st.st_mtime_ns, sha, {e.id: e.content_hash() for e in entries}, ""]
         rec = scan.days[name]
         if rec[4]:
@@ -349,7 +351,10 @@ def _entries_for(layout: Layout, ids: list[str], scan: _Scan) -> list[Entry]:
     wanted = set(ids) - set(scan.loaded)
     days = {name for name, rec in scan.days.items() if not rec[4] and wanted & rec[3].keys()}
     for name in sorted(days):
-        scan.loaded.update((e.id, e) for e in read_day(layout.index_dir / name))
+        path = layout.index_dir / name
+        entries = read_day(path)
+        scan.loaded.update((e.id, e) for e in entries)
+        scan.parsed[str(path)] = ((scan.days[name][0], scan.days[name][1]), entries)
     return [scan.loaded[i] for i in ids]
 
 
@@ -423,7 +428,7 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         if why:
             if progress:
                 progress("rewriting index.json", 0, 0)
-            store.rebuild_index(mem.settings.compressor)  # the day files it cannot read are already in report.errors
+            store.rebuild_index(mem.settings.compressor, scan.parsed)  # the day files it cannot read are already in report.errors
             report.index_rebuilt = why
             report.touched.append(layout.index_file)
             index_sig = _sig(layout.index_file)
@@ -432,14 +437,14 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         keep_dir = dir_sig is not None and listed == set(verified)  # else rescan the folder next time
         new = Manifest(model=model, index_sig=list(index_sig) if index_sig else None, emb_dir_ns=dir_sig[1] if keep_dir else None,
                        days=scan.days, markdown=md, vectors=verified)
-    report.search_rebuilt = _refresh_search(mem, full, progress, report, fresh)
+    report.search_rebuilt = _refresh_search(mem, full, progress, report, Known(scan.parsed, fresh))
     if scan.reread or new.state() != man.state():  # nothing new: leave the manifest (and the disk) alone
         new.save(layout)
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: SyncReport, fresh: dict) -> bool:
+def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: SyncReport, known: Known) -> bool:
     layout = mem.layout
     folder = layout.cache_dir / "search"
     stamp = folder / "fingerprint"
@@ -447,7 +452,6 @@ def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: 
         shutil.rmtree(folder, ignore_errors=True)
         for old in layout.cache_dir.glob("vectors-*"):  # the cached document vectors (search/index.py)
             old.unlink()
-    seed_vectors(layout, mem.embedder, fresh)
     before = stamp.read_text() if stamp.is_file() else None
     if progress and (full or report.changed):
         progress("updating the search cache", 0, 0)
@@ -460,7 +464,7 @@ def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: 
             progress("embedding Markdown and transcript chunks", done, 0)
 
     problems: list[str] = []
-    open_index(layout, mem.embedder, step, problems)
+    open_index(layout, mem.embedder, step, problems, known=known)
     seen = {_path_of(e) for e in report.errors}
     report.errors.extend(p for p in problems if _path_of(p) not in seen)  # the same bad files, reported once
     return (stamp.read_text() if stamp.is_file() else None) != before

@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ from memtool.chunking import chunk_lines, chunk_markdown
 from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_bytes, atomic_write_text, locked
 from memtool.models import Entry, parse_iso
-from memtool.store import DAY_RE, Layout, Store, read_day
+from memtool.store import DAY_RE, Layout, ParsedDays, Store, read_day
 from memtool.search.segment import DELTA_DIR, IMPORTANCE_CODE, KIND_CODE, SearchIndex, Segment
 from memtool.text import tokenize
 
@@ -109,16 +109,24 @@ class Doc:
     source: str = ""  # the file it came from (day file or Markdown file)
 
 
-def collect_docs(layout: Layout, errors: list[str], only: set[str] | None = None) -> tuple[list[Doc], list[Entry]]:
+@dataclass
+class Known:
+    """What the caller (a sync) already read or computed, so that a build does not redo it."""
+
+    days: ParsedDays = field(default_factory=dict)  # day files parsed, with the stat they were read at
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)  # entry vectors, keyed by entry_vector_key
+
+
+def collect_docs(layout: Layout, errors: list[str], only: set[str] | None = None, parsed: ParsedDays | None = None) -> tuple[list[Doc], list[Entry]]:
     """Documents of every source file (day files, then Markdown), each source's docs contiguous.
-    With `only`, just the sources (paths as str) named there."""
+    With `only`, just the sources (paths as str) named there; day files in `parsed` are not read again."""
     entries: list[Entry] = []
     sources: list[str] = []
     for path in layout.day_files():
         if only is not None and str(path) not in only:
             continue
         try:
-            day = read_day(path)
+            day = read_day(path, parsed)
         except (StoreCorrupt, UnicodeDecodeError) as exc:
             errors.append(str(exc))
             continue
@@ -197,18 +205,32 @@ class ChunkVectorCache:
             if self.matrix.shape != (len(self.rows), dim):
                 self.rows, self.matrix = {}, np.zeros((0, dim), np.float32)
 
-    def get(self, key: str) -> np.ndarray | None:
-        if key in self.added:
-            return self.added[key]
-        row = self.rows.get(key)
-        return None if row is None else np.asarray(self.matrix[row])
+    def fill(self, keys: list[str], out: np.ndarray) -> list[int]:
+        """out[i] = the vector held for keys[i]; returns the positions of the keys not held. The
+        memory-mapped rows are read in one gather."""
+        at: list[int] = []
+        rows: list[int] = []
+        missing: list[int] = []
+        for i, key in enumerate(keys):
+            vec = self.added.get(key)
+            if vec is not None:
+                out[i] = vec
+            elif (row := self.rows.get(key)) is not None:
+                at.append(i)
+                rows.append(row)
+            else:
+                missing.append(i)
+        if rows:
+            out[at] = self.matrix[rows]
+        return missing
 
     def put(self, key: str, vec: np.ndarray) -> None:
         self.added[key] = vec
 
     def save(self, keep: set[str]) -> None:
         keys = sorted(keep & (set(self.rows) | set(self.added)))
-        vecs = np.stack([self.get(k) for k in keys]) if keys else np.zeros((0, self.dim), np.float32)
+        vecs = np.zeros((len(keys), self.dim), np.float32)
+        self.fill(keys, vecs)
         import io
 
         buf = io.BytesIO()
@@ -223,49 +245,31 @@ def entry_vector_key(e: Entry) -> str:
     return f"entry:{e.id}:{e.content_hash()}"
 
 
-def seed_vectors(layout: Layout, embedder, vectors: dict[str, np.ndarray]) -> None:
-    """Store vectors computed elsewhere (keys from entry_vector_key) so the next build need not read
-    them back from the embedding files."""
-    if vectors:
-        cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
-        for key, vec in vectors.items():
-            cache.put(key, vec)
-        cache.save(set(cache.rows) | set(vectors))
-
-
-def _vectors(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], cache: ChunkVectorCache, progress=None, save: bool = True) -> np.ndarray:
-    """A vector per document: entries from the cache or their embedding files, the rest from the
-    cache or embedded now. Only what no file and no cache holds is embedded."""
+def _vectors(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], cache: ChunkVectorCache, progress=None, save: bool = True,
+             fresh: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """A vector per document: entries from `fresh` (vectors the caller just computed), the cache or
+    their embedding files, the rest from the cache or embedded now. Only what nothing holds is embedded."""
     store = Store(layout)
     dim = embedder.dim
+    by_id = {e.id: e for e in entries}
+    keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else hashlib.sha1(d.index_text.encode("utf-8", "surrogatepass")).hexdigest() for d in docs]
+    for key, vec in (fresh or {}).items():
+        cache.put(key, vec)
     vectors = np.zeros((len(docs), dim), dtype=np.float32)
     missing: list[int] = []
-    keys: list[str] = []
-    texts: list[str] = []  # what each vector embeds: an entry's embed_text, a chunk's own text
-    by_id = {e.id: e for e in entries}
-    for i, d in enumerate(docs):
-        if d.kind == "entry":
-            e = by_id[d.ref]
-            key, text = entry_vector_key(e), e.embed_text()
-            vec = cache.get(key)
-            if vec is None:  # first build, or the entry changed: its embedding file
-                vec = store.vector_for(e, embedder.model, dim)
-                if vec is not None:
-                    cache.put(key, vec)
-        else:
-            text = d.index_text
-            key = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
-            vec = cache.get(key)
-        keys.append(key)
-        texts.append(text)
-        if vec is not None:
-            vectors[i] = vec
-        else:
+    for i in cache.fill(keys, vectors):
+        d = docs[i]
+        vec = store.vector_for(by_id[d.ref], embedder.model, dim) if d.kind == "entry" else None  # first build, or the entry changed
+        if vec is None:
             missing.append(i)
+        else:
+            vectors[i] = vec
+            cache.put(keys[i], vec)
     step = 512
     for s in range(0, len(missing), step):
         idx = missing[s : s + step]
-        vecs = embedder.embed_documents([texts[i] for i in idx])
+        # what each vector embeds: an entry's embed_text, a chunk's own text
+        vecs = embedder.embed_documents([by_id[docs[i].ref].embed_text() if docs[i].kind == "entry" else docs[i].index_text for i in idx])
         for i, v in zip(idx, vecs):
             vectors[i] = v
             cache.put(keys[i], v)
@@ -317,12 +321,14 @@ def _write_segment(folder: Path, docs: list[Doc], vectors: np.ndarray, meta: dic
     shutil.rmtree(old, ignore_errors=True)
 
 
-def build(layout: Layout, embedder, folder: Path, progress=None) -> list[str]:
+def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | None = None) -> list[str]:
     """Build the base segment into `folder` from all the files. Returns problems found (bad files skipped)."""
+    known = known or Known()
     errors: list[str] = []
     sigs = source_sigs(layout)  # taken before reading: a file changed meanwhile shows as changed next time
-    docs, entries = collect_docs(layout, errors)
-    vectors = _vectors(layout, embedder, docs, entries, ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim), progress)
+    docs, entries = collect_docs(layout, errors, parsed=known.days)
+    cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
+    vectors = _vectors(layout, embedder, docs, entries, cache, progress, fresh=known.vectors)
     ranges = {src: [sig, 0, 0] for src, sig in sigs.items()}
     for i, d in enumerate(docs):  # each source's documents are contiguous: [start, end)
         r = ranges.setdefault(d.source, ["-", 0, 0])
@@ -333,7 +339,7 @@ def build(layout: Layout, embedder, folder: Path, progress=None) -> list[str]:
     return errors
 
 
-def build_delta(layout: Layout, embedder, folder: Path, progress=None) -> list[str] | None:
+def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Known | None = None) -> list[str] | None:
     """Put the documents of files changed since the base build into a delta segment. None when a
     full build is the right thing: no base, another model, too much changed, or a change the delta
     cannot express (an entry superseding another, a change outside the source files)."""
@@ -349,21 +355,24 @@ def build_delta(layout: Layout, embedder, folder: Path, progress=None) -> list[s
     removed = sorted(set(ranges) - set(now))
     if not changed and not removed:
         return None
+    known = known or Known()
     errors: list[str] = []
-    docs, entries = collect_docs(layout, errors, only=set(changed))
+    docs, entries = collect_docs(layout, errors, only=set(changed), parsed=known.days)
     if len(docs) > max(DELTA_MIN_DOCS, DELTA_FRACTION * base.n) or any(e.supersedes for e in entries):
         return None
     # reuse cached vectors; the cache is saved by the next full build (which keeps what it still uses)
-    vectors = _vectors(layout, embedder, docs, entries, ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim), progress, save=False)
+    cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
+    vectors = _vectors(layout, embedder, docs, entries, cache, progress, save=False, fresh=known.vectors)
     masked = sorted((set(changed) & set(ranges)) | set(removed))
     _write_segment(folder / DELTA_DIR, docs, vectors, {"model": embedder.model, "base_id": base.meta["build_id"], "masked": masked})
     return errors
 
 
-def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:
+def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False, known: Known | None = None) -> SearchIndex:
     """Load the cache, bringing it up to date first if the files changed since it was built: a small
     delta segment for a few changed files, a full build otherwise. With `archive`, a second cache
-    (memory/.cache/search-archive) over the live and the archived files, always built in full."""
+    (memory/.cache/search-archive) over the live and the archived files, always built in full.
+    `known`: what the caller already parsed and embedded (live cache only)."""
     folder = layout.cache_dir / (C.ARCHIVE_SEARCH_DIR if archive else "search")
     stamp = folder / "fingerprint"
     fp = fingerprint(layout, embedder.model, archive)
@@ -372,15 +381,16 @@ def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None
     with locked(layout.cache_dir / "build.lock", timeout=300):
         fp = fingerprint(layout, embedder.model, archive)
         if not (stamp.is_file() and stamp.read_text() == fp):
-            problems = None if archive else build_delta(layout, embedder, folder, progress)
+            problems = None if archive else build_delta(layout, embedder, folder, progress, known)
             if problems is None:
                 if archive:
                     from memtool.archive import LiveAndArchive
 
                     source: Layout = LiveAndArchive(layout.root)
+                    known = None
                 else:
                     source = layout
-                problems = build(source, embedder, folder, progress)
+                problems = build(source, embedder, folder, progress, known)
             if errors is not None:
                 errors.extend(problems)
             atomic_write_text(stamp, fp)
