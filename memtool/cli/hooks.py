@@ -2,7 +2,8 @@
 
 Thin layer: parse options, call memtool.hooks, render the result (rich text or --json).
 `hooks run` is what the installed hooks execute; it must start fast, print nothing to
-stdout except the agent's JSON, and never fail the agent's session.
+stdout except the agent's JSON, and never fail the agent's session. memtool.hooks is
+imported inside the commands: the full CLI (a cold `memory search`) does not load it.
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from memtool import hooks as core
-from memtool.hooks import session
 from memtool.cli.common import MemtoolGroup, print_json, warn
 from memtool.errors import MemtoolError
+
+if TYPE_CHECKING:
+    from memtool.hooks.common import HookPlan
 
 app = typer.Typer(
     cls=MemtoolGroup,
@@ -60,7 +62,9 @@ def install(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Add memtool's session-start and session-end hooks to the agent's configuration (merging, idempotent)."""
-    plan, written = core.install(agent.value, scope.value, dry_run=dry_run, project_dir=project_dir)
+    from memtool import hooks
+
+    plan, written = hooks.install(agent.value, scope.value, dry_run=dry_run, project_dir=project_dir)
     _render(plan, dry_run, written, as_json)
 
 
@@ -73,7 +77,9 @@ def uninstall(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Remove exactly the hooks memtool added; everything else in the file stays as it is."""
-    plan, written = core.uninstall(agent.value, scope.value, dry_run=dry_run, project_dir=project_dir)
+    from memtool import hooks
+
+    plan, written = hooks.uninstall(agent.value, scope.value, dry_run=dry_run, project_dir=project_dir)
     _render(plan, dry_run, written, as_json)
 
 
@@ -84,6 +90,8 @@ def run(
     foreground: bool = typer.Option(False, "--foreground", hidden=True, help="session-end: compress now and wait."),
 ) -> None:
     """Run by the installed hooks: reads the agent's JSON payload on stdin."""
+    from memtool.hooks import session
+
     raw = session.read_payload(sys.stdin)
     try:
         payload = session.parse_payload(raw)
@@ -108,14 +116,16 @@ def run(
         typer.echo(f"memtool: {event.value} hook skipped: {exc}", err=True)
 
 
-def _render(plan: core.HookPlan, dry_run: bool, written: bool, as_json: bool) -> None:
+def _render(plan: HookPlan, dry_run: bool, written: bool, as_json: bool) -> None:
     if as_json:
         print_json(plan.to_json(dry_run, written))
         return
     from rich.console import Console
 
+    from memtool.hooks import spec
+
     out = Console(highlight=False, soft_wrap=True)
-    label = core.spec(plan.agent).label
+    label = spec(plan.agent).label
     if not plan.changed:
         if plan.action == "install":
             out.print(f"{label}: memtool hooks already installed in {plan.path}; nothing to do.")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from memtool import hooks as core
+from memtool.scaffold import init
 from tests.hooks.conftest import CASES, cli, load, ours, place
 
 
@@ -266,3 +268,18 @@ def test_default_runner_is_this_interpreter_when_memory_is_not_on_path(monkeypat
     monkeypatch.setenv("PATH", "")
     runner = core.default_runner()
     assert runner.endswith(" -m memtool") and sys.executable in runner
+
+
+def test_a_cold_search_does_not_import_the_hooks(root, env):
+    """`memory hooks` is a command of the full CLI, but its modules load only when it runs."""
+    init(root)
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('hooks modules:', sorted(m for m in sys.modules if m.startswith('memtool.hooks'))))\n"
+        "from memtool.cli.main import run\n"
+        "sys.argv = ['memory', 'search', 'redis cache']\n"
+        "run()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "hooks modules: []"
