@@ -29,6 +29,8 @@ from memtool.store import CONFLICT_RE, Layout, Store, day_document, load_json, r
 
 ERROR, WARNING = "error", "warning"
 MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
+ENTRIES_RE = re.compile(r'"entries"\s*:\s*\[\s*')
+SEPARATOR_RE = re.compile(r"\s*,?\s*")
 SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR, C.ARCHIVE_DIR)
 
 
@@ -162,10 +164,22 @@ def parse_entries(data: object) -> list[Entry]:
 
 
 def _entries_of(text: str) -> list[Entry]:
+    """The valid entries of a day file's text; when it is damaged (cut off, say), every whole entry
+    before the damage."""
     try:
         return parse_entries(json.loads(text))
     except json.JSONDecodeError:
-        return []
+        pass
+    start = ENTRIES_RE.search(text)
+    decoder, items, pos = json.JSONDecoder(), [], start.end() if start else len(text)
+    while pos < len(text):
+        try:
+            item, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        items.append(item)
+        pos = SEPARATOR_RE.match(text, pos).end()
+    return parse_entries(items)
 
 
 class Doctor:

@@ -17,6 +17,7 @@ from memtool.doctor import Doctor, conflict_sides
 from memtool.errors import StoreCorrupt
 from memtool.scaffold import init
 from memtool.search.engine import Query
+from memtool.store import read_day
 from tests.conftest import FakeEmbedder
 
 AUTH = "Alice: We decided to use Auth0 instead of custom JWT handling. Sarah owns the migration."
@@ -136,6 +137,19 @@ def test_unparsable_day_file_is_quarantined_and_restored_from_index(mem, doctor,
     assert {e.id for e in mem.store.iter_entries()} == {a.id, b.id}
     [q] = [m for m in fixed.quarantined if m.endswith("index/2026-02-07.json")]
     assert (root / q).read_text() == broken
+
+
+def test_a_cut_off_day_file_keeps_its_whole_entries(mem, doctor, root):
+    a = mem.compress(AUTH, when=when(7, 9))
+    b = mem.compress(DB, when=when(7, 10))
+    day, index = root / "memory/index/2026-02-07.json", root / "memory/index/index.json"
+    broken = day.read_text()[:-60]  # cut inside the second entry
+    day.write_text(broken)
+    index.unlink()  # no copy to restore from: only what the file still holds
+    fixed = doctor.repair()
+    assert [e.id for e in read_day(day)] == [a.id]
+    [q] = [m for m in fixed.quarantined if m.endswith("index/2026-02-07.json")]
+    assert (root / q).read_text() == broken and b.id in broken
 
 
 def test_git_conflict_in_a_day_file_keeps_both_sides(mem, doctor, root, tmp_path):
