@@ -6,6 +6,11 @@ content under two ids), unparsable files (path:line), git conflict markers and t
 an interrupted write. `repair` rebuilds index.json, removes temp files, dedupes, embeds missing
 vectors with the configured embedder, and MOVES whatever it cannot repair into
 memory/quarantine/<timestamp>/<same relative path>: nothing is ever deleted.
+
+The archive (memory/archive/YYYY/, laid out like memory/) is checked and repaired the same way, as a
+second store: its day files, embeddings, transcripts and logs, and also an entry both live and
+archived (the live copy is kept, as `memory archive` does) and a day file in another year's folder.
+It has no index.json, and archived stand-in entries are not reported (`memory retry` is for live ones).
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ import re
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from memtool import constants as C
+from memtool.archive import ArchiveLayout, archive_layouts
 from memtool.config import Settings, load_settings
 from memtool.errors import ConfigError, ProviderError, StorageError, StoreCorrupt
 from memtool.fsutil import atomic_write_text, dumps_json
@@ -31,7 +37,7 @@ ERROR, WARNING = "error", "warning"
 MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
 ENTRIES_RE = re.compile(r'"entries"\s*:\s*\[\s*')
 SEPARATOR_RE = re.compile(r"\s*,?\s*")
-SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR, C.ARCHIVE_DIR)
+SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR)
 
 
 @dataclass
@@ -214,6 +220,7 @@ class Doctor:
             yield notes
 
     def temp_files(self) -> list[Path]:
+        """Temp files of interrupted writes anywhere under memory/, the archive included."""
         out: list[Path] = []
         for dirpath, dirnames, filenames in os.walk(self.layout.memory_dir):
             if Path(dirpath) == self.layout.memory_dir:
@@ -221,18 +228,21 @@ class Doctor:
             out.extend(Path(dirpath) / f for f in filenames if f.startswith(".") and f.endswith(".tmp"))
         return sorted(out)
 
-    def read_days(self) -> tuple[list[tuple[Path, Entry]], list[Problem]]:
+    def read_days(self, folders: Sequence[Layout] | None = None) -> tuple[list[tuple[Path, Entry]], list[Problem]]:
+        """(day file, entry) for every entry of the folders' day files (default: the live store), and a
+        problem for each day file that cannot be read."""
         found: list[tuple[Path, Entry]] = []
         bad: list[Problem] = []
-        for path in self.layout.day_files():
-            try:
-                found.extend((path, e) for e in read_day(path))
-            except StoreCorrupt as exc:
-                kind = "conflict" if CONFLICT_RE.search(path.read_text(encoding="utf-8", errors="replace")) else "unparsable"
-                bad.append(Problem(kind, self.rel(path), *split_location(str(exc), path), fix="quarantine, keep what parses"))
-            except UnicodeDecodeError as exc:
-                line = path.read_bytes()[: exc.start].count(b"\n") + 1
-                bad.append(Problem("unparsable", self.rel(path), f"not UTF-8 ({exc.reason})", line, fix="quarantine, keep what parses"))
+        for lay in [self.layout] if folders is None else folders:
+            for path in lay.day_files():
+                try:
+                    found.extend((path, e) for e in read_day(path))
+                except StoreCorrupt as exc:
+                    kind = "conflict" if CONFLICT_RE.search(path.read_text(encoding="utf-8", errors="replace")) else "unparsable"
+                    bad.append(Problem(kind, self.rel(path), *split_location(str(exc), path), fix="quarantine, keep what parses"))
+                except UnicodeDecodeError as exc:
+                    line = path.read_bytes()[: exc.start].count(b"\n") + 1
+                    bad.append(Problem("unparsable", self.rel(path), f"not UTF-8 ({exc.reason})", line, fix="quarantine, keep what parses"))
         return found, bad
 
     def _diagnose(self) -> Report:
@@ -241,27 +251,9 @@ class Doctor:
         add = rep.problems.append
         for tmp in self.temp_files():
             add(Problem("temp", self.rel(tmp), "temporary file left by an interrupted write", fix="remove"))
-        found, bad = self.read_days()
-        rep.problems.extend(bad)
-        entries: dict[str, Entry] = {}
-        for path, e in found:
-            if e.day != path.stem:
-                add(Problem("misplaced", self.rel(path), f"entry {e.id} (timestamp {e.timestamp}) belongs in {e.day}.json", fix="move it"))
-            if e.id in entries:
-                same = entries[e.id].to_dict() == e.to_dict()
-                add(Problem("duplicate", self.rel(path), f"entry {e.id} is stored twice" + ("" if same else " with different content"),
-                            fix="keep one" if same else "keep the first, quarantine the other"))
-            else:
-                entries[e.id] = e
-        for dup, first in content_duplicates(entries.values(), lay):
-            add(Problem("duplicate", self.rel(lay.day_file(dup.day)), f"entry {dup.id} repeats entry {first.id} (same content)",
-                        fix="keep the earlier, quarantine this one"))
+        entries = {i: e for i, (_, e) in self._check_entries(rep, [lay], {}).items()}
         self._check_index(rep, entries)
-        self._check_vectors(rep, entries)
-        if lay.transcripts_dir.is_dir():
-            for t in sorted(lay.transcripts_dir.glob("*.md")):
-                if t.stem not in entries:
-                    add(Problem("orphan", self.rel(t), "transcript of no entry (a write was interrupted, or its entry was removed)", fix="quarantine"))
+        self._check_files(rep, lay, entries, set())
         for e in entries.values():
             if e.pending:
                 add(Problem("pending", self.rel(lay.day_file(e.day)), f"entry {e.id} was compressed locally as a stand-in; run `memory retry`", severity=WARNING))
@@ -270,7 +262,50 @@ class Doctor:
         rep.counts = {"entries": len(entries), "day_files": len(lay.day_files()),
                       "embeddings": len(list(lay.embeddings_dir.glob("*.json"))) if lay.embeddings_dir.is_dir() else 0,
                       "transcripts": len(list(lay.transcripts_dir.glob("*.md"))) if lay.transcripts_dir.is_dir() else 0}
+        archives = archive_layouts(lay)
+        if archives:
+            archived = self._check_entries(rep, archives, entries)
+            for arch in archives:
+                here = {i: e for i, (path, e) in archived.items() if path.parent == arch.index_dir}
+                self._check_files(rep, arch, here, archived.keys() - here.keys())
+                for md in arch.markdown_files():
+                    self._check_markdown(rep, md)
+            rep.counts.update(archived_entries=len(archived), archived_day_files=sum(len(a.day_files()) for a in archives))
         return rep
+
+    def _check_entries(self, rep: Report, folders: Sequence[Layout], live: dict[str, Entry]) -> dict[str, tuple[Path, Entry]]:
+        """Day files that cannot be read, misplaced and duplicate entries. `live`: the live entries, when
+        the folders are the archive's. Returns the entries kept (the first of each id) with their day file."""
+        add = rep.problems.append
+        found, bad = self.read_days(folders)
+        rep.problems.extend(bad)
+        for arch in folders:
+            if isinstance(arch, ArchiveLayout):
+                for path in arch.day_files():
+                    if path.stem[:4] != arch.year:
+                        home = ArchiveLayout(arch.root, path.stem[:4]).day_file(path.stem)
+                        add(Problem("misplaced", self.rel(path), f"a day of {path.stem[:4]} in the archive of {arch.year}; "
+                                    f"move it to {self.rel(home)} by hand (and its entries' transcripts and embeddings, if they are beside it)"))
+        kept: dict[str, tuple[Path, Entry]] = {}
+        for path, e in found:
+            if e.day != path.stem:
+                add(Problem("misplaced", self.rel(path), f"entry {e.id} (timestamp {e.timestamp}) belongs in {e.day}.json", fix="move it"))
+            if e.id in kept:
+                same = kept[e.id][1].to_dict() == e.to_dict()
+                add(Problem("duplicate", self.rel(path), f"entry {e.id} is stored twice" + ("" if same else " with different content"),
+                            fix="keep one" if same else "keep the first, quarantine the other"))
+            elif e.id in live:
+                same = live[e.id].to_dict() == e.to_dict()
+                add(Problem("duplicate", self.rel(path), f"entry {e.id} is also live" + ("" if same else " with different content"),
+                            fix="keep the live one" if same else "keep the live one, quarantine this copy"))
+            else:
+                kept[e.id] = (path, e)
+        for lay in folders:
+            stored_here = [e for path, e in kept.values() if path.parent == lay.index_dir]
+            for dup, first in content_duplicates(stored_here, lay):
+                add(Problem("duplicate", self.rel(lay.day_file(dup.day)), f"entry {dup.id} repeats entry {first.id} (same content)",
+                            fix="keep the earlier, quarantine this one"))
+        return kept
 
     def _check_index(self, rep: Report, entries: dict[str, Entry]) -> None:
         path = self.layout.index_file
@@ -295,21 +330,35 @@ class Doctor:
             rep.problems.append(Problem("index", self.rel(path), f"out of date: {len(missing)} entries missing, {len(extra)} extra, {len(differ)} differ",
                                         fix="rebuild from the day files"))
 
-    def _check_vectors(self, rep: Report, entries: dict[str, Entry]) -> None:
+    def _check_files(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
+        """The embedding files and transcripts of one folder (live, or an archive year) against the entries
+        of its day files. `elsewhere`: ids of entries archived in another year's folder (not orphans: that
+        day file is reported as misplaced)."""
+        self._check_vectors(rep, lay, entries, elsewhere)
+        if lay.transcripts_dir.is_dir():
+            for t in sorted(lay.transcripts_dir.glob("*.md")):
+                if t.stem not in entries and t.stem not in elsewhere:
+                    rep.problems.append(Problem("orphan", self.rel(t), "transcript of no entry (a write was interrupted, or its entry was removed)",
+                                                fix="quarantine"))
+
+    def _check_vectors(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
         add = rep.problems.append
+        store = Store(lay)
         model = self.embedder.model if self.embedder else None
         dim = self.embedder.dim if self.embedder else None
         current: set[str] = set()
         flagged: set[str] = set()
-        files = sorted(self.layout.embeddings_dir.glob("*.json")) if self.layout.embeddings_dir.is_dir() else []
+        files = sorted(lay.embeddings_dir.glob("*.json")) if lay.embeddings_dir.is_dir() else []
         for f in files:
+            if f.stem in elsewhere:
+                continue
             where = self.rel(f)
             flagged.add(f.stem)
             if f.stem not in entries:
                 add(Problem("orphan", where, "embedding of no entry (a write was interrupted, or its entry was removed)", fix="quarantine"))
                 continue
             try:
-                data = self.store.read_embedding(f.stem)
+                data = store.read_embedding(f.stem)
             except StoreCorrupt as exc:
                 add(Problem("unparsable", where, *split_location(str(exc), f), fix="quarantine, re-embed"))
                 continue
@@ -320,15 +369,17 @@ class Doctor:
             if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not all(isinstance(x, (int, float)) for x in vec):
                 add(Problem("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed"))
             elif model is not None and (data.get("model") != model or len(vec) != dim):
+                todo = ("`memory reembed` re-embeds only the live store: move this file away and `memory doctor --fix` embeds the entry again."
+                        if isinstance(lay, ArchiveLayout) else "Run `memory reembed`.")
                 add(Problem("embedding", where, f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{model}' ({dim} dims). "
-                            "Run `memory reembed`."))
+                            + todo))
             else:
                 flagged.discard(f.stem)
                 if data.get("content_hash") == entries[f.stem].content_hash():
                     current.add(f.stem)
         for e in entries.values():
             if e.id not in current and e.id not in flagged:
-                add(Problem("pending", self.rel(self.layout.embedding_file(e.id)), f"entry {e.id} has no current embedding (search embeds it on the fly)",
+                add(Problem("pending", self.rel(lay.embedding_file(e.id)), f"entry {e.id} has no current embedding (search embeds it on the fly)",
                             severity=WARNING, fix="embed" if self.embedder else ""))
 
     def _check_markdown(self, rep: Report, path: Path) -> None:
@@ -353,10 +404,14 @@ class Doctor:
             for tmp in self.temp_files():
                 tmp.unlink()
                 fixed.append(f"removed temp file {self.rel(tmp)}")
-            changed = self._repair_days(q, fixed)
-            changed |= self._dedupe(q, fixed)
+            archives = archive_layouts(self.layout)
+            changed = self._repair_days(q, fixed, [self.layout])
+            changed |= self._dedupe(q, fixed, [self.layout], {})
+            if archives:
+                self._repair_days(q, fixed, archives)
+                self._dedupe(q, fixed, archives, {e.id: e for _, e in self.read_days()[0]})
             self._quarantine_strays(q)
-            self._embed_missing(fixed)
+            self._embed_missing(fixed, [self.layout, *archives])
             index = self.rel(self.layout.index_file)
             report = self._diagnose()
             if changed or any(p.path == index for p in report.problems):
@@ -374,10 +429,10 @@ class Doctor:
         except (StoreCorrupt, UnicodeDecodeError, FileNotFoundError):
             return []
 
-    def _repair_days(self, q: Quarantine, fixed: list[str]) -> bool:
-        """Unparsable or conflicted day files: keep every entry that parses (both sides of a conflict, and
-        index.json's copy), quarantine the original."""
-        _, bad = self.read_days()
+    def _repair_days(self, q: Quarantine, fixed: list[str], folders: Sequence[Layout]) -> bool:
+        """Unparsable or conflicted day files: keep every entry that parses (both sides of a conflict, and,
+        for a live day, index.json's copy), quarantine the original."""
+        _, bad = self.read_days(folders)
         indexed: list[Entry] | None = None
         for problem in bad:
             path = self.layout.root / problem.path
@@ -387,46 +442,53 @@ class Doctor:
             for side in sides or (text,):
                 for e in _entries_of(side):
                     kept.setdefault(e.id, e)
-            if indexed is None:
-                indexed = self._index_entries()
-            for e in indexed:
-                if e.day == path.stem:
-                    kept.setdefault(e.id, e)
+            if path.parent == self.layout.index_dir:  # index.json lists live entries only
+                if indexed is None:
+                    indexed = self._index_entries()
+                for e in indexed:
+                    if e.day == path.stem:
+                        kept.setdefault(e.id, e)
             q.move(path)
             atomic_write_text(path, day_document(path.stem, kept.values()))
             fixed.append(f"rewrote {problem.path} with the {len(kept)} entries that parse; the original is in quarantine")
         return bool(bad)
 
-    def _dedupe(self, q: Quarantine, fixed: list[str]) -> bool:
-        """Misplaced entries go to their day; the same id twice keeps the first; the same content twice keeps the earlier."""
-        found, _ = self.read_days()
-        current: dict[str, list[dict]] = {}
-        kept: dict[str, Entry] = {}
-        removed: list[tuple[Entry, str]] = []
+    def _dedupe(self, q: Quarantine, fixed: list[str], folders: Sequence[Layout], live: dict[str, Entry]) -> bool:
+        """Misplaced entries go to their day (in the same folder); the same id twice keeps the first; the same
+        content twice keeps the earlier. `live`: the live entries, when the folders are the archive's: an
+        archived copy of one of them goes (the live copy is kept, as `memory archive` does)."""
+        found, _ = self.read_days(folders)
+        current: dict[Path, list[dict]] = {}
+        kept: dict[str, tuple[Path, Entry]] = {}
+        removed: list[tuple[Path, Entry, str]] = []
         for path, e in found:
-            current.setdefault(path.stem, []).append(e.to_dict())
-            if e.id not in kept:
-                kept[e.id] = e
-            elif kept[e.id].to_dict() != e.to_dict():
-                removed.append((e, f"same id as an entry kept in {kept[e.id].day}.json, different content"))
-        for e, first in content_duplicates(list(kept.values()), self.layout):
-            del kept[e.id]
-            removed.append((e, f"same content as {first.id}"))
-            for path in (self.layout.transcript_file(e.id), self.layout.embedding_file(e.id)):
-                if path.is_file():
-                    q.move(path)
-        by_day: dict[str, list[Entry]] = {}
-        for e in kept.values():
-            by_day.setdefault(e.day, []).append(e)
+            current.setdefault(path, []).append(e.to_dict())
+            if e.id in live:
+                if live[e.id].to_dict() != e.to_dict():
+                    removed.append((path, e, "archived copy of a live entry, different content"))
+            elif e.id not in kept:
+                kept[e.id] = (path, e)
+            elif kept[e.id][1].to_dict() != e.to_dict():
+                removed.append((path, e, f"same id as an entry kept in {kept[e.id][1].day}.json, different content"))
+        for lay in folders:
+            for e, first in content_duplicates([e for path, e in kept.values() if path.parent == lay.index_dir], lay):
+                removed.append((kept.pop(e.id)[0], e, f"same content as {first.id}"))
+                for path in (lay.transcript_file(e.id), lay.embedding_file(e.id)):
+                    if path.is_file():
+                        q.move(path)
+        by_file: dict[Path, list[Entry]] = {}
+        for path, e in kept.values():
+            by_file.setdefault(path.parent / f"{e.day}.json", []).append(e)
         changed = False
-        for day in sorted(set(by_day) | set(current)):
-            new = by_day.get(day, [])
-            if sorted(json.dumps(d, sort_keys=True) for d in current.get(day, [])) != sorted(json.dumps(e.to_dict(), sort_keys=True) for e in new):
-                atomic_write_text(self.layout.day_file(day), day_document(day, new))
-                fixed.append(f"rewrote {self.rel(self.layout.day_file(day))}: {len(current.get(day, []))} -> {len(new)} entries")
+        for path in sorted(set(by_file) | set(current)):
+            new = by_file.get(path, [])
+            if sorted(json.dumps(d, sort_keys=True) for d in current.get(path, [])) != sorted(json.dumps(e.to_dict(), sort_keys=True) for e in new):
+                atomic_write_text(path, day_document(path.stem, new))
+                fixed.append(f"rewrote {self.rel(path)}: {len(current.get(path, []))} -> {len(new)} entries")
                 changed = True
-        for n, (e, why) in enumerate(removed, 1):
-            q.write(f"{C.INDEX_DIR}/removed-{n}-{e.id}.json", dumps_json({"reason": why, "entry": e.to_dict()}))
+        for n, (path, e, why) in enumerate(removed, 1):
+            folder = path.parent.relative_to(self.layout.memory_dir).as_posix()
+            q.write(f"{folder}/removed-{n}-{e.id}.json", dumps_json({"reason": why, "entry": e.to_dict()}))
         return changed
 
     def _quarantine_strays(self, q: Quarantine) -> None:
@@ -435,27 +497,31 @@ class Doctor:
             if p.fix.startswith("quarantine") and path.is_file():
                 q.move(path)
 
-    def _embed_missing(self, fixed: list[str]) -> None:
+    def _embed_missing(self, fixed: list[str], folders: Sequence[Layout]) -> None:
+        """Embed the entries of the folders (live, archive years) that have no current vector."""
         if self.embedder is None:
             return
-        found, _ = self.read_days()
-        todo = [e for e in {e.id: e for _, e in found}.values() if self._needs_vector(e)]
+        todo: list[tuple[Store, Entry]] = []
+        for lay in folders:
+            store = Store(lay)
+            found, _ = self.read_days([lay])
+            todo += [(store, e) for e in {e.id: e for _, e in found}.values() if self._needs_vector(store, e)]
         if not todo:
             return
         try:
-            vectors = self.embedder.embed_documents([e.embed_text() for e in todo])
+            vectors = self.embedder.embed_documents([e.embed_text() for _, e in todo])
         except ProviderError as exc:
             fixed.append(f"could not embed {len(todo)} entries: {exc}")
             return
-        for e, v in zip(todo, vectors):
-            self.store.write_embedding(e, self.embedder.model, v)
+        for (store, e), v in zip(todo, vectors):
+            store.write_embedding(e, self.embedder.model, v)
         fixed.append(f"embedded {len(todo)} entries with {self.embedder.model}")
 
-    def _needs_vector(self, e: Entry) -> bool:
-        path = self.layout.embedding_file(e.id)
+    def _needs_vector(self, store: Store, e: Entry) -> bool:
+        path = store.layout.embedding_file(e.id)
         if not path.is_file():
             return True
-        data = self.store.read_embedding(e.id)
+        data = store.read_embedding(e.id)
         return data.get("model") == self.embedder.model and data.get("content_hash") != e.content_hash()
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from memtool.app import open_memory
+from memtool.archive import ArchiveLayout, archive
 from memtool.cli.main import app
 from memtool.doctor import Doctor, conflict_sides
 from memtool.errors import StoreCorrupt
@@ -264,6 +265,149 @@ def test_markdown_conflicts_and_bad_config_need_a_person(mem, doctor, root):
 def test_a_setext_heading_is_not_a_conflict(mem, doctor, root):
     (root / "USER.md").write_text("Name\n=======\n\nAda\n")
     assert doctor.diagnose().healthy
+
+
+# --- the archive: memory/archive/YYYY/ is checked and repaired like the live store -------------
+
+LATER = datetime(2027, 6, 1, 12, tzinfo=timezone.utc)  # entries of February 2026 are past the 365-day window
+
+
+@pytest.fixture
+def archived(mem, root):
+    """AUTH and DB archived (with a log of their days), ART still live. Returns (AUTH, DB, ART, archive year)."""
+    a = mem.compress(AUTH, when=when(7, 9))
+    b = mem.compress(DB, when=when(7, 10))
+    mem.log("rolled out the Auth0 login", when=when(7, 11))
+    c = mem.compress(ART, when=LATER - timedelta(days=2))
+    report = archive(mem.layout, mem.settings, now=LATER)
+    assert sorted(report.entries) == sorted([a.id, b.id]) and len(report.logs) == 1
+    return a, b, c, ArchiveLayout(root, "2026")
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_good_archive_is_checked_and_left_byte_for_byte(archived, doctor, root):
+    a, b, c, arch = archived
+    report = doctor.diagnose()
+    assert report.healthy and report.problems == []
+    assert report.counts == {"entries": 1, "day_files": 1, "embeddings": 1, "transcripts": 1, "archived_entries": 2, "archived_day_files": 1}
+    orphan = root / "memory/transcripts/ctx-20270101-deadbeef.md"
+    orphan.write_text("a transcript whose entry never made it\n")  # something live for --fix to do
+    before = tree(root / "memory/archive")
+    fixed = doctor.repair()
+    [moved] = fixed.quarantined
+    assert fixed.healthy and moved.endswith("/transcripts/ctx-20270101-deadbeef.md") and not orphan.exists()
+    assert tree(root / "memory/archive") == before
+
+
+def test_a_broken_archive_day_file_is_reported_with_its_path_and_quarantined(archived, doctor, root):
+    a, b, c, arch = archived
+    day = arch.day_file("2026-02-07")
+    doc = json.loads(day.read_text())
+    broken = json.dumps(doc, indent=2)[:-60]  # the second entry cut off
+    day.write_text(broken)
+    before = contents(root / "memory")
+
+    report = doctor.diagnose()
+    [bad] = report.of("unparsable")
+    assert (bad.path, bad.fix) == ("memory/archive/2026/index/2026-02-07.json", "quarantine, keep what parses")
+    assert bad.line and "invalid JSON" in bad.message
+    assert kinds(report) == ["orphan"] * 4 + ["unparsable"]  # its entries unread, their archived files look orphaned
+    res = CliRunner().invoke(app, ["doctor"])
+    assert res.exit_code == StoreCorrupt.exit_code and "memory/archive/2026/index/2026-02-07.json:" in res.output
+
+    fixed = doctor.repair()
+    assert fixed.healthy, fixed.problems
+    assert [e.id for e in read_day(day)] == [a.id]  # what parses stays archived
+    [original] = [m for m in fixed.quarantined if m.endswith("/archive/2026/index/2026-02-07.json")]
+    assert (root / original).read_text() == broken
+    assert not arch.transcript_file(b.id).exists()  # the cut-off entry's files went to quarantine with it
+    assert any(m.endswith(f"/archive/2026/transcripts/{b.id}.md") for m in fixed.quarantined)
+    assert kept_everything(before, contents(root / "memory"))
+    assert [e.id for e in mem_entries(root)] == [c.id]  # the live store was not touched
+
+
+def mem_entries(root: Path):
+    return list(open_memory(root, embedder=FakeEmbedder()).store.iter_entries())
+
+
+def test_archive_embeddings_orphan_malformed_and_of_another_model(archived, root):
+    a, b, c, arch = archived
+    orphan = arch.embedding_file("ctx-20260207-deadbeef")
+    orphan.write_text('{"id": "ctx-20260207-deadbeef", "model": "fake-hash-64", "dim": 1, "embedding": [1.0]}')
+    vec = arch.embedding_file(a.id)
+    data = json.loads(vec.read_text())
+    vec.write_text(json.dumps(dict(data, dim=3)))  # says 3 dims, holds 64
+    tmp = arch.index_dir / ".2026-02-07.json.x1y2.tmp"
+    tmp.write_text("{")
+    mem = open_memory(root, embedder=FakeEmbedder())
+    doctor = Doctor(mem.layout, mem.settings, mem.embedder)
+
+    report = doctor.diagnose()
+    assert {(p.kind, p.path) for p in report.problems} == {
+        ("orphan", "memory/archive/2026/index/embeddings/ctx-20260207-deadbeef.json"),
+        ("embedding", f"memory/archive/2026/index/embeddings/{a.id}.json"),
+        ("temp", "memory/archive/2026/index/.2026-02-07.json.x1y2.tmp"),
+    }
+    fixed = doctor.repair()
+    assert fixed.healthy and fixed.problems == [], fixed.problems
+    assert "removed temp file memory/archive/2026/index/.2026-02-07.json.x1y2.tmp" in fixed.fixed
+    assert "embedded 1 entries with fake-hash-64" in fixed.fixed  # the malformed one, re-embedded in the archive
+    assert json.loads(vec.read_text())["dim"] == 64 and not orphan.exists()
+    assert sorted(m.rsplit("/", 1)[1] for m in fixed.quarantined) == sorted([f"{a.id}.json", "ctx-20260207-deadbeef.json"])
+
+    other = Doctor(mem.layout, mem.settings, FakeEmbedder(model="other-model", dim=32))
+    mismatched = [p for p in other.diagnose().problems if p.path.startswith("memory/archive/")]
+    assert len(mismatched) == 2 and all(p.kind == "embedding" and p.fix == "" for p in mismatched)
+    assert all("re-embeds only the live store" in p.message for p in mismatched)
+
+
+def test_an_entry_both_live_and_archived_keeps_the_live_copy(archived, doctor, root):
+    a, b, c, arch = archived
+    day = arch.day_file("2026-02-07")
+    doc = json.loads(day.read_text())
+    live_day = root / "memory/index/2026-02-07.json"
+    [entry] = [x for x in doc["entries"] if x["id"] == a.id]
+    live_day.write_text(json.dumps({"date": "2026-02-07", "entries": [dict(entry, summary="Auth0, edited live")]}, indent=2))
+    for f in (arch.transcript_file(a.id), arch.embedding_file(a.id)):  # an interrupted `memory archive` copied them first
+        (root / "memory" / f.relative_to(arch.memory_dir)).write_bytes(f.read_bytes())
+    mem = open_memory(root, embedder=FakeEmbedder())
+    mem.store.rebuild_index(mem.settings.compressor)
+
+    [dup] = [p for p in doctor.diagnose().problems if p.kind == "duplicate"]
+    assert dup.path == "memory/archive/2026/index/2026-02-07.json" and f"entry {a.id} is also live with different content" == dup.message
+    fixed = doctor.repair()
+    assert fixed.healthy and fixed.problems == [], fixed.problems
+    assert [e.id for e in read_day(day)] == [b.id]
+    assert mem.get(a.id).summary == "Auth0, edited live"
+    [record] = [m for m in fixed.quarantined if "removed" in m]
+    assert "/archive/2026/index/removed-1-" in record and json.loads((root / record).read_text())["entry"]["summary"] == entry["summary"]
+    assert not arch.transcript_file(a.id).exists() and mem.layout.transcript_file(a.id).is_file()
+
+
+def test_a_day_file_in_another_years_archive_needs_a_person(archived, doctor, root):
+    a, b, c, arch = archived
+    wrong = root / "memory/archive/2025/index/2026-02-07.json"
+    wrong.parent.mkdir(parents=True)
+    arch.day_file("2026-02-07").rename(wrong)
+    misplaced = doctor.diagnose().of("misplaced")
+    assert [(p.path, p.fix) for p in misplaced] == [("memory/archive/2025/index/2026-02-07.json", "")]
+    assert "move it to memory/archive/2026/index/2026-02-07.json by hand" in misplaced[0].message
+    fixed = doctor.repair()
+    assert fixed.of("misplaced") and wrong.is_file()  # left for a person; its entries are still there
+    assert {e.id for e in read_day(wrong)} == {a.id, b.id}
+    assert arch.transcript_file(a.id).is_file() and arch.transcript_file(b.id).is_file()  # not taken for orphans
+
+
+def test_conflict_markers_in_an_archived_log_need_a_person(archived, doctor, root):
+    [log] = list((root / "memory/archive/2026").glob("*.md"))
+    text = log.read_text() + "<<<<<<< HEAD\n- ours\n=======\n- theirs\n>>>>>>> laptop\n"
+    log.write_text(text)
+    [p] = doctor.diagnose().problems
+    assert (p.kind, p.path, p.fix) == ("conflict", log.relative_to(root).as_posix(), "")
+    assert not doctor.repair().healthy and log.read_text() == text
 
 
 def test_cli_reports_and_fixes_with_exit_codes(root, monkeypatch, tmp_path_factory):

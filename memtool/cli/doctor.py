@@ -21,7 +21,7 @@ def doctor(
     fix: bool = typer.Option(False, "--fix", help="Repair what can be repaired without loss; move what cannot into memory/quarantine/<timestamp>/."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Check index.json, day files, embeddings and transcripts against each other. Exit 0 when healthy."""
+    """Check index.json, day files, embeddings and transcripts against each other, in memory/ and memory/archive/. Exit 0 when healthy."""
     from memtool.app import resolve_root
     from memtool.doctor import open_doctor
     from memtool.errors import StoreCorrupt
