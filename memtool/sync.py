@@ -6,7 +6,7 @@ content hash its embedding file was verified against, so a sync with nothing cha
 files. Changed files are re-read and compared by content hash, not by mtime; only entries whose
 content hash changed (or whose embedding file is missing, corrupt or from another model) are
 re-embedded. A file that cannot be parsed is reported as path:line and skipped: its entries stay in
-index.json and their embedding files are kept. The search cache (`search.index.open_index`) is then
+index.json and their embedding files are kept. The search cache (`search.index.refresh_index`) is then
 brought up to date by its own stat fingerprint.
 
 Embedding runs outside the root's lock and writes each batch as it goes, so an interrupted sync or
@@ -30,7 +30,7 @@ from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Memory
 from memtool.models import Entry
-from memtool.search.index import Known, entry_vector_key, open_index
+from memtool.search.index import Known, entry_vector_key, refresh_index
 from memtool.store import CONFLICT_RE, Layout, ParsedDays, load_json, parse_day, read_day
 
 MANIFEST_VERSION = 1
@@ -464,7 +464,7 @@ def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: 
             progress("embedding Markdown and transcript chunks", done, 0)
 
     problems: list[str] = []
-    open_index(layout, mem.embedder, step, problems, known=known)
+    refresh_index(layout, mem.embedder, step, problems, known=known)
     seen = {_path_of(e) for e in report.errors}
     report.errors.extend(p for p in problems if _path_of(p) not in seen)  # the same bad files, reported once
     return (stamp.read_text() if stamp.is_file() else None) != before

@@ -209,6 +209,27 @@ def test_markdown_create_edit_delete(root, store):
     assert not any("release train" in h.text for h in mem_with(root).search("release train Thursdays"))
 
 
+def test_transcript_edited_in_place_is_reindexed(root, store):
+    """An editor writing into a kept transcript (same inode, no rename) changes no folder's mtime."""
+    target = store[1]
+    path = root / f"memory/transcripts/{target.id}.md"
+    inode = path.stat().st_ino
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("Later Bob found the Helm chart pinned an old Quokkadb image.\n")
+    assert path.stat().st_ino == inode
+    report = sync(mem_with(root))
+    assert report.search_rebuilt and not report.entries and report.embedded == 0
+    assert search_refs(root, "Quokkadb")[0] == target.id
+    assert not sync(mem_with(root)).search_rebuilt
+    delta = search_refs(root, "Quokkadb Helm chart secret")
+    sync(mem_with(root), full=True)
+    assert search_refs(root, "Quokkadb Helm chart secret") == delta  # the delta answers as a full rebuild does
+
+    with open(path, "a", encoding="utf-8") as fh:  # a plain search notices too
+        fh.write("The image was rebuilt with Zephyrix.\n")
+    assert search_refs(root, "Zephyrix")[0] == target.id
+
+
 def test_unchanged_stat_is_trusted_until_full(root, store):
     """The manifest trusts (size, mtime) of files older than the racy window; --full re-reads all."""
     path = day_path(root, 3)

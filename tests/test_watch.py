@@ -152,6 +152,16 @@ def test_hand_edited_entry_reembeds_it_and_own_writes_are_ignored(watched):
     assert searchable(root, "Cockroachdb")
 
 
+def test_transcript_edited_in_place(watched):
+    w, root = watched, watched.root
+    target = w.entries[1]
+    with open(root / f"memory/transcripts/{target.id}.md", "a", encoding="utf-8") as fh:
+        fh.write("Bob later traced it to a Zephyrix sidecar.\n")
+    wait_for(lambda: any(r.search_rebuilt for r in since(w)), "a sync for the edited transcript")
+    hit = mem_with(root).search("Zephyrix", limit=3)[0]
+    assert hit.id == target.id and "Zephyrix" in hit.passage
+
+
 def test_malformed_file_then_fixed_and_index_json_deleted(watched):
     w, root = watched, watched.root
     path = day_path(root, 4)

@@ -27,7 +27,7 @@ from memtool.store import DAY_RE, Layout, ParsedDays, Store, read_day
 from memtool.search.segment import DELTA_DIR, IMPORTANCE_CODE, KIND_CODE, SearchIndex, Segment
 from memtool.text import tokenize
 
-CACHE_VERSION = 5
+CACHE_VERSION = 6
 DELTA_MIN_DOCS = 2000  # a delta may always grow this large before a full rebuild …
 DELTA_FRACTION = 0.2  # … or this share of the base, whichever is larger
 # BM25 field weights for entry documents: each field is repeated this many times in the indexed text.
@@ -55,22 +55,43 @@ def _stat_sig(path: Path) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
-def fingerprint(layout: Layout, model: str, archive: bool = False) -> str:
+@dataclass
+class Sigs:
+    """Stat signatures of the files a cache is built from, taken before reading them: a file changed
+    meanwhile shows as changed next time."""
+
+    files: dict[str, str]  # day files, then Markdown files, by path
+    transcripts: dict[str, str]  # kept transcripts by entry id (edited in place, they change no folder's mtime)
+
+    @classmethod
+    def take(cls, layout: Layout) -> "Sigs":
+        return cls({str(p): _stat_sig(p) for p in [*layout.day_files(), *layout.markdown_files()]}, _transcript_sigs(layout))
+
+
+def _transcript_sigs(layout: Layout) -> dict[str, str]:
+    out: dict[str, str] = {}
+    try:
+        with os.scandir(layout.transcripts_dir) as it:
+            for de in it:
+                if de.name.endswith(".md") and not de.name.startswith("."):
+                    try:
+                        st = de.stat()
+                    except FileNotFoundError:
+                        continue  # deleted while listing
+                    out[de.name[:-3]] = f"{st.st_size}:{st.st_mtime_ns}"
+    except FileNotFoundError:
+        pass  # no transcripts folder
+    return out
+
+
+def fingerprint(layout: Layout, model: str, archive: bool = False, sigs: Sigs | None = None) -> str:
     """Changes whenever a file the cache is built from changes (size/mtime), appears or goes.
-    With `archive`, the files under memory/archive/YYYY/ count too."""
+    With `archive`, the files under memory/archive/YYYY/ count too. `sigs`: the live files' signatures,
+    when the caller has just taken them."""
     h = hashlib.sha256(f"v{CACHE_VERSION}|{model}".encode())
     for lay in _sources(layout, archive):
-        h.update(f"{lay.index_dir}|".encode())
-        if lay.index_dir.is_dir():
-            with os.scandir(lay.index_dir) as it:
-                for de in sorted(it, key=lambda d: d.name):
-                    if de.name.endswith(".json") and DAY_RE.match(de.name[:-5]):
-                        st = de.stat()
-                        h.update(f"{de.name}:{st.st_size}:{st.st_mtime_ns}|".encode())
-        for p in lay.markdown_files():
-            h.update(f"{p}:{_stat_sig(p)}|".encode())
-        for d in (lay.transcripts_dir, lay.embeddings_dir):
-            h.update(f"{d}:{_stat_sig(d)}|".encode())
+        now = sigs if sigs is not None and lay is layout else Sigs.take(lay)
+        h.update(json.dumps([now.files, now.transcripts, _stat_sig(lay.embeddings_dir)]).encode())
     return h.hexdigest()
 
 
@@ -117,16 +138,17 @@ class Known:
     vectors: dict[str, np.ndarray] = field(default_factory=dict)  # entry vectors, keyed by entry_vector_key
 
 
-def collect_docs(layout: Layout, errors: list[str], only: set[str] | None = None, parsed: ParsedDays | None = None) -> tuple[list[Doc], list[Entry]]:
+def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None) -> tuple[list[Doc], list[Entry]]:
     """Documents of every source file (day files, then Markdown), each source's docs contiguous.
-    With `only`, just the sources (paths as str) named there; day files in `parsed` are not read again."""
+    With `only`, just the sources named there (paths as str, in that order: day files before Markdown
+    files); day files in `parsed` are not read again."""
     entries: list[Entry] = []
     sources: list[str] = []
-    for path in layout.day_files():
-        if only is not None and str(path) not in only:
-            continue
+    for path in layout.day_files() if only is None else [Path(s) for s in only if s.endswith(".json")]:
         try:
             day = read_day(path, parsed)
+        except FileNotFoundError:
+            continue  # deleted since it was listed: its signature shows it as gone next time
         except (StoreCorrupt, UnicodeDecodeError) as exc:
             errors.append(str(exc))
             continue
@@ -144,20 +166,20 @@ def collect_docs(layout: Layout, errors: list[str], only: set[str] | None = None
             ttext = tpath.read_text(encoding="utf-8", errors="replace")
             for ch in chunk_lines(ttext):
                 docs.append(Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common))
-    for path in layout.markdown_files():
-        if only is not None and str(path) not in only:
-            continue
+    for path in layout.markdown_files() if only is None else [Path(s) for s in only if s.endswith(".md")]:
         rel = path.relative_to(layout.root).as_posix()
         daily = path.parent == layout.memory_dir or path.parent.parent == layout.archive_dir  # archived logs: memory/archive/YYYY/
         kind = "log" if DAY_RE.match(path.stem) and daily else "memory"
         try:
             text = path.read_text(encoding="utf-8")
+            ts = _md_time(path, kind)
+        except FileNotFoundError:
+            continue  # deleted since it was listed
         except UnicodeDecodeError as exc:
             errors.append(f"{path}: not UTF-8 ({exc.reason}); skipped")
             continue
         if path.parent == layout.root and _untouched_template(path.name, text):
             continue  # still the file `memory init` wrote: boilerplate, not memory
-        ts = _md_time(path, kind)
         for ch in chunk_markdown(text):
             body = f"{ch.heading}\n{ch.text}" if ch.heading else ch.text
             docs.append(Doc(kind=kind, ref=f"{rel}#L{ch.line}", entry="", text=body, index_text=body, ts=ts, line=ch.line, session="", source=str(path)))
@@ -168,11 +190,6 @@ def _untouched_template(name: str, text: str) -> bool:
     from memtool.scaffold import is_untouched_template  # importlib.resources: only when building
 
     return is_untouched_template(name, text)
-
-
-def source_sigs(layout: Layout) -> dict[str, str]:
-    """Stat signature of every source file the live cache is built from."""
-    return {str(p): _stat_sig(p) for p in [*layout.day_files(), *layout.markdown_files()]}
 
 
 def _md_time(path: Path, kind: str) -> float:
@@ -294,7 +311,7 @@ def _write_segment(folder: Path, docs: list[Doc], vectors: np.ndarray, meta: dic
     np.save(tmp / "importance.npy", np.array([IMPORTANCE_CODE.get(d.importance, 1) for d in docs], dtype=np.int8))
     np.save(tmp / "trusted.npy", np.array([d.trusted for d in docs], dtype=bool))
     np.save(tmp / "pinned.npy", np.array([d.pinned for d in docs], dtype=bool))
-    atomic_write_text(tmp / "groups.json", json.dumps(list(groups), ensure_ascii=False))
+    (tmp / "groups.json").write_text(json.dumps(list(groups), ensure_ascii=False), encoding="utf-8")  # a new folder, swapped in whole
     np.save(tmp / "group.npy", group)
     np.save(tmp / "vectors.npy", vectors)
     offsets = []
@@ -310,9 +327,9 @@ def _write_segment(folder: Path, docs: list[Doc], vectors: np.ndarray, meta: dic
     retriever.index([tokenize(d.index_text) or [""] for d in docs] or [[""]], show_progress=False)
     retriever.save(str(tmp / "bm25"), show_progress=False)
     for name, text in (extra or {}).items():
-        atomic_write_text(tmp / name, text)
+        (tmp / name).write_text(text, encoding="utf-8")
     meta = {**meta, "n": len(docs), "groups": len(groups), "version": CACHE_VERSION, "build_id": uuid.uuid4().hex}
-    atomic_write_text(tmp / "manifest.json", json.dumps(meta))
+    (tmp / "manifest.json").write_text(json.dumps(meta), encoding="utf-8")
     old = folder.with_name(folder.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
     if folder.exists():
@@ -321,43 +338,51 @@ def _write_segment(folder: Path, docs: list[Doc], vectors: np.ndarray, meta: dic
     shutil.rmtree(old, ignore_errors=True)
 
 
-def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | None = None) -> list[str]:
-    """Build the base segment into `folder` from all the files. Returns problems found (bad files skipped)."""
+def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | None = None, sigs: Sigs | None = None) -> list[str]:
+    """Build the base segment into `folder` from all the files (`sigs`: their signatures, if just
+    taken). Returns problems found (bad files skipped)."""
     known = known or Known()
+    sigs = sigs or Sigs.take(layout)
     errors: list[str] = []
-    sigs = source_sigs(layout)  # taken before reading: a file changed meanwhile shows as changed next time
     docs, entries = collect_docs(layout, errors, parsed=known.days)
     cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
     vectors = _vectors(layout, embedder, docs, entries, cache, progress, fresh=known.vectors)
-    ranges = {src: [sig, 0, 0] for src, sig in sigs.items()}
+    ranges = {src: [sig, 0, 0] for src, sig in sigs.files.items()}
     for i, d in enumerate(docs):  # each source's documents are contiguous: [start, end)
         r = ranges.setdefault(d.source, ["-", 0, 0])
         if r[1] == r[2]:
             r[1] = i
         r[2] = i + 1
-    _write_segment(folder, docs, vectors, {"model": embedder.model}, {"sources.json": json.dumps(ranges, ensure_ascii=False)})
+    # each entry's day file and the signature of its transcript as read: an edited transcript re-collects that day
+    owners = {d.ref: [d.source, sigs.transcripts.get(d.ref, "-")] for d in docs if d.kind == "entry"}
+    extra = {"sources.json": json.dumps(ranges, ensure_ascii=False), "transcripts.json": json.dumps(owners, ensure_ascii=False)}
+    _write_segment(folder, docs, vectors, {"model": embedder.model}, extra)
     return errors
 
 
-def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Known | None = None) -> list[str] | None:
-    """Put the documents of files changed since the base build into a delta segment. None when a
-    full build is the right thing: no base, another model, too much changed, or a change the delta
-    cannot express (an entry superseding another, a change outside the source files)."""
+def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Known | None = None, sigs: Sigs | None = None) -> list[str] | None:
+    """Put the documents of files changed since the base build into a delta segment (`sigs`: the
+    files' signatures, if just taken). None when a full build is the right thing: no base, another
+    model, too much changed, or a change the delta cannot express (an entry superseding another, a
+    change outside the source files)."""
     try:
         base = Segment(folder)
         ranges = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
+        owners = json.loads((folder / "transcripts.json").read_text(encoding="utf-8"))
     except (OSError, ValueError, KeyError):
         return None
     if base.model != embedder.model or base.meta.get("version") != CACHE_VERSION:
         return None
-    now = source_sigs(layout)
-    changed = sorted(src for src, sig in now.items() if ranges.get(src, [None])[0] != sig)
-    removed = sorted(set(ranges) - set(now))
+    sigs = sigs or Sigs.take(layout)
+    # a transcript whose entry the base does not hold belongs to a day file that is new or changed anyway
+    stale_days = {src for entry_id, (src, sig) in owners.items() if sigs.transcripts.get(entry_id, "-") != sig}
+    changed = [src for src, sig in sigs.files.items() if ranges.get(src, [None])[0] != sig or src in stale_days]
+    removed = sorted(set(ranges) - set(sigs.files))
     if not changed and not removed:
         return None
     known = known or Known()
     errors: list[str] = []
-    docs, entries = collect_docs(layout, errors, only=set(changed), parsed=known.days)
+    docs, entries = collect_docs(layout, errors, only=changed, parsed=known.days)
     if len(docs) > max(DELTA_MIN_DOCS, DELTA_FRACTION * base.n) or any(e.supersedes for e in entries):
         return None
     # reuse cached vectors; the cache is saved by the next full build (which keeps what it still uses)
@@ -368,20 +393,20 @@ def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Kn
     return errors
 
 
-def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False, known: Known | None = None) -> SearchIndex:
-    """Load the cache, bringing it up to date first if the files changed since it was built: a small
-    delta segment for a few changed files, a full build otherwise. With `archive`, a second cache
+def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False, known: Known | None = None) -> Path:
+    """Bring the cache up to date if the files changed since it was built: a small delta segment for
+    a few changed files, a full build otherwise; returns its folder. With `archive`, a second cache
     (memory/.cache/search-archive) over the live and the archived files, always built in full.
     `known`: what the caller already parsed and embedded (live cache only)."""
     folder = layout.cache_dir / (C.ARCHIVE_SEARCH_DIR if archive else "search")
     stamp = folder / "fingerprint"
-    fp = fingerprint(layout, embedder.model, archive)
+    sigs = None if archive else Sigs.take(layout)  # taken once, before anything is read: a build may reuse them
+    fp = fingerprint(layout, embedder.model, archive, sigs)
     if stamp.is_file() and stamp.read_text() == fp:
-        return SearchIndex(folder)
+        return folder
     with locked(layout.cache_dir / "build.lock", timeout=300):
-        fp = fingerprint(layout, embedder.model, archive)
-        if not (stamp.is_file() and stamp.read_text() == fp):
-            problems = None if archive else build_delta(layout, embedder, folder, progress, known)
+        if not (stamp.is_file() and stamp.read_text() == fp):  # else another process built it while we waited
+            problems = None if archive else build_delta(layout, embedder, folder, progress, known, sigs)
             if problems is None:
                 if archive:
                     from memtool.archive import LiveAndArchive
@@ -390,8 +415,13 @@ def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None
                     known = None
                 else:
                     source = layout
-                problems = build(source, embedder, folder, progress, known)
+                problems = build(source, embedder, folder, progress, known, sigs)
             if errors is not None:
                 errors.extend(problems)
             atomic_write_text(stamp, fp)
-    return SearchIndex(folder)
+    return folder
+
+
+def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:
+    """The cache, brought up to date first (refresh_index)."""
+    return SearchIndex(refresh_index(layout, embedder, progress, errors, archive))
