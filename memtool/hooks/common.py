@@ -12,14 +12,13 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
 from memtool.errors import HookConfigError, StorageError
+from memtool.fsutil import atomic_write_text
 from memtool.jsonc import Document, JsoncError
 
 Group = dict[str, Any]  # one matcher group: {"matcher": ..., "hooks": [handler, ...]}
@@ -298,38 +297,6 @@ def apply(plan: HookPlan) -> bool:
     """Write the plan's new content (atomically) when it differs; True when written."""
     if not plan.changed or plan.new_text is None:
         return False
-    atomic_write(plan.path, plan.new_text)
+    atomic_write_text(plan.path, plan.new_text)
     return True
 
-
-def _default_mode() -> int:
-    """Mode a new file gets from open(): 0o666 less the umask (mkstemp would give 0o600)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write via a temp file in the same folder, fsync, os.replace; keeps the file's mode."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        mode = path.stat().st_mode & 0o7777 if path.exists() else _default_mode()
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        if hasattr(os, "O_DIRECTORY"):
-            dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-    except OSError as err:
-        raise StorageError(f"{path}: cannot write: {err.strerror}; the file was not changed.") from None

@@ -22,7 +22,7 @@ from typing import Any, Callable
 from memtool import constants as C
 from memtool.errors import BadInput, StorageError
 from memtool.hooks import spec
-from memtool.hooks.common import atomic_write
+from memtool.fsutil import atomic_write_text
 from memtool.transcripts import read_transcript
 
 
@@ -147,7 +147,7 @@ def prepare_transcript(payload: HookPayload, agent: str, out_dir: Path | None = 
         raise BadInput(f"{payload.transcript_path}: no conversation text in the transcript; nothing to compress")
     name = _safe_name(f"{spec(agent).name}-{payload.session_id or payload.transcript_path.stem}") + ".md"
     target = (out_dir or cache_dir()) / name
-    atomic_write(target, text)
+    atomic_write_text(target, text)
     return target
 
 
