@@ -58,7 +58,8 @@ def default_runner() -> str:
     file can be shared), otherwise this interpreter with `-m memtool` (always the same install).
     """
     found = shutil.which("memory")
-    if found and Path(found).resolve().parent == Path(sys.executable).resolve().parent:
+    # compare the folders, not the files resolved: a venv's python is a symlink out of the venv
+    if found and Path(found).parent.resolve() == Path(sys.executable).parent.resolve():
         return "memory"
     return f"{shlex.quote(sys.executable)} -m memtool"
 

@@ -270,6 +270,15 @@ def test_default_runner_is_this_interpreter_when_memory_is_not_on_path(monkeypat
     assert runner.endswith(" -m memtool") and sys.executable in runner
 
 
+def test_default_runner_is_memory_when_it_sits_beside_this_interpreter(monkeypatch):
+    """In a venv, `memory` and `python` share bin/ (python being a symlink out of the venv)."""
+    monkeypatch.undo()
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
+    if not (Path(sys.executable).parent / "memory").exists():
+        pytest.skip("no `memory` script beside this interpreter (not an installed environment)")
+    assert core.default_runner() == "memory"
+
+
 def test_a_cold_search_does_not_import_the_hooks(root, env):
     """`memory hooks` is a command of the full CLI, but its modules load only when it runs."""
     init(root)
