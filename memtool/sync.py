@@ -110,24 +110,47 @@ class Manifest:
 
     @classmethod
     def load(cls, layout: Layout) -> "Manifest | None":
+        """The saved manifest; the very object this process last read or wrote while the file is
+        unchanged (`memory watch` syncs again and again: no re-parse). Shared, so read-only."""
+        path = cls.path(layout)
         try:
-            data = json.loads(cls.path(layout).read_bytes())
+            sig = _file_id(path)
+            recent = _RECENT.get(str(path))
+            if recent is not None and recent[0] == sig:
+                return recent[1]
+            data = json.loads(path.read_bytes())
         except (OSError, ValueError):
             return None  # missing or damaged: it is derived, start over
         if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
             return None
         data.pop("version")
         try:
-            return cls(**data)
+            man = cls(**data)
         except TypeError:
             return None
+        _RECENT[str(path)] = (sig, man)
+        return man
 
     def state(self) -> tuple:
         return self.model, self.index_sig, self.emb_dir_ns, self.days, self.markdown, self.vectors
 
     def save(self, layout: Layout) -> None:
         self.written_ns = time.time_ns()
-        atomic_write_text(self.path(layout), json.dumps({"version": MANIFEST_VERSION, **vars(self)}, separators=(",", ":")))
+        path = self.path(layout)
+        # derived: a damaged one fails to load and the next sync hashes every file again
+        atomic_write_text(path, json.dumps({"version": MANIFEST_VERSION, **vars(self)}, separators=(",", ":")), durable=False)
+        _RECENT[str(path)] = (_file_id(path), self)
+
+
+# The manifest each root's file held when this process last read or wrote it, by the file's
+# (inode, size, mtime_ns). Every record in a manifest is keyed by a file's stat, so even one that
+# another process has since replaced says nothing false: at worst a file is hashed again.
+_RECENT: dict[str, tuple[tuple[int, int, int], Manifest]] = {}
+
+
+def _file_id(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _sig(path: Path) -> tuple[int, int] | None:

@@ -178,12 +178,17 @@ class Watcher:
     def run(self, once: bool = False, stop: threading.Event | None = None) -> int:
         """Sync now, then after every settled burst of changes, until `stop` is set (or after the
         first change-triggered sync with `once`). Returns the number of syncs run."""
+        from watchdog import events as ev
         from watchdog.observers import Observer
 
+        # only changes: reads (opened / closed without writing), which sync and searches do by the
+        # hundred, are not even subscribed to, so they never compete with a sync for the CPU
+        changes = [ev.FileCreatedEvent, ev.FileDeletedEvent, ev.FileModifiedEvent, ev.FileMovedEvent,
+                   ev.DirCreatedEvent, ev.DirDeletedEvent, ev.DirMovedEvent]
         stop = stop or threading.Event()
         observer = Observer()
-        observer.schedule(self, str(self.layout.root), recursive=False)
-        observer.schedule(self, str(self.layout.memory_dir), recursive=True)
+        observer.schedule(self, str(self.layout.root), recursive=False, event_filter=changes)
+        observer.schedule(self, str(self.layout.memory_dir), recursive=True, event_filter=changes)
         observer.start()
         try:
             self.sync_now()

@@ -418,7 +418,7 @@ def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | N
                 problems = build(source, embedder, folder, progress, known, sigs)
             if errors is not None:
                 errors.extend(problems)
-            atomic_write_text(stamp, fp)
+            atomic_write_text(stamp, fp, durable=False)  # damaged, it only mismatches: one rebuild
     return folder
 
 
