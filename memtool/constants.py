@@ -77,6 +77,9 @@ WATCH_IGNORE = (".*", "*~", "*.swp", "*.swx", "*.swo", "4913", ".goutputstream-*
 WATCH_OWN_WRITES_KEPT = 50_000  # paths of the watcher's own recent writes remembered, to ignore their events
 FSYNC_THREADS = 16  # batch writes fsync in parallel: journal commits are shared (~3x faster than one by one)
 FSYNC_CHUNK = 256  # files held open at once while their fsyncs run
+WORDLLAMA_PIECE_MIN_TEXTS = 64  # batches this large tokenize word pieces once each (a single query keeps the plain encoder)
+WORDLLAMA_PIECES_KEPT = 200_000  # distinct word pieces whose token ids the embedder remembers
+WORDLLAMA_POOL_TEXTS = 16  # texts pooled per reduceat: their token vectors stay in the CPU cache (~1.4x faster)
 
 # --- entities, export, backup, report (`memory entities/entity/export/backup/restore/report`) ---------
 AREAS_DIR = "areas"  # memory/areas/{people,systems}/<slug>/summary.md: generated pages (seed 003, pattern 3)

@@ -7,17 +7,30 @@ Inference is a token-embedding lookup plus mean pooling, so after the first load
 embedding matrix (.npy) and tokenizer (.json) into the derived cache and memory-map them: a cold
 `memory search` then embeds its query without importing wordllama at all. The vectors are the
 same as `WordLlama.embed(texts, norm=True)` (tested).
+
+The tokenizer has no pre-tokenizer: its BPE runs over a whole text as one word, which is slow on
+long texts and caches nothing. Its normaliser only prepends "▁" and turns spaces into "▁", and no
+merge joins a piece ending in another character to one starting with "▁" (checked before relying
+on it), so a text's tokens are those of its pieces cut before each "▁": batches tokenize each
+distinct piece once (~4x faster on entries).
 """
 
 from __future__ import annotations
 
+import itertools
+import json
+import re
 from pathlib import Path
 
 import numpy as np
 
+from memtool import constants as C
+
 CONFIG = "l2_supercat"
 DIM = 256
 BATCH = 256
+MARK = "\u2581"  # the tokenizer's word-start mark: what a space becomes
+PIECE_RE = re.compile(f"{MARK}+[^{MARK}]*")  # a normalised text cut before each word start
 
 
 class WordLlamaEmbedder:
@@ -29,6 +42,9 @@ class WordLlamaEmbedder:
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self._matrix: np.ndarray | None = None
         self._tokenizer = None
+        self._piecewise: bool | None = None  # may texts be tokenized by word pieces? checked on the first batch
+        self._pieces: dict[str, list[int]] = {}  # token ids by word piece
+        self._specials: list[str] = []  # added tokens: a text holding one goes to the plain encoder
 
     @classmethod
     def from_settings(cls, settings, root: Path) -> "WordLlamaEmbedder":
@@ -73,24 +89,60 @@ class WordLlamaEmbedder:
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Mean of the token vectors of each text, L2-normalised (WordLlama's `embed(norm=True)`).
 
-        Token ids of a batch are concatenated and summed per text with np.add.reduceat, so no
+        Token ids of a few texts are concatenated and summed per text with np.add.reduceat, so no
         padding is materialised."""
         self._load()
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         last = self._matrix.shape[0] - 1
         for i in range(0, len(texts), BATCH):
-            enc = self._tokenizer.encode_batch(texts[i : i + BATCH], add_special_tokens=False)
-            lengths = np.array([len(e.ids) for e in enc], dtype=np.int64)
-            if not lengths.any():
-                continue
-            ids = np.clip(np.fromiter((t for e in enc for t in e.ids), dtype=np.int64, count=int(lengths.sum())), 0, last)
-            nonempty = np.flatnonzero(lengths)
-            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
-            sums = np.add.reduceat(np.asarray(self._matrix[ids], dtype=np.float32), starts, axis=0)
-            pooled = sums / lengths[nonempty, None]
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            out[i + nonempty] = np.divide(pooled, norms, out=np.zeros_like(pooled), where=norms > 0)
+            ids = self._token_ids(texts[i : i + BATCH])
+            for j in range(0, len(ids), C.WORDLLAMA_POOL_TEXTS):
+                part = ids[j : j + C.WORDLLAMA_POOL_TEXTS]
+                lengths = np.fromiter(map(len, part), dtype=np.int64, count=len(part))
+                if not lengths.any():
+                    continue
+                flat = np.clip(np.fromiter(itertools.chain.from_iterable(part), dtype=np.int64, count=int(lengths.sum())), 0, last)
+                nonempty = np.flatnonzero(lengths)
+                starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
+                sums = np.add.reduceat(np.asarray(self._matrix[flat], dtype=np.float32), starts, axis=0)
+                pooled = sums / lengths[nonempty, None]
+                norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+                out[i + j + nonempty] = np.divide(pooled, norms, out=np.zeros_like(pooled), where=norms > 0)
         return out
+
+    def _token_ids(self, texts: list[str]) -> list[list[int]]:
+        """`encode(text, add_special_tokens=False).ids` of each text; from word pieces for a batch."""
+        if len(texts) < C.WORDLLAMA_PIECE_MIN_TEXTS or not self._pieces_allowed():
+            return [e.ids for e in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
+        pieces, model = self._pieces, self._tokenizer.model
+        if len(pieces) > C.WORDLLAMA_PIECES_KEPT:
+            pieces.clear()
+        out = []
+        for text in texts:
+            if any(s in text for s in self._specials):  # the tokenizer cuts these out before normalising
+                out.append(self._tokenizer.encode(text, add_special_tokens=False).ids)
+                continue
+            ids: list[int] = []
+            for piece in PIECE_RE.findall(MARK + text.replace(" ", MARK) if text else ""):
+                got = pieces.get(piece)
+                if got is None:
+                    got = pieces[piece] = [t.id for t in model.tokenize(piece)]
+                ids.extend(got)
+            out.append(ids)
+        return out
+
+    def _pieces_allowed(self) -> bool:
+        """Does this tokenizer cut at word starts (see the module doc)? Checked once, on first use."""
+        if self._piecewise is None:
+            spec = json.loads(self._tokenizer.to_str())
+            norm, model = spec.get("normalizer"), spec.get("model") or {}
+            plain = norm == {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": MARK},
+                                                                  {"type": "Replace", "pattern": {"String": " "}, "content": MARK}]}
+            merges = [m.split(" ") if isinstance(m, str) else m for m in model.get("merges", [])]
+            local = not any(b.startswith(MARK) and a.strip(MARK) for a, b in merges)
+            self._piecewise = plain and local and spec.get("pre_tokenizer") is None and model.get("type") == "BPE" and not model.get("dropout")
+            self._specials = [t["content"] for t in spec.get("added_tokens", [])]
+        return self._piecewise
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]

@@ -22,3 +22,18 @@ def test_related_texts_are_closer():
     e = WordLlamaEmbedder()
     a, b, c = e.embed_documents(["database migration to postgres", "postgres schema migration", "painting a sunset at the lake"])
     assert a @ b > a @ c
+
+
+def test_a_batch_embeds_each_text_exactly_as_alone():
+    """Batches tokenize word pieces (each distinct piece once); a single text takes the plain encoder.
+    Both give the same bits, whatever the spacing, line ends, Unicode or special tokens in the text."""
+    import random
+
+    rng = random.Random(5)
+    alphabet = [*"ab cd\n\t\u2581xyZé中.,'", "🙂", "  ", "\u00a0", "\r\n", "<s>", "</s>", "<unk>", "Postgres", " migration"]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(40))) for _ in range(300)] + TEXTS
+    e = WordLlamaEmbedder()
+    batch = e.embed_documents(texts)
+    assert e._piecewise  # the word-piece path ran
+    for text, vec in zip(texts, batch):
+        assert np.array_equal(vec, e.embed_query(text)), repr(text)
