@@ -113,17 +113,60 @@ class Layout:
         return out
 
 
-def round6(vector: np.ndarray) -> list[float]:
-    """[round(float(x), 6) for x in vector], vectorised: numpy rounds, and the rare values whose
-    scaled fraction sits next to .5 (where x*1e6 may round the other way) go through round()."""
-    v = np.asarray(vector, dtype=np.float64)
+def round6(values: np.ndarray) -> np.ndarray:
+    """round(float(x), 6) for every x (any shape, as float64), vectorised: numpy rounds, and the rare
+    values whose scaled fraction sits next to .5 (where x*1e6 may round the other way) go through round()."""
+    v = np.asarray(values, dtype=np.float64)
     scaled = v * 1e6
     out = np.rint(scaled) / 1e6
-    near_tie = np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6
-    values = out.tolist()
-    for i in np.flatnonzero(near_tie | ~np.isfinite(v) | (np.abs(v) >= 1e9)).tolist():
-        values[i] = round(float(v[i]), 6)
-    return values
+    with np.errstate(invalid="ignore"):  # inf - inf: those go through round() below
+        odd = (np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6) | ~np.isfinite(v) | (np.abs(v) >= 1e9)
+    for i in zip(*np.nonzero(odd)):
+        out[i] = round(float(v[i]), 6)
+    return out
+
+
+_DIGITS3 = np.array([list(f"{i:03d}".encode()) for i in range(1000)], np.uint8)  # "000" .. "999"
+_SHORT3 = np.array([list(f"{i:03d}".rstrip("0").ljust(3, "\0").encode()) for i in range(1000)], np.uint8)  # "25\0", "\0\0\0"
+
+
+def json_floats(values: np.ndarray, sep: str) -> list[str]:
+    """sep.join(json.dumps(x) for x in round6(row)) for each row of a 2-D array, built with array
+    operations (~2.5x faster than printing every float). A rounded value is k/1e6 and Python prints
+    it with the digits of k, trailing zeros dropped: "0.25", "-0.000123", "0.0", "-0.0", and below
+    1e-4 with an exponent: "5e-06", "1.2e-05". Each value gets a fixed-width cell whose unused bytes
+    are NUL, dropped at the end; rows holding a value >= 1 (or inf, nan) go to json.dumps."""
+    rounded = round6(np.atleast_2d(values))
+    n, d = rounded.shape
+    if not d:
+        return [""] * n
+    simple = (np.abs(rounded) < 1).all(axis=1)  # False for nan too
+    r = np.where(simple[:, None], rounded, 0.0).ravel()
+    k = np.rint(np.abs(r) * 1e6).astype(np.int64)
+    hi, lo = np.divmod(k, 1000)
+    cells = np.empty((k.size, 9 + len(sep)), np.uint8)  # "-0.dddddd" + sep
+    cells[:, 0] = np.where(np.signbit(r), ord("-"), 0)
+    cells[:, 1:3] = np.frombuffer(b"0.", np.uint8)
+    cells[:, 3:6] = np.where((lo > 0)[:, None], _DIGITS3[hi], _SHORT3[hi])
+    cells[:, 6:9] = _SHORT3[lo]
+    cells[k == 0, 3] = ord("0")  # "0.0"
+    tiny = np.flatnonzero((k > 0) & (k < 100))
+    if tiny.size:
+        kt = k[tiny]
+        text = np.tile(np.frombuffer(b"0.0e-05\0", np.uint8), (tiny.size, 1))
+        text[:, 0] = 48 + np.where(kt < 10, kt, kt // 10)
+        text[:, 2] = 48 + np.where(kt < 10, 0, kt % 10)
+        whole = text[:, 2] == ord("0")  # "7e-06", "1e-05": no decimal
+        text[whole, 1:] = np.frombuffer(b"e-05\0\0\0", np.uint8)
+        text[kt < 10, 4] = ord("6")
+        cells[tiny, 1:9] = text
+    cells[:, 9:] = np.frombuffer(sep.encode("ascii"), np.uint8)
+    cells[d - 1 :: d, 9:] = 0
+    cells[d - 1 :: d, 9] = ord("|")  # ends each row
+    rows = cells.tobytes().translate(None, b"\0").decode("ascii").split("|")[:-1]
+    for i in np.flatnonzero(~simple).tolist():
+        rows[i] = sep.join(json.dumps(x) for x in rounded[i].tolist())
+    return rows
 
 
 def _file_sig(path: Path) -> list[int] | None:
@@ -325,12 +368,13 @@ class Store:
     def write_embeddings(self, entries: list[Entry], model: str, vectors: np.ndarray) -> list[Path]:
         """write_embedding for a batch: the same bytes, files already identical left alone, fsyncs in
         parallel. Returns the paths written."""
+        vectors = np.asarray(vectors)
         items = []
-        for entry, vector in zip(entries, vectors):
-            head = {"id": entry.id, "model": model, "dim": int(vector.shape[0]), "content_hash": entry.content_hash()}
-            floats = json.dumps(round6(vector))[1:-1]
-            body = "[\n    " + floats.replace(", ", ",\n    ") + "\n  ]" if floats else "[]"
-            text = json.dumps(head, indent=2, ensure_ascii=False)[:-2] + ',\n  "embedding": ' + body + "\n}\n"
+        model_json = json.dumps(model, ensure_ascii=False)
+        for entry, floats in zip(entries, json_floats(vectors, ",\n    ")):
+            head = f'{{\n  "id": {json.dumps(entry.id, ensure_ascii=False)},\n  "model": {model_json},\n  "dim": {vectors.shape[1]},\n  '
+            body = "[\n    " + floats + "\n  ]" if floats else "[]"
+            text = f'{head}"content_hash": "{entry.content_hash()}",\n  "embedding": {body}\n}}\n'
             items.append((self.layout.embedding_file(entry.id), text.encode("utf-8")))
         return atomic_write_many(items)
 

@@ -1,8 +1,10 @@
-"""Property-based tests (hypothesis) for the Markdown chunker, the entry parser and the date parser."""
+"""Property-based tests (hypothesis) for the Markdown chunker, the entry parser, the date parser and
+the printing of embedding vectors."""
 
 from __future__ import annotations
 
 import json
+import math
 import string
 from datetime import date, datetime, timedelta, timezone
 
@@ -15,7 +17,7 @@ from memtool.chunking import HEADING_RE, chunk_lines, chunk_markdown
 from memtool.dates import parse_period
 from memtool.errors import BadInput, StoreCorrupt
 from memtool.models import Entities, Entry, iso
-from memtool.store import DAY_RE
+from memtool.store import DAY_RE, json_floats
 from memtool.text import count_tokens
 
 EXAMPLES = 200
@@ -230,3 +232,23 @@ def test_parse_period_round_trips_iso_datetimes(moment, now):
 def test_parse_period_names_the_accepted_forms():
     with pytest.raises(BadInput, match="2026-02-07"):
         parse_period("the day after the party")
+
+
+# --- embedding vectors as JSON text -----------------------------------------------------------------
+
+VALUE = st.one_of(
+    st.floats(-1, 1),
+    st.floats(-2e-4, 2e-4),  # printed with an exponent below 1e-4
+    st.integers(-(10**6), 10**6).map(lambda k: k / 1e6),  # exact 6-decimal values
+    st.integers(-(10**6), 10**6).map(lambda k: (k + 0.5) / 1e6),  # ties at the 7th decimal
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 1e9, math.inf, -math.inf, math.nan, 123.4567891]),
+)
+
+
+@FAST
+@given(st.integers(1, 12).flatmap(lambda d: st.lists(st.lists(VALUE, min_size=d, max_size=d), min_size=1, max_size=6)))
+def test_json_floats_prints_what_json_dumps_prints(rows):
+    import numpy as np
+
+    expected = [",\n    ".join(json.dumps(round(x, 6)) for x in row) for row in rows]
+    assert json_floats(np.array(rows), ",\n    ") == expected
