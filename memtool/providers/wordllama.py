@@ -56,7 +56,8 @@ class WordLlamaEmbedder:
     def _files(self) -> tuple[Path, Path] | None:
         if self.cache_dir is None:
             return None
-        return self.cache_dir / f"{self.model}.npy", self.cache_dir / f"{self.model}.tokenizer.json"
+        # v2: merges written as "a b" strings (read ~1.5x faster than pairs by a cold search's query)
+        return self.cache_dir / f"{self.model}.npy", self.cache_dir / f"{self.model}.tokenizer.v2.json"
 
     def _load(self) -> None:
         if self._matrix is not None:
@@ -83,7 +84,11 @@ class WordLlamaEmbedder:
         buf = io.BytesIO()
         np.save(buf, self._matrix)
         atomic_write_bytes(files[0], buf.getvalue())
-        atomic_write_text(files[1], self._tokenizer.to_str())
+        spec = json.loads(self._tokenizer.to_str())
+        merges = spec["model"]["merges"]
+        if not any(" " in t for pair in merges for t in pair):  # tokens hold no space: "a b" splits back exactly
+            spec["model"]["merges"] = [" ".join(pair) for pair in merges]
+        atomic_write_text(files[1], json.dumps(spec, ensure_ascii=False))
 
     # -- Embedder protocol -------------------------------------------------------------------------
     def embed_documents(self, texts: list[str]) -> np.ndarray:
