@@ -175,6 +175,19 @@ class Watcher:
             self.on_retry(report)
         return report
 
+    def _follow(self, observer, folders: dict[str, object], changes: list) -> None:
+        """Watch every folder under memory/ (recursively) but the derived cache and editor droppings,
+        whose writes would only wake the observer: folders that appeared are added, gone ones dropped."""
+        for path in [p for p in folders if not os.path.isdir(p)]:
+            observer.unschedule(folders.pop(path))
+        with os.scandir(self.layout.memory_dir) as it:
+            found = [d.path for d in it if d.is_dir() and not ignored_name(d.name) and d.path not in folders]
+        for path in found:
+            try:
+                folders[path] = observer.schedule(self, path, recursive=True, event_filter=changes)
+            except OSError:
+                continue  # gone again: its deletion is the next event
+
     def run(self, once: bool = False, stop: threading.Event | None = None) -> int:
         """Sync now, then after every settled burst of changes, until `stop` is set (or after the
         first change-triggered sync with `once`). Returns the number of syncs run."""
@@ -188,7 +201,9 @@ class Watcher:
         stop = stop or threading.Event()
         observer = Observer()
         observer.schedule(self, str(self.layout.root), recursive=False, event_filter=changes)
-        observer.schedule(self, str(self.layout.memory_dir), recursive=True, event_filter=changes)
+        observer.schedule(self, str(self.layout.memory_dir), recursive=False, event_filter=changes)
+        folders: dict[str, object] = {}
+        self._follow(observer, folders, changes)
         observer.start()
         try:
             self.sync_now()
@@ -200,6 +215,7 @@ class Watcher:
                 if all(self._ours(p) for p in paths):
                     self.skipped += 1  # only our own writes came back
                     continue
+                self._follow(observer, folders, changes)  # before the sync, which sees what a new folder holds
                 if self.sync_now() is not None and once:
                     break
         finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -160,6 +161,23 @@ def test_transcript_edited_in_place(watched):
     wait_for(lambda: any(r.search_rebuilt for r in since(w)), "a sync for the edited transcript")
     hit = mem_with(root).search("Zephyrix", limit=3)[0]
     assert hit.id == target.id and "Zephyrix" in hit.passage
+
+
+def test_folders_made_under_memory_are_watched(watched):
+    """memory/ is watched folder by folder (the cache folder never): a new one is followed, a removed
+    one dropped, and the same one made again followed again."""
+    w, root = watched, watched.root
+    notes, plan = root / "memory/notes", "memory/notes/plan.md"
+    for round_ in range(2):
+        mark = len(w.reports)
+        notes.mkdir()
+        (notes / "plan.md").write_text("# Plan\nShip the Quetzal release.\n")
+        wait_for(lambda: any(plan in r.markdown.added for r in w.reports[mark:]), f"the new folder's file ({round_})")
+        (notes / "plan.md").write_text("# Plan\nShip the Quetzal release on Friday.\n")  # seen only if the folder is watched
+        wait_for(lambda: any(plan in r.markdown.changed for r in w.reports[mark:]), f"an edit in the new folder ({round_})")
+        mark = len(w.reports)
+        shutil.rmtree(notes)
+        wait_for(lambda: any(plan in r.markdown.removed for r in w.reports[mark:]), f"the folder removed ({round_})")
 
 
 def test_malformed_file_then_fixed_and_index_json_deleted(watched):
