@@ -98,7 +98,8 @@ class Layout:
     def day_files(self) -> list[Path]:
         if not self.index_dir.is_dir():
             return []
-        return sorted(p for p in self.index_dir.glob("*.json") if DAY_RE.match(p.stem))
+        names = sorted(n for n in os.listdir(self.index_dir) if n.endswith(".json") and DAY_RE.match(n[:-5]))  # str sort: Paths sort slowly
+        return [self.index_dir / n for n in names]
 
     def markdown_files(self) -> list[Path]:
         """Layer 3 files at the root and every Markdown file under memory/ (not transcripts, cache, archive,
@@ -109,7 +110,8 @@ class Layout:
             for dirpath, dirnames, filenames in os.walk(self.memory_dir):
                 if Path(dirpath) == self.memory_dir:
                     dirnames[:] = [d for d in dirnames if d not in skip and not d.startswith(".")]
-                out.extend(Path(dirpath) / f for f in sorted(filenames) if f.endswith(".md") and not f.startswith("."))
+                base = Path(dirpath)
+                out.extend(base / f for f in sorted(filenames) if f.endswith(".md") and not f.startswith("."))
         return out
 
 

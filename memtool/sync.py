@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -30,7 +31,7 @@ from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Memory
 from memtool.models import Entry
-from memtool.search.index import Known, entry_vector_key, refresh_index
+from memtool.search.index import Known, Sigs, entry_vector_key, refresh_index
 from memtool.store import CONFLICT_RE, Layout, ParsedDays, load_json, parse_day, read_day
 
 MANIFEST_VERSION = 1
@@ -103,6 +104,7 @@ class Manifest:
     days: dict[str, list] = field(default_factory=dict)  # name -> [size, mtime_ns, sha, {id: hash}, error]
     markdown: dict[str, list] = field(default_factory=dict)  # rel path -> [size, mtime_ns, sha, error]
     vectors: dict[str, list] = field(default_factory=dict)  # id -> [size, mtime_ns, content_hash] verified for model
+    encoded: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # JSON of the tables as saved here
 
     @staticmethod
     def path(layout: Layout) -> Path:
@@ -134,11 +136,17 @@ class Manifest:
     def state(self) -> tuple:
         return self.model, self.index_sig, self.emb_dir_ns, self.days, self.markdown, self.vectors
 
-    def save(self, layout: Layout) -> None:
+    def save(self, layout: Layout, previous: "Manifest | None" = None) -> None:
+        """Write it; a record table equal to the one `previous` saved is not encoded again (a daily-log
+        edit changes one Markdown record, not the 10,000 entry records)."""
         self.written_ns = time.time_ns()
+        fields = {"version": MANIFEST_VERSION, **{k: v for k, v in vars(self).items() if k != "encoded"}}
+        for key in ("days", "markdown", "vectors"):
+            same = previous is not None and key in previous.encoded and getattr(previous, key) == fields[key]
+            self.encoded[key] = previous.encoded[key] if same else json.dumps(fields[key], separators=(",", ":"))
+        text = "{" + ",".join(f"{json.dumps(k)}:{self.encoded.get(k) or json.dumps(v, separators=(',', ':'))}" for k, v in fields.items()) + "}"
         path = self.path(layout)
-        # derived: a damaged one fails to load and the next sync hashes every file again
-        atomic_write_text(path, json.dumps({"version": MANIFEST_VERSION, **vars(self)}, separators=(",", ":")), durable=False)
+        atomic_write_text(path, text, durable=False)  # derived: a damaged one fails to load, and every file is hashed again
         _RECENT[str(path)] = (_file_id(path), self)
 
 
@@ -269,6 +277,8 @@ def _scan_days(layout: Layout, man: Manifest, report: SyncReport) -> _Scan:
         scan.entries.update(rec[3])
     if set(man.days) - set(scan.days):
         scan.days_changed = True
+    if not scan.days_changed:
+        return scan  # every day file as recorded: the same entries
     old = {i: h for rec in man.days.values() for i, h in rec[3].items()}
     report.entries = Delta(
         added=sorted(set(scan.entries) - set(old)),
@@ -425,12 +435,13 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         need, verified, orphans = _plan_vectors(layout, man, scan, model, dim, full)
         todo = _entries_for(layout, need, scan)
     fresh: dict = {}  # the vectors computed now, handed to the search cache (no read-back from JSON)
-    for start in range(0, len(todo), batch):
-        part = todo[start : start + batch]
-        vectors = embedder.embed_documents([e.embed_text() for e in part])
-        fresh.update(zip(map(entry_vector_key, part), vectors))
+
+    def write(part: list[Entry], vectors) -> list[Path]:
         with store.lock():
-            report.touched.extend(store.write_embeddings(part, model, vectors))  # identical files are left alone
+            return store.write_embeddings(part, model, vectors)  # identical files are left alone
+
+    def written(part: list[Entry], paths: list[Path]) -> None:
+        report.touched.extend(paths)
         for e in part:
             sig = _sig(layout.embedding_file(e.id))
             if sig is not None:
@@ -438,6 +449,20 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         report.embedded += len(part)
         if progress:
             progress("embedding entries", report.embedded, len(todo))
+
+    # one batch is written (mostly waiting on fsync) while the next is embedded; on an error the batch
+    # in flight is still written whole, so a later sync resumes after it
+    with ThreadPoolExecutor(max_workers=1) as writer:
+        pending = None
+        for start in range(0, len(todo), batch):
+            part = todo[start : start + batch]
+            vectors = embedder.embed_documents([e.embed_text() for e in part])
+            fresh.update(zip(map(entry_vector_key, part), vectors))
+            if pending is not None:
+                written(pending[0], pending[1].result())
+            pending = (part, writer.submit(write, part, vectors))
+        if pending is not None:
+            written(pending[0], pending[1].result())
     with store.lock():
         for entry_id in orphans:
             path = layout.embedding_file(entry_id)
@@ -456,13 +481,19 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
             report.touched.append(layout.index_file)
             index_sig = _sig(layout.index_file)
         dir_sig = _sig(layout.embeddings_dir)
-        listed = {n[:-5] for n in os.listdir(layout.embeddings_dir) if n.endswith(".json")} if dir_sig else set()
+        if dir_sig is not None and dir_sig[1] == man.emb_dir_ns:
+            listed = set(man.vectors)  # the folder as the last sync left it, when it listed exactly these
+        else:
+            listed = {n[:-5] for n in os.listdir(layout.embeddings_dir) if n.endswith(".json")} if dir_sig else set()
         keep_dir = dir_sig is not None and listed == set(verified)  # else rescan the folder next time
         new = Manifest(model=model, index_sig=list(index_sig) if index_sig else None, emb_dir_ns=dir_sig[1] if keep_dir else None,
                        days=scan.days, markdown=md, vectors=verified)
-    report.search_rebuilt = _refresh_search(mem, full, progress, report, Known(scan.parsed, fresh))
+    # the scan's stats, taken before this sync read anything, are the search cache's signatures too
+    files = {f"{layout.index_dir}{os.sep}{name}": f"{rec[0]}:{rec[1]}" for name, rec in scan.days.items()}
+    files.update((f"{layout.root}{os.sep}{rel.replace('/', os.sep)}", f"{rec[0]}:{rec[1]}") for rel, rec in md.items())
+    report.search_rebuilt = _refresh_search(mem, full, progress, report, Known(scan.parsed, fresh, Sigs.take(layout, files)))
     if scan.reread or new.state() != man.state():  # nothing new: leave the manifest (and the disk) alone
-        new.save(layout)
+        new.save(layout, man)
     report.seconds = time.perf_counter() - t0
     return report
 

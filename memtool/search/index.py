@@ -49,7 +49,7 @@ def entry_search_text(e: Entry) -> str:
 
 def _stat_sig(path: Path) -> str:
     try:
-        st = path.stat()
+        st = os.stat(path)
     except FileNotFoundError:
         return "-"
     return f"{st.st_size}:{st.st_mtime_ns}"
@@ -64,8 +64,11 @@ class Sigs:
     transcripts: dict[str, str]  # kept transcripts by entry id (edited in place, they change no folder's mtime)
 
     @classmethod
-    def take(cls, layout: Layout) -> "Sigs":
-        return cls({str(p): _stat_sig(p) for p in [*layout.day_files(), *layout.markdown_files()]}, _transcript_sigs(layout))
+    def take(cls, layout: Layout, files: dict[str, str] | None = None) -> "Sigs":
+        """Signatures now; `files`: those of the day and Markdown files, if the caller has just taken them."""
+        if files is None:
+            files = {str(p): _stat_sig(p) for p in [*layout.day_files(), *layout.markdown_files()]}
+        return cls(files, _transcript_sigs(layout))
 
 
 def _transcript_sigs(layout: Layout) -> dict[str, str]:
@@ -136,6 +139,7 @@ class Known:
 
     days: ParsedDays = field(default_factory=dict)  # day files parsed, with the stat they were read at
     vectors: dict[str, np.ndarray] = field(default_factory=dict)  # entry vectors, keyed by entry_vector_key
+    sigs: Sigs | None = None  # the files' signatures, taken before any of them was read
 
 
 def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None) -> tuple[list[Doc], list[Entry]]:
@@ -353,9 +357,9 @@ def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | 
         if r[1] == r[2]:
             r[1] = i
         r[2] = i + 1
-    # each entry's day file and the signature of its transcript as read: an edited transcript re-collects that day
-    owners = {d.ref: [d.source, sigs.transcripts.get(d.ref, "-")] for d in docs if d.kind == "entry"}
-    extra = {"sources.json": json.dumps(ranges, ensure_ascii=False), "transcripts.json": json.dumps(owners, ensure_ascii=False)}
+    # the transcripts as read, and each entry's day file: an edited transcript re-collects that day
+    extra = {"sources.json": json.dumps(ranges, ensure_ascii=False), "transcripts.json": json.dumps(sigs.transcripts),
+             "entry-days.json": json.dumps({d.ref: d.source for d in docs if d.kind == "entry"}, ensure_ascii=False)}
     _write_segment(folder, docs, vectors, {"model": embedder.model}, extra)
     return errors
 
@@ -365,17 +369,18 @@ def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Kn
     files' signatures, if just taken). None when a full build is the right thing: no base, another
     model, too much changed, or a change the delta cannot express (an entry superseding another, a
     change outside the source files)."""
+    sigs = sigs or Sigs.take(layout)
     try:
         base = Segment(folder)
         ranges = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
-        owners = json.loads((folder / "transcripts.json").read_text(encoding="utf-8"))
+        transcripts = json.loads((folder / "transcripts.json").read_text(encoding="utf-8"))
+        days = json.loads((folder / "entry-days.json").read_text(encoding="utf-8")) if transcripts != sigs.transcripts else {}
     except (OSError, ValueError, KeyError):
         return None
     if base.model != embedder.model or base.meta.get("version") != CACHE_VERSION:
         return None
-    sigs = sigs or Sigs.take(layout)
-    # a transcript whose entry the base does not hold belongs to a day file that is new or changed anyway
-    stale_days = {src for entry_id, (src, sig) in owners.items() if sigs.transcripts.get(entry_id, "-") != sig}
+    edited = {i for i in {*transcripts, *sigs.transcripts} if transcripts.get(i) != sigs.transcripts.get(i)}
+    stale_days = {days[i] for i in edited if i in days}  # else its entry's day file is new or changed (or it has no entry)
     changed = [src for src, sig in sigs.files.items() if ranges.get(src, [None])[0] != sig or src in stale_days]
     removed = sorted(set(ranges) - set(sigs.files))
     if not changed and not removed:
@@ -400,7 +405,7 @@ def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | N
     `known`: what the caller already parsed and embedded (live cache only)."""
     folder = layout.cache_dir / (C.ARCHIVE_SEARCH_DIR if archive else "search")
     stamp = folder / "fingerprint"
-    sigs = None if archive else Sigs.take(layout)  # taken once, before anything is read: a build may reuse them
+    sigs = None if archive else (known and known.sigs) or Sigs.take(layout)  # taken before anything is read: a build reuses them
     fp = fingerprint(layout, embedder.model, archive, sigs)
     if stamp.is_file() and stamp.read_text() == fp:
         return folder
