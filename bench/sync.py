@@ -97,7 +97,7 @@ def instrument(embedder) -> None:
         setattr(owner, name, timed_call)
 
     wrap(embedder, "embed_documents", "embedder.embed_documents (entries + chunks)")
-    wrap(store_mod.Store, "write_embeddings", "Store.write_embeddings (embedding files)")
+    wrap(store_mod.Store, "write_embeddings", "Store.write_embeddings (embedding files; a thread, overlaps embedding)")
     wrap(store_mod.Store, "rebuild_index", "Store.rebuild_index (index.json)")
     wrap(sync_mod, "refresh_index", "search cache: refresh_index -> build")
     wrap(index_mod, "collect_docs", "  build: collect_docs (day files as the scan parsed them, Markdown chunked)")
