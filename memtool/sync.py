@@ -481,7 +481,7 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
             report.touched.append(layout.index_file)
             index_sig = _sig(layout.index_file)
         dir_sig = _sig(layout.embeddings_dir)
-        if dir_sig is not None and dir_sig[1] == man.emb_dir_ns:
+        if dir_sig is not None and dir_sig[1] == man.emb_dir_ns and not (report.embedded or report.dropped):
             listed = set(man.vectors)  # the folder as the last sync left it, when it listed exactly these
         else:
             listed = {n[:-5] for n in os.listdir(layout.embeddings_dir) if n.endswith(".json")} if dir_sig else set()
