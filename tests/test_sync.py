@@ -225,9 +225,26 @@ def test_transcript_edited_in_place_is_reindexed(root, store):
     sync(mem_with(root), full=True)
     assert search_refs(root, "Quokkadb Helm chart secret") == delta  # the delta answers as a full rebuild does
 
-    with open(path, "a", encoding="utf-8") as fh:  # a plain search notices too
+    # A search checks day and Markdown files and the transcripts folder, not a stat per transcript
+    # (that would cost a cold `memory search` ~0.07 s at 10k entries): the next sync brings the edit.
+    with open(path, "a", encoding="utf-8") as fh:
         fh.write("The image was rebuilt with Zephyrix.\n")
+    assert target.id not in search_refs(root, "Zephyrix")
+    assert sync(mem_with(root)).search_rebuilt
     assert search_refs(root, "Zephyrix")[0] == target.id
+
+
+def test_an_edit_a_sync_saw_stays_when_a_search_rebuilds_the_delta(root, store):
+    """A search's own refresh takes no transcript stats; the delta it rebuilds after a compress keeps
+    the transcripts the last sync found edited."""
+    target = store[2]
+    with open(root / f"memory/transcripts/{target.id}.md", "a", encoding="utf-8") as fh:
+        fh.write("The fix was a Quokkadb connection pool.\n")
+    assert sync(mem_with(root)).search_rebuilt
+    mem = mem_with(root)
+    mem.compress("Dana rotated the TLS certificates on the edge proxies.", when=when(9))  # a new day file
+    assert search_refs(root, "TLS certificates edge proxies")[0] != target.id  # that search rebuilt the delta
+    assert search_refs(root, "Quokkadb connection pool")[0] == target.id
 
 
 def test_unchanged_stat_is_trusted_until_full(root, store):

@@ -61,14 +61,19 @@ class Sigs:
     meanwhile shows as changed next time."""
 
     files: dict[str, str]  # day files, then Markdown files, by path
-    transcripts: dict[str, str]  # kept transcripts by entry id (edited in place, they change no folder's mtime)
+    # kept transcripts by entry id (edited in place, they change no folder's mtime); None when not
+    # taken: a search checks only the folder, since a stat per transcript would cost it ~7 ms per 1,000
+    transcripts: dict[str, str] | None
 
     @classmethod
-    def take(cls, layout: Layout, files: dict[str, str] | None = None) -> "Sigs":
+    def take(cls, layout: Layout, files: dict[str, str] | None = None, transcripts: bool = True) -> "Sigs":
         """Signatures now; `files`: those of the day and Markdown files, if the caller has just taken them."""
         if files is None:
             files = {str(p): _stat_sig(p) for p in [*layout.day_files(), *layout.markdown_files()]}
-        return cls(files, _transcript_sigs(layout))
+        return cls(files, _transcript_sigs(layout) if transcripts else None)
+
+    def with_transcripts(self, layout: Layout) -> "Sigs":
+        return self if self.transcripts is not None else Sigs(self.files, _transcript_sigs(layout))
 
 
 def _transcript_sigs(layout: Layout) -> dict[str, str]:
@@ -88,14 +93,19 @@ def _transcript_sigs(layout: Layout) -> dict[str, str]:
 
 
 def fingerprint(layout: Layout, model: str, archive: bool = False, sigs: Sigs | None = None) -> str:
-    """Changes whenever a file the cache is built from changes (size/mtime), appears or goes.
-    With `archive`, the files under memory/archive/YYYY/ count too. `sigs`: the live files' signatures,
-    when the caller has just taken them."""
+    """Changes whenever a day or Markdown file changes (size/mtime), appears or goes, and whenever a
+    transcript appears or goes (its folder's mtime). With `archive`, the files under
+    memory/archive/YYYY/ count too. `sigs`: the live files' signatures, when the caller has just
+    taken them. A transcript edited in place is seen by a sync, which also compares `transcripts_digest`."""
     h = hashlib.sha256(f"v{CACHE_VERSION}|{model}".encode())
     for lay in _sources(layout, archive):
-        now = sigs if sigs is not None and lay is layout else Sigs.take(lay)
-        h.update(json.dumps([now.files, now.transcripts, _stat_sig(lay.embeddings_dir)]).encode())
+        now = sigs if sigs is not None and lay is layout else Sigs.take(lay, transcripts=False)
+        h.update(json.dumps([now.files, _stat_sig(lay.transcripts_dir), _stat_sig(lay.embeddings_dir)]).encode())
     return h.hexdigest()
+
+
+def transcripts_digest(sigs: Sigs) -> str:
+    return hashlib.sha256(json.dumps(sigs.transcripts, sort_keys=True).encode()).hexdigest() if sigs.transcripts is not None else ""
 
 
 def _sources(layout: Layout, archive: bool) -> list[Layout]:
@@ -346,7 +356,7 @@ def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | 
     """Build the base segment into `folder` from all the files (`sigs`: their signatures, if just
     taken). Returns problems found (bad files skipped)."""
     known = known or Known()
-    sigs = sigs or Sigs.take(layout)
+    sigs = sigs.with_transcripts(layout) if sigs else Sigs.take(layout)
     errors: list[str] = []
     docs, entries = collect_docs(layout, errors, parsed=known.days)
     cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
@@ -373,13 +383,16 @@ def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Kn
     try:
         base = Segment(folder)
         ranges = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
-        transcripts = json.loads((folder / "transcripts.json").read_text(encoding="utf-8"))
-        days = json.loads((folder / "entry-days.json").read_text(encoding="utf-8")) if transcripts != sigs.transcripts else {}
+        if sigs.transcripts is not None:
+            transcripts = json.loads((folder / "transcripts.json").read_text(encoding="utf-8"))
+            edited = {i for i in {*transcripts, *sigs.transcripts} if transcripts.get(i) != sigs.transcripts.get(i)}
+        else:  # a search's refresh, with no transcript stats: keep the edits the last delta covered
+            edited = set(_delta_meta(folder, base).get("edited", []))
+        days = json.loads((folder / "entry-days.json").read_text(encoding="utf-8")) if edited else {}
     except (OSError, ValueError, KeyError):
         return None
     if base.model != embedder.model or base.meta.get("version") != CACHE_VERSION:
         return None
-    edited = {i for i in {*transcripts, *sigs.transcripts} if transcripts.get(i) != sigs.transcripts.get(i)}
     stale_days = {days[i] for i in edited if i in days}  # else its entry's day file is new or changed (or it has no entry)
     changed = [src for src, sig in sigs.files.items() if ranges.get(src, [None])[0] != sig or src in stale_days]
     removed = sorted(set(ranges) - set(sigs.files))
@@ -394,8 +407,18 @@ def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Kn
     cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
     vectors = _vectors(layout, embedder, docs, entries, cache, progress, save=False, fresh=known.vectors)
     masked = sorted((set(changed) & set(ranges)) | set(removed))
-    _write_segment(folder / DELTA_DIR, docs, vectors, {"model": embedder.model, "base_id": base.meta["build_id"], "masked": masked})
+    meta = {"model": embedder.model, "base_id": base.meta["build_id"], "masked": masked, "edited": sorted(edited)}
+    _write_segment(folder / DELTA_DIR, docs, vectors, meta)
     return errors
+
+
+def _delta_meta(folder: Path, base: Segment) -> dict:
+    """The manifest of the delta segment built on `base`, or {} (none, or built on another base)."""
+    try:
+        meta = json.loads((folder / DELTA_DIR / "manifest.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return meta if meta.get("base_id") == base.meta["build_id"] else {}
 
 
 def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False, known: Known | None = None) -> Path:
@@ -405,12 +428,19 @@ def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | N
     `known`: what the caller already parsed and embedded (live cache only)."""
     folder = layout.cache_dir / (C.ARCHIVE_SEARCH_DIR if archive else "search")
     stamp = folder / "fingerprint"
-    sigs = None if archive else (known and known.sigs) or Sigs.take(layout)  # taken before anything is read: a build reuses them
+    # taken before anything is read: a build reuses them. A sync brings every transcript's stat too.
+    sigs = None if archive else (known and known.sigs) or Sigs.take(layout, transcripts=False)
     fp = fingerprint(layout, embedder.model, archive, sigs)
-    if stamp.is_file() and stamp.read_text() == fp:
+    digest = transcripts_digest(sigs) if sigs else ""
+
+    def fresh() -> bool:  # the stamp: fingerprint, then the transcripts' digest when it was known
+        have = stamp.read_text().split("\n") if stamp.is_file() else [""]
+        return have[0] == fp and (not digest or have[1:] == [digest])
+
+    if fresh():
         return folder
     with locked(layout.cache_dir / "build.lock", timeout=300):
-        if not (stamp.is_file() and stamp.read_text() == fp):  # else another process built it while we waited
+        if not fresh():  # else another process built it while we waited
             problems = None if archive else build_delta(layout, embedder, folder, progress, known, sigs)
             if problems is None:
                 if archive:
@@ -420,10 +450,12 @@ def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | N
                     known = None
                 else:
                     source = layout
+                    sigs = sigs.with_transcripts(layout)  # a full build records every transcript's stat
+                    digest = transcripts_digest(sigs)
                 problems = build(source, embedder, folder, progress, known, sigs)
             if errors is not None:
                 errors.extend(problems)
-            atomic_write_text(stamp, fp, durable=False)  # damaged, it only mismatches: one rebuild
+            atomic_write_text(stamp, fp + (f"\n{digest}" if digest else ""), durable=False)  # damaged, it only mismatches: one rebuild
     return folder
 
 
