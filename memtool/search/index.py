@@ -460,5 +460,13 @@ def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | N
 
 
 def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:
-    """The cache, brought up to date first (refresh_index)."""
-    return SearchIndex(refresh_index(layout, embedder, progress, errors, archive))
+    """The cache, brought up to date first (refresh_index). A damaged cache (cut off by a crash or a
+    power cut: it is derived, so written without fsync) is rebuilt from the files."""
+    folder = refresh_index(layout, embedder, progress, errors, archive)
+    try:
+        return SearchIndex(folder)
+    except (OSError, ValueError, KeyError) as exc:
+        if errors is not None:
+            errors.append(f"{folder} was damaged ({exc}); rebuilt from the files")
+        (folder / "fingerprint").unlink(missing_ok=True)
+        return SearchIndex(refresh_index(layout, embedder, progress, errors, archive))

@@ -35,6 +35,20 @@ class Segment:
         self.pinned = np.load(folder / "pinned.npy", mmap_mode="r")
         self._csc: tuple | None = None
         self._group_keys: list[str] | None = None
+        self._check()
+
+    def _check(self) -> None:
+        """Raise ValueError when the folder is visibly damaged (a cut-off file after a crash or a power
+        cut: segment files are not fsynced), so that the caller rebuilds it instead of failing later."""
+        arrays = (self.kind, self.ts, self.importance, self.trusted, self.group, self.vectors, self._offsets, self.pinned)
+        if any(a.shape[0] != self.n for a in arrays):
+            raise ValueError(f"{self.folder}: arrays do not match the manifest's {self.n} documents")
+        if self.n:
+            if (self.folder / "docs.jsonl").stat().st_size <= int(self._offsets[-1]):
+                raise ValueError(f"{self.folder}/docs.jsonl is cut off")
+            vocab, data, indices, indptr = self._postings()
+            if indptr.shape[0] < len(vocab) or data.shape[0] != indices.shape[0] or int(indptr[-1]) != data.shape[0]:
+                raise ValueError(f"{self.folder}/bm25 does not hold a whole index")
 
     @property
     def group_keys(self) -> list[str]:
