@@ -23,6 +23,7 @@ MAX_BUDGET = 600
 SHORT_TEXT_TOKENS = 80  # a note this short is its own summary
 MIN_KEYWORDS = 3
 SUMMARY_SHARE = 0.1  # of the budget for the summary: about one sentence (the best one may take twice this)
+FIRST_SENTENCE_TOKENS = 14  # the best sentence up to this long (or twice the budget) is always kept
 FALLBACK_SENTENCE_TOKENS = 20  # when no sentence fits, the best whole one up to this (never a fragment)
 CUE_SHARE = 0.25  # for decisions and action items together
 KEYWORD_SHARE = 0.3  # guaranteed to keywords, the most useful field for finding a session again
@@ -41,7 +42,7 @@ SPEAKER_RE = re.compile(r"^\s*(?:\*\*)?([A-Z][\w .'-]{0,30}?|user|assistant|huma
 CAP_RE = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})\b")
 TECH_RE = re.compile(r"\b([A-Za-z]+[A-Z][A-Za-z]*|[A-Za-z][\w]*\.(?:js|py|ts|io|json|yaml|md|toml)|[A-Za-z]+\d+[A-Za-z\d]*|[a-z]+-[a-z]+(?:-[a-z]+)*)\b")
 DATE_RE = re.compile(
-    r"\b(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?"
+    r"\b(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+(?:\d{1,2}(?!\d)(?:st|nd|rd|th)?(?:,?\s+\d{4})?|\d{4}\b)"
     r"|\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*(?:,?\s+\d{4})?"
     r"|\d{4}-\d{2}-\d{2}|(?:next|last|this)\s+(?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend)"
     r"|(?:yesterday|tomorrow|tonight)|\b(?:19|20)\d{2}\b)",
@@ -153,9 +154,9 @@ class LocalCompressor:
             scored.append((sum(weight.get(w, 0.0) for w in cw) / math.sqrt(count_tokens(s) + 5), i, s))
         scored.sort(reverse=True)
         picked, used = [], 0
-        for _, i, s in scored:
+        for _, i, s in scored:  # the first pick may take twice the budget (or a floor): a summary says something
             cost = count_tokens(s)
-            if used + cost <= budget:
+            if used + cost <= (budget if picked else max(2 * budget, FIRST_SENTENCE_TOKENS)):
                 picked.append((i, s))
                 used += cost
         if not picked:  # no sentence fits: the best whole one up to twice the budget (or a floor), else cut the best

@@ -1,5 +1,7 @@
+from collections import Counter
+
 from memtool.providers.local import LocalCompressor
-from memtool.text import count_tokens, split_sentences
+from memtool.text import content_words, count_tokens, split_sentences
 
 TRANSCRIPT = """Alice: Morning! The billing service keeps timing out under load since Friday.
 Bob: I profiled it. The Postgres query on invoices does a full table scan, the index on customer_id is missing.
@@ -47,3 +49,18 @@ def test_short_note_is_its_own_summary_and_does_not_balloon():
 def test_deterministic():
     a, b = LocalCompressor().compress(TRANSCRIPT), LocalCompressor().compress(TRANSCRIPT)
     assert a == b
+
+
+def test_the_best_sentence_beats_a_filler_that_fits_a_small_budget():
+    """A summary budget of a few tokens: the best sentence may take up to twice it, so a short
+    filler sentence that happens to fit is not the whole summary."""
+    best = "The flaky checkout test waited for the wrong Stripe redirect URL."
+    filler = "Great stuff, thanks, cheers."
+    tf = Counter(content_words(best + " " + filler))
+    assert LocalCompressor._summary([filler, best], tf, lambda w: 1.0, count_tokens(filler)) == best
+
+
+def test_month_and_year_are_one_date():
+    out = LocalCompressor().compress("Alice: we shipped the Kafka consumer in November 2022 and the audit is on May 3, 2023. " * 4)
+    assert "November 2022" in out.entities.dates and "May 3, 2023" in out.entities.dates
+    assert "November 20" not in out.entities.dates
