@@ -42,6 +42,7 @@ class Settings:
     rrf_k: int = _f(C.RRF_K, "RRF constant k: higher flattens the influence of top ranks.")
     date_boost: float = _f(C.DEFAULT_DATE_BOOST, "A query that names a date ('3 June 2023', 'May 2023', 'yesterday'): word-match scores x (1 + date_boost x closeness of the result's date to it). 0 disables.")
     date_window_days: float = _f(C.DEFAULT_DATE_WINDOW_DAYS, "Closeness to a named date falls to 1/e this many days outside it.")
+    answer_cue_boost: float = _f(C.DEFAULT_ANSWER_CUE_BOOST, "A query that asks for a time ('when ...?') or a duration ('how long ...?'): word-match scores of passages that state one x (1 + answer_cue_boost). 0 disables.")
     sibling_weight: float = _f(C.DEFAULT_SIBLING_WEIGHT, "A result scores its best matching passage + w x its second + w^2 x its third. 0: best passage only.")
     recency_half_life_days: float = _f(0.0, "Half-life of the recency boost in days; 0 disables decay. Pinned, high and critical entries never decay.")
     access_boost: float = _f(C.DEFAULT_ACCESS_BOOST, "Use boost: a hit's score x (1 + access_boost * ln(1 + times returned before)); counts live in memory/.cache/access.json. 0 disables.")

@@ -49,6 +49,7 @@ CHUNK_TARGET_TOKENS = 160  # transcript / markdown chunk size for search
 RRF_K = 60
 DEFAULT_DATE_BOOST = 2.0  # LoCoMo dev sweep (README): queries naming a date
 DEFAULT_DATE_WINDOW_DAYS = 7.0
+DEFAULT_ANSWER_CUE_BOOST = 0.3  # LoCoMo dev sweep (README): 'when ...?' lifts passages that state a time
 DEFAULT_SIBLING_WEIGHT = 0.2  # LoCoMo dev sweep (README): several matching passages of one entry
 DOC_FREQ_SAMPLE = 5000  # most recent entries the compressor's word-rarity hint is computed over
 

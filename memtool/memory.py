@@ -261,7 +261,8 @@ class Memory:
     def weights(self) -> Weights:
         s = self.settings
         return Weights(bm25=s.bm25_weight, dense=s.dense_weight, dense_fallback=s.dense_fallback, rrf_k=s.rrf_k, recency_half_life_days=s.recency_half_life_days,
-                       access_boost=s.access_boost, date_boost=s.date_boost, date_window_days=s.date_window_days, sibling_weight=s.sibling_weight)
+                       access_boost=s.access_boost, date_boost=s.date_boost, date_window_days=s.date_window_days,
+                       answer_cue_boost=s.answer_cue_boost, sibling_weight=s.sibling_weight)
 
     def search(self, query: Query | str, **kw) -> list[Hit]:
         q = query if isinstance(query, Query) else Query(text=query, **kw)

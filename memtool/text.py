@@ -43,7 +43,12 @@ def words(text: str) -> list[str]:
 
 def tokenize(text: str) -> list[str]:
     """BM25 terms: lowercase words minus stopwords, Snowball-stemmed."""
-    return stem_words([w for w in words(text) if w and w not in STOPWORDS])
+    return terms(words(text))
+
+
+def terms(ws: list[str]) -> list[str]:
+    """`tokenize` for words already split by `words`."""
+    return stem_words([w for w in ws if w not in STOPWORDS])
 
 
 def content_words(text: str) -> list[str]:

@@ -15,6 +15,7 @@ import numpy as np
 from memtool import constants as C
 from memtool.access import boost
 from memtool.dates import mentioned_periods
+from memtool.search.cues import asked_cues
 from memtool.search.fusion import top_ranks, weighted_rrf
 from memtool.search.segment import IMPORTANCE_CODE, KIND_CODE, SearchIndex
 from memtool.text import tokenize
@@ -69,6 +70,7 @@ class Weights:
     access_boost: float = 0.0  # score x (1 + access_boost * ln(1 + times the entry was returned before))
     date_boost: float = 0.0  # BM25 x (1 + date_boost * closeness to a date the query names)
     date_window_days: float = 7.0  # closeness falls to 1/e this many days outside the named period
+    answer_cue_boost: float = 0.0  # BM25 x (1 + boost) for documents stating the time / duration a query asks for
     sibling_weight: float = 0.0  # an entry's best passage + w x its second + w^2 x its third (same entry)
 
 
@@ -126,6 +128,10 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[s
     if periods:
         hit = np.flatnonzero(bm25)
         bm25[hit] *= 1.0 + w.date_boost * date_closeness(index.ts[hit], periods, w.date_window_days)
+    asked = asked_cues(q.text) if w.answer_cue_boost > 0 else 0
+    if asked:
+        hit = np.flatnonzero(bm25)
+        bm25[hit] *= np.where(index.cues[hit] & asked, 1.0 + w.answer_cue_boost, 1.0)
     lexical = top_ranks(bm25, allowed, CHANNEL_DEPTH, positive_only=True)
     if w.sibling_weight > 0:
         lexical = with_sibling_support(lexical[0], bm25, index.group, w.sibling_weight)

@@ -24,10 +24,11 @@ from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_bytes, atomic_write_text, locked
 from memtool.models import Entry, parse_iso
 from memtool.store import DAY_RE, Layout, ParsedDays, Store, read_day
+from memtool.search.cues import doc_cues
 from memtool.search.segment import DELTA_DIR, IMPORTANCE_CODE, KIND_CODE, SearchIndex, Segment
-from memtool.text import tokenize
+from memtool.text import terms, words
 
-CACHE_VERSION = 6
+CACHE_VERSION = 7
 DELTA_MIN_DOCS = 2000  # a delta may always grow this large before a full rebuild …
 DELTA_FRACTION = 0.2  # … or this share of the base, whichever is larger
 # BM25 field weights for entry documents: each field is repeated this many times in the indexed text.
@@ -337,8 +338,14 @@ def _write_segment(folder: Path, docs: list[Doc], vectors: np.ndarray, meta: dic
                    "superseded_by": d.superseded_by}
             fh.write(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n")
     np.save(tmp / "offsets.npy", np.array(offsets, dtype=np.int64))
+    corpus, cues = [], np.zeros(len(docs), dtype=np.uint8)
+    for i, d in enumerate(docs):  # each text split into words once: BM25 terms and answer cues
+        ws = words(d.index_text)
+        corpus.append(terms(ws) or [""])
+        cues[i] = doc_cues(ws)
+    np.save(tmp / "cues.npy", cues)
     retriever = bm25s.BM25()
-    retriever.index([tokenize(d.index_text) or [""] for d in docs] or [[""]], show_progress=False)
+    retriever.index(corpus or [[""]], show_progress=False)
     retriever.save(str(tmp / "bm25"), show_progress=False)
     for name, text in (extra or {}).items():
         (tmp / name).write_text(text, encoding="utf-8")

@@ -33,6 +33,7 @@ class Segment:
         self.vectors = np.load(folder / "vectors.npy", mmap_mode="r")
         self._offsets = np.load(folder / "offsets.npy", mmap_mode="r")
         self.pinned = np.load(folder / "pinned.npy", mmap_mode="r")
+        self.cues = np.load(folder / "cues.npy", mmap_mode="r")  # memtool.search.cues bits per document
         self._csc: tuple | None = None
         self._group_keys: list[str] | None = None
         self._check()
@@ -40,7 +41,7 @@ class Segment:
     def _check(self) -> None:
         """Raise ValueError when the folder is visibly damaged (a cut-off file after a crash or a power
         cut: segment files are not fsynced), so that the caller rebuilds it instead of failing later."""
-        arrays = (self.kind, self.ts, self.importance, self.trusted, self.group, self.vectors, self._offsets, self.pinned)
+        arrays = (self.kind, self.ts, self.importance, self.trusted, self.group, self.vectors, self._offsets, self.pinned, self.cues)
         if any(a.shape[0] != self.n for a in arrays):
             raise ValueError(f"{self.folder}: arrays do not match the manifest's {self.n} documents")
         if self.n:
@@ -130,6 +131,7 @@ class SearchIndex:
         if self.delta is None:
             self.n, self.alive = b.n, None
             self.kind, self.ts, self.importance, self.trusted, self.pinned, self.group = b.kind, b.ts, b.importance, b.trusted, b.pinned, b.group
+            self.cues = b.cues
             return
         d = self.delta
         self.n = b.n + d.n
@@ -144,6 +146,7 @@ class SearchIndex:
         self.importance = np.concatenate([b.importance, d.importance])
         self.trusted = np.concatenate([b.trusted, d.trusted])
         self.pinned = np.concatenate([b.pinned, d.pinned])
+        self.cues = np.concatenate([b.cues, d.cues])
         self.group = np.concatenate([b.group, np.asarray(d.group) + b.meta["groups"]])
 
     @property

@@ -33,7 +33,7 @@ def ranked(root, fake_embedder):
 
 @pytest.mark.parametrize(
     "name",
-    ["manifest.json", "vectors.npy", "ts.npy", "docs.jsonl", "bm25/vocab.index.json", "bm25/data.csc.index.npy",
+    ["manifest.json", "vectors.npy", "ts.npy", "cues.npy", "docs.jsonl", "bm25/vocab.index.json", "bm25/data.csc.index.npy",
      f"{DELTA_DIR}/docs.jsonl", f"{DELTA_DIR}/bm25/indptr.csc.index.npy"],
 )
 def test_a_cut_off_cache_file_is_rebuilt(mem, root, fake_embedder, name):
