@@ -31,6 +31,7 @@ DIM = 256
 BATCH = 256
 MARK = "\u2581"  # the tokenizer's word-start mark: what a space becomes
 PIECE_RE = re.compile(f"{MARK}+[^{MARK}]*")  # a normalised text cut before each word start
+SUPERSEDED_TOKENIZERS = ("{model}.tokenizer.json",)  # file names of earlier export formats, removed on export
 
 
 class WordLlamaEmbedder:
@@ -89,6 +90,8 @@ class WordLlamaEmbedder:
         if not any(" " in t for pair in merges for t in pair):  # tokens hold no space: "a b" splits back exactly
             spec["model"]["merges"] = [" ".join(pair) for pair in merges]
         atomic_write_text(files[1], json.dumps(spec, ensure_ascii=False))
+        for old in SUPERSEDED_TOKENIZERS:  # earlier exports of the same tokenizer: 1.2 MB each, never read again
+            (self.cache_dir / old.format(model=self.model)).unlink(missing_ok=True)
 
     # -- Embedder protocol -------------------------------------------------------------------------
     def embed_documents(self, texts: list[str]) -> np.ndarray:

@@ -8,11 +8,14 @@ TEXTS = ["We moved billing to Postgres.", "Caroline went hiking with her kids", 
 def test_matches_wordllama_and_fast_path_is_identical(tmp_path):
     reference = load_wordllama().embed(TEXTS[:2] + TEXTS[3:], norm=True)
     first = WordLlamaEmbedder(tmp_path)  # loads wordllama, exports the matrix
+    stale = tmp_path / f"{first.model}.tokenizer.json"  # an earlier export format
+    stale.write_text("{}")
     got = first.embed_documents(TEXTS)
     assert got.shape == (4, 256) and got.dtype == np.float32
     assert np.allclose(got[[0, 1, 3]], reference, atol=1e-5)
     assert not got[2].any()  # empty text -> zero vector, not NaN
     assert (tmp_path / f"{first.model}.npy").is_file()
+    assert not stale.exists()  # the export replaced it
     second = WordLlamaEmbedder(tmp_path)  # memory-mapped fast path, no wordllama import
     assert np.allclose(second.embed_documents(TEXTS), got, atol=1e-6)
     assert np.allclose(second.embed_query(TEXTS[0]), got[0], atol=1e-6)
