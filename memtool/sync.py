@@ -1,13 +1,13 @@
 """Incremental sync: make index.json, the embedding files and the search cache match the files.
 
 The per-day entry files and the Markdown files are the truth. A small manifest in the derived cache
-(memory/.cache/sync.json) remembers, per file, (size, mtime_ns, content hash) and, per entry, the
-content hash its embedding file was verified against, so a sync with nothing changed only stats
-files. Changed files are re-read and compared by content hash, not by mtime; only entries whose
-content hash changed (or whose embedding file is missing, corrupt or from another model) are
-re-embedded. A file that cannot be parsed is reported as path:line and skipped: its entries stay in
-index.json and their embedding files are kept. The search cache (`search.index.refresh_index`) is then
-brought up to date by its own stat fingerprint.
+(memory/.cache/sync.json, kept by `memtool.sync_scan`) remembers, per file, (size, mtime_ns, content
+hash) and, per entry, the content hash its embedding file was verified against, so a sync with
+nothing changed only stats files. Changed files are re-read and compared by content hash, not by
+mtime; only entries whose content hash changed (or whose embedding file is missing, corrupt or from
+another model) are re-embedded. A file that cannot be parsed is reported as path:line and skipped:
+its entries stay in index.json and their embedding files are kept. The search cache
+(`search.index.refresh_index`) is then brought up to date by its own stat fingerprint.
 
 Embedding runs outside the root's lock and writes each batch as it goes, so an interrupted sync or
 `memory reembed` resumes where it stopped.
@@ -15,7 +15,6 @@ Embedding runs outside the root's lock and writes each batch as it goes, so an i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -27,28 +26,14 @@ from pathlib import Path
 from typing import Callable
 
 from memtool import constants as C
-from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Memory
 from memtool.models import Entry
 from memtool.search.index import Known, Sigs, entry_vector_key, refresh_index
-from memtool.store import CONFLICT_RE, Layout, ParsedDays, load_json, parse_day, read_day
+from memtool.store import CONFLICT_RE, Layout, read_day
+from memtool.sync_scan import Delta, Manifest, Scan, scan_files, stat_sig
 
-MANIFEST_VERSION = 1
 Progress = Callable[[str, int, int], None]  # (task, done, total); total 0 when unknown
-
-
-@dataclass
-class Delta:
-    added: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.changed or self.removed)
-
-    def text(self) -> str:
-        return f"+{len(self.added)} ~{len(self.changed)} -{len(self.removed)}"
 
 
 @dataclass
@@ -94,250 +79,7 @@ class SyncReport:
         return prefix + ", ".join(parts) + f" ({self.seconds:.2f}s)"
 
 
-# -- the manifest ----------------------------------------------------------------------------------
-@dataclass
-class Manifest:
-    model: str = ""
-    written_ns: int = 0  # when it was saved: files modified close to this are re-hashed (racy mtimes)
-    index_sig: list | None = None  # [size, mtime_ns] of index.json
-    emb_dir_ns: int | None = None  # mtime_ns of the embeddings folder
-    days: dict[str, list] = field(default_factory=dict)  # name -> [size, mtime_ns, sha, {id: hash}, error]
-    markdown: dict[str, list] = field(default_factory=dict)  # rel path -> [size, mtime_ns, sha, error]
-    vectors: dict[str, list] = field(default_factory=dict)  # id -> [size, mtime_ns, content_hash] verified for model
-    encoded: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # JSON of the tables as saved here
-
-    @staticmethod
-    def path(layout: Layout) -> Path:
-        return layout.cache_dir / C.SYNC_MANIFEST_FILE
-
-    @classmethod
-    def load(cls, layout: Layout) -> "Manifest | None":
-        """The saved manifest; the very object this process last read or wrote while the file is
-        unchanged (`memory watch` syncs again and again: no re-parse). Shared, so read-only."""
-        path = cls.path(layout)
-        try:
-            sig = _file_id(path)
-            recent = _RECENT.get(str(path))
-            if recent is not None and recent[0] == sig:
-                return recent[1]
-            data = json.loads(path.read_bytes())
-        except (OSError, ValueError):
-            return None  # missing or damaged: it is derived, start over
-        if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
-            return None
-        data.pop("version")
-        try:
-            man = cls(**data)
-        except TypeError:
-            return None
-        _RECENT[str(path)] = (sig, man)
-        return man
-
-    def state(self) -> tuple:
-        return self.model, self.index_sig, self.emb_dir_ns, self.days, self.markdown, self.vectors
-
-    def save(self, layout: Layout, previous: "Manifest | None" = None) -> None:
-        """Write it; a record table equal to the one `previous` saved is not encoded again (a daily-log
-        edit changes one Markdown record, not the 10,000 entry records)."""
-        self.written_ns = time.time_ns()
-        fields = {"version": MANIFEST_VERSION, **{k: v for k, v in vars(self).items() if k != "encoded"}}
-        for key in ("days", "markdown", "vectors"):
-            same = previous is not None and key in previous.encoded and getattr(previous, key) == fields[key]
-            self.encoded[key] = previous.encoded[key] if same else json.dumps(fields[key], separators=(",", ":"))
-        text = "{" + ",".join(f"{json.dumps(k)}:{self.encoded.get(k) or json.dumps(v, separators=(',', ':'))}" for k, v in fields.items()) + "}"
-        path = self.path(layout)
-        atomic_write_text(path, text, durable=False)  # derived: a damaged one fails to load, and every file is hashed again
-        _RECENT[str(path)] = (_file_id(path), self)
-
-
-# The manifest each root's file held when this process last read or wrote it, by the file's
-# (inode, size, mtime_ns). Every record in a manifest is keyed by a file's stat, so even one that
-# another process has since replaced says nothing false: at worst a file is hashed again.
-_RECENT: dict[str, tuple[tuple[int, int, int], Manifest]] = {}
-
-
-def _file_id(path: Path) -> tuple[int, int, int]:
-    st = path.stat()
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _sig(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns
-
-
-def _fresh(rec: list | None, size: int, mtime_ns: int, man: Manifest) -> bool:
-    """The recorded stat still describes the file, and was not taken too close to a change to trust."""
-    return rec is not None and rec[0] == size and rec[1] == mtime_ns and mtime_ns + C.SYNC_RACY_NS < man.written_ns
-
-
-def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
-
-
-def _entry_line(text: str, n: int) -> int:
-    """Line where the n-th (1-based) object of the entries list starts; 0 if not found."""
-    depth, count, in_str, esc = 0, 0, False, False
-    want = 2 if text.lstrip().startswith("{") else 1
-    for i, ch in enumerate(text):
-        if in_str:
-            esc = not esc and ch == "\\"
-            in_str = esc or ch != '"'
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            if ch == "{" and depth == want + 1:
-                count += 1
-                if count == n:
-                    return _line_of(text, i)
-        elif ch in "]}":
-            depth -= 1
-    return 0
-
-
-def _bad_utf8(path: Path, data: bytes, exc: UnicodeDecodeError, what: str) -> str:
-    line = data.count(b"\n", 0, exc.start) + 1
-    return f"{path}:{line}: not UTF-8 ({exc.reason}); {what}"
-
-
-def _day_error(path: Path, data: bytes, exc: Exception) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return _bad_utf8(path, data, exc, "skipped, its entries kept in index.json")
-    msg = str(exc)
-    m = re.match(rf"^{re.escape(str(path))} entry (\d+): (.*)$", msg, re.S)
-    if m:
-        line = _entry_line(data.decode("utf-8", "replace"), int(m.group(1)))
-        return f"{path}:{line}: entry {m.group(1)}: {m.group(2)}"
-    return msg
-
-
-def _hash(data: bytes) -> str:
-    return hashlib.sha1(data).hexdigest()
-
-
-# -- scanning --------------------------------------------------------------------------------------
-@dataclass
-class _Scan:
-    days: dict[str, list] = field(default_factory=dict)
-    entries: dict[str, str] = field(default_factory=dict)  # id -> content hash
-    loaded: dict[str, Entry] = field(default_factory=dict)  # entries parsed during the scan
-    parsed: ParsedDays = field(default_factory=dict)  # the day files parsed during the scan (read once per sync)
-    bad_days: set[str] = field(default_factory=set)
-    days_changed: bool = False
-    reread: int = 0  # files whose stat did not match (or was too recent to trust): read and hashed
-
-
-def _scan_days(layout: Layout, man: Manifest, report: SyncReport) -> _Scan:
-    scan = _Scan()
-    old_index: dict[str, dict[str, str]] | None = None
-
-    def kept(path: Path, rec: list | None) -> dict[str, str]:
-        """Entries to keep for a day file that cannot be read now: as last seen, else from index.json."""
-        nonlocal old_index
-        if rec is not None:
-            return rec[3]
-        old_index = _index_by_day(layout) if old_index is None else old_index
-        return old_index.get(path.stem, {})
-
-    for path in layout.day_files():
-        name = path.name
-        rec = man.days.get(name)
-        try:
-            st = path.stat()
-            fresh = _fresh(rec, st.st_size, st.st_mtime_ns, man)
-            data = b"" if fresh else path.read_bytes()
-        except FileNotFoundError:
-            continue  # deleted while listing: counts as removed
-        if fresh:
-            scan.days[name] = rec
-        else:
-            scan.reread += 1
-            sha = _hash(data)
-            if rec is not None and rec[2] == sha:
-                scan.days[name] = [st.st_size, st.st_mtime_ns, sha, rec[3], rec[4]]
-            else:
-                scan.days_changed = True
-                try:
-                    entries = parse_day(path, data.decode("utf-8"))
-                except (StoreCorrupt, UnicodeDecodeError) as exc:
-                    scan.days[name] = [st.st_size, st.st_mtime_ns, sha, kept(path, rec), _day_error(path, data, exc)]
-                else:
-                    scan.loaded.update((e.id, e) for e in entries)
-                    scan.parsed[str(path)] = ((st.st_size, st.st_mtime_ns), entries)
-                    scan.days[name] = [st.st_size, st.st_mtime_ns, sha, {e.id: e.content_hash() for e in entries}, ""]
-        rec = scan.days[name]
-        if rec[4]:
-            report.errors.append(rec[4])
-            scan.bad_days.add(path.stem)
-        scan.entries.update(rec[3])
-    if set(man.days) - set(scan.days):
-        scan.days_changed = True
-    if not scan.days_changed:
-        return scan  # every day file as recorded: the same entries
-    old = {i: h for rec in man.days.values() for i, h in rec[3].items()}
-    report.entries = Delta(
-        added=sorted(set(scan.entries) - set(old)),
-        changed=sorted(i for i, h in scan.entries.items() if i in old and old[i] != h),
-        removed=sorted(set(old) - set(scan.entries)),
-    )
-    return scan
-
-
-def _index_by_day(layout: Layout) -> dict[str, dict[str, str]]:
-    """Entries of the current index.json by day, to keep those of a day file that cannot be read."""
-    out: dict[str, dict[str, str]] = {}
-    try:
-        data = load_json(layout.index_file)
-        for item in data.get("entries", []) if isinstance(data, dict) else []:
-            e = Entry.from_dict(item)
-            out.setdefault(e.day, {})[e.id] = e.content_hash()
-    except (OSError, StoreCorrupt, UnicodeDecodeError):
-        pass  # no usable index.json: nothing to keep from it
-    return out
-
-
-def _scan_markdown(layout: Layout, man: Manifest, report: SyncReport, scan: _Scan) -> dict[str, list]:
-    out: dict[str, list] = {}
-    cut = len(str(layout.root)) + 1
-    for path in layout.markdown_files():
-        rel = str(path)[cut:].replace(os.sep, "/")
-        sig = _sig(path)
-        rec = man.markdown.get(rel)
-        if sig is not None and not _fresh(rec, *sig, man):
-            scan.reread += 1
-            rec = _md_record(path, rel, sig, rec, report)
-        if sig is None or rec is None:
-            continue  # vanished while we looked
-        if rec[3]:
-            report.errors.append(rec[3])
-        out[rel] = rec
-    report.markdown.removed = sorted(set(man.markdown) - set(out))
-    return out
-
-
-def _md_record(path: Path, rel: str, sig: tuple[int, int], rec: list | None, report: SyncReport) -> list | None:
-    """[size, mtime_ns, sha, error] of a Markdown file whose stat changed; None if it is gone."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    sha = _hash(data)
-    if rec is not None and rec[2] == sha:
-        return [*sig, sha, rec[3]]
-    error = ""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        error = _bad_utf8(path, data, exc, "not searchable")
-    (report.markdown.changed if rec is not None else report.markdown.added).append(rel)
-    return [*sig, sha, error]
-
-
+# -- embeddings --------------------------------------------------------------------------------------
 def _vector_ok(path: Path, model: str, dim: int, content_hash: str) -> bool:
     try:
         data = json.loads(path.read_bytes())
@@ -349,10 +91,10 @@ def _vector_ok(path: Path, model: str, dim: int, content_hash: str) -> bool:
     )
 
 
-def _plan_vectors(layout: Layout, man: Manifest, scan: _Scan, model: str, dim: int, full: bool) -> tuple[list[str], dict[str, list], list[str]]:
+def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: int, full: bool) -> tuple[list[str], dict[str, list], list[str]]:
     """(ids to embed, verified vector records, orphan embedding files to drop). `full`: embed all."""
     trusted = man.vectors if man.model == model else {}
-    dir_sig = _sig(layout.embeddings_dir)
+    dir_sig = stat_sig(layout.embeddings_dir)
     present: dict[str, tuple[int, int]] = {}
     if dir_sig is not None and dir_sig[1] == man.emb_dir_ns and man.model == model:
         present = {i: (r[0], r[1]) for i, r in trusted.items()}  # folder untouched since: same files
@@ -379,7 +121,7 @@ def _plan_vectors(layout: Layout, man: Manifest, scan: _Scan, model: str, dim: i
     return need, verified, orphans
 
 
-def _entries_for(layout: Layout, ids: list[str], scan: _Scan) -> list[Entry]:
+def _entries_for(layout: Layout, ids: list[str], scan: Scan) -> list[Entry]:
     """Entry objects for ids, parsing the day files not already read by the scan."""
     wanted = set(ids) - set(scan.loaded)
     days = {name for name, rec in scan.days.items() if not rec[4] and wanted & rec[3].keys()}
@@ -392,7 +134,7 @@ def _entries_for(layout: Layout, ids: list[str], scan: _Scan) -> list[Entry]:
 
 
 # -- index.json ------------------------------------------------------------------------------------
-def _index_state(layout: Layout, scan: _Scan) -> str:
+def _index_state(layout: Layout, scan: Scan) -> str:
     """'' if index.json matches the day files, else why it must be rebuilt."""
     path = layout.index_file
     if not path.is_file():
@@ -430,8 +172,9 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
     report.first = man is None
     man = man or Manifest()
     with store.lock():
-        scan = _scan_days(layout, man, report)
-        md = _scan_markdown(layout, man, report, scan)
+        scan = scan_files(layout, man)
+        report.entries, report.markdown = scan.entry_delta, scan.markdown_delta
+        report.errors.extend(scan.errors)
         need, verified, orphans = _plan_vectors(layout, man, scan, model, dim, full)
         todo = _entries_for(layout, need, scan)
     fresh: dict = {}  # the vectors computed now, handed to the search cache (no read-back from JSON)
@@ -443,7 +186,7 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
     def written(part: list[Entry], paths: list[Path]) -> None:
         report.touched.extend(paths)
         for e in part:
-            sig = _sig(layout.embedding_file(e.id))
+            sig = stat_sig(layout.embedding_file(e.id))
             if sig is not None:
                 verified[e.id] = [*sig, e.content_hash()]
         report.embedded += len(part)
@@ -469,7 +212,7 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
             path.unlink(missing_ok=True)
             report.touched.append(path)
             report.dropped += 1
-        index_sig = _sig(layout.index_file)
+        index_sig = stat_sig(layout.index_file)
         why = "--full" if full else ""
         if not why and (scan.days_changed or index_sig is None or list(index_sig) != man.index_sig):
             why = _index_state(layout, scan)
@@ -479,18 +222,18 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
             store.rebuild_index(mem.settings.compressor, scan.parsed)  # the day files it cannot read are already in report.errors
             report.index_rebuilt = why
             report.touched.append(layout.index_file)
-            index_sig = _sig(layout.index_file)
-        dir_sig = _sig(layout.embeddings_dir)
+            index_sig = stat_sig(layout.index_file)
+        dir_sig = stat_sig(layout.embeddings_dir)
         if dir_sig is not None and dir_sig[1] == man.emb_dir_ns and not (report.embedded or report.dropped):
             listed = set(man.vectors)  # the folder as the last sync left it, when it listed exactly these
         else:
             listed = {n[:-5] for n in os.listdir(layout.embeddings_dir) if n.endswith(".json")} if dir_sig else set()
         keep_dir = dir_sig is not None and listed == set(verified)  # else rescan the folder next time
         new = Manifest(model=model, index_sig=list(index_sig) if index_sig else None, emb_dir_ns=dir_sig[1] if keep_dir else None,
-                       days=scan.days, markdown=md, vectors=verified)
+                       days=scan.days, markdown=scan.markdown, vectors=verified)
     # the scan's stats, taken before this sync read anything, are the search cache's signatures too
     files = {f"{layout.index_dir}{os.sep}{name}": f"{rec[0]}:{rec[1]}" for name, rec in scan.days.items()}
-    files.update((f"{layout.root}{os.sep}{rel.replace('/', os.sep)}", f"{rec[0]}:{rec[1]}") for rel, rec in md.items())
+    files.update((f"{layout.root}{os.sep}{rel.replace('/', os.sep)}", f"{rec[0]}:{rec[1]}") for rel, rec in scan.markdown.items())
     report.search_rebuilt = _refresh_search(mem, full, progress, report, Known(scan.parsed, fresh, Sigs.take(layout, files)))
     if scan.reread or new.state() != man.state():  # nothing new: leave the manifest (and the disk) alone
         new.save(layout, man)
@@ -543,4 +286,4 @@ def persist_embedder(layout: Layout, name: str) -> Path:
     return path
 
 
-__all__ = ["sync", "SyncReport", "Delta", "Manifest", "persist_embedder"]
+__all__ = ["sync", "SyncReport", "persist_embedder"]

@@ -1,0 +1,298 @@
+"""What changed on disk since the last sync: the manifest, and the scans that compare the files with it.
+
+`memory reindex` and `memory watch` must not re-read 10,000 entries to find one edit. The manifest
+(memory/.cache/sync.json) records, per day file and per Markdown file, the (size, mtime_ns, content
+hash) a sync last saw, and per day file the content hash of each of its entries. A scan stats every
+file and reads only those whose stat no longer matches (or was taken too close to a change to trust),
+comparing them by content hash, so a touched-but-unchanged file is no change. The scans know nothing
+of embedding or index.json: they say what is there, what changed and which files cannot be read
+(as path:line), and `memtool.sync` decides what to redo.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memtool import constants as C
+from memtool.errors import StoreCorrupt
+from memtool.fsutil import atomic_write_text
+from memtool.models import Entry
+from memtool.store import Layout, ParsedDays, load_json, parse_day
+
+MANIFEST_VERSION = 1
+
+
+@dataclass
+class Delta:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.changed or self.removed)
+
+    def text(self) -> str:
+        return f"+{len(self.added)} ~{len(self.changed)} -{len(self.removed)}"
+
+
+# -- the manifest ----------------------------------------------------------------------------------
+@dataclass
+class Manifest:
+    model: str = ""
+    written_ns: int = 0  # when it was saved: files modified close to this are re-hashed (racy mtimes)
+    index_sig: list | None = None  # [size, mtime_ns] of index.json
+    emb_dir_ns: int | None = None  # mtime_ns of the embeddings folder
+    days: dict[str, list] = field(default_factory=dict)  # name -> [size, mtime_ns, sha, {id: hash}, error]
+    markdown: dict[str, list] = field(default_factory=dict)  # rel path -> [size, mtime_ns, sha, error]
+    vectors: dict[str, list] = field(default_factory=dict)  # id -> [size, mtime_ns, content_hash] verified for model
+    encoded: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # JSON of the tables as saved here
+
+    @staticmethod
+    def path(layout: Layout) -> Path:
+        return layout.cache_dir / C.SYNC_MANIFEST_FILE
+
+    @classmethod
+    def load(cls, layout: Layout) -> "Manifest | None":
+        """The saved manifest; the very object this process last read or wrote while the file is
+        unchanged (`memory watch` syncs again and again: no re-parse). Shared, so read-only."""
+        path = cls.path(layout)
+        try:
+            sig = _file_id(path)
+            recent = _RECENT.get(str(path))
+            if recent is not None and recent[0] == sig:
+                return recent[1]
+            data = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            return None  # missing or damaged: it is derived, start over
+        if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
+            return None
+        data.pop("version")
+        try:
+            man = cls(**data)
+        except TypeError:
+            return None
+        _RECENT[str(path)] = (sig, man)
+        return man
+
+    def state(self) -> tuple:
+        return self.model, self.index_sig, self.emb_dir_ns, self.days, self.markdown, self.vectors
+
+    def save(self, layout: Layout, previous: "Manifest | None" = None) -> None:
+        """Write it; a record table equal to the one `previous` saved is not encoded again (a daily-log
+        edit changes one Markdown record, not the 10,000 entry records)."""
+        self.written_ns = time.time_ns()
+        fields = {"version": MANIFEST_VERSION, **{k: v for k, v in vars(self).items() if k != "encoded"}}
+        for key in ("days", "markdown", "vectors"):
+            same = previous is not None and key in previous.encoded and getattr(previous, key) == fields[key]
+            self.encoded[key] = previous.encoded[key] if same else json.dumps(fields[key], separators=(",", ":"))
+        text = "{" + ",".join(f"{json.dumps(k)}:{self.encoded.get(k) or json.dumps(v, separators=(',', ':'))}" for k, v in fields.items()) + "}"
+        path = self.path(layout)
+        atomic_write_text(path, text, durable=False)  # derived: a damaged one fails to load, and every file is hashed again
+        _RECENT[str(path)] = (_file_id(path), self)
+
+
+# The manifest each root's file held when this process last read or wrote it, by the file's
+# (inode, size, mtime_ns). Every record in a manifest is keyed by a file's stat, so even one that
+# another process has since replaced says nothing false: at worst a file is hashed again.
+_RECENT: dict[str, tuple[tuple[int, int, int], Manifest]] = {}
+
+
+def _file_id(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def stat_sig(path: Path) -> tuple[int, int] | None:
+    """(size, mtime_ns) of a file or folder; None if it is not there."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _fresh(rec: list | None, size: int, mtime_ns: int, man: Manifest) -> bool:
+    """The recorded stat still describes the file, and was not taken too close to a change to trust."""
+    return rec is not None and rec[0] == size and rec[1] == mtime_ns and mtime_ns + C.SYNC_RACY_NS < man.written_ns
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _entry_line(text: str, n: int) -> int:
+    """Line where the n-th (1-based) object of the entries list starts; 0 if not found."""
+    depth, count, in_str, esc = 0, 0, False, False
+    want = 2 if text.lstrip().startswith("{") else 1
+    for i, ch in enumerate(text):
+        if in_str:
+            esc = not esc and ch == "\\"
+            in_str = esc or ch != '"'
+            continue
+        if ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if ch == "{" and depth == want + 1:
+                count += 1
+                if count == n:
+                    return _line_of(text, i)
+        elif ch in "]}":
+            depth -= 1
+    return 0
+
+
+def _bad_utf8(path: Path, data: bytes, exc: UnicodeDecodeError, what: str) -> str:
+    line = data.count(b"\n", 0, exc.start) + 1
+    return f"{path}:{line}: not UTF-8 ({exc.reason}); {what}"
+
+
+def _day_error(path: Path, data: bytes, exc: Exception) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return _bad_utf8(path, data, exc, "skipped, its entries kept in index.json")
+    msg = str(exc)
+    m = re.match(rf"^{re.escape(str(path))} entry (\d+): (.*)$", msg, re.S)
+    if m:
+        line = _entry_line(data.decode("utf-8", "replace"), int(m.group(1)))
+        return f"{path}:{line}: entry {m.group(1)}: {m.group(2)}"
+    return msg
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+# -- scanning --------------------------------------------------------------------------------------
+@dataclass
+class Scan:
+    """The files as this sync found them, and what changed since the manifest."""
+
+    days: dict[str, list] = field(default_factory=dict)  # day file name -> its manifest record
+    markdown: dict[str, list] = field(default_factory=dict)  # Markdown path relative to the root -> its record
+    entries: dict[str, str] = field(default_factory=dict)  # id -> content hash
+    loaded: dict[str, Entry] = field(default_factory=dict)  # entries parsed during the scan
+    parsed: ParsedDays = field(default_factory=dict)  # the day files parsed during the scan (read once per sync)
+    bad_days: set[str] = field(default_factory=set)
+    days_changed: bool = False
+    reread: int = 0  # files whose stat did not match (or was too recent to trust): read and hashed
+    entry_delta: Delta = field(default_factory=Delta)  # entry ids; empty when every day file is as recorded
+    markdown_delta: Delta = field(default_factory=Delta)  # Markdown paths relative to the root
+    errors: list[str] = field(default_factory=list)  # files that cannot be read (day files first), as path:line
+
+
+def scan_files(layout: Layout, man: Manifest) -> Scan:
+    """Stat every day file and Markdown file; read and hash those whose stat differs from `man`."""
+    scan = Scan()
+    _scan_days(layout, man, scan)
+    _scan_markdown(layout, man, scan)
+    return scan
+
+
+def _scan_days(layout: Layout, man: Manifest, scan: Scan) -> None:
+    old_index: dict[str, dict[str, str]] | None = None
+
+    def kept(path: Path, rec: list | None) -> dict[str, str]:
+        """Entries to keep for a day file that cannot be read now: as last seen, else from index.json."""
+        nonlocal old_index
+        if rec is not None:
+            return rec[3]
+        old_index = _index_by_day(layout) if old_index is None else old_index
+        return old_index.get(path.stem, {})
+
+    for path in layout.day_files():
+        name = path.name
+        rec = man.days.get(name)
+        try:
+            st = path.stat()
+            fresh = _fresh(rec, st.st_size, st.st_mtime_ns, man)
+            data = b"" if fresh else path.read_bytes()
+        except FileNotFoundError:
+            continue  # deleted while listing: counts as removed
+        if fresh:
+            scan.days[name] = rec
+        else:
+            scan.reread += 1
+            sha = _hash(data)
+            if rec is not None and rec[2] == sha:
+                scan.days[name] = [st.st_size, st.st_mtime_ns, sha, rec[3], rec[4]]
+            else:
+                scan.days_changed = True
+                try:
+                    entries = parse_day(path, data.decode("utf-8"))
+                except (StoreCorrupt, UnicodeDecodeError) as exc:
+                    scan.days[name] = [st.st_size, st.st_mtime_ns, sha, kept(path, rec), _day_error(path, data, exc)]
+                else:
+                    scan.loaded.update((e.id, e) for e in entries)
+                    scan.parsed[str(path)] = ((st.st_size, st.st_mtime_ns), entries)
+                    scan.days[name] = [st.st_size, st.st_mtime_ns, sha, {e.id: e.content_hash() for e in entries}, ""]
+        rec = scan.days[name]
+        if rec[4]:
+            scan.errors.append(rec[4])
+            scan.bad_days.add(path.stem)
+        scan.entries.update(rec[3])
+    if set(man.days) - set(scan.days):
+        scan.days_changed = True
+    if not scan.days_changed:
+        return  # every day file as recorded: the same entries
+    old = {i: h for rec in man.days.values() for i, h in rec[3].items()}
+    scan.entry_delta = Delta(
+        added=sorted(set(scan.entries) - set(old)),
+        changed=sorted(i for i, h in scan.entries.items() if i in old and old[i] != h),
+        removed=sorted(set(old) - set(scan.entries)),
+    )
+
+
+def _index_by_day(layout: Layout) -> dict[str, dict[str, str]]:
+    """Entries of the current index.json by day, to keep those of a day file that cannot be read."""
+    out: dict[str, dict[str, str]] = {}
+    try:
+        data = load_json(layout.index_file)
+        for item in data.get("entries", []) if isinstance(data, dict) else []:
+            e = Entry.from_dict(item)
+            out.setdefault(e.day, {})[e.id] = e.content_hash()
+    except (OSError, StoreCorrupt, UnicodeDecodeError):
+        pass  # no usable index.json: nothing to keep from it
+    return out
+
+
+def _scan_markdown(layout: Layout, man: Manifest, scan: Scan) -> None:
+    out = scan.markdown
+    cut = len(str(layout.root)) + 1
+    for path in layout.markdown_files():
+        rel = str(path)[cut:].replace(os.sep, "/")
+        sig = stat_sig(path)
+        rec = man.markdown.get(rel)
+        if sig is not None and not _fresh(rec, *sig, man):
+            scan.reread += 1
+            rec = _md_record(path, rel, sig, rec, scan.markdown_delta)
+        if sig is None or rec is None:
+            continue  # vanished while we looked
+        if rec[3]:
+            scan.errors.append(rec[3])
+        out[rel] = rec
+    scan.markdown_delta.removed = sorted(set(man.markdown) - set(out))
+
+
+def _md_record(path: Path, rel: str, sig: tuple[int, int], rec: list | None, delta: Delta) -> list | None:
+    """[size, mtime_ns, sha, error] of a Markdown file whose stat changed; None if it is gone."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    sha = _hash(data)
+    if rec is not None and rec[2] == sha:
+        return [*sig, sha, rec[3]]
+    error = ""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        error = _bad_utf8(path, data, exc, "not searchable")
+    (delta.changed if rec is not None else delta.added).append(rel)
+    return [*sig, sha, error]
+
