@@ -20,57 +20,23 @@ import json
 import os
 import re
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from memtool import constants as C
 from memtool.archive import ArchiveLayout, archive_layouts
 from memtool.config import Settings, load_settings
+from memtool.doctor.report import WARNING, Problem, Report
 from memtool.errors import ConfigError, ProviderError, StorageError, StoreCorrupt
 from memtool.fsutil import atomic_write_text, dumps_json
 from memtool.models import Entry, utcnow
 from memtool.providers import Embedder, build_embedder
 from memtool.store import CONFLICT_RE, Layout, Store, day_document, load_json, read_day
 
-ERROR, WARNING = "error", "warning"
 MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
 ENTRIES_RE = re.compile(r'"entries"\s*:\s*\[\s*')
 SEPARATOR_RE = re.compile(r"\s*,?\s*")
 SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR)
-
-
-@dataclass
-class Problem:
-    kind: str  # temp, unparsable, conflict, misplaced, duplicate, index, orphan, embedding, pending, config
-    path: str  # relative to the memory root
-    message: str
-    line: int | None = None
-    severity: str = ERROR
-    fix: str = ""  # what `--fix` does about it; empty when it needs a person
-
-    def where(self) -> str:
-        return f"{self.path}:{self.line}" if self.line else self.path
-
-
-@dataclass
-class Report:
-    root: str
-    problems: list[Problem] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    fixed: list[str] = field(default_factory=list)
-    quarantined: list[str] = field(default_factory=list)
-
-    @property
-    def healthy(self) -> bool:
-        return not any(p.severity == ERROR for p in self.problems)
-
-    def of(self, *kinds: str) -> list[Problem]:
-        return [p for p in self.problems if p.kind in kinds]
-
-    def to_dict(self) -> dict:
-        return {"root": self.root, "healthy": self.healthy, "counts": self.counts, "problems": [asdict(p) for p in self.problems],
-                "fixed": self.fixed, "quarantined": self.quarantined}
 
 
 class Quarantine:
