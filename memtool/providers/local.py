@@ -24,6 +24,7 @@ SHORT_TEXT_TOKENS = 80  # a note this short is its own summary
 MIN_KEYWORDS = 3
 SUMMARY_SHARE = 0.1  # of the budget for the summary: about one sentence (the best one may take twice this)
 FIRST_SENTENCE_TOKENS = 14  # the best sentence up to this long (or twice the budget) is always kept
+SHORT_FIRST_SENTENCE_TOKENS = 24  # … up to this long when the budget is at its floor: a short session keeps a whole sentence
 FALLBACK_SENTENCE_TOKENS = 20  # when no sentence fits, the best whole one up to this (never a fragment)
 CUE_SHARE = 0.25  # for decisions and action items together
 KEYWORD_SHARE = 0.3  # guaranteed to keywords, the most useful field for finding a session again
@@ -121,7 +122,8 @@ class LocalCompressor:
             actions = [a for a in _cue_sentences(sentences, ACTION_RE, total) if a not in decisions]
             keywords = self._keywords(tf, idf, people, MIN_KEYWORDS * 2)[:MIN_KEYWORDS]
         else:  # fill the budget by shares; keywords take what is left, and at least their share
-            summary = self._summary(sentences, tf, idf, int(budget * SUMMARY_SHARE))
+            first_cap = SHORT_FIRST_SENTENCE_TOKENS if budget == MIN_BUDGET else FIRST_SENTENCE_TOKENS
+            summary = self._summary(sentences, tf, idf, int(budget * SUMMARY_SHARE), first_cap)
             cue_budget = max(MIN_CUE_TOKENS, int(budget * CUE_SHARE))
             decisions = _cue_sentences(sentences, DECISION_RE, cue_budget)  # decisions first, actions get the rest
             actions = [a for a in _cue_sentences(sentences, ACTION_RE, cue_budget - sum(map(count_tokens, decisions))) if a not in decisions]
@@ -141,7 +143,7 @@ class LocalCompressor:
         )
 
     @staticmethod
-    def _summary(sentences: list[str], tf: Counter, idf, budget: int) -> str:
+    def _summary(sentences: list[str], tf: Counter, idf, budget: int, first_cap: int = FIRST_SENTENCE_TOKENS) -> str:
         """The highest-scoring whole sentences that fit the budget, in their original order."""
         weight = {w: (1.0 + math.log(c)) * idf(w) for w, c in tf.items()}
         scored = []
@@ -156,7 +158,7 @@ class LocalCompressor:
         picked, used = [], 0
         for _, i, s in scored:  # the first pick may take twice the budget (or a floor): a summary says something
             cost = count_tokens(s)
-            if used + cost <= (budget if picked else max(2 * budget, FIRST_SENTENCE_TOKENS)):
+            if used + cost <= (budget if picked else max(2 * budget, first_cap)):
                 picked.append((i, s))
                 used += cost
         if not picked:  # no sentence fits: the best whole one up to twice the budget (or a floor), else cut the best

@@ -64,3 +64,17 @@ def test_month_and_year_are_one_date():
     out = LocalCompressor().compress("Alice: we shipped the Kafka consumer in November 2022 and the audit is on May 3, 2023. " * 4)
     assert "November 2022" in out.entities.dates and "May 3, 2023" in out.entities.dates
     assert "November 20" not in out.entities.dates
+
+
+def test_a_short_session_keeps_a_whole_informative_sentence():
+    """A short technical session (its budget at the floor) may spend more of it on the summary: the
+    sentence that says what the session was about, not a 5-word aside that fits a 14-token cap."""
+    session = (
+        "user: Checkout fails for customers paying with Apple Pay since the SDK upgrade on Monday.\n"
+        "assistant: The new SDK returns the payment token under a different key, so the webhook handler drops it.\n"
+        "user: Can we pin the old SDK version for now?\n"
+        "assistant: Pinned it and added a regression test for the webhook payload. Maria reviews.\n"
+    ) * 2
+    out = LocalCompressor().compress(session)
+    assert out.summary in session and count_tokens(out.summary) > 14
+    assert out.summary != "Maria reviews."
