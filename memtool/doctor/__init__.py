@@ -27,50 +27,15 @@ from memtool import constants as C
 from memtool.archive import ArchiveLayout, archive_layouts
 from memtool.config import Settings, load_settings
 from memtool.doctor.report import WARNING, Problem, Report
+from memtool.doctor.salvage import Quarantine, conflict_sides, parse_entries, salvage
 from memtool.errors import ConfigError, ProviderError, StorageError, StoreCorrupt
 from memtool.fsutil import atomic_write_text, dumps_json
-from memtool.models import Entry, utcnow
+from memtool.models import Entry
 from memtool.providers import Embedder, build_embedder
 from memtool.store import CONFLICT_RE, Layout, Store, day_document, load_json, read_day
 
 MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
-ENTRIES_RE = re.compile(r'"entries"\s*:\s*\[\s*')
-SEPARATOR_RE = re.compile(r"\s*,?\s*")
 SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR)
-
-
-class Quarantine:
-    """memory/quarantine/<UTC timestamp>/..., created on first use."""
-
-    def __init__(self, layout: Layout):
-        self.layout = layout
-        self.moved: list[str] = []
-        self._folder: Path | None = None
-
-    @property
-    def folder(self) -> Path:
-        if self._folder is None:
-            stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
-            folder, n = self.layout.quarantine_dir / stamp, 1
-            while folder.exists():
-                n += 1
-                folder = self.layout.quarantine_dir / f"{stamp}-{n}"
-            self._folder = folder
-        return self._folder
-
-    def move(self, path: Path) -> None:
-        dest = self.folder / path.relative_to(self.layout.memory_dir)
-        try:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(path, dest)
-        except OSError as exc:
-            raise StorageError(f"cannot move {path} into {self.folder}: {exc.strerror}") from None
-        self.moved.append(dest.relative_to(self.layout.root).as_posix())
-
-    def write(self, relative: str, text: str) -> None:
-        dest = self.folder / relative
-        atomic_write_text(dest, text)
-        self.moved.append(dest.relative_to(self.layout.root).as_posix())
 
 
 def split_location(message: str, path: Path) -> tuple[str, int | None]:
@@ -98,60 +63,6 @@ def content_duplicates(entries: Iterable[Entry], layout: Layout) -> list[tuple[E
             else:
                 first[key] = e
     return out
-
-
-def conflict_sides(text: str) -> tuple[str, str] | None:
-    """The two versions of a file holding git conflict markers (diff3 base sections dropped)."""
-    ours: list[str] = []
-    theirs: list[str] = []
-    state, seen = "", False
-    for line in text.splitlines(keepends=True):
-        marker = line[:7]
-        if marker == "<" * 7 and not state:
-            state, seen = "ours", True
-        elif marker == "|" * 7 and state == "ours":
-            state = "base"
-        elif marker == "=" * 7 and state in ("ours", "base"):
-            state = "theirs"
-        elif marker == ">" * 7 and state == "theirs":
-            state = ""
-        else:
-            if state in ("", "ours"):
-                ours.append(line)
-            if state in ("", "theirs"):
-                theirs.append(line)
-    return ("".join(ours), "".join(theirs)) if seen and not state else None
-
-
-def parse_entries(data: object) -> list[Entry]:
-    """The entries of a parsed day (or index) document that are valid; the others are skipped."""
-    items = data.get("entries") if isinstance(data, dict) else data
-    out = []
-    for item in items if isinstance(items, list) else []:
-        try:
-            out.append(Entry.from_dict(item))
-        except StoreCorrupt:
-            continue  # this one stays only in the quarantined original
-    return out
-
-
-def _entries_of(text: str) -> list[Entry]:
-    """The valid entries of a day file's text; when it is damaged (cut off, say), every whole entry
-    before the damage."""
-    try:
-        return parse_entries(json.loads(text))
-    except json.JSONDecodeError:
-        pass
-    start = ENTRIES_RE.search(text)
-    decoder, items, pos = json.JSONDecoder(), [], start.end() if start else len(text)
-    while pos < len(text):
-        try:
-            item, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
-            break
-        items.append(item)
-        pos = SEPARATOR_RE.match(text, pos).end()
-    return parse_entries(items)
 
 
 class Doctor:
@@ -403,11 +314,7 @@ class Doctor:
         for problem in bad:
             path = self.layout.root / problem.path
             text = path.read_bytes().decode("utf-8", errors="replace")
-            sides = conflict_sides(text)
-            kept: dict[str, Entry] = {}
-            for side in sides or (text,):
-                for e in _entries_of(side):
-                    kept.setdefault(e.id, e)
+            kept = salvage(text)
             if path.parent == self.layout.index_dir:  # index.json lists live entries only
                 if indexed is None:
                     indexed = self._index_entries()

@@ -1,0 +1,118 @@
+"""Saving what can be saved from a damaged file, and the quarantine that keeps the original.
+
+A day file cut off by a crash keeps every whole entry before the cut; one holding git conflict
+markers keeps the entries of both sides. Whatever `memory doctor --fix` cannot keep as it is goes to
+memory/quarantine/<timestamp>/: nothing is ever deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from memtool.errors import StorageError, StoreCorrupt
+from memtool.fsutil import atomic_write_text
+from memtool.models import Entry, utcnow
+from memtool.store import Layout
+
+ENTRIES_RE = re.compile(r'"entries"\s*:\s*\[\s*')
+SEPARATOR_RE = re.compile(r"\s*,?\s*")
+
+
+class Quarantine:
+    """memory/quarantine/<UTC timestamp>/..., created on first use."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+        self.moved: list[str] = []
+        self._folder: Path | None = None
+
+    @property
+    def folder(self) -> Path:
+        if self._folder is None:
+            stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+            folder, n = self.layout.quarantine_dir / stamp, 1
+            while folder.exists():
+                n += 1
+                folder = self.layout.quarantine_dir / f"{stamp}-{n}"
+            self._folder = folder
+        return self._folder
+
+    def move(self, path: Path) -> None:
+        dest = self.folder / path.relative_to(self.layout.memory_dir)
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, dest)
+        except OSError as exc:
+            raise StorageError(f"cannot move {path} into {self.folder}: {exc.strerror}") from None
+        self.moved.append(dest.relative_to(self.layout.root).as_posix())
+
+    def write(self, relative: str, text: str) -> None:
+        dest = self.folder / relative
+        atomic_write_text(dest, text)
+        self.moved.append(dest.relative_to(self.layout.root).as_posix())
+
+
+def salvage(text: str) -> dict[str, Entry]:
+    """Every entry that parses in a damaged day file's text (both sides of a conflict), by id, the first of each."""
+    kept: dict[str, Entry] = {}
+    for side in conflict_sides(text) or (text,):
+        for e in _entries_of(side):
+            kept.setdefault(e.id, e)
+    return kept
+
+
+def conflict_sides(text: str) -> tuple[str, str] | None:
+    """The two versions of a file holding git conflict markers (diff3 base sections dropped)."""
+    ours: list[str] = []
+    theirs: list[str] = []
+    state, seen = "", False
+    for line in text.splitlines(keepends=True):
+        marker = line[:7]
+        if marker == "<" * 7 and not state:
+            state, seen = "ours", True
+        elif marker == "|" * 7 and state == "ours":
+            state = "base"
+        elif marker == "=" * 7 and state in ("ours", "base"):
+            state = "theirs"
+        elif marker == ">" * 7 and state == "theirs":
+            state = ""
+        else:
+            if state in ("", "ours"):
+                ours.append(line)
+            if state in ("", "theirs"):
+                theirs.append(line)
+    return ("".join(ours), "".join(theirs)) if seen and not state else None
+
+
+def parse_entries(data: object) -> list[Entry]:
+    """The entries of a parsed day (or index) document that are valid; the others are skipped."""
+    items = data.get("entries") if isinstance(data, dict) else data
+    out = []
+    for item in items if isinstance(items, list) else []:
+        try:
+            out.append(Entry.from_dict(item))
+        except StoreCorrupt:
+            continue  # this one stays only in the quarantined original
+    return out
+
+
+def _entries_of(text: str) -> list[Entry]:
+    """The valid entries of a day file's text; when it is damaged (cut off, say), every whole entry
+    before the damage."""
+    try:
+        return parse_entries(json.loads(text))
+    except json.JSONDecodeError:
+        pass
+    start = ENTRIES_RE.search(text)
+    decoder, items, pos = json.JSONDecoder(), [], start.end() if start else len(text)
+    while pos < len(text):
+        try:
+            item, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        items.append(item)
+        pos = SEPARATOR_RE.match(text, pos).end()
+    return parse_entries(items)
