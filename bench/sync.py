@@ -4,8 +4,9 @@
     python bench/sync.py --entries 2000 --markdown 200 --keep /tmp/store
 
 Measures: a full rebuild (`reindex --full`, every entry embedded with the default embedder), a
-no-change `reindex` (in process and as the `memory` command), one hand-edited summary, and how long
-an edit to a daily log takes to become visible to `memory search` under `memory watch`.
+no-change `reindex` (in process and as the `memory` command), one hand-edited summary (--rounds
+times, each in another day file; its phases are a mean per sync), and how long an edit to a daily
+log takes to become visible to `memory search` under `memory watch`.
 Everything is offline; the store lives in a temporary folder unless --keep is given.
 """
 
@@ -98,7 +99,8 @@ def instrument(embedder) -> None:
 
     wrap(embedder, "embed_documents", "embedder.embed_documents (entries + chunks)")
     wrap(store_mod.Store, "write_embeddings", "Store.write_embeddings (embedding files; a thread, overlaps embedding)")
-    wrap(store_mod.Store, "rebuild_index", "Store.rebuild_index (index.json)")
+    wrap(store_mod.Store, "rebuild_index", "Store.rebuild_index (index.json from every day file)")
+    wrap(sync_mod, "_index_state", "index.json checked against every day file")
     wrap(sync_mod, "refresh_index", "search cache: refresh_index -> build")
     wrap(index_mod, "collect_docs", "  build: collect_docs (day files as the scan parsed them, Markdown chunked)")
     wrap(store_mod.Store, "vector_for", "  build: Store.vector_for x entries (reads embedding JSON)")
@@ -109,9 +111,10 @@ def instrument(embedder) -> None:
     wrap(bm25s.BM25, "save", "  build: bm25s save")
 
 
-def show_phases() -> None:
+def show_phases(runs: int = 1) -> None:
+    """The time of each phase, per run (a mean when the phases of several runs were summed)."""
     for label, secs in PHASES.items():
-        print(f"    {label:66s} {secs:6.2f}s")
+        print(f"    {label:66s} {secs / runs:6.2f}s")
     PHASES.clear()
 
 
@@ -196,9 +199,7 @@ def main() -> None:
             cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         print(f"no-change `memory reindex` command: wall median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}), "
               f"CPU median {statistics.median(cpu) * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-        day = sorted(mem.layout.day_files())[len(mem.layout.day_files()) // 2]
-        text = day.read_text(encoding="utf-8")
-        day.write_text(text.replace('"summary": "', '"summary": "Corrected: ', 1), encoding="utf-8")
+        days = mem.layout.day_files()
         report = None
 
         def one_edit() -> None:
@@ -206,9 +207,15 @@ def main() -> None:
             report = sync(mem)
 
         PHASES.clear()
-        t = timed(one_edit)
-        print(f"one hand-edited summary: {t:.2f}s, {report.embedded} entry re-embedded  [{report.line()}]")
-        show_phases()
+        times = []
+        for r in range(args.rounds):  # each round edits one summary in another day file
+            day = days[len(days) // 2 + r]
+            text = day.read_text(encoding="utf-8")
+            day.write_text(text.replace('"summary": "', '"summary": "Corrected: ', 1), encoding="utf-8")
+            times.append(timed(one_edit))
+        print(f"one hand-edited summary: median {statistics.median(times):.2f}s (min {min(times):.2f}s), "
+              f"{report.embedded} entry re-embedded  [{report.line()}]")
+        show_phases(args.rounds)
         to_sync, to_search = watch_latency(root, args.rounds)
         print(f"daily-log edit under `memory watch` (debounce {C.WATCH_DEBOUNCE_S}s): synced after median {statistics.median(to_sync):.2f}s "
               f"(max {max(to_sync):.2f}s); found by a fresh search after median {statistics.median(to_search):.2f}s (max {max(to_search):.2f}s)")
