@@ -15,6 +15,7 @@ from memtool.text import count_tokens
 
 HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE_RE = re.compile(r"^\s*(```|~~~)")
+COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,37 @@ def _blocks(text: str) -> list[tuple[int, str, str]]:
     return out
 
 
+def uncommented(text: str) -> str:
+    """HTML comments blanked outside fenced code, line numbers kept. A comment does not show in
+    rendered Markdown (a log line's provenance tag, a note to editors), so it is neither searched
+    nor shown: otherwise every line an agent logged would match a search for the agent's name."""
+    if "<!--" not in text:
+        return text
+    parts: list[tuple[bool, list[str]]] = []  # (is fenced code, its lines)
+    cur: list[str] = []
+    in_fence = False
+    for line in text.splitlines(keepends=True):
+        if FENCE_RE.match(line):
+            if in_fence:
+                cur.append(line)
+            parts.append((in_fence, cur))
+            cur = [] if in_fence else [line]
+            in_fence = not in_fence
+        else:
+            cur.append(line)
+    parts.append((in_fence, cur))
+    return "".join("".join(lines) if code else COMMENT_RE.sub(_line_ends, "".join(lines)) for code, lines in parts)
+
+
+def _line_ends(m: re.Match) -> str:
+    return "\n" * m.group(0).count("\n")
+
+
 def chunk_markdown(text: str, target: int = CHUNK_TARGET_TOKENS) -> list[Chunk]:
     chunks: list[Chunk] = []
     cur: list[str] = []
     cur_line, cur_head, cur_tokens = 0, "", 0
-    for line, head, body in _blocks(text):
+    for line, head, body in _blocks(uncommented(text)):
         tokens = count_tokens(body)
         if cur and (head != cur_head or cur_tokens + tokens > target):
             chunks.append(Chunk("\n\n".join(cur), cur_line, cur_head))

@@ -1,4 +1,6 @@
-from memtool.chunking import chunk_lines, chunk_markdown
+from memtool.app import open_memory
+from memtool.chunking import chunk_lines, chunk_markdown, uncommented
+from memtool.scaffold import init
 from memtool.text import count_tokens
 
 DOC = """# Project
@@ -50,3 +52,23 @@ def test_chunk_lines_groups_turns_with_overlap():
     for c in chunks:
         covered.update(c.text.splitlines())
     assert len(covered) == 40
+
+
+def test_html_comments_are_blanked_outside_code_with_line_numbers_kept():
+    text = "# Notes\n\n- 09:12 shipped it <!-- source=ai_inferred agent=claude-code -->\n<!-- a\nnote -->\nafter\n\n```html\n<!-- markup -->\n```\n"
+    out = uncommented(text)
+    assert out.count("\n") == text.count("\n")  # chunks still point at the right lines
+    assert "claude-code" not in out and "note" not in out.split("after")[0]
+    assert "<!-- markup -->" in out  # fenced code is shown as written
+    chunk = chunk_markdown(text)[0]
+    assert chunk.line == 3 and "shipped it" in chunk.text and "ai_inferred" not in chunk.text
+
+
+def test_a_log_lines_provenance_tag_is_not_searched(root):
+    init(root)
+    mem = open_memory(root, dense_fallback=False)
+    mem.log("Rotated the staging database password.", agent="claude-code", source="ai_inferred")
+    assert "agent=claude-code" in next((root / "memory").glob("*.md")).read_text()  # provenance stays in the file
+    assert mem.search("claude", kinds=("log",)) == []  # but is not what the line says
+    hit = mem.search("staging password", kinds=("log",))[0]
+    assert "Rotated" in hit.text and "<!--" not in hit.text

@@ -28,7 +28,7 @@ from memtool.search.cues import doc_cues
 from memtool.search.segment import DELTA_DIR, IMPORTANCE_CODE, KIND_CODE, SearchIndex, Segment
 from memtool.text import terms, words
 
-CACHE_VERSION = 7
+CACHE_VERSION = 8
 DELTA_MIN_DOCS = 2000  # a delta may always grow this large before a full rebuild …
 DELTA_FRACTION = 0.2  # … or this share of the base, whichever is larger
 # BM25 field weights for entry documents: each field is repeated this many times in the indexed text.
