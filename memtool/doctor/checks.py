@@ -1,0 +1,267 @@
+"""The checks of `memory doctor`: each file of the store against the per-day entry files, which are the truth.
+
+The live store first: temp files of interrupted writes, day files that cannot be read, misplaced and
+duplicate entries, index.json, the embedding files (model, dimension, content hash), transcripts and
+embeddings of no entry, stand-in entries, conflict markers and bad UTF-8 in the Markdown files. Then
+each archive year the same way (no index.json there, stand-ins not reported), plus an entry both live
+and archived and a day file in another year's folder. Checker only reads and reports; the repairs
+are in repair.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from memtool import constants as C
+from memtool.archive import ArchiveLayout, archive_layouts
+from memtool.config import Settings
+from memtool.doctor.report import WARNING, Problem, Report
+from memtool.errors import StorageError, StoreCorrupt
+from memtool.models import Entry
+from memtool.providers import Embedder
+from memtool.store import CONFLICT_RE, Layout, Store, load_json, read_day
+
+MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
+SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR)
+
+
+def split_location(message: str, path: Path) -> tuple[str, int | None]:
+    """'<path>:<line>:<col>: what' -> ('what', line): the report shows the path once."""
+    m = re.match(re.escape(str(path)) + r"(?::(\d+))?(?::\d+)?:?\s*", message)
+    if not m:
+        return message, None
+    return message[m.end():], int(m.group(1)) if m.group(1) else None
+
+
+def content_duplicates(entries: Iterable[Entry], layout: Layout) -> list[tuple[Entry, Entry]]:
+    """(later, earlier) pairs holding the same memory twice: same compressed fields and same transcript."""
+    groups: dict[str, list[Entry]] = {}
+    for e in sorted(entries, key=lambda e: (e.timestamp, e.id)):
+        record = {k: v for k, v in e.to_dict().items() if k not in ("id", "timestamp")}
+        groups.setdefault(json.dumps(record, sort_keys=True), []).append(e)
+    out: list[tuple[Entry, Entry]] = []
+    for group in (g for g in groups.values() if len(g) > 1):
+        first: dict[str, Entry] = {}
+        for e in group:
+            t = layout.transcript_file(e.id)
+            key = hashlib.sha256(t.read_bytes()).hexdigest() if t.is_file() else ""
+            if key in first:
+                out.append((e, first[key]))
+            else:
+                first[key] = e
+    return out
+
+
+class Checker:
+    """The checks of one memory root, live store and archive. Read-only: diagnose() reports, changes nothing."""
+
+    def __init__(self, layout: Layout, settings: Settings, embedder: Embedder | None, notes: list[Problem] | None = None):
+        self.layout = layout
+        self.store = Store(layout)
+        self.settings = settings
+        self.embedder = embedder
+        self.notes = notes or []
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.layout.root).as_posix()
+
+    def diagnose(self) -> Report:
+        with self._locked(required=False) as notes:
+            report = self._diagnose()
+        report.problems[:0] = notes
+        return report
+
+    @contextmanager
+    def _locked(self, required: bool) -> Iterator[list[Problem]]:
+        """The store's write lock, so that no writer is half-way through; optional for a read-only check."""
+        notes: list[Problem] = []
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(self.store.lock())
+            except StorageError as exc:
+                if required:
+                    raise
+                notes.append(Problem("lock", self.rel(self.layout.lock_file), f"checked without the lock: {exc}", severity=WARNING))
+            yield notes
+
+    def temp_files(self) -> list[Path]:
+        """Temp files of interrupted writes anywhere under memory/, the archive included."""
+        out: list[Path] = []
+        for dirpath, dirnames, filenames in os.walk(self.layout.memory_dir):
+            if Path(dirpath) == self.layout.memory_dir:
+                dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+            out.extend(Path(dirpath) / f for f in filenames if f.startswith(".") and f.endswith(".tmp"))
+        return sorted(out)
+
+    def read_days(self, folders: Sequence[Layout] | None = None) -> tuple[list[tuple[Path, Entry]], list[Problem]]:
+        """(day file, entry) for every entry of the folders' day files (default: the live store), and a
+        problem for each day file that cannot be read."""
+        found: list[tuple[Path, Entry]] = []
+        bad: list[Problem] = []
+        for lay in [self.layout] if folders is None else folders:
+            for path in lay.day_files():
+                try:
+                    found.extend((path, e) for e in read_day(path))
+                except StoreCorrupt as exc:
+                    kind = "conflict" if CONFLICT_RE.search(path.read_text(encoding="utf-8", errors="replace")) else "unparsable"
+                    bad.append(Problem(kind, self.rel(path), *split_location(str(exc), path), fix="quarantine, keep what parses"))
+                except UnicodeDecodeError as exc:
+                    line = path.read_bytes()[: exc.start].count(b"\n") + 1
+                    bad.append(Problem("unparsable", self.rel(path), f"not UTF-8 ({exc.reason})", line, fix="quarantine, keep what parses"))
+        return found, bad
+
+    def _diagnose(self) -> Report:
+        lay = self.layout
+        rep = Report(str(lay.root), problems=list(self.notes))
+        add = rep.problems.append
+        for tmp in self.temp_files():
+            add(Problem("temp", self.rel(tmp), "temporary file left by an interrupted write", fix="remove"))
+        entries = {i: e for i, (_, e) in self._check_entries(rep, [lay], {}).items()}
+        self._check_index(rep, entries)
+        self._check_files(rep, lay, entries, set())
+        for e in entries.values():
+            if e.pending:
+                add(Problem("pending", self.rel(lay.day_file(e.day)), f"entry {e.id} was compressed locally as a stand-in; run `memory retry`", severity=WARNING))
+        for md in lay.markdown_files():
+            self._check_markdown(rep, md)
+        rep.counts = {"entries": len(entries), "day_files": len(lay.day_files()),
+                      "embeddings": len(list(lay.embeddings_dir.glob("*.json"))) if lay.embeddings_dir.is_dir() else 0,
+                      "transcripts": len(list(lay.transcripts_dir.glob("*.md"))) if lay.transcripts_dir.is_dir() else 0}
+        archives = archive_layouts(lay)
+        if archives:
+            archived = self._check_entries(rep, archives, entries)
+            for arch in archives:
+                here = {i: e for i, (path, e) in archived.items() if path.parent == arch.index_dir}
+                self._check_files(rep, arch, here, archived.keys() - here.keys())
+                for md in arch.markdown_files():
+                    self._check_markdown(rep, md)
+            rep.counts.update(archived_entries=len(archived), archived_day_files=sum(len(a.day_files()) for a in archives))
+        return rep
+
+    def _check_entries(self, rep: Report, folders: Sequence[Layout], live: dict[str, Entry]) -> dict[str, tuple[Path, Entry]]:
+        """Day files that cannot be read, misplaced and duplicate entries. `live`: the live entries, when
+        the folders are the archive's. Returns the entries kept (the first of each id) with their day file."""
+        add = rep.problems.append
+        found, bad = self.read_days(folders)
+        rep.problems.extend(bad)
+        for arch in folders:
+            if isinstance(arch, ArchiveLayout):
+                for path in arch.day_files():
+                    if path.stem[:4] != arch.year:
+                        home = ArchiveLayout(arch.root, path.stem[:4]).day_file(path.stem)
+                        add(Problem("misplaced", self.rel(path), f"a day of {path.stem[:4]} in the archive of {arch.year}; "
+                                    f"move it to {self.rel(home)} by hand (and its entries' transcripts and embeddings, if they are beside it)"))
+        kept: dict[str, tuple[Path, Entry]] = {}
+        for path, e in found:
+            if e.day != path.stem:
+                add(Problem("misplaced", self.rel(path), f"entry {e.id} (timestamp {e.timestamp}) belongs in {e.day}.json", fix="move it"))
+            if e.id in kept:
+                same = kept[e.id][1].to_dict() == e.to_dict()
+                add(Problem("duplicate", self.rel(path), f"entry {e.id} is stored twice" + ("" if same else " with different content"),
+                            fix="keep one" if same else "keep the first, quarantine the other"))
+            elif e.id in live:
+                same = live[e.id].to_dict() == e.to_dict()
+                add(Problem("duplicate", self.rel(path), f"entry {e.id} is also live" + ("" if same else " with different content"),
+                            fix="keep the live one" if same else "keep the live one, quarantine this copy"))
+            else:
+                kept[e.id] = (path, e)
+        for lay in folders:
+            stored_here = [e for path, e in kept.values() if path.parent == lay.index_dir]
+            for dup, first in content_duplicates(stored_here, lay):
+                add(Problem("duplicate", self.rel(lay.day_file(dup.day)), f"entry {dup.id} repeats entry {first.id} (same content)",
+                            fix="keep the earlier, quarantine this one"))
+        return kept
+
+    def _check_index(self, rep: Report, entries: dict[str, Entry]) -> None:
+        path = self.layout.index_file
+        if not path.is_file():
+            if entries:
+                rep.problems.append(Problem("index", self.rel(path), f"missing; {len(entries)} entries are not listed", fix="rebuild from the day files"))
+            return
+        try:
+            data = load_json(path)
+            listed = {d["id"]: Entry.from_dict(d).to_dict() for d in data["entries"]}
+        except StoreCorrupt as exc:
+            kind = "conflict" if "conflict" in str(exc) else "unparsable"
+            rep.problems.append(Problem(kind, self.rel(path), *split_location(str(exc), path), fix="rebuild from the day files"))
+            return
+        except (TypeError, KeyError, UnicodeDecodeError) as exc:
+            rep.problems.append(Problem("unparsable", self.rel(path), f"not a memtool index ({exc!r:.80})", fix="rebuild from the day files"))
+            return
+        missing = entries.keys() - listed.keys()
+        extra = listed.keys() - entries.keys()
+        differ = [i for i in entries.keys() & listed.keys() if entries[i].to_dict() != listed[i]]
+        if missing or extra or differ:
+            rep.problems.append(Problem("index", self.rel(path), f"out of date: {len(missing)} entries missing, {len(extra)} extra, {len(differ)} differ",
+                                        fix="rebuild from the day files"))
+
+    def _check_files(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
+        """The embedding files and transcripts of one folder (live, or an archive year) against the entries
+        of its day files. `elsewhere`: ids of entries archived in another year's folder (not orphans: that
+        day file is reported as misplaced)."""
+        self._check_vectors(rep, lay, entries, elsewhere)
+        if lay.transcripts_dir.is_dir():
+            for t in sorted(lay.transcripts_dir.glob("*.md")):
+                if t.stem not in entries and t.stem not in elsewhere:
+                    rep.problems.append(Problem("orphan", self.rel(t), "transcript of no entry (a write was interrupted, or its entry was removed)",
+                                                fix="quarantine"))
+
+    def _check_vectors(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
+        add = rep.problems.append
+        store = Store(lay)
+        model = self.embedder.model if self.embedder else None
+        dim = self.embedder.dim if self.embedder else None
+        current: set[str] = set()
+        flagged: set[str] = set()
+        files = sorted(lay.embeddings_dir.glob("*.json")) if lay.embeddings_dir.is_dir() else []
+        for f in files:
+            if f.stem in elsewhere:
+                continue
+            where = self.rel(f)
+            flagged.add(f.stem)
+            if f.stem not in entries:
+                add(Problem("orphan", where, "embedding of no entry (a write was interrupted, or its entry was removed)", fix="quarantine"))
+                continue
+            try:
+                data = store.read_embedding(f.stem)
+            except StoreCorrupt as exc:
+                add(Problem("unparsable", where, *split_location(str(exc), f), fix="quarantine, re-embed"))
+                continue
+            except UnicodeDecodeError as exc:
+                add(Problem("unparsable", where, f"not UTF-8 ({exc.reason})", fix="quarantine, re-embed"))
+                continue
+            vec = data["embedding"]
+            if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not all(isinstance(x, (int, float)) for x in vec):
+                add(Problem("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed"))
+            elif model is not None and (data.get("model") != model or len(vec) != dim):
+                todo = ("`memory reembed` re-embeds only the live store: move this file away and `memory doctor --fix` embeds the entry again."
+                        if isinstance(lay, ArchiveLayout) else "Run `memory reembed`.")
+                add(Problem("embedding", where, f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{model}' ({dim} dims). "
+                            + todo))
+            else:
+                flagged.discard(f.stem)
+                if data.get("content_hash") == entries[f.stem].content_hash():
+                    current.add(f.stem)
+        for e in entries.values():
+            if e.id not in current and e.id not in flagged:
+                add(Problem("pending", self.rel(lay.embedding_file(e.id)), f"entry {e.id} has no current embedding (search embeds it on the fly)",
+                            severity=WARNING, fix="embed" if self.embedder else ""))
+
+    def _check_markdown(self, rep: Report, path: Path) -> None:
+        data = path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            rep.problems.append(Problem("unparsable", self.rel(path), f"not UTF-8 at line {line} ({exc.reason}); fix the file by hand", line))
+            return
+        m = MD_CONFLICT_RE.search(text)
+        if m:
+            line = text.count("\n", 0, m.start()) + 1
+            rep.problems.append(Problem("conflict", self.rel(path), "git conflict markers; resolve them by hand", line))

@@ -1,0 +1,153 @@
+"""`memory doctor --fix`: repair what can be repaired without loss, move the rest into the quarantine.
+
+Under the store's lock, in this order: remove temp files; rewrite unreadable day files with every
+entry that still parses (salvage.py); dedupe (misplaced entries go to their day, the same id or the
+same content twice keeps one, an archived copy of a live entry goes); quarantine orphan transcripts
+and embeddings and broken embedding files; embed what has no current vector; rebuild index.json when
+it is out of date (an unreadable one is quarantined first). The Report returned is a check made
+after the repairs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from memtool.archive import archive_layouts
+from memtool.doctor.checks import Checker, content_duplicates
+from memtool.doctor.report import Report
+from memtool.doctor.salvage import Quarantine, parse_entries, salvage
+from memtool.errors import ProviderError, StoreCorrupt
+from memtool.fsutil import atomic_write_text, dumps_json
+from memtool.models import Entry
+from memtool.store import Layout, Store, day_document, load_json
+
+
+class Doctor(Checker):
+    """The checks, and `--fix`: repair() mends what can be mended without loss and quarantines the rest."""
+
+    def repair(self) -> Report:
+        """Fix what can be fixed without loss, quarantine the rest, and check again."""
+        with self._locked(required=True):
+            q = Quarantine(self.layout)
+            fixed: list[str] = []
+            for tmp in self.temp_files():
+                tmp.unlink()
+                fixed.append(f"removed temp file {self.rel(tmp)}")
+            archives = archive_layouts(self.layout)
+            changed = self._repair_days(q, fixed, [self.layout])
+            changed |= self._dedupe(q, fixed, [self.layout], {})
+            if archives:
+                self._repair_days(q, fixed, archives)
+                self._dedupe(q, fixed, archives, {e.id: e for _, e in self.read_days()[0]})
+            self._quarantine_strays(q)
+            self._embed_missing(fixed, [self.layout, *archives])
+            index = self.rel(self.layout.index_file)
+            report = self._diagnose()
+            if changed or any(p.path == index for p in report.problems):
+                if any(p.path == index and p.kind != "index" for p in report.problems):
+                    q.move(self.layout.index_file)  # unreadable: kept for the record, then rebuilt
+                self.store.rebuild_index(self.settings.compressor)
+                fixed.append(f"rebuilt {index} from the day files")
+                report = self._diagnose()
+        report.fixed, report.quarantined = fixed, q.moved
+        return report
+
+    def _index_entries(self) -> list[Entry]:
+        try:
+            return parse_entries(load_json(self.layout.index_file))
+        except (StoreCorrupt, UnicodeDecodeError, FileNotFoundError):
+            return []
+
+    def _repair_days(self, q: Quarantine, fixed: list[str], folders: Sequence[Layout]) -> bool:
+        """Unparsable or conflicted day files: keep every entry that parses (both sides of a conflict, and,
+        for a live day, index.json's copy), quarantine the original."""
+        _, bad = self.read_days(folders)
+        indexed: list[Entry] | None = None
+        for problem in bad:
+            path = self.layout.root / problem.path
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            kept = salvage(text)
+            if path.parent == self.layout.index_dir:  # index.json lists live entries only
+                if indexed is None:
+                    indexed = self._index_entries()
+                for e in indexed:
+                    if e.day == path.stem:
+                        kept.setdefault(e.id, e)
+            q.move(path)
+            atomic_write_text(path, day_document(path.stem, kept.values()))
+            fixed.append(f"rewrote {problem.path} with the {len(kept)} entries that parse; the original is in quarantine")
+        return bool(bad)
+
+    def _dedupe(self, q: Quarantine, fixed: list[str], folders: Sequence[Layout], live: dict[str, Entry]) -> bool:
+        """Misplaced entries go to their day (in the same folder); the same id twice keeps the first; the same
+        content twice keeps the earlier. `live`: the live entries, when the folders are the archive's: an
+        archived copy of one of them goes (the live copy is kept, as `memory archive` does)."""
+        found, _ = self.read_days(folders)
+        current: dict[Path, list[dict]] = {}
+        kept: dict[str, tuple[Path, Entry]] = {}
+        removed: list[tuple[Path, Entry, str]] = []
+        for path, e in found:
+            current.setdefault(path, []).append(e.to_dict())
+            if e.id in live:
+                if live[e.id].to_dict() != e.to_dict():
+                    removed.append((path, e, "archived copy of a live entry, different content"))
+            elif e.id not in kept:
+                kept[e.id] = (path, e)
+            elif kept[e.id][1].to_dict() != e.to_dict():
+                removed.append((path, e, f"same id as an entry kept in {kept[e.id][1].day}.json, different content"))
+        for lay in folders:
+            for e, first in content_duplicates([e for path, e in kept.values() if path.parent == lay.index_dir], lay):
+                removed.append((kept.pop(e.id)[0], e, f"same content as {first.id}"))
+                for path in (lay.transcript_file(e.id), lay.embedding_file(e.id)):
+                    if path.is_file():
+                        q.move(path)
+        by_file: dict[Path, list[Entry]] = {}
+        for path, e in kept.values():
+            by_file.setdefault(path.parent / f"{e.day}.json", []).append(e)
+        changed = False
+        for path in sorted(set(by_file) | set(current)):
+            new = by_file.get(path, [])
+            if sorted(json.dumps(d, sort_keys=True) for d in current.get(path, [])) != sorted(json.dumps(e.to_dict(), sort_keys=True) for e in new):
+                atomic_write_text(path, day_document(path.stem, new))
+                fixed.append(f"rewrote {self.rel(path)}: {len(current.get(path, []))} -> {len(new)} entries")
+                changed = True
+        for n, (path, e, why) in enumerate(removed, 1):
+            folder = path.parent.relative_to(self.layout.memory_dir).as_posix()
+            q.write(f"{folder}/removed-{n}-{e.id}.json", dumps_json({"reason": why, "entry": e.to_dict()}))
+        return changed
+
+    def _quarantine_strays(self, q: Quarantine) -> None:
+        for p in self._diagnose().of("orphan", "embedding", "unparsable"):
+            path = self.layout.root / p.path
+            if p.fix.startswith("quarantine") and path.is_file():
+                q.move(path)
+
+    def _embed_missing(self, fixed: list[str], folders: Sequence[Layout]) -> None:
+        """Embed the entries of the folders (live, archive years) that have no current vector."""
+        if self.embedder is None:
+            return
+        todo: list[tuple[Store, Entry]] = []
+        for lay in folders:
+            store = Store(lay)
+            found, _ = self.read_days([lay])
+            todo += [(store, e) for e in {e.id: e for _, e in found}.values() if self._needs_vector(store, e)]
+        if not todo:
+            return
+        try:
+            vectors = self.embedder.embed_documents([e.embed_text() for _, e in todo])
+        except ProviderError as exc:
+            fixed.append(f"could not embed {len(todo)} entries: {exc}")
+            return
+        for (store, e), v in zip(todo, vectors):
+            store.write_embedding(e, self.embedder.model, v)
+        fixed.append(f"embedded {len(todo)} entries with {self.embedder.model}")
+
+    def _needs_vector(self, store: Store, e: Entry) -> bool:
+        path = store.layout.embedding_file(e.id)
+        if not path.is_file():
+            return True
+        data = store.read_embedding(e.id)
+        return data.get("model") == self.embedder.model and data.get("content_hash") != e.content_hash()
+
