@@ -229,16 +229,41 @@ def sort_entries(entries: Iterable[Entry]) -> list[Entry]:
     return sorted(entries, key=lambda e: (e.timestamp, e.id))
 
 
+_INDEX_OPEN = ',\n  "entries": ['
+_INDEX_SEP = ",\n    "
+# index.json as index_document lays it out; an entry's line starts with its id and timestamp (Entry.to_dict's order)
+_INDEX_LINE_RE = re.compile(r'\{"id": "([^"\\]*)", "timestamp": "([^"\\]*)", .*\}\Z')
+
+
 def index_document(provider: str, entries: Iterable[Entry | dict]) -> str:
     """index.json: the header indented, then one compact line per entry (time order), so a changed
     entry is a one-line git diff and 10,000 entries encode in C speed. Dicts are entries already in
     their on-disk form (Entry.to_dict)."""
-    head = json.dumps({"version": C.INDEX_VERSION, "provider": provider, "last_updated": iso(utcnow())}, indent=2, ensure_ascii=False)[:-2]
     dicts = [e if isinstance(e, dict) else e.to_dict() for e in entries]
     dicts.sort(key=lambda d: (d["timestamp"], d["id"]))
-    lines = [json.dumps(d, ensure_ascii=False) for d in dicts]
-    body = ",\n    ".join(lines)
-    return head + ',\n  "entries": [' + (f"\n    {body}\n  " if lines else "") + "]\n}\n"
+    return _index_text(provider, [json.dumps(d, ensure_ascii=False) for d in dicts])
+
+
+def _index_text(provider: str, lines: list[str]) -> str:
+    head = json.dumps({"version": C.INDEX_VERSION, "provider": provider, "last_updated": iso(utcnow())}, indent=2, ensure_ascii=False)[:-2]
+    body = _INDEX_SEP.join(lines)
+    return head + _INDEX_OPEN + (f"\n    {body}\n  " if lines else "") + "]\n}\n"
+
+
+def _index_lines(text: str) -> list[str] | None:
+    """The entry lines of an index.json of this version laid out as index_document writes it (one
+    compact entry a line); None if it is anything else."""
+    at = text.find(_INDEX_OPEN)
+    try:
+        head = json.loads(text[:at] + "}") if at > 0 else None
+    except ValueError:
+        return None
+    rest = text[at + len(_INDEX_OPEN) :]
+    if not isinstance(head, dict) or head.get("version") != C.INDEX_VERSION:
+        return None
+    if rest == "]\n}\n":
+        return []
+    return rest[5:-7].split(_INDEX_SEP) if rest.startswith("\n    ") and rest.endswith("\n  ]\n}\n") else None
 
 
 def day_document(day: str, entries: Iterable[Entry]) -> str:
@@ -305,8 +330,7 @@ class Store:
                 good.extend(Entry.from_dict(d) for d in old.get("entries", []) if str(d.get("timestamp", ""))[:10] in bad_days)
             except (StoreCorrupt, AttributeError):
                 pass  # the old index is itself unreadable: nothing more to keep
-        atomic_write_text(self.layout.index_file, index_document(provider, good))
-        self._save_index_state()
+        self._write_index(index_document(provider, good))
         return errors
 
     def update_index(self, provider: str, days: set[str]) -> list[str]:
@@ -314,11 +338,9 @@ class Store:
         index.json is known to match every other day file (a record in the derived cache, taken at
         the last index write); anything else (a crash between files, a hand edit, a git pull) gets
         the full rebuild. Caller holds the lock."""
-        state = self._load_index_state()
-        now = self._day_sigs()
-        others = {name: sig for name, sig in now.items() if name[:-5] not in days}
-        recorded = {name: sig for name, sig in (state or {}).get("days", {}).items() if name[:-5] not in days}
-        if state is None or state.get("index") != _file_sig(self.layout.index_file) or others != recorded:
+        recorded = self.indexed_days()
+        others = {name: sig for name, sig in self._day_sigs().items() if name[:-5] not in days}
+        if recorded is None or others != {name: sig for name, sig in recorded.items() if name[:-5] not in days}:
             return self.rebuild_index(provider)
         try:
             current = json.loads(self.layout.index_file.read_text(encoding="utf-8"))["entries"]
@@ -330,9 +352,40 @@ class Store:
         except (OSError, ValueError, KeyError, TypeError, StoreCorrupt, UnicodeDecodeError):
             return self.rebuild_index(provider)  # whatever is odd, the full rebuild sorts it out
         kept = [d for d in current if str(d.get("timestamp", ""))[:10] not in days]
-        atomic_write_text(self.layout.index_file, index_document(provider, [*kept, *fresh]))
-        self._save_index_state()
+        self._write_index(index_document(provider, [*kept, *fresh]))
         return []
+
+    def patch_index(self, provider: str, keep: set[str], fresh: list[Entry]) -> bool:
+        """Rewrite index.json with its entries whose id is in `keep` and the `fresh` ones, as a rebuild
+        would write them: the kept lines are copied, not decoded and encoded again (~10x faster at
+        10,000 entries). False, writing nothing, unless index.json is laid out as index_document
+        writes it and holds each id of `keep` exactly once. Caller holds the lock."""
+        try:
+            lines = _index_lines(self.layout.index_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            return False
+        rows = [m.group(2, 1, 0) for m in map(_INDEX_LINE_RE.match, lines or ()) if m is not None and m.group(1) in keep]
+        if lines is None or len(rows) != len(keep) or len({r[1] for r in rows}) != len(keep):
+            return False
+        rows.extend((e.timestamp, e.id, json.dumps(e.to_dict(), ensure_ascii=False)) for e in fresh)
+        rows.sort(key=lambda r: r[:2])  # stable, by (timestamp, id): the order index_document gives
+        self._write_index(_index_text(provider, [r[2] for r in rows]))
+        return True
+
+    def _write_index(self, text: str) -> None:
+        """index.json, and the record of the day files it now matches (update_index and sync trust it
+        for a later patch)."""
+        atomic_write_text(self.layout.index_file, text)
+        self._save_index_state()
+
+    def indexed_days(self) -> dict[str, list[int]] | None:
+        """[size, mtime_ns] of each day file as it was when index.json was last written here, while
+        index.json is still that file (then it holds exactly those files' entries); None if unknown."""
+        state = self._load_index_state()
+        if state is None or state.get("index") != _file_sig(self.layout.index_file):
+            return None
+        days = state.get("days")
+        return days if isinstance(days, dict) else None
 
     def _day_sigs(self) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from memtool import constants as C
+from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Memory
 from memtool.models import Entry
@@ -43,6 +44,7 @@ class SyncReport:
     embedded: int = 0  # entry vectors computed
     dropped: int = 0  # embedding files of vanished entries removed
     index_rebuilt: str = ""  # why index.json was rewritten ('' if it was not)
+    index_patched: int = 0  # day files re-read into index.json when it was patched (0: rebuilt from every day file, or not rewritten)
     search_rebuilt: bool = False
     first: bool = False  # no manifest yet (or --full): every file counts as added
     full: bool = False
@@ -58,8 +60,9 @@ class SyncReport:
     def to_dict(self) -> dict:
         return {
             "entries": vars(self.entries), "markdown": vars(self.markdown), "embedded": self.embedded,
-            "dropped": self.dropped, "index_rebuilt": self.index_rebuilt, "search_rebuilt": self.search_rebuilt,
-            "first": self.first, "full": self.full, "model": self.model, "errors": self.errors, "seconds": round(self.seconds, 3),
+            "dropped": self.dropped, "index_rebuilt": self.index_rebuilt, "index_patched": self.index_patched,
+            "search_rebuilt": self.search_rebuilt, "first": self.first, "full": self.full, "model": self.model,
+            "errors": self.errors, "seconds": round(self.seconds, 3),
         }
 
     def line(self) -> str:
@@ -69,7 +72,9 @@ class SyncReport:
         parts = [f"entries {self.entries.text()}", f"markdown {self.markdown.text()}", f"embedded {self.embedded}"]
         if self.dropped:
             parts.append(f"dropped {self.dropped}")
-        if self.index_rebuilt:
+        if self.index_patched:
+            parts.append(f"index.json patched ({self.index_rebuilt}: {self.index_patched} day file(s))")
+        elif self.index_rebuilt:
             parts.append(f"index.json rebuilt ({self.index_rebuilt})")
         if self.search_rebuilt:
             parts.append("search cache rebuilt")
@@ -161,6 +166,65 @@ def _index_state(layout: Layout, scan: Scan) -> str:
     return "" if have == expected else "stale"  # a hand-written partial entry reads as stale: rebuilt, normalised
 
 
+def _sync_index(mem: Memory, man: Manifest, scan: Scan, full: bool, report: SyncReport, progress: Progress | None) -> None:
+    """Rewrite index.json if it no longer matches the day files: patched for the day files changed
+    since it was written when that is sure to give what a rebuild would, else (no record of what it
+    matches, a day file unreadable, --full) checked against every day file and rebuilt if stale."""
+    index_sig = stat_sig(mem.layout.index_file)
+    if not full and not scan.days_changed and index_sig is not None and list(index_sig) == man.index_sig:
+        return  # neither index.json nor any day file changed since the last sync left them matching
+    days = None if full else _stale_days(mem, man, scan, index_sig)
+    if days is not None and not days:
+        return  # index.json is the file written from the day files as they are (a compress since the last sync)
+    if days and _patch_index(mem, scan, days):
+        report.index_rebuilt, report.index_patched = "stale", len(days)
+    else:
+        why = "--full" if full else _index_state(mem.layout, scan)
+        if not why:
+            return
+        if progress:
+            progress("rewriting index.json", 0, 0)
+        mem.store.rebuild_index(mem.settings.compressor, scan.parsed)
+        report.index_rebuilt = why
+    report.touched.append(mem.layout.index_file)
+
+
+def _stale_days(mem: Memory, man: Manifest, scan: Scan, index_sig: tuple[int, int] | None) -> set[str] | None:
+    """Names of the day files whose entries index.json may not hold as they are now (changed, added
+    or gone since it was written); None when nothing records what it matches, or a day file cannot
+    be read (a rebuild keeps that file's entries from index.json by date)."""
+    if index_sig is None or scan.bad_days:
+        return None
+    if list(index_sig) == man.index_sig:  # the file the last sync left: it matched the days as the manifest records them
+        return _differ({name: rec[2] for name, rec in man.days.items()}, {name: rec[2] for name, rec in scan.days.items()})
+    was = mem.store.indexed_days()  # else the file the Store last wrote (a compress), if it is that one: it matched these stats
+    if was is None:
+        return None
+    now = {name: rec[:2] for name, rec in scan.days.items()}
+    racy = {name for name, sig in now.items() if sig[1] + C.SYNC_RACY_NS > index_sig[1]}  # changed too close to that write to trust
+    return racy | _differ(was, now)
+
+
+def _differ(was: dict, now: dict) -> set[str]:
+    return {key for key in was.keys() | now.keys() if was.get(key) != now.get(key)}
+
+
+def _patch_index(mem: Memory, scan: Scan, days: set[str]) -> bool:
+    """Rewrite index.json from its entries of the other day files, found by id, and the entries of
+    `days` read now. False (nothing written) when that could differ from a rebuild: an id in two day
+    files (which copy is which?), a day file changed again since the scan, index.json not holding
+    each entry of the other day files once (see Store.patch_index)."""
+    unchanged = [rec[3] for name, rec in scan.days.items() if name not in days]
+    keep = set().union(*unchanged)
+    if len(keep) != sum(map(len, unchanged)):
+        return False
+    try:
+        fresh = [e for name in sorted(days) if name in scan.days for e in read_day(mem.layout.index_dir / name, scan.parsed)]
+    except (OSError, StoreCorrupt, UnicodeDecodeError):
+        return False  # the full check reports it
+    return keep.isdisjoint(e.id for e in fresh) and mem.store.patch_index(mem.settings.compressor, keep, fresh)
+
+
 # -- the sync --------------------------------------------------------------------------------------
 def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batch: int = C.SYNC_EMBED_BATCH) -> SyncReport:
     """Bring index.json, embeddings and the search cache in line with the files. `full`: redo everything."""
@@ -212,17 +276,8 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
             path.unlink(missing_ok=True)
             report.touched.append(path)
             report.dropped += 1
+        _sync_index(mem, man, scan, full, report, progress)
         index_sig = stat_sig(layout.index_file)
-        why = "--full" if full else ""
-        if not why and (scan.days_changed or index_sig is None or list(index_sig) != man.index_sig):
-            why = _index_state(layout, scan)
-        if why:
-            if progress:
-                progress("rewriting index.json", 0, 0)
-            store.rebuild_index(mem.settings.compressor, scan.parsed)  # the day files it cannot read are already in report.errors
-            report.index_rebuilt = why
-            report.touched.append(layout.index_file)
-            index_sig = stat_sig(layout.index_file)
         dir_sig = stat_sig(layout.embeddings_dir)
         if dir_sig is not None and dir_sig[1] == man.emb_dir_ns and not (report.embedded or report.dropped):
             listed = set(man.vectors)  # the folder as the last sync left it, when it listed exactly these

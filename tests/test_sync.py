@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import datetime, timezone
 
 import numpy as np
@@ -104,7 +105,7 @@ def test_hand_edited_summary_reembeds_that_entry_only(root, store):
     assert report.embedded == 1 and len(emb.texts) == 1 and "Cobolzz" in emb.texts[0]
     stored = json.loads((root / f"memory/index/embeddings/{target.id}.json").read_text())
     assert stored["content_hash"] == Store(mem_with(root).layout).get(target.id).content_hash()
-    assert report.index_rebuilt == "stale"
+    assert (report.index_rebuilt, report.index_patched) == ("stale", 1)
     assert "Cobolzz" in (root / "memory/index/index.json").read_text()
     assert search_refs(root, "Cobolzz")[0] == target.id
 
@@ -183,10 +184,83 @@ def test_index_json_is_rebuilt(root, store, damage):
         doc = json.loads(index.read_text())
         doc["entries"] = doc["entries"][1:]
         index.write_text(json.dumps(doc, indent=2))
+    edit_day(root, 3, lambda es: [e.update(summary="We moved billing to Cobolzz.") for e in es if e["id"] == store[0].id])
+    good[0 if good[0]["id"] == store[0].id else 1]["summary"] = "We moved billing to Cobolzz."
     report = sync(mem_with(root))
     assert report.index_rebuilt == {"delete": "missing", "conflict": "git conflict markers", "stale": "stale"}[damage]
+    assert report.index_patched == 0  # index.json is not the file the last sync left: not patched
     assert json.loads(index.read_text())["entries"] == good
     assert sync(mem_with(root)).index_rebuilt == ""
+
+
+def index_text(root) -> str:
+    """index.json without its last_updated stamp: what a patch and a rebuild must agree on byte for byte."""
+    return re.sub(r'"last_updated": "[^"]*"', "", (root / "memory/index/index.json").read_text())
+
+
+def rebuilt_index_text(root) -> str:
+    mem = mem_with(root)
+    mem.store.rebuild_index(mem.settings.compressor)
+    return index_text(root)
+
+
+def test_patched_index_json_matches_a_full_rebuild(root, store):
+    """A hand edit, a deleted and an added day file: index.json is patched for those three days only,
+    and ends as the rebuild from every day file would write it."""
+    target = store[0]
+    edit_day(root, 3, lambda es: [e.update(summary="We moved billing to Cobolzz.") for e in es if e["id"] == target.id])
+    day_path(root, 4).unlink()
+    pulled = {"id": "ctx-20260209-abcdef12", "timestamp": "2026-02-09T08:00:00.000Z", "summary": "Erin switched the queue to Kafka."}
+    day_path(root, 9).write_text(json.dumps({"date": "2026-02-09", "entries": [pulled]}))
+    report = sync(mem_with(root))
+    assert (report.index_rebuilt, report.index_patched) == ("stale", 3)
+    assert sync(mem_with(root)).index_rebuilt == ""
+    patched = index_text(root)
+    assert "Cobolzz" in patched and store[1].id not in patched and pulled["id"] in patched
+    assert patched == rebuilt_index_text(root)
+
+
+def test_index_json_written_by_compress_is_patched_too(root, store):
+    """A compress since the last sync rewrote index.json: the Store's record of what it matches stands in for the manifest's."""
+    mem_with(root).compress("Dana rotated the TLS certificates on the edge proxies.", when=when(9))
+    edit_day(root, 3, lambda es: [e.update(summary="We moved billing to Cobolzz.") for e in es if e["id"] == store[0].id])
+    report = sync(mem_with(root))
+    assert report.index_rebuilt == "stale" and report.index_patched >= 1
+    assert "Cobolzz" in index_text(root) and index_text(root) == rebuilt_index_text(root)
+
+
+def test_same_size_edit_right_after_compress_is_not_missed(root, store):
+    """A day file whose stat is still the one recorded at the index write, but taken within the racy
+    window of it (coarse mtimes), is read again."""
+    entry = mem_with(root).compress("Dana rotated the TLS certificates on the edge proxies.", when=when(9))
+    path = day_path(root, 9)
+    st = path.stat()
+    path.write_text(path.read_text().replace("TLS", "SSH"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size
+    assert sync(mem_with(root)).index_patched >= 1
+    index = json.loads((root / "memory/index/index.json").read_text())
+    assert "SSH" in next(d["summary"] for d in index["entries"] if d["id"] == entry.id)
+    assert index_text(root) == rebuilt_index_text(root)
+
+
+def test_index_json_is_rebuilt_when_an_id_is_in_two_day_files(root, store):
+    """Patching drops and keeps entries by id: an id an unchanged day file holds too gets the full check."""
+    twin = json.loads(day_path(root, 4).read_text())["entries"][0]
+    edit_day(root, 5, lambda es: es.append(twin))
+    report = sync(mem_with(root))
+    assert (report.index_rebuilt, report.index_patched) == ("stale", 0)
+    assert index_ids(root).count(twin["id"]) == 2 and index_text(root) == rebuilt_index_text(root)
+
+
+def test_index_json_is_rebuilt_while_a_day_file_is_unreadable(root, store):
+    """The rebuild keeps the entries of an unreadable day file from index.json; a patch is not tried."""
+    kept = [e.id for e in store if e.day == "2026-02-04"]
+    day_path(root, 4).write_text("{ not json")
+    edit_day(root, 3, lambda es: [e.update(summary="We moved billing to Cobolzz.") for e in es if e["id"] == store[0].id])
+    report = sync(mem_with(root))
+    assert (report.index_rebuilt, report.index_patched) == ("stale", 0) and len(report.errors) == 1
+    assert "Cobolzz" in index_text(root) and set(kept) <= set(index_ids(root))
 
 
 def test_full_rebuilds_everything(root, store):
