@@ -327,7 +327,8 @@ class Store:
         if bad_days and self.layout.index_file.is_file():
             try:
                 old = load_json(self.layout.index_file)
-                good.extend(Entry.from_dict(d) for d in old.get("entries", []) if str(d.get("timestamp", ""))[:10] in bad_days)
+                have = {e.id for e in good}  # an entry filed under another day than its date is read once
+                good.extend(Entry.from_dict(d) for d in old.get("entries", []) if str(d.get("timestamp", ""))[:10] in bad_days and d.get("id") not in have)
             except (StoreCorrupt, AttributeError):
                 pass  # the old index is itself unreadable: nothing more to keep
         self._write_index(index_document(provider, good))

@@ -72,3 +72,17 @@ def test_deleted_cache_means_a_full_rebuild(mem, root):
     shutil.rmtree(root / "memory/.cache")
     mem.compress("Judy: day 10 note.", when=when(10), session="z")
     assert len(entries_of(root)) == 6 and rebuilt(mem, root)
+
+
+def test_an_entry_filed_under_another_day_is_kept_once_when_its_dates_file_is_unreadable(mem, root):
+    """A hand edit moved day 2's entry into day 3's file, and day 2's file is now damaged: the
+    rebuild keeps the damaged day's entries from the old index.json, but not the one it also read."""
+    day2, day3 = root / "memory/index/2026-03-02.json", root / "memory/index/2026-03-03.json"
+    moved = json.loads(day2.read_text())["entries"][0]
+    data3 = json.loads(day3.read_text())
+    data3["entries"].append(moved)
+    day3.write_text(json.dumps(data3, indent=2))
+    day2.write_text('{"date": "2026-03-02", "entries": [')  # cut off
+    errors = mem.store.rebuild_index(mem.settings.compressor)
+    assert errors and [e["id"] for e in entries_of(root)].count(moved["id"]) == 1
+    assert len(entries_of(root)) == 5
