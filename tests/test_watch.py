@@ -258,11 +258,15 @@ def test_cli_watch_once_and_ctrl_c(root):
     assert once.wait(timeout=30) == 0, once.stderr.read()
     assert "markdown +0 ~1 -0" in second, second
 
-    forever = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # Ctrl-C as a terminal sends it: a process started in the background of a non-interactive shell
+    # (as CI may run this suite) inherits SIGINT ignored, and Python then keeps ignoring it.
+    forever = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert "up to date" in _reader(forever).get(timeout=120)
     forever.send_signal(signal.SIGINT)
-    forever.wait(timeout=30)
-    assert forever.returncode == 0 and "stopped" in forever.stderr.read()
+    forever.wait(timeout=30)  # stops at once, says so; the status is 0, or (rarely, under load) death by
+    assert forever.returncode in (0, -signal.SIGINT)  # SIGINT after "stopped": what a shell reports for Ctrl-C
+    assert "stopped" in forever.stderr.read()
 
 
 def test_cold_cli_does_not_import_watchdog():
