@@ -25,6 +25,7 @@ MIN_KEYWORDS = 3
 SUMMARY_SHARE = 0.1  # of the budget for the summary: about one sentence (the best one may take twice this)
 FIRST_SENTENCE_TOKENS = 14  # the best sentence up to this long (or twice the budget) is always kept
 SHORT_FIRST_SENTENCE_TOKENS = 24  # … up to this long when the budget is at its floor: a short session keeps a whole sentence
+TYPICAL_SENTENCE_CAP = 32  # … or up to the text's median sentence length, at most this: technical sentences run long
 FALLBACK_SENTENCE_TOKENS = 20  # when no sentence fits, the best whole one up to this (never a fragment)
 CUE_SHARE = 0.25  # for decisions and action items together
 KEYWORD_SHARE = 0.3  # guaranteed to keywords, the most useful field for finding a session again
@@ -111,7 +112,7 @@ class LocalCompressor:
         total = count_tokens(text)
         budget = max(MIN_BUDGET, min(MAX_BUDGET, int(total / TARGET_RATIO)))
         sentences = split_sentences(body) or [body.strip()]
-        tf = Counter(w for w in content_words(body) if w not in FILLER)
+        tf = Counter(w for w in content_words(body) if w not in FILLER and not w[0].isdigit())  # '0.820', '25th': no topic
         people = self._people(text, speakers)[:MAX_PEOPLE]
         systems = self._systems(text, people)[:MAX_SYSTEMS]
         dates = _uniq(m.group(0) for m in DATE_RE.finditer(body))[:MAX_DATES]
@@ -155,10 +156,12 @@ class LocalCompressor:
             seen.add(s)
             scored.append((sum(weight.get(w, 0.0) for w in cw) / math.sqrt(count_tokens(s) + 5), i, s))
         scored.sort(reverse=True)
+        lengths = sorted(count_tokens(s) for _, _, s in scored)
+        typical = min(TYPICAL_SENTENCE_CAP, lengths[len(lengths) // 2]) if lengths else 0  # median: long in technical text
         picked, used = [], 0
         for _, i, s in scored:  # the first pick may take twice the budget (or a floor): a summary says something
             cost = count_tokens(s)
-            if used + cost <= (budget if picked else max(2 * budget, first_cap)):
+            if used + cost <= (budget if picked else max(2 * budget, first_cap, typical)):
                 picked.append((i, s))
                 used += cost
         if not picked:  # no sentence fits: the best whole one up to twice the budget (or a floor), else cut the best

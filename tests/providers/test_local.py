@@ -78,3 +78,19 @@ def test_a_short_session_keeps_a_whole_informative_sentence():
     out = LocalCompressor().compress(session)
     assert out.summary in session and count_tokens(out.summary) > 14
     assert out.summary != "Maria reviews."
+
+
+def test_a_technical_session_gets_a_sentence_of_its_usual_length_and_no_numbers_as_keywords():
+    """Technical sentences run long: the summary may take one of the text's median length (up to
+    TYPICAL_SENTENCE_CAP), so it is not the one short aside; '0.820' or '25th' say nothing on their own."""
+    session = "\n".join([
+        "assistant: The search benchmark on the dev split gives recall at five of 0.936 and a mean reciprocal rank of 0.823 after the change.",
+        "assistant: The answer cues lift passages that state a time when the question asks when something happened, and cost nothing at search time.",
+        "assistant: Each document gets its cue bits once at build time, sharing the word split with the BM25 terms, so a full rebuild stays at 4.2 s.",
+        "user: Good.",
+        "assistant: The place and title cues measured plus 0.002 on the same harness and were dropped rather than kept as dead weight.",
+        "assistant: Cache version 8.",
+    ] * 4)
+    out = LocalCompressor().compress(session)
+    assert out.summary in session and count_tokens(out.summary) > 14
+    assert not [k for k in out.keywords if k[0].isdigit()]
