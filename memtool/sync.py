@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Callable
 
 from memtool import constants as C
+from memtool.archive import archive_layouts
 from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Memory
 from memtool.models import Entry
 from memtool.search.index import Known, Sigs, entry_vector_key, refresh_index
-from memtool.store import CONFLICT_RE, Layout, read_day
+from memtool.store import CONFLICT_RE, Layout, Store, read_day
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files, stat_sig
 
 Progress = Callable[[str, int, int], None]  # (task, done, total); total 0 when unknown
@@ -322,6 +323,30 @@ def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: 
     return (stamp.read_text() if stamp.is_file() else None) != before
 
 
+def reembed_archive(mem: Memory, errors: list[str] | None = None, batch: int = C.SYNC_EMBED_BATCH) -> list[Path]:
+    """Embed the archived entries (memory/archive/YYYY/) whose vector is missing, stale or another
+    model's, as `memory reembed` does for the live store after an embedder switch; a sync never looks
+    at archives. An unreadable archived day file goes into `errors` (`memory doctor` mends it). Returns
+    the embedding files written."""
+    model, dim = mem.embedder.model, mem.embedder.dim
+    written: list[Path] = []
+    for lay in archive_layouts(mem.layout):
+        todo: list[Entry] = []
+        for path in lay.day_files():
+            try:
+                todo += [e for e in read_day(path) if not _vector_ok(lay.embedding_file(e.id), model, dim, e.content_hash())]
+            except (StoreCorrupt, UnicodeDecodeError) as exc:
+                if errors is None:
+                    raise
+                errors.append(str(exc))
+        for start in range(0, len(todo), batch):
+            part = todo[start : start + batch]
+            vectors = mem.embedder.embed_documents([e.embed_text() for e in part])
+            with mem.store.lock():
+                written += Store(lay).write_embeddings(part, model, vectors)
+    return written
+
+
 def _path_of(problem: str) -> str:
     m = re.match(r"^(.+?\.(?:json|md))(?=[: ]|$)", problem)
     return m.group(1) if m else problem
@@ -341,4 +366,4 @@ def persist_embedder(layout: Layout, name: str) -> Path:
     return path
 
 
-__all__ = ["sync", "SyncReport", "persist_embedder"]
+__all__ = ["sync", "SyncReport", "persist_embedder", "reembed_archive"]

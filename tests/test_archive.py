@@ -272,3 +272,42 @@ def test_cli_archive_nothing_to_do(root):
     init(root)
     res = CliRunner().invoke(app, ["archive"])
     assert res.exit_code == 0 and "nothing to archive (logs older than 90 days, entries older than 365 days)" in res.output
+
+
+def test_reembed_switches_archived_entries_too(mem, root):
+    """After an embedder switch, `memory reembed` re-embeds what was archived as well, so
+    `search --archive` keeps working and the doctor finds no stale vectors."""
+    from memtool.errors import DimensionMismatch
+    from memtool.sync import reembed_archive, sync
+    from tests.conftest import FakeEmbedder
+
+    ids = populate(mem)
+    archive(mem.layout, mem.settings, now=NOW)
+    other = FakeEmbedder(model="other", dim=32)
+    switched = open_memory(root, embedder=other, compressor=mem.compressor)
+    sync(switched)
+    with pytest.raises(DimensionMismatch):
+        switched.search("zebra billing", archive=True)  # the archived vectors are still the old model's
+    stale = Doctor(switched.layout, switched.settings, other).diagnose().problems
+    assert [p.kind for p in stale] == ["embedding", "embedding"] and all("Run `memory reembed`" in p.message for p in stale)
+    moved = reembed_archive(switched)
+    assert sorted(p.stem for p in moved) == sorted([ids["zebra"], ids["quokka"]])
+    data = json.loads(ArchiveLayout(root, YEAR).embedding_file(ids["zebra"]).read_text())
+    assert (data["model"], data["dim"], len(data["embedding"])) == ("other", 32, 32)
+    switched.invalidate()
+    assert switched.search("zebra billing", archive=True)[0].id == ids["zebra"]
+    doctor = Doctor(switched.layout, switched.settings, other)
+    assert doctor.diagnose().healthy and not [p for p in doctor.diagnose().problems if p.kind == "embedding"]
+    assert reembed_archive(switched) == []  # current vectors are left alone
+
+
+def test_cli_reembed_counts_archived_entries(mem, root):
+    ids = populate(mem)  # embedded with the fake embedder; the CLI's default is wordllama
+    archive(mem.layout, mem.settings, now=NOW)
+    out = CliRunner().invoke(app, ["reembed", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["embedded"] == 3 + 2 and data["model"].startswith("wordllama")  # three live entries, two archived
+    assert json.loads(ArchiveLayout(root, YEAR).embedding_file(ids["zebra"]).read_text())["model"] == data["model"]
+    again = json.loads(CliRunner().invoke(app, ["reembed", "--json"]).stdout)
+    assert again["embedded"] == 0

@@ -361,7 +361,7 @@ def test_archive_embeddings_orphan_malformed_and_of_another_model(archived, root
     other = Doctor(mem.layout, mem.settings, FakeEmbedder(model="other-model", dim=32))
     mismatched = [p for p in other.diagnose().problems if p.path.startswith("memory/archive/")]
     assert len(mismatched) == 2 and all(p.kind == "embedding" and p.fix == "" for p in mismatched)
-    assert all("re-embeds only the live store" in p.message for p in mismatched)
+    assert all("Run `memory reembed`" in p.message for p in mismatched)  # it re-embeds archived entries too
 
 
 def test_an_entry_both_live_and_archived_keeps_the_live_copy(archived, doctor, root):

@@ -240,10 +240,8 @@ class Checker:
             if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not all(isinstance(x, (int, float)) for x in vec):
                 add(Problem("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed"))
             elif model is not None and (data.get("model") != model or len(vec) != dim):
-                todo = ("`memory reembed` re-embeds only the live store: move this file away and `memory doctor --fix` embeds the entry again."
-                        if isinstance(lay, ArchiveLayout) else "Run `memory reembed`.")
                 add(Problem("embedding", where, f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{model}' ({dim} dims). "
-                            + todo))
+                            "Run `memory reembed`."))
             else:
                 flagged.discard(f.stem)
                 if data.get("content_hash") == entries[f.stem].content_hash():
