@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from memtool.app import open_memory
 from memtool.archive import ArchiveLayout, archive
 from memtool.cli.main import app
-from memtool.doctor import Doctor, conflict_sides
+from memtool.doctor import Doctor
+from memtool.doctor.salvage import conflict_sides
 from memtool.errors import StoreCorrupt
 from memtool.scaffold import init
 from memtool.search.engine import Query

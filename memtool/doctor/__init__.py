@@ -24,17 +24,17 @@ from pathlib import Path
 
 from memtool import constants as C
 from memtool.config import Settings, load_settings
-from memtool.doctor.checks import content_duplicates
 from memtool.doctor.repair import Doctor
 from memtool.doctor.report import WARNING, Problem, Report
-from memtool.doctor.salvage import Quarantine, conflict_sides, parse_entries
+from memtool.doctor.salvage import Quarantine
 from memtool.errors import ConfigError, ProviderError
-from memtool.providers import Embedder, build_embedder
 from memtool.store import Layout
 
 
 def open_doctor(root: Path) -> Doctor:
     """A Doctor for this root. A broken config or embedder is reported, not fatal: defaults are used."""
+    from memtool.providers import build_embedder
+
     layout = Layout(root).require()
     notes: list[Problem] = []
     try:
@@ -43,7 +43,7 @@ def open_doctor(root: Path) -> Doctor:
         settings = Settings()
         notes.append(Problem("config", Path(C.MEMORY_DIR, C.CONFIG_FILE).as_posix(), f"{exc} (checked with the default settings)", _line_in(str(exc))))
     try:
-        embedder: Embedder | None = build_embedder(settings.embedder, settings, layout.root)
+        embedder = build_embedder(settings.embedder, settings, layout.root)
     except (ProviderError, ConfigError) as exc:
         embedder = None
         notes.append(Problem("config", Path(C.MEMORY_DIR, C.CONFIG_FILE).as_posix(), f"cannot build the embedder '{settings.embedder}': {exc}; "
@@ -56,4 +56,4 @@ def _line_in(message: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-__all__ = ["Doctor", "Problem", "Report", "Quarantine", "open_doctor", "conflict_sides", "content_duplicates", "parse_entries"]
+__all__ = ["Doctor", "Problem", "Report", "Quarantine", "open_doctor"]

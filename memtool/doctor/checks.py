@@ -16,7 +16,7 @@ import os
 import re
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from memtool import constants as C
 from memtool.archive import ArchiveLayout, archive_layouts
@@ -24,8 +24,10 @@ from memtool.config import Settings
 from memtool.doctor.report import WARNING, Problem, Report
 from memtool.errors import StorageError, StoreCorrupt
 from memtool.models import Entry
-from memtool.providers import Embedder
 from memtool.store import CONFLICT_RE, Layout, Store, load_json, read_day
+
+if TYPE_CHECKING:
+    from memtool.providers import Embedder
 
 MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
 SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR)
