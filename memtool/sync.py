@@ -185,7 +185,7 @@ def _sync_index(mem: Memory, man: Manifest, scan: Scan, full: bool, report: Sync
             return
         if progress:
             progress("rewriting index.json", 0, 0)
-        mem.store.rebuild_index(mem.settings.compressor, scan.parsed)
+        mem.store.rebuild_index(mem.settings.compressor, scan.parsed, _scan_sigs(scan))
         report.index_rebuilt = why
     report.touched.append(mem.layout.index_file)
 
@@ -201,7 +201,7 @@ def _stale_days(mem: Memory, man: Manifest, scan: Scan, index_sig: tuple[int, in
     was = mem.store.indexed_days()  # else the file the Store last wrote (a compress), if it is that one: it matched these stats
     if was is None:
         return None
-    now = {name: rec[:2] for name, rec in scan.days.items()}
+    now = _scan_sigs(scan)
     racy = {name for name, sig in now.items() if sig[1] + C.SYNC_RACY_NS > index_sig[1]}  # changed too close to that write to trust
     return racy | _differ(was, now)
 
@@ -223,7 +223,12 @@ def _patch_index(mem: Memory, scan: Scan, days: set[str]) -> bool:
         fresh = [e for name in sorted(days) if name in scan.days for e in read_day(mem.layout.index_dir / name, scan.parsed)]
     except (OSError, StoreCorrupt, UnicodeDecodeError):
         return False  # the full check reports it
-    return keep.isdisjoint(e.id for e in fresh) and mem.store.patch_index(mem.settings.compressor, keep, fresh)
+    return keep.isdisjoint(e.id for e in fresh) and mem.store.patch_index(mem.settings.compressor, keep, fresh, _scan_sigs(scan))
+
+
+def _scan_sigs(scan: Scan) -> dict[str, list[int]]:
+    """The day files' [size, mtime_ns] as the scan found them, before it read them."""
+    return {name: list(rec[:2]) for name, rec in scan.days.items()}
 
 
 # -- the sync --------------------------------------------------------------------------------------

@@ -86,3 +86,46 @@ def test_an_entry_filed_under_another_day_is_kept_once_when_its_dates_file_is_un
     errors = mem.store.rebuild_index(mem.settings.compressor)
     assert errors and [e["id"] for e in entries_of(root)].count(moved["id"]) == 1
     assert len(entries_of(root)) == 5
+
+
+def test_an_entry_filed_under_another_day_survives_a_write_to_its_dates_day(mem, root):
+    """Moved by hand from day 2's file into day 4's (and synced): a compress on day 2 must not drop
+    it from index.json, though its timestamp still says day 2."""
+    from memtool.sync import sync
+
+    day2, day4 = root / "memory/index/2026-03-02.json", root / "memory/index/2026-03-04.json"
+    data2, data4 = json.loads(day2.read_text()), json.loads(day4.read_text())
+    moved = data2["entries"].pop(0)
+    data4["entries"].append(moved)
+    day2.write_text(json.dumps(data2, indent=2))
+    day4.write_text(json.dumps(data4, indent=2))
+    sync(mem)
+    assert moved["id"] in {e["id"] for e in entries_of(root)}
+    mem.compress("Kim: a second note on day 2 about the Kafka consumer.", when=when(2, 15), session="k")
+    assert [e["id"] for e in entries_of(root)].count(moved["id"]) == 1 and len(entries_of(root)) == 6
+    assert rebuilt(mem, root)
+
+
+def test_a_day_file_saved_while_index_json_is_written_is_not_recorded_as_included(mem, root, monkeypatch):
+    """An editor saves day 2 just after a rebuild read it: index.json misses the edit, so the record of
+    what index.json holds must not carry the edited file's stat, or later writes patch around it for good."""
+    import memtool.store as store_mod
+
+    day2 = root / "memory/index/2026-03-02.json"
+    real = store_mod.read_day
+
+    def read_then_edit(path, parsed=None):
+        entries = real(path, parsed)
+        if path == day2 and "Saved by an editor" not in day2.read_text():
+            data = json.loads(day2.read_text())
+            data["entries"][0]["summary"] = "Saved by an editor while index.json was being written."
+            day2.write_text(json.dumps(data, indent=2))
+        return entries
+
+    monkeypatch.setattr(store_mod, "read_day", read_then_edit)
+    mem.store.rebuild_index(mem.settings.compressor)
+    monkeypatch.undo()
+    assert not any(e["summary"].startswith("Saved by an editor") for e in entries_of(root))  # the race, as it happened
+    mem.compress("Liam: day 4 note on the release train.", when=when(4, 18), session="l")
+    assert any(e["summary"].startswith("Saved by an editor") for e in entries_of(root))
+    assert rebuilt(mem, root)
