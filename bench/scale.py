@@ -8,6 +8,8 @@ compressor, wordllama embedder, transcripts kept as by default). Then, on the sa
 - search_p50/p95_ms: in-process `Memory.search`, query embedding excluded (timed separately as
   embed_query_ms; with the default weights it only runs when BM25 finds too few hits);
 - cold_search_ms / cold_rss_mb: `memory search --json` as a new process (median of runs, peak RSS);
+- cold_compress_ms: `memory compress` of one new session as a new process (median of 3), against
+  naive_append_ms: seed 003's index step alone (load index.json, append, write it whole);
 - naive_ms: seed 003's search flow: read index.json and every embedding file, cosine-scan, top-k
   (query vector given, so embedding is excluded there too). Ratios are naive / ours.
 Prints one JSON line per size, then a Markdown table.
@@ -96,6 +98,33 @@ def cold_search(root: Path, query: str) -> tuple[float, float]:
     return float(ms), int(kb) / 1024
 
 
+def cold_compress(root: Path, text: str, day: str) -> float:
+    """Wall time (ms) of `memory compress` of one new session as a fresh process, as a session-end hook runs it."""
+    session = root / "bench-session.md"
+    session.write_text(text, encoding="utf-8")
+    cmd = [sys.executable, "-m", "memtool", "--root", str(root), "compress", str(session), "--date", day]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    t = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    ms = (time.perf_counter() - t) * 1000
+    session.unlink()
+    if out.returncode != 0:
+        raise SystemExit(f"compress failed: {out.stderr}")
+    return ms
+
+
+def naive_append(root: Path) -> float:
+    """Seed 003's index step of a compress (ms): load index.json, append the entry, write it whole
+    (to a scratch copy, so the store is left as it is)."""
+    t = time.perf_counter()
+    index = json.loads((root / "memory/index/index.json").read_text(encoding="utf-8"))
+    index["entries"].append(dict(index["entries"][-1], id="ctx-naive"))
+    (root / "naive-index.json").write_text(json.dumps(index, indent=2, ensure_ascii=False), encoding="utf-8")
+    ms = (time.perf_counter() - t) * 1000
+    (root / "naive-index.json").unlink()
+    return ms
+
+
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else 0.0
 
@@ -128,6 +157,8 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int) -> dict:
         naive_ms.append((time.perf_counter() - t) * 1000)
     cold_search(root, texts[0])  # warm-up: compiles bytecode once, as any installed tool has
     cold = [cold_search(root, q) for q in texts[:cold_runs]]
+    naive_append_ms = [naive_append(root) for _ in range(3)]
+    compress_ms = [cold_compress(root, session_text(rng), f"2030-01-0{i + 1}") for i in range(3)]  # last: the store grows by 3
     import resource
 
     result = {
@@ -143,6 +174,8 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int) -> dict:
         "cold_rss_mb": round(max(c[1] for c in cold), 1),
         "process_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "naive_ms": round(statistics.median(naive_ms), 1),
+        "cold_compress_ms": round(statistics.median(compress_ms), 1),
+        "naive_append_ms": round(statistics.median(naive_append_ms), 1),
     }
     result["naive_over_search"] = round(result["naive_ms"] / max(result["search_p50_ms"], 1e-3), 1)
     result["naive_over_cold_cli"] = round(result["naive_ms"] / result["cold_search_ms"], 2)
@@ -163,7 +196,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         res = run_size(work, n, args.queries, args.cold_runs)
         print(json.dumps(res), flush=True)
         results.append(res)
-    cols = ["entries", "docs", "import_ms_per_session", "build_s", "search_p50_ms", "search_p95_ms", "embed_query_p50_ms", "cold_search_ms", "cold_rss_mb", "naive_ms", "naive_over_search", "naive_over_cold_cli"]
+    cols = ["entries", "docs", "import_ms_per_session", "build_s", "search_p50_ms", "search_p95_ms", "embed_query_p50_ms", "cold_search_ms", "cold_rss_mb", "naive_ms", "naive_over_search", "naive_over_cold_cli",
+            "cold_compress_ms", "naive_append_ms"]
     print("\n| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
     for r in results:
         print("| " + " | ".join(str(r[c]) for c in cols) + " |")

@@ -18,7 +18,7 @@ import numpy as np
 
 from memtool import constants as C
 from memtool.errors import DimensionMismatch, NotAMemoryRoot, StoreCorrupt
-from memtool.fsutil import append_text, atomic_write_many, atomic_write_text, dumps_json, locked, write_json
+from memtool.fsutil import append_text, atomic_write_bytes, atomic_write_many, atomic_write_text, dumps_json, locked, write_json
 from memtool.models import Entry, iso, utcnow
 
 DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -230,41 +230,47 @@ def sort_entries(entries: Iterable[Entry]) -> list[Entry]:
     return sorted(entries, key=lambda e: (e.timestamp, e.id))
 
 
-_INDEX_OPEN = ',\n  "entries": ['
-_INDEX_SEP = ",\n    "
-# index.json as index_document lays it out; an entry's line starts with its id and timestamp (Entry.to_dict's order)
-_INDEX_LINE_RE = re.compile(r'\{"id": "([^"\\]*)", "timestamp": "([^"\\]*)", .*\}\Z')
+_INDEX_OPEN = b',\n  "entries": ['
+_INDEX_SEP = b",\n    "
+# index.json as index_document lays it out: an entry's line starts with its id and timestamp (Entry.to_dict's order)
+_INDEX_LINE_RE = re.compile(rb'\{"id": "([^"\\]*)", "timestamp": "([^"\\]*)", ')
 
 
-def index_document(provider: str, entries: Iterable[Entry | dict]) -> str:
+def index_document(provider: str, entries: Iterable[Entry | dict]) -> bytes:
     """index.json: the header indented, then one compact line per entry (time order), so a changed
     entry is a one-line git diff and 10,000 entries encode in C speed. Dicts are entries already in
     their on-disk form (Entry.to_dict)."""
     dicts = [e if isinstance(e, dict) else e.to_dict() for e in entries]
     dicts.sort(key=lambda d: (d["timestamp"], d["id"]))
-    return _index_text(provider, [json.dumps(d, ensure_ascii=False) for d in dicts])
+    return _index_bytes(provider, [json.dumps(d, ensure_ascii=False).encode("utf-8") for d in dicts])
 
 
-def _index_text(provider: str, lines: list[str]) -> str:
+def _index_bytes(provider: str, lines: list[bytes]) -> bytes:
     head = json.dumps({"version": C.INDEX_VERSION, "provider": provider, "last_updated": iso(utcnow())}, indent=2, ensure_ascii=False)[:-2]
-    body = _INDEX_SEP.join(lines)
-    return head + _INDEX_OPEN + (f"\n    {body}\n  " if lines else "") + "]\n}\n"
+    body = (b"\n    ", _INDEX_SEP.join(lines), b"\n  ") if lines else ()
+    return b"".join((head.encode("utf-8"), _INDEX_OPEN, *body, b"]\n}\n"))
 
 
-def _index_lines(text: str) -> list[str] | None:
+def _index_lines(data: bytes) -> list[bytes] | None:
     """The entry lines of an index.json of this version laid out as index_document writes it (one
-    compact entry a line); None if it is anything else."""
-    at = text.find(_INDEX_OPEN)
+    compact entry a line, valid UTF-8); None if it is anything else."""
+    at = data.find(_INDEX_OPEN)
     try:
-        head = json.loads(text[:at] + "}") if at > 0 else None
-    except ValueError:
+        head = json.loads(data[:at] + b"}") if at > 0 else None
+        if not data.isascii():
+            data.decode("utf-8")  # lines are copied as bytes: they must be text
+    except ValueError:  # UnicodeDecodeError too
         return None
-    rest = text[at + len(_INDEX_OPEN) :]
     if not isinstance(head, dict) or head.get("version") != C.INDEX_VERSION:
         return None
-    if rest == "]\n}\n":
+    start = at + len(_INDEX_OPEN)
+    if data[start:] == b"]\n}\n":
         return []
-    return rest[5:-7].split(_INDEX_SEP) if rest.startswith("\n    ") and rest.endswith("\n  ]\n}\n") else None
+    if data[start : start + 5] != b"\n    " or not data.endswith(b"\n  ]\n}\n") or data.find(_INDEX_SEP, 0, start) != -1:
+        return None
+    lines = data.split(_INDEX_SEP)  # the whole file split once (no copy of its body): trim the first and last line
+    lines[0], lines[-1] = lines[0][start + 5 :], lines[-1][:-7]
+    return lines
 
 
 def day_document(day: str, entries: Iterable[Entry]) -> str:
@@ -353,10 +359,10 @@ class Store:
         except (StoreCorrupt, UnicodeDecodeError):
             return self.rebuild_index(provider, sigs=sigs)  # it reports the file
         rows, complete = self._index_rows()
-        ids = {e.id for e in fresh}
-        kept = [r for r in rows if r[0][:10] not in days and r[1] not in ids]
+        ids, bdays = {e.id.encode("utf-8") for e in fresh}, {d.encode("ascii") for d in days}
+        kept = [r for r in rows if r[0][:10] not in bdays and r[1] not in ids]
         # a line of `days` whose entry is not there now was filed elsewhere (or removed by hand): rebuild
-        if not complete or len(ids) != len(fresh) or any(r[0][:10] in days and r[1] not in ids for r in rows) or len({r[1] for r in kept}) != len(kept):
+        if not complete or len(ids) != len(fresh) or any(r[0][:10] in bdays and r[1] not in ids for r in rows) or len({r[1] for r in kept}) != len(kept):
             return self.rebuild_index(provider, sigs=sigs)
         self._write_rows(provider, kept, fresh, sigs)
         return []
@@ -366,33 +372,36 @@ class Store:
         would write them. False, writing nothing, unless index.json is laid out as index_document
         writes it and holds each id of `keep` exactly once. `sigs`: the day files' stats taken before
         `fresh` was read. Caller holds the lock."""
-        rows = [r for r in self._index_rows()[0] if r[1] in keep]
+        wanted = {i.encode("utf-8") for i in keep}
+        rows = [r for r in self._index_rows()[0] if r[1] in wanted]
         if len(rows) != len(keep) or len({r[1] for r in rows}) != len(keep):
             return False
         self._write_rows(provider, rows, fresh, sigs)
         return True
 
-    def _index_rows(self) -> tuple[list[tuple[str, str, str]], bool]:
-        """(timestamp, id, line) of index.json's entry lines, and whether that is every line (index.json
-        laid out as index_document writes it, each line recognised); ([], False) if unreadable."""
+    def _index_rows(self) -> tuple[list[tuple[bytes, bytes, bytes]], bool]:
+        """(timestamp, id, line) of index.json's entry lines, as UTF-8, and whether that is every line
+        (index.json laid out as index_document writes it, each line recognised); ([], False) if unreadable."""
         try:
-            lines = _index_lines(self.layout.index_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError):
+            lines = _index_lines(self.layout.index_file.read_bytes())
+        except OSError:
             return [], False
-        rows = [m.group(2, 1, 0) for m in map(_INDEX_LINE_RE.match, lines or ()) if m is not None]
+        rows = [(m.group(2), m.group(1), line) for line in lines or () if (m := _INDEX_LINE_RE.match(line)) and line.endswith(b"}")]
         return rows, lines is not None and len(rows) == len(lines)
 
-    def _write_rows(self, provider: str, rows: list[tuple[str, str, str]], fresh: list[Entry], sigs: DaySigs) -> None:
+    def _write_rows(self, provider: str, rows: list[tuple[bytes, bytes, bytes]], fresh: list[Entry], sigs: DaySigs) -> None:
         """index.json from lines copied as they are (not decoded and encoded again: ~10x faster at
-        10,000 entries) and fresh entries, in the order index_document gives: by (timestamp, id)."""
-        rows = [*rows, *((e.timestamp, e.id, json.dumps(e.to_dict(), ensure_ascii=False)) for e in fresh)]
+        10,000 entries) and fresh entries, in the order index_document gives: by (timestamp, id), which
+        UTF-8 bytes sort in as their text does."""
+        enc = lambda e: (e.timestamp.encode("utf-8"), e.id.encode("utf-8"), json.dumps(e.to_dict(), ensure_ascii=False).encode("utf-8"))  # noqa: E731
+        rows = [*rows, *map(enc, fresh)]
         rows.sort(key=lambda r: r[:2])
-        self._write_index(_index_text(provider, [r[2] for r in rows]), sigs)
+        self._write_index(_index_bytes(provider, [r[2] for r in rows]), sigs)
 
-    def _write_index(self, text: str, sigs: DaySigs) -> None:
+    def _write_index(self, data: bytes, sigs: DaySigs) -> None:
         """index.json, and the record of the day files it now matches (update_index and sync trust it
         for a later patch): `sigs`, their stats taken before they were read."""
-        atomic_write_text(self.layout.index_file, text)
+        atomic_write_bytes(self.layout.index_file, data)
         self._save_index_state(sigs)
 
     def indexed_days(self) -> dict[str, list[int]] | None:
