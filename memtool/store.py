@@ -358,11 +358,13 @@ class Store:
             fresh = [e for day in sorted(days) if (path := self.layout.day_file(day)).is_file() for e in read_day(path)]
         except (StoreCorrupt, UnicodeDecodeError):
             return self.rebuild_index(provider, sigs=sigs)  # it reports the file
-        rows, complete = self._index_rows()
+        rows = self._index_rows()
+        if rows is None:
+            return self.rebuild_index(provider, sigs=sigs)
         ids, bdays = {e.id.encode("utf-8") for e in fresh}, {d.encode("ascii") for d in days}
         kept = [r for r in rows if r[0][:10] not in bdays and r[1] not in ids]
         # a line of `days` whose entry is not there now was filed elsewhere (or removed by hand): rebuild
-        if not complete or len(ids) != len(fresh) or any(r[0][:10] in bdays and r[1] not in ids for r in rows) or len({r[1] for r in kept}) != len(kept):
+        if len(ids) != len(fresh) or any(r[0][:10] in bdays and r[1] not in ids for r in rows) or len({r[1] for r in kept}) != len(kept):
             return self.rebuild_index(provider, sigs=sigs)
         self._write_rows(provider, kept, fresh, sigs)
         return []
@@ -370,24 +372,24 @@ class Store:
     def patch_index(self, provider: str, keep: set[str], fresh: list[Entry], sigs: DaySigs) -> bool:
         """Rewrite index.json with its entries whose id is in `keep` and the `fresh` ones, as a rebuild
         would write them. False, writing nothing, unless index.json is laid out as index_document
-        writes it and holds each id of `keep` exactly once. `sigs`: the day files' stats taken before
+        writes it (every line recognised) and holds each id of `keep` exactly once. `sigs`: the day files' stats taken before
         `fresh` was read. Caller holds the lock."""
-        wanted = {i.encode("utf-8") for i in keep}
-        rows = [r for r in self._index_rows()[0] if r[1] in wanted]
-        if len(rows) != len(keep) or len({r[1] for r in rows}) != len(keep):
+        rows, wanted = self._index_rows(), {i.encode("utf-8") for i in keep}
+        kept = [r for r in rows or () if r[1] in wanted]
+        if rows is None or len(kept) != len(keep) or len({r[1] for r in kept}) != len(keep):
             return False
-        self._write_rows(provider, rows, fresh, sigs)
+        self._write_rows(provider, kept, fresh, sigs)
         return True
 
-    def _index_rows(self) -> tuple[list[tuple[bytes, bytes, bytes]], bool]:
-        """(timestamp, id, line) of index.json's entry lines, as UTF-8, and whether that is every line
-        (index.json laid out as index_document writes it, each line recognised); ([], False) if unreadable."""
+    def _index_rows(self) -> list[tuple[bytes, bytes, bytes]] | None:
+        """(timestamp, id, line) of each of index.json's entry lines, as UTF-8; None unless index.json
+        is laid out as index_document writes it and every line is recognised."""
         try:
             lines = _index_lines(self.layout.index_file.read_bytes())
         except OSError:
-            return [], False
+            return None
         rows = [(m.group(2), m.group(1), line) for line in lines or () if (m := _INDEX_LINE_RE.match(line)) and line.endswith(b"}")]
-        return rows, lines is not None and len(rows) == len(lines)
+        return rows if lines is not None and len(rows) == len(lines) else None
 
     def _write_rows(self, provider: str, rows: list[tuple[bytes, bytes, bytes]], fresh: list[Entry], sigs: DaySigs) -> None:
         """index.json from lines copied as they are (not decoded and encoded again: ~10x faster at

@@ -129,3 +129,23 @@ def test_a_day_file_saved_while_index_json_is_written_is_not_recorded_as_include
     mem.compress("Liam: day 4 note on the release train.", when=when(4, 18), session="l")
     assert any(e["summary"].startswith("Saved by an editor") for e in entries_of(root))
     assert rebuilt(mem, root)
+
+
+def test_patching_keeps_non_ascii_lines_byte_for_byte(mem, root, monkeypatch):
+    mem.compress("Zoë: the naïve café build broke on 東京 runners 🚀, so we pinned the toolchain.", when=when(2, 15), session="u1")
+    calls = []
+    monkeypatch.setattr(mem.store, "rebuild_index", lambda *a, _orig=mem.store.rebuild_index, **k: calls.append(a) or _orig(*a, **k))
+    mem.compress("Åsa: the München mirror is back; Ωmega jobs resume.", when=when(7), session="u2")
+    assert calls == []  # patched, non-ASCII lines copied as bytes
+    text = (root / "memory/index/index.json").read_text(encoding="utf-8")
+    assert "Zoë" in text and "München" in text
+    monkeypatch.undo()
+    assert rebuilt(mem, root)
+
+
+def test_an_index_json_reformatted_by_hand_is_rebuilt_not_patched(mem, root):
+    path = root / "memory/index/index.json"
+    path.write_text(json.dumps(json.loads(path.read_text()), indent=2))  # an editor pretty-printed it
+    mem.compress("Noor: day 6 note about the queue backlog.", when=when(6), session="p")
+    assert len(entries_of(root)) == 6 and rebuilt(mem, root)
+    assert len(path.read_text().splitlines()) < 20  # one line per entry again
