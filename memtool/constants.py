@@ -14,6 +14,7 @@ CACHE_DIR = ".cache"  # memory/.cache: derived, git-ignored, rebuildable
 LOCK_FILE = ".lock"  # memory/.lock: cross-process write lock
 CONFIG_FILE = "config.yaml"  # memory/config.yaml
 INDEX_STATE_FILE = "index-state.json"  # memory/.cache: the file stats index.json was last written from
+DOC_FREQ_FILE = "doc-freq.json"  # memory/.cache: word counts per recent day file (the compressor's rarity hint)
 GITIGNORE_FILE = ".gitignore"  # memory/.gitignore
 
 MEMORY_MD = "MEMORY.md"

@@ -20,7 +20,8 @@ from memtool.access import load_counts, record
 from memtool.context import ContextResult, Section, pack
 from memtool.dates import anchor
 from memtool.dedupe import Deduper, Duplicate
-from memtool.errors import BadInput, ProviderError, StorageError, StoreCorrupt
+from memtool.docfreq import recent_doc_freq
+from memtool.errors import BadInput, ProviderError, StorageError
 from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.search.engine import Hit, Query, Weights, search
@@ -81,24 +82,6 @@ class Memory:
 
         return redact(text, self.settings.redact_patterns)[0]
 
-    def _doc_freq(self) -> tuple[Counter, int]:
-        """How many of the most recent stored entries (DOC_FREQ_SAMPLE) contain each word: lets a
-        compressor prefer what distinguishes a session from recent memory, at a cost that does not
-        grow with the store."""
-        df: Counter = Counter()
-        n = 0
-        for path in reversed(self.layout.day_files()):
-            if n >= C.DOC_FREQ_SAMPLE:
-                break
-            try:
-                day = read_day(path)
-            except (StoreCorrupt, UnicodeDecodeError):
-                continue  # reported by doctor and reindex; a hint does not need it
-            for e in day:
-                df.update(set(content_words(e.embed_text())))
-            n += len(day)
-        return df, n
-
     def _compress_one(self, s: Session, provider: str, df: Counter, n_docs: int, text: str) -> tuple[Entry, str]:
         """`text`: the session's text, already checked and redacted by compress_many."""
         when = s.when or utcnow()
@@ -156,7 +139,7 @@ class Memory:
         self.warnings = []
         done: list[Entry] = []
         pending_batch: list[tuple[Entry, str]] = []
-        df, n_docs = self._doc_freq()
+        df, n_docs = recent_doc_freq(self.layout)  # words rare in recent memory are what sets a session apart
         results: list[Entry] = []  # in input order: stored entries, and stored ones a duplicate repeats
         self.duplicates = []
         dedupe = Deduper(self.layout)
