@@ -136,3 +136,22 @@ def test_search_table_shows_brackets_as_typed(ready):
     assert run("log", "Fixed [bold]render[/bold] bug in the [red] banner").exit_code == 0
     out = run("search", "render banner").stdout
     assert "[bold]render[/bold]" in out and "[red]" in out
+
+
+def test_a_cold_search_stays_light(ready):
+    """A cold `memory search` keeps OpenBLAS to one thread (unless the user chose) and never loads
+    numpy.ma (np.unique pulls it in: +25 ms per cold search)."""
+    assert run("compress", "s1.md").exit_code == 0
+    code = (
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: print('numpy.ma' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS')))\n"
+        "from memtool.cli.main import run\n"
+        "sys.argv = ['memory', 'search', 'Postgres billing']\n"
+        "run()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | {"MEMTOOL_ROOT": str(ready)}
+    for preset, expected in ((None, "False 1"), ("2", "False 2")):
+        done = subprocess.run([sys.executable, "-c", code], env=env | ({"OPENBLAS_NUM_THREADS": preset} if preset else {}), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "billing" in done.stdout.lower()
+        assert done.stdout.splitlines()[-1] == expected
