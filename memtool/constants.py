@@ -105,6 +105,7 @@ STATS_WEEKS_SHOWN = 52  # most recent weeks in the `memory stats` sparkline
 STATS_TOP_SHOWN = 8  # topics / people / systems listed by stats and the report
 
 # --- retention, decay with use, duplicates (`memory archive`, `search --archive`, compress) -------
+SEARCH_DIR = "search"  # memory/.cache/search: the search cache over the live files
 ARCHIVE_SEARCH_DIR = "search-archive"  # memory/.cache/search-archive: the search cache over live + archived files
 ARCHIVE_CHUNK_VECTORS = "archive"  # memory/.cache/archive/: chunk vectors of that cache, apart from the live ones
 ACCESS_FILE = "access.json"  # memory/.cache/access.json: how often each entry was returned by a query

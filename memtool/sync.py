@@ -304,7 +304,7 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
 
 def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: SyncReport, known: Known) -> bool:
     layout = mem.layout
-    folder = layout.cache_dir / "search"
+    folder = layout.cache_dir / C.SEARCH_DIR
     stamp = folder / "fingerprint"
     if full:
         shutil.rmtree(folder, ignore_errors=True)

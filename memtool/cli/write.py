@@ -1,4 +1,4 @@
-"""Commands that write memory: init, log, compress."""
+"""Commands that write memory: init, log, compress, forget."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ def register(app: typer.Typer) -> None:
     app.command("init")(init)
     app.command("log")(log)
     app.command("compress")(compress)
+    app.command("forget")(forget)
 
 
 def init(ctx: typer.Context) -> None:
@@ -162,3 +163,55 @@ def compress(
         typer.echo(f"{len(entries)} entries, overall compression {total_o / max(total_c, 1):.1f}:1")
     if failed:
         raise BadInput(f"{len(failed)} of {len(files)} inputs were skipped (see warnings above); the others were stored")
+
+
+def forget(
+    ctx: typer.Context,
+    ids: List[str] = typer.Argument(..., help="Entry ids, e.g. ctx-20260207-1a2b3c4d (`memory search --archive` lists them)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required when stdin is not a terminal)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Remove entries for good, live or archived: the entry, its transcript and its vector, and the
+    copies in index.json, entity pages and caches. Lines of MEMORY.md or logs naming them are listed,
+    not changed. Git history keeps old versions of the files."""
+    from memtool.app import resolve_root
+    from memtool.config import load_settings
+    from memtool.forget import forget as run
+    from memtool.store import Layout
+
+    layout = Layout(resolve_root(root_of(ctx))).require()
+    compressor = load_settings(layout.root).compressor
+    if not (yes or dry_run):
+        plan = run(layout, ids, compressor, dry_run=True)  # checks every id before asking
+        if not sys.stdin.isatty():
+            raise BadInput("memory forget removes entries for good: pass --yes to confirm (or --dry-run to see what it would remove).")
+        for e in plan.entries:
+            typer.echo(f"{e['id']}  {e['timestamp'][:16]}  {_clip(e['summary'])}")
+        if not typer.confirm(f"Forget {len(plan.entries)} entr{'y' if len(plan.entries) == 1 else 'ies'} for good?"):
+            raise typer.Exit(1)
+    report = run(layout, ids, compressor, dry_run=dry_run)
+    if as_json:
+        print_json(report.to_dict())
+        return
+
+    def verb(now: str, past: str) -> str:
+        return f"would {now}" if dry_run else past
+
+    for e in report.entries:
+        typer.echo(f"{verb('forget', 'forgot')} {e['id']} ({e['timestamp'][:16]}{', archived' if e['archived'] else ''}): {_clip(e['summary'])}")
+    for path in report.removed:
+        typer.echo(f"{verb('remove', 'removed')} {path}")
+    for path in report.rewritten:
+        typer.echo(f"{verb('rewrite', 'rewrote')} {path}")
+    for path in report.caches:
+        typer.echo(f"{verb('drop', 'dropped')} {path} (derived: rebuilt on next use)")
+    for line in report.mentions:
+        warn(f"still named in {line}")
+    if report.mentions:
+        warn("edit those lines by hand if they should go too")
+
+
+def _clip(text: str, width: int = 70) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -433,7 +433,7 @@ def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | N
     a few changed files, a full build otherwise; returns its folder. With `archive`, a second cache
     (memory/.cache/search-archive) over the live and the archived files, always built in full.
     `known`: what the caller already parsed and embedded (live cache only)."""
-    folder = layout.cache_dir / (C.ARCHIVE_SEARCH_DIR if archive else "search")
+    folder = layout.cache_dir / (C.ARCHIVE_SEARCH_DIR if archive else C.SEARCH_DIR)
     stamp = folder / "fingerprint"
     # taken before anything is read: a build reuses them. A sync brings every transcript's stat too.
     sigs = None if archive else (known and known.sigs) or Sigs.take(layout, transcripts=False)

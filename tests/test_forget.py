@@ -1,0 +1,176 @@
+"""`memory forget`: an entry and every copy memtool keeps of it go; nothing else changes; bad ids
+change nothing; what forget does not own (MEMORY.md lines) is named, not edited."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memtool import constants as C
+from memtool.app import open_memory
+from memtool.archive import archive, get_archived
+from memtool.cli.main import app
+from memtool.doctor import Doctor
+from memtool.entities import collect_entities, write_pages
+from memtool.errors import BadInput, NotFound
+from memtool.forget import forget
+from memtool.fsutil import atomic_write_text
+from memtool.promote import promote
+from memtool.scaffold import init
+from memtool.store import day_document, read_day
+
+runner = CliRunner()
+SECRET = "Quillfeather"  # a word only the forgotten session holds
+NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def mem(root, fake_embedder):
+    init(root)
+    return open_memory(root, embedder=fake_embedder)  # the real local compressor: it extracts entities
+
+
+@pytest.fixture
+def three(mem):
+    """Three sessions on one day; the second names SECRET. A search has built the cache."""
+    texts = ["Alice moved the billing tables to Postgres and wrote the migration.",
+             f"Bob pasted the {SECRET} token into the Redis config by mistake; Carol rotated it.",
+             "Dana shipped dark mode in the React dashboard after the contrast review."]
+    ids = [mem.compress(t, when=NOW + timedelta(minutes=i), session=f"s{i}").id for i, t in enumerate(texts)]
+    assert mem.search(SECRET)[0].id == ids[1]
+    return ids
+
+
+def files(root: Path, skip_cache: bool = False) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != C.LOCK_FILE and not (skip_cache and C.CACHE_DIR in p.parts)}
+
+
+def holding(root: Path, word: str) -> list[str]:
+    return [name for name, data in files(root).items() if word.lower().encode() in data.lower()]
+
+
+def test_forget_removes_the_entry_and_every_copy(mem, root, three):
+    write_pages(mem.layout, collect_entities(mem.store.iter_entries()))
+    assert any(name.startswith("memory/areas/") for name in holding(root, "Bob"))
+    before = files(root)
+    report = forget(mem.layout, [three[1]], mem.settings.compressor)
+    assert [e["id"] for e in report.entries] == [three[1]] and not report.entries[0]["archived"]
+    assert sorted(report.removed) == [f"memory/index/embeddings/{three[1]}.json", f"memory/transcripts/{three[1]}.md"]
+    assert {"memory/index/2026-03-01.json", "memory/index/index.json"} <= set(report.rewritten)
+    assert "memory/.cache/search" in report.caches
+    assert holding(root, SECRET) == [] and holding(root, "Bob") == []  # entry, transcript, index.json, pages, caches
+    after = files(root)
+    for keep in (three[0], three[2]):  # the others' files are untouched, byte for byte
+        for name in (f"memory/transcripts/{keep}.md", f"memory/index/embeddings/{keep}.json"):
+            assert after[name] == before[name]
+    assert [e.id for e in read_day(mem.layout.day_file("2026-03-01"))] == [three[0], three[2]]
+    assert [e["id"] for e in json.loads((root / "memory/index/index.json").read_text())["entries"]] == [three[0], three[2]]
+    mem.invalidate()
+    assert all(h.id != three[1] for h in mem.search(f"{SECRET} token Redis config", limit=10))
+    assert holding(root, SECRET) == []  # the rebuilt search cache does not bring it back
+    assert Doctor(mem.layout, mem.settings, mem.embedder).diagnose().healthy
+    assert [h.id for h in mem.search("dark mode dashboard")][:1] == [three[2]]
+
+
+def test_a_bad_or_unknown_id_changes_nothing(mem, root, three):
+    mem.search("billing")  # the cache exists: it must survive too
+    before = files(root)
+    with pytest.raises(NotFound, match="ctx-20260301-00000000"):
+        forget(mem.layout, [three[0], "ctx-20260301-00000000"], mem.settings.compressor)
+    with pytest.raises(BadInput, match="not an entry id"):
+        forget(mem.layout, [three[0], "../memory/index/index"], mem.settings.compressor)
+    assert files(root) == before
+
+
+def test_dry_run_reports_the_same_and_changes_nothing(mem, root, three):
+    before = files(root)
+    plan = forget(mem.layout, [three[1], three[1]], mem.settings.compressor, dry_run=True)
+    assert files(root) == before
+    done = forget(mem.layout, [three[1]], mem.settings.compressor)
+    assert replace(plan, dry_run=False) == done and len(done.entries) == 1
+
+
+def test_lines_people_wrote_are_named_not_edited(mem, root, three):
+    promote(mem, three[1])
+    mem.log(f"asked to forget {three[1]}")
+    set_aside = mem.layout.quarantine_dir / "20260301T120000" / "index" / "2026-03-01.json"
+    set_aside.parent.mkdir(parents=True)
+    set_aside.write_text(json.dumps({"entries": [{"id": three[1]}]}), encoding="utf-8")
+    kept = {name: files(root)[name] for name in ("MEMORY.md", set_aside.relative_to(root).as_posix())}
+    report = forget(mem.layout, [three[1]], mem.settings.compressor)
+    assert {name: files(root)[name] for name in kept} == kept
+    today = datetime.now().date().isoformat()
+    assert [m.split(":")[0] for m in report.mentions] == ["MEMORY.md", f"memory/{today}.md", set_aside.relative_to(root).as_posix()]
+
+
+def test_an_entry_filed_under_another_day_is_found(mem, root, three):
+    """A hand edit moved it to another day file: that file is rewritten (removed when emptied)."""
+    day = mem.layout.day_file("2026-03-01")
+    entries = read_day(day)
+    moved = next(e for e in entries if e.id == three[1])
+    atomic_write_text(day, day_document("2026-03-01", [e for e in entries if e.id != moved.id]))
+    atomic_write_text(mem.layout.day_file("2026-02-11"), day_document("2026-02-11", [moved]))
+    report = forget(mem.layout, [three[1]], mem.settings.compressor)
+    assert "memory/index/2026-02-11.json" in report.rewritten
+    assert not mem.layout.day_file("2026-02-11").exists() and holding(root, SECRET) == []
+
+
+def test_archived_entries_and_a_copy_both_live_and_archived(mem, root, three):
+    old = mem.compress(f"Erin noted the {SECRET} vault path in the old runbook.", when=NOW - timedelta(days=400), session="old")
+    archive(mem.layout, mem.settings, now=NOW)
+    assert get_archived(mem.layout, old.id) is not None and mem.get(old.id) is None
+    mem.store.write_entries([mem.store.get(three[1])])  # three[1] is live; put a copy of it in the archive too
+    arch = root / "memory" / "archive" / "2026" / "index" / "2026-03-01.json"
+    atomic_write_text(arch, day_document("2026-03-01", [mem.store.get(three[1])]))
+    report = forget(mem.layout, [old.id, three[1]], mem.settings.compressor)
+    assert [e["archived"] for e in report.entries] == [True, False]
+    assert f"memory/archive/{old.day[:4]}/transcripts/{old.id}.md" in report.removed
+    assert get_archived(mem.layout, old.id) is None and not arch.exists() and mem.get(three[1]) is None
+    assert holding(root, SECRET) == []
+    mem.invalidate()
+    assert all(h.id not in (old.id, three[1]) for h in mem.search(SECRET, archive=True))
+
+
+def test_a_run_cut_short_is_finished_by_the_next(mem, root, three, monkeypatch):
+    """Transcript and vector go first; a crash before the day file is written leaves a valid entry."""
+    import memtool.forget as forget_mod
+
+    def crash(*a, **kw):
+        raise OSError("power cut")
+
+    monkeypatch.setattr(forget_mod, "atomic_write_text", crash)
+    with pytest.raises(OSError):
+        forget(mem.layout, [three[1]], mem.settings.compressor)
+    monkeypatch.undo()
+    assert mem.get(three[1]) is not None and not mem.layout.transcript_file(three[1]).exists()
+    report = forget(mem.layout, [three[1]], mem.settings.compressor)
+    assert report.removed == [] and holding(root, SECRET) == []
+
+
+def test_pages_are_kept_when_a_day_file_is_unreadable(mem, root, three):
+    """Rewriting the entity pages then would drop the entities of that file: they are named instead."""
+    write_pages(mem.layout, collect_entities(mem.store.iter_entries()))
+    (mem.layout.index_dir / "2026-01-01.json").write_text("{ not json", encoding="utf-8")
+    report = forget(mem.layout, [three[1]], mem.settings.compressor)
+    assert not any(p.startswith("memory/areas/") for p in report.rewritten)
+    assert any(m.startswith("memory/areas/") for m in report.mentions)
+
+
+def test_cli_asks_for_yes_then_forgets(mem, root, three):
+    before = files(root)
+    refused = runner.invoke(app, ["forget", three[1]])
+    assert refused.exit_code == 2 and "--yes" in refused.stderr and files(root) == before
+    missing = runner.invoke(app, ["forget", "ctx-20260301-00000000", "--yes"])
+    assert missing.exit_code == 9 and "nothing was forgotten" in missing.stderr and files(root) == before
+    dry = runner.invoke(app, ["forget", three[1], "--dry-run"])
+    assert dry.exit_code == 0 and f"would forget {three[1]}" in dry.stdout and files(root) == before
+    done = runner.invoke(app, ["forget", three[1], "--yes", "--json"])
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout)["entries"][0]["id"] == three[1]
+    assert holding(root, SECRET) == []
