@@ -4,6 +4,10 @@ change nothing; what forget does not own (MEMORY.md lines) is named, not edited.
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -174,3 +178,15 @@ def test_cli_asks_for_yes_then_forgets(mem, root, three):
     assert done.exit_code == 0, done.stderr
     assert json.loads(done.stdout)["entries"][0]["id"] == three[1]
     assert holding(root, SECRET) == []
+
+
+@pytest.mark.parametrize("answer, gone", [(b"n\n", False), (b"y\n", True)])
+def test_cli_at_a_terminal_lists_and_asks(mem, root, three, answer, gone):
+    main, tty = pty.openpty()
+    os.write(main, answer)
+    done = subprocess.run([sys.executable, "-m", "memtool", "forget", three[1]], stdin=tty, capture_output=True, text=True, timeout=120)
+    os.close(tty)
+    os.close(main)
+    assert f"{three[1]}  2026-03-01T12:01" in done.stdout and "Forget 1 entry for good?" in done.stdout
+    assert done.returncode == (0 if gone else 1), done.stderr
+    assert (mem.get(three[1]) is None) == gone and (holding(root, SECRET) == []) == gone
