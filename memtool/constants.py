@@ -55,6 +55,7 @@ DEFAULT_SIBLING_WEIGHT = 0.2  # LoCoMo dev sweep (README): several matching pass
 DOC_FREQ_SAMPLE = 5000  # most recent entries the compressor's word-rarity hint is computed over
 
 IMPORTANCE_LEVELS = ("low", "medium", "high", "critical")
+MIN_YEAR, MAX_YEAR = 1900, 9998  # an entry's date: no session predates computers; datetime steps a week past it
 SOURCES = ("user_explicit", "ai_inferred", "system_auto")
 
 # --- promote and the MCP server (`memory promote`, `memory serve`) -----------------------

@@ -86,7 +86,7 @@ def focus(passage: str, terms: set[str], max_tokens: int) -> str:
 def format_hit(hit: Hit, tpl: Template, terms: set[str] = frozenset()) -> str:
     """One hit as the template shows it: dated, relative dates in its passage resolved."""
     content = " ".join(hit.text.split())
-    when = parse_iso(hit.timestamp) if hit.timestamp else None
+    when = parse_iso(hit.timestamp).astimezone() if hit.timestamp else None  # local, as compress anchored its dates
     passages = [p for p in (hit.passage, *hit.passages) if p][:PASSAGES_PER_HIT]
     if tpl.include_passages and passages:
         content = truncate_to_tokens(content, SUMMARY_WITH_PASSAGE_TOKENS)
@@ -105,7 +105,7 @@ def format_hit(hit: Hit, tpl: Template, terms: set[str] = frozenset()) -> str:
     if hit.superseded_by:  # an older version: the newer one is usually among the hits too
         content = f"(superseded by {hit.superseded_by}) {content}"
     date = f"{when.day} {when:%B %Y}" if when is not None else "-"
-    return tpl.item.format(content=content, kind=hit.kind, id=hit.id, session=hit.source_session or "-", timestamp=hit.timestamp[:16], date=date, score=f"{hit.score:.3f}")
+    return tpl.item.format(content=content, kind=hit.kind, id=hit.id, session=hit.source_session or "-", timestamp=when.isoformat(timespec="minutes") if when is not None else "-", date=date, score=f"{hit.score:.3f}")
 
 
 def pack(layer3: list[Section], hits: list[Hit], today: Section | None, budget: int, template: str, query: str = "") -> ContextResult:

@@ -102,10 +102,8 @@ class Memory:
 
     def _entry(self, text: str, out: Compressed, when: datetime, s: Session, model: str) -> Entry:
         importance = s.importance or out.importance
-        if importance not in C.IMPORTANCE_LEVELS:
-            raise BadInput(f"importance must be one of {', '.join(C.IMPORTANCE_LEVELS)}, got {importance!r}")
-        if s.source not in C.SOURCES:
-            raise BadInput(f"source must be one of {', '.join(C.SOURCES)}, got {s.source!r}")
+        if importance not in C.IMPORTANCE_LEVELS:  # a plugin compressor's answer; the session's own was checked
+            raise ProviderError(f"the compressor gave importance {importance!r:.40}, expected one of {', '.join(C.IMPORTANCE_LEVELS)}; nothing was stored")
         entry = Entry(
             id=make_id(when, text),
             timestamp=iso(when),
@@ -144,7 +142,9 @@ class Memory:
         self.duplicates = []
         dedupe = Deduper(self.layout)
         touched: set[str] = set()  # days whose files this call writes: index.json is patched for them
+        self._compressor_factory(provider)  # an unknown provider fails before anything is read or stored
         for s in sessions:
+            check_session(s)  # before the duplicate check: a repeated session with bad options is refused too
             text = self.redact(self.check_text(s.text, s.name))
             dedupe.require_known(s.supersedes)
             dup = dedupe.check(s.name, text, s.when or utcnow())
@@ -258,7 +258,7 @@ class Memory:
         return hits
 
     def context(self, query: str | None = None, budget: int | None = None, template: str | None = None, limit: int = 8, exclude: frozenset[str] = frozenset(), now: datetime | None = None) -> ContextResult:
-        budget = budget or self.settings.budget
+        budget = self.settings.budget if budget is None else budget
         template = template or self.settings.template
         self.warnings = []
         layer3 = [s for s in (self._layer3(name) for name in (C.MEMORY_MD, C.USER_MD)) if s is not None]
@@ -284,8 +284,11 @@ class Memory:
         return None if is_untouched_template(name, text) else Section(name, text)
 
     def recent(self, limit: int, exclude: frozenset[str] = frozenset()) -> list[Hit]:
-        """Without a query: the most recent entries, most important first among equals."""
-        entries = sorted(self.store.iter_entries(), key=lambda e: (e.timestamp, C.IMPORTANCE_LEVELS.index(e.importance)), reverse=True)
+        """Without a query: the most recent entries, most important first among equals. An unreadable
+        day file is skipped with a warning (the session-start bundle must not fail on one hand edit)."""
+        errors: list[str] = []
+        entries = sorted(self.store.iter_entries(errors), key=lambda e: (e.timestamp, C.IMPORTANCE_LEVELS.index(e.importance)), reverse=True)
+        self.warnings += [f"skipped: {message}; `memory doctor` shows how to mend it" for message in errors]
         return [
             Hit(id=e.id, kind="entry", score=0.0, source_session=e.source_session, timestamp=e.timestamp, text=e.summary, trusted=e.trusted)
             for e in entries
@@ -302,6 +305,16 @@ class Memory:
     def invalidate(self) -> None:
         """Forget the loaded search index: the files were changed outside compress_many."""
         self._index = None
+
+
+def check_session(s: Session) -> None:
+    """What the caller chose for a session: importance, source and date must be ones the store can hold."""
+    if s.importance is not None and s.importance not in C.IMPORTANCE_LEVELS:
+        raise BadInput(f"{s.name}: importance must be one of {', '.join(C.IMPORTANCE_LEVELS)}, got {s.importance!r:.40}")
+    if s.source not in C.SOURCES:
+        raise BadInput(f"{s.name}: source must be one of {', '.join(C.SOURCES)}, got {s.source!r:.40}")
+    if s.when is not None and not C.MIN_YEAR <= s.when.year <= C.MAX_YEAR:
+        raise BadInput(f"{s.name}: the session date {s.when.date().isoformat()} is out of range: years {C.MIN_YEAR}-{C.MAX_YEAR}")
 
 
 def _anchored(ents: Entities, when: datetime) -> Entities:

@@ -118,9 +118,11 @@ class Entry:
         if known.get("importance", "medium") not in C.IMPORTANCE_LEVELS:
             raise StoreCorrupt(f"{where}: importance must be one of {', '.join(C.IMPORTANCE_LEVELS)}")
         try:
-            parse_iso(str(known["timestamp"]))
+            year = parse_iso(str(known["timestamp"])).year
         except ValueError:
             raise StoreCorrupt(f"{where}: timestamp {known['timestamp']!r} is not ISO-8601") from None
+        if not C.MIN_YEAR <= year <= C.MAX_YEAR:
+            raise StoreCorrupt(f"{where}: timestamp {known['timestamp']!r} is out of range (years {C.MIN_YEAR}-{C.MAX_YEAR})")
         return cls(**known)
 
 

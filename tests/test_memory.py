@@ -145,3 +145,71 @@ def test_untouched_templates_are_not_memory(mem, root):
     mem.invalidate()  # edited outside this Memory (each command opens a fresh one)
     hits = mem.search("deploy Fridays", limit=3)
     assert hits[0].kind == "memory" and hits[0].ref.startswith("AGENTS.md#L")
+
+
+def files_under(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and ".cache" not in p.parts and p.name != ".lock"}
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(when=datetime(202, 2, 4, tzinfo=timezone.utc)), "out of range"),  # a typo'd year: its day file name would not be a date
+    (dict(when=datetime(9999, 6, 1, tzinfo=timezone.utc)), "out of range"),
+    (dict(importance="bogus"), "importance must be one of"),
+    (dict(source="bogus"), "source must be one of"),
+])
+def test_session_options_are_checked_before_anything_is_stored(mem, root, kw, message):
+    """Also for a session already stored: the duplicate shortcut must not skip the checks."""
+    mem.compress(AUTH, when=when(7))
+    before = files_under(root)
+    for text in (AUTH, DB):
+        with pytest.raises(BadInput, match=message):
+            mem.compress(text, **{"when": when(7), **kw})
+    with pytest.raises(Exception, match="bogus"):
+        mem.compress(AUTH, when=when(7), provider="bogus")
+    assert files_under(root) == before
+
+
+def test_a_hand_edited_timestamp_out_of_range_is_reported_not_indexed(mem, root):
+    e = mem.compress(AUTH, when=when(7))
+    day = root / "memory/index/2026-02-07.json"
+    day.write_text(day.read_text().replace("2026-02-07T14:30", "0202-02-07T14:30"))
+    from memtool.errors import StoreCorrupt
+    from memtool.store import read_day
+
+    with pytest.raises(StoreCorrupt, match="out of range"):
+        read_day(day)
+    assert mem.search("Auth0") == [] or all(h.id != e.id for h in mem.search("Auth0"))
+
+
+def test_context_without_query_skips_an_unreadable_day_file(mem, root):
+    """The session-start hook runs `memory context` with no query: one bad hand edit must not blank it."""
+    mem.compress(AUTH, when=when(4))
+    mem.compress(DB, when=when(5))
+    (root / "memory/index/2026-02-04.json").write_text('{"date": "2026-02-04", "entries": [ {broken')
+    res = mem.context()
+    assert "invoices" in res.text and "Auth0" not in res.text
+    assert any("2026-02-04.json" in w and "memory doctor" in w for w in mem.warnings)
+
+
+def test_context_budget_zero_is_refused_not_defaulted(mem):
+    mem.compress(AUTH, when=when(7))
+    with pytest.raises(BadInput, match="at least 50"):
+        mem.context("Auth0", budget=0)
+
+
+def test_context_dates_are_local_like_the_anchored_entity_dates(mem, monkeypatch):
+    """A session on 7 Feb at 08:00 in Tokyo is 6 Feb in UTC: its label and its 'yesterday' say 7 and 6 Feb."""
+    import time
+
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        local = datetime(2026, 2, 7, 8, 0).astimezone()
+        e = mem.compress("User: Yesterday we deployed the ocelot service to the Frankfurt cluster.", when=local)
+        assert "yesterday (6 february 2026)" in [d.lower() for d in e.entities.dates]
+        chat = mem.context("ocelot service deployed").text
+        assert "[7 February 2026]" in chat and "(6 February 2026)" in chat and "5 February" not in chat
+        assert "2026-02-07T08:00+09:00" in mem.context("ocelot service deployed", template="detailed").text
+    finally:
+        monkeypatch.undo()
+        time.tzset()
