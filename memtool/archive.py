@@ -21,10 +21,9 @@ from memtool.config import Settings
 from memtool.errors import StorageError
 from memtool.fsutil import atomic_write_bytes, atomic_write_text, dumps_json
 from memtool.models import Entry, parse_iso, utcnow
-from memtool.store import DAY_RE, Layout, Store, day_document, read_day
+from memtool.store import DAY_RE, ID_DAY_RE, Layout, Store, day_document, read_day
 
 YEAR_RE = re.compile(r"^\d{4}$")
-ID_DAY_RE = re.compile(rf"^{C.ENTRY_ID_PREFIX}-(\d{{4}})(\d{{2}})(\d{{2}})-")
 
 
 @dataclass(frozen=True)

@@ -20,22 +20,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from memtool import constants as C
-from memtool.archive import ID_DAY_RE, archive_layouts
-from memtool.errors import BadInput, NotFound, StoreCorrupt
+from memtool.archive import archive_layouts
+from memtool.errors import BadInput, NotFound
 from memtool.fsutil import atomic_write_text
 from memtool.models import ID_RE, Entry
-from memtool.store import Layout, Store, day_document, read_day
+from memtool.store import Layout, Store, day_document, locate, read_day
 
 TEXT_CACHES = (C.SEARCH_DIR, C.ARCHIVE_SEARCH_DIR, C.DOC_FREQ_FILE)  # under memory/.cache: they hold entry text
-
-
-@dataclass
-class Found:
-    """Where one entry lives: the layout that owns its files (live or an archive year) and its day file."""
-
-    entry: Entry
-    home: Layout
-    day_file: Path
 
 
 @dataclass
@@ -51,39 +42,6 @@ class ForgetReport:
         return asdict(self)
 
 
-def locate(layout: Layout, ids: list[str], errors: list[str]) -> dict[str, list[Found]]:
-    """Where each id is stored, live and archived (a run of `memory archive` cut short can leave both).
-    The day file an id names is read first; the other day files only for ids not found there (an entry
-    a hand edit filed under another day). Each file is read once; unreadable ones go into `errors`
-    (`memory doctor` names and mends them)."""
-    found: dict[str, list[Found]] = {i: [] for i in ids}
-    homes = [(home, home.day_files()) for home in (layout, *archive_layouts(layout))]
-    read: set[Path] = set()
-
-    def scan(home: Layout, path: Path) -> None:
-        read.add(path)
-        try:
-            entries = read_day(path)
-        except (StoreCorrupt, UnicodeDecodeError) as exc:
-            errors.append(str(exc))
-            return
-        for e in entries:
-            if e.id in found:
-                found[e.id].append(Found(e, home, path))
-
-    named = {"-".join(m.groups()) for i in ids if (m := ID_DAY_RE.match(i))}
-    for home, paths in homes:
-        for path in paths:
-            if path.stem in named:
-                scan(home, path)
-    if any(not places for places in found.values()):
-        for home, paths in homes:
-            for path in paths:
-                if path not in read:
-                    scan(home, path)
-    return found
-
-
 def forget(layout: Layout, ids: list[str], provider: str, dry_run: bool = False) -> ForgetReport:
     """Remove these entries (live or archived) and every copy memtool keeps of them. Every id must
     name an entry, else nothing changes. `provider`: the compressor named in index.json."""
@@ -95,7 +53,7 @@ def forget(layout: Layout, ids: list[str], provider: str, dry_run: bool = False)
     report = ForgetReport(dry_run=dry_run)
     with store.lock():
         errors: list[str] = []
-        found = locate(layout, ids, errors)
+        found = locate([layout, *archive_layouts(layout)], ids, errors)
         missing = [i for i, places in found.items() if not places]
         if missing:
             unread = f" ({len(errors)} day file(s) could not be read: `memory doctor` names them)" if errors else ""
@@ -173,4 +131,4 @@ def _mentions(layout: Layout, ids: set[str], extra: list[Path]) -> list[str]:
     return out
 
 
-__all__ = ["ForgetReport", "Found", "forget", "locate"]
+__all__ = ["ForgetReport", "forget"]

@@ -178,7 +178,7 @@ def _write(mem: Memory, insight: str, provenance: str, section: str, entry: Entr
             result = Promotion(match, bullet, True, path, entry.id if entry else "")
         if entry is not None and entry.promoted_to != f"{C.MEMORY_MD}#{result.section}":
             entry.promoted_to = f"{C.MEMORY_MD}#{result.section}"
-            mem.store.write_entries([entry])
+            mem.store.update_entries([entry])
             mem.store.rebuild_index(mem.settings.compressor)
     return result
 

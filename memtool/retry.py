@@ -216,7 +216,7 @@ def _save(mem: "Memory", pairs: list[tuple[Entry, Entry]], report: RetryReport, 
                 changed.append(new)
                 report.completed[new.id] = new.model
         if changed:
-            mem.store.write_entries(changed)
+            mem.store.update_entries(changed)
             mem.store.rebuild_index(mem.settings.compressor)
             if not mem.settings.keep_transcripts:
                 for e in changed:

@@ -22,6 +22,7 @@ from memtool.fsutil import append_text, atomic_write_bytes, atomic_write_many, a
 from memtool.models import Entry, iso, utcnow
 
 DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+ID_DAY_RE = re.compile(rf"^{C.ENTRY_ID_PREFIX}-(\d{{4}})(\d{{2}})(\d{{2}})-")  # ids made by compress name their UTC day
 CONFLICT_RE = re.compile(r"^(<{7}|={7}|>{7})( |$)", re.M)
 
 
@@ -277,6 +278,53 @@ def day_document(day: str, entries: Iterable[Entry]) -> str:
     return dumps_json({"date": day, "entries": [e.to_dict() for e in sort_entries(entries)]})
 
 
+def id_day(entry_id: str) -> str | None:
+    """The UTC day an id made by compress names (ctx-YYYYMMDD-...: its first home), or None."""
+    m = ID_DAY_RE.match(entry_id)
+    return "-".join(m.groups()) if m else None
+
+
+@dataclass
+class Found:
+    """Where one entry is stored: the layout owning its files (live or an archive year) and its day file."""
+
+    entry: Entry
+    home: Layout
+    day_file: Path
+
+
+def locate(homes: list[Layout], ids: list[str], errors: list[str]) -> dict[str, list[Found]]:
+    """Every place each id is stored under `homes`. The day files the ids name are read first, the
+    others only for ids not found there (an entry a hand edit filed under another day). Each file is
+    read once; unreadable ones go into `errors`."""
+    found: dict[str, list[Found]] = {i: [] for i in ids}
+    listed = [(home, home.day_files()) for home in homes]
+    read: set[Path] = set()
+
+    def scan(home: Layout, path: Path) -> None:
+        read.add(path)
+        try:
+            entries = read_day(path)
+        except (StoreCorrupt, UnicodeDecodeError) as exc:
+            errors.append(str(exc))
+            return
+        for e in entries:
+            if e.id in found:
+                found[e.id].append(Found(e, home, path))
+
+    named = {id_day(i) for i in ids} - {None}
+    for home, paths in listed:
+        for path in paths:
+            if path.stem in named:
+                scan(home, path)
+    if any(not places for places in found.values()):
+        for home, paths in listed:
+            for path in paths:
+                if path not in read:
+                    scan(home, path)
+    return found
+
+
 class Store:
     """Reads and writes the versioned files. Writers hold the root's lock briefly."""
 
@@ -298,17 +346,26 @@ class Store:
                 errors.append(str(exc))
 
     def get(self, entry_id: str) -> Entry | None:
-        m = re.match(rf"^{C.ENTRY_ID_PREFIX}-(\d{{4}})(\d{{2}})(\d{{2}})-", entry_id)
-        if m:
-            path = self.layout.day_file("-".join(m.groups()))
-            if path.is_file():
-                for e in read_day(path):
-                    if e.id == entry_id:
-                        return e
+        day = id_day(entry_id)
+        path = self.layout.day_file(day) if day else None
+        if path is not None and path.is_file():
+            for e in read_day(path):
+                if e.id == entry_id:
+                    return e
         return next((e for e in self.iter_entries() if e.id == entry_id), None)
 
+    def update_entries(self, entries: list[Entry]) -> None:
+        """Replace stored entries by id in the day file that holds each now: a hand edit may have changed
+        its date or filed it under another day, and writing it by its date would leave two copies.
+        Caller holds the lock."""
+        found = locate([self.layout], [e.id for e in entries], [])
+        new = {e.id: e for e in entries}
+        for path in sorted({f.day_file for places in found.values() for f in places}):
+            atomic_write_text(path, day_document(path.stem, [new.get(e.id, e) for e in read_day(path)]))
+        self.write_entries([e for e in entries if not found[e.id]])
+
     def write_entries(self, entries: list[Entry]) -> None:
-        """Add (or replace by id) entries in their day files. Caller holds the lock."""
+        """Add (or replace by id) entries in the day files of their dates. Caller holds the lock."""
         by_day: dict[str, list[Entry]] = {}
         for e in entries:
             by_day.setdefault(e.day, []).append(e)

@@ -186,3 +186,27 @@ def test_cli_promote(mem, root):
     assert res.exit_code == 0 and json.loads(res.output)["added"] is False
     res = runner.invoke(app, ["promote", "ctx-20200101-00000000"])
     assert res.exit_code == NotFound.exit_code and "no entry" in res.output
+
+
+@pytest.mark.parametrize("move", ["redated", "refiled"])
+def test_promote_updates_an_entry_where_it_is_stored(mem, move):
+    """A hand edit changed the entry's date (it stays in its file) or filed it under another day:
+    promote writes it back there, never a second copy in the file of its date."""
+    entry = mem.compress("Queue choice.\nassistant: decided: Use SKIP LOCKED.", when=datetime(2026, 2, 4, 12, tzinfo=timezone.utc))
+    other = mem.compress("Cache choice.\nassistant: decided: Use Redis.", when=datetime(2026, 2, 4, 13, tzinfo=timezone.utc))
+    home = mem.layout.day_file("2026-02-04")
+    data = json.loads(home.read_text())
+    if move == "redated":
+        data["entries"][0]["timestamp"] = "2026-03-01T10:00:00.000Z"
+        home.write_text(json.dumps(data))
+    else:
+        moved = data["entries"].pop(0)
+        home.write_text(json.dumps(data))
+        home = mem.layout.day_file("2026-01-15")
+        home.write_text(json.dumps({"date": "2026-01-15", "entries": [moved]}))
+    promote_entry(mem, entry.id)
+    days = {p.name: [e["id"] for e in json.loads(p.read_text())["entries"]] for p in mem.layout.day_files()}
+    assert sum(ids.count(entry.id) for ids in days.values()) == 1 and entry.id in days[home.name]
+    assert other.id in days["2026-02-04.json"]
+    assert [e["id"] for e in json.loads(mem.layout.index_file.read_text())["entries"]].count(entry.id) == 1
+    assert mem.get(entry.id).promoted_to.startswith("MEMORY.md#")
