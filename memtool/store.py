@@ -198,6 +198,8 @@ def load_json(path: Path, text: str | None = None) -> object:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise StoreCorrupt(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})") from None
+    except RecursionError:  # brackets nested thousands deep: no day file looks like that
+        raise StoreCorrupt(f"{path}: JSON nested too deeply to read") from None
 
 
 # Day files already parsed, by path: the (size, mtime_ns) each had when it was read, and its entries.
@@ -528,8 +530,12 @@ class Store:
         return data
 
     def vector_for(self, entry: Entry, model: str, dim: int) -> np.ndarray | None:
-        """The stored vector if it is current for this model; None if it must be (re)computed."""
-        data = self.read_embedding(entry.id)
+        """The stored vector if it is current for this model; None if it must be (re)computed (also when
+        the file is damaged: `memory doctor` reports it, and a sync or `doctor --fix` writes it anew)."""
+        try:
+            data = self.read_embedding(entry.id)
+        except StoreCorrupt:
+            return None
         if data is None or data.get("content_hash") != entry.content_hash():
             return None
         if data.get("model") != model:

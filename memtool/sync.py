@@ -89,8 +89,8 @@ class SyncReport:
 def _vector_ok(path: Path, model: str, dim: int, content_hash: str) -> bool:
     try:
         data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return False  # missing or torn: embed again
+    except (OSError, ValueError, RecursionError):
+        return False  # missing, torn or absurdly nested: embed again
     return (
         isinstance(data, dict) and data.get("model") == model and data.get("content_hash") == content_hash
         and isinstance(data.get("embedding"), list) and len(data["embedding"]) == dim
@@ -153,14 +153,14 @@ def _index_state(layout: Layout, scan: Scan) -> str:
         items = data["entries"]
         if not isinstance(items, list) or data.get("version") != C.INDEX_VERSION:
             return "not an index"
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return "invalid JSON"
     expected: list = []
     for name in sorted(scan.days):  # day files hold their entries in time order, as index.json does
         if not scan.days[name][4]:
             try:
                 day = json.loads((layout.index_dir / name).read_bytes())
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 return "stale"
             expected.extend(day.get("entries", []) if isinstance(day, dict) else day)
     have = [d for d in items if not (isinstance(d, dict) and str(d.get("timestamp", ""))[:10] in scan.bad_days)]

@@ -439,3 +439,34 @@ def test_cli_reports_and_fixes_with_exit_codes(root, monkeypatch, tmp_path_facto
 def test_cli_outside_a_memory_root(tmp_path):
     res = CliRunner().invoke(app, ["--root", str(tmp_path / "nowhere"), "doctor"])
     assert res.exit_code == 3 and "not a memory root" in res.output
+
+
+def test_json_nested_thousands_deep_is_damage_not_a_crash(mem, doctor, root):
+    """Brackets nested 100,000 deep in a day file and an embedding file: search, sync and doctor
+    report or mend them (json raises RecursionError there, not JSONDecodeError)."""
+    from memtool.sync import sync
+
+    e = mem.compress(AUTH, when=when(4))
+    deep = "[" * 100_000 + "]" * 100_000
+    (root / "memory/index/2026-02-05.json").write_text(deep)
+    mem.layout.embedding_file(e.id).write_text(deep)
+    mem.invalidate()
+    assert [h.id for h in mem.search("Auth0")] == [e.id]
+    report = sync(mem)
+    assert report.embedded == 1 and any("nested too deeply" in p for p in report.errors)
+    assert any("nested too deeply" in p.message for p in doctor.diagnose().problems)
+    fixed = doctor.repair()
+    moved = [m for m in fixed.quarantined if m.endswith("2026-02-05.json")]
+    assert len(moved) == 1 and (root / moved[0]).read_text() == deep  # set aside whole, not lost
+    assert doctor.diagnose().healthy
+
+
+def test_a_torn_embedding_file_does_not_stop_search(mem, doctor, root):
+    """The vector is recomputed for the search cache; doctor reports the file and --fix rewrites it."""
+    e = mem.compress(AUTH, when=when(4))
+    mem.layout.embedding_file(e.id).write_text('{"id": "torn')
+    mem.invalidate()
+    assert [h.id for h in mem.search("Auth0")] == [e.id]
+    assert not doctor.diagnose().healthy
+    doctor.repair()
+    assert doctor.diagnose().healthy and json.loads(mem.layout.embedding_file(e.id).read_text())["id"] == e.id

@@ -104,14 +104,14 @@ def _entries_of(text: str) -> list[Entry]:
     before the damage."""
     try:
         return parse_entries(json.loads(text))
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # RecursionError: brackets nested thousands deep
         pass
     start = ENTRIES_RE.search(text)
     decoder, items, pos = json.JSONDecoder(), [], start.end() if start else len(text)
     while pos < len(text):
         try:
             item, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             break
         items.append(item)
         pos = SEPARATOR_RE.match(text, pos).end()

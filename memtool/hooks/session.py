@@ -42,6 +42,8 @@ def parse_payload(raw: str) -> HookPayload:
         data = json.loads(raw)
     except json.JSONDecodeError as err:
         raise BadInput(f"hook payload is not JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
+    except RecursionError:
+        raise BadInput("hook payload is JSON nested too deeply to read") from None
     if not isinstance(data, dict):
         raise BadInput("hook payload must be a JSON object")
 
