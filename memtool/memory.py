@@ -54,7 +54,7 @@ class Memory:
         self._compressor_factory = compressor_factory
         self.embedder = embedder
         self._index: SearchIndex | None = None
-        self.warnings: list[str] = []  # provider fallbacks during the last compress_many / context call
+        self.warnings: list[str] = []  # what the last compress_many / search / context call worked around
         self.duplicates: list[Duplicate] = []  # sessions the last compress_many found already stored (memtool.dedupe)
 
     # -- write path ------------------------------------------------------------------------------
@@ -235,11 +235,17 @@ class Memory:
 
     # -- read path -------------------------------------------------------------------------------
     def index(self, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:
+        """The search cache, brought up to date. Problems a rebuild met (a file skipped or read with
+        replacement characters) go into `errors`, else into `warnings`."""
+        problems: list[str] = []
         if archive:  # the cache over live + archived files: opened per call (rare), so never stale
-            return open_index(self.layout, self.embedder, progress, errors, archive=True)
-        if self._index is None:
-            self._index = open_index(self.layout, self.embedder, progress, errors)
-        return self._index
+            index = open_index(self.layout, self.embedder, progress, problems, archive=True)
+        else:
+            if self._index is None:
+                self._index = open_index(self.layout, self.embedder, progress, problems)
+            index = self._index
+        (self.warnings if errors is None else errors).extend(problems)
+        return index
 
     def weights(self) -> Weights:
         s = self.settings
@@ -251,6 +257,7 @@ class Memory:
         q = query if isinstance(query, Query) else Query(text=query, **kw)
         if q.limit < 1:
             raise BadInput("--limit must be at least 1")
+        self.warnings = []
         access = load_counts(self.layout) if self.settings.access_boost > 0 else None
         hits = search(self.index(archive=q.archive), self.embedder, q, self.weights(), access)
         if access is not None:  # use counts are kept while the boost is on (a write costs ~1 ms on ext4)

@@ -28,7 +28,7 @@ from memtool.search.cues import doc_cues
 from memtool.search.segment import DELTA_DIR, IMPORTANCE_CODE, KIND_CODE, SearchIndex, Segment
 from memtool.text import terms, words
 
-CACHE_VERSION = 8
+CACHE_VERSION = 9
 DELTA_MIN_DOCS = 2000  # a delta may always grow this large before a full rebuild …
 DELTA_FRACTION = 0.2  # … or this share of the base, whichever is larger
 # BM25 field weights for entry documents: each field is repeated this many times in the indexed text.
@@ -184,15 +184,15 @@ def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = Non
     for path in layout.markdown_files() if only is None else [Path(s) for s in only if s.endswith(".md")]:
         rel = path.relative_to(layout.root).as_posix()
         daily = path.parent == layout.memory_dir or path.parent.parent == layout.archive_dir  # archived logs: memory/archive/YYYY/
-        kind = "log" if DAY_RE.match(path.stem) and daily else "memory"
+        kind = "log" if daily and _is_date(path.stem) else "memory"
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
             ts = _md_time(path, kind)
         except FileNotFoundError:
             continue  # deleted since it was listed
-        except UnicodeDecodeError as exc:
-            errors.append(f"{path}: not UTF-8 ({exc.reason}); skipped")
-            continue
+        text = data.decode("utf-8", errors="replace")  # a person's file: one bad byte must not hide the rest
+        if "\ufffd" in text and "\ufffd".encode() not in data:
+            errors.append(f"{path}: not valid UTF-8; the bytes that are not were read as U+FFFD")
         if path.parent == layout.root and _untouched_template(path.name, text):
             continue  # still the file `memory init` wrote: boilerplate, not memory
         for ch in chunk_markdown(text):
@@ -205,6 +205,16 @@ def _untouched_template(name: str, text: str) -> bool:
     from memtool.scaffold import is_untouched_template  # importlib.resources: only when building
 
     return is_untouched_template(name, text)
+
+
+def _is_date(name: str) -> bool:
+    """A daily log's name: YYYY-MM-DD and a real day ("2026-13-45.md" is just a Markdown file)."""
+    from datetime import date
+
+    try:
+        return bool(DAY_RE.match(name)) and date.fromisoformat(name) is not None
+    except ValueError:
+        return False
 
 
 def _md_time(path: Path, kind: str) -> float:

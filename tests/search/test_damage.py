@@ -43,3 +43,18 @@ def test_a_cut_off_cache_file_is_rebuilt(mem, root, fake_embedder, name):
     path.write_bytes(path.read_bytes()[: max(1, path.stat().st_size // 3)])
     assert ranked(root, fake_embedder) == before
     assert snapshot(root) == files  # the memory itself is untouched
+
+
+def test_a_markdown_file_with_bad_bytes_is_searched_and_named(mem, root):
+    """A person's log with one byte that is not UTF-8 stays searchable; the search says what it did."""
+    (root / "memory/2026-02-03.md").write_bytes("# 2026-02-03\n- 09:00 café \xff quetzal sighting\n".encode("latin-1"))
+    mem.invalidate()
+    hits = mem.search(Query(text="quetzal sighting", kinds=("log",)))
+    assert [h.kind for h in hits] == ["log"] and "\ufffd" in hits[0].text
+    assert any("2026-02-03.md" in w and "not valid UTF-8" in w for w in mem.warnings)
+
+
+def test_a_log_named_like_an_impossible_date_is_plain_markdown(mem, root):
+    (root / "memory/2026-13-45.md").write_text("- 09:00 okapi notes\n", encoding="utf-8")
+    mem.invalidate()
+    assert [h.kind for h in mem.search(Query(text="okapi notes", kinds=("memory",)))] == ["memory"]
