@@ -259,7 +259,12 @@ class Memory:
             raise BadInput("--limit must be at least 1")
         self.warnings = []
         access = load_counts(self.layout) if self.settings.access_boost > 0 else None
-        hits = search(self.index(archive=q.archive), self.embedder, q, self.weights(), access)
+        index, weights = self.index(archive=q.archive), self.weights()
+        try:
+            hits = search(index, self.embedder, q, weights, access)
+        except ProviderError as exc:  # the query could not be embedded (a remote embedder down): words only
+            self.warnings.append(f"search: the embedder failed ({exc}); these hits come from word matches only")
+            hits = search(index, self.embedder, q, replace(weights, dense=0.0, dense_fallback=False), access)
         if access is not None:  # use counts are kept while the boost is on (a write costs ~1 ms on ext4)
             record(self.layout, [h.id for h in hits if h.kind == "entry"])
         return hits

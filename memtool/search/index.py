@@ -20,7 +20,7 @@ import numpy as np
 
 from memtool import constants as C
 from memtool.chunking import chunk_lines, chunk_markdown
-from memtool.errors import StoreCorrupt
+from memtool.errors import ProviderError, StoreCorrupt
 from memtool.fsutil import atomic_write_bytes, atomic_write_text, locked
 from memtool.models import Entry, parse_iso
 from memtool.store import DAY_RE, Layout, ParsedDays, Store, read_day
@@ -287,10 +287,12 @@ def entry_vector_key(e: Entry) -> str:
     return f"entry:{e.id}:{e.content_hash()}"
 
 
-def _vectors(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], cache: ChunkVectorCache, progress=None, save: bool = True,
-             fresh: dict[str, np.ndarray] | None = None) -> np.ndarray:
+def _vectors(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], cache: ChunkVectorCache, errors: list[str], progress=None,
+             save: bool = True, fresh: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """A vector per document: entries from `fresh` (vectors the caller just computed), the cache or
-    their embedding files, the rest from the cache or embedded now. Only what nothing holds is embedded."""
+    their embedding files, the rest from the cache or embedded now. Only what nothing holds is embedded.
+    If the embedder fails (a remote one unreachable), the rest keep a zero vector, said in `errors`:
+    words still find them, and a later build (the next change, `memory reindex --full`) embeds them."""
     store = Store(layout)
     dim = embedder.dim
     by_id = {e.id: e for e in entries}
@@ -310,8 +312,11 @@ def _vectors(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], ca
     step = 512
     for s in range(0, len(missing), step):
         idx = missing[s : s + step]
-        # what each vector embeds: an entry's embed_text, a chunk's own text
-        vecs = embedder.embed_documents([by_id[docs[i].ref].embed_text() if docs[i].kind == "entry" else docs[i].index_text for i in idx])
+        try:  # what each vector embeds: an entry's embed_text, a chunk's own text
+            vecs = embedder.embed_documents([by_id[docs[i].ref].embed_text() if docs[i].kind == "entry" else docs[i].index_text for i in idx])
+        except ProviderError as exc:  # no retry per batch: a service that is down would cost a timeout each
+            errors.append(f"{len(missing) - s} documents have no vector yet ({exc}); search finds them by their words")
+            break
         for i, v in zip(idx, vecs):
             vectors[i] = v
             cache.put(keys[i], v)
@@ -377,7 +382,7 @@ def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | 
     errors: list[str] = []
     docs, entries = collect_docs(layout, errors, parsed=known.days)
     cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
-    vectors = _vectors(layout, embedder, docs, entries, cache, progress, fresh=known.vectors)
+    vectors = _vectors(layout, embedder, docs, entries, cache, errors, progress, fresh=known.vectors)
     ranges = {src: [sig, 0, 0] for src, sig in sigs.files.items()}
     for i, d in enumerate(docs):  # each source's documents are contiguous: [start, end)
         r = ranges.setdefault(d.source, ["-", 0, 0])
@@ -422,7 +427,7 @@ def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Kn
         return None
     # reuse cached vectors; the cache is saved by the next full build (which keeps what it still uses)
     cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
-    vectors = _vectors(layout, embedder, docs, entries, cache, progress, save=False, fresh=known.vectors)
+    vectors = _vectors(layout, embedder, docs, entries, cache, errors, progress, save=False, fresh=known.vectors)
     masked = sorted((set(changed) & set(ranges)) | set(removed))
     meta = {"model": embedder.model, "base_id": base.meta["build_id"], "masked": masked, "edited": sorted(edited)}
     _write_segment(folder / DELTA_DIR, docs, vectors, meta)

@@ -58,3 +58,26 @@ def test_a_log_named_like_an_impossible_date_is_plain_markdown(mem, root):
     (root / "memory/2026-13-45.md").write_text("- 09:00 okapi notes\n", encoding="utf-8")
     mem.invalidate()
     assert [h.kind for h in mem.search(Query(text="okapi notes", kinds=("memory",)))] == ["memory"]
+
+
+def test_an_embedder_that_is_down_leaves_word_search_working(root, fake_embedder):
+    """A remote embedder unreachable: the entry is stored without a vector (compress warns), and search
+    still answers from word matches, saying so, instead of failing."""
+    from memtool.errors import ProviderError
+
+    class Down(type(fake_embedder)):
+        def embed_documents(self, texts):
+            raise ProviderError("cannot reach the embedding service")
+
+        def embed_query(self, text):
+            raise ProviderError("cannot reach the embedding service")
+
+    init(root)
+    m = open_memory(root, embedder=Down())
+    e = m.compress("Alice: the quokka webhook retries now back off exponentially.", when=datetime(2026, 2, 1, 9, tzinfo=timezone.utc))
+    assert any("embedding failed" in w for w in m.warnings)
+    hits = m.search(Query(text="quokka webhook retries"))
+    assert [h.id for h in hits][:1] == [e.id]
+    assert any("no vector yet" in w for w in m.warnings)
+    assert m.search(Query(text="zebra giraffe")) == []  # too few word matches: the vector fallback fails, words only
+    assert any("word matches only" in w for w in m.warnings)
