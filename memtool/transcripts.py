@@ -1,6 +1,6 @@
 """Agent transcripts -> plain "role: text" Markdown, ready for `memory compress`.
 
-Understood formats (anything else is passed through unchanged):
+Understood formats (anything else is passed through unchanged, unless the caller asks `strict`):
   Claude Code  JSONL, one record per line: {"type": "user"|"assistant"|"summary", "message": {...}}
   Codex CLI    JSONL rollout: {"type": "response_item", "payload": {"type": "message", ...}}
                (and the older un-wrapped form {"type": "message", "role": ..., "content": [...]})
@@ -15,7 +15,11 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from memtool.errors import BadInput
+
 PASSTHROUGH_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".text"})
+JSON_SUFFIXES = frozenset({".json", ".jsonl"})
+KNOWN_FORMATS = 'Claude Code JSONL, Codex CLI JSONL, Gemini CLI JSON, or JSON/JSONL messages shaped {"role": ..., "content": ...}'
 TOOL_SUMMARY_CHARS = 200
 
 # Text an agent injects into the user turn that is not something the user said.
@@ -31,42 +35,111 @@ _INJECTED_PREFIXES = (
 )
 # Arguments that name what a tool call was about; the first one present is shown.
 _TOOL_KEYS = ("file_path", "absolute_path", "path", "command", "cmd", "pattern", "query", "url", "description")
+# Codex rollout records that carry no conversation text but mark the file as a rollout.
+_CODEX_ENVELOPES = ("response_item", "session_meta", "turn_context", "event_msg", "compacted")
 
 Message = tuple[str, str]
+
+
+class _Unreadable(Exception):
+    """JSON that is valid but beyond what the parser can take (nesting depth, a huge number)."""
 
 
 def read_transcript(path: str | Path) -> str:
     """Read a transcript file and return it as plain "role: text" Markdown.
 
     Markdown/plain text comes back unchanged; JSON and JSONL transcripts of Claude Code,
-    Codex and Gemini CLI are converted. Undecodable bytes are replaced, never fatal.
+    Codex and Gemini CLI are converted. Undecodable bytes are replaced, never fatal. A file named
+    .json/.jsonl holding JSON of no known format (or JSON too deeply nested to read) is BadInput.
     """
     p = Path(path)
     text = p.read_bytes().decode("utf-8", errors="replace")
-    if p.suffix.lower() in PASSTHROUGH_SUFFIXES:
+    suffix = p.suffix.lower()
+    if suffix in PASSTHROUGH_SUFFIXES:
         return text
-    return convert_transcript(text)
+    return convert_transcript(text, name=str(p), strict=suffix in JSON_SUFFIXES)
 
 
-def convert_transcript(text: str) -> str:
-    """Convert transcript text (JSON or JSONL) to Markdown; text that is neither is returned as-is."""
+def looks_like_json(text: str | bytes) -> bool:
+    """Whether the text starts (after a BOM and white space) like a JSON object or array."""
+    if isinstance(text, bytes):
+        return text.lstrip(b" \t\r\n").removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1] in (b"{", b"[")
+    return text.lstrip("\ufeff \t\r\n")[:1] in ("{", "[")
+
+
+def convert_transcript(text: str, name: str = "<text>", strict: bool = False) -> str:
+    """Convert a JSON or JSONL transcript of a known format to Markdown.
+
+    Text that is not JSON or JSONL is returned as-is. JSON of no known format, or JSON that cannot
+    be read (nested too deeply), is returned as-is too, or with `strict` (the input claims to be a
+    JSON transcript: a .json/.jsonl file) raises BadInput naming `name` and the known formats.
+    """
     body = text.lstrip("\ufeff \t\r\n")
     if not body or body[0] not in "{[":
         return text
     try:
-        document: Any = json.loads(body)
+        kind, messages = _parse(body)
+    except _Unreadable as exc:
+        if strict:
+            raise BadInput(f"{name}: {exc}; not a transcript memtool can read") from None
+        return text
+    if kind == "known":
+        return render(messages)
+    if kind == "unknown" and strict:
+        raise BadInput(
+            f"{name}: JSON, but of no known transcript format. memtool reads {KNOWN_FORMATS}; "
+            "convert it to Markdown or plain text (one \"role: text\" paragraph per turn) first."
+        )
+    return text  # not JSON at all (a Markdown note that starts with "["), or unknown and not strict
+
+
+def _parse(body: str) -> tuple[str, list[Message]]:
+    """("known", the conversation) for JSON/JSONL of a known format (it may hold no conversation
+    text), ("unknown", []) for other JSON/JSONL, ("text", []) for neither. Raises _Unreadable for
+    JSON beyond the parser's limits."""
+    try:
+        try:
+            document: Any = _loads(body)
+        except json.JSONDecodeError:
+            records = _jsonl_records(body)
+            if records is None:
+                return "text", []
+        else:
+            if isinstance(document, dict) and isinstance(document.get("messages"), list):
+                return "known", list(_from_document_messages(document["messages"]))  # Gemini CLI
+            records = [document] if isinstance(document, dict) else [r for r in document if isinstance(r, dict)]
+        if not any(map(_recognised, records)):
+            return "unknown", []
+        return "known", list(_from_records(records))
+    except RecursionError:  # a structure the parser took but the converter cannot walk
+        raise _Unreadable("the JSON is nested too deeply to read") from None
+
+
+def _loads(text: str) -> Any:
+    """json.loads; the parser's limits (depth, digits of a number) raise _Unreadable, not the raw
+    RecursionError / ValueError. A plain syntax error stays json.JSONDecodeError."""
+    try:
+        return json.loads(text)
     except json.JSONDecodeError:
-        records = _jsonl_records(body)
-        if records is None:
-            return text
-        return render(_from_records(records))
-    if isinstance(document, dict) and isinstance(document.get("messages"), list):
-        return render(_from_document_messages(document["messages"]))
-    if isinstance(document, list):
-        return render(_from_records(r for r in document if isinstance(r, dict)))
-    if isinstance(document, dict):
-        return render(_from_records([document]))
-    return text
+        raise
+    except RecursionError:
+        raise _Unreadable("the JSON is nested too deeply to read (Python's parser stops near 1,000 levels)") from None
+    except ValueError as exc:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
+        raise _Unreadable(f"the JSON cannot be read: {exc}") from None
+
+
+def _recognised(record: dict[str, Any]) -> bool:
+    """Whether a record has the shape of one of the known formats (even one without conversation text)."""
+    kind = record.get("type")
+    if kind in ("user", "assistant") and isinstance(record.get("message"), dict):
+        return True  # Claude Code
+    if kind == "summary" and isinstance(record.get("summary"), str):
+        return True  # Claude Code
+    if kind in _CODEX_ENVELOPES and isinstance(record.get("payload"), dict):
+        return True  # Codex rollout
+    if kind in ("message", "function_call", "function_call_output", "reasoning") and "payload" not in record:
+        return True  # Codex, older un-wrapped lines
+    return isinstance(record.get("role"), str) and "content" in record  # generic
 
 
 def render(messages: Iterable[Message]) -> str:
@@ -85,12 +158,14 @@ def _jsonl_records(body: str) -> list[dict[str, Any]] | None:
     """
     records: list[dict[str, Any]] = []
     first = True
-    for line in body.splitlines():
+    for number, line in enumerate(body.splitlines(), 1):
         line = line.strip()
         if not line:
             continue
         try:
-            value = json.loads(line)
+            value = _loads(line)
+        except _Unreadable as exc:
+            raise _Unreadable(f"line {number}: {exc}") from None
         except json.JSONDecodeError:
             if first:
                 return None
@@ -159,7 +234,7 @@ def _codex_item(item: dict[str, Any]) -> Iterator[Message]:
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, or beyond the parser: shown as the string
                 pass
         yield ("assistant", _tool_line(str(item.get("name", "tool")), arguments))
 

@@ -243,3 +243,78 @@ def test_index_json_hand_edited_into_invalid_json(store):
     assert cli("doctor", "--fix").exit_code == 0
     assert cli("doctor").exit_code == 0
     assert len(json.loads(index.read_text())["entries"]) == 1
+
+
+# --- JSON transcripts: stdin, bad bytes, unknown formats, nesting, sizes -----------------------------
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hooks"
+
+
+def test_non_utf8_json_transcript_is_converted_with_the_warning(store):
+    (store / "t.jsonl").write_bytes(b'{"role": "user", "content": "the caf\xe9 menu goes to Postgres"}\n')
+    res = cli("compress", "t.jsonl")
+    assert res.exit_code == 0 and "warning: t.jsonl: invalid UTF-8 at byte 36; undecodable bytes replaced with U+FFFD" in res.stderr
+    entry_id = res.stdout.split()[0]
+    assert (store / f"memory/transcripts/{entry_id}.md").read_text() == "user: the caf\ufffd menu goes to Postgres\n"
+
+
+@pytest.mark.parametrize("content", ['["a", "b"]', '{"messages": "x"}', '{"a": 1}\n{"b": 2}\n'])
+def test_json_file_of_no_known_format_is_refused_naming_the_formats(store, content):
+    (store / "t.json").write_text(content)
+    before = tree(store)
+    refused(store, cli("compress", "t.json"), BadInput.exit_code, "t.json: JSON, but of no known transcript format",
+            "Claude Code JSONL, Codex CLI JSONL, Gemini CLI JSON", "convert it to Markdown")
+    assert "empty" not in cli("compress", "t.json").stderr
+    assert tree(store) == before
+
+
+def test_a_folder_import_skips_json_of_no_known_format(store):
+    folder = store / "backlog"
+    folder.mkdir()
+    (folder / "package.json").write_text('{"name": "app", "version": "1.0.0"}')
+    (folder / "session.jsonl").write_bytes((FIXTURES / "claude_transcript.jsonl").read_bytes())
+    res = cli("compress", str(folder))
+    assert res.exit_code == BadInput.exit_code and "skipped: " in res.stderr and "package.json: JSON, but of no known transcript format" in res.stderr
+    assert "1 of 2 inputs were skipped" in res.stderr
+    [stored] = [line for line in res.stdout.splitlines() if line.startswith("ctx-")]
+    assert "Login form crash fixed" in stored
+
+
+@pytest.mark.parametrize("how", ["file", "stdin"])
+def test_deeply_nested_json_is_refused_without_a_traceback(store, how):
+    (store / "deep.json").write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    before = tree(store)
+    if how == "file":
+        refused(store, cli("compress", "deep.json"), BadInput.exit_code, "deep.json: the JSON is nested too deeply to read")
+        assert tree(store) == before
+    else:  # stdin is only converted when it is a transcript format memtool knows; this is text
+        res = cli("compress", "-", "--json", input=(store / "deep.json").read_bytes())
+        assert res.exit_code == 0 and "Traceback" not in res.output
+        [entry] = json.loads(res.stdout)
+        assert (store / f"memory/transcripts/{entry['id']}.md").read_text().startswith("[[[[")
+
+
+def test_oversized_stdin_reports_what_it_knows_of_the_size(store):
+    (store / "memory/config.yaml").write_text("max_transcript_bytes: 100\n")
+    before = tree(store)
+    res = cli("compress", "-", input=b"x" * 5000)
+    refused(store, res, BadInput.exit_code, "<stdin>: more than 100 bytes, the limit", "max_transcript_bytes")
+    assert "101 bytes" not in res.stderr
+    # JSON is measured after conversion (like a .json file), so it is read whole and its real size is known
+    res = cli("compress", "-", input=b'["' + b"x" * 5000 + b'"]')
+    refused(store, res, BadInput.exit_code, "<stdin>: 5,004 bytes is over the limit of 100 bytes")
+    del before["memory/config.yaml"]
+    after = tree(store)
+    del after["memory/config.yaml"]
+    assert after == before
+
+
+def test_json_on_stdin_under_the_limit_after_conversion_is_stored(store):
+    """A Claude Code JSONL bigger than the limit whose conversation fits is stored, as the file would be."""
+    raw = (FIXTURES / "claude_transcript.jsonl").read_bytes()
+    (store / "memory/config.yaml").write_text(f"max_transcript_bytes: {len(raw) // 2}\n")
+    res = cli("compress", "-", "--json", input=raw)
+    assert res.exit_code == 0, res.output
+    [entry] = json.loads(res.stdout)
+    kept = (store / f"memory/transcripts/{entry['id']}.md").read_text()
+    assert kept.startswith("summary: Login form crash fixed\n\nuser: The login form crashes") and '"type"' not in kept

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memtool.transcripts import convert_transcript, read_transcript
+from memtool.errors import BadInput
+from memtool.transcripts import convert_transcript, looks_like_json, read_transcript
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hooks"
 
@@ -108,3 +109,72 @@ def test_undecodable_bytes_do_not_fail(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_bytes(b'{"role": "user", "content": "caf\xe9 ok"}\n')
     assert read_transcript(path) == "user: caf\ufffd ok\n"
+
+
+# --- JSON of no known format, JSON beyond the parser, file names in any case --------------------
+
+UNKNOWN_JSON = ['["a", "b"]', '{"messages": "x"}', '{"title": "notes", "mapping": {}}', '{"a": 1}\n{"b": 2}\n']
+
+
+@pytest.mark.parametrize("text", UNKNOWN_JSON)
+def test_json_of_no_known_format_is_returned_as_is_or_refused_when_strict(text):
+    assert convert_transcript(text) == text  # passed through, as the module promises (it used to become "")
+    with pytest.raises(BadInput, match=r"^t\.json: JSON, but of no known transcript format\. memtool reads Claude Code JSONL, Codex CLI JSONL, Gemini CLI JSON"):
+        convert_transcript(text, name="t.json", strict=True)
+
+
+def test_known_formats_without_conversation_are_known_even_when_strict():
+    assert convert_transcript('{"sessionId": "s", "messages": []}', strict=True) == ""
+    assert convert_transcript('{"type":"session_meta","payload":{"id":"x"}}\n', strict=True) == ""
+    assert convert_transcript('not json, but text', strict=True) == "not json, but text"
+    assert convert_transcript('{broken json', strict=True) == "{broken json"
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"a": ' * 3000 + "1" + "}" * 3000, "nested too deeply"),
+        ('{"role": "user", "content": "hi"}\n' + "[" * 5000 + "]" * 5000 + "\n", "line 2: the JSON is nested too deeply"),
+        ('[{"role": "user", "content": "hi", "n": ' + "1" * 5000 + "}]", "Exceeds the limit"),
+    ],
+    ids=["array", "object", "jsonl-line", "huge-int"],
+)
+def test_json_beyond_the_parser_is_bad_input_not_a_traceback(text, needle):
+    with pytest.raises(BadInput, match=f"^deep.json: .*{needle}"):
+        convert_transcript(text, name="deep.json", strict=True)
+    assert convert_transcript(text) == text  # not strict (stdin): not a transcript we know, so text
+
+
+def test_deep_structure_inside_a_record_is_bad_input():
+    """JSON the parser takes (500 levels) but that is too deep to walk in Python is BadInput too."""
+    record = '{"role": "assistant", "content": ' + "[" * 500 + '{"text": "hi"}' + "]" * 500 + "}"
+    assert json.loads(record)["role"] == "assistant"
+    with pytest.raises(BadInput, match=r"^t\.json: the JSON is nested too deeply to read; not a transcript"):
+        convert_transcript(record, name="t.json", strict=True)
+    assert convert_transcript(record) == record
+
+
+def test_tool_arguments_too_deep_to_parse_are_shown_as_the_string():
+    args = "[" * 100_000 + "]" * 100_000
+    line = json.dumps({"type": "function_call", "name": "shell", "arguments": args})
+    assert convert_transcript(line).startswith("assistant: [tool shell] \"[[[")
+
+
+def test_read_transcript_suffix_is_case_insensitive(tmp_path):
+    lines = (FIXTURES / "claude_transcript.jsonl").read_bytes()
+    upper = tmp_path / "session.JSONL"
+    upper.write_bytes(lines)
+    assert read_transcript(upper) == read_transcript(FIXTURES / "claude_transcript.jsonl")
+    notes = tmp_path / "NOTES.MD"
+    notes.write_text('{"role": "user", "content": "kept as written"}\n')
+    assert read_transcript(notes) == '{"role": "user", "content": "kept as written"}\n'
+    (tmp_path / "arr.JSON").write_text('["a", "b"]')
+    with pytest.raises(BadInput, match="no known transcript format"):
+        read_transcript(tmp_path / "arr.JSON")
+
+
+@pytest.mark.parametrize("prefix", ["", "\ufeff", "  \n"])
+def test_looks_like_json(prefix):
+    assert looks_like_json(prefix + '{"a": 1}') and looks_like_json((prefix + "[1]").encode())
+    assert not looks_like_json(prefix + "user: hi") and not looks_like_json((prefix + "# notes").encode())

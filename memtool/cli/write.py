@@ -44,7 +44,7 @@ def log(
     """Append a timestamped line to today's daily log (memory/YYYY-MM-DD.md)."""
     mem = open_from(ctx)
     if text is None or text == "-":
-        text = read_input("-", mem)[0]
+        text = read_input("-", mem, convert=False)[0]  # a note, even one that looks like JSON
     elif any("\udc80" <= ch <= "\udcff" for ch in text):  # bytes of the argument that were not UTF-8
         warn("the note is not valid UTF-8; undecodable bytes replaced with U+FFFD")
         text = text.encode("utf-8", "surrogateescape").decode("utf-8", errors="replace")
@@ -52,40 +52,53 @@ def log(
     typer.echo(f"logged to {path}")
 
 
-def read_input(path: str, mem=None) -> tuple[str, str]:
+def read_input(path: str, mem=None, convert: bool = True) -> tuple[str, str]:
     """(text, name) of one transcript; invalid UTF-8 is replaced, with a warning.
 
-    With `mem`, text over its max_transcript_bytes is refused before it is read into memory
-    (JSON transcripts are measured after conversion: their tool output shrinks a lot)."""
+    With `convert`, agent transcripts in JSON/JSONL are converted to Markdown: a file named
+    .json/.jsonl (any case; JSON of no known format is refused), and stdin when it parses as a known
+    format (anything else on stdin is text). With `mem`, text over its max_transcript_bytes is
+    refused before it is read into memory; JSON is measured after conversion (tool output shrinks a
+    lot), so it is read whole."""
+    from memtool.transcripts import JSON_SUFFIXES, convert_transcript, looks_like_json
+
+    limit = None if mem is None else mem.settings.max_transcript_bytes
     if path == "-":
-        data, name = sys.stdin.buffer.read(-1 if mem is None else mem.settings.max_transcript_bytes + 1), "<stdin>"
-        if mem is not None:
-            mem.check_size(len(data), name)
+        name, strict = "<stdin>", False
+        stream = sys.stdin.buffer
+        data = stream.read(-1 if limit is None else limit + 1)
+        is_json = convert and looks_like_json(data)
+        if limit is not None and len(data) > limit:
+            if not is_json:  # reading stopped at the limit: the real size is unknown
+                raise BadInput(
+                    f"{name}: more than {limit:,} bytes, the limit ({limit / 2**20:g} MiB, setting "
+                    "max_transcript_bytes). Split it or raise the limit."
+                )
+            data += stream.read()
     else:
         p = Path(path)
         if not p.is_file():
             raise BadInput(f"{path}: no such file")
-        if p.suffix in (".jsonl", ".json"):
-            from memtool.transcripts import read_transcript
-
-            return read_transcript(p), str(p)
-        if mem is not None:
-            mem.check_size(p.stat().st_size, str(p))
-        data, name = p.read_bytes(), str(p)
+        name = str(p)
+        is_json = strict = convert and p.suffix.lower() in JSON_SUFFIXES
+        if mem is not None and not is_json:
+            mem.check_size(p.stat().st_size, name)
+        data = p.read_bytes()
     if b"\x00" in data[:8192]:
         raise BadInput(f"{name}: looks like a binary file (NUL bytes); give a text transcript")
     try:
-        return data.decode("utf-8"), name
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         warn(f"{name}: invalid UTF-8 at byte {exc.start}; undecodable bytes replaced with U+FFFD")
-        return data.decode("utf-8", errors="replace"), name
+        text = data.decode("utf-8", errors="replace")
+    return (convert_transcript(text, name=name, strict=strict) if is_json else text), name
 
 
 def expand(paths: list[str]) -> list[str]:
     out: list[str] = []
     for p in paths:
         if p != "-" and Path(p).is_dir():
-            found = sorted(str(f) for f in Path(p).rglob("*") if f.is_file() and f.suffix in TRANSCRIPT_SUFFIXES)
+            found = sorted(str(f) for f in Path(p).rglob("*") if f.is_file() and f.suffix.lower() in TRANSCRIPT_SUFFIXES)
             if not found:
                 raise BadInput(f"{p}: no transcript files ({', '.join(sorted(TRANSCRIPT_SUFFIXES))}) in this folder")
             out.extend(found)

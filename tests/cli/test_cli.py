@@ -155,3 +155,53 @@ def test_a_cold_search_stays_light(ready):
         assert done.returncode == 0, done.stderr
         assert "billing" in done.stdout.lower()
         assert done.stdout.splitlines()[-1] == expected
+
+
+CLAUDE_JSONL = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hooks", "claude_transcript.jsonl")
+
+
+def _kept(root, entry_id):
+    return (root / f"memory/transcripts/{entry_id}.md").read_text()
+
+
+def test_claude_jsonl_on_stdin_is_converted(ready):
+    from memtool.transcripts import read_transcript
+
+    with open(CLAUDE_JSONL, "rb") as fh:
+        raw = fh.read()
+    res = run("compress", "-", "--json", input=raw)
+    assert res.exit_code == 0, res.output
+    [entry] = json.loads(res.stdout)
+    assert not entry["summary"].startswith("{") and "Login form crash fixed" in entry["summary"]
+    assert _kept(ready, entry["id"]) == read_transcript(CLAUDE_JSONL)  # the conversation, not the raw JSON
+
+
+@pytest.mark.parametrize("text", ["Dana: plain notes about the Redis cache.\n", '["a", "b"]\n', '{"a": 1}\n'])
+def test_stdin_that_is_not_a_known_transcript_format_is_kept_as_text(ready, text):
+    res = run("compress", "-", "--json", input=text)
+    assert res.exit_code == 0, res.output
+    assert _kept(ready, json.loads(res.stdout)[0]["id"]) == text
+
+
+def test_upper_case_suffixes_are_converted_and_found_in_folders(ready):
+    from memtool.transcripts import read_transcript
+
+    with open(CLAUDE_JSONL, "rb") as fh:
+        raw = fh.read()
+    (ready / "session.JSONL").write_bytes(raw)
+    res = run("compress", "session.JSONL", "--json")
+    assert res.exit_code == 0, res.output
+    assert _kept(ready, json.loads(res.stdout)[0]["id"]) == read_transcript(CLAUDE_JSONL)
+    folder = ready / "backlog"
+    folder.mkdir()
+    (folder / "NOTES.MD").write_text("Erin: the nightly export moved to 2 am.\n")
+    res = run("compress", str(folder), "--json")
+    assert res.exit_code == 0, res.output  # a folder of upper-case names is not "no transcript files"
+    assert _kept(ready, json.loads(res.stdout)[0]["id"]) == "Erin: the nightly export moved to 2 am.\n"
+
+
+def test_log_from_stdin_keeps_json_as_written(ready):
+    note = '{"role": "user", "content": "not a transcript, a note"}'
+    assert run("log", "-", input=note + "\n").exit_code == 0
+    [log] = list((ready / "memory").glob("20*.md"))
+    assert note in log.read_text()
