@@ -162,20 +162,42 @@ def compress(
         print_json([e.to_dict() for e in entries])
         for dup in mem.duplicates:
             typer.echo(f"note: {dup.message()}", err=True)
-    same = {d.existing for d in mem.duplicates if d.kind == "same"}
-    for e in [] if as_json else entries:
+    repeats = _repeats(entries, mem.duplicates)
+    for i, e in enumerate([] if as_json else entries):
         flag = "  [pending: compressed locally, run `memory retry`]" if e.pending else ""
-        if e.id in same:
+        if i in repeats:
             flag += "  [duplicate: this transcript was already stored; nothing added]"
         elif e.supersedes:
             flag += f"  [supersedes {', '.join(e.supersedes)}]"
         typer.echo(f"{e.id}  {e.compression_ratio} ({e.tokens_original} -> {e.tokens_compressed} tokens)  {e.summary[:70]}{flag}")
     if len(entries) > 1 and not as_json:
-        total_o = sum(e.tokens_original for e in entries)
-        total_c = sum(e.tokens_compressed for e in entries)
-        typer.echo(f"{len(entries)} entries, overall compression {total_o / max(total_c, 1):.1f}:1")
+        stored = [e for i, e in enumerate(entries) if i not in repeats]
+        total_o = sum(e.tokens_original for e in stored)
+        total_c = sum(e.tokens_compressed for e in stored)
+        dups = f" ({len(repeats)} duplicate{'s' if len(repeats) != 1 else ''} added nothing)" if repeats else ""
+        ratio = f", overall compression {total_o / max(total_c, 1):.1f}:1" if stored else ""
+        typer.echo(f"{len(stored)} entr{'ies' if len(stored) != 1 else 'y'} stored{dups}{ratio}")
     if failed:
         raise BadInput(f"{len(failed)} of {len(files)} inputs were skipped (see warnings above); the others were stored")
+
+
+def _repeats(entries: list, duplicates: list) -> set[int]:
+    """Positions in `entries` (compress_many's results, in input order) of sessions that added nothing.
+
+    A "same" duplicate's result is the entry it repeats, which may have been stored by this very call
+    (a file given twice): then only the later occurrences are duplicates. compress_many reports one
+    "same" duplicate per repeating session, and the session that stored an entry comes before those
+    repeating it, so the last k occurrences of an id with k such reports are the repeats."""
+    left: dict[str, int] = {}
+    for d in duplicates:
+        if d.kind == "same":
+            left[d.existing] = left.get(d.existing, 0) + 1
+    out: set[int] = set()
+    for i in range(len(entries) - 1, -1, -1):
+        if left.get(entries[i].id, 0) > 0:
+            left[entries[i].id] -= 1
+            out.add(i)
+    return out
 
 
 def forget(

@@ -205,3 +205,33 @@ def test_log_from_stdin_keeps_json_as_written(ready):
     assert run("log", "-", input=note + "\n").exit_code == 0
     [log] = list((ready / "memory").glob("20*.md"))
     assert note in log.read_text()
+
+
+def _lines(res):
+    return [line for line in res.stdout.splitlines() if line.startswith("ctx-")]
+
+
+def test_a_file_given_twice_in_one_call_is_labelled_duplicate_once(ready):
+    res = run("compress", "s1.md", "s1.md")
+    assert res.exit_code == 0, res.output
+    first, second = _lines(res)
+    assert first.split()[0] == second.split()[0]
+    assert "[duplicate" not in first and "[duplicate: this transcript was already stored; nothing added]" in second
+    assert "1 entry stored (1 duplicate added nothing), overall compression" in res.stdout
+    assert json.loads(run("stats", "--json").stdout)["entries"] == 1
+
+    again = run("compress", "s1.md", "s1.md")  # a later call: both repeat the stored entry
+    assert all("[duplicate" in line for line in _lines(again)) and len(_lines(again)) == 2
+    assert "0 entries stored (2 duplicates added nothing)" in again.stdout
+
+
+def test_a_file_in_a_folder_and_given_again_is_labelled_duplicate_once(ready):
+    folder = ready / "dir"
+    folder.mkdir()
+    (folder / "s1.md").write_bytes((ready / "s1.md").read_bytes())
+    (folder / "s2.md").write_bytes((ready / "s2.md").read_bytes())
+    res = run("compress", str(folder), "s1.md", "s1.md")
+    assert res.exit_code == 0, res.output
+    labels = ["[duplicate" in line for line in _lines(res)]
+    assert labels == [False, False, True, True]
+    assert "2 entries stored (2 duplicates added nothing)" in res.stdout
