@@ -37,3 +37,39 @@ def test_unknown_and_mistyped_settings(root):
     write_cfg(root, "budget: 100\n")
     with pytest.raises(ConfigError, match="MEMTOOL_REDACT"):
         load_settings(root, env={"MEMTOOL_REDACT": "maybe"})
+
+
+def _notes(root, n):
+    """`memory init` plus n Markdown notes that all match 'zebra' (no compress: no embedder needed)."""
+    from typer.testing import CliRunner
+
+    from memtool.cli.main import app
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["init"]).exit_code == 0
+    (root / "memory" / "notes").mkdir()
+    for i in range(n):
+        (root / "memory" / "notes" / f"n{i}.md").write_text(f"# Note {i}\n\nThe zebra crossing plan, part {i}.\n")
+    return lambda *args, **kw: runner.invoke(app, ["search", "zebra", "--json", *args], **kw)
+
+
+def test_search_limit_setting_is_the_cli_default(root, monkeypatch):
+    import json
+
+    search = _notes(root, 8)
+    assert len(json.loads(search().stdout)) == 5  # the built-in default
+    write_cfg(root, "search_limit: 2\n")
+    assert len(json.loads(search().stdout)) == 2
+    assert len(json.loads(search("--limit", "3").stdout)) == 3  # an explicit --limit wins
+    assert len(json.loads(search("-n", "7").stdout)) == 7
+    monkeypatch.setenv("MEMTOOL_SEARCH_LIMIT", "1")  # the environment beats the file
+    assert len(json.loads(search().stdout)) == 1
+
+
+def test_search_limit_setting_below_one_is_a_config_error(root):
+    search = _notes(root, 2)
+    write_cfg(root, "search_limit: 0\n")
+    res = search()
+    assert res.exit_code == ConfigError.exit_code and "setting 'search_limit' must be at least 1, got 0" in res.stderr
+    res = search("--limit", "0")
+    assert res.exit_code == 2 and "--limit must be at least 1" in res.stderr

@@ -8,7 +8,7 @@ import typer
 
 from memtool import constants as C
 from memtool.cli.common import console, open_from, print_json, warn
-from memtool.errors import BadInput, NotFound
+from memtool.errors import BadInput, ConfigError, NotFound
 
 
 def register(app: typer.Typer) -> None:
@@ -29,7 +29,7 @@ def _period(text: Optional[str], end: bool):
 def search(
     ctx: typer.Context,
     query: str = typer.Argument(..., help="What to look for."),
-    limit: int = typer.Option(C.DEFAULT_LIMIT, "--limit", "-n", help="Number of hits."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=f"Number of hits (default {C.DEFAULT_LIMIT}, setting 'search_limit')."),
     since: Optional[str] = typer.Option(None, help="Only hits from this date/period on: 2026-02-01, yesterday, 'last week'..."),
     until: Optional[str] = typer.Option(None, help="Only hits up to the end of this date/period."),
     topic: Optional[str] = typer.Option(None, help="Only entries with this topic."),
@@ -49,8 +49,14 @@ def search(
     if kind not in kinds:
         raise BadInput("--kind must be entry, log or memory")
     chosen = tuple(k for k in kinds[kind] if not (no_transcripts and k == "transcript"))
-    q = Query(text=query, limit=limit, kinds=chosen, since=_period(since, False), until=_period(until, True), topic=topic, min_importance=importance, trusted_only=trusted_only, archive=archive)
-    hits = open_from(ctx).search(q)
+    start, end = _period(since, False), _period(until, True)
+    mem = open_from(ctx)
+    if limit is None:  # an explicit --limit wins over the setting
+        limit = mem.settings.search_limit
+        if limit < 1:
+            raise ConfigError(f"setting 'search_limit' must be at least 1, got {limit} (memory/config.yaml or MEMTOOL_SEARCH_LIMIT)")
+    q = Query(text=query, limit=limit, kinds=chosen, since=start, until=end, topic=topic, min_importance=importance, trusted_only=trusted_only, archive=archive)
+    hits = mem.search(q)
     if as_json:
         print_json([h.to_dict() for h in hits])
         return
