@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 
 from memtool import constants as C
 from memtool.config import Settings
+from memtool.errors import BadInput, StorageError
 from memtool.fsutil import atomic_write_text
 from memtool.store import Layout
 
@@ -32,13 +34,38 @@ def is_untouched_template(name: str, text: str) -> bool:
     return name in C.LAYER3_FILES and text.strip() == template_text(name).strip()
 
 
+def _in_the_way(folder: Path) -> Path | None:
+    """The first of `folder` and its parents that exists but is not a folder (a file, a broken link)."""
+    for path in (folder, *folder.parents):
+        if path.is_dir():
+            return None
+        if os.path.lexists(path):
+            return path
+    return None
+
+
 def init(root: Path) -> list[Path]:
-    """Create what is missing; return the paths created."""
+    """Create what is missing; return the paths created. When a file stands where a folder of the
+    layout must go, BadInput names it and nothing is created."""
     layout = Layout(root)
+    folders = (layout.memory_dir, layout.index_dir, layout.embeddings_dir)
+    for folder in folders:
+        blocker = _in_the_way(folder)
+        if blocker is None:
+            continue
+        what = "a file, not a folder" if blocker.is_file() else "not a folder (a broken link?)"
+        if blocker == root:
+            raise BadInput(f"{root} is {what}: a memory root must be a folder. Pass another --root (or set MEMTOOL_ROOT).")
+        if not blocker.is_relative_to(root):
+            raise BadInput(f"cannot create the memory root {root}: {blocker} is {what}. Pass another --root (or set MEMTOOL_ROOT).")
+        raise BadInput(f"cannot create {folder.relative_to(root)}/ in {root}: {blocker} is {what}. Move or rename it, then run `memory init` again.")
     created: list[Path] = []
-    for folder in (layout.memory_dir, layout.index_dir, layout.embeddings_dir):
+    for folder in folders:
         if not folder.is_dir():
-            folder.mkdir(parents=True)
+            try:
+                folder.mkdir(parents=True)
+            except OSError as exc:  # e.g. permission denied, or a file put there since the check
+                raise StorageError(f"cannot create {folder}: {exc.strerror or exc}") from None
             created.append(folder)
     files = {
         layout.memory_dir / C.GITIGNORE_FILE: GITIGNORE,

@@ -318,3 +318,37 @@ def test_json_on_stdin_under_the_limit_after_conversion_is_stored(store):
     [entry] = json.loads(res.stdout)
     kept = (store / f"memory/transcripts/{entry['id']}.md").read_text()
     assert kept.startswith("summary: Login form crash fixed\n\nuser: The login form crashes") and '"type"' not in kept
+
+
+# --- init where a file stands in for a folder ---------------------------------------------------------
+
+
+def _all_files(top: Path) -> dict[str, bytes]:
+    return {p.relative_to(top).as_posix(): (p.read_bytes() if p.is_file() else b"<dir>") for p in sorted(top.rglob("*"))}
+
+
+@pytest.mark.parametrize(
+    "make, root_arg, needles",
+    [
+        (lambda t: (t / "f").write_text("mine\n"), "f", ["/f is a file, not a folder: a memory root must be a folder", "--root"]),
+        (lambda t: (t / "f").write_text("mine\n"), "f/sub", ["cannot create the memory root", "/f is a file, not a folder", "--root"]),
+        (lambda t: ((t / "R").mkdir(), (t / "R/memory").write_text("mine\n")), "R",
+         ["cannot create memory/ in", "/R/memory is a file, not a folder", "Move or rename it, then run `memory init` again"]),
+        (lambda t: ((t / "R/memory").mkdir(parents=True), (t / "R/memory/index").write_text("mine\n")), "R",
+         ["cannot create memory/index/ in", "/R/memory/index is a file, not a folder"]),
+        (lambda t: ((t / "R/memory/index").mkdir(parents=True), (t / "R/memory/index/embeddings").write_text("mine\n")), "R",
+         ["cannot create memory/index/embeddings/ in", "/R/memory/index/embeddings is a file, not a folder"]),
+    ],
+    ids=["root-is-a-file", "root-under-a-file", "memory-is-a-file", "index-is-a-file", "embeddings-is-a-file"],
+)
+def test_init_where_a_file_is_in_the_way(tmp_path, make, root_arg, needles):
+    top = tmp_path / "top"
+    top.mkdir()
+    make(top)
+    before = _all_files(top)
+    res = subprocess.run([sys.executable, "-m", "memtool", "--root", str(top / root_arg), "init"], capture_output=True, text=True, cwd=top)
+    assert res.returncode == BadInput.exit_code, res.stderr
+    assert res.stderr.startswith("error: ") and "Traceback" not in res.stderr
+    for needle in needles:
+        assert needle in res.stderr, res.stderr
+    assert _all_files(top) == before  # nothing created, nothing changed
