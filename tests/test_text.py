@@ -1,4 +1,13 @@
-from memtool.text import count_tokens, split_sentences, tokenize, truncate_to_tokens
+import unicodedata
+from datetime import datetime, timezone
+
+import pytest
+
+from memtool import text as T
+from memtool.app import open_memory
+from memtool.scaffold import init
+from memtool.search.engine import Query
+from memtool.text import content_words, count_tokens, split_sentences, tokenize, truncate_to_tokens, words
 
 
 def test_tokenize_drops_stopwords_and_stems():
@@ -34,3 +43,65 @@ def test_split_sentences():
     parts = split_sentences("We chose Postgres. It is faster! Is it? Yes.\n\n- a bullet\nNext: thing")
     assert parts[:3] == ["We chose Postgres.", "It is faster!", "Is it?"]
     assert "- a bullet" in parts
+
+
+# --- words of any script -----------------------------------------------------------------------------
+TRICKY_ASCII = "Don't ship v1.2.3 foo_bar e-mail to the U.S. via node.js __init__ x-- .5 a'b' ok."
+TRICKY_WORDS = ["don't", "ship", "v1.2.3", "foo_bar", "e-mail", "to", "the", "u.s", "via", "node.js", "init", "x", "5", "a'b", "ok"]
+
+
+def test_ascii_words_are_the_same_in_ascii_and_in_mixed_text():
+    """ASCII text keeps its words exactly; beside a non-ASCII word (the Unicode path) it splits the same."""
+    assert words(TRICKY_ASCII) == TRICKY_WORDS
+    assert words("Zoë " + TRICKY_ASCII + " Kraków") == ["zoë", *TRICKY_WORDS, "kraków"]
+    assert words("don’t — café") == ["don", "t", "café"]  # a curly apostrophe is not ' (as before)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("José, Zoë, Straße, Kraków, Łódź", ["josé", "zoë", "straße", "kraków", "łódź"]),
+    ("Перенесли базу данных на сервер-2.", ["перенесли", "базу", "данных", "на", "сервер-2"]),
+    ("Η Ελένη πήγε στην Αθήνα", ["η", "ελένη", "πήγε", "στην", "αθήνα"]),
+    ("हिन्दी भाषा", ["हिन्दी", "भाषा"]),  # vowel signs and virama are combining marks: the word stays whole
+    ("Zoe\u0308 and Jose\u0301", ["zoë", "and", "josé"]),  # decomposed accents: one spelling (NFC)
+])
+def test_words_are_letters_of_any_script(text, expected):
+    assert words(text) == expected
+
+
+def test_a_run_without_spaces_gives_characters_and_pairs():
+    assert words("迁移数据库。OK") == ["迁", "迁移", "移", "移数", "数", "数据", "据", "据库", "库", "ok"]
+    assert words("データ") == ["デ", "デー", "ー", "ータ", "タ"]
+    assert words("python编程") == ["python", "编", "编程", "程"]
+    assert content_words("迁移数据库") == ["迁移", "移数", "数据", "据库"]  # the pairs: one character says little
+
+
+def test_content_words_of_any_script():
+    assert content_words("User: Перенесли базу данных на новый сервер.") == ["user", "перенесли", "базу", "данных", "новый", "сервер"]
+    assert content_words("Zoë met José in Kraków") == ["zoë", "met", "josé", "kraków"]
+
+
+def test_stemming_is_english_and_leaves_other_scripts_alone():
+    assert tokenize("Перенесли базу данных") == ["перенесли", "базу", "данных"]
+    assert tokenize("数据库 Αθήνα José") == ["数", "数据", "据", "据库", "库", "αθήνα", "josé"]
+    assert tokenize("migrated databases") == ["migrat", "databas"]
+
+
+def test_the_mark_spans_hold_every_combining_mark_of_the_bmp():
+    inside = {c for lo, hi in T._MARK_SPANS for c in range(lo, hi)}
+    missing = [hex(c) for c in range(0x10000) if unicodedata.category(chr(c))[0] == "M" and c not in inside]
+    assert missing == []
+
+
+def test_a_cyrillic_and_a_chinese_query_find_their_entry_by_words(root, fake_embedder):
+    """BM25 alone (no vector fallback) finds the entry: the words of the query are in its index."""
+    init(root)
+    mem = open_memory(root, embedder=fake_embedder, dense_fallback=False)
+    when = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
+    mem.compress("User: Перенесли базу данных на новый сервер.\nAssistant: Готово, миграция завершена.\n", when=when, session="db-ru")
+    mem.compress("User: Обсудили отпуск Ивана в августе.\nAssistant: Записал даты отпуска.\n", when=when, session="vacation-ru")
+    mem.compress("用户：我们把数据库迁移到了新服务器。\n助手：迁移完成了。\n", when=when, session="db-zh")
+    mem.compress("用户：伊万八月份休假两周。\n助手：我记下了休假日期。\n", when=when, session="vacation-zh")
+    mem.compress("We moved the billing database to Postgres.", when=when, session="db-en")
+    for query, session in (("миграция сервер", "db-ru"), ("отпуск Ивана", "vacation-ru"), ("数据库迁移", "db-zh"), ("休假", "vacation-zh")):
+        hits = mem.search(Query(text=query, kinds=("entry",)))
+        assert [h.source_session for h in hits] == [session], query
