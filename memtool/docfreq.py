@@ -3,7 +3,8 @@
 Counted per day file and kept in the derived cache (memory/.cache/doc-freq.json) under the file's
 stat, so a compress re-reads only the day files that changed since (its own day, mostly) instead of
 the DOC_FREQ_SAMPLE most recent entries: 0.48 s of a 1.2 s compress at 10,000 entries. The result is
-the same as counting afresh; a lost or damaged cache file is counted afresh.
+the same as counting afresh; a lost or damaged cache file, or one counted with other words
+(`text.WORDS_VERSION`), is counted afresh.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from memtool import constants as C
 from memtool.errors import StorageError, StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.store import Layout, read_day
-from memtool.text import content_words
+from memtool.text import WORDS_VERSION, content_words
 
 DayCounts = list  # per day file: [[size, mtime_ns], its number of entries, {word: how many of them contain it}]
+FORMAT = 1  # the file's layout; the words counted are WORDS_VERSION's
 
 
 def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Counter, int]:
@@ -50,7 +52,7 @@ def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Co
         n += rec[1]
     if used != known:
         try:
-            atomic_write_text(cache, json.dumps({"version": 1, "days": used}, ensure_ascii=False), durable=False)
+            atomic_write_text(cache, json.dumps({"version": FORMAT, "words": WORDS_VERSION, "days": used}, ensure_ascii=False), durable=False)
         except StorageError:
             pass  # a read-only cache: counted afresh next time
     return df, n
@@ -61,7 +63,8 @@ def _load(cache) -> dict[str, DayCounts]:
         data = json.loads(cache.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    days = data.get("days") if isinstance(data, dict) and data.get("version") == 1 else None
+    fresh = isinstance(data, dict) and data.get("version") == FORMAT and data.get("words") == WORDS_VERSION
+    days = data.get("days") if fresh else None
     if not isinstance(days, dict):
         return {}
     return {name: rec for name, rec in days.items() if _valid(rec)}

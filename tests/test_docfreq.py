@@ -10,7 +10,7 @@ from memtool.app import open_memory
 from memtool.docfreq import recent_doc_freq
 from memtool.scaffold import init
 from memtool.store import read_day
-from memtool.text import content_words
+from memtool.text import WORDS_VERSION, content_words
 
 
 def afresh(layout, sample):
@@ -74,3 +74,19 @@ def test_a_stale_record_under_the_same_name_is_not_trusted(mem, root):
     cache.write_text(json.dumps(data))
     got = recent_doc_freq(mem.layout)
     assert "phantom" not in got[0] and got == afresh(mem.layout, 5000)
+
+
+def test_a_cache_counted_with_other_words_is_counted_afresh(mem, root):
+    """Counts of another `words` (an ASCII-only tokeniser wrote version 1 without a words field) are
+    not reused even though every day file's stat still matches."""
+    recent_doc_freq(mem.layout)
+    cache = root / "memory/.cache/doc-freq.json"
+    data = json.loads(cache.read_text())
+    assert data["words"] == WORDS_VERSION
+    for rec in data["days"].values():
+        rec[2] = {"phantom": rec[1]}  # what another tokeniser counted, say
+    for stale in ({"version": 1, "days": data["days"]}, {**data, "words": WORDS_VERSION - 1}):
+        cache.write_text(json.dumps(stale))
+        got = recent_doc_freq(mem.layout)
+        assert "phantom" not in got[0] and got == afresh(mem.layout, 5000)
+        assert json.loads(cache.read_text())["words"] == WORDS_VERSION  # rewritten with today's words
