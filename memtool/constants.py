@@ -114,6 +114,10 @@ LIFECYCLE_EXEMPT_IMPORTANCE = ("high", "critical")  # like pinned entries: never
 DEFAULT_ACCESS_BOOST = 0.0  # score x (1 + boost * ln(1 + uses)). Off: on LoCoMo 0.05 lowered entries MRR 0.638 -> 0.565
 DEDUPE_JACCARD = 0.8  # content-word Jaccard at which a new transcript supersedes a stored one
 DEDUPE_WINDOW_DAYS = 7  # ... when the stored entry is dated within this many days of it
+# ... and when both transcripts have at least this many distinct content words besides speaker labels
+# ("user", "assistant"): a Jaccard of 0.8 over 10 or more words means 8 or more shared ones, while a
+# few words (a one-line note, a script the tokeniser once saw nothing of) match by chance.
+DEDUPE_MIN_WORDS = 10
 
 # --- agent hooks (`memory hooks install|uninstall|run`) ---------------------------------------
 HOOK_START_TIMEOUT_S = 30  # the agent's limit for the session-start hook

@@ -5,10 +5,11 @@ The policy, on the transcript as it would be stored (after redaction):
 * **same** - byte-identical to the kept transcript of a live entry: nothing new is stored; the
   existing entry is returned and reported as a duplicate.
 * **near** - the Jaccard similarity of the two transcripts' content-word sets
-  (`providers.local.content_words`) is at least `DEDUPE_JACCARD` (0.8) and the stored entry is
-  dated within `DEDUPE_WINDOW_DAYS` (7) of the new session: the new entry is stored with
-  `supersedes: [that id]` (the most similar one; the newest on a tie), so search shows it first and
-  marks the older one. A resumed session compressed again is the typical case.
+  (`text.content_words`) is at least `DEDUPE_JACCARD` (0.8), both sets hold at least
+  `DEDUPE_MIN_WORDS` (10) words besides speaker labels, and the stored entry is dated within
+  `DEDUPE_WINDOW_DAYS` (7) of the new session: the new entry is stored with `supersedes: [that id]`
+  (the most similar one; the newest on a tie), so search shows it first and marks the older one. A
+  resumed session compressed again is the typical case; a note of a few words is never "near".
 
 Only kept transcripts are compared: entries compressed with `--no-transcript` never match.
 Distinct conversations between the same people stay far below the threshold (README: LoCoMo).
@@ -25,7 +26,7 @@ from pathlib import Path
 from memtool import constants as C
 from memtool.errors import BadInput, StoreCorrupt
 from memtool.models import Entry, parse_iso
-from memtool.text import content_words
+from memtool.text import SPEAKER_ROLES, content_words
 from memtool.store import Layout, Store, read_day
 
 ID_RE = re.compile(rf"^{C.ENTRY_ID_PREFIX}-\d{{8}}-")  # ids made by compress name their UTC day
@@ -63,14 +64,21 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
+def comparable(words: frozenset[str], minimum: int = C.DEDUPE_MIN_WORDS) -> bool:
+    """Enough content words for a Jaccard to mean something: speaker labels alone never do."""
+    return len(words - SPEAKER_ROLES) >= minimum
+
+
 class Deduper:
     """Finds the stored entry a new session repeats. Reads lazily: transcript sizes for the exact
     check, and only the day files inside the window for the near check."""
 
-    def __init__(self, layout: Layout, threshold: float = C.DEDUPE_JACCARD, window_days: int = C.DEDUPE_WINDOW_DAYS):
+    def __init__(self, layout: Layout, threshold: float = C.DEDUPE_JACCARD, window_days: int = C.DEDUPE_WINDOW_DAYS,
+                 min_words: int = C.DEDUPE_MIN_WORDS):
         self.layout = layout
         self.store = Store(layout)
         self.threshold = threshold
+        self.min_words = min_words
         self.window = timedelta(days=window_days)
         self._sizes: dict[int, list[str]] | None = None  # transcript size in bytes -> entry ids
         self._words: dict[str, frozenset[str] | None] = {}  # entry id -> content words of its transcript
@@ -84,10 +92,12 @@ class Deduper:
         if same is not None:
             return Duplicate(name, "same", same, 1.0)
         words = frozenset(content_words(text))
+        if not comparable(words, self.min_words):
+            return None
         best: tuple[float, str, Entry] | None = None
         for e in self._near_candidates(when):
             other = self._words_of(e)
-            if other is None:
+            if other is None or not comparable(other, self.min_words):
                 continue
             score = jaccard(words, other)
             if score >= self.threshold and (best is None or (score, e.timestamp) > best[:2]):
@@ -177,4 +187,4 @@ class Deduper:
         return self._words[entry.id]
 
 
-__all__ = ["Deduper", "Duplicate", "jaccard", "stored_bytes"]
+__all__ = ["Deduper", "Duplicate", "comparable", "jaccard", "stored_bytes"]

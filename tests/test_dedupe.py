@@ -16,7 +16,7 @@ import pytest
 from memtool import constants as C
 from memtool.app import open_memory
 from memtool.context import TEMPLATES, format_hit
-from memtool.dedupe import jaccard
+from memtool.dedupe import comparable, jaccard
 from memtool.errors import BadInput
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Session
@@ -183,3 +183,44 @@ def test_an_unreadable_day_file_nearby_does_not_block_compress(mem, root):
     mem.layout.day_file(first.day).write_text('{"date": "broken", "entries": [')  # doctor's business, not compress's
     stored = mem.compress(SESSION, when=WHEN)
     assert mem.get(stored.id) is not None and stored.supersedes == []
+
+
+RU_DB = "User: Перенесли базу данных на новый сервер.\nAssistant: Готово, миграция завершена.\n"
+RU_VACATION = "User: Обсудили отпуск Ивана в августе.\nAssistant: Записал даты отпуска.\n"
+ZH_SESSION = """User: 支付回调在重试时一直超时。
+Assistant: 我查到发票渲染在整个请求期间都持有数据库锁。
+User: 那我们把渲染移到后台任务里？
+Assistant: 对，用消息队列，回调现在只负责入队然后马上返回。
+User: 队列长度超过一千的时候加一个告警。
+"""
+ZH_OTHER = """User: 帮我安排一下团建的日程。
+Assistant: 好的，在里斯本两天：第一天讨论战略，第二天徒步和聚餐。
+"""
+
+
+def test_unrelated_russian_sessions_are_not_near_duplicates(mem):
+    """QA's repro: with ASCII-only words both transcripts were {user, assistant}, a Jaccard of 1.0."""
+    first = mem.compress(RU_DB, when=WHEN, session="db")
+    second = mem.compress(RU_VACATION, when=WHEN, session="vacation")
+    assert second.id != first.id and second.supersedes == [] and mem.duplicates == []
+    assert jaccard(frozenset(content_words(RU_DB)), frozenset(content_words(RU_VACATION))) < 0.2
+
+
+def test_speaker_labels_alone_never_make_a_near_duplicate(mem):
+    mem.compress("User: ok, thanks!\nAssistant: yes.\n", when=WHEN)  # content words: user, assistant
+    second = mem.compress("User: hi!\nAssistant: hey, what's up?\n", when=WHEN)  # the same two
+    assert second.supersedes == [] and mem.duplicates == []
+
+
+def test_too_few_content_words_besides_speaker_labels_are_not_compared():
+    nine = frozenset(f"word{i}" for i in range(C.DEDUPE_MIN_WORDS - 1))
+    assert not comparable(nine | {"user", "assistant", "human", "system"})
+    assert comparable(nine | {"tenth"})
+
+
+def test_a_resumed_chinese_session_supersedes_and_an_unrelated_one_does_not(mem):
+    old = mem.compress(ZH_SESSION, when=WHEN, session="zh")
+    other = mem.compress(ZH_OTHER, when=WHEN, session="zh-other")
+    assert other.supersedes == [] and mem.duplicates == []
+    new = mem.compress(ZH_SESSION + "Assistant: 好了，告警阈值可以配置。\n", when=WHEN + timedelta(days=1), session="zh")
+    assert new.supersedes == [old.id] and C.DEDUPE_JACCARD <= mem.duplicates[0].similarity < 1.0
