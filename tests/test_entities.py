@@ -193,3 +193,17 @@ def test_page_links_survive_markdown_syntax_in_names():
     pages = render_pages(collect_entities([e]))
     assert "| [a\\[b\\]\\|c](systems/a-b-c/summary.md) | 1 |" in pages["memory/areas/README.md"]
     assert "- [a\\[b\\]\\|c](../../systems/a-b-c/summary.md) (1)" in pages["memory/areas/systems/plain/summary.md"]
+
+
+def test_names_with_diacritics_and_other_scripts_are_whole_entities(root, fake_embedder):
+    """The local compressor's names reach `memory entities` whole: José, Zoë, Иван, Łódź."""
+    init(root)
+    m = open_memory(root, embedder=fake_embedder)  # the real local compressor
+    when = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
+    m.compress("Alice: José said the Łódź office opens in May, and Zoë told Иван to book the flights.", when=when, session="trip")
+    m.compress("Иван: José said the visas are done.", when=when.replace(day=2), session="visas")
+    found = found_in(m)
+    assert {"José", "Zoë", "Иван"} <= {e.name for e in found["people"]}
+    assert "Łódź" in {e.name for e in found["systems"]}
+    assert timeline(found, "JOSÉ").to_dict()["count"] == 2 and timeline(found, "иван").kinds == ["people"]
+    assert slugify("Łódź") == "łódź"

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from pathlib import Path
+from typing import Iterator
 
 from memtool.models import Entities
 from memtool.providers import Compressed, Hints
-from memtool.text import STOPWORDS, content_words, count_tokens, split_sentences, stem_words, truncate_to_tokens
+from memtool.text import LETTER, SPACELESS_RE, SPEAKER_ROLES, STOPWORDS, content_words, count_tokens, split_sentences, stem_words, truncate_to_tokens
 
 TARGET_RATIO = 11.2  # aim above the 10:1 the design promises
 MAX_PEOPLE, MAX_SYSTEMS, MAX_DATES, MAX_TOPICS = 6, 5, 4, 2
@@ -40,8 +42,11 @@ FILLER = frozenset(
     "shares shared sharing photo photos picture pictures pic pics happy excited proud glad sorry guess mean "
     "bit kind sort yes yeah nope hey hello bye talk talking chat catch soon later again always never ever".split()
 )
-SPEAKER_RE = re.compile(r"^\s*(?:\*\*)?([A-Z][\w .'-]{0,30}?|user|assistant|human|ai|system|tool|model)(?:\*\*)?\s*:\s+(?=\S)", re.M)
-CAP_RE = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})\b")
+# Names are words of any script; their case is checked in code (`re` has no class for upper-case
+# letters). A speaker label is a role, or a name not starting lower-case ("Иван:", "张伟:").
+SPEAKER_RE = re.compile(r"^\s*(?:\*\*)?([^\W\d_][\w .'-]{0,30}?)(?:\*\*)?\s*:\s+(?=\S)", re.M)
+WORD_RUN_RE = re.compile(r"\w+")
+MAX_NAME_WORDS = 3  # "Mary Ann Smith"
 TECH_RE = re.compile(r"\b([A-Za-z]+[A-Z][A-Za-z]*|[A-Za-z][\w]*\.(?:js|py|ts|io|json|yaml|md|toml)|[A-Za-z]+\d+[A-Za-z\d]*|[a-z]+-[a-z]+(?:-[a-z]+)*)\b")
 DATE_RE = re.compile(
     r"\b(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+(?:\d{1,2}(?!\d)(?:st|nd|rd|th)?(?:,?\s+\d{4})?|\d{4}\b)"
@@ -61,7 +66,7 @@ TECH_WORDS = frozenset(
     "angular svelte node django flask fastapi rails spring nginx apache python java rust golang typescript javascript "
     "auth0 oauth jwt graphql rest grpc pytest jest vercel heroku netlify cloudflare openai gemini claude s3 ec2 lambda".split()
 )
-MID_CAP_RE = re.compile(r"(?<=[a-z,;] )([A-Z][A-Za-z0-9]+)")
+MID_CAP_RE = re.compile(rf"(?<=\w |[,;] )({LETTER}{{2,}})")  # kept when after a lower-case letter or , ; and capitalised
 NOT_PEOPLE = frozenset(
     "i the a an and but so it this that what when where why how yes no oh hey hi thanks wow yeah well "
     "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
@@ -107,8 +112,10 @@ class LocalCompressor:
     def compress(self, text: str, hints: Hints | None = None) -> Compressed:
         hints = hints or Hints()
         idf = _idf(hints)
-        speakers = [m.strip() for m in SPEAKER_RE.findall(text)]
-        body = SPEAKER_RE.sub("", text)
+        if not text.isascii():  # one spelling of "Zoë" (a decomposed ë is two code points)
+            text = unicodedata.normalize("NFC", text)
+        speakers = [m.group(1).strip() for m in SPEAKER_RE.finditer(text) if _is_speaker(m.group(1))]
+        body = SPEAKER_RE.sub(lambda m: "" if _is_speaker(m.group(1)) else m.group(0), text)
         total = count_tokens(text)
         budget = max(MIN_BUDGET, min(MAX_BUDGET, int(total / TARGET_RATIO)))
         sentences = split_sentences(body) or [body.strip()]
@@ -175,13 +182,12 @@ class LocalCompressor:
         """Speakers, plus capitalised names seen in a person context ("ask Carol", "Carol said")."""
         names = list(dict.fromkeys(s for s in speakers if s.lower() not in NOT_PEOPLE))
         counts: Counter = Counter()
-        for m in CAP_RE.finditer(text):
-            cand = m.group(1)
+        for start, end, cand in _capitalised_names(text):
             first = cand.split()[0].lower()
             if first in NOT_PEOPLE or first in TECH_WORDS or first in STOPWORDS:
                 continue
-            before = text[max(0, m.start() - 12) : m.start()].lower().split()
-            after = text[m.end() : m.end() + 12].lower()
+            before = text[max(0, start - 12) : start].lower().split()
+            after = text[end : end + 12].lower()
             if (before and before[-1] in PERSON_BEFORE) or after.startswith(PERSON_AFTER):
                 counts[cand] += 1
         names.extend(n for n, _ in counts.most_common() if n not in names)
@@ -193,7 +199,9 @@ class LocalCompressor:
         named = {w for p in people for w in p.split()}
         found: Counter = Counter(m for m in TECH_RE.findall(text) if len(m) > 2 and m.lower() not in STOPWORDS)
         for m in MID_CAP_RE.finditer(text):
-            word = m.group(1)
+            word, prev = m.group(1), text[m.start() - 2]
+            if not word[0].isupper() or not (prev.islower() or prev in ",;"):
+                continue
             if word not in named and word.lower() not in NOT_PEOPLE and word.lower() not in STOPWORDS:
                 found[word] += 1
         return [w for w, _ in found.most_common(6)]
@@ -234,6 +242,34 @@ class LocalCompressor:
         if hits or decisions:
             return "medium"
         return "low" if count_tokens(text) < 40 else "medium"
+
+
+def _is_speaker(label: str) -> bool:
+    return not label[0].islower() or label in SPEAKER_ROLES
+
+
+def _capitalised_names(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, name) of each run of up to MAX_NAME_WORDS capitalised words apart by white space
+    only: "José", "Zoë Martin", "Łódź", "Иван Петров". A capitalised word is a whole word of letters,
+    upper-case then lower-case ("McDonald", "NASA", "R2D2" and "Carol_x" are not)."""
+    run: list[re.Match] = []
+    for m in WORD_RUN_RE.finditer(text):
+        w = m.group()
+        if not (len(w) > 1 and w.isalpha() and w[0].isupper() and w[1:].islower() and SPACELESS_RE.search(w) is None):
+            if run:
+                yield _name(text, run)
+                run = []
+            continue
+        if run and (len(run) == MAX_NAME_WORDS or not text[run[-1].end() : m.start()].isspace()):
+            yield _name(text, run)
+            run = []
+        run.append(m)
+    if run:
+        yield _name(text, run)
+
+
+def _name(text: str, run: list[re.Match]) -> tuple[int, int, str]:
+    return run[0].start(), run[-1].end(), text[run[0].start() : run[-1].end()]
 
 
 def _cue_sentences(sentences: list[str], cue: re.Pattern, budget: int, limit: int = 2) -> list[str]:

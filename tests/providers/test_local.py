@@ -94,3 +94,30 @@ def test_a_technical_session_gets_a_sentence_of_its_usual_length_and_no_numbers_
     out = LocalCompressor().compress(session)
     assert out.summary in session and count_tokens(out.summary) > 14
     assert not [k for k in out.keywords if k[0].isdigit()]
+
+
+NAMES = """Alice: I asked José about the Kraków office; José said the Straße address is wrong.
+Bob: Zoë told me the team moved to the Łódź office, and Иван said the lease ends soon.
+Иван: the Straße sign in Kraków still names the old office, Straße and Kraków again.
+""" * 2
+
+
+def test_names_and_keywords_keep_diacritics_and_other_scripts():
+    out = LocalCompressor().compress(NAMES)
+    found = {*out.keywords, *out.entities.people, *out.entities.systems}
+    assert {"José", "Zoë", "Иван"} <= set(out.entities.people)
+    assert {"Łódź", "Straße"} <= set(out.entities.systems)
+    assert "Kraków" in found and "straße" in out.keywords
+    assert not {"Jos", "Zo", "Krak", "Stra", "jos", "zo", "krak", "stra", "ł", "dź"} & found  # nothing cut at a non-ASCII letter
+
+
+def test_speakers_of_any_script_are_people_and_leave_the_body():
+    out = LocalCompressor().compress("Иван: Перенесли базу данных.\n张伟: 好的，迁移完成了。\nZoe\u0308: Готово.\nnote: not a speaker.\n")
+    assert out.entities.people == ["Иван", "张伟", "Zoë"]  # a decomposed ë is composed (NFC)
+    assert out.summary == "Перенесли базу данных. 好的，迁移完成了。 Готово. note: not a speaker."
+
+
+def test_a_caseless_script_has_no_capitalised_words():
+    out = LocalCompressor().compress("User: мы обсудили, 数据库 迁移 and هذا الخادم الجديد في المكتب.\n" * 3)
+    assert out.entities.people == [] and out.entities.systems == []
+    assert out.keywords  # the words themselves are still keywords
