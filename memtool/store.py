@@ -94,6 +94,9 @@ class Layout:
                 f"{self.root} is not a memory root (no {C.MEMORY_DIR}/ folder). "
                 f"Run `memory init` there, or pass --root / set {C.ENV_ROOT}."
             )
+        for folder in (self.index_dir, self.embeddings_dir, self.transcripts_dir):
+            if os.path.lexists(folder) and not folder.is_dir():
+                raise StoreCorrupt(f"{folder} is a file, not a folder: memtool keeps entries there. Move or rename it, then run `memory init` to recreate the folder.")
         return self
 
     def day_files(self) -> list[Path]:

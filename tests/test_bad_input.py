@@ -131,6 +131,19 @@ def test_not_a_memory_root(store, tmp_path):
     assert sorted(p.name for p in elsewhere.iterdir()) == ["t.md"]  # nothing was created there
 
 
+@pytest.mark.parametrize("folder", ["memory/index", "memory/transcripts"])
+def test_a_store_folder_that_is_a_file_is_named_not_a_traceback(store, folder):
+    import shutil
+
+    shutil.rmtree(store / folder)
+    (store / folder).write_text("not a folder")
+    (store / "t.md").write_text("Bob: the invoices query was slow; we added an index.")
+    before = tree(store)
+    for args in (["compress", "t.md"], ["search", "Auth0"], ["context", "Auth0"], ["stats"], ["reindex"]):
+        refused(store, cli(*args), 4, f"{folder} is a file, not a folder")
+    assert tree(store) == before
+
+
 def _under_memory(store: Path, path) -> bool:
     text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else ""
     return text.startswith(str(store / "memory")) and "/.cache" not in text
