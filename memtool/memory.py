@@ -70,10 +70,8 @@ class Memory:
         """Refuse a transcript over the limit; callers check a file's size before reading it."""
         limit = self.settings.max_transcript_bytes
         if size > limit:
-            raise BadInput(
-                f"{name}: {size:,} bytes is over the limit of {limit:,} bytes ({limit / 2**20:g} MiB, "
-                "setting max_transcript_bytes). Split it or raise the limit."
-            )
+            mib = f"{limit / 2**20:g} MiB, " if limit >= 2**20 else ""
+            raise BadInput(f"{name}: {size:,} bytes is over the limit of {limit:,} bytes ({mib}setting max_transcript_bytes). Split it or raise the limit.")
 
     def redact(self, text: str) -> str:
         if not self.settings.redact:

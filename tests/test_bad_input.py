@@ -315,7 +315,7 @@ def test_oversized_stdin_reports_what_it_knows_of_the_size(store):
     assert "101 bytes" not in res.stderr
     # JSON is measured after conversion (like a .json file), so it is read whole and its real size is known
     res = cli("compress", "-", input=b'["' + b"x" * 5000 + b'"]')
-    refused(store, res, BadInput.exit_code, "<stdin>: 5,004 bytes is over the limit of 100 bytes")
+    refused(store, res, BadInput.exit_code, "<stdin>: 5,004 bytes is over the limit of 100 bytes (setting max_transcript_bytes)")
     del before["memory/config.yaml"]
     after = tree(store)
     del after["memory/config.yaml"]
