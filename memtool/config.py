@@ -15,10 +15,11 @@ from memtool import constants as C
 from memtool.errors import ConfigError
 
 
-def _f(default: Any, help: str) -> Any:
+def _f(default: Any, help: str, minimum: float | None = None) -> Any:
+    """A setting: its default, its description, and for numbers the least value that makes sense."""
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help})
-    return field(default=default, metadata={"help": help})
+    return field(default=default, metadata={"help": help, "min": minimum})
 
 
 @dataclass
@@ -27,28 +28,28 @@ class Settings:
     embedder: str = _f(C.DEFAULT_EMBEDDER, "Embedder provider: 'wordllama' (offline, 256-dim) or 'gemini'.")
     gemini_model: str = _f(C.DEFAULT_GEMINI_MODEL, "Gemini model used by the gemini compressor.")
     gemini_embed_model: str = _f(C.DEFAULT_GEMINI_EMBED_MODEL, "Gemini model used by the gemini embedder.")
-    gemini_embed_dim: int = _f(C.DEFAULT_GEMINI_EMBED_DIM, "Output dimension of the gemini embedder.")
-    gemini_window_chars: int = _f(C.DEFAULT_GEMINI_WINDOW_CHARS, "Gemini compressor: transcripts longer than this many characters are compressed in parts and merged.")
+    gemini_embed_dim: int = _f(C.DEFAULT_GEMINI_EMBED_DIM, "Output dimension of the gemini embedder.", minimum=1)
+    gemini_window_chars: int = _f(C.DEFAULT_GEMINI_WINDOW_CHARS, "Gemini compressor: transcripts longer than this many characters are compressed in parts and merged.", minimum=1000)
     gemini_base_url: str = _f("", "Override the Gemini API base URL (tests, proxies). Empty: the SDK default.")
-    gemini_timeout_s: float = _f(60.0, "Timeout in seconds for one Gemini request.")
-    gemini_max_retries: int = _f(3, "Retries with exponential back-off on 429/5xx/timeouts.")
+    gemini_timeout_s: float = _f(60.0, "Timeout in seconds for one Gemini request.", minimum=0.1)
+    gemini_max_retries: int = _f(3, "Retries with exponential back-off on 429/5xx/timeouts.", minimum=0)
     keep_transcripts: bool = _f(True, "Keep each compressed transcript in memory/transcripts/<id>.md and index it.")
-    budget: int = _f(C.DEFAULT_BUDGET, "Default token budget for `memory context`.")
+    budget: int = _f(C.DEFAULT_BUDGET, "Default token budget for `memory context`.", minimum=50)
     template: str = _f(C.DEFAULT_TEMPLATE, "Default context template: chat, detailed or summary.")
-    search_limit: int = _f(C.DEFAULT_LIMIT, "Default number of hits for `memory search`.")
-    bm25_weight: float = _f(1.0, "Weight of the BM25 channel in rank fusion.")
-    dense_weight: float = _f(0.0, "Weight of the vector channel in rank fusion. 0 on the LoCoMo dev sweep: any positive weight lowered MRR there (README).")
+    search_limit: int = _f(C.DEFAULT_LIMIT, "Default number of hits for `memory search`.", minimum=1)
+    bm25_weight: float = _f(1.0, "Weight of the BM25 channel in rank fusion.", minimum=0)
+    dense_weight: float = _f(0.0, "Weight of the vector channel in rank fusion. 0 on the LoCoMo dev sweep: any positive weight lowered MRR there (README).", minimum=0)
     dense_fallback: bool = _f(True, "When BM25 finds fewer hits than asked for, fill in with vector-similar results (ranked after every word match).")
-    rrf_k: int = _f(C.RRF_K, "RRF constant k: higher flattens the influence of top ranks.")
-    date_boost: float = _f(C.DEFAULT_DATE_BOOST, "A query that names a date ('3 June 2023', 'May 2023', 'yesterday'): word-match scores x (1 + date_boost x closeness of the result's date to it). 0 disables.")
-    date_window_days: float = _f(C.DEFAULT_DATE_WINDOW_DAYS, "Closeness to a named date falls to 1/e this many days outside it.")
-    answer_cue_boost: float = _f(C.DEFAULT_ANSWER_CUE_BOOST, "A query that asks for a time ('when ...?') or a duration ('how long ...?'): word-match scores of passages that state one x (1 + answer_cue_boost). 0 disables.")
-    sibling_weight: float = _f(C.DEFAULT_SIBLING_WEIGHT, "A result scores its best matching passage + w x its second + w^2 x its third. 0: best passage only.")
-    recency_half_life_days: float = _f(0.0, "Half-life of the recency boost in days; 0 disables decay. Pinned, high and critical entries never decay.")
-    access_boost: float = _f(C.DEFAULT_ACCESS_BOOST, "Use boost: a hit's score x (1 + access_boost * ln(1 + times returned before)); counts live in memory/.cache/access.json. 0 disables.")
-    log_retention_days: int = _f(C.DEFAULT_LOG_RETENTION_DAYS, "Daily logs older than this are archived by `memory archive`. 0 never archives them.")
-    entry_retention_days: int = _f(C.DEFAULT_ENTRY_RETENTION_DAYS, "Entries older than this are archived by `memory archive`. 0 never archives them.")
-    max_transcript_bytes: int = _f(C.MAX_TRANSCRIPT_BYTES, "Transcripts larger than this are refused.")
+    rrf_k: int = _f(C.RRF_K, "RRF constant k: higher flattens the influence of top ranks.", minimum=0)
+    date_boost: float = _f(C.DEFAULT_DATE_BOOST, "A query that names a date ('3 June 2023', 'May 2023', 'yesterday'): word-match scores x (1 + date_boost x closeness of the result's date to it). 0 disables.", minimum=0)
+    date_window_days: float = _f(C.DEFAULT_DATE_WINDOW_DAYS, "Closeness to a named date falls to 1/e this many days outside it.", minimum=0.1)
+    answer_cue_boost: float = _f(C.DEFAULT_ANSWER_CUE_BOOST, "A query that asks for a time ('when ...?') or a duration ('how long ...?'): word-match scores of passages that state one x (1 + answer_cue_boost). 0 disables.", minimum=0)
+    sibling_weight: float = _f(C.DEFAULT_SIBLING_WEIGHT, "A result scores its best matching passage + w x its second + w^2 x its third. 0: best passage only.", minimum=0)
+    recency_half_life_days: float = _f(0.0, "Half-life of the recency boost in days; 0 disables decay. Pinned, high and critical entries never decay.", minimum=0)
+    access_boost: float = _f(C.DEFAULT_ACCESS_BOOST, "Use boost: a hit's score x (1 + access_boost * ln(1 + times returned before)); counts live in memory/.cache/access.json. 0 disables.", minimum=0)
+    log_retention_days: int = _f(C.DEFAULT_LOG_RETENTION_DAYS, "Daily logs older than this are archived by `memory archive`. 0 never archives them.", minimum=0)
+    entry_retention_days: int = _f(C.DEFAULT_ENTRY_RETENTION_DAYS, "Entries older than this are archived by `memory archive`. 0 never archives them.", minimum=0)
+    max_transcript_bytes: int = _f(C.MAX_TRANSCRIPT_BYTES, "Transcripts larger than this are refused.", minimum=1)
     redact: bool = _f(True, "Redact secrets before anything is written to memory.")
     redact_patterns: list = _f([], "Extra regular expressions whose matches are redacted.")
 
@@ -116,8 +117,14 @@ def load_settings(root: Path, env: dict[str, str] | None = None) -> Settings:
             if key not in known:
                 raise ConfigError(f"{cfg}: unknown setting '{key}'. Known: {', '.join(sorted(known))}")
             values[key] = _coerce(key, raw, known[key], str(cfg))
+    origins = {name: str(cfg) for name in values}
     for name, kind in known.items():
         var = C.ENV_PREFIX + name.upper()
         if var in env:
             values[name] = _coerce(name, env[var], kind, f"environment variable {var}")
+            origins[name] = f"environment variable {var}"
+    least = {f.name: f.metadata.get("min") for f in fields(Settings)}
+    for name, value in values.items():
+        if least[name] is not None and not value >= least[name]:  # `not >=`: NaN is refused too
+            raise ConfigError(f"{origins[name]}: setting '{name}' must be at least {least[name]:g}, got {value!r}")
     return Settings(**values)

@@ -71,5 +71,27 @@ def test_search_limit_setting_below_one_is_a_config_error(root):
     write_cfg(root, "search_limit: 0\n")
     res = search()
     assert res.exit_code == ConfigError.exit_code and "setting 'search_limit' must be at least 1, got 0" in res.stderr
+    write_cfg(root, "")
     res = search("--limit", "0")
     assert res.exit_code == 2 and "--limit must be at least 1" in res.stderr
+
+
+@pytest.mark.parametrize("line, needle", [
+    ("budget: 10", "'budget' must be at least 50, got 10"),
+    ("date_window_days: 0", "'date_window_days' must be at least 0.1"),
+    ("date_boost: .nan", "'date_boost' must be at least 0, got nan"),
+    ("max_transcript_bytes: -1", "'max_transcript_bytes' must be at least 1"),
+    ("log_retention_days: -3", "'log_retention_days' must be at least 0"),
+])
+def test_numbers_below_their_least_sensible_value_are_refused(root, line, needle):
+    write_cfg(root, line + "\n")
+    with pytest.raises(ConfigError, match=needle.replace(".", r"\.")) as err:
+        load_settings(root)
+    assert "config.yaml" in str(err.value)
+
+
+def test_every_number_setting_names_its_least_value():
+    from dataclasses import fields
+
+    numbers = [f for f in fields(Settings) if f.type in ("int", "float")]
+    assert numbers and all(f.metadata["min"] is not None for f in numbers)

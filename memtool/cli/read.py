@@ -8,7 +8,7 @@ import typer
 
 from memtool import constants as C
 from memtool.cli.common import console, open_from, print_json, warn
-from memtool.errors import BadInput, ConfigError, NotFound
+from memtool.errors import BadInput, NotFound
 
 
 def register(app: typer.Typer) -> None:
@@ -51,12 +51,12 @@ def search(
     chosen = tuple(k for k in kinds[kind] if not (no_transcripts and k == "transcript"))
     start, end = _period(since, False), _period(until, True)
     mem = open_from(ctx)
-    if limit is None:  # an explicit --limit wins over the setting
+    if limit is None:  # an explicit --limit wins over the setting (at least 1: memtool.config checks it)
         limit = mem.settings.search_limit
-        if limit < 1:
-            raise ConfigError(f"setting 'search_limit' must be at least 1, got {limit} (memory/config.yaml or MEMTOOL_SEARCH_LIMIT)")
     q = Query(text=query, limit=limit, kinds=chosen, since=start, until=end, topic=topic, min_importance=importance, trusted_only=trusted_only, archive=archive)
     hits = mem.search(q)
+    for message in mem.warnings:  # a file read with replacement characters, an embedder that is down
+        warn(message)
     if as_json:
         print_json([h.to_dict() for h in hits])
         return

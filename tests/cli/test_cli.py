@@ -235,3 +235,10 @@ def test_a_file_in_a_folder_and_given_again_is_labelled_duplicate_once(ready):
     labels = ["[duplicate" in line for line in _lines(res)]
     assert labels == [False, False, True, True]
     assert "2 entries stored (2 duplicates added nothing)" in res.stdout
+
+
+def test_search_says_what_it_worked_around(ready):
+    (ready / "memory/2026-02-03.md").write_bytes(b"# 2026-02-03\n- 09:00 caf\xe9 quetzal sighting\n")
+    res = run("search", "quetzal sighting")
+    assert res.exit_code == 0 and "quetzal" in res.stdout
+    assert "2026-02-03.md: not valid UTF-8" in res.stderr
