@@ -26,9 +26,9 @@ from memtool.models import Entry, parse_iso
 from memtool.store import DAY_RE, Layout, ParsedDays, Store, read_day
 from memtool.search.cues import doc_cues
 from memtool.search.segment import DELTA_DIR, IMPORTANCE_CODE, KIND_CODE, SearchIndex, Segment
-from memtool.text import terms, words
+from memtool.text import WORDS_VERSION, terms, words
 
-CACHE_VERSION = 9
+CACHE_VERSION = f"9.{WORDS_VERSION}"  # the layout of the cache, and the word rules its BM25 terms were split by
 DELTA_MIN_DOCS = 2000  # a delta may always grow this large before a full rebuild …
 DELTA_FRACTION = 0.2  # … or this share of the base, whichever is larger
 # BM25 field weights for entry documents: each field is repeated this many times in the indexed text.
