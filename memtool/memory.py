@@ -66,12 +66,14 @@ class Memory:
         self.check_size(len(text.encode("utf-8", "surrogatepass")), name)
         return text
 
-    def check_size(self, size: int, name: str = "<text>") -> None:
-        """Refuse a transcript over the limit; callers check a file's size before reading it."""
+    def check_size(self, size: int, name: str = "<text>", whole: bool = True) -> None:
+        """Refuse a transcript over the limit; callers check a file's size before reading it. `whole`:
+        `size` is the real size (a stream read up to the limit + 1 knows only that it is larger)."""
         limit = self.settings.max_transcript_bytes
         if size > limit:
             mib = f"{limit / 2**20:g} MiB, " if limit >= 2**20 else ""
-            raise BadInput(f"{name}: {size:,} bytes is over the limit of {limit:,} bytes ({mib}setting max_transcript_bytes). Split it or raise the limit.")
+            what = f"{size:,} bytes is over" if whole else "more than"
+            raise BadInput(f"{name}: {what} the limit of {limit:,} bytes ({mib}setting max_transcript_bytes). Split it or raise the limit.")
 
     def redact(self, text: str) -> str:
         if not self.settings.redact:

@@ -311,7 +311,7 @@ def test_oversized_stdin_reports_what_it_knows_of_the_size(store):
     (store / "memory/config.yaml").write_text("max_transcript_bytes: 100\n")
     before = tree(store)
     res = cli("compress", "-", input=b"x" * 5000)
-    refused(store, res, BadInput.exit_code, "<stdin>: more than 100 bytes, the limit", "max_transcript_bytes")
+    refused(store, res, BadInput.exit_code, "<stdin>: more than the limit of 100 bytes (setting max_transcript_bytes)", "max_transcript_bytes")
     assert "101 bytes" not in res.stderr
     # JSON is measured after conversion (like a .json file), so it is read whole and its real size is known
     res = cli("compress", "-", input=b'["' + b"x" * 5000 + b'"]')

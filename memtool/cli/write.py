@@ -68,12 +68,9 @@ def read_input(path: str, mem=None, convert: bool = True) -> tuple[str, str]:
         stream = sys.stdin.buffer
         data = stream.read(-1 if limit is None else limit + 1)
         is_json = convert and looks_like_json(data)
-        if limit is not None and len(data) > limit:
+        if mem is not None and len(data) > limit:
             if not is_json:  # reading stopped at the limit: the real size is unknown
-                raise BadInput(
-                    f"{name}: more than {limit:,} bytes, the limit ({limit / 2**20:g} MiB, setting "
-                    "max_transcript_bytes). Split it or raise the limit."
-                )
+                mem.check_size(len(data), name, whole=False)
             data += stream.read()
     else:
         p = Path(path)
