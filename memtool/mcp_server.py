@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from memtool import __version__
 from memtool import constants as C
 from memtool.errors import MemtoolError, NotFound
+from memtool.mcp_fit import capped_message
 from memtool.mcp_tools import MemoryTools
 
 MaxTokens = Annotated[
@@ -58,8 +59,9 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         handler.setLevel(log_level)
 
     def tool(name: str, description: str, read_only: bool) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
-        """Register fn as a tool: calls serialised, MemtoolError -> tool error result. The SDK sends the
-        dict as indented JSON text plus structured content; its schema comes from fn's signature."""
+        """Register fn as a tool: calls serialised, MemtoolError -> tool error result (long arguments it
+        echoes shortened, within the call's max_tokens). The SDK sends the dict as indented JSON text plus
+        structured content; its schema comes from fn's signature."""
 
         def wrap(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
             @functools.wraps(fn)
@@ -68,7 +70,9 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
                     with tools.lock:
                         return fn(*args, **kwargs)
                 except MemtoolError as exc:
-                    raise ToolError(str(exc)) from exc
+                    cap = kwargs.get("max_tokens")
+                    cap = cap if isinstance(cap, int) and C.MCP_MIN_TOKENS <= cap <= C.MCP_MAX_TOKENS_CEILING else tools.max_tokens
+                    raise ToolError(capped_message(str(exc), kwargs, cap)) from exc
 
             server.add_tool(run, name=name, description=description,
                             annotations=ToolAnnotations(read_only_hint=read_only, destructive_hint=False, open_world_hint=False))
@@ -177,13 +181,15 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
                 with tools.lock:
                     return read()
             except NotFound as exc:
-                raise ResourceNotFoundError(str(exc)) from exc
+                raise ResourceNotFoundError(capped_message(str(exc), {}, tools.max_tokens)) from exc
+            except MemtoolError as exc:  # the file exists but cannot be read
+                raise ResourceError(capped_message(str(exc), {}, tools.max_tokens)) from exc
 
         server.resource(uri, name=name, description=description, mime_type="text/markdown")(fn)
 
     resource("memory://MEMORY.md", "MEMORY.md", "Long-term project knowledge (Layer 3): decisions, patterns, context.", lambda: tools.layer3(C.MEMORY_MD))
     resource("memory://USER.md", "USER.md", "What is known about the user: preferences, conventions.", lambda: tools.layer3(C.USER_MD))
-    resource("memory://log/today", "Today's log", "Today's daily log (memory/YYYY-MM-DD.md), newest lines last.", tools.today_log)
+    resource("memory://log/today", "Today's log", "Today's daily log (memory/YYYY-MM-DD.md), newest lines last; a long one keeps its newest lines and says so.", tools.today_log)
     return server
 
 

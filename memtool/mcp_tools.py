@@ -2,48 +2,47 @@
 
 `memtool.mcp_server` wires these methods to MCP tools and resources. Kept free of the `mcp` import so
 the logic is plain Python: every method raises `MemtoolError` for a bad request and returns a JSON-able
-dict whose rendering (`render`) fits in `max_tokens` (offline estimate, `memtool.text.count_tokens`),
-with `truncated: true` and a note when something was cut.
+dict whose rendering fits in `max_tokens` (offline estimate; `memtool.mcp_fit` does the fitting), with
+`truncated: true` and a note when something was cut. Ids and paths in answers are never shortened.
 
 Session dedup (seed 002): result ids sent by `search` / `context` are remembered for the life of
-the server (one stdio connection = one session) and left out of later answers unless asked.
+the server (one stdio connection = one session) and left out of later answers unless asked. Only ids
+the answer actually carries are remembered: the hits left after fitting, the entries packed in the bundle.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import re
 import threading
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from memtool import constants as C
-from memtool.context import UNTRUSTED_NOTE
+from memtool.context import UNTRUSTED_NOTE, ContextResult
 from memtool.errors import BadInput, NotFound
+from memtool.mcp_fit import brief, fit, join_notes, log_tail, render, tokens, within
 from memtool.memory import Memory
 from memtool.search.engine import Hit, Query
 from memtool.store import Layout
-from memtool.text import count_tokens, truncate_to_tokens
+from memtool.text import count_tokens
 
-KEEP_WHOLE = frozenset({"id", "root", "note", "kind", "timestamp", "session", "truncated", "path", "warning"})
 FILE_REF_RE = re.compile(r"^(?P<path>[^#]+\.md)(?:#L(?P<line>\d+))?$")
-NOTE_RESERVE = 80  # tokens kept free for the truncation note
-MIN_STRING_TOKENS = 8  # a string is not cut shorter than this
-
-
-def render(answer: dict[str, Any]) -> str:
-    """The text a client shows the model: indented JSON, readable Unicode."""
-    return json.dumps(answer, ensure_ascii=False, indent=2)
-
-
-def tokens(answer: dict[str, Any]) -> int:
-    return count_tokens(render(answer))
+CONTEXT_WRAPPER = 150  # first guess at the tokens of the JSON around the context bundle
+CONTEXT_PACKS = 8  # packings tried before giving up on fitting the bundle in max_tokens
+MIN_PACK_BUDGET = 50  # the smallest budget `memtool.context.pack` accepts
+DROPPED_SHARE = 0.1  # share of max_tokens the list of what the context dropped may take
 
 
 def quoted(text: str) -> str:
     """Untrusted text as a quotation: every line prefixed with '> '."""
     return "\n".join("> " + line for line in text.splitlines() or [""])
+
+
+def _why(exc: OSError | RuntimeError) -> str:
+    """What went wrong with a path, without echoing the path (it may be long)."""
+    return (exc.strerror or type(exc).__name__) if isinstance(exc, OSError) else "a symlink loop"
 
 
 def confine(root: Path, given: str) -> Path:
@@ -53,58 +52,38 @@ def confine(root: Path, given: str) -> Path:
     if "\x00" in given:
         raise BadInput("the path contains a NUL byte")
     p = Path(given)
-    real = (p if p.is_absolute() else root / p).resolve()
+    try:
+        real = (p if p.is_absolute() else root / p).resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise BadInput(f"{brief(given)}: not a usable path ({_why(exc)})") from exc
     if not real.is_relative_to(root.resolve()):
-        raise BadInput(f"{given}: outside the memory root {root}. Only files inside the root can be read (symlinks are followed).")
+        raise BadInput(f"{brief(given)}: outside the memory root {root}. Only files inside the root can be read (symlinks are followed).")
     return real
 
 
-def _string_leaves(node: Any, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
-    """(path, text) of every string that may be shortened."""
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for key, value in items:
-        if isinstance(key, str) and key in KEEP_WHOLE:
-            continue
-        if isinstance(value, str):
-            yield path + (key,), value
-        else:
-            yield from _string_leaves(value, path + (key,))
+def read_inside(root: Path, given: str, max_bytes: int | None = None) -> tuple[Path, bytes]:
+    """The file `given` names inside the root, and its bytes. Missing -> NotFound; a directory, a file over
+    `max_bytes` or one the system refuses (permissions, name too long) -> BadInput naming why."""
+    path = confine(root, given)
+    try:
+        if path.is_dir():
+            raise BadInput(f"{brief(given)}: a directory, not a file")
+        if not path.is_file():
+            raise NotFound(f"{brief(given)}: no such file in the memory root")
+        size = path.stat().st_size
+        if max_bytes is not None and size > max_bytes:
+            raise BadInput(f"{brief(given)}: {size / 1e6:.1f} MB is over the {max_bytes / 1e6:.0f} MB limit (setting max_transcript_bytes)")
+        return path, path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"{brief(given)}: cannot read it ({_why(exc)})") from exc
 
 
-def _get(node: Any, path: tuple) -> Any:
-    for key in path:
-        node = node[key]
-    return node
-
-
-def fit(answer: dict[str, Any], cap: int, items_key: str = "") -> list[Any]:
-    """Make `answer` render within `cap` tokens, in place. Drops trailing items of answer[items_key]
-    first (at least one is kept), then shortens the longest strings. Returns the dropped items."""
-    if tokens(answer) <= cap:
-        return []
-    answer["truncated"] = True
-    answer.setdefault("note", "")
-    room = cap - NOTE_RESERVE
-    dropped: list[Any] = []
-    items = answer.get(items_key) if items_key else None
-    while isinstance(items, list) and len(items) > 1 and tokens(answer) > room:
-        dropped.insert(0, items.pop())
-    while (over := tokens(answer) - room) > 0:
-        cands = [(len(text), p, text) for p, text in _string_leaves(answer) if count_tokens(text) > MIN_STRING_TOKENS]
-        if not cands:
-            break
-        _, (*parent, key), text = max(cands, key=lambda c: c[0])
-        holder = _get(answer, tuple(parent))
-        have = count_tokens(text)
-        holder[key] = truncate_to_tokens(text, max(MIN_STRING_TOKENS, have - over - 2))
-    parts = [f"answer cut to fit max_tokens={cap}"]
-    if dropped:
-        parts.append(f"{len(dropped)} more {items_key} left out (ask again with a larger max_tokens or a smaller limit)")
-    parts.append("text ending in '…' was shortened")
-    answer["note"] = (answer["note"] + " " if answer["note"] else "") + "; ".join(parts)
-    while isinstance(items, list) and items and tokens(answer) > cap:  # long unshortenable fields: give up items
-        dropped.insert(0, items.pop())
-    return dropped
+def read_text(path: Path, shown: str) -> str:
+    """A file the server itself names (a resource), read as text; the system refusing it -> BadInput."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise BadInput(f"{shown}: cannot read it ({_why(exc)})") from exc
 
 
 class MemoryTools:
@@ -172,29 +151,49 @@ class MemoryTools:
 
     def context(self, query: str = "", budget: int | None = None, template: str | None = None, limit: int = 8,
                 include_seen: bool = False, max_tokens: int | None = None) -> dict[str, Any]:
+        """The bundle packed for the cap: packed again at a smaller budget until the whole answer fits
+        (never cut afterwards), so `included` is exactly what the text holds and only that is marked seen."""
         cap = self._cap(max_tokens)
         mem = self.memory()
         budget = budget or mem.settings.budget
-        usable = cap - 150  # the JSON wrapper around the bundle
-        res = mem.context(query or None, budget=min(budget, usable), template=template, limit=limit,
-                                    exclude=frozenset() if include_seen else frozenset(self.seen))
-        answer: dict[str, Any] = {"root": str(self.root), "truncated": res.truncated, "tokens": res.tokens, "budget": budget,
-                                  "template": res.template, "included": res.included, "dropped": res.dropped, "text": res.text}
-        notes = [f"budget lowered to {usable} tokens to fit max_tokens={cap}"] if budget > usable else []
+        exclude = frozenset() if include_seen else frozenset(self.seen)
+        target = min(budget, cap - CONTEXT_WRAPPER)
+        for _ in range(CONTEXT_PACKS):
+            res = mem.context(query or None, budget=target, template=template, limit=limit, exclude=exclude)
+            answer = self._context_answer(res, budget, cap, repeat_note=bool(self.seen) and not include_seen)
+            over = tokens(answer) - cap
+            if over <= 0:
+                self.seen.update(res.included)
+                return answer
+            per_token = max(count_tokens(render({"text": res.text})) / max(res.tokens, 1), 1.0)  # JSON escapes cost tokens
+            target = min(target, res.tokens) - math.ceil(over / per_token) - 1
+            if target < MIN_PACK_BUDGET:
+                break
+        answer = {"root": str(self.root), "truncated": True, "tokens": 0, "budget": budget, "template": template or mem.settings.template,
+                  "included": [], "dropped": [], "text": "",
+                  "note": f"the bundle does not fit max_tokens={cap} with its wrapper; nothing was sent (ask with a larger max_tokens or a smaller limit)"}
+        fit(answer, cap)
+        return answer
+
+    def _context_answer(self, res: ContextResult, budget: int, cap: int, repeat_note: bool) -> dict[str, Any]:
+        """The answer for one packing. The list of what was dropped is kept short; ids are never cut."""
+        dropped = within(res.dropped, int(cap * DROPPED_SHARE))
+        notes = [f"budget lowered to {res.budget} tokens to fit max_tokens={cap}" if res.budget < budget else "",
+                 f"{len(res.dropped) - len(dropped)} more dropped items not listed" if len(dropped) < len(res.dropped) else ""]
         if not res.text.strip():
             notes.append("nothing to show: MEMORY.md and USER.md hold no notes yet and no new entries matched"
-                         + (" (entries already sent in this session are not repeated; include_seen=true repeats them)" if self.seen and not include_seen else ""))
-        if notes:
-            answer["note"] = "; ".join(notes)
-        fit(answer, cap)
-        self.seen.update(res.included)
+                         + (" (entries already sent in this session are not repeated; include_seen=true repeats them)" if repeat_note else ""))
+        answer: dict[str, Any] = {"root": str(self.root), "truncated": res.truncated or bool(res.dropped), "tokens": res.tokens,
+                                  "budget": budget, "template": res.template, "included": res.included, "dropped": dropped, "text": res.text}
+        if note := join_notes(*notes):
+            answer["note"] = note
         return answer
 
     def get(self, item_id: str, max_tokens: int | None = None) -> dict[str, Any]:
         cap = self._cap(max_tokens)
         item_id = item_id.strip()
         m = FILE_REF_RE.match(item_id)
-        answer = self._file_ref(m["path"], int(m["line"] or 1)) if m else self._entry(item_id)
+        answer = self._file_ref(m["path"], m["line"] or "1") if m else self._entry(item_id)
         fit(answer, cap)
         return answer
 
@@ -202,7 +201,7 @@ class MemoryTools:
         mem = self.memory()
         entry = mem.get(entry_id)
         if entry is None:
-            raise NotFound(f"no entry with id {entry_id!r}. Ids come from memory_search (ctx-YYYYMMDD-xxxxxxxx, or path.md#L12 for a file).")
+            raise NotFound(f"no entry with id {brief(entry_id)!r}. Ids come from memory_search (ctx-YYYYMMDD-xxxxxxxx, or path.md#L12 for a file).")
         data = entry.to_dict()
         answer: dict[str, Any] = {"id": entry.id, "kind": "entry", "truncated": False}
         if not entry.trusted:
@@ -217,15 +216,20 @@ class MemoryTools:
             answer["transcript"] = self._rel(transcript)
         return answer
 
-    def _file_ref(self, given: str, line: int) -> dict[str, Any]:
+    def _file_ref(self, given: str, line_digits: str) -> dict[str, Any]:
+        """The chunk of a Markdown file inside the root that starts at a line (1-based), else the file from that line on."""
         from memtool.chunking import chunk_markdown
 
-        path = confine(self.root, given)
-        if not path.is_file():
-            raise NotFound(f"{given}: no such file in the memory root")
-        text = path.read_text(encoding="utf-8", errors="replace")
+        path, data = read_inside(self.root, given)
+        text = data.decode("utf-8", errors="replace")
+        lines = text.splitlines()
+        line = int(line_digits) if len(line_digits) <= 9 else math.inf
+        if line < 1:
+            raise BadInput(f"{brief(given)}#L{brief(line_digits)}: line numbers start at 1 (#L1 is the first line)")
+        if line > max(len(lines), 1):
+            raise BadInput(f"{brief(given)}#L{brief(line_digits)}: past the end of the file, which has {len(lines)} lines")
         chunk = next((c for c in chunk_markdown(text) if c.line == line), None)
-        body = (f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text) if chunk else "\n".join(text.splitlines()[line - 1 :])
+        body = (f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text) if chunk else "\n".join(lines[line - 1 :])
         return {"id": f"{self._rel(path)}#L{line}", "kind": "file", "path": self._rel(path), "line": line, "truncated": False, "text": body}
 
     def status(self) -> dict[str, Any]:
@@ -271,16 +275,11 @@ class MemoryTools:
         return answer
 
     def _read_transcript(self, given: str, max_bytes: int) -> str:
-        p = confine(self.root, given)
-        if not p.is_file():
-            raise BadInput(f"{given}: no such file in the memory root")
-        if p.stat().st_size > max_bytes:
-            raise BadInput(f"{given}: {p.stat().st_size / 1e6:.1f} MB is over the {max_bytes / 1e6:.0f} MB limit (setting max_transcript_bytes)")
-        data = p.read_bytes()
+        _, data = read_inside(self.root, given, max_bytes)
         if b"\x00" in data[:8192]:
-            raise BadInput(f"{given}: looks like a binary file (NUL bytes); give a text transcript")
+            raise BadInput(f"{brief(given)}: looks like a binary file (NUL bytes); give a text transcript")
         text = data.decode("utf-8", errors="replace")
-        if p.suffix.lower() in (".json", ".jsonl"):
+        if Path(given).suffix.lower() in (".json", ".jsonl"):
             from memtool.transcripts import convert_transcript
 
             text = convert_transcript(text)
@@ -304,14 +303,17 @@ class MemoryTools:
             answer["note"] = "already in MEMORY.md; nothing added"
         return answer
 
-    # -- resources -------------------------------------------------------------------------------
+    # -- resources: capped at the server's max_tokens like the tools ------------------------------
     def layer3(self, name: str) -> str:
         path = self.root / name
         if not path.is_file():
             raise NotFound(f"{name} does not exist in {self.root} (run `memory init` to create it)")
-        return path.read_text(encoding="utf-8", errors="replace")
+        return read_text(path, name)
 
     def today_log(self, now: datetime | None = None) -> str:
+        """Today's log; a long one keeps its newest lines (what matters at session time) and says it was cut."""
         day = f"{(now or datetime.now()):%Y-%m-%d}"
         path = Layout(self.root).daily_log(day)
-        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else f"# {day}\n\n(no log entries yet today)\n"
+        if not path.is_file():
+            return f"# {day}\n\n(no log entries yet today)\n"
+        return log_tail(read_text(path, self._rel(path)), self.max_tokens, self._rel(path))

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -92,6 +92,17 @@ def connect(root: Path, home: Path) -> Iterator[Client]:
     assert "Traceback" not in log and "unexpected exception" not in log, log
 
 
+@contextmanager
+def home_env(home: Path) -> Iterator[None]:
+    """The server's environment, in this process: its HOME (embedder cache), no MEMTOOL_* settings."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        mp.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+        for var in [v for v in os.environ if v.startswith(C.ENV_PREFIX)]:
+            mp.delenv(var)
+        yield
+
+
 @pytest.fixture(scope="module")
 def home(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("home")
@@ -105,11 +116,7 @@ def seeded(tmp_path_factory, home) -> dict[str, Any]:
 
     root = tmp_path_factory.mktemp("root")
     init(root)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HOME", str(home))
-        mp.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-        for var in [v for v in os.environ if v.startswith(C.ENV_PREFIX)]:
-            mp.delenv(var)
+    with home_env(home):
         mem = open_memory(root)
         ids = {
             "export": mem.compress(EXPORT, when=datetime(2026, 1, 5, 10, tzinfo=timezone.utc), session="export-fix").id,
@@ -356,3 +363,163 @@ def test_search_answer_marks_a_superseded_entry():
               text="Deploys go through ArgoCD.")
     assert MemoryTools._hit(old)["superseded_by"] == new.id
     assert "superseded_by" not in MemoryTools._hit(new)
+
+
+# -- fitting answers to max_tokens, with many entries ----------------------------------------------
+WIDGETS = 40
+ENTRY_ID_RE = r"ctx-\d{8}-[0-9a-f]{8}"
+WIDGET_QUERY = {"query": "widget alpha beta gamma", "limit": 50}
+
+
+@pytest.fixture(scope="module")
+def widgets(tmp_path_factory, home) -> dict[str, Any]:
+    """A memory root with 40 short entries, each naming its own widget (widgetN), so the text of a
+    context bundle shows which entries it holds."""
+    from memtool.app import open_memory
+    from memtool.scaffold import init
+
+    root = tmp_path_factory.mktemp("widgets")
+    init(root)
+    number: dict[str, int] = {}
+    with home_env(home):
+        mem = open_memory(root)
+        for i in range(1, WIDGETS + 1):
+            text = f"user: topic number {i} about widget{i} alpha beta.\nassistant: Decided to ship widget{i} with gamma delta epsilon settings number {i}."
+            number[mem.compress(text, when=datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(hours=i), session=f"s{i}").id] = i
+        mem.search("warm the search cache")
+    return {"root": root, "number": number}
+
+
+def widgets_in(text: str) -> set[int]:
+    import re
+
+    return {int(n) for n in re.findall(r"widget(\d+)\b", text)}
+
+
+def assert_whole_ids(ctx: dict[str, Any]) -> None:
+    import re
+
+    assert all(re.fullmatch(ENTRY_ID_RE, i) for i in ctx["included"]), ctx["included"]
+    assert all(re.fullmatch(rf"entry {ENTRY_ID_RE} \(\d+ tokens\)|part of .+", d) for d in ctx["dropped"]), ctx["dropped"]
+
+
+def test_context_marks_as_sent_only_the_entries_its_text_holds(widgets, home):
+    number = widgets["number"]
+    with connect(widgets["root"], home) as c:
+        first, used = c.tokens("memory_context", WIDGET_QUERY | {"budget": 32000})
+        assert used <= C.MCP_MAX_TOKENS
+        assert_whole_ids(first)
+        assert {number[i] for i in first["included"]} == widgets_in(first["text"])
+        assert 0 < len(first["included"]) < WIDGETS, "the bundle should not hold every entry within the default cap"
+        assert c.ok("memory_status")["results_sent_this_session"] == len(first["included"])
+        second, used = c.tokens("memory_context", WIDGET_QUERY | {"budget": 32000})
+        assert used <= C.MCP_MAX_TOKENS
+        assert {number[i] for i in second["included"]} == widgets_in(second["text"])
+        assert set(second["included"]) == set(number) - set(first["included"]), "entries left out the first time come now"
+
+
+@pytest.mark.parametrize("template", ["chat", "detailed", "summary"])
+def test_context_at_the_smallest_cap_fits_and_keeps_ids_whole(widgets, home, template):
+    import re
+
+    with connect(widgets["root"], home) as c:
+        ctx, used = c.tokens("memory_context", WIDGET_QUERY | {"max_tokens": C.MCP_MIN_TOKENS, "template": template})
+        assert used <= C.MCP_MIN_TOKENS
+        assert_whole_ids(ctx)
+        assert ctx["included"] and ctx["truncated"] is True
+        if template == "detailed":  # this template shows each entry's id
+            assert all(i in ctx["text"] for i in ctx["included"])
+        else:
+            assert {widgets["number"][i] for i in ctx["included"]} == widgets_in(ctx["text"])
+        assert c.ok("memory_status")["results_sent_this_session"] == len(ctx["included"])
+        assert ctx["note"].startswith("budget lowered to ")
+        assert not re.search(r"max_tokens=\d+ \w", ctx["note"]), f"notes run together: {ctx['note']}"
+
+
+def test_notes_are_joined_with_semicolons():
+    from memtool.mcp_fit import fit, tokens
+
+    answer = {"note": "budget lowered to 350 tokens to fit max_tokens=500", "text": "word " * 3000}
+    fit(answer, C.MCP_MIN_TOKENS)
+    assert tokens(answer) <= C.MCP_MIN_TOKENS
+    assert answer["note"].startswith("budget lowered to 350 tokens to fit max_tokens=500; answer cut to fit max_tokens=500; ")
+
+
+def test_search_at_the_smallest_cap_keeps_ids_whole(widgets, home):
+    import re
+
+    with connect(widgets["root"], home) as c:
+        ans, used = c.tokens("memory_search", WIDGET_QUERY | {"max_tokens": C.MCP_MIN_TOKENS})
+        assert used <= C.MCP_MIN_TOKENS and ans["truncated"] is True
+        assert ans["hits"] and all(re.fullmatch(ENTRY_ID_RE, h["id"]) for h in ans["hits"])
+        assert c.ok("memory_status")["results_sent_this_session"] == len(ans["hits"])
+
+
+# -- bad ids and paths -----------------------------------------------------------------------------
+def test_get_unusable_paths_are_clear_errors(client, seeded):
+    root = seeded["root"]
+    (root / "inbox" / "folder.md").mkdir()
+    (root / "inbox" / "loop.md").symlink_to(root / "inbox" / "loop.md")
+    long_name = "a" * 5000 + ".md"
+    assert "File name too long" in client.error("memory_get", {"id": long_name})
+    assert "File name too long" in client.error("memory_compress", {"path": long_name})
+    assert "a directory, not a file" in client.error("memory_get", {"id": "inbox/folder.md"})
+    assert "a directory, not a file" in client.error("memory_compress", {"path": "inbox/folder.md"})
+    assert "symlink loop" in client.error("memory_get", {"id": "inbox/loop.md#L1"})
+    assert "no such file" in client.error("memory_get", {"id": "inbox/missing.md"})
+    assert "Traceback" not in client.errlog.read_text()
+
+
+def test_unreadable_file_is_a_clear_error(seeded, monkeypatch):
+    from memtool.errors import BadInput
+    from memtool.mcp_tools import read_inside
+
+    def refuse(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)  # as root, chmod cannot refuse a read
+    with pytest.raises(BadInput, match=r"inbox/deploy.md: cannot read it \(Permission denied\)"):
+        read_inside(seeded["root"], "inbox/deploy.md")
+
+
+def test_errors_echo_long_arguments_shortened(client):
+    for name, args in [("memory_get", {"id": "ctx-" + "a" * 100_000}), ("memory_get", {"id": "x" * 100_000 + ".md#L1"}),
+                       ("memory_search", {"query": "x", "since": "y" * 100_000}), ("memory_promote", {"id": "ctx-" + "b" * 100_000})]:
+        text = client.error(name, args)
+        assert count_tokens(text) < 150, text
+        assert "characters)" in text, text
+
+
+def test_error_messages_are_capped():
+    from memtool.mcp_fit import capped_message
+
+    message = capped_message("cannot do it: " + "reason " * 5000, {}, C.MCP_MIN_TOKENS)
+    assert count_tokens(message) <= C.MCP_MIN_TOKENS - 20
+    assert capped_message(f"no entry {'z' * 500!r} here", {"id": "z" * 500}, C.MCP_MAX_TOKENS) == f"no entry {'z' * 40 + '… (500 characters)'!r} here"
+
+
+def test_get_a_line_outside_the_file_is_a_clear_error(client, seeded):
+    memory_md = (seeded["root"] / "MEMORY.md").read_text().splitlines()
+    lines = len(memory_md)
+    assert "line numbers start at 1" in client.error("memory_get", {"id": "MEMORY.md#L0"})
+    assert f"past the end of the file, which has {lines} lines" in client.error("memory_get", {"id": f"MEMORY.md#L{lines + 1}"})
+    assert "past the end" in client.error("memory_get", {"id": "MEMORY.md#L" + "9" * 5000})
+    last = client.ok("memory_get", {"id": f"MEMORY.md#L{lines}"})
+    assert last["line"] == lines and last["text"] == memory_md[-1]
+
+
+# -- today's log resource --------------------------------------------------------------------------
+def test_a_long_log_resource_keeps_its_newest_lines(tmp_path_factory, home):
+    root = tmp_path_factory.mktemp("longlog")
+    (root / "memory").mkdir()
+    with connect(root, home) as c:
+        c.ok("memory_log", {"text": "\n".join(f"older note {i}: the export job ran again." for i in range(20_000))})
+        c.ok("memory_log", {"text": "Newest note: the zeppelin index was rebuilt."})
+        log = c.read("memory://log/today")
+        assert count_tokens(log) <= C.MCP_MAX_TOKENS
+        assert log.startswith(f"# {datetime.now():%Y-%m-%d}") and "earlier lines" in log and "left out to fit max_tokens=4000" in log
+        assert "older note 19999:" in log and "Newest note: the zeppelin index was rebuilt." in log.splitlines()[-1]
+        c.ok("memory_log", {"text": "one very long line " * 20_000 + "THE END"})
+        log = c.read("memory://log/today")
+        assert count_tokens(log) <= C.MCP_MAX_TOKENS
+        assert "the start of the newest line" in log and "THE END" in log.splitlines()[-1]

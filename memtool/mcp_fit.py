@@ -1,0 +1,147 @@
+"""Fitting MCP answers to a token cap (offline count, `memtool.text.count_tokens`).
+
+An answer is the JSON-able dict a tool returns; `render` is the text the client shows the model.
+`fit` makes an answer render within a cap by dropping trailing items and shortening long strings,
+never touching strings that name something (ids, paths: `KEEP_WHOLE`), so an id in an answer can
+always be passed back to a tool. Error messages and resources are capped here too: `brief`
+shortens an argument echoed in a message, `capped_message` caps a whole message, and `log_tail`
+keeps the newest lines of a log.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from memtool.errors import BadInput
+from memtool.text import count_tokens, truncate_to_tokens
+
+# Keys whose strings (and lists of strings) are never shortened: ids, paths and our own notes.
+KEEP_WHOLE = frozenset({"id", "root", "note", "kind", "timestamp", "truncated", "path", "warning", "superseded_by",
+                        "included", "dropped", "entry_id", "transcript", "logged_to"})
+NOTE_RESERVE = 80  # tokens kept free for the truncation note
+MIN_STRING_TOKENS = 8  # a string is not cut shorter than this
+ECHO_CHARS = 40  # an argument echoed in a message is cut to this many characters
+ERROR_RESERVE = 20  # tokens the SDK adds around an error message ("Error executing tool NAME: ")
+
+
+def render(answer: dict[str, Any]) -> str:
+    """The text a client shows the model: indented JSON, readable Unicode (as the SDK sends it)."""
+    return json.dumps(answer, ensure_ascii=False, indent=2)
+
+
+def tokens(answer: dict[str, Any]) -> int:
+    return count_tokens(render(answer))
+
+
+def join_notes(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def brief(value: str, chars: int = ECHO_CHARS) -> str:
+    """An argument as echoed in a message: its start, and its length when it was longer."""
+    return value if len(value) <= chars else f"{value[:chars]}… ({len(value)} characters)"
+
+
+def capped_message(message: str, args: dict[str, Any], cap: int) -> str:
+    """An error message fit for the client: long string arguments it echoes shortened, then cut to `cap`."""
+    for value in sorted((v for v in args.values() if isinstance(v, str) and len(v) > ECHO_CHARS), key=len, reverse=True):
+        message = message.replace(repr(value), repr(brief(value))).replace(value, brief(value))
+    return truncate_to_tokens(message, cap - ERROR_RESERVE)
+
+
+def _string_leaves(node: Any, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
+    """(path, text) of every string that may be shortened: none under a KEEP_WHOLE key."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        if isinstance(key, str) and key in KEEP_WHOLE:
+            continue
+        if isinstance(value, str):
+            yield path + (key,), value
+        else:
+            yield from _string_leaves(value, path + (key,))
+
+
+def _get(node: Any, path: tuple) -> Any:
+    for key in path:
+        node = node[key]
+    return node
+
+
+def fit(answer: dict[str, Any], cap: int, items_key: str = "") -> list[Any]:
+    """Make `answer` render within `cap` tokens, in place. Drops trailing items of answer[items_key]
+    first (at least one is kept), then shortens the longest strings, then drops items again. Returns
+    the dropped items. Raises BadInput if even the strings kept whole do not fit."""
+    if tokens(answer) <= cap:
+        return []
+    answer["truncated"] = True
+    before = answer.get("note", "")
+    answer["note"] = before
+    room = cap - NOTE_RESERVE
+    dropped: list[Any] = []
+    items = answer.get(items_key) if items_key else None
+    while isinstance(items, list) and len(items) > 1 and tokens(answer) > room:
+        dropped.insert(0, items.pop())
+    while (over := tokens(answer) - room) > 0:
+        cands = [(len(text), p, text) for p, text in _string_leaves(answer) if count_tokens(text) > MIN_STRING_TOKENS]
+        if not cands:
+            break
+        _, (*parent, key), text = max(cands, key=lambda c: c[0])
+        holder = _get(answer, tuple(parent))
+        have = count_tokens(text)
+        holder[key] = truncate_to_tokens(text, max(MIN_STRING_TOKENS, have - over - 2))
+    parts = [f"answer cut to fit max_tokens={cap}"]
+    if dropped:
+        parts.append(f"{len(dropped)} more {items_key} left out (ask again with a larger max_tokens or a smaller limit)")
+    parts.append("text ending in '…' was shortened")
+    answer["note"] = join_notes(before, *parts)
+    while isinstance(items, list) and items and tokens(answer) > cap:  # long unshortenable fields: give up items
+        dropped.insert(0, items.pop())
+    if tokens(answer) > cap:
+        raise BadInput(f"the answer does not fit max_tokens={cap} even cut down (its ids and paths alone are longer); ask with a larger max_tokens")
+    return dropped
+
+
+def within(items: list[str], room: int) -> list[str]:
+    """The leading items whose rendered JSON strings fit in `room` tokens together."""
+    kept: list[str] = []
+    for item in items:
+        room -= count_tokens(json.dumps(item, ensure_ascii=False)) + 1
+        if room < 0:
+            break
+        kept.append(item)
+    return kept
+
+
+def log_tail(text: str, cap: int, name: str) -> str:
+    """A log within `cap` tokens: its heading line and its newest lines, saying what was left out.
+    A newest line too long to fit on its own keeps its end."""
+    if count_tokens(text) <= cap:
+        return text
+    lines = text.splitlines()
+    head = [lines.pop(0), ""] if lines and lines[0].startswith("# ") else []
+
+    def note(left: int, partial: bool) -> str:
+        what = f"{left} earlier lines" + (" and the start of the newest line" if partial else "")
+        return f"(… {what} of {name} left out to fit max_tokens={cap}; the newest lines follow)"
+
+    room = cap - sum(count_tokens(h) for h in head) - count_tokens(note(len(lines), True)) - 2
+    kept: list[str] = []
+    while lines and count_tokens("\n".join([lines[-1], *kept])) <= room:
+        kept.insert(0, lines.pop())
+    partial = not kept and bool(lines)
+    if partial:  # the newest line alone is over the cap: keep its end
+        kept = ["…" + _tail_chars(lines.pop(), room - 1)]
+    return "\n".join([*head, note(len(lines), partial), "", *kept]) + "\n"
+
+
+def _tail_chars(text: str, limit: int) -> str:
+    """The longest end of `text` within `limit` tokens."""
+    lo, hi = 0, len(text)
+    while lo < hi:  # binary search on the start
+        mid = (lo + hi) // 2
+        if count_tokens(text[mid:]) <= limit:
+            hi = mid
+        else:
+            lo = mid + 1
+    return text[lo:]
