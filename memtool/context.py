@@ -7,7 +7,7 @@ quoted data, never as instructions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memtool.errors import BadInput
 from memtool.search.engine import Hit
@@ -32,7 +32,8 @@ TEMPLATES = {
 }
 # Share of the budget each fixed section may take at most; search hits get the rest.
 SHARES = {"MEMORY.md": 0.30, "USER.md": 0.10, "today": 0.15}
-MIN_ITEM_TOKENS = 24  # a hit cut shorter than this is dropped instead
+MIN_ITEM_TOKENS = 24  # a hit cut shorter than this is dropped instead ...
+MIN_ITEM_CONTENT = 12  # ... and so is one whose cut leaves less than this beyond its header line
 PASSAGE_TOKENS = 160  # raw turns shown under a hit: the best-matching run of lines
 PASSAGES_PER_HIT = 2  # windows shown under one hit, from its best-matching transcript chunks
 SUMMARY_WITH_PASSAGE_TOKENS = 25  # a hit's summary is cut to this when a passage follows
@@ -138,7 +139,8 @@ def pack(layer3: list[Section], hits: list[Hit], today: Section | None, budget: 
             item = format_hit(hit, tpl, terms)
             cost = count_tokens(item) + count_tokens(tpl.separator)
             if cost > room:
-                if room >= MIN_ITEM_TOKENS:
+                bare = format_hit(replace(hit, text="", passage="", passages=[]), tpl)  # its header, no content
+                if room >= max(MIN_ITEM_TOKENS, count_tokens(bare) + count_tokens(tpl.separator) + MIN_ITEM_CONTENT):
                     items.append(truncate_to_tokens(item, room - count_tokens(tpl.separator)))
                     res.truncated = True
                     res.included.append(hit.id)

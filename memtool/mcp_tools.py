@@ -27,6 +27,7 @@ from memtool.memory import Memory
 from memtool.search.engine import Hit, Query
 from memtool.store import Layout
 from memtool.text import count_tokens
+from memtool.transcripts import JSON_SUFFIXES, convert_transcript
 
 FILE_REF_RE = re.compile(r"^(?P<path>[^#]+\.md)(?:#L(?P<line>\d+))?$")
 CONTEXT_WRAPPER = 150  # first guess at the tokens of the JSON around the context bundle
@@ -279,10 +280,8 @@ class MemoryTools:
         if b"\x00" in data[:8192]:
             raise BadInput(f"{brief(given)}: looks like a binary file (NUL bytes); give a text transcript")
         text = data.decode("utf-8", errors="replace")
-        if Path(given).suffix.lower() in (".json", ".jsonl"):
-            from memtool.transcripts import convert_transcript
-
-            text = convert_transcript(text)
+        if Path(given).suffix.lower() in JSON_SUFFIXES:  # as `memory compress FILE`: JSON of no known format is refused
+            text = convert_transcript(text, name=brief(given), strict=True)
         return text
 
     def log(self, text: str, agent: str = "") -> dict[str, Any]:

@@ -253,6 +253,11 @@ def test_compress_a_file_inside_the_root(client, seeded):
     assert "no such file" in absolute
 
 
+def test_compress_refuses_json_of_no_known_transcript_format_as_the_cli_does(client, seeded):
+    (seeded["root"] / "inbox" / "package.json").write_text('{"name": "web", "messages": "x"}')
+    assert "no known transcript format" in client.error("memory_compress", {"path": "inbox/package.json"})
+
+
 @pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", "inbox/link.md", "inbox/../../outside/secret.md"])
 def test_compress_refuses_paths_outside_the_root(client, path):
     assert "outside the memory root" in client.error("memory_compress", {"path": path})

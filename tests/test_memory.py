@@ -213,3 +213,19 @@ def test_context_dates_are_local_like_the_anchored_entity_dates(mem, monkeypatch
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_a_hit_cut_to_fit_keeps_some_of_its_content(mem):
+    """The last hit that does not fit whole is cut; if the cut would leave only its header line
+    (the detailed template's is long), it is dropped instead of being listed as included."""
+    import re
+
+    for day in range(1, 9):
+        mem.compress(f"Alice: the quokka webhook retry policy, part {day}: backoff doubles from one to sixty-four seconds, jitter added, "
+                     f"dead letters go to the quokka audit queue and page the on-call engineer after five failures.", when=when(day), session=f"s{day}")
+    for budget in range(120, 700, 9):
+        res = mem.context("quokka webhook retry", budget=budget, template="detailed")
+        for i in res.included:
+            after = res.text.split(f"entry {i} ", 1)[1].split("]", 1)[1]
+            content = re.split(r"\n\n\[entry ", after, maxsplit=1)[0]
+            assert len(content.split()) >= 3, (budget, i, content)
