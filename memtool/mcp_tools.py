@@ -156,7 +156,7 @@ class MemoryTools:
         (never cut afterwards), so `included` is exactly what the text holds and only that is marked seen."""
         cap = self._cap(max_tokens)
         mem = self.memory()
-        budget = budget or mem.settings.budget
+        budget = mem.settings.budget if budget is None else budget
         exclude = frozenset() if include_seen else frozenset(self.seen)
         target = min(budget, cap - CONTEXT_WRAPPER)
         for _ in range(CONTEXT_PACKS):
