@@ -528,3 +528,7 @@ def test_a_long_log_resource_keeps_its_newest_lines(tmp_path_factory, home):
         log = c.read("memory://log/today")
         assert count_tokens(log) <= C.MCP_MAX_TOKENS
         assert "the start of the newest line" in log and "THE END" in log.splitlines()[-1]
+
+
+def test_context_budget_zero_is_refused_not_defaulted(client, seeded):
+    assert "at least 50" in client.error("memory_context", {"query": "nightly export", "budget": 0})
