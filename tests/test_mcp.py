@@ -531,4 +531,5 @@ def test_a_long_log_resource_keeps_its_newest_lines(tmp_path_factory, home):
 
 
 def test_context_budget_zero_is_refused_not_defaulted(client, seeded):
-    assert "at least 50" in client.error("memory_context", {"query": "nightly export", "budget": 0})
+    message = client.error("memory_context", {"query": "nightly export", "budget": 0})
+    assert "budget" in message and "greater than or equal to 50" in message
