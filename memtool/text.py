@@ -28,7 +28,22 @@ _JOINERS = "_'-.\u200c\u200d"  # inside a word only (zero-width (non-)joiners: P
 _MARK_SPANS = ((0x0300, 0x2100), (0x2C00, 0x2E00), (0x3000, 0x3100), (0xA600, 0xAC00), (0xFB00, 0xFB20), (0xFE00, 0xFE30))
 # Offline token count: one token per word piece (~4 chars) plus one per punctuation mark.
 TOKEN_PIECE_RE = re.compile(r"[A-Za-z]{1,4}|\d{1,3}|[^\sA-Za-z\d]")
+# Sentences of ASCII text: after . ! ? (and closing quotes or brackets, which the split drops) and
+# white space, before a capital or a digit; at a blank line, a list item or a "label:" line.
 SENTENCE_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n{2,}|\n(?=\s*[-*#>]|\s*\w+:\s)")
+# The same for text of any script (`split_sentences`): a full stop of a script written with spaces
+# (. ! ? … and ؟ ۔ । ॥ ։ ።; a Greek question mark ; after a Greek letter), with the quotes and
+# brackets that close it, ends a sentence before white space and a word that does not start
+# lower-case (a capital of any cased script, a digit, a letter of a caseless script: checked in code
+# on group 1); 。！？ end one with no space needed; the line rules are SENTENCE_RE's. A match ends
+# where the next sentence may start: closing quotes stay with their sentence.
+_CLOSERS = "\"')\\]\u2019\u201d\u00bb\u203a\u300d\u300f\uff09\uff3d\u3011\u3015\u3009\u300b"  # ' " ) ] ’ ” » › 」 』 ） ］ 】 〕 〉 》
+_OPENERS = "\"'(\\[\u2018\u201c\u201e\u00ab\u2039\u300c\u300e\uff08\uff3b\u3010\u3014\u3008\u300a\u00bf\u00a1"  # ‘ “ „ « ‹ 「 『 （ ［ 【 〔 〈 《 ¿ ¡
+SENTENCE_END_RE = re.compile(
+    f"(?:[.!?\u2026\u061f\u06d4\u0964\u0965\u0589\u1362]|(?<=[\u0370-\u03ff\u1f00-\u1fff]);)[{_CLOSERS}]*(?=\\s+[{_OPENERS}]?(\\w))"
+    f"|[\u3002\uff01\uff1f\uff61]+[{_CLOSERS}]*"  # 。！？｡
+    r"|\n{2,}|\n(?=\s*[-*#>]|\s*\w+:\s)"
+)
 
 # Speaker labels of chat transcripts ("User: ..."): they say who spoke, not what about.
 SPEAKER_ROLES = frozenset("user assistant human ai system tool model".split())
@@ -127,8 +142,29 @@ def count_tokens(text: str) -> int:
 
 
 def split_sentences(text: str) -> list[str]:
-    parts = SENTENCE_RE.split(text)
+    """Sentences and blocks in text order, stripped. ASCII text is split by SENTENCE_RE as it always
+    was; other text by SENTENCE_END_RE, which cuts its ASCII parts at the same places (but keeps the
+    closing quotes and brackets that SENTENCE_RE drops)."""
+    parts = SENTENCE_RE.split(text) if text.isascii() else _split_any_script(text)
     return [p.strip() for p in parts if p and p.strip()]
+
+
+def _split_any_script(text: str) -> list[str]:
+    parts, start = [], 0
+    for m in SENTENCE_END_RE.finditer(text):
+        if m.group(1) is not None and not _starts_sentence(m.group(1)):
+            continue
+        parts.append(text[start : m.end()])
+        start = m.end()
+    parts.append(text[start:])
+    return parts
+
+
+def _starts_sentence(ch: str) -> bool:
+    """A word starting with `ch` may start a sentence: not lower-case (a capital of any script, a
+    digit, a letter of a caseless script: Han, Arabic, Devanagari ...). Georgian is written in
+    lower-case letters (Mkhedruli) without capitals: any of them may."""
+    return ch != "_" and (not ch.islower() or "\u10d0" <= ch <= "\u10ff")
 
 
 def truncate_to_tokens(text: str, max_tokens: int) -> str:

@@ -1,5 +1,7 @@
+import sys
 import unicodedata
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +107,65 @@ def test_a_cyrillic_and_a_chinese_query_find_their_entry_by_words(root, fake_emb
     for query, session in (("миграция сервер", "db-ru"), ("отпуск Ивана", "vacation-ru"), ("数据库迁移", "db-zh"), ("休假", "vacation-zh")):
         hits = mem.search(Query(text=query, kinds=("entry",)))
         assert [h.source_session for h in hits] == [session], query
+
+
+# --- sentences of any script -------------------------------------------------------------------------
+@pytest.mark.parametrize("text, expected", [
+    ("Перенесли базу на сервер. Готово, миграция завершена.", ["Перенесли базу на сервер.", "Готово, миграция завершена."]),
+    ("Η Ελένη πήγε στην Αθήνα. Πού είναι; Εδώ, στο γραφείο.", ["Η Ελένη πήγε στην Αθήνα.", "Πού είναι;", "Εδώ, στο γραφείο."]),
+    ("Nous avons fini. Élodie vérifie les sauvegardes.", ["Nous avons fini.", "Élodie vérifie les sauvegardes."]),
+    ("迁移完成了。数据库也好了！真的吗？！是的。", ["迁移完成了。", "数据库也好了！", "真的吗？！", "是的。"]),
+    ("他说：「好。」然后走了。", ["他说：「好。」", "然后走了。"]),  # the closing bracket stays with its sentence
+    ("Он сказал: «Готово.» Потом ушёл… Завтра продолжим.", ["Он сказал: «Готово.»", "Потом ушёл…", "Завтра продолжим."]),
+    ("Ya está. ¿Qué pasa? Nada.", ["Ya está.", "¿Qué pasa?", "Nada."]),
+    ("هذا جيد. الخادم جديد؟ نعم.", ["هذا جيد.", "الخادم جديد؟", "نعم."]),  # a caseless script: any letter starts one
+    ("Done. 好的，我们走。", ["Done.", "好的，我们走。"]),
+    ("यह ठीक है। सर्वर नया है।", ["यह ठीक है।", "सर्वर नया है।"]),  # the danda
+    ("ეს კარგია. სერვერი ახალია.", ["ეს კარგია.", "სერვერი ახალია."]),  # Georgian: lower-case letters only
+])
+def test_sentences_of_any_script(text, expected):
+    assert split_sentences(text) == expected
+
+
+def test_a_lower_case_word_after_a_full_stop_goes_on_in_any_script():
+    assert split_sentences("Это т. е. почти всё. ok. v1. Дальше.") == ["Это т. е. почти всё. ok. v1.", "Дальше."]
+    assert split_sentences("Zoë left.\n\n- a bullet\nНовая: строка") == ["Zoë left.", "- a bullet", "Новая: строка"]
+
+
+ASCII_SPLITS = (
+    'He said "stop." Then he left (quickly.) Next! 3 items? e.g. foo. bar... Baz\n'
+    "v1.2 ships. 2 fixes.\n\n- a bullet\n* another\n> quote\nUser: hi there. it's fine.Ok. [Note] done."
+)
+
+
+def test_ascii_text_splits_as_before():
+    """Pinned: ASCII text splits exactly as it did before text of other scripts was handled (the
+    closing quote or bracket before a cut is dropped, as it always was)."""
+    assert split_sentences(ASCII_SPLITS) == [
+        'He said "stop.', "Then he left (quickly.", "Next!", "3 items? e.g. foo. bar...", "Baz\nv1.2 ships.", "2 fixes.",
+        "- a bullet", "* another", "> quote", "User: hi there. it's fine.Ok.", "[Note] done.",
+    ]
+
+
+def _cuts_of_ascii_text():
+    """Transcripts to split both ways: the pinned text, and every LoCoMo session and turn when present."""
+    texts = [ASCII_SPLITS]
+    data = Path(__file__).resolve().parents[2] / "shared/bench/locomo-dev"
+    if data.is_dir():
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from bench.locomo import load_conversations
+
+        for conv in load_conversations(data):
+            for _, _, lines in conv.sessions:
+                texts += ["\n".join(lines), *lines]
+    return [t for t in texts if t.isascii()]
+
+
+def test_the_rules_of_any_script_cut_ascii_text_where_the_ascii_rules_do():
+    """Text with one non-ASCII character goes the other way: its ASCII sentences are cut at the same
+    places (a closing quote or bracket stays with its sentence there instead of being dropped)."""
+    def ends(parts):
+        return [p.strip().rstrip("\"')]") for p in parts if p.strip()]
+
+    for text in _cuts_of_ascii_text():
+        assert ends(T._split_any_script(text)) == ends(T.SENTENCE_RE.split(text)), text[:200]
