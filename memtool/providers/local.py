@@ -16,7 +16,7 @@ from typing import Iterator
 
 from memtool.models import Entities
 from memtool.providers import Compressed, Hints
-from memtool.text import LETTER, SPACELESS_RE, SPEAKER_ROLES, STOPWORDS, content_words, count_tokens, split_sentences, stem_words, truncate_to_tokens
+from memtool.text import LETTER, SPACELESS, SPACELESS_RE, SPEAKER_ROLES, STOPWORDS, content_words, count_tokens, split_sentences, stem_words, truncate_to_tokens
 
 TARGET_RATIO = 11.2  # aim above the 10:1 the design promises
 MAX_PEOPLE, MAX_SYSTEMS, MAX_DATES, MAX_TOPICS = 6, 5, 4, 2
@@ -32,6 +32,13 @@ FALLBACK_SENTENCE_TOKENS = 20  # when no sentence fits, the best whole one up to
 CUE_SHARE = 0.25  # for decisions and action items together
 KEYWORD_SHARE = 0.3  # guaranteed to keywords, the most useful field for finding a session again
 MIN_CUE_TOKENS = 32
+# The floors above say how long a kept sentence may be, set on English. count_tokens counts a
+# non-ASCII letter as a token (the safe side for budgets), so a Russian or Greek sentence costs about
+# 2.5 times the English of it and fitted no floor: a short Russian session was summed up as "Пер…".
+# Against the floors a sentence is measured with letters of any script in pieces of up to four, as
+# count_tokens takes ASCII letters (the same count for ASCII text), and a character of a script
+# written without spaces as one token, as count_tokens does (Chinese: about the count of the English).
+FLOOR_PIECE_RE = re.compile(rf"[^\W\d_{SPACELESS}]{{1,4}}|\d{{1,3}}|[^\s\w]|[_{SPACELESS}]")
 # Conversational filler: frequent in chat, never what a later question is about.
 FILLER = frozenset(
     "great awesome amazing wow thanks thank glad cool nice love loved lovely totally definitely sounds hope pretty super "
@@ -163,16 +170,16 @@ class LocalCompressor:
             seen.add(s)
             scored.append((sum(weight.get(w, 0.0) for w in cw) / math.sqrt(count_tokens(s) + 5), i, s))
         scored.sort(reverse=True)
-        lengths = sorted(count_tokens(s) for _, _, s in scored)
+        lengths = sorted(_floor_tokens(s) for _, _, s in scored)
         typical = min(TYPICAL_SENTENCE_CAP, lengths[len(lengths) // 2]) if lengths else 0  # median: long in technical text
         picked, used = [], 0
         for _, i, s in scored:  # the first pick may take twice the budget (or a floor): a summary says something
             cost = count_tokens(s)
-            if used + cost <= (budget if picked else max(2 * budget, first_cap, typical)):
+            if (used + cost <= budget) if picked else (cost <= 2 * budget or _floor_tokens(s) <= max(first_cap, typical)):
                 picked.append((i, s))
                 used += cost
         if not picked:  # no sentence fits: the best whole one up to twice the budget (or a floor), else cut the best
-            whole = [s for _, _, s in scored if count_tokens(s) <= max(2 * budget, FALLBACK_SENTENCE_TOKENS)]
+            whole = [s for _, _, s in scored if count_tokens(s) <= 2 * budget or _floor_tokens(s) <= FALLBACK_SENTENCE_TOKENS]
             best = whole[0] if whole else (scored[0][2] if scored else " ".join(sentences))
             return best if whole else truncate_to_tokens(best, budget)
         return " ".join(s for _, s in sorted(picked))
@@ -242,6 +249,11 @@ class LocalCompressor:
         if hits or decisions:
             return "medium"
         return "low" if count_tokens(text) < 40 else "medium"
+
+
+def _floor_tokens(sentence: str) -> int:
+    """The length of a sentence against the summary's floors (FLOOR_PIECE_RE): count_tokens for ASCII."""
+    return count_tokens(sentence) if sentence.isascii() else len(FLOOR_PIECE_RE.findall(sentence))
 
 
 def _is_speaker(label: str) -> bool:

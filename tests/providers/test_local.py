@@ -1,6 +1,8 @@
 from collections import Counter
 
-from memtool.providers.local import LocalCompressor
+import pytest
+
+from memtool.providers.local import LocalCompressor, _floor_tokens
 from memtool.text import content_words, count_tokens, split_sentences
 
 TRANSCRIPT = """Alice: Morning! The billing service keeps timing out under load since Friday.
@@ -121,3 +123,69 @@ def test_a_caseless_script_has_no_capitalised_words():
     out = LocalCompressor().compress("User: мы обсудили, 数据库 迁移 and هذا الخادم الجديد في المكتب.\n" * 3)
     assert out.entities.people == [] and out.entities.systems == []
     assert out.keywords  # the words themselves are still keywords
+
+
+# A short session in each script (its budget at the floor): the summary is one whole sentence of it.
+# The sentences are listed by hand, not by split_sentences, so a wrong split cannot agree with itself.
+SESSIONS_OF_ANY_SCRIPT = {
+    "ru": (
+        "Иван: Перенесли базу данных на новый сервер в Москве. Готово, резервные копии проверены.\n"
+        "Мария: Отлично, миграция прошла без ошибок. Осталось обновить конфигурацию балансировщика.\n"
+        "Иван: Займусь документацией завтра утром.\n",
+        ["Перенесли базу данных на новый сервер в Москве.", "Готово, резервные копии проверены.",
+         "Отлично, миграция прошла без ошибок.", "Осталось обновить конфигурацию балансировщика.",
+         "Займусь документацией завтра утром."],
+    ),
+    "el": (
+        "Νίκος: Μεταφέραμε τη βάση δεδομένων στον νέο διακομιστή. Έλεγξα και τα αντίγραφα ασφαλείας.\n"
+        "Ελένη: Τέλεια, η μετάβαση έγινε χωρίς σφάλματα. Ποιος ενημερώνει τη ρύθμιση του εξισορροπητή; Εγώ, αύριο το πρωί.\n",
+        ["Μεταφέραμε τη βάση δεδομένων στον νέο διακομιστή.", "Έλεγξα και τα αντίγραφα ασφαλείας.",
+         "Τέλεια, η μετάβαση έγινε χωρίς σφάλματα.", "Ποιος ενημερώνει τη ρύθμιση του εξισορροπητή;", "Εγώ, αύριο το πρωί."],
+    ),
+    "fr": (
+        "Paul: Nous avons migré la base de données vers le nouveau serveur hier soir. Élodie a vérifié les sauvegardes du cluster.\n"
+        "Claire: Parfait, la migration s'est déroulée sans erreur. Écrivons la documentation du répartiteur demain matin.\n"
+        "Paul: Éric met à jour la configuration du répartiteur de charge après la réunion.\n",
+        ["Nous avons migré la base de données vers le nouveau serveur hier soir.", "Élodie a vérifié les sauvegardes du cluster.",
+         "Parfait, la migration s'est déroulée sans erreur.", "Écrivons la documentation du répartiteur demain matin.",
+         "Éric met à jour la configuration du répartiteur de charge après la réunion."],
+    ),
+    "zh": (
+        "张伟: 我们昨天把数据库迁移到了新的服务器。迁移过程没有任何错误！备份也检查过了。\n"
+        "李娜: 负载均衡器的配置还需要更新。我明天上午写迁移文档？可以，下午我来检查负载均衡器的日志。\n"
+        "张伟: 好的，周五之前把新服务器的监控也配置好。\n",
+        ["我们昨天把数据库迁移到了新的服务器。", "迁移过程没有任何错误！", "备份也检查过了。",
+         "负载均衡器的配置还需要更新。", "我明天上午写迁移文档？", "可以，下午我来检查负载均衡器的日志。",
+         "好的，周五之前把新服务器的监控也配置好。"],
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", list(SESSIONS_OF_ANY_SCRIPT))
+def test_a_short_session_in_any_script_is_summed_up_by_a_whole_sentence(lang):
+    """Sentences of any script are split (before a capital of any script, after 。！？ with no space),
+    so the summary is a whole sentence, not the start of the session cut mid-word ("Пер…")."""
+    session, sentences = SESSIONS_OF_ANY_SCRIPT[lang]
+    out = LocalCompressor().compress(session)
+    assert out.summary in sentences, out.summary
+
+
+LONG_SENTENCES_RU = (
+    "Иван: Вчера вечером мы перенесли основную базу данных на новый сервер в Москве.\n"
+    "Мария: Отлично, миграция прошла без единой ошибки, и резервные копии тоже проверены.\n"
+    "Иван: Осталось обновить конфигурацию балансировщика нагрузки и написать документацию.\n"
+    "Мария: Я займусь документацией для команды завтра утром после планёрки.\n"
+)
+
+
+def test_a_sentence_of_any_script_is_measured_against_the_floors_like_the_english_of_it():
+    """count_tokens counts a Cyrillic letter as a token, so these sentences (68-85 characters, 10-12
+    words) cost 60-75 tokens and fitted no floor of a short session: the summary was cut to a few
+    letters. Against the floors they count like English sentences of as many words."""
+    out = LocalCompressor().compress(LONG_SENTENCES_RU)
+    body = [line.split(": ", 1)[1] for line in LONG_SENTENCES_RU.splitlines()]
+    assert out.summary in body, out.summary
+    english = "Yesterday evening we moved the main database to the new server in Moscow."
+    assert abs(_floor_tokens(body[0]) - count_tokens(english)) <= 4
+    assert _floor_tokens(english) == count_tokens(english)
+    assert _floor_tokens("迁移完成了。") == count_tokens("迁移完成了。")  # a character is a token in Chinese, as before
