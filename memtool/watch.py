@@ -7,12 +7,19 @@ debounced: a sync starts once the tree has been quiet for `debounce` seconds, or
 `max_latency` seconds after the first change, so a `git pull` touching hundreds of files is one
 sync. Saves by rename (write a temp file, then replace) and delete-then-create are ordinary
 events; sync compares content hashes, so whatever the editor did, the result is what counts.
+
+Folders are watched one by one, and an inotify watch belongs to a folder (its inode), not to a path:
+a folder deleted and made again (`rm -rf memory/index && git checkout -- memory/index`), or replaced,
+is another folder and gets a fresh watch. memory/ itself may vanish for a while (a branch checkout
+without it, `git stash -u`, a `mv`): the watcher says so, syncs nothing (a sync would make a new
+memory/ in its place), and picks memory/ up again when it is back.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 import threading
 import time
 from pathlib import Path
@@ -29,6 +36,7 @@ if TYPE_CHECKING:
 
 CHANGE_EVENTS = {"created", "deleted", "modified", "moved"}  # not opened/closed: sync itself reads files
 WAKE_S = 0.2  # longest a wait blocks before checking the stop flag (keeps Ctrl-C prompt)
+GONE_POLL_S = 1.0  # while memory/ is missing, also looked for this often (besides the root's events)
 
 
 class Debouncer:
@@ -50,11 +58,15 @@ class Debouncer:
             self._paths.update(paths)
             self._cond.notify_all()
 
-    def wait(self, stop: threading.Event) -> set[str] | None:
-        """The paths of the settled burst, or None once `stop` is set."""
+    def wait(self, stop: threading.Event, idle: float | None = None) -> set[str] | None:
+        """The paths of the settled burst, or None once `stop` is set; with `idle`, an empty set once
+        that long has passed without a change."""
         with self._cond:
+            start = time.monotonic()
             while not stop.is_set():
                 if self._first is None:
+                    if idle is not None and time.monotonic() - start >= idle:
+                        return set()
                     self._cond.wait(WAKE_S)
                     continue
                 now = time.monotonic()
@@ -93,6 +105,15 @@ def _sig(path: str) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
+def _ident(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the folder at `path`, or None if there is no folder there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
 class Watcher:
     """Runs the sync loop in the calling thread; the observer runs in its own."""
 
@@ -106,6 +127,7 @@ class Watcher:
         reopen: Callable[[], Memory] | None = None,
         on_retry: Callable[["RetryReport"], None] | None = None,
         retry_interval: float = C.WATCH_RETRY_INTERVAL_S,
+        on_warning: Callable[[str], None] | None = None,
     ):
         self.mem = mem
         self.reopen = reopen  # builds a fresh Memory when memory/config.yaml changes (say, another embedder)
@@ -121,6 +143,10 @@ class Watcher:
         self.on_retry = on_retry
         self.retry_interval = retry_interval
         self._last_retry = float("-inf")
+        self.on_warning = on_warning
+        self._watches: dict[str, tuple[object, tuple[int, int]]] = {}  # folder -> (its watch, its identity then)
+        self._changes: list | None = None  # the event types subscribed to (set by run)
+        self.gone = False  # memory/ is missing: nothing is synced until it is back
 
     # called from the observer thread for every event
     def dispatch(self, event) -> None:
@@ -134,6 +160,15 @@ class Watcher:
     def _ours(self, path: str) -> bool:
         return path in self._own and self._own[path] == _sig(path)
 
+    def _warn(self, message: str) -> None:
+        if self.on_warning is not None:
+            self.on_warning(message)
+
+    def _missing(self) -> None:
+        if not self.gone:
+            self.gone = True
+            self._warn(f"{self.layout.memory_dir} is gone; nothing is synced until it is back")
+
     def sync_now(self) -> SyncReport | None:
         try:
             config = _sig(str(self.layout.config_file))
@@ -144,6 +179,11 @@ class Watcher:
             if self.on_error is None:
                 raise
             self.on_error(exc)
+            return None
+        except FileNotFoundError:
+            if self.layout.memory_dir.is_dir():
+                raise
+            self._missing()  # memory/ went away during the sync; the next burst follows it
             return None
         own = {str(p): _sig(str(p)) for p in report.touched}
         self._own = own if len(self._own) > C.WATCH_OWN_WRITES_KEPT else {**self._own, **own}  # late events of earlier syncs too
@@ -175,18 +215,58 @@ class Watcher:
             self.on_retry(report)
         return report
 
-    def _follow(self, observer, folders: dict[str, object], changes: list) -> None:
-        """Watch every folder under memory/ (recursively) but the derived cache and editor droppings,
-        whose writes would only wake the observer: folders that appeared are added, gone ones dropped."""
-        for path in [p for p in folders if not os.path.isdir(p)]:
-            observer.unschedule(folders.pop(path))
-        with os.scandir(self.layout.memory_dir) as it:
-            found = [d.path for d in it if d.is_dir() and not ignored_name(d.name) and d.path not in folders]
-        for path in found:
+    def _unwatch(self, observer, path: str) -> None:
+        observer.unschedule(self._watches.pop(path)[0])
+
+    def _watch(self, observer, path: str, recursive: bool, renew: bool, stopped: set) -> bool:
+        """Keep a live watch on the folder at `path`: a fresh one if there was none, if the folder there
+        now is another one (another inode; or `renew`: the folder itself was made, deleted or moved in
+        the burst, which an inode number reused at once would hide), or if watchdog stopped the old one
+        (it does once its folder is deleted). False if there is no folder at `path`."""
+        ident = _ident(path)
+        held = self._watches.get(path)
+        if held is not None and (renew or ident != held[1] or held[0] in stopped):
+            self._unwatch(observer, path)
+            held = None
+        if ident is None:
+            return False
+        if held is None:
+            try:  # identity taken first: a folder replaced meanwhile only means one renewal too many
+                self._watches[path] = (observer.schedule(self, path, recursive=recursive, event_filter=self._changes), ident)
+            except OSError as exc:
+                if _ident(path) is None:
+                    return False  # gone again: its deletion is the next event
+                self._warn(f"cannot watch {path}: {exc.strerror or exc}; retried after the next change")
+        return True
+
+    def _follow(self, observer, changed: set[str] | frozenset[str] = frozenset()) -> bool:
+        """Watch the root (not recursively, for the Layer 3 files and memory/ coming and going), memory/
+        (likewise) and every folder in it (recursively) but the derived cache and editor droppings, whose
+        writes would only wake the observer. Folders that appeared are added, gone ones dropped, and one
+        replaced (`changed`: the paths of the burst) gets a fresh watch. Returns whether memory/ is there;
+        while it is not, only the root is watched, for its return."""
+        stopped = {e.watch for e in list(observer.emitters) if e.stopped_event.is_set()}
+        root, top = str(self.layout.root), str(self.layout.memory_dir)
+        self._watch(observer, root, False, False, stopped)
+        renew = top in changed  # memory/ itself made, deleted or moved: everything in it is renewed too
+        found: set[str] | None = None
+        if self._watch(observer, top, False, renew, stopped):
             try:
-                folders[path] = observer.schedule(self, path, recursive=True, event_filter=changes)
-            except OSError:
-                continue  # gone again: its deletion is the next event
+                with os.scandir(top) as it:
+                    found = {d.path for d in it if d.is_dir() and not ignored_name(d.name)}
+            except (FileNotFoundError, NotADirectoryError):
+                found = None  # gone meanwhile
+        for path in [p for p in self._watches if p not in (root, top) and (found is None or p not in found)]:
+            self._unwatch(observer, path)
+        if found is None:
+            if top in self._watches:
+                self._unwatch(observer, top)
+            self._missing()
+            return False
+        for path in sorted(found):
+            self._watch(observer, path, True, renew or path in changed, stopped)
+        self.gone = False
+        return True
 
     def run(self, once: bool = False, stop: threading.Event | None = None) -> int:
         """Sync now, then after every settled burst of changes, until `stop` is set (or after the
@@ -196,29 +276,28 @@ class Watcher:
 
         # only changes: reads (opened / closed without writing), which sync and searches do by the
         # hundred, are not even subscribed to, so they never compete with a sync for the CPU
-        changes = [ev.FileCreatedEvent, ev.FileDeletedEvent, ev.FileModifiedEvent, ev.FileMovedEvent,
-                   ev.DirCreatedEvent, ev.DirDeletedEvent, ev.DirMovedEvent]
+        self._changes = [ev.FileCreatedEvent, ev.FileDeletedEvent, ev.FileModifiedEvent, ev.FileMovedEvent,
+                         ev.DirCreatedEvent, ev.DirDeletedEvent, ev.DirMovedEvent]
         stop = stop or threading.Event()
         observer = Observer()
-        observer.schedule(self, str(self.layout.root), recursive=False, event_filter=changes)
-        observer.schedule(self, str(self.layout.memory_dir), recursive=False, event_filter=changes)
-        folders: dict[str, object] = {}
-        self._follow(observer, folders, changes)
-        observer.start()
+        observer.start()  # first: a folder gone before its watch starts is then an OSError of schedule()
         try:
-            self.sync_now()
+            if self._follow(observer):
+                self.sync_now()
             self.ready.set()
             while not stop.is_set():
-                paths = self.debouncer.wait(stop)
+                paths = self.debouncer.wait(stop, idle=GONE_POLL_S if self.gone else None)
                 if paths is None:
                     break
-                if all(self._ours(p) for p in paths):
+                if paths and all(self._ours(p) for p in paths):
                     self.skipped += 1  # only our own writes came back
                     continue
-                self._follow(observer, folders, changes)  # before the sync, which sees what a new folder holds
+                if not self._follow(observer, paths):  # before the sync, which sees what a new folder holds
+                    continue  # memory/ is missing
                 if self.sync_now() is not None and once:
                     break
         finally:
             observer.stop()
             observer.join(timeout=5)
+            self._watches.clear()
         return self.syncs

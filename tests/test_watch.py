@@ -180,6 +180,71 @@ def test_folders_made_under_memory_are_watched(watched):
         wait_for(lambda: any(plan in r.markdown.removed for r in w.reports[mark:]), f"the folder removed ({round_})")
 
 
+def _replace_by_rename(path, edit) -> None:
+    """Edit a JSON file as editors and scripts do: write a temp file, then rename it over the target."""
+    doc = json.loads(path.read_text())
+    edit(doc)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+@pytest.mark.parametrize("folder", ["memory/index", "memory"])
+def test_folder_deleted_and_made_again_at_once_is_watched_again(watched, tmp_path, folder):
+    """`rm -rf memory/index && git checkout -- memory/index` (or the same for memory/ itself) within one
+    burst: the folder at that path is another one (inotify watches follow the inode, and watchdog stops a
+    watch whose folder is deleted), so it gets a fresh watch and later edits in it are synced."""
+    w, root = watched, watched.root
+    copy = tmp_path / "copy"
+    shutil.copytree(root / folder, copy, ignore=shutil.ignore_patterns(".cache", ".lock"))  # what git restores
+    mark = len(w.reports)
+    shutil.rmtree(root / folder)
+    shutil.copytree(copy, root / folder)
+    wait_for(lambda: len(w.reports) > mark, "the sync after the folder came back")
+
+    mark = len(w.reports)
+    target = next(e for e in w.entries if e.day == "2026-02-03")
+    _replace_by_rename(day_path(root, 3), lambda doc: [e.update(summary="We named the billing service Wyvern.")
+                                                       for e in doc["entries"] if e["id"] == target.id])
+    wait_for(lambda: any(target.id in r.entries.changed for r in w.reports[mark:]), "the day file edited by rename")
+    index = json.loads((root / "memory/index/index.json").read_text())
+    assert "Wyvern" in next(e["summary"] for e in index["entries"] if e["id"] == target.id)
+    assert searchable(root, "Wyvern")
+
+    with open(w.log, "a", encoding="utf-8") as fh:  # a file directly in memory/, and a new one
+        fh.write("- 11:00 Rotated the Kestrel signing keys\n")
+    (root / "memory/2026-02-05.md").write_text("# 2026-02-05\n- 08:00 Booked the Ocelot review\n")
+    wait_for(lambda: any(w.log.relative_to(root).as_posix() in r.markdown.changed for r in w.reports[mark:]), "the log edit")
+    wait_for(lambda: any("memory/2026-02-05.md" in r.markdown.added for r in w.reports[mark:]), "the new day file")
+    assert searchable(root, "Kestrel") and searchable(root, "Ocelot")
+
+
+def test_memory_gone_during_a_sync_is_a_warning(root, tmp_path, monkeypatch):
+    """memory/ vanishing while a sync reads it is not a crash: the watcher warns and waits for it.
+    A file missing while memory/ is still there remains an error."""
+    import memtool.watch as watch_mod
+
+    init(root)
+    warnings: list[str] = []
+    watcher = Watcher(mem_with(root), on_warning=warnings.append)
+
+    def sync_while_moved(mem):
+        os.rename(root / "memory", tmp_path / "away")
+        raise FileNotFoundError(2, "No such file or directory", str(root / "memory/index/index.json"))
+
+    monkeypatch.setattr(watch_mod, "sync", sync_while_moved)
+    assert watcher.sync_now() is None and watcher.gone
+    assert len(warnings) == 1 and "is gone" in warnings[0]
+    os.rename(tmp_path / "away", root / "memory")
+
+    def sync_missing_file(mem):
+        raise FileNotFoundError(2, "No such file or directory", str(root / "memory/index/index.json"))
+
+    monkeypatch.setattr(watch_mod, "sync", sync_missing_file)
+    with pytest.raises(FileNotFoundError):
+        watcher.sync_now()
+
+
 def test_malformed_file_then_fixed_and_index_json_deleted(watched):
     w, root = watched, watched.root
     path = day_path(root, 4)
@@ -267,6 +332,57 @@ def test_cli_watch_once_and_ctrl_c(root):
     forever.wait(timeout=30)  # stops at once, says so; the status is 0, or (rarely, under load) death by
     assert forever.returncode in (0, -signal.SIGINT)  # SIGINT after "stopped": what a shell reports for Ctrl-C
     assert "stopped" in forever.stderr.read()
+
+
+def test_cli_watch_survives_memory_moved_away_and_back(root, tmp_path):
+    """A branch checkout without memory/, `git stash -u` or a `mv`: memory/ is briefly gone. The watch
+    warns, keeps running, syncs nothing meanwhile (a sync would make a new memory/ in its place), and
+    syncs once memory/ is back and after every later change."""
+    init(root)
+    log = root / "memory/2026-02-03.md"
+    log.write_text("# 2026-02-03\n- 09:00 first note\n")
+    cmd = [sys.executable, "-m", "memtool.cli.main", "--root", str(root), "watch", "--debounce", "0.05"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    out, err = _reader(proc), queue.Queue()
+    threading.Thread(target=lambda: [*[err.put(ln) for ln in proc.stderr], err.put(None)], daemon=True).start()
+    seen_err: list[str] = []
+
+    def stderr_has(text: str, timeout: float = 30.0) -> None:
+        end = time.monotonic() + timeout
+        while not any(text in ln for ln in seen_err):
+            try:
+                line = err.get(timeout=max(0.0, end - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line is None:  # timed out, or the watch died
+                raise AssertionError(f"no {text!r} on stderr: {''.join(seen_err)}")
+            seen_err.append(line)
+
+    try:
+        assert "markdown +" in out.get(timeout=120)  # the initial sync (loads the default embedder)
+        away = tmp_path / "away"
+        os.rename(root / "memory", away)
+        stderr_has("warning:")
+        assert "is gone" in "".join(seen_err) and "Traceback" not in "".join(seen_err)
+        (root / "MEMORY.md").write_text("# Memory\nWritten while memory/ was away.\n")
+        time.sleep(0.5)
+        assert proc.poll() is None, "".join(seen_err)
+        assert not (root / "memory").exists(), "a sync made a new memory/ while it was away"
+
+        os.rename(away, root / "memory")
+        back = out.get(timeout=30)
+        assert "markdown +0 ~1 -0" in back, back  # MEMORY.md, changed while memory/ was away
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write("- 10:00 Moved the build cache to Tardigrade\n")
+        assert "markdown +0 ~1 -0" in out.get(timeout=30)
+        (root / "memory/2026-02-04.md").write_text("# 2026-02-04\n- 08:00 Booked the Ocelot review\n")
+        assert "markdown +1 ~0 -0" in out.get(timeout=30)
+        assert proc.poll() is None
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    found = subprocess.run([*cmd[:5], "search", "Tardigrade", "--json"], capture_output=True, text=True, timeout=60, check=True)
+    assert "Tardigrade" in found.stdout
 
 
 def test_cold_cli_does_not_import_watchdog():

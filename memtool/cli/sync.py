@@ -126,6 +126,9 @@ def watch(
     def on_error(exc) -> None:
         typer.echo(f"{datetime.now():%H:%M:%S} sync failed: {exc}", err=True)
 
+    def on_warning(message: str) -> None:  # memory/ gone for a while, a folder that cannot be watched
+        typer.echo(f"{datetime.now():%H:%M:%S} warning: {message}", err=True)
+
     def on_retry(report) -> None:  # entries a provider failure left pending (`memory retry`)
         still = {**report.pending, **report.unembedded}
         line = f"retry: {len(report.completed)} completed, {len(report.embedded)} embedded"
@@ -136,7 +139,7 @@ def watch(
     typer.echo(f"watching {mem.layout.root} (Ctrl-C to stop)", err=True)
     try:
         watcher = Watcher(mem, debounce=debounce, max_latency=max(C.WATCH_MAX_LATENCY_S, debounce), on_sync=on_sync, on_error=on_error,
-                          reopen=lambda: open_from(ctx), on_retry=on_retry)
+                          reopen=lambda: open_from(ctx), on_retry=on_retry, on_warning=on_warning)
         watcher.run(once=once)
     except KeyboardInterrupt:
         typer.echo("stopped", err=True)
