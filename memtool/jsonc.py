@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
+MAX_DEPTH = 200  # objects/arrays nested deeper are refused: no config looks like that, and walking
+# them (here, in json, in copy.deepcopy) would end in a RecursionError
 
 
 class JsoncError(ValueError):
@@ -71,6 +73,7 @@ class _Parser:
     def __init__(self, text: str, comments: bool) -> None:
         self.text = text
         self.comments = comments
+        self.depth = 0
 
     def skip(self, pos: int) -> int:
         """Skip whitespace and, when allowed, comments."""
@@ -137,6 +140,15 @@ class _Parser:
         return value
 
     def container(self, start: int, kind: Literal["object", "array"]) -> Node:
+        if self.depth >= MAX_DEPTH:
+            raise _Fail(start, f"objects and lists nested more than {MAX_DEPTH} levels deep")
+        self.depth += 1
+        try:
+            return self.members(start, kind)
+        finally:
+            self.depth -= 1
+
+    def members(self, start: int, kind: Literal["object", "array"]) -> Node:
         close = "}" if kind == "object" else "]"
         node = Node(kind, start, start)
         pos = self.skip(start + 1)
@@ -175,6 +187,8 @@ def parse(text: str, comments: bool = False) -> Node:
             json.loads(text)
         except json.JSONDecodeError as err:
             raise JsoncError(err.lineno, err.colno, err.msg) from None
+        except RecursionError:
+            pass  # nested thousands deep: the parser below stops at MAX_DEPTH with the position
     try:
         return _Parser(text, comments).document()
     except _Fail as err:
@@ -265,28 +279,43 @@ class Document:
         self.replace(edits)
 
     def remove(self, container: Node, i: int) -> None:
-        """Remove entry `i` of `container` with its comma; entries on lines of their own
-        take their lines with them."""
+        """Remove entry `i` of `container` with its comma. An entry as append() added it (the
+        last one, or the only one, before any comments) goes with exactly the text append()
+        inserted; otherwise entries on lines of their own take their lines with them."""
         text = self.text
         n = len(container.children)
         start, end = container.item_start(i), container.children[i].end
+        blank = " \t\r\n"
+        rest = text[container.start + 1 : start] + text[end : container.end - 1]
+        if n == 1 and not rest.strip(blank):  # nothing else inside: back to {} / []
+            self.replace([(container.start + 1, container.end - 1, "")])
+            return
+        if n == 1 and not text[container.start + 1 : start].strip(blank):
+            # first inside, comments after it: append() put it in front of them with a line break
+            self.replace([(container.start + 1, end, "")])
+            return
+        if i == n - 1 and n > 1:
+            comma = self._comma_after(container.children[i - 1].end)
+            resume = self._after_trailing_comment(comma + 1)
+            if not text[resume:start].strip(blank):
+                # the comma append() put after the entry before, and the separator and entry it
+                # put after that entry's same-line comment (if any)
+                self.replace([(comma, comma + 1, ""), (resume, end, "")])
+                return
         after = self._comma_after(end) + 1 if i < n - 1 else end
         line_start = text.rfind("\n", 0, start) + 1
         line_end = text.find("\n", after)
         line_end = len(text) if line_end < 0 else line_end + 1
-        own_lines = not text[line_start:start].strip(" \t") and not text[after:line_end].strip(" \t\r\n")
+        own_lines = not text[line_start:start].strip(" \t") and not text[after:line_end].strip(blank)
         edits: list[tuple[int, int, str]] = []
-        rest = text[container.start + 1 : start] + text[end : container.end - 1]
-        if n == 1 and not rest.strip(" \t\r\n"):  # nothing else inside: back to {} / []
-            edits.append((container.start + 1, container.end - 1, ""))
-        elif own_lines:
+        if own_lines:
             if i == n - 1 and n > 1:
                 comma = self._comma_after(container.children[i - 1].end)
                 edits.append((comma, comma + 1, ""))
             edits.append((line_start, line_end, ""))
         elif i > 0:
             comma = self._comma_after(container.children[i - 1].end)
-            if not text[comma + 1 : start].strip(" \t\r\n"):
+            if not text[comma + 1 : start].strip(blank):
                 edits.append((comma, end, ""))
             else:  # a comment sits between: keep it
                 edits += [(comma, comma + 1, ""), (start, end, "")]

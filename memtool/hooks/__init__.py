@@ -25,7 +25,9 @@ from typing import Any, Literal
 
 from memtool.errors import BadInput
 from memtool.hooks import claude_code, codex, gemini
-from memtool.hooks.common import AgentSpec, Group, HookPlan, apply, merge_in, read_config, take_out
+from memtool.hooks import record
+from memtool.hooks.common import AgentSpec, Group, HookPlan, apply, filled_record, merge_in, read_config, survey, take_out
+from memtool.hooks.record import Containers
 
 SPECS: dict[str, AgentSpec] = {s.name: s for s in (claude_code.SPEC, codex.SPEC, gemini.SPEC)}
 AGENTS = tuple(SPECS)
@@ -82,9 +84,17 @@ def install_text(agent: str, path: Path, old_text: str | None, runner: str) -> s
     return merge_in(path, old_text, desired_groups(agent, runner), spec(agent).comments)
 
 
-def uninstall_text(agent: str, path: Path, old_text: str) -> str:
-    """Content of the agent's config file with exactly memtool's hooks removed (pure)."""
-    return take_out(path, old_text, spec(agent).comments)
+def empty_containers(agent: str, path: Path, old_text: str | None) -> Containers:
+    """The containers install fills that are in `old_text`, empty (what install records, pure)."""
+    s = spec(agent)
+    found = survey(path, old_text, (s.start_event, s.end_event), s.comments)
+    return {where: inside for where, inside in found.items() if inside is not None}
+
+
+def uninstall_text(agent: str, path: Path, old_text: str, kept: Containers | None = None) -> str:
+    """Content of the agent's config file with exactly memtool's hooks removed (pure); `kept`:
+    the containers install found empty (`empty_containers`), which stay."""
+    return take_out(path, old_text, spec(agent).comments, kept)
 
 
 def plan_install(
@@ -99,9 +109,12 @@ def plan_install(
     path = config_path(agent, scope, project_dir, home)
     old = read_config(path)
     new = install_text(agent, path, old, runner)
-    plan = HookPlan(agent, "install", path, old, new, notes=list(spec(agent).notes))
+    s = spec(agent)
+    before = record.load(path)  # and after: the empty containers this install fills (see record)
+    after = filled_record(survey(path, old, (s.start_event, s.end_event), s.comments), before)
+    plan = HookPlan(agent, "install", path, old, new, notes=list(s.notes), record_before=before, record_after=after)
     plan.commands = {event: hook_command(runner, event, agent) for event in HOOK_EVENTS}
-    plan.warnings = spec(agent).warnings(path, new)
+    plan.warnings = s.warnings(path, new)
     return plan
 
 
@@ -110,8 +123,9 @@ def plan_uninstall(
 ) -> HookPlan:
     path = config_path(agent, scope, project_dir, home)
     old = read_config(path)
-    new = None if old is None else uninstall_text(agent, path, old)
-    return HookPlan(agent, "uninstall", path, old, new)
+    before = record.load(path)
+    new = None if old is None else uninstall_text(agent, path, old, before)
+    return HookPlan(agent, "uninstall", path, old, new, record_before=before)
 
 
 def install(agent: str, scope: Scope = "project", *, dry_run: bool = False, **kwargs: Any) -> tuple[HookPlan, bool]:

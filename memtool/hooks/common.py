@@ -12,14 +12,17 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterable, Literal
 
 from memtool.errors import HookConfigError, StorageError
 from memtool.fsutil import atomic_write_text
-from memtool.jsonc import Document, JsoncError
+from memtool.hooks import record
+from memtool.hooks.record import Containers
+from memtool.jsonc import Document, JsoncError, Node
 
 Group = dict[str, Any]  # one matcher group: {"matcher": ..., "hooks": [handler, ...]}
 
@@ -186,8 +189,36 @@ def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comment
     return doc.full_text()
 
 
-def take_out(path: Path, old_text: str, comments: bool) -> str:
-    """`old_text` with exactly memtool's handlers removed (pure)."""
+def survey(path: Path, old_text: str | None, events: Iterable[str], comments: bool) -> dict[tuple[str, ...], str | None]:
+    """The containers install may fill (the root object, "hooks", the events' lists) that are in
+    `old_text`: path -> the text between the brackets of an empty one, None for one with entries."""
+    if old_text is None or not old_text.strip():
+        return {}
+    doc = _open(path, old_text, comments)
+    out: dict[tuple[str, ...], str | None] = {}
+    for where in ((), ("hooks",), *(("hooks", event) for event in events)):
+        found = doc.lookup(*where) if where else (0, doc.root)
+        if found is not None and found[1].kind != "scalar":
+            out[where] = None if found[1].children else _inside(doc, found[1])
+    return out
+
+
+def filled_record(found: dict[tuple[str, ...], str | None], previous: Containers) -> Containers:
+    """The record after an install: the empty containers it fills now, plus what `previous` says of
+    those that still hold entries (ours, from an earlier install). Containers gone are forgotten."""
+    out = {where: inside for where, inside in found.items() if inside is not None}
+    out.update({where: inside for where, inside in previous.items() if where in found and found[where] is None})
+    return out
+
+
+def take_out(path: Path, old_text: str, comments: bool, kept: Containers | None = None) -> str:
+    """`old_text` with exactly memtool's handlers removed (pure).
+
+    A container our handlers leave empty goes too, unless `kept` (what install recorded) says it
+    was there, empty, before install: then it stays, with the blank it had between its brackets.
+    Without a record, one that holds a comment stays and a bare one goes (install created it).
+    """
+    kept = kept or {}
     if not old_text.strip():
         return old_text
     doc = _open(path, old_text, comments)
@@ -196,24 +227,44 @@ def take_out(path: Path, old_text: str, comments: bool) -> str:
     if found is None:
         return old_text
     touched = False
-    kept: set[str] = set()
-    for event in dict.fromkeys(found[1].keys):
+    kept_events: set[str] = set()
+    for event in reversed(dict.fromkeys(found[1].keys)):  # last first: the reverse of install's appends
         if not _remove_ours(doc, ("hooks", event)):
             continue
         touched = True
         emptied = doc.lookup("hooks", event)
         if emptied is None or emptied[1].children:
             continue
-        if doc.is_bare_empty(emptied[1]):
-            doc.remove(doc.node("hooks"), emptied[0])
+        if ("hooks", event) in kept or not doc.is_bare_empty(emptied[1]):
+            kept_events.add(event)
+            _give_back(doc, ("hooks", event), kept)
         else:
-            kept.add(event)  # it holds a comment: keep the (empty) list and the comment
+            doc.remove(doc.node("hooks"), emptied[0])
     hooks = doc.lookup("hooks")
-    keep_hooks = hooks is not None and not hooks[1].children and not doc.is_bare_empty(hooks[1])
-    if touched and hooks is not None and not hooks[1].children and not keep_hooks:
-        doc.remove(doc.root, hooks[0])
-    _verify(doc, uninstalled_semantics(original, frozenset(kept), keep_hooks), path)
+    keep_hooks = hooks is not None and not hooks[1].children and (("hooks",) in kept or not doc.is_bare_empty(hooks[1]))
+    if touched and hooks is not None and not hooks[1].children:
+        if keep_hooks:
+            _give_back(doc, ("hooks",), kept)
+        else:
+            doc.remove(doc.root, hooks[0])
+            if not doc.root.children:
+                _give_back(doc, (), kept)
+    _verify(doc, uninstalled_semantics(original, frozenset(kept_events), keep_hooks), path)
     return doc.full_text()
+
+
+def _inside(doc: Document, node: Node) -> str:
+    return doc.text[node.start + 1 : node.end - 1]
+
+
+def _give_back(doc: Document, where: tuple[str, ...], kept: Containers) -> None:
+    """Put back the blank that was between the brackets of an emptied container before install
+    (install lays out the entries it puts into an empty container afresh)."""
+    node = doc.node(*where)
+    was = kept.get(where)
+    if was is None or node.children or was.strip(" \t\r\n") or _inside(doc, node).strip(" \t\r\n"):
+        return  # not recorded, or comments inside (then the text edit itself restored them)
+    doc.replace([(node.start + 1, node.end - 1, was)])
 
 
 def _remove_ours(doc: Document, path: tuple[str, ...]) -> bool:
@@ -254,6 +305,8 @@ class HookPlan:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     commands: dict[str, str] = field(default_factory=dict)
+    record_before: Containers = field(default_factory=dict)  # see memtool.hooks.record
+    record_after: Containers = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -281,8 +334,26 @@ class HookPlan:
         }
 
 
+def real_file(path: Path) -> Path:
+    """The file to write for `path`: the end of its symbolic links (so a config linked from a
+    dotfiles folder is edited there and stays a link). A link to nothing is an error."""
+    for link in (path, *path.parents):
+        if not link.is_symlink():
+            continue
+        try:
+            os.path.realpath(link, strict=True)
+        except OSError as err:
+            why = "which does not exist" if isinstance(err, FileNotFoundError) else f"which cannot be followed ({err.strerror})"
+            raise HookConfigError(
+                f"{link} is a symbolic link to {os.readlink(link)}, {why}. "
+                "Create the file it points to (or remove the link) and run again; nothing was changed."
+            ) from None
+    return Path(os.path.realpath(path))
+
+
 def read_config(path: Path) -> str | None:
-    """The config file's text, or None when it does not exist."""
+    """The config file's text (through symbolic links), or None when it does not exist."""
+    real_file(path)
     try:
         return path.read_bytes().decode("utf-8")
     except FileNotFoundError:
@@ -294,9 +365,16 @@ def read_config(path: Path) -> str | None:
 
 
 def apply(plan: HookPlan) -> bool:
-    """Write the plan's new content (atomically) when it differs; True when written."""
-    if not plan.changed or plan.new_text is None:
-        return False
-    atomic_write_text(plan.path, plan.new_text)
-    return True
+    """Write the plan's new content (atomically, at the end of a symbolic link, which stays) when
+    it differs, then its record; True when the config file was written."""
+    written = False
+    if plan.changed and plan.new_text is not None:
+        atomic_write_text(real_file(plan.path), plan.new_text)
+        written = True
+    if plan.record_after != plan.record_before:
+        try:
+            record.save(plan.path, plan.record_after)
+        except StorageError as err:  # the config file is right; only uninstall's memory is lost
+            plan.warnings.append(f"{err} (uninstall may then remove empty containers that were there before install)")
+    return written
 

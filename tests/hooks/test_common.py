@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memtool import hooks as core
-from memtool.hooks.common import installed_semantics, uninstalled_semantics
-from tests.hooks.conftest import CASES, RUNNER
+from memtool.hooks.common import filled_record, installed_semantics, survey, uninstalled_semantics
+from tests.hooks.conftest import CASES, RUNNER, cli
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), st.text(max_size=8))
 _values = st.recursive(
@@ -37,9 +39,131 @@ def test_install_then_uninstall_round_trips_any_document(doc, indent, agent):
     installed = core.install_text(agent, path, text, RUNNER)
     assert json.loads(installed) == installed_semantics(doc, core.desired_groups(agent, RUNNER))
     assert core.install_text(agent, path, installed, RUNNER) == installed
+    # with what install records (the empty containers it filled), byte for byte
+    assert core.uninstall_text(agent, path, installed, core.empty_containers(agent, path, text)) == text
+    # without the record: as before, emptied containers go (it cannot tell them from ones it created)
     restored = core.uninstall_text(agent, path, installed)
     assert json.loads(restored) == uninstalled_semantics(json.loads(installed))
-    if uninstalled_semantics(json.loads(installed)) == doc:
-        assert restored == text  # byte for byte
-    else:  # only case: an empty "hooks" / event list that we filled goes away with our entries
-        assert doc["hooks"] == {} or [] in doc["hooks"].values()
+
+
+# --- install then uninstall gives back the original bytes -------------------------------------
+
+ORIGINALS = [
+    "{}",
+    "{}\n",
+    "{\n}\n",
+    "{ }",
+    '{\n  "model": "x",\n  "hooks": {}\n}\n',  # Claude Code leaves "hooks": {} when its last hook is deleted
+    '{\n  "model": "x",\n  "hooks": {\n  }\n}\n',
+    '{"model": "x", "hooks": {"SessionStart": []}}',
+    '{\n  "hooks": {\n    "SessionEnd": [ ],\n    "SessionStart": [\n    ]\n  }\n}\n',
+    '{\n  "hooks": {\n    "SessionStart": [],\n    "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]\n  }\n}\n',
+    '{"hooks":{"SessionEnd":[{"hooks":[{"type":"command","command":"./save.sh"}]}]},"model":"opus"}',
+    '{\r\n\t"model": "opus",\r\n\t"hooks": {}\r\n}\r\n',
+    '{\n  "env": {"A": "1"},\r\n  "model": "x"\n}',  # mixed line endings
+    '\ufeff{\n  "model": "x"\n}\n',
+]
+COMMENTED = [  # Gemini CLI only
+    '{"hooks" /* mine */ : {"SessionStart": [ /* add later */ ]}}',
+    '{"hooks" /*c*/ : /*d*/ {"SessionStart" /*e*/: /*f*/ []}}',
+    '// settings\n{\n  "theme": "GitHub" // keep me\n}\n',
+    '{\n  "hooks": {\n    // mine go here\n  },\n  "ui": {"theme": "x"} /* last */\n}\n',
+    '{\n  "hooks": {\n    "SessionStart": [\n      // none yet\n    ]\n  }\n}\n',
+    '{ /* only a comment */ }',
+    '{\n  "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "./a.sh"}]} /* a */]} // b   \n}',
+]
+
+
+@pytest.mark.parametrize(
+    ("agent", "text"),
+    [(agent, text) for agent in sorted(CASES) for text in ORIGINALS] + [("gemini", text) for text in COMMENTED],
+)
+def test_install_then_uninstall_gives_back_the_original_bytes(project, agent, text):
+    path = project / CASES[agent][1]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(text.encode())
+    assert cli("install", "--agent", agent, "--project-dir", str(project)).exit_code == 0
+    installed = path.read_bytes()
+    assert installed != text.encode()
+    assert cli("install", "--agent", agent, "--project-dir", str(project)).exit_code == 0
+    assert path.read_bytes() == installed
+    result = cli("uninstall", "--agent", agent, "--project-dir", str(project))
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes() == text.encode()
+
+
+def test_the_record_follows_the_file(project):
+    """Uninstall forgets what install recorded: a later install into a file without "hooks"
+    creates it, and the uninstall after that takes it away again."""
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    with_empty = '{\n  "model": "x",\n  "hooks": {}\n}\n'
+    without = '{\n  "model": "x"\n}\n'
+    path.write_text(with_empty)
+    for command in ("install", "uninstall"):
+        assert cli(command, "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    assert path.read_text() == with_empty
+    path.write_text(without)
+    for command in ("install", "uninstall"):
+        assert cli(command, "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    assert path.read_text() == without
+
+
+def test_without_the_record_emptied_containers_go_unless_they_hold_a_comment(project):
+    path = project / ".gemini" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"hooks": {"SessionStart": [ /* later */ ], "SessionEnd": []}}')
+    assert cli("install", "--agent", "gemini", "--project-dir", str(project)).exit_code == 0
+    shutil.rmtree(Path.home() / ".cache")  # the record is a cache
+    assert cli("uninstall", "--agent", "gemini", "--project-dir", str(project)).exit_code == 0
+    assert path.read_text() == '{"hooks": {"SessionStart": [ /* later */ ]}}'
+
+
+def _gap(rnd, comments: bool) -> str:
+    gaps = ["", "", " ", "\n", "\n  ", "\n    ", "\t", "\r\n  "]
+    if comments:
+        gaps += [" /* c */ ", "/*x*/", " // note  \n", "// t\r\n", "\n  // line\n  ", "/* a\n b */"]
+    return rnd.choice(gaps)
+
+
+def _render(value, rnd, comments: bool) -> str:
+    """`value` as JSON with a random gap (blank, or comments) wherever JSON allows one."""
+    gap = lambda: _gap(rnd, comments)  # noqa: E731
+    if isinstance(value, dict):
+        inner = ",".join(f"{gap()}{json.dumps(k)}{gap()}:{gap()}{_render(v, rnd, comments)}{gap()}" for k, v in value.items())
+        return "{" + (inner or gap()) + "}"
+    if isinstance(value, list):
+        return "[" + (",".join(gap() + _render(v, rnd, comments) + gap() for v in value) or gap()) + "]"
+    return json.dumps(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=_docs, agent=st.sampled_from(sorted(CASES)), rnd=st.randoms(use_true_random=False))
+def test_install_then_uninstall_round_trips_any_layout(doc, agent, rnd):
+    """Any spacing, line endings (mixed too) and, for Gemini, comments between any two tokens."""
+    comments = CASES[agent][2]
+    path = Path("settings.json")
+    text = _gap(rnd, comments).lstrip(" \t") + _render(doc, rnd, comments) + rnd.choice(["", "\n", "\r\n"])
+    record = core.empty_containers(agent, path, text)
+    installed = core.install_text(agent, path, text, RUNNER)
+    assert core.install_text(agent, path, installed, RUNNER) == installed
+    assert core.uninstall_text(agent, path, installed, record) == text
+    # an outdated memtool hook (another runner) replaced, then uninstalled: the same bytes
+    older = core.install_text(agent, path, text, "/old/python -m memtool")
+    record = filled_record(survey(path, older, ("SessionStart", "SessionEnd"), comments), record)
+    assert core.uninstall_text(agent, path, core.install_text(agent, path, older, RUNNER), record) == text
+
+
+def test_an_unwritable_or_damaged_record_only_costs_the_empty_containers(project):
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"hooks": {}}')
+    (Path.home() / ".cache").write_text("a file where the cache folder goes")
+    result = cli("install", "--agent", "claude-code", "--project-dir", str(project))
+    assert result.exit_code == 0 and "uninstall may then remove empty containers" in result.stderr
+    assert len(json.loads(path.read_text())["hooks"]["SessionStart"]) == 1
+    (Path.home() / ".cache").unlink()
+    (Path.home() / ".cache/memtool/hooks").mkdir(parents=True)
+    (Path.home() / ".cache/memtool/hooks/filled-containers.json").write_text('{"version": 1, "files": [')
+    assert cli("uninstall", "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    assert path.read_text() == "{}"

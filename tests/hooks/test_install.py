@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memtool import hooks as core
+from memtool.jsonc import MAX_DEPTH
 from memtool.scaffold import init
 from tests.hooks.conftest import CASES, cli, load, ours, place
 
@@ -292,3 +293,84 @@ def test_a_cold_search_does_not_import_the_hooks(root, env):
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "hooks modules: []"
+
+
+# --- symbolic links -------------------------------------------------------------------------
+
+
+def test_a_linked_config_is_edited_at_its_target_and_stays_a_link(tmp_path):
+    """~/.claude/settings.json linked (through a second, relative link) into a dotfiles folder."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    target = dotfiles / "claude.json"
+    original = b'{\n  "model": "opus"\n}\n'
+    target.write_bytes(original)
+    target.chmod(0o640)
+    (dotfiles / "current.json").symlink_to("claude.json")  # a chain, relative
+    link = Path.home() / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(dotfiles / "current.json")
+
+    assert cli("install", "--agent", "claude-code", "--scope", "user").exit_code == 0
+    assert link.is_symlink() and (dotfiles / "current.json").is_symlink()
+    assert len(ours(json.loads(target.read_text())["hooks"]["SessionStart"])) == 1
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["claude.json", "current.json"]  # no temp left
+    assert cli("install", "--agent", "claude-code", "--scope", "user").output.count("already installed") == 1
+
+    assert cli("uninstall", "--agent", "claude-code", "--scope", "user").exit_code == 0
+    assert link.is_symlink() and target.read_bytes() == original
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_a_link_to_nothing_is_an_error_and_nothing_is_created(tmp_path, command):
+    link = Path.home() / ".gemini" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(tmp_path / "dotfiles" / "gemini.json")
+    result = cli(command, "--agent", "gemini", "--scope", "user")
+    assert result.exit_code == 5, result.output
+    assert f"{link} is a symbolic link to {tmp_path / 'dotfiles' / 'gemini.json'}, which does not exist" in result.stderr
+    assert link.is_symlink() and not (tmp_path / "dotfiles").exists()
+    assert [p.name for p in link.parent.iterdir()] == ["settings.json"]
+
+
+def test_a_linked_folder_to_nothing_is_an_error(tmp_path):
+    folder = Path.home() / ".codex"
+    folder.symlink_to(tmp_path / "missing")
+    result = cli("install", "--agent", "codex", "--scope", "user")
+    assert result.exit_code == 5 and f"{folder} is a symbolic link" in result.stderr
+    assert not (tmp_path / "missing").exists()
+
+
+# --- nesting ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "gemini"])
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_a_config_nested_thousands_deep_is_an_error_naming_file_and_line(project, agent, command):
+    path = project / CASES[agent][1]
+    path.parent.mkdir(parents=True)
+    text = '{\n  "hooks": {},\n  "deep": ' + "[" * 5000 + "]" * 5000 + "\n}\n"
+    path.write_text(text)
+    result = cli(command, "--agent", agent, "--project-dir", str(project))
+    assert result.exit_code == 5, result.output
+    assert f"{path}: line 3, column " in result.stderr and "nested more than 200 levels deep" in result.stderr
+    assert "Traceback" not in result.output and path.read_text() == text
+
+
+@pytest.mark.parametrize("agent", sorted(CASES))
+def test_a_config_nested_as_deep_as_allowed_round_trips(project, agent):
+    """Up to MAX_DEPTH levels (here in a setting and inside someone else's hook) the whole
+    install and uninstall, deep copies and comparisons included, has stack to spare."""
+    path = project / CASES[agent][1]
+    path.parent.mkdir(parents=True)
+    deep = "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)  # the root object is level 1
+    handler = '{"type": "command", "command": "./a.sh", "x": ' + '{"k": ' * (MAX_DEPTH - 6) + "1" + "}" * (MAX_DEPTH - 6) + "}"
+    text = '{"deep": ' + deep + ', "hooks": {"SessionStart": [{"hooks": [' + handler + "]}]}}\n"
+    path.write_text(text)
+    assert cli("install", "--agent", agent, "--project-dir", str(project)).exit_code == 0
+    assert cli("install", "--agent", agent, "--project-dir", str(project)).exit_code == 0
+    assert cli("uninstall", "--agent", agent, "--project-dir", str(project)).exit_code == 0
+    assert path.read_text() == text
+    path.write_text(text.replace(deep, "[" + deep + "]"))
+    assert cli("install", "--agent", agent, "--project-dir", str(project)).exit_code == 5
