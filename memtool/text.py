@@ -20,7 +20,6 @@ WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_'\-\.]*[A-Za-z0-9]|[A-Za-z0-9]")
 # and a text holding the query's characters in the same order ranks first. Hangul is written with spaces.
 SPACELESS = ("\u3005-\u3007\u3041-\u309f\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
              "\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f")
-SPACELESS_RE = re.compile(f"[{SPACELESS}]")
 LETTER = f"[^\\W_{SPACELESS}]"  # a letter or digit of a script written with spaces (a regex class)
 _JOINERS = "_'-.\u200c\u200d"  # inside a word only (zero-width (non-)joiners: Persian, Indic scripts)
 # Where the BMP's combining marks are (Unicode 14/15): vowel signs of Indic and Southeast Asian
@@ -31,7 +30,7 @@ TOKEN_PIECE_RE = re.compile(r"[A-Za-z]{1,4}|\d{1,3}|[^\sA-Za-z\d]")
 # Sentences of ASCII text: after . ! ? (and closing quotes or brackets, which the split drops) and
 # white space, before a capital or a digit; at a blank line, a list item or a "label:" line.
 SENTENCE_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n{2,}|\n(?=\s*[-*#>]|\s*\w+:\s)")
-# The same for text of any script (`split_sentences`): a full stop of a script written with spaces
+# The same for text of any script (`sentence_end_re`, for `split_sentences`): a full stop of a script written with spaces
 # (. ! ? … and ؟ ۔ । ॥ ։ ።; a Greek question mark ; after a Greek letter), with the quotes and
 # brackets that close it, ends a sentence before white space and a word that does not start
 # lower-case (a capital of any cased script, a digit, a letter of a caseless script: checked in code
@@ -39,11 +38,6 @@ SENTENCE_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n{2,}|\n
 # where the next sentence may start: closing quotes stay with their sentence.
 _CLOSERS = "\"')\\]\u2019\u201d\u00bb\u203a\u300d\u300f\uff09\uff3d\u3011\u3015\u3009\u300b"  # ' " ) ] ’ ” » › 」 』 ） ］ 】 〕 〉 》
 _OPENERS = "\"'(\\[\u2018\u201c\u201e\u00ab\u2039\u300c\u300e\uff08\uff3b\u3010\u3014\u3008\u300a\u00bf\u00a1"  # ‘ “ „ « ‹ 「 『 （ ［ 【 〔 〈 《 ¿ ¡
-SENTENCE_END_RE = re.compile(
-    f"(?:[.!?\u2026\u061f\u06d4\u0964\u0965\u0589\u1362]|(?<=[\u0370-\u03ff\u1f00-\u1fff]);)[{_CLOSERS}]*(?=\\s+[{_OPENERS}]?(\\w))"
-    f"|[\u3002\uff01\uff1f\uff61]+[{_CLOSERS}]*"  # 。！？｡
-    r"|\n{2,}|\n(?=\s*[-*#>]|\s*\w+:\s)"
-)
 
 # Speaker labels of chat transcripts ("User: ..."): they say who spoke, not what about.
 SPEAKER_ROLES = frozenset("user assistant human ai system tool model".split())
@@ -72,6 +66,25 @@ def _stemmer():
 
 def stem_words(ws: list[str]) -> list[str]:
     return _stemmer().stemWords(ws) if ws else []
+
+
+
+@lru_cache(maxsize=1)
+def sentence_end_re() -> re.Pattern:
+    """Sentence ends in text of any script (the rules above _CLOSERS), compiled on first use (~2.5 ms;
+    a search never splits sentences)."""
+    return re.compile(
+        f"(?:[.!?\u2026\u061f\u06d4\u0964\u0965\u0589\u1362]|(?<=[\u0370-\u03ff\u1f00-\u1fff]);)[{_CLOSERS}]*(?=\\s+[{_OPENERS}]?(\\w))"
+        f"|[\u3002\uff01\uff1f\uff61]+[{_CLOSERS}]*"  # 。！？｡
+        r"|\n{2,}|\n(?=\s*[-*#>]|\s*\w+:\s)"
+    )
+
+
+@lru_cache(maxsize=1)
+def spaceless_re() -> re.Pattern:
+    """One character of a script written without spaces; compiled on first use (~5 ms: the class spans
+    the CJK extension planes, and a cold search of ASCII text never needs it)."""
+    return re.compile(f"[{SPACELESS}]")
 
 
 def words(text: str) -> list[str]:
@@ -133,7 +146,7 @@ def content_words(text: str) -> list[str]:
 
 
 def _spaceless_pair(w: str) -> bool:
-    return len(w) == 2 and SPACELESS_RE.match(w) is not None
+    return len(w) == 2 and spaceless_re().match(w) is not None
 
 
 def count_tokens(text: str) -> int:
@@ -143,7 +156,7 @@ def count_tokens(text: str) -> int:
 
 def split_sentences(text: str) -> list[str]:
     """Sentences and blocks in text order, stripped. ASCII text is split by SENTENCE_RE as it always
-    was; other text by SENTENCE_END_RE, which cuts its ASCII parts at the same places (but keeps the
+    was; other text by sentence_end_re(), which cuts its ASCII parts at the same places (but keeps the
     closing quotes and brackets that SENTENCE_RE drops)."""
     parts = SENTENCE_RE.split(text) if text.isascii() else _split_any_script(text)
     return [p.strip() for p in parts if p and p.strip()]
@@ -151,7 +164,7 @@ def split_sentences(text: str) -> list[str]:
 
 def _split_any_script(text: str) -> list[str]:
     parts, start = [], 0
-    for m in SENTENCE_END_RE.finditer(text):
+    for m in sentence_end_re().finditer(text):
         if m.group(1) is not None and not _starts_sentence(m.group(1)):
             continue
         parts.append(text[start : m.end()])

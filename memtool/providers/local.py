@@ -16,7 +16,7 @@ from typing import Iterator
 
 from memtool.models import Entities
 from memtool.providers import Compressed, Hints
-from memtool.text import LETTER, SPACELESS, SPACELESS_RE, SPEAKER_ROLES, STOPWORDS, content_words, count_tokens, split_sentences, stem_words, truncate_to_tokens
+from memtool.text import LETTER, SPACELESS, SPEAKER_ROLES, STOPWORDS, content_words, count_tokens, split_sentences, spaceless_re, stem_words, truncate_to_tokens
 
 TARGET_RATIO = 11.2  # aim above the 10:1 the design promises
 MAX_PEOPLE, MAX_SYSTEMS, MAX_DATES, MAX_TOPICS = 6, 5, 4, 2
@@ -267,7 +267,7 @@ def _capitalised_names(text: str) -> Iterator[tuple[int, int, str]]:
     run: list[re.Match] = []
     for m in WORD_RUN_RE.finditer(text):
         w = m.group()
-        if not (len(w) > 1 and w.isalpha() and w[0].isupper() and w[1:].islower() and SPACELESS_RE.search(w) is None):
+        if not (len(w) > 1 and w.isalpha() and w[0].isupper() and w[1:].islower() and spaceless_re().search(w) is None):
             if run:
                 yield _name(text, run)
                 run = []
