@@ -95,9 +95,10 @@ class Deduper:
         if not comparable(words, self.min_words):
             return None
         best: tuple[float, str, Entry] | None = None
+        lo, hi = self.threshold * len(words), len(words) / self.threshold  # Jaccard <= smaller / larger size
         for e in self._near_candidates(when):
             other = self._words_of(e)
-            if other is None or not comparable(other, self.min_words):
+            if other is None or not lo <= len(other) <= hi:
                 continue
             score = jaccard(words, other)
             if score >= self.threshold and (best is None or (score, e.timestamp) > best[:2]):
@@ -109,7 +110,7 @@ class Deduper:
         data = stored_bytes(text)
         self._added[entry.id] = (entry, data)
         self._added_days.setdefault(entry.day, []).append(entry)
-        self._words[entry.id] = frozenset(content_words(text))
+        self._words[entry.id] = self._comparable(text)
         self._sizes_by_len().setdefault(len(data), []).append(entry.id)
 
     def require_known(self, ids: list[str]) -> None:
@@ -183,8 +184,14 @@ class Deduper:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except FileNotFoundError:
                 text = None
-            self._words[entry.id] = frozenset(content_words(text)) if text is not None else None
+            self._words[entry.id] = self._comparable(text) if text is not None else None
         return self._words[entry.id]
+
+    def _comparable(self, text: str) -> frozenset[str] | None:
+        """The content words of a stored transcript, or None when too few to compare (decided once
+        per entry: the near check meets each stored entry again for every session of its week)."""
+        words = frozenset(content_words(text))
+        return words if comparable(words, self.min_words) else None
 
 
 __all__ = ["Deduper", "Duplicate", "comparable", "jaccard", "stored_bytes"]
