@@ -18,7 +18,6 @@ Distinct conversations between the same people stay far below the threshold (REA
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -27,10 +26,7 @@ from memtool import constants as C
 from memtool.errors import BadInput, StoreCorrupt
 from memtool.models import Entry, parse_iso
 from memtool.text import SPEAKER_ROLES, content_words
-from memtool.store import Layout, Store, read_day
-
-ID_RE = re.compile(rf"^{C.ENTRY_ID_PREFIX}-\d{{8}}-")  # ids made by compress name their UTC day
-
+from memtool.store import Layout, Store, id_day, read_day
 
 @dataclass
 class Duplicate:
@@ -150,7 +146,8 @@ class Deduper:
         return None
 
     def _live(self, entry_id: str) -> Entry | None:
-        day = self._read(self.layout.day_file(f"{entry_id[4:8]}-{entry_id[8:10]}-{entry_id[10:12]}")) if ID_RE.match(entry_id) else []
+        named = id_day(entry_id)
+        day = self._read(self.layout.day_file(named)) if named else []
         return next((e for e in day if e.id == entry_id), None)
 
     def _read(self, path: Path) -> list[Entry]:
