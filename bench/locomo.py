@@ -9,6 +9,10 @@ Baselines computed on the same questions: BM25 over raw sessions (`bm25_raw`), w
 over raw sessions (`dense_raw`) and a 1000-token context of raw 3-turn windows ranked by BM25
 (`bm25_windows_context`).
 
+`--typos SEED` misspells one word of 5+ letters in every question (a letter dropped, added, changed
+or swapped with its neighbour; never the first letter), the same way for every channel: how search
+holds up against a user's typing.
+
     python bench/locomo.py --data ../shared/bench/locomo-dev [--conversations 26,30] [--out FILE]
 
 One JSON line goes to stdout, progress to stderr. See bench/README.md.
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import random
 import re
 import sys
 import tempfile
@@ -38,7 +43,7 @@ from memtool.errors import BadInput
 from memtool.memory import Memory, Session
 from memtool.scaffold import init
 from memtool.search.engine import Hit, Query
-from memtool.text import count_tokens, tokenize
+from memtool.text import STOPWORDS, count_tokens, tokenize
 
 SESSION_RE = re.compile(r"^session_(\d+)$")
 EVIDENCE_SESSION_RE = re.compile(r"D\s*:?\s*(\d+)")  # "D3:5", "D8:6; D9:17", "D:11:26"
@@ -53,6 +58,7 @@ WINDOW_STRIDE = 3  # non-overlapping windows: overlapping ones would repeat turn
 MISS_K = 5
 DUMP_TEXT_CHARS = 300
 MODES = {"entries": ("entry",), "full": ("entry", "transcript")}
+TYPO_WORD_RE = re.compile(r"[A-Za-z]{5,}")
 ARTICLES_RE = re.compile(r"\b(?:a|an|the)\b")
 
 
@@ -129,6 +135,20 @@ def parse_conversation(cid: str, sample: dict) -> Conversation:
             continue
         questions.append(Question(str(qa["question"]), str(qa["answer"]), category, gold, [str(e) for e in evidence]))
     return Conversation(cid, sessions, questions, turns, skipped)
+
+
+def with_typo(text: str, rng: random.Random) -> str:
+    """`text` with one word of 5+ letters (not a stopword) misspelled by one edit after its first letter."""
+    spots = [m for m in TYPO_WORD_RE.finditer(text) if m.group().lower() not in STOPWORDS]
+    if not spots:
+        return text
+    m = rng.choice(spots)
+    w, i = m.group(), rng.randrange(1, len(m.group()) - 1)
+    edit = rng.choice(("drop", "add", "change") if w[i] == w[i + 1] else ("drop", "add", "change", "swap"))  # 'pp' swapped is no typo
+    letter = rng.choice([c for c in "abcdefghijklmnopqrstuvwxyz" if c != w[i].lower()])
+    typo = {"drop": w[:i] + w[i + 1:], "add": w[:i] + letter + w[i:], "change": w[:i] + letter + w[i + 1:],
+            "swap": w[:i] + w[i + 1] + w[i] + w[i + 2:]}[edit]
+    return text[: m.start()] + typo + text[m.end():]
 
 
 def load_conversations(data: Path, wanted: set[str] | None = None) -> list[Conversation]:
@@ -399,6 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dump-misses", type=Path, help="JSONL of questions whose evidence session is not in the top 5")
     p.add_argument("--out", type=Path, help="also write the JSON line to this file")
     p.add_argument("--workdir", type=Path, help="keep the memory roots here (default: a temp dir, deleted)")
+    p.add_argument("--typos", type=int, metavar="SEED", help="misspell one word per question (seeded), for every channel alike")
     p.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE", help="setting override, e.g. dense_weight=0.8 (repeatable)")
     return p
 
@@ -415,6 +436,11 @@ def main(argv: list[str] | None = None) -> dict:
             progress(conv.cid, "no session with turns; skipped")
     if not convs:
         raise SystemExit(f"no conversations found in {args.data}" + (f" with ids {sorted(wanted)}" if wanted else ""))
+    if args.typos is not None:
+        rng = random.Random(args.typos)
+        for conv in convs:
+            for q in conv.questions:
+                q.text = with_typo(q.text, rng)
     modes = ["entries", "full"] if args.mode == "both" else [args.mode]
     overrides = parse_overrides(args.settings)
     misses: list[dict] | None = [] if args.dump_misses else None
@@ -432,6 +458,8 @@ def main(argv: list[str] | None = None) -> dict:
     out["conversations"] = [c.cid for c in convs]
     if overrides:
         out["settings"] = overrides
+    if args.typos is not None:
+        out["typos_seed"] = args.typos
     if args.per_conversation:
         out["per_conversation"] = {c.cid: aggregate([r], modes) for c, r in zip(convs, results)}
     out["seconds"] = round(time.perf_counter() - started, 1)

@@ -45,6 +45,7 @@ class Settings:
     date_window_days: float = _f(C.DEFAULT_DATE_WINDOW_DAYS, "Closeness to a named date falls to 1/e this many days outside it.", minimum=0.1)
     answer_cue_boost: float = _f(C.DEFAULT_ANSWER_CUE_BOOST, "A query that asks for a time ('when ...?') or a duration ('how long ...?'): word-match scores of passages that state one x (1 + answer_cue_boost). 0 disables.", minimum=0)
     sibling_weight: float = _f(C.DEFAULT_SIBLING_WEIGHT, "A result scores its best matching passage + w x its second + w^2 x its third. 0: best passage only.", minimum=0)
+    typo_weight: float = _f(C.DEFAULT_TYPO_WEIGHT, "A query word of 5+ letters that no document holds is also searched as the indexed words 1 edit away (2 from 8 letters), their word-match scores x typo_weight. 0 disables.", minimum=0)
     recency_half_life_days: float = _f(0.0, "Half-life of the recency boost in days; 0 disables decay. Pinned, high and critical entries never decay.", minimum=0)
     access_boost: float = _f(C.DEFAULT_ACCESS_BOOST, "Use boost: a hit's score x (1 + access_boost * ln(1 + times returned before)); counts live in memory/.cache/access.json. 0 disables.", minimum=0)
     log_retention_days: int = _f(C.DEFAULT_LOG_RETENTION_DAYS, "Daily logs older than this are archived by `memory archive`. 0 never archives them.", minimum=0)

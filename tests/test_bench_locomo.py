@@ -21,6 +21,7 @@ from bench.locomo import (
     turn_line,
     window_context,
     windows,
+    with_typo,
 )
 from memtool.text import count_tokens
 
@@ -119,6 +120,21 @@ def test_evidence_ids_are_split_defensively():
     assert evidence_sessions(["D:11:26"]) == {11}
     assert evidence_sessions(["D", "", None]) == frozenset()
     assert evidence_sessions("D4:1") == {4}
+
+
+def test_with_typo_misspells_one_long_word_by_one_edit():
+    import random
+
+    from rapidfuzz.distance import OSA
+
+    text = "When did Caroline go to the support group?"
+    for seed in range(30):
+        typo = with_typo(text, random.Random(seed))
+        changed = [(a, b) for a, b in zip(text.split(), typo.split()) if a != b]
+        assert len(changed) == 1 and len(typo.split()) == len(text.split())
+        before, after = changed[0]
+        assert len(before) >= 5 and before[0] == after[0] and OSA.distance(before, after) == 1
+    assert with_typo("Who is he?", random.Random(0)) == "Who is he?"  # no word of 5+ letters
 
 
 def test_turn_line_adds_photo_caption_and_stays_one_line():

@@ -18,7 +18,7 @@ from memtool.dates import mentioned_periods
 from memtool.search.cues import asked_cues
 from memtool.search.fusion import top_ranks, weighted_rrf
 from memtool.search.segment import IMPORTANCE_CODE, KIND_CODE, SearchIndex
-from memtool.text import tokenize
+from memtool.search.typos import Terms, query_terms
 
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
 SIBLINGS_COUNTED = 3  # documents of one result that add up in `with_sibling_support`
@@ -72,6 +72,7 @@ class Weights:
     date_window_days: float = 7.0  # closeness falls to 1/e this many days outside the named period
     answer_cue_boost: float = 0.0  # BM25 x (1 + boost) for documents stating the time / duration a query asks for
     sibling_weight: float = 0.0  # an entry's best passage + w x its second + w^2 x its third (same entry)
+    typo_weight: float = 0.0  # weight of the indexed words searched for a query word no document holds (0: none)
 
 
 def _ts_text(ts: float) -> str:
@@ -116,14 +117,17 @@ def with_sibling_support(docs: np.ndarray, scores: np.ndarray, group: np.ndarray
     return docs[order], np.arange(1, docs.size + 1)
 
 
-def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[str, int] | None = None) -> list[Hit]:
-    """`access`: entry id -> times returned before (the access boost; memtool.access)."""
+def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[str, int] | None = None,
+           terms: Terms | None = None) -> list[Hit]:
+    """`access`: entry id -> times returned before (the access boost; memtool.access). `terms`: the
+    query's terms if the caller took them already (`query_terms`, to report its typo fixes)."""
     if index.n == 0 or not q.text.strip():
         return []
     allowed = allowed_mask(index, q)
     if not allowed.any():
         return []
-    bm25 = index.bm25_scores(tokenize(q.text))
+    terms = terms or query_terms(index, q.text, w.typo_weight)
+    bm25 = index.bm25_scores(terms.terms, terms.weights)
     periods = mentioned_periods(q.text) if w.date_boost > 0 else []
     if periods:
         hit = np.flatnonzero(bm25)

@@ -25,10 +25,11 @@ from memtool.fsutil import atomic_write_bytes, atomic_write_text, locked
 from memtool.models import Entry, parse_iso
 from memtool.store import DAY_RE, Layout, ParsedDays, Store, read_day
 from memtool.search.cues import doc_cues
+from memtool.search.typos import DICTIONARY_FILE, SURFACE_FILE, dictionary_text, surface_words
 from memtool.search.segment import DELTA_DIR, IMPORTANCE_CODE, KIND_CODE, SearchIndex, Segment
 from memtool.text import WORDS_VERSION, terms, words
 
-CACHE_VERSION = f"9.{WORDS_VERSION}"  # the layout of the cache, and the word rules its BM25 terms were split by
+CACHE_VERSION = f"10.{WORDS_VERSION}"  # the layout of the cache, and the word rules its BM25 terms were split by
 DELTA_MIN_DOCS = 2000  # a delta may always grow this large before a full rebuild …
 DELTA_FRACTION = 0.2  # … or this share of the base, whichever is larger
 # BM25 field weights for entry documents: each field is repeated this many times in the indexed text.
@@ -353,12 +354,14 @@ def _write_segment(folder: Path, docs: list[Doc], vectors: np.ndarray, meta: dic
                    "superseded_by": d.superseded_by}
             fh.write(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n")
     np.save(tmp / "offsets.npy", np.array(offsets, dtype=np.int64))
-    corpus, cues = [], np.zeros(len(docs), dtype=np.uint8)
-    for i, d in enumerate(docs):  # each text split into words once: BM25 terms and answer cues
+    corpus, cues, surface = [], np.zeros(len(docs), dtype=np.uint8), set()
+    for i, d in enumerate(docs):  # each text split into words once: BM25 terms, answer cues, words for typos
         ws = words(d.index_text)
         corpus.append(terms(ws) or [""])
         cues[i] = doc_cues(ws)
+        surface |= surface_words(ws)
     np.save(tmp / "cues.npy", cues)
+    (tmp / SURFACE_FILE).write_text("\n".join(sorted(surface)), encoding="utf-8")
     retriever = bm25s.BM25()
     retriever.index(corpus or [[""]], show_progress=False)
     retriever.save(str(tmp / "bm25"), show_progress=False)
@@ -391,7 +394,8 @@ def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | 
         r[2] = i + 1
     # the transcripts as read, and each entry's day file: an edited transcript re-collects that day
     extra = {"sources.json": json.dumps(ranges, ensure_ascii=False), "transcripts.json": json.dumps(sigs.transcripts),
-             "entry-days.json": json.dumps({d.ref: d.source for d in docs if d.kind == "entry"}, ensure_ascii=False)}
+             "entry-days.json": json.dumps({d.ref: d.source for d in docs if d.kind == "entry"}, ensure_ascii=False),
+             DICTIONARY_FILE: dictionary_text()}
     _write_segment(folder, docs, vectors, {"model": embedder.model}, extra)
     return errors
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from memtool.search.typos import DICTIONARY_FILE, SURFACE_FILE
+
 DELTA_DIR = "delta"  # inside the cache folder: documents of files changed since the base build
 KINDS = ("entry", "transcript", "log", "memory")
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
@@ -35,6 +37,8 @@ class Segment:
         self.pinned = np.load(folder / "pinned.npy", mmap_mode="r")
         self.cues = np.load(folder / "cues.npy", mmap_mode="r")  # memtool.search.cues bits per document
         self._csc: tuple | None = None
+        self._surface: list[str] | None = None
+        self._dictionary: frozenset[str] | None = None
         self._group_keys: list[str] | None = None
         self._check()
 
@@ -74,17 +78,19 @@ class Segment:
         vocab = self._postings()[0] if self.n else {}
         return [t for t in terms if t in vocab]
 
-    def scores(self, terms: list[str]) -> np.ndarray:
-        """The BM25 score of every document for these query terms (as bm25s.BM25.get_scores)."""
+    def scores(self, terms: list[str], weights: list[float] | None = None) -> np.ndarray:
+        """The BM25 score of every document for these query terms (as bm25s.BM25.get_scores), each
+        term's scores times its weight (default 1)."""
         out = np.zeros(self.n, dtype=np.float32)
         if not self.n:
             return out
         vocab, data, indices, indptr = self._postings()
-        for term in terms:
+        for term, weight in zip(terms, weights or [1.0] * len(terms)):
             tid = vocab.get(term)
             if tid is not None:
                 start, end = int(indptr[tid]), int(indptr[tid + 1])
-                out[indices[start:end]] += data[start:end]  # a term's postings name each document once
+                part = data[start:end]
+                out[indices[start:end]] += part if weight == 1.0 else part * np.float32(weight)  # a term's postings name each document once
         return out
 
     def doc_freq(self, term: str) -> int:
@@ -94,6 +100,22 @@ class Segment:
         vocab, _, _, indptr = self._postings()
         tid = vocab.get(term)
         return 0 if tid is None else int(indptr[tid + 1] - indptr[tid])
+
+    def surface_words(self) -> list[str]:
+        """The documents' distinct words as written (memtool.search.typos), read on first use."""
+        if self._surface is None:
+            self._surface = self._lines(SURFACE_FILE)
+        return self._surface
+
+    def dictionary(self) -> frozenset[str]:
+        """Words a query means as written (memtool.search.typos; base segments only), read on first use."""
+        if self._dictionary is None:
+            self._dictionary = frozenset(self._lines(DICTIONARY_FILE))
+        return self._dictionary
+
+    def _lines(self, name: str) -> list[str]:
+        text = (self.folder / name).read_text(encoding="utf-8") if self.n else ""
+        return text.split("\n") if text else []
 
     def doc(self, i: int) -> dict:
         return self.docs([i])[0]
@@ -153,20 +175,35 @@ class SearchIndex:
     def group_keys(self) -> list[str]:
         return self.base.group_keys + (self.delta.group_keys if self.delta else [])
 
-    def bm25_scores(self, query_terms: list[str]) -> np.ndarray:
+    def bm25_scores(self, query_terms: list[str], weights: list[float] | None = None) -> np.ndarray:
+        """BM25 of every document for the query terms (each times its weight, default 1; a repeated
+        term counts again)."""
         if self.delta is None:
-            return self.base.scores(query_terms) if self.n else np.zeros(0, dtype=np.float32)
+            return self.base.scores(query_terms, weights) if self.n else np.zeros(0, dtype=np.float32)
         b, d = self.base, self.delta
         live = int(self.alive[: b.n].sum()) + d.n
         out = np.zeros(self.n, dtype=np.float32)
-        for term in dict.fromkeys(query_terms):
+        summed: dict[str, float] = {}
+        for term, weight in zip(query_terms, weights or [1.0] * len(query_terms)):
+            summed[term] = summed.get(term, 0.0) + weight
+        for term, weight in summed.items():
             df_b, df_d = b.doc_freq(term), d.doc_freq(term)
             idf = _idf(df_b + df_d, live)
             if df_b:
-                out[: b.n] += b.scores([term]) * (idf / _idf(df_b, b.n))
+                out[: b.n] += b.scores([term]) * (weight * idf / _idf(df_b, b.n))
             if df_d:
-                out[b.n :] += d.scores([term]) * (idf / _idf(df_d, d.n))
+                out[b.n :] += d.scores([term]) * (weight * idf / _idf(df_d, d.n))
         return np.where(self.alive, out, 0.0).astype(np.float32)
+
+    def doc_freq(self, term: str) -> int:
+        """Documents of base and delta holding `term` (base documents masked out by the delta included)."""
+        return self.base.doc_freq(term) + (self.delta.doc_freq(term) if self.delta else 0)
+
+    def dictionary(self) -> frozenset[str]:
+        return self.base.dictionary()
+
+    def surface_words(self) -> list[str]:
+        return self.base.surface_words() + (self.delta.surface_words() if self.delta else [])
 
     def dense_scores(self, qvec: np.ndarray) -> np.ndarray:
         parts = [np.asarray(self.base.vectors @ qvec, dtype=np.float32)]

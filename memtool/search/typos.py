@@ -1,0 +1,93 @@
+"""Typo tolerance: a query word that no document holds is also searched as the indexed words an edit
+or two away ('postgress' -> 'postgres', 'deploymnet' -> 'deployment').
+
+Each segment keeps its documents' words as written (`SURFACE_FILE`, one per line), since the BM25
+vocabulary holds stems, which a misspelling does not stem like its word. A base segment also keeps
+the whole words of the WordLlama tokenizer's vocabulary (`DICTIONARY_FILE`): a query word common
+enough to be one of them was meant as written ('likely' is not 'lively' misspelled), so it is never
+corrected. Matching uses rapidfuzz's optimal-string-alignment distance (a swap of two neighbours is
+one edit), imported only when a query has an unknown word.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib.util import find_spec
+from pathlib import Path
+
+from memtool.text import STOPWORDS, stem_words, terms, words
+
+SURFACE_FILE = "words.txt"  # inside a segment folder: its documents' distinct words, one per line
+DICTIONARY_FILE = "dictionary.txt"  # inside the base segment: words never corrected, one per line
+TOKENIZER_FILE = "tokenizers/l2_supercat_tokenizer_config.json"  # inside the wordllama package
+WORD_START = "\u2581"  # the tokenizer's mark for a piece that starts a word
+SURFACE_MIN_LEN = 4  # shorter words are neither corrected nor offered as corrections
+TYPO_MIN_LEN = 5  # a query word this long may be one edit off …
+TYPO_TWO_EDITS_LEN = 8  # … and this long, two edits
+TYPO_MAX_FIXES = 3  # indexed words searched for one unknown word, the most frequent first
+
+
+@dataclass
+class Terms:
+    """A query's BM25 terms, and the indexed words searched for words no document holds."""
+
+    terms: list[str]
+    weights: list[float]
+    fixes: dict[str, list[str]] = field(default_factory=dict)  # unknown query word -> indexed words searched instead
+
+
+def surface_words(ws: list[str]) -> set[str]:
+    """The words of a document worth keeping for typo matching."""
+    return {w for w in ws if len(w) >= SURFACE_MIN_LEN and w not in STOPWORDS and w.isalpha()}
+
+
+def dictionary_text() -> str:
+    """The words of TYPO_MIN_LEN+ letters that WordLlama's tokenizer (Llama 2's 32,000 pieces) holds
+    whole, one per line: ~8,000 common words. Read from the installed package without importing it."""
+    spec = find_spec("wordllama")
+    folder = Path(next(iter(spec.submodule_search_locations or []))) if spec else None
+    if folder is None or not (folder / TOKENIZER_FILE).is_file():
+        return ""  # no dictionary: every unknown word may be corrected
+    vocab = json.loads((folder / TOKENIZER_FILE).read_text(encoding="utf-8"))["model"]["vocab"]
+    whole = {t[1:].lower() for t in vocab if t.startswith(WORD_START) and len(t) > TYPO_MIN_LEN and t[1:].isalpha()}
+    return "\n".join(sorted(whole))
+
+
+def max_edits(word: str) -> int:
+    return 0 if len(word) < TYPO_MIN_LEN else 1 if len(word) < TYPO_TWO_EDITS_LEN else 2
+
+
+def query_terms(index, text: str, fix_weight: float) -> Terms:
+    """BM25 terms of `text`; with `fix_weight` > 0, each word of TYPO_MIN_LEN+ letters whose stem no
+    document holds adds the stems of the closest indexed words (fewest edits, then most documents),
+    each counted with `fix_weight`."""
+    ws = words(text)
+    named = terms(ws)
+    out = Terms(named, [1.0] * len(named))
+    if fix_weight <= 0 or not index.n:
+        return out
+    candidates = [w for w in dict.fromkeys(ws) if max_edits(w) and w.isalpha() and w not in STOPWORDS]
+    unknown = [w for w, stem in zip(candidates, stem_words(candidates)) if not index.doc_freq(stem)]
+    if unknown:
+        unknown = [w for w in unknown if w not in index.dictionary()]
+    if not unknown:
+        return out
+    from rapidfuzz import process
+    from rapidfuzz.distance import OSA
+
+    vocab = index.surface_words()
+    for w in unknown:
+        found = process.extract(w, vocab, scorer=OSA.distance, score_cutoff=max_edits(w), limit=None)
+        if not found:
+            continue
+        fewest = min(dist for _, dist, _ in found)
+        closest = [word for word, dist, _ in found if dist == fewest]
+        chosen: dict[str, str] = {}  # stem -> the first closest word that has it
+        for stem, word in zip(stem_words(closest), closest):
+            chosen.setdefault(stem, word)
+        chosen = dict(sorted(chosen.items(), key=lambda p: -index.doc_freq(p[0]))[:TYPO_MAX_FIXES])
+        out.fixes[w] = list(chosen.values())
+        out.terms += chosen
+        out.weights += [fix_weight] * len(chosen)
+    return out
