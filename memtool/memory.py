@@ -27,6 +27,7 @@ from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.search.engine import Hit, Query, Weights, search
 from memtool.search.index import open_index
 from memtool.search.segment import SearchIndex
+from memtool.search.typos import query_terms
 from memtool.store import Layout, Store, read_day
 from memtool.text import content_words, count_tokens
 
@@ -56,6 +57,7 @@ class Memory:
         self._index: SearchIndex | None = None
         self.warnings: list[str] = []  # what the last compress_many / search / context call worked around
         self.duplicates: list[Duplicate] = []  # sessions the last compress_many found already stored (memtool.dedupe)
+        self.typo_fixes: dict[str, list[str]] = {}  # last search: query word no document holds -> indexed words searched too
 
     # -- write path ------------------------------------------------------------------------------
     def check_text(self, text: str, name: str = "<text>") -> str:
@@ -251,7 +253,7 @@ class Memory:
         s = self.settings
         return Weights(bm25=s.bm25_weight, dense=s.dense_weight, dense_fallback=s.dense_fallback, rrf_k=s.rrf_k, recency_half_life_days=s.recency_half_life_days,
                        access_boost=s.access_boost, date_boost=s.date_boost, date_window_days=s.date_window_days,
-                       answer_cue_boost=s.answer_cue_boost, sibling_weight=s.sibling_weight)
+                       answer_cue_boost=s.answer_cue_boost, sibling_weight=s.sibling_weight, typo_weight=s.typo_weight)
 
     def search(self, query: Query | str, **kw) -> list[Hit]:
         q = query if isinstance(query, Query) else Query(text=query, **kw)
@@ -260,11 +262,13 @@ class Memory:
         self.warnings = []
         access = load_counts(self.layout) if self.settings.access_boost > 0 else None
         index, weights = self.index(archive=q.archive), self.weights()
+        terms = query_terms(index, q.text, weights.typo_weight)
+        self.typo_fixes = terms.fixes
         try:
-            hits = search(index, self.embedder, q, weights, access)
+            hits = search(index, self.embedder, q, weights, access, terms)
         except ProviderError as exc:  # the query could not be embedded (a remote embedder down): words only
             self.warnings.append(f"search: the embedder failed ({exc}); these hits come from word matches only")
-            hits = search(index, self.embedder, q, replace(weights, dense=0.0, dense_fallback=False), access)
+            hits = search(index, self.embedder, q, replace(weights, dense=0.0, dense_fallback=False), access, terms)
         if access is not None:  # use counts are kept while the boost is on (a write costs ~1 ms on ext4)
             record(self.layout, [h.id for h in hits if h.kind == "entry"])
         return hits
