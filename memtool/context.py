@@ -58,6 +58,17 @@ class ContextResult:
     counter: str = "offline"  # what counted `tokens`: the offline estimate, or a provider model
 
 
+@dataclass(frozen=True)
+class ContextInput:
+    """What a bundle is packed from: one search's hits and the files around them. Packing it again at
+    another budget (`Memory.pack_context`) does not search again."""
+
+    layer3: list[Section]
+    hits: list[Hit]
+    today: Section | None
+    query: str = ""
+
+
 def get_template(name: str) -> Template:
     if name not in TEMPLATES:
         raise BadInput(f"unknown template '{name}'. Choose one of: {', '.join(TEMPLATES)}")

@@ -153,14 +153,16 @@ class MemoryTools:
     def context(self, query: str = "", budget: int | None = None, template: str | None = None, limit: int = 8,
                 include_seen: bool = False, max_tokens: int | None = None) -> dict[str, Any]:
         """The bundle packed for the cap: packed again at a smaller budget until the whole answer fits
-        (never cut afterwards), so `included` is exactly what the text holds and only that is marked seen."""
+        (never cut afterwards), so `included` is exactly what the text holds and only that is marked seen.
+        The search runs once: each packing reuses its hits."""
         cap = self._cap(max_tokens)
         mem = self.memory()
         budget = mem.settings.budget if budget is None else budget
         exclude = frozenset() if include_seen else frozenset(self.seen)
+        given = mem.context_input(query or None, limit=limit, exclude=exclude)
         target = min(budget, cap - CONTEXT_WRAPPER)
         for _ in range(CONTEXT_PACKS):
-            res = mem.context(query or None, budget=target, template=template, limit=limit, exclude=exclude)
+            res = mem.pack_context(given, budget=target, template=template)
             answer = self._context_answer(res, budget, cap, repeat_note=bool(self.seen) and not include_seen)
             over = tokens(answer) - cap
             if over <= 0:

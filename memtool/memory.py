@@ -17,7 +17,7 @@ from memtool import constants as C
 from memtool.budget import fit_to_provider_count
 from memtool.config import Settings
 from memtool.access import load_counts, record
-from memtool.context import ContextResult, Section, pack
+from memtool.context import ContextInput, ContextResult, Section, pack
 from memtool.dates import anchor
 from memtool.dedupe import Deduper, Duplicate
 from memtool.docfreq import recent_doc_freq
@@ -274,8 +274,10 @@ class Memory:
         return hits
 
     def context(self, query: str | None = None, budget: int | None = None, template: str | None = None, limit: int = 8, exclude: frozenset[str] = frozenset(), now: datetime | None = None) -> ContextResult:
-        budget = self.settings.budget if budget is None else budget
-        template = template or self.settings.template
+        return self.pack_context(self.context_input(query, limit, exclude, now), budget, template)
+
+    def context_input(self, query: str | None = None, limit: int = 8, exclude: frozenset[str] = frozenset(), now: datetime | None = None) -> ContextInput:
+        """What the bundle is packed from: Layer 3, the hits of one search (or the recent entries) and today's log."""
         self.warnings = []
         layer3 = [s for s in (self._layer3(name) for name in (C.MEMORY_MD, C.USER_MD)) if s is not None]
         today_path = self.layout.daily_log(f"{(now or datetime.now()):%Y-%m-%d}")
@@ -287,7 +289,13 @@ class Memory:
         if today is not None:  # today's log is packed whole; do not repeat its chunks as hits
             today_ref = today_path.relative_to(self.layout.root).as_posix() + "#"
             hits = [h for h in hits if not h.ref.startswith(today_ref)]
-        return fit_to_provider_count(self, lambda b: pack(layer3, hits, today, b, template, query or ""), budget)
+        return ContextInput(layer3, hits, today, query or "")
+
+    def pack_context(self, given: ContextInput, budget: int | None = None, template: str | None = None) -> ContextResult:
+        """`given` packed into `budget` tokens (held to the provider's count when Gemini is configured)."""
+        budget = self.settings.budget if budget is None else budget
+        template = template or self.settings.template
+        return fit_to_provider_count(self, lambda b: pack(given.layer3, given.hits, given.today, b, template, given.query), budget)
 
     def _layer3(self, name: str) -> Section | None:
         """A Layer 3 file for the context, or None if missing or still the untouched template."""

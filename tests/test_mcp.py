@@ -441,6 +441,42 @@ def test_context_at_the_smallest_cap_fits_and_keeps_ids_whole(widgets, home, tem
         assert not re.search(r"max_tokens=\d+ \w", ctx["note"]), f"notes run together: {ctx['note']}"
 
 
+def test_context_searches_once_however_often_it_packs(widgets, home, monkeypatch):
+    """memory_context packs the bundle again at smaller budgets until the answer fits max_tokens: every
+    packing reuses the hits of its one search."""
+    import memtool.memory
+    from memtool.mcp_fit import tokens
+    from memtool.mcp_tools import MemoryTools
+
+    searches: list[Any] = []
+    budgets: list[int] = []
+    real_pack = memtool.memory.pack
+
+    def pack(*args: Any, **kwargs: Any):
+        budgets.append(args[3])
+        return real_pack(*args, **kwargs)
+
+    monkeypatch.setattr(memtool.memory, "pack", pack)
+    with home_env(home):
+        tools = MemoryTools(widgets["root"])
+        opened = tools.memory
+
+        def memory():  # each call's Memory, its search counted
+            mem = opened()
+            search = mem.search
+            mem.search = lambda *args, **kwargs: searches.append(args) or search(*args, **kwargs)
+            return mem
+
+        monkeypatch.setattr(tools, "memory", memory)
+        ans = tools.context(WIDGET_QUERY["query"], limit=WIDGET_QUERY["limit"], max_tokens=C.MCP_MIN_TOKENS)
+        assert len(budgets) > 1 and budgets == sorted(budgets, reverse=True), f"packed again at smaller budgets: {budgets}"
+        assert len(searches) == 1
+        assert tokens(ans) <= C.MCP_MIN_TOKENS and ans["included"]
+        assert {widgets["number"][i] for i in ans["included"]} == widgets_in(ans["text"])
+        again = tools.context(WIDGET_QUERY["query"], limit=WIDGET_QUERY["limit"], max_tokens=C.MCP_MIN_TOKENS)
+        assert len(searches) == 2 and not set(again["included"]) & set(ans["included"])
+
+
 def test_notes_are_joined_with_semicolons():
     from memtool.mcp_fit import fit, tokens
 
