@@ -4,8 +4,8 @@ An answer is the JSON-able dict a tool returns; `render` is the text the client 
 `fit` makes an answer render within a cap by dropping trailing items and shortening long strings,
 never touching strings that name something (ids, paths: `KEEP_WHOLE`), so an id in an answer can
 always be passed back to a tool. Error messages and resources are capped here too: `brief`
-shortens an argument echoed in a message, `capped_message` caps a whole message, and `log_tail`
-keeps the newest lines of a log.
+shortens an argument echoed in a message, `capped_message` caps a whole message, `log_tail`
+keeps the newest lines of a log and `file_head` the first sections of a hand-edited file.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
+from memtool.chunking import FENCE_RE, HEADING_RE
 from memtool.errors import BadInput
 from memtool.text import count_tokens, truncate_to_tokens
 
@@ -23,6 +24,7 @@ NOTE_RESERVE = 80  # tokens kept free for the truncation note
 MIN_STRING_TOKENS = 8  # a string is not cut shorter than this
 ECHO_CHARS = 40  # an argument echoed in a message is cut to this many characters
 ERROR_RESERVE = 20  # tokens the SDK adds around an error message ("Error executing tool NAME: ")
+HEAD_BOUNDARY_SHARE = 0.5  # a file head ends at a section (else a paragraph) when that keeps this share of what fits
 
 
 def render(answer: dict[str, Any]) -> str:
@@ -89,7 +91,8 @@ def fit(answer: dict[str, Any], cap: int, items_key: str = "") -> list[Any]:
         _, (*parent, key), text = max(cands, key=lambda c: c[0])
         holder = _get(answer, tuple(parent))
         have = count_tokens(text)
-        holder[key] = truncate_to_tokens(text, max(MIN_STRING_TOKENS, have - over - 2))
+        shown = count_tokens(json.dumps(text, ensure_ascii=False))  # rendered, its escapes (\n, \") cost tokens too
+        holder[key] = truncate_to_tokens(text, max(MIN_STRING_TOKENS, (shown - over) * have // shown - 2))
     parts = [f"answer cut to fit max_tokens={cap}"]
     if dropped:
         parts.append(f"{len(dropped)} more {items_key} left out (ask again with a larger max_tokens or a smaller limit)")
@@ -111,6 +114,15 @@ def within(items: list[str], room: int) -> list[str]:
             break
         kept.append(item)
     return kept
+
+
+def lines_within(lines: list[str], room: int) -> int:
+    """How many leading lines fit in `room` tokens as one rendered JSON string (escapes counted)."""
+    for i, line in enumerate(lines):
+        room -= count_tokens(json.dumps(line, ensure_ascii=False))  # its quotes cost as much as the "\n" joining it
+        if room < 0:
+            return i
+    return len(lines)
 
 
 def log_tail(text: str, cap: int, name: str) -> str:
@@ -145,3 +157,53 @@ def _tail_chars(text: str, limit: int) -> str:
         else:
             lo = mid + 1
     return text[lo:]
+
+
+def file_head(text: str, cap: int, name: str) -> str:
+    """A hand-edited Markdown file (MEMORY.md) within `cap` tokens: its first lines, ending before a
+    heading (else at a blank line, else after any line) when that keeps at least HEAD_BOUNDARY_SHARE
+    of what fits, then a note saying what was left out and how to read on (memory_get NAME#L<line>,
+    which reads the file from that line). A first line too long to fit on its own keeps its start."""
+    total = count_tokens(text)
+    if total <= cap:
+        return text
+    lines = text.splitlines()
+    n = len(lines)
+
+    def note(first: int, rest: int, partial: bool = False) -> str:
+        what = (f"the end of line 1{f' and lines 2-{n}' if n > 1 else ''}" if partial else f"lines {first}-{n}") + f" of {n} (about {rest} tokens)"
+        return (f"(… {name} is cut here to fit max_tokens={cap}: {what} left out. memory_get with id '{name}#L{first}' "
+                f"reads on from line {first}; memory_search finds what it says on a topic)")
+
+    room = cap - max(count_tokens(note(n, total)), count_tokens(note(1, total, True))) - 2  # numbers at their largest
+    fits, used = 0, 0
+    while fits < n and used + count_tokens(lines[fits]) + 1 <= room:
+        used += count_tokens(lines[fits]) + 1
+        fits += 1
+    while fits and count_tokens("\n".join(lines[:fits])) > room:
+        fits -= 1
+    if not fits:
+        head = truncate_to_tokens(lines[0], room)
+        return head + "\n\n" + note(1, total - count_tokens(head) + 1, True) + "\n"
+    end = _boundary(lines, fits)
+    first = next((i for i in range(end, n) if lines[i].strip()), end)  # 0-based: the first line left out
+    head = "\n".join(lines[:end]).rstrip()
+    return head + "\n\n" + note(first + 1, total - count_tokens(head)) + "\n"
+
+
+def _boundary(lines: list[str], fits: int) -> int:
+    """Where to end a head of `lines` when the first `fits` fit: before the last heading (outside fenced
+    code), else at the last blank line, among lines 1..fits, if that keeps HEAD_BOUNDARY_SHARE of them."""
+    headings: list[int] = []
+    blanks: list[int] = []
+    in_fence = False
+    for i, line in enumerate(lines[: fits + 1]):
+        if FENCE_RE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and i:
+            if HEADING_RE.match(line):
+                headings.append(i)
+            elif not line.strip():
+                blanks.append(i)
+    least = fits * HEAD_BOUNDARY_SHARE
+    return next((found[-1] for found in (headings, blanks) if found and found[-1] >= least), fits)

@@ -148,7 +148,8 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         "{id, kind: entry, entry: {all stored fields: summary, decisions, action_items, topics, entities, importance, "
         "timestamp, source_session, trusted, promoted_to...}, transcript (path of the kept raw transcript, if any)}. "
         "For a file id (memory/2026-02-07.md#L12, MEMORY.md#L5) returns {id, kind: file, path, line, text: the chunk "
-        "starting at that line}; files must be inside the memory root. " + TRUST_NOTE), read_only=True)
+        "starting at that line, else the file from that line on as far as fits, note: the id that reads on}; files "
+        "must be inside the memory root. " + TRUST_NOTE), read_only=True)
     def memory_get(
         id: Annotated[str, Field(min_length=1, description="An id from memory_search: ctx-20260207-1a2b3c4d or memory/2026-02-07.md#L12.")],
         max_tokens: MaxTokens = max_tokens,
@@ -187,8 +188,9 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
 
         server.resource(uri, name=name, description=description, mime_type="text/markdown")(fn)
 
-    resource("memory://MEMORY.md", "MEMORY.md", "Long-term project knowledge (Layer 3): decisions, patterns, context.", lambda: tools.layer3(C.MEMORY_MD))
-    resource("memory://USER.md", "USER.md", "What is known about the user: preferences, conventions.", lambda: tools.layer3(C.USER_MD))
+    long_file = " A long one keeps its first sections and says where memory_get reads on."
+    resource("memory://MEMORY.md", "MEMORY.md", "Long-term project knowledge (Layer 3): decisions, patterns, context." + long_file, lambda: tools.layer3(C.MEMORY_MD))
+    resource("memory://USER.md", "USER.md", "What is known about the user: preferences, conventions." + long_file, lambda: tools.layer3(C.USER_MD))
     resource("memory://log/today", "Today's log", "Today's daily log (memory/YYYY-MM-DD.md), newest lines last; a long one keeps its newest lines and says so.", tools.today_log)
     return server
 

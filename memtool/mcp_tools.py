@@ -22,7 +22,7 @@ from typing import Any
 from memtool import constants as C
 from memtool.context import UNTRUSTED_NOTE, ContextResult
 from memtool.errors import BadInput, NotFound
-from memtool.mcp_fit import brief, fit, join_notes, log_tail, render, tokens, within
+from memtool.mcp_fit import brief, file_head, fit, join_notes, lines_within, log_tail, render, tokens, within
 from memtool.memory import Memory
 from memtool.search.engine import Hit, Query
 from memtool.store import Layout
@@ -34,6 +34,7 @@ CONTEXT_WRAPPER = 150  # first guess at the tokens of the JSON around the contex
 CONTEXT_PACKS = 8  # packings tried before giving up on fitting the bundle in max_tokens
 MIN_PACK_BUDGET = 50  # the smallest budget `memtool.context.pack` accepts
 DROPPED_SHARE = 0.1  # share of max_tokens the list of what the context dropped may take
+FILE_WRAPPER = 120  # tokens of the JSON around the text of a file read from a line on, with its note
 
 
 def quoted(text: str) -> str:
@@ -196,7 +197,7 @@ class MemoryTools:
         cap = self._cap(max_tokens)
         item_id = item_id.strip()
         m = FILE_REF_RE.match(item_id)
-        answer = self._file_ref(m["path"], m["line"] or "1") if m else self._entry(item_id)
+        answer = self._file_ref(m["path"], m["line"] or "1", cap) if m else self._entry(item_id)
         fit(answer, cap)
         return answer
 
@@ -219,8 +220,9 @@ class MemoryTools:
             answer["transcript"] = self._rel(transcript)
         return answer
 
-    def _file_ref(self, given: str, line_digits: str) -> dict[str, Any]:
-        """The chunk of a Markdown file inside the root that starts at a line (1-based), else the file from that line on."""
+    def _file_ref(self, given: str, line_digits: str, cap: int) -> dict[str, Any]:
+        """The chunk of a Markdown file inside the root that starts at a line (1-based), else the file from
+        that line on: as many whole lines as fit the cap, and where to read on."""
         from memtool.chunking import chunk_markdown
 
         path, data = read_inside(self.root, given)
@@ -231,9 +233,23 @@ class MemoryTools:
             raise BadInput(f"{brief(given)}#L{brief(line_digits)}: line numbers start at 1 (#L1 is the first line)")
         if line > max(len(lines), 1):
             raise BadInput(f"{brief(given)}#L{brief(line_digits)}: past the end of the file, which has {len(lines)} lines")
-        chunk = next((c for c in chunk_markdown(text) if c.line == line), None)
-        body = (f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text) if chunk else "\n".join(lines[line - 1 :])
-        return {"id": f"{self._rel(path)}#L{line}", "kind": "file", "path": self._rel(path), "line": line, "truncated": False, "text": body}
+        chunks = chunk_markdown(text)
+        at = next((i for i, c in enumerate(chunks) if c.line == line), None)
+        rel = self._rel(path)
+        answer: dict[str, Any] = {"id": f"{rel}#L{line}", "kind": "file", "path": rel, "line": line, "truncated": False}
+        if at is not None:
+            chunk = chunks[at]
+            answer["text"] = f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text
+            if at + 1 < len(chunks):
+                answer["note"] = f"memory_get with id '{rel}#L{chunks[at + 1].line}' reads on"
+            return answer
+        rest = lines[line - 1 :]
+        shown = max(lines_within(rest, cap - FILE_WRAPPER), 1)  # a first line too long alone is cut by `fit`
+        answer["text"] = "\n".join(rest[:shown])
+        if shown < len(rest):
+            answer["truncated"] = True
+            answer["note"] = f"lines {line}-{line + shown - 1} of {len(lines)}; memory_get with id '{rel}#L{line + shown}' reads on"
+        return answer
 
     def status(self) -> dict[str, Any]:
         from memtool import __version__
@@ -306,10 +322,12 @@ class MemoryTools:
 
     # -- resources: capped at the server's max_tokens like the tools ------------------------------
     def layer3(self, name: str) -> str:
+        """MEMORY.md or USER.md; a long one keeps its first sections (the file's own order of importance) and
+        says where to read on."""
         path = self.root / name
         if not path.is_file():
             raise NotFound(f"{name} does not exist in {self.root} (run `memory init` to create it)")
-        return read_text(path, name)
+        return file_head(read_text(path, name), self.max_tokens, name)
 
     def today_log(self, now: datetime | None = None) -> str:
         """Today's log; a long one keeps its newest lines (what matters at session time) and says it was cut."""

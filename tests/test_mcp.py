@@ -549,6 +549,93 @@ def test_get_a_line_outside_the_file_is_a_clear_error(client, seeded):
     assert last["line"] == lines and last["text"] == memory_md[-1]
 
 
+# -- Layer 3 resources -----------------------------------------------------------------------------
+GET_ID_RE = r"memory_get with id '(MEMORY\.md#L(\d+))'"
+
+
+def long_memory_md(sections: int) -> str:
+    """A hand-edited MEMORY.md of `sections` sections of ten bullets."""
+    body = "\n\n".join(f"## Area {i}\n\n" + "\n".join(f"- Fact {i}.{j}: the zeppelin service keeps its cache for {j} minutes." for j in range(10))
+                       for i in range(sections))
+    return "# Project memory\n\nWhat every session should know.\n\n" + body + "\n"
+
+
+def test_a_long_memory_md_resource_keeps_its_first_sections_and_says_where_to_read_on(tmp_path_factory, home):
+    import re
+
+    root = tmp_path_factory.mktemp("longmemory")
+    (root / "memory").mkdir()
+    text = long_memory_md(3_000)
+    assert len(text) > 2_000_000
+    (root / "MEMORY.md").write_text(text)
+    lines = text.splitlines()
+    with connect(root, home) as c:
+        shown = c.read("memory://MEMORY.md")
+        assert count_tokens(shown) <= C.MCP_MAX_TOKENS
+        ref, at = re.search(GET_ID_RE, shown).groups()
+        at = int(at)
+        assert lines[at - 1].startswith("## Area "), "cut before a section"
+        head, note = shown.split("\n\n(… ")
+        assert head == "\n".join(lines[: at - 1]).rstrip(), "the file's first lines, whole"
+        assert count_tokens(head) > C.MCP_MAX_TOKENS * 0.8
+        assert f"lines {at}-{len(lines)} of {len(lines)} (about " in note and note.startswith("MEMORY.md is cut here to fit max_tokens=4000")
+
+        page = c.ok("memory_get", {"id": ref})  # reads on from the cut, a page at a time
+        assert page["truncated"] is True and page["text"].startswith(lines[at - 1] + "\n")
+        assert page["note"].startswith(f"lines {at}-")
+        ref, after = re.search(GET_ID_RE, page["note"]).groups()
+        assert page["text"] == "\n".join(lines[at - 1 : int(after) - 1])
+        assert count_tokens(page["text"]) > C.MCP_MAX_TOKENS * 0.6
+        assert c.ok("memory_get", {"id": ref})["text"].startswith(lines[int(after) - 1])
+
+        prose = [" ".join(f"pref{i}x{j}" for j in range(40)) for i in range(2000)]  # paragraphs, no heading
+        (root / "USER.md").write_text("\n\n".join(prose) + "\n")
+        shown = c.read("memory://USER.md")
+        assert count_tokens(shown) <= C.MCP_MAX_TOKENS
+        head, note = shown.split("\n\n(… ")
+        kept = head.split("\n\n")
+        assert kept == prose[: len(kept)], "whole paragraphs"
+        at = 2 * len(kept) + 1  # paragraph k starts on line 2k - 1
+        assert f"memory_get with id 'USER.md#L{at}' reads on from line {at}" in note
+        chunk = c.ok("memory_get", {"id": f"USER.md#L{at}"})  # a search chunk starts there: the chunk, and where to read on
+        assert chunk["text"].startswith(prose[len(kept)])
+        ref = re.search(r"memory_get with id '(USER\.md#L\d+)' reads on", chunk["note"])[1]
+        assert prose[len(kept)] not in c.ok("memory_get", {"id": ref})["text"]
+
+
+def test_file_head_cuts_before_a_section_else_at_a_paragraph_never_inside_code():
+    from memtool.mcp_fit import file_head
+
+    intro = "\n".join(f"- Fact {i}: the zeppelin cache keeps five minutes." for i in range(25))
+    script = "## Deploy script\n\n```sh\n" + "\n".join(f"# step {i}: run the migration" for i in range(400)) + "\n```\n"
+    text = f"# Notes\n\n{intro}\n\n{script}"
+    lines = text.splitlines()
+    shown = file_head(text, C.MCP_MIN_TOKENS, "MEMORY.md")
+    assert count_tokens(shown) <= C.MCP_MIN_TOKENS
+    at = lines.index("## Deploy script") + 1  # not a '# step' line of the code block, which are no headings
+    assert shown.startswith("\n".join(lines[: at - 1]).rstrip() + "\n\n(… MEMORY.md is cut here") and f"'MEMORY.md#L{at}'" in shown
+
+    prose = "\n\n".join(" ".join(f"word{i}x{j}" for j in range(60)) for i in range(20))  # paragraphs, no heading
+    shown = file_head(prose, C.MCP_MIN_TOKENS, "USER.md")
+    head = shown.split("\n\n(… ")[0]
+    assert count_tokens(shown) <= C.MCP_MIN_TOKENS and prose.startswith(head + "\n\n")
+    assert f"'USER.md#L{head.count(chr(10)) + 3}'" in shown, "points at the next paragraph"
+
+    one_line = "word " * 5000
+    shown = file_head(one_line, C.MCP_MIN_TOKENS, "USER.md")
+    assert count_tokens(shown) <= C.MCP_MIN_TOKENS and shown.startswith("word word") and "the end of line 1 of 1" in shown
+    assert file_head("# Short\n\nkept whole\n", C.MCP_MIN_TOKENS, "USER.md") == "# Short\n\nkept whole\n"
+
+
+def test_fit_keeps_most_of_a_text_of_many_lines():
+    """JSON escapes (each newline is '\\n') count when a long string is shortened: it is not cut to nothing."""
+    from memtool.mcp_fit import fit, tokens
+
+    answer = {"id": "MEMORY.md#L1", "truncated": False, "text": "\n".join(f"line {i}" for i in range(20_000))}
+    fit(answer, C.MCP_MIN_TOKENS)
+    assert C.MCP_MIN_TOKENS * 0.6 < tokens(answer) <= C.MCP_MIN_TOKENS and answer["text"].startswith("line 0\nline 1\n")
+
+
 # -- today's log resource --------------------------------------------------------------------------
 def test_a_long_log_resource_keeps_its_newest_lines(tmp_path_factory, home):
     root = tmp_path_factory.mktemp("longlog")
