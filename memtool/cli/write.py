@@ -116,7 +116,7 @@ def compress(
     untrusted: bool = typer.Option(False, "--untrusted", help="The text came from untrusted input (tool output, web pages); it will be quoted as data, never as instructions."),
     no_transcript: bool = typer.Option(False, "--no-transcript", help="Do not keep the raw transcript under memory/transcripts/."),
     supersedes: Optional[List[str]] = typer.Option(None, "--supersedes", help="Id of an entry this session replaces (repeatable): search ranks the new one first and marks the old one."),
-    as_json: bool = typer.Option(False, "--json", help="Print the stored entries as JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print the entries as JSON, each once: its fields, status (stored, or duplicate: already stored, nothing added) and inputs (the transcripts that gave it)."),
 ) -> None:
     """Compress session transcript(s) into structured entries, embed them, and write the files."""
     from memtool.dates import parse_when
@@ -128,6 +128,7 @@ def compress(
     when = parse_when(date) if date else None
 
     failed: list[str] = []
+    names: list[str] = []  # of the sessions compressed, in input order (one result each)
 
     def sessions():
         for f in files:
@@ -142,6 +143,7 @@ def compress(
                 continue
             ts = when or (datetime.fromtimestamp(Path(f).stat().st_mtime).astimezone() if f != "-" else None)
             name_session = session or ("main" if len(files) == 1 else Path(f).stem)
+            names.append(name)
             yield Session(text=text, when=ts, session=name_session, importance=importance, source=source, agent=agent, trusted=not untrusted, name=name,
                           supersedes=list(supersedes or []))
 
@@ -155,11 +157,11 @@ def compress(
         entries = mem.compress_many(sessions(), provider=provider)
     for message in dict.fromkeys(mem.warnings):  # provider fallbacks: stored, but pending or without vectors
         warn(message)
+    repeats = _repeats(entries, mem.duplicates)
     if as_json:
-        print_json([e.to_dict() for e in entries])
+        print_json(_outcomes(entries, repeats, names))
         for dup in mem.duplicates:
             typer.echo(f"note: {dup.message()}", err=True)
-    repeats = _repeats(entries, mem.duplicates)
     for i, e in enumerate([] if as_json else entries):
         flag = "  [pending: compressed locally, run `memory retry`]" if e.pending else ""
         if i in repeats:
@@ -195,6 +197,19 @@ def _repeats(entries: list, duplicates: list) -> set[int]:
             left[entries[i].id] -= 1
             out.add(i)
     return out
+
+
+def _outcomes(entries: list, repeats: set[int], names: list[str]) -> list[dict]:
+    """Each entry once, in input order, with what happened to it: "stored" by this call, or "duplicate"
+    (already stored, nothing added), and the inputs that gave it (a file given twice, or two files
+    holding the same transcript, give one entry)."""
+    out: dict[str, dict] = {}
+    for i, (e, name) in enumerate(zip(entries, names)):
+        item = out.setdefault(e.id, e.to_dict() | {"status": "duplicate", "inputs": []})
+        if i not in repeats:
+            item["status"] = "stored"
+        item["inputs"].append(name)
+    return list(out.values())
 
 
 def forget(

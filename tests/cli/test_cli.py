@@ -72,6 +72,25 @@ def test_compress_search_show_context_stats(ready):
     assert stats["entries"] == 2 and stats["pending_embeddings"] == 0
 
 
+def test_compress_json_lists_each_entry_once_with_what_happened_to_it(ready):
+    first = run("compress", "s1.md", "--json")
+    assert first.exit_code == 0, first.output
+    [stored] = json.loads(first.stdout)
+    assert (stored["status"], stored["inputs"]) == ("stored", ["s1.md"])
+    (ready / "s1-copy.md").write_bytes((ready / "s1.md").read_bytes())
+    # s2.md given twice: stored once, repeated in the same call; s1-copy.md repeats the entry stored above
+    res = run("compress", "s2.md", "s1-copy.md", "s2.md", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert [e["id"] for e in out] == [out[0]["id"], stored["id"]], "each entry once, in input order"
+    assert (out[0]["status"], out[0]["inputs"]) == ("stored", ["s2.md", "s2.md"])
+    assert "dark mode toggle" in out[0]["summary"]
+    assert (out[1]["status"], out[1]["inputs"]) == ("duplicate", ["s1-copy.md"])
+    assert {k: v for k, v in out[1].items() if k not in ("status", "inputs")} == {k: v for k, v in stored.items() if k not in ("status", "inputs")}
+    assert res.stderr.count("already stored as") == 2
+    assert json.loads(run("stats", "--json").stdout)["entries"] == 2
+
+
 def test_compress_folder_with_progress_and_bad_file(ready):
     folder = ready / "backlog"
     folder.mkdir()

@@ -85,8 +85,10 @@ def cli(gemini_server, root, tmp_path):
 
 
 def test_compress_with_provider_gemini_records_the_model(cli, gemini_server):
-    res = cli("compress", cli.transcript("s.md", REDIS), "--provider", "gemini", "--json")
+    path = cli.transcript("s.md", REDIS)
+    res = cli("compress", path, "--provider", "gemini", "--json")
     [entry] = json.loads(res.stdout)
+    assert (entry.pop("status"), entry.pop("inputs")) == ("stored", [path])  # what this compress did, beside the stored entry
     assert entry["model"] == GEMINI_MODEL and entry["pending"] is False
     assert entry["summary"] == "We fixed the Redis cache stampede in the Billing service with @alice."
     assert entry["decisions"] == ["We decided to use a lock with jittered expiry."]
