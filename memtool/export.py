@@ -22,7 +22,7 @@ from typing import Iterable
 
 from memtool import constants as C
 from memtool.errors import BadInput, StorageError, WouldOverwrite
-from memtool.fsutil import atomic_write_bytes, atomic_write_many, locked
+from memtool.fsutil import atomic_write_bytes, atomic_write_many, locked, make_folder
 from memtool.models import Entry, utcnow
 from memtool.store import Layout, sort_entries
 
@@ -116,7 +116,7 @@ def backup(layout: Layout, dest: Path) -> BackupReport:
         raise BadInput(f"{dest} is a folder; name the archive file, e.g. {dest / 'memory-backup.tar.gz'}")
     raw = io.BytesIO()
     total = files = 0
-    with locked(layout.lock_file):
+    with locked(layout.lock_file, folder_must_exist=True):
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
             for name, path in backup_members(layout, skip=[dest]):
                 st = path.stat()  # follows a symlinked MEMORY.md: the backup holds its content
@@ -201,6 +201,7 @@ def read_archive(archive: Path, root: Path) -> list[tuple[str, tarfile.TarInfo, 
 def restore(layout: Layout, archive: Path, force: bool = False) -> RestoreReport:
     members = read_archive(Path(archive), layout.root)
     report = RestoreReport()
+    make_folder(layout.memory_dir)  # restoring into a new root, which may not exist yet: a lock makes no tree
     with locked(layout.lock_file):
         changed: list[tuple[str, bytes, int]] = []
         for name, m, data in members:

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from memtool import constants as C
-from memtool.errors import StorageError
+from memtool.errors import NotAMemoryRoot, StorageError
 
 
-def _storage_error(path: Path, exc: OSError) -> StorageError:
+def _storage_error(path: Path, exc: OSError, target: Path | None = None) -> StorageError:
     reason = {
         errno.ENOSPC: "the disk is full",
         errno.EROFS: "the file system is read-only",
@@ -22,7 +22,8 @@ def _storage_error(path: Path, exc: OSError) -> StorageError:
         errno.EPERM: "permission denied",
         errno.EDQUOT: "the disk quota is exceeded",
     }.get(exc.errno or 0, exc.strerror or str(exc))
-    return StorageError(f"cannot write {path}: {reason}. Nothing already stored was changed.")
+    where = f"{path} (a symbolic link to {target})" if target is not None and target != path else f"{path}"
+    return StorageError(f"cannot write {where}: {reason}. Nothing already stored was changed.")
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -42,41 +43,83 @@ _UMASK = os.umask(0)  # read once, at import (single-threaded): os.umask can onl
 os.umask(_UMASK)
 
 
-def _mode_for(path: Path) -> int:
-    """The mode a rewritten file keeps, or the one a plain open() would give a new file (mkstemp's
-    temp files are 0600, which would hide memory from the rest of a team on a shared machine)."""
+def _target(path: Path) -> Path:
+    """The file an atomic write to `path` replaces: `path`, or when it is a symbolic link (MEMORY.md
+    kept in a dotfiles repository and linked), the end of its links, so that the link stays and its
+    target gets the new bytes atomically (temp file and rename in the target's folder). A link to a
+    file that does not exist creates that file, as open() and editors do, but only in a folder that
+    exists: a missing folder at the far end of a link (a repository not checked out, a disk not
+    mounted) is a StorageError, not made up here. A link loop is a StorageError.
+
+    Hard links are not kept: the rename gives `path` a new inode, and the other names keep the old
+    bytes. Writing in place instead would lose the all-or-nothing write that a crash relies on."""
+    if not os.path.islink(path):
+        return path
     try:
-        return path.stat().st_mode & 0o7777
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        target = Path(os.path.realpath(path))
+    except OSError as exc:  # ELOOP, or a link through a file (ENOTDIR)
+        raise StorageError(f"cannot write {path}: it is a symbolic link that cannot be followed ({exc.strerror}). Nothing was changed.") from None
+    if not target.parent.is_dir():
+        raise StorageError(
+            f"cannot write {path}: it is a symbolic link to {os.readlink(path)}, and the folder {target.parent} does not exist. "
+            "Create that folder (or fix the link) and run again; nothing was changed."
+        )
+    return target
+
+
+def _keep_attributes(fd: int, target: Path) -> None:
+    """Give the temp file the owner and mode of the file it replaces, or for a new file the mode a
+    plain open() would give it (mkstemp's temp files are 0600, which would hide memory from the rest
+    of a team on a shared machine). The owner is kept when the process may set it (root); else the
+    group when the writer belongs to it. EPERM (no right) and EINVAL (an id not mapped in this user
+    namespace) leave the writer's ids, as a plain rewrite would."""
+    try:
+        old = os.stat(target)
     except OSError:
-        return 0o666 & ~_UMASK
+        os.fchmod(fd, 0o666 & ~_UMASK)
+        return
+    new = os.fstat(fd)
+    if (new.st_uid, new.st_gid) != (old.st_uid, old.st_gid):
+        for uid in (old.st_uid, -1):  # the owner needs privilege, the group only membership
+            try:
+                os.fchown(fd, uid, old.st_gid)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EPERM, errno.EINVAL):
+                    raise
+    os.fchmod(fd, old.st_mode & 0o7777)  # after fchown, which clears set-id bits
 
 
 def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
-    """Write to a temp file in the same folder, fsync, then rename over the target. `durable=False`
-    skips both fsyncs (~5 ms, far more on a busy disk): only for derived files that are validated
-    when read and rebuilt when damaged, since after a power cut they may be old, empty or partial."""
+    """Write to a temp file in the same folder, fsync, then rename over the target (through a
+    symbolic link: see _target). `durable=False` skips both fsyncs (~5 ms, far more on a busy disk):
+    only for derived files that are validated when read and rebuilt when damaged, since after a
+    power cut they may be old, empty or partial."""
     path = Path(path)
+    target = _target(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
-        raise _storage_error(path, exc) from None
+        raise _storage_error(path, exc, target) from None
     try:
-        os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "wb") as fh:
+            _keep_attributes(fh.fileno(), target)
             fh.write(data)
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except OSError as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        raise _storage_error(path, exc) from None
+        raise _storage_error(path, exc, target) from None
     if durable:
-        _fsync_dir(path.parent)
+        _fsync_dir(target.parent)
 
 
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
@@ -98,19 +141,21 @@ def atomic_write_many(items: list[tuple[Path, bytes]]) -> list[Path]:
                 continue
         except OSError:
             pass  # missing or unreadable: write it
-        todo.append((path, data))
-    temps: list[tuple[str, Path]] = []
+        todo.append((path, _target(path), data))  # every link checked before anything is written
+    temps: list[tuple[str, Path, Path]] = []  # temp file, the file it replaces, the path asked for
+    doing: tuple[Path, Path | None] = (Path("."), None)  # the file an error is about
     try:
         with ThreadPoolExecutor(max_workers=C.FSYNC_THREADS) as pool:
             for start in range(0, len(todo), C.FSYNC_CHUNK):
                 opened: list[int] = []
                 try:
-                    for path, data in todo[start : start + C.FSYNC_CHUNK]:
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+                    for path, target, data in todo[start : start + C.FSYNC_CHUNK]:
+                        doing = (path, target)
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
                         opened.append(fd)
-                        os.fchmod(fd, _mode_for(path))
-                        temps.append((tmp, path))
+                        temps.append((tmp, target, path))
+                        _keep_attributes(fd, target)
                         view = memoryview(data)
                         while view:
                             view = view[os.write(fd, view):]
@@ -118,18 +163,19 @@ def atomic_write_many(items: list[tuple[Path, bytes]]) -> list[Path]:
                 finally:
                     for fd in opened:
                         os.close(fd)
-        for tmp, path in temps:
-            os.replace(tmp, path)
+        for tmp, target, path in temps:
+            doing = (path, target)
+            os.replace(tmp, target)
     except OSError as exc:
-        for tmp, _ in temps:
+        for tmp, _, _ in temps:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass  # already renamed, or never created
-        raise _storage_error(temps[-1][1] if temps else Path("."), exc) from None
-    for folder in {path.parent for _, path in temps}:
+        raise _storage_error(doing[0], exc, doing[1]) from None
+    for folder in {target.parent for _, target, _ in temps}:
         _fsync_dir(folder)
-    return [path for _, path in temps]
+    return [path for _, _, path in temps]
 
 
 def dumps_json(obj: Any) -> str:
@@ -178,13 +224,41 @@ def append_text(path: Path, text: str) -> None:
         os.close(fd)
 
 
+def make_folder(folder: Path) -> None:
+    """Create `folder` and its parents if missing (for those who lock before anything is there)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _storage_error(folder, exc) from None
+
+
 @contextmanager
-def locked(lock_path: Path, timeout: float = 30.0) -> Iterator[None]:
-    """Cross-process exclusive lock, held briefly around each write."""
+def locked(lock_path: Path, timeout: float = 30.0, *, folder_must_exist: bool = False) -> Iterator[None]:
+    """Cross-process exclusive lock, held briefly around each write.
+
+    A lock never makes a tree of folders. Its own folder, when missing (a derived cache folder
+    deleted by hand), is made only inside a folder that exists, and not at all with
+    `folder_must_exist` (the store's lock: memory/ moved or deleted while a command runs is an
+    error, not an empty memory/ made again). Callers that lock before there is anything (restore
+    into a new root, the hooks' cache) make their folders first. (filelock makes a missing folder
+    itself, so one removed between this check and the lock still comes back: a window of
+    microseconds, not the length of a command.)"""
     from filelock import FileLock, Timeout
 
+    folder = lock_path.parent
+    if not folder.is_dir():
+        gone = folder if folder_must_exist or os.path.lexists(folder) else folder.parent
+        if not gone.is_dir():
+            what = "is not a folder" if os.path.lexists(gone) else "does not exist"
+            raise NotAMemoryRoot(
+                f"cannot lock {lock_path}: {gone} {what} (moved or deleted while memtool was running?). "
+                "Nothing was written and no folder was made again; put it back, or run `memory init` for a new store."
+            )
+        try:
+            folder.mkdir(exist_ok=True)  # one level: not parents=True, which would make a vanished parent again
+        except OSError as exc:
+            raise _storage_error(folder, exc) from None
     try:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(lock_path), timeout=timeout)
         lock.acquire()
     except Timeout:

@@ -337,7 +337,9 @@ class Store:
         self.layout = layout
 
     def lock(self):
-        return locked(self.layout.lock_file)
+        """The store's write lock. memory/ must be there: moved or deleted while a command runs, it
+        is an error (NotAMemoryRoot), never an empty memory/ made again by the lock."""
+        return locked(self.layout.lock_file, folder_must_exist=True)
 
     # -- entries ---------------------------------------------------------------------------------
     def iter_entries(self, errors: list[str] | None = None) -> Iterator[Entry]:

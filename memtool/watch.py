@@ -176,6 +176,9 @@ class Watcher:
                 self.mem, self._config = self.reopen(), config
             report = sync(self.mem)
         except MemtoolError as exc:  # reported; the next change retries
+            if not self.layout.memory_dir.is_dir():
+                self._missing()  # memory/ went away before the sync took the lock (which does not make it again)
+                return None
             if self.on_error is None:
                 raise
             self.on_error(exc)

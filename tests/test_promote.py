@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
 
 import pytest
@@ -210,3 +211,20 @@ def test_promote_updates_an_entry_where_it_is_stored(mem, move):
     assert other.id in days["2026-02-04.json"]
     assert [e["id"] for e in json.loads(mem.layout.index_file.read_text())["entries"]].count(entry.id) == 1
     assert mem.get(entry.id).promoted_to.startswith("MEMORY.md#")
+
+
+def test_promote_into_a_memory_md_linked_from_a_dotfiles_folder(root, tmp_path):
+    """MEMORY.md is a link into a dotfiles repository: the insight lands in the linked file and the
+    link stays a link."""
+    from memtool.cli.main import app
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["init"]).exit_code == 0
+    dot = tmp_path / "dot"
+    dot.mkdir()
+    os.replace(root / C.MEMORY_MD, dot / C.MEMORY_MD)
+    (root / C.MEMORY_MD).symlink_to(os.path.relpath(dot / C.MEMORY_MD, root))
+    res = runner.invoke(app, ["promote", "We use Postgres 15"])
+    assert res.exit_code == 0, res.output
+    assert (root / C.MEMORY_MD).is_symlink() and (root / C.MEMORY_MD).resolve() == (dot / C.MEMORY_MD).resolve()
+    assert "- We use Postgres 15 (" in (dot / C.MEMORY_MD).read_text()

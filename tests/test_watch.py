@@ -245,6 +245,19 @@ def test_memory_gone_during_a_sync_is_a_warning(root, tmp_path, monkeypatch):
         watcher.sync_now()
 
 
+def test_memory_gone_before_a_sync_takes_the_lock_is_a_warning_and_not_made_again(root, tmp_path):
+    """A real sync with memory/ moved away: the lock refuses to make it again (it once made an empty
+    memory/ tree here), and the watcher warns and waits instead of reporting an error."""
+    init(root)
+    warnings: list[str] = []
+    errors: list = []
+    watcher = Watcher(mem_with(root), on_warning=warnings.append, on_error=errors.append)
+    os.rename(root / "memory", tmp_path / "away")
+    assert watcher.sync_now() is None and watcher.gone
+    assert len(warnings) == 1 and "is gone" in warnings[0] and errors == []
+    assert not (root / "memory").exists()
+
+
 def test_malformed_file_then_fixed_and_index_json_deleted(watched):
     w, root = watched, watched.root
     path = day_path(root, 4)

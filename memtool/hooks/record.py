@@ -19,7 +19,7 @@ import json
 import os
 from pathlib import Path
 
-from memtool.fsutil import atomic_write_text, dumps_json, locked
+from memtool.fsutil import atomic_write_text, dumps_json, locked, make_folder
 
 Containers = dict[tuple[str, ...], str]  # container path from the root -> the text between its brackets
 
@@ -70,6 +70,7 @@ def load(config: Path) -> Containers:
 def save(config: Path, containers: Containers) -> None:
     """Record `containers` for `config` (an empty dict forgets it); raises StorageError."""
     lock = _file().with_suffix(".lock")
+    make_folder(lock.parent)  # ~/.cache/memtool/hooks with its parents: a lock makes no tree
     with locked(lock):
         records = _read_all()
         if containers:
