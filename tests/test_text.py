@@ -1,9 +1,12 @@
+import string
 import sys
 import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memtool import text as T
 from memtool.app import open_memory
@@ -27,6 +30,55 @@ def test_count_tokens_tracks_length():
     short, long = count_tokens("hello world"), count_tokens("hello world " * 50)
     assert 2 <= short <= 6
     assert 40 * short <= long <= 60 * short
+
+
+def test_count_tokens_of_ascii_text_is_as_it_was():
+    """ASCII letters in pieces of up to 4, digits of up to 3, any other character but white space one
+    token: the figures measured on LoCoMo and on the repository (README "Token counts") still hold."""
+    assert count_tokens("Don't ship v1.2.3 to prod!") == 13  # Don ' t ship v 1 . 2 . 3 to prod !
+    assert count_tokens("def count_tokens(text: str) -> int:") == 15
+    assert count_tokens("12345 tokens, 2026-02-07") == 11
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=string.printable))
+def test_ascii_text_counts_the_same_beside_another_script(text):
+    """Text with a non-ASCII character takes the other pattern, which counts its ASCII parts alike."""
+    assert count_tokens(text + " мир") == count_tokens(text) + 2  # ми р
+
+
+def test_russian_letters_count_in_pairs_and_other_letters_one_each():
+    assert count_tokens("Привет, мир!") == 7  # Пр ив ет , ми р ! (11 when each letter was a token)
+    assert count_tokens("Ёлка") == 2
+    assert count_tokens("Київ") == 3  # Ки ї в: ї is not a letter of the Russian alphabet
+    assert count_tokens("αβγ δ") == 4 and count_tokens("数据库") == 3 and count_tokens("Zoë") == 2  # as before
+
+
+# Notes as an agent would log them, in Russian (one with the English identifiers of such notes).
+RUSSIAN_NOTES = [
+    "Иван: Вчера вечером мы перенесли основную базу данных на новый сервер в Москве.\n"
+    "Мария: Отлично, миграция прошла без единой ошибки, и резервные копии тоже проверены.\n"
+    "Иван: Осталось обновить конфигурацию балансировщика нагрузки и написать документацию.",
+    "Решили перейти с requests на httpx: асинхронный клиент нужен для очереди задач. Тесты test_sync.py "
+    "проходят, но в CI падает проверка таймаутов (timeout=30). Завтра посмотрю логи nginx и поправлю конфиг.",
+]
+
+
+@pytest.mark.parametrize("text", RUSSIAN_NOTES)
+def test_russian_text_is_counted_near_a_real_tokenizer_and_not_below_it(text):
+    """Against the Llama-2 tokenizer (inside wordllama, offline) Russian text counted each letter as a
+    token: about twice the real count, so a context budget held half of what it could."""
+    from memtool.providers.wordllama import load_wordllama
+
+    real = len(load_wordllama().tokenizer.encode(text, add_special_tokens=False).ids)
+    assert real <= count_tokens(text) <= 1.4 * real
+
+
+def test_truncate_cuts_russian_text_to_the_budget_at_a_word():
+    text = " ".join(RUSSIAN_NOTES)
+    out = truncate_to_tokens(text, 30)
+    assert count_tokens(out) <= 30 and out.endswith("…")
+    assert out[:-1].rstrip().split()[-1] in text.split()
 
 
 def test_truncate_respects_budget_and_word_boundary():

@@ -32,9 +32,10 @@ FALLBACK_SENTENCE_TOKENS = 20  # when no sentence fits, the best whole one up to
 CUE_SHARE = 0.25  # for decisions and action items together
 KEYWORD_SHARE = 0.3  # guaranteed to keywords, the most useful field for finding a session again
 MIN_CUE_TOKENS = 32
-# The floors above say how long a kept sentence may be, set on English. count_tokens counts a
-# non-ASCII letter as a token (the safe side for budgets), so a Russian or Greek sentence costs about
-# 2.5 times the English of it and fitted no floor: a short Russian session was summed up as "Пер…".
+# The floors above say how long a kept sentence may be, set on English. count_tokens counts most
+# non-ASCII letters as a token each and Russian ones in pairs (what real tokenizers spend), so a
+# Greek sentence costs about 3 times the English of it and a Russian one 1.6 times (2.5 times when
+# each letter counted, and it fitted no floor: a short Russian session was summed up as "Пер…").
 # Against the floors a sentence is measured with letters of any script in pieces of up to four, as
 # count_tokens takes ASCII letters (the same count for ASCII text), and a character of a script
 # written without spaces as one token, as count_tokens does (Chinese: about the count of the English).

@@ -179,9 +179,10 @@ LONG_SENTENCES_RU = (
 
 
 def test_a_sentence_of_any_script_is_measured_against_the_floors_like_the_english_of_it():
-    """count_tokens counts a Cyrillic letter as a token, so these sentences (68-85 characters, 10-12
-    words) cost 60-75 tokens and fitted no floor of a short session: the summary was cut to a few
-    letters. Against the floors they count like English sentences of as many words."""
+    """count_tokens counted each Cyrillic letter as a token, so these sentences (64-79 characters,
+    8-12 words) cost 56-72 tokens and fitted no floor of a short session: the summary was cut to a
+    few letters (it counts them in pairs now: 32-38). Against the floors they count like English
+    sentences of as many words."""
     out = LocalCompressor().compress(LONG_SENTENCES_RU)
     body = [line.split(": ", 1)[1] for line in LONG_SENTENCES_RU.splitlines()]
     assert out.summary in body, out.summary
