@@ -51,8 +51,9 @@ FILLER = frozenset(
     "bit kind sort yes yeah nope hey hello bye talk talking chat catch soon later again always never ever".split()
 )
 # Names are words of any script; their case is checked in code (`re` has no class for upper-case
-# letters). A speaker label is a role, or a name not starting lower-case ("Иван:", "张伟:").
-SPEAKER_RE = re.compile(r"^\s*(?:\*\*)?([^\W\d_][\w .'-]{0,30}?)(?:\*\*)?\s*:\s+(?=\S)", re.M)
+# letters). A speaker label is a role, or a name not starting lower-case ("Иван:", "张伟:"), before a
+# colon and white space, or before the fullwidth colon of Chinese and Japanese text ("张伟：你好").
+SPEAKER_RE = re.compile(r"^\s*(?:\*\*)?([^\W\d_][\w .'-]{0,30}?)(?:\*\*)?\s*(?::\s+|\uff1a\s*)(?=\S)", re.M)
 WORD_RUN_RE = re.compile(r"\w+")
 MAX_NAME_WORDS = 3  # "Mary Ann Smith"
 TECH_RE = re.compile(r"\b([A-Za-z]+[A-Z][A-Za-z]*|[A-Za-z][\w]*\.(?:js|py|ts|io|json|yaml|md|toml)|[A-Za-z]+\d+[A-Za-z\d]*|[a-z]+-[a-z]+(?:-[a-z]+)*)\b")

@@ -119,6 +119,14 @@ def test_speakers_of_any_script_are_people_and_leave_the_body():
     assert out.summary == "Перенесли базу данных. 好的，迁移完成了。 Готово. note: not a speaker."
 
 
+def test_a_speaker_label_may_end_in_a_fullwidth_colon():
+    """Chinese and Japanese transcripts write 'Name：text' with the fullwidth colon, no space after it:
+    the speaker is a person and the label leaves the body, as 'Name: text' does."""
+    out = LocalCompressor().compress("张伟：我们把数据库迁移到了新服务器。\n田中：はい、バックアップも確認しました。\n张伟： 好的。\n")
+    assert out.entities.people == ["张伟", "田中"]
+    assert out.summary == "我们把数据库迁移到了新服务器。 はい、バックアップも確認しました。 好的。"
+
+
 def test_a_caseless_script_has_no_capitalised_words():
     out = LocalCompressor().compress("User: мы обсудили, 数据库 迁移 and هذا الخادم الجديد في المكتب.\n" * 3)
     assert out.entities.people == [] and out.entities.systems == []
