@@ -25,6 +25,7 @@ from memtool.errors import BadInput, NotFound
 from memtool.mcp_fit import brief, file_head, fit, join_notes, lines_within, log_tail, render, tokens, within
 from memtool.memory import Memory
 from memtool.search.engine import Hit, Query
+from memtool.search.typos import fix_notes
 from memtool.store import Layout
 from memtool.text import count_tokens
 from memtool.transcripts import JSON_SUFFIXES, convert_transcript
@@ -129,10 +130,12 @@ class MemoryTools:
         q = Query(text=query, limit=limit, since=parse_period(since)[0] if since.strip() else None,
                   until=parse_period(until)[1] if until.strip() else None, topic=topic.strip() or None,
                   trusted_only=trusted_only, exclude=frozenset() if include_seen else frozenset(self.seen))
-        hits = self.memory().search(q)
+        mem = self.memory()
+        hits = mem.search(q)
         answer: dict[str, Any] = {"root": str(self.root), "query": query, "truncated": False, "count": len(hits), "hits": [self._hit(h) for h in hits]}
-        if not hits and self.seen and not include_seen:
-            answer["note"] = "no new results; results already sent in this session are not repeated (include_seen=true repeats them)"
+        repeat = "no new results; results already sent in this session are not repeated (include_seen=true repeats them)"
+        if note := join_notes(*fix_notes(mem.typo_fixes), repeat if not hits and self.seen and not include_seen else ""):
+            answer["note"] = note
         fit(answer, cap, "hits")
         answer["count"] = len(answer["hits"])
         self.seen.update(h["id"] for h in answer["hits"])

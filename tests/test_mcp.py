@@ -180,6 +180,12 @@ def test_search_returns_hits_with_their_fields(client, seeded):
     assert ans["truncated"] is False and ans["count"] == len(ans["hits"])
 
 
+def test_search_says_what_it_searched_for_a_misspelled_word(client, seeded):
+    ans = client.ok("memory_search", {"query": "billing job queue Postgress", "include_seen": True})
+    assert ans["hits"][0]["id"] == seeded["ids"]["billing"]
+    assert "no document has 'postgress': also searched 'postgres'" in ans["note"]
+
+
 def test_search_returns_the_matching_transcript_passage(client, seeded):
     ans = client.ok("memory_search", {"query": "webhook retry schedule", "include_seen": True})
     with_passage = [h for h in ans["hits"] if h.get("passage")]

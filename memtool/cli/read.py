@@ -57,8 +57,10 @@ def search(
     hits = mem.search(q)
     for message in mem.warnings:  # a file read with replacement characters, an embedder that is down
         warn(message)
-    for word, fixes in mem.typo_fixes.items():  # on stderr: --json output stays the hits alone
-        typer.echo(f"no document has '{word}': also searched {', '.join(repr(f) for f in fixes)}", err=True)
+    from memtool.search.typos import fix_notes
+
+    for note in fix_notes(mem.typo_fixes):  # on stderr: --json output stays the hits alone
+        typer.echo(note, err=True)
     if as_json:
         print_json([h.to_dict() for h in hits])
         return

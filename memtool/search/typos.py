@@ -37,6 +37,11 @@ class Terms:
     fixes: dict[str, list[str]] = field(default_factory=dict)  # unknown query word -> indexed words searched instead
 
 
+def fix_notes(fixes: dict[str, list[str]]) -> list[str]:
+    """What a search tells its user about the words it searched instead."""
+    return [f"no document has '{word}': also searched {', '.join(repr(f) for f in found)}" for word, found in fixes.items()]
+
+
 def surface_words(ws: list[str]) -> set[str]:
     """The words of a document worth keeping for typo matching."""
     return {w for w in ws if len(w) >= SURFACE_MIN_LEN and w not in STOPWORDS and w.isalpha()}
