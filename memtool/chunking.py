@@ -8,7 +8,9 @@ where it starts so a hit can point into the file.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
+from typing import Iterator
 
 from memtool.constants import CHUNK_TARGET_TOKENS
 from memtool.text import count_tokens
@@ -90,21 +92,44 @@ def _line_ends(m: re.Match) -> str:
 
 
 def chunk_markdown(text: str, target: int = CHUNK_TARGET_TOKENS) -> list[Chunk]:
-    chunks: list[Chunk] = []
+    return list(_merged(_blocks(uncommented(text)), target))
+
+
+def chunk_at(text: str, line: int, target: int = CHUNK_TARGET_TOKENS) -> tuple[Chunk | None, int | None]:
+    """The chunk of `chunk_markdown(text)` that starts at `line` (None if none does) and the line where the
+    next one starts (None after the last). Counts only the blocks from the last change of heading path
+    before `line` on: a chunk always starts there, so the chunks after it are those of the whole file."""
+    blocks = _blocks(uncommented(text))
+    at = bisect_left([start for start, _, _ in blocks], line)
+    if at == len(blocks) or blocks[at][0] != line:  # a chunk starts with a block
+        return None, None
+    first = at
+    while first and blocks[first - 1][1] == blocks[first][1]:
+        first -= 1
+    chunks = _merged(blocks[first:], target)
+    for chunk in chunks:
+        if chunk.line == line:
+            return chunk, next((c.line for c in chunks), None)
+        if chunk.line > line:
+            break
+    return None, None
+
+
+def _merged(blocks: list[tuple[int, str, str]], target: int) -> Iterator[Chunk]:
+    """Consecutive blocks under one heading path, merged up to `target` tokens."""
     cur: list[str] = []
     cur_line, cur_head, cur_tokens = 0, "", 0
-    for line, head, body in _blocks(uncommented(text)):
+    for line, head, body in blocks:
         tokens = count_tokens(body)
         if cur and (head != cur_head or cur_tokens + tokens > target):
-            chunks.append(Chunk("\n\n".join(cur), cur_line, cur_head))
+            yield Chunk("\n\n".join(cur), cur_line, cur_head)
             cur, cur_tokens = [], 0
         if not cur:
             cur_line, cur_head = line, head
         cur.append(body)
         cur_tokens += tokens
     if cur:
-        chunks.append(Chunk("\n\n".join(cur), cur_line, cur_head))
-    return chunks
+        yield Chunk("\n\n".join(cur), cur_line, cur_head)
 
 
 def chunk_lines(text: str, target: int = CHUNK_TARGET_TOKENS, overlap: int = 1) -> list[Chunk]:

@@ -226,7 +226,7 @@ class MemoryTools:
     def _file_ref(self, given: str, line_digits: str, cap: int) -> dict[str, Any]:
         """The chunk of a Markdown file inside the root that starts at a line (1-based), else the file from
         that line on: as many whole lines as fit the cap, and where to read on."""
-        from memtool.chunking import chunk_markdown
+        from memtool.chunking import chunk_at
 
         path, data = read_inside(self.root, given)
         text = data.decode("utf-8", errors="replace")
@@ -236,15 +236,13 @@ class MemoryTools:
             raise BadInput(f"{brief(given)}#L{brief(line_digits)}: line numbers start at 1 (#L1 is the first line)")
         if line > max(len(lines), 1):
             raise BadInput(f"{brief(given)}#L{brief(line_digits)}: past the end of the file, which has {len(lines)} lines")
-        chunks = chunk_markdown(text)
-        at = next((i for i, c in enumerate(chunks) if c.line == line), None)
+        chunk, next_line = chunk_at(text, line)
         rel = self._rel(path)
         answer: dict[str, Any] = {"id": f"{rel}#L{line}", "kind": "file", "path": rel, "line": line, "truncated": False}
-        if at is not None:
-            chunk = chunks[at]
+        if chunk is not None:
             answer["text"] = f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text
-            if at + 1 < len(chunks):
-                answer["note"] = f"memory_get with id '{rel}#L{chunks[at + 1].line}' reads on"
+            if next_line is not None:
+                answer["note"] = f"memory_get with id '{rel}#L{next_line}' reads on"
             return answer
         rest = lines[line - 1 :]
         shown = max(lines_within(rest, cap - FILE_WRAPPER), 1)  # a first line too long alone is cut by `fit`

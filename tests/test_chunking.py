@@ -1,5 +1,6 @@
 from memtool.app import open_memory
-from memtool.chunking import chunk_lines, chunk_markdown, uncommented
+import memtool.chunking
+from memtool.chunking import chunk_at, chunk_lines, chunk_markdown, uncommented
 from memtool.scaffold import init
 from memtool.text import count_tokens
 
@@ -72,3 +73,44 @@ def test_a_log_lines_provenance_tag_is_not_searched(root):
     assert mem.search("claude", kinds=("log",)) == []  # but is not what the line says
     hit = mem.search("staging password", kinds=("log",))[0]
     assert "Rotated" in hit.text and "<!--" not in hit.text
+
+
+SAME_HEADINGS = """# Log
+
+## Notes
+
+first note <!-- tag:
+spans lines -->
+
+## Notes
+
+second note under a heading of the same path, merged with the first
+
+```
+# a comment in code, no heading
+
+<!-- kept in code -->
+```
+""" + "\n\n".join(f"Paragraph {i} " + "word " * 30 for i in range(8)) + "\n"
+
+
+def test_chunk_at_is_the_chunk_of_the_whole_file_that_starts_at_a_line():
+    for text, target in [(DOC, 1000), (DOC, 10), (SAME_HEADINGS, 70), (SAME_HEADINGS, 1000), ("", 70), ("one line", 70)]:
+        chunks = chunk_markdown(text, target)
+        starts = {c.line: i for i, c in enumerate(chunks)}
+        for line in range(1, len(text.splitlines()) + 2):
+            i = starts.get(line)
+            expected = (None, None) if i is None else (chunks[i], chunks[i + 1].line if i + 1 < len(chunks) else None)
+            assert chunk_at(text, line, target) == expected, (target, line)
+
+
+def test_chunk_at_counts_only_from_the_last_change_of_heading(monkeypatch):
+    sections = [f"## Area {i}\n\n" + "\n".join(f"- Fact {i}.{j}: the cache keeps {j} minutes." for j in range(10)) for i in range(500)]
+    text = "# Memory\n\n" + "\n\n".join(sections) + "\n"
+    counted: list[str] = []
+    real = memtool.chunking.count_tokens
+    monkeypatch.setattr(memtool.chunking, "count_tokens", lambda t: counted.append(t) or real(t))
+    *_, before, last = chunk_markdown(text)
+    counted.clear()
+    assert chunk_at(text, before.line) == (before, last.line)
+    assert counted == [before.text, last.text], "the blocks of the two chunks asked for, not the whole file"
