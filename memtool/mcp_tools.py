@@ -15,11 +15,13 @@ from __future__ import annotations
 import math
 import re
 import threading
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memtool import constants as C
+from memtool.budget import fit_to_provider_count
 from memtool.context import UNTRUSTED_NOTE, ContextResult
 from memtool.errors import BadInput, NotFound
 from memtool.mcp_fit import brief, file_head, fit, join_notes, lines_within, log_tail, render, tokens, within
@@ -36,6 +38,11 @@ CONTEXT_PACKS = 8  # packings tried before giving up on fitting the bundle in ma
 MIN_PACK_BUDGET = 50  # the smallest budget `memtool.context.pack` accepts
 DROPPED_SHARE = 0.1  # share of max_tokens the list of what the context dropped may take
 FILE_WRAPPER = 120  # tokens of the JSON around the text of a file read from a line on, with its note
+WIDEST_COUNT = 999_999_999  # a context answer's `tokens` while it is fitted: the model's count may replace the offline one
+
+
+class _NoFit(Exception):
+    """No packing of the context bundle gives an answer within max_tokens."""
 
 
 def quoted(text: str) -> str:
@@ -158,29 +165,44 @@ class MemoryTools:
                 include_seen: bool = False, max_tokens: int | None = None) -> dict[str, Any]:
         """The bundle packed for the cap: packed again at a smaller budget until the whole answer fits
         (never cut afterwards), so `included` is exactly what the text holds and only that is marked seen.
-        The search runs once: each packing reuses its hits."""
+        The search runs once: each packing reuses its hits. Fitting counts offline; when Gemini is
+        configured, the model then counts only the bundle found and holds it to the budget it was packed
+        at (`fit_to_provider_count`: at most MAX_COUNT_REQUESTS requests a call), any smaller packing that
+        takes fitted to the cap again."""
         cap = self._cap(max_tokens)
         mem = self.memory()
         budget = mem.settings.budget if budget is None else budget
         exclude = frozenset() if include_seen else frozenset(self.seen)
         given = mem.context_input(query or None, limit=limit, exclude=exclude)
-        target = min(budget, cap - CONTEXT_WRAPPER)
-        for _ in range(CONTEXT_PACKS):
-            res = mem.pack_context(given, budget=target, template=template)
-            answer = self._context_answer(res, budget, cap, repeat_note=bool(self.seen) and not include_seen)
-            over = tokens(answer) - cap
-            if over <= 0:
-                self.seen.update(res.included)
-                return answer
-            per_token = max(count_tokens(render({"text": res.text})) / max(res.tokens, 1), 1.0)  # JSON escapes cost tokens
-            target = min(target, res.tokens) - math.ceil(over / per_token) - 1
-            if target < MIN_PACK_BUDGET:
-                break
-        answer = {"root": str(self.root), "truncated": True, "tokens": 0, "budget": budget, "template": template or mem.settings.template,
-                  "included": [], "dropped": [], "text": "",
-                  "note": f"the bundle does not fit max_tokens={cap} with its wrapper; nothing was sent (ask with a larger max_tokens or a smaller limit)"}
-        fit(answer, cap)
-        return answer
+        repeat_note = bool(self.seen) and not include_seen
+        held = 0  # the budget the bundle is held to, once the offline fitting has found it
+
+        def within_cap(target: int) -> ContextResult:
+            """Packed at `target`, or lower, until the answer fits the cap by the offline count. The answer is
+            measured as it will be sent: naming the budget held to, its token count at its widest."""
+            for _ in range(CONTEXT_PACKS):
+                res = mem.pack_offline(given, target, template)
+                sent = self._context_answer(replace(res, budget=held or target), budget, cap, repeat_note)
+                over = tokens(sent | {"tokens": WIDEST_COUNT}) - cap
+                if over <= 0:
+                    return res
+                per_token = max(count_tokens(render({"text": res.text})) / max(res.tokens, 1), 1.0)  # JSON escapes cost tokens
+                target = min(target, res.tokens) - math.ceil(over / per_token) - 1
+                if target < MIN_PACK_BUDGET:
+                    break
+            raise _NoFit
+
+        try:
+            held = within_cap(min(budget, cap - CONTEXT_WRAPPER)).budget
+            res = fit_to_provider_count(mem, within_cap, held)
+        except _NoFit:
+            answer = {"root": str(self.root), "truncated": True, "tokens": 0, "budget": budget, "template": template or mem.settings.template,
+                      "included": [], "dropped": [], "text": "",
+                      "note": f"the bundle does not fit max_tokens={cap} with its wrapper; nothing was sent (ask with a larger max_tokens or a smaller limit)"}
+            fit(answer, cap)
+            return answer
+        self.seen.update(res.included)
+        return self._context_answer(res, budget, cap, repeat_note)
 
     def _context_answer(self, res: ContextResult, budget: int, cap: int, repeat_note: bool) -> dict[str, Any]:
         """The answer for one packing. The list of what was dropped is kept short; ids are never cut."""

@@ -294,8 +294,11 @@ class Memory:
     def pack_context(self, given: ContextInput, budget: int | None = None, template: str | None = None) -> ContextResult:
         """`given` packed into `budget` tokens (held to the provider's count when Gemini is configured)."""
         budget = self.settings.budget if budget is None else budget
-        template = template or self.settings.template
-        return fit_to_provider_count(self, lambda b: pack(given.layer3, given.hits, given.today, b, template, given.query), budget)
+        return fit_to_provider_count(self, lambda b: self.pack_offline(given, b, template), budget)
+
+    def pack_offline(self, given: ContextInput, budget: int, template: str | None = None) -> ContextResult:
+        """`given` packed into `budget` tokens by the offline count (no provider request)."""
+        return pack(given.layer3, given.hits, given.today, budget, template or self.settings.template, given.query)
 
     def _layer3(self, name: str) -> Section | None:
         """A Layer 3 file for the context, or None if missing or still the untouched template."""

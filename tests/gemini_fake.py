@@ -55,6 +55,7 @@ class _Script:
     delays: list[float] = field(default_factory=list)
     texts: list[tuple[str, str]] = field(default_factory=list)  # (raw text, finishReason)
     embed_dim: int | None = None
+    count_factor: float = 1.0
 
 
 def _text(content: dict[str, Any]) -> str:
@@ -135,6 +136,11 @@ class FakeGemini:
         """Answer embeddings with this dimension regardless of outputDimensionality (None: honour it)."""
         with self._lock:
             self._script.embed_dim = dim
+
+    def count_factor(self, factor: float) -> None:
+        """countTokens answers `factor` times the usual count (plus one): the model counts more than memtool's estimate."""
+        with self._lock:
+            self._script.count_factor = factor
 
     def reset(self) -> None:
         """Drop whatever is still scripted (recorded requests are kept)."""
@@ -268,7 +274,10 @@ class FakeGemini:
         return {"embeddings": out}
 
     def _count(self, rec: Recorded) -> dict[str, Any]:
-        return {"totalTokens": sum(fake_token_count(t) for t in rec.texts)}
+        with self._lock:
+            factor = self._script.count_factor
+        total = sum(fake_token_count(t) for t in rec.texts)
+        return {"totalTokens": total if factor == 1.0 else int(total * factor) + 1}
 
 
 @pytest.fixture

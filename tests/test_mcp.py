@@ -22,6 +22,7 @@ from anyio.from_thread import start_blocking_portal
 
 from memtool import constants as C
 from memtool.text import count_tokens
+from tests.gemini_fake import FAKE_KEY, fake_token_count, gemini_server  # noqa: F401  (fixture)
 
 EXPORT = """user: The nightly export job keeps timing out on the reporting database.
 assistant: I profiled it. The slow part is the CSV writer, not the query.
@@ -481,6 +482,46 @@ def test_context_searches_once_however_often_it_packs(widgets, home, monkeypatch
         assert {widgets["number"][i] for i in ans["included"]} == widgets_in(ans["text"])
         again = tools.context(WIDGET_QUERY["query"], limit=WIDGET_QUERY["limit"], max_tokens=C.MCP_MIN_TOKENS)
         assert len(searches) == 2 and not set(again["included"]) & set(ans["included"])
+
+
+@pytest.mark.parametrize(("factor", "cap"), [(1.0, C.MCP_MIN_TOKENS), (2.0, 1000)])
+def test_context_has_gemini_count_only_the_bundle_that_fits(widgets, home, gemini_server, monkeypatch, factor, cap):
+    """With Gemini configured, memory_context fits the answer to max_tokens by the offline count and has
+    the model count only the bundle that fits (each smaller packing it then makes fits again): one count
+    when the model agrees (factor 1: it counts fewer tokens than memtool's estimate), at most
+    MAX_COUNT_REQUESTS when it counts more, however often the bundle is packed. The real google-genai
+    SDK talks to tests/gemini_fake.py."""
+    import re
+
+    import memtool.memory
+    from memtool.budget import MAX_COUNT_REQUESTS
+    from memtool.mcp_fit import tokens
+    from memtool.mcp_tools import MemoryTools
+
+    budgets: list[int] = []
+    real_pack = memtool.memory.pack
+
+    def pack(*args: Any, **kwargs: Any):
+        budgets.append(args[3])
+        return real_pack(*args, **kwargs)
+
+    monkeypatch.setattr(memtool.memory, "pack", pack)
+    gemini_server.count_factor(factor)
+    with home_env(home), pytest.MonkeyPatch.context() as mp:
+        settings = {"COMPRESSOR": "gemini", "GEMINI_BASE_URL": gemini_server.url, "GEMINI_MAX_RETRIES": "0", "GEMINI_TIMEOUT_S": "5"}
+        for name, value in settings.items():
+            mp.setenv(C.ENV_PREFIX + name, value)
+        mp.setenv("GEMINI_API_KEY", FAKE_KEY)
+        ans = MemoryTools(widgets["root"]).context(WIDGET_QUERY["query"], limit=WIDGET_QUERY["limit"], include_seen=True, max_tokens=cap)
+    counted = gemini_server.calls("countTokens")
+    assert len(budgets) > 1, "packed again to fit max_tokens"
+    assert len(counted) == 1 if factor == 1.0 else 2 <= len(counted) <= MAX_COUNT_REQUESTS, f"{len(counted)} count requests"
+    expected = fake_token_count(ans["text"])
+    assert counted[-1].texts == [ans["text"]] and ans["tokens"] == (expected if factor == 1.0 else int(expected * factor) + 1)
+    held = int(re.search(r"^budget lowered to (\d+) tokens to fit", ans["note"])[1])
+    assert ans["tokens"] <= held, "held to the lowered budget by the model's count"
+    assert tokens(ans) <= cap and ans["included"]
+    assert {widgets["number"][i] for i in ans["included"]} == widgets_in(ans["text"])
 
 
 def test_notes_are_joined_with_semicolons():
