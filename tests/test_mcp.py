@@ -74,7 +74,11 @@ class Client:
 
 
 def server_env(home: Path) -> dict[str, str]:
+    """The server's environment: its own HOME, and PYTHONPATH when set, so that tests run against another
+    checkout (PYTHONPATH=/tmp/old pytest ...) serve that checkout, not the installed one."""
     env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), "PATH": os.environ.get("PATH", "")}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return env
 
 
@@ -357,6 +361,24 @@ async def _read_error(c: Client, uri: str) -> str:
 
 
 # -- starting the server ---------------------------------------------------------------------------
+def test_the_server_imports_memtool_from_the_pythonpath_of_the_tests(tmp_path, monkeypatch):
+    """The server is launched as connect() launches it: with PYTHONPATH set, `memtool` comes from there;
+    nothing else of the tests' environment goes with it."""
+    home = tmp_path / "home"  # made by the autouse fixture
+    other = tmp_path / "checkout" / "memtool"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("")
+    show = [sys.executable, "-c", "import os, memtool; print(memtool.__file__, os.environ.get('MEMTOOL_BUDGET'))"]
+    monkeypatch.setenv("MEMTOOL_BUDGET", "123")
+    monkeypatch.setenv("PYTHONPATH", str(other.parent))
+    env = server_env(home)
+    assert set(env) == {"HOME", "XDG_CACHE_HOME", "PATH", "PYTHONPATH"}
+    out = subprocess.run(show, env=env, cwd=home, capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(other / "__init__.py"), "None"]
+    monkeypatch.delenv("PYTHONPATH")
+    assert "PYTHONPATH" not in server_env(home)
+
+
 def test_serve_needs_the_root_named(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(C.ENV_PREFIX)}
     run = subprocess.run([sys.executable, "-m", "memtool", "serve"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
