@@ -470,14 +470,11 @@ def test_context_at_the_smallest_cap_fits_and_keeps_ids_whole(widgets, home, tem
         assert not re.search(r"max_tokens=\d+ \w", ctx["note"]), f"notes run together: {ctx['note']}"
 
 
-def test_context_searches_once_however_often_it_packs(widgets, home, monkeypatch):
-    """memory_context packs the bundle again at smaller budgets until the answer fits max_tokens: every
-    packing reuses the hits of its one search."""
+@pytest.fixture
+def packed_budgets(monkeypatch) -> list[int]:
+    """The budget of every packing of a context bundle (memtool.memory.pack), in call order."""
     import memtool.memory
-    from memtool.mcp_fit import tokens
-    from memtool.mcp_tools import MemoryTools
 
-    searches: list[Any] = []
     budgets: list[int] = []
     real_pack = memtool.memory.pack
 
@@ -486,6 +483,17 @@ def test_context_searches_once_however_often_it_packs(widgets, home, monkeypatch
         return real_pack(*args, **kwargs)
 
     monkeypatch.setattr(memtool.memory, "pack", pack)
+    return budgets
+
+
+def test_context_searches_once_however_often_it_packs(widgets, home, monkeypatch, packed_budgets):
+    """memory_context packs the bundle again at smaller budgets until the answer fits max_tokens: every
+    packing reuses the hits of its one search."""
+    from memtool.mcp_fit import tokens
+    from memtool.mcp_tools import MemoryTools
+
+    searches: list[Any] = []
+    budgets = packed_budgets
     with home_env(home):
         tools = MemoryTools(widgets["root"])
         opened = tools.memory
@@ -507,7 +515,7 @@ def test_context_searches_once_however_often_it_packs(widgets, home, monkeypatch
 
 
 @pytest.mark.parametrize(("factor", "cap"), [(1.0, C.MCP_MIN_TOKENS), (2.0, 1000)])
-def test_context_has_gemini_count_only_the_bundle_that_fits(widgets, home, gemini_server, monkeypatch, factor, cap):
+def test_context_has_gemini_count_only_the_bundle_that_fits(widgets, home, gemini_server, monkeypatch, packed_budgets, factor, cap):
     """With Gemini configured, memory_context fits the answer to max_tokens by the offline count and has
     the model count only the bundle that fits (each smaller packing it then makes fits again): one count
     when the model agrees (factor 1: it counts fewer tokens than memtool's estimate), at most
@@ -515,19 +523,11 @@ def test_context_has_gemini_count_only_the_bundle_that_fits(widgets, home, gemin
     SDK talks to tests/gemini_fake.py."""
     import re
 
-    import memtool.memory
     from memtool.budget import MAX_COUNT_REQUESTS
     from memtool.mcp_fit import tokens
     from memtool.mcp_tools import MemoryTools
 
-    budgets: list[int] = []
-    real_pack = memtool.memory.pack
-
-    def pack(*args: Any, **kwargs: Any):
-        budgets.append(args[3])
-        return real_pack(*args, **kwargs)
-
-    monkeypatch.setattr(memtool.memory, "pack", pack)
+    budgets = packed_budgets
     gemini_server.count_factor(factor)
     with home_env(home), pytest.MonkeyPatch.context() as mp:
         settings = {"COMPRESSOR": "gemini", "GEMINI_BASE_URL": gemini_server.url, "GEMINI_MAX_RETRIES": "0", "GEMINI_TIMEOUT_S": "5"}
