@@ -265,10 +265,10 @@ class Memory:
         terms = query_terms(index, q.text, weights.typo_weight)
         self.typo_fixes = terms.fixes
         try:
-            hits = search(index, self.embedder, q, weights, access, terms)
+            hits = search(index, self.embedder, q, weights, access, terms=terms)
         except ProviderError as exc:  # the query could not be embedded (a remote embedder down): words only
             self.warnings.append(f"search: the embedder failed ({exc}); these hits come from word matches only")
-            hits = search(index, self.embedder, q, replace(weights, dense=0.0, dense_fallback=False), access, terms)
+            hits = search(index, self.embedder, q, replace(weights, dense=0.0, dense_fallback=False), access, terms=terms)
         if access is not None:  # use counts are kept while the boost is on (a write costs ~1 ms on ext4)
             record(self.layout, [h.id for h in hits if h.kind == "entry"])
         return hits

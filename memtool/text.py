@@ -72,7 +72,6 @@ def stem_words(ws: list[str]) -> list[str]:
     return _stemmer().stemWords(ws) if ws else []
 
 
-
 @lru_cache(maxsize=1)
 def sentence_end_re() -> re.Pattern:
     """Sentence ends in text of any script (the rules above _CLOSERS), compiled on first use (~2.5 ms;

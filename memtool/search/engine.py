@@ -18,7 +18,7 @@ from memtool.dates import mentioned_periods
 from memtool.search.cues import asked_cues
 from memtool.search.fusion import top_ranks, weighted_rrf
 from memtool.search.segment import IMPORTANCE_CODE, KIND_CODE, SearchIndex
-from memtool.search.typos import Terms, query_terms
+from memtool.search.typos import Terms
 
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
 SIBLINGS_COUNTED = 3  # documents of one result that add up in `with_sibling_support`
@@ -117,16 +117,14 @@ def with_sibling_support(docs: np.ndarray, scores: np.ndarray, group: np.ndarray
     return docs[order], np.arange(1, docs.size + 1)
 
 
-def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[str, int] | None = None,
-           terms: Terms | None = None) -> list[Hit]:
+def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[str, int] | None = None, *, terms: Terms) -> list[Hit]:
     """`access`: entry id -> times returned before (the access boost; memtool.access). `terms`: the
-    query's terms if the caller took them already (`query_terms`, to report its typo fixes)."""
+    query's BM25 terms (`memtool.search.typos.query_terms`, whose typo fixes the caller reports)."""
     if index.n == 0 or not q.text.strip():
         return []
     allowed = allowed_mask(index, q)
     if not allowed.any():
         return []
-    terms = terms or query_terms(index, q.text, w.typo_weight)
     bm25 = index.bm25_scores(terms.terms, terms.weights)
     periods = mentioned_periods(q.text) if w.date_boost > 0 else []
     if periods:
