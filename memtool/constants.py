@@ -119,6 +119,8 @@ DEDUPE_WINDOW_DAYS = 7  # ... when the stored entry is dated within this many da
 # ("user", "assistant"): a Jaccard of 0.8 over 10 or more words means 8 or more shared ones, while a
 # few words (a one-line note, a script the tokeniser once saw nothing of) match by chance.
 DEDUPE_MIN_WORDS = 10
+DEDUPE_CONTAINMENT = 0.8  # share of a stored transcript's content words that a resumed session of the same name holds
+DEFAULT_SESSION = "main"  # source_session when none is named: never links a resumed session to a stored one
 
 # --- agent hooks (`memory hooks install|uninstall|run`) ---------------------------------------
 HOOK_START_TIMEOUT_S = 30  # the agent's limit for the session-start hook

@@ -6,10 +6,20 @@ The policy, on the transcript as it would be stored (after redaction):
   existing entry is returned and reported as a duplicate.
 * **near** - the Jaccard similarity of the two transcripts' content-word sets
   (`text.content_words`) is at least `DEDUPE_JACCARD` (0.8), both sets hold at least
-  `DEDUPE_MIN_WORDS` (10) words besides speaker labels, and the stored entry is dated within
-  `DEDUPE_WINDOW_DAYS` (7) of the new session: the new entry is stored with `supersedes: [that id]`
-  (the most similar one; the newest on a tie), so search shows it first and marks the older one. A
-  resumed session compressed again is the typical case; a note of a few words is never "near".
+  `DEDUPE_MIN_WORDS` (10) words besides speaker labels, the stored entry is dated within
+  `DEDUPE_WINDOW_DAYS` (7) of the new session, the new transcript states every number the stored
+  one does, and the two do not carry different explicit session names (`--session`). A bot's
+  templated runs share every word; 'build 41' against 'build 42', or two session ids, tell them
+  apart. Then the new entry is stored with `supersedes: [that id]` (the most
+  similar one; the newest on a tie), so search shows it first and marks the older one. A session
+  compressed again after a small change is the typical case; a note of a few words is never "near".
+* **continued** - no near duplicate, but a stored entry dated within the window is the beginning of
+  this session: its kept transcript is a prefix of the new one (a transcript file that grew), or it
+  has the same explicit session name (`--session`, as the agent hooks pass the agent's session id,
+  never the default 'main') and at least `DEDUPE_CONTAINMENT` (0.8) of its content words are in the
+  new transcript. A session resumed for a long while shares too few words for "near", yet the
+  stored entry is only its first part: the new entry supersedes it (the most contained one, then
+  the longest, then the newest), and `memory context` shows only the newer.
 
 Only kept transcripts are compared: entries compressed with `--no-transcript` never match.
 Distinct conversations between the same people stay far below the threshold (README: LoCoMo).
@@ -18,6 +28,7 @@ Distinct conversations between the same people stay far below the threshold (REA
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -33,9 +44,9 @@ class Duplicate:
     """What compress found for one session: `same` (nothing stored) or `near` (stored, superseding)."""
 
     name: str  # the session's file name, for messages
-    kind: str  # "same" | "near"
+    kind: str  # "same" | "near" | "continued"
     entry: Entry  # the stored entry it repeats
-    similarity: float  # Jaccard of content words (1.0 for "same")
+    similarity: float  # Jaccard of content words (1.0 for "same"); for "continued", the share of the stored one's in the new
     new: str = ""  # id of the entry stored for a "near" duplicate
 
     @property
@@ -48,7 +59,18 @@ class Duplicate:
     def message(self) -> str:
         if self.kind == "same":
             return f"{self.name}: the same transcript is already stored as {self.existing}; nothing added"
+        if self.kind == "continued":
+            return f"{self.name}: continues the session stored as {self.existing} ({self.similarity:.0%} of its content words are here); stored {self.new} superseding it"
         return f"{self.name}: nearly the same session as {self.existing} ({self.similarity:.0%} of content words shared); stored {self.new} superseding it"
+
+
+NUMBER_RE = re.compile(r"\d+(?:[.,:/-]\d+)*")
+Words = tuple[frozenset[str], frozenset[str]]  # a transcript's content words, and the numbers it states
+
+
+def numbers(text: str) -> frozenset[str]:
+    """The numbers a transcript states ('41', '3.5', '2026-02-10'): a near duplicate states them all again."""
+    return frozenset(NUMBER_RE.findall(text))
 
 
 def stored_bytes(text: str) -> bytes:
@@ -70,36 +92,52 @@ class Deduper:
     check, and only the day files inside the window for the near check."""
 
     def __init__(self, layout: Layout, threshold: float = C.DEDUPE_JACCARD, window_days: int = C.DEDUPE_WINDOW_DAYS,
-                 min_words: int = C.DEDUPE_MIN_WORDS):
+                 min_words: int = C.DEDUPE_MIN_WORDS, containment: float = C.DEDUPE_CONTAINMENT):
         self.layout = layout
         self.store = Store(layout)
         self.threshold = threshold
+        self.containment = containment
         self.min_words = min_words
         self.window = timedelta(days=window_days)
         self._sizes: dict[int, list[str]] | None = None  # transcript size in bytes -> entry ids
-        self._words: dict[str, frozenset[str] | None] = {}  # entry id -> content words of its transcript
+        self._words: dict[str, Words | None] = {}  # entry id -> the content words and numbers of its transcript
         self._days: dict[str, list[Entry]] = {}  # day -> live entries (day files read so far)
         self._added: dict[str, tuple[Entry, bytes]] = {}  # entries of this call, not yet on disk
         self._added_days: dict[str, list[Entry]] = {}  # the same, by UTC day (the near check reads a window)
 
-    def check(self, name: str, text: str, when: datetime) -> Duplicate | None:
-        """The stored entry this (redacted) transcript repeats, or None when the session is new."""
-        same = self._same(stored_bytes(text))
+    def check(self, name: str, text: str, when: datetime, session: str = "") -> Duplicate | None:
+        """The stored entry this (redacted) transcript repeats or continues, or None when the session
+        is new. `session`: the session's name; an explicit one (not the default) links a resumed session."""
+        data = stored_bytes(text)
+        same = self._same(data)
         if same is not None:
             return Duplicate(name, "same", same, 1.0)
-        words = frozenset(content_words(text))
-        if not comparable(words, self.min_words):
+        mine = self._comparable(text)
+        if mine is None:
             return None
-        best: tuple[float, str, Entry] | None = None
+        words, nums = mine
+        near: tuple[float, str, Entry] | None = None
+        continued: tuple[float, int, str, Entry] | None = None
         lo, hi = self.threshold * len(words), len(words) / self.threshold  # Jaccard <= smaller / larger size
+        named = session if session and session != C.DEFAULT_SESSION else None
         for e in self._near_candidates(when):
-            other = self._words_of(e)
-            if other is None or not lo <= len(other) <= hi:
+            theirs = self._words_of(e)
+            if theirs is None:
                 continue
-            score = jaccard(words, other)
-            if score >= self.threshold and (best is None or (score, e.timestamp) > best[:2]):
-                best = (score, e.timestamp, e)
-        return Duplicate(name, "near", best[2], best[0]) if best else None
+            other, other_nums = theirs
+            if lo <= len(other) <= hi and other_nums <= nums and not (named and e.source_session not in (named, C.DEFAULT_SESSION)):
+                score = jaccard(words, other)
+                if score >= self.threshold and (near is None or (score, e.timestamp) > near[:2]):
+                    near = (score, e.timestamp, e)
+            if near is None and len(other) <= len(words):
+                covered = len(words & other) / len(other)
+                if covered >= self.containment and (e.source_session == named or (covered == 1.0 and self._begins(e, data))):
+                    key = (covered, len(other), e.timestamp)
+                    if continued is None or key > continued[:3]:
+                        continued = (*key, e)
+        if near is not None:
+            return Duplicate(name, "near", near[2], near[0])
+        return Duplicate(name, "continued", continued[3], continued[0]) if continued else None
 
     def add(self, entry: Entry, text: str) -> None:
         """An entry stored by this call: later sessions of the same call are compared with it too."""
@@ -145,6 +183,15 @@ class Deduper:
                 return entry
         return None
 
+    def _begins(self, entry: Entry, data: bytes) -> bool:
+        """Whether the entry's kept transcript is where `data` (a longer transcript) starts."""
+        if entry.id in self._added:
+            return data.startswith(self._added[entry.id][1])
+        try:
+            return data.startswith(self.layout.transcript_file(entry.id).read_bytes())
+        except FileNotFoundError:
+            return False
+
     def _live(self, entry_id: str) -> Entry | None:
         named = id_day(entry_id)
         day = self._read(self.layout.day_file(named)) if named else []
@@ -174,7 +221,7 @@ class Deduper:
             day += timedelta(days=1)
         return [e for e in out if lo <= parse_iso(e.timestamp) <= hi]
 
-    def _words_of(self, entry: Entry) -> frozenset[str] | None:
+    def _words_of(self, entry: Entry) -> Words | None:
         if entry.id not in self._words:
             path = self.layout.transcript_file(entry.id)
             try:
@@ -184,11 +231,11 @@ class Deduper:
             self._words[entry.id] = self._comparable(text) if text is not None else None
         return self._words[entry.id]
 
-    def _comparable(self, text: str) -> frozenset[str] | None:
-        """The content words of a stored transcript, or None when too few to compare (decided once
+    def _comparable(self, text: str) -> Words | None:
+        """The content words and numbers of a transcript, or None when too few to compare (decided once
         per entry: the near check meets each stored entry again for every session of its week)."""
         words = frozenset(content_words(text))
-        return words if comparable(words, self.min_words) else None
+        return (words, numbers(text)) if comparable(words, self.min_words) else None
 
 
-__all__ = ["Deduper", "Duplicate", "comparable", "jaccard", "stored_bytes"]
+__all__ = ["Deduper", "Duplicate", "comparable", "jaccard", "numbers", "stored_bytes"]

@@ -304,15 +304,18 @@ class MemoryTools:
         name = "<text>"
         if path.strip():
             text, name = self._read_transcript(path, mem.settings.max_transcript_bytes), path
-        entry = mem.compress(text, session=session.strip() or "main", importance=None if importance == "auto" else importance,
+        entry = mem.compress(text, session=session.strip() or C.DEFAULT_SESSION, importance=None if importance == "auto" else importance,
                              agent=agent, trusted=not untrusted, name=name)
         answer: dict[str, Any] = {"id": entry.id, "truncated": False, "day": entry.day, "summary": entry.summary,
                                   "decisions": entry.decisions, "action_items": entry.action_items, "topics": entry.topics,
                                   "keywords": entry.keywords, "importance": entry.importance, "trusted": entry.trusted,
                                   "compression_ratio": entry.compression_ratio, "tokens_original": entry.tokens_original,
                                   "tokens_compressed": entry.tokens_compressed, "pending": entry.pending}
+        notes = [dup.message() for dup in mem.duplicates]  # already stored, or superseding a stored entry
         if entry.pending:
-            answer["note"] = "the configured compressor failed; compressed locally for now (`memory retry` completes it)"
+            notes.append("the configured compressor failed; compressed locally for now (`memory retry` completes it)")
+        if notes:
+            answer["note"] = "; ".join(notes)
         fit(answer, cap)
         return answer
 

@@ -25,7 +25,7 @@ from memtool.errors import BadInput, ProviderError, StorageError
 from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.search.engine import Hit, Query, Weights, search
-from memtool.search.index import open_index
+from memtool.search.index import open_index, superseded_by
 from memtool.search.segment import SearchIndex
 from memtool.search.typos import query_terms
 from memtool.store import Layout, Store, read_day
@@ -38,7 +38,7 @@ class Session:
 
     text: str
     when: datetime | None = None
-    session: str = "main"
+    session: str = C.DEFAULT_SESSION
     importance: str | None = None
     source: str = "system_auto"
     agent: str = ""
@@ -149,7 +149,7 @@ class Memory:
             check_session(s)  # before the duplicate check: a repeated session with bad options is refused too
             text = self.redact(self.check_text(s.text, s.name))
             dedupe.require_known(s.supersedes)
-            dup = dedupe.check(s.name, text, s.when or utcnow())
+            dup = dedupe.check(s.name, text, s.when or utcnow(), s.session)
             if dup is not None:
                 self.duplicates.append(dup)
                 if dup.kind == "same":  # nothing new to store
@@ -283,7 +283,7 @@ class Memory:
         today_path = self.layout.daily_log(f"{(now or datetime.now()):%Y-%m-%d}")
         today = Section("Today's log", today_path.read_text(encoding="utf-8", errors="replace")) if today_path.is_file() else None
         if query and query.strip():
-            hits = self.search(Query(text=query, limit=limit, kinds=("entry", "transcript", "log"), exclude=exclude))
+            hits = self.search(Query(text=query, limit=limit, kinds=("entry", "transcript", "log"), exclude=exclude, latest_only=True))
         else:
             hits = self.recent(limit, exclude)
         if today is not None:  # today's log is packed whole; do not repeat its chunks as hits
@@ -311,15 +311,17 @@ class Memory:
         return None if is_untouched_template(name, text) else Section(name, text)
 
     def recent(self, limit: int, exclude: frozenset[str] = frozenset()) -> list[Hit]:
-        """Without a query: the most recent entries, most important first among equals. An unreadable
-        day file is skipped with a warning (the session-start bundle must not fail on one hand edit)."""
+        """Without a query: the most recent entries, most important first among equals, leaving out
+        those a newer live entry supersedes. An unreadable day file is skipped with a warning (the
+        session-start bundle must not fail on one hand edit)."""
         errors: list[str] = []
         entries = sorted(self.store.iter_entries(errors), key=lambda e: (e.timestamp, C.IMPORTANCE_LEVELS.index(e.importance)), reverse=True)
         self.warnings += [f"skipped: {message}; `memory doctor` shows how to mend it" for message in errors]
+        replaced = superseded_by(entries)
         return [
             Hit(id=e.id, kind="entry", score=0.0, source_session=e.source_session, timestamp=e.timestamp, text=e.summary, trusted=e.trusted)
             for e in entries
-            if e.id not in exclude
+            if e.id not in exclude and e.id not in replaced
         ][:limit]
 
     def get(self, entry_id: str) -> Entry | None:

@@ -60,7 +60,7 @@ class Entry:
     tokens_original: int = 0
     tokens_compressed: int = 0
     compression_ratio: str = "1:1"
-    source_session: str = "main"
+    source_session: str = C.DEFAULT_SESSION
     model: str = "local-extractive"
     # provenance (seed 000): who said it, which agent, and whether the text came from untrusted input
     source: str = "system_auto"

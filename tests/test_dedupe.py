@@ -139,9 +139,10 @@ def test_search_shows_the_newer_first_and_marks_the_older(mem):
     only_old = mem.search("kafka retention topics per topic", kinds=("entry",), limit=1)
     assert only_old[0].id == old.id and only_old[0].superseded_by == new.id  # still marked when the newer one is not shown
 
-    ctx = mem.context("kafka retention", template="detailed")
-    assert f"(superseded by {new.id})" in ctx.text
-    assert ctx.text.index(f"entry {new.id}") < ctx.text.index(f"entry {old.id}")
+    ctx = mem.context("kafka retention", template="detailed")  # both match: the bundle spends nothing on the old version
+    assert ctx.included[0] == new.id and old.id not in ctx.included and old.id not in ctx.text
+    alone = mem.context("kafka retention topics per topic", template="detailed", limit=1)  # only the old one is a hit
+    assert alone.included == [old.id] and f"(superseded by {new.id})" in alone.text
 
 
 def test_newer_first_orders_chains_and_survives_cycles():
@@ -224,3 +225,99 @@ def test_a_resumed_chinese_session_supersedes_and_an_unrelated_one_does_not(mem)
     assert other.supersedes == [] and mem.duplicates == []
     new = mem.compress(ZH_SESSION + "Assistant: 好了，告警阈值可以配置。\n", when=WHEN + timedelta(days=1), session="zh")
     assert new.supersedes == [old.id] and C.DEDUPE_JACCARD <= mem.duplicates[0].similarity < 1.0
+
+
+LATER = """User: next, the nightly reconciliation job reports mismatched invoice totals for EU customers.
+Assistant: VAT rounding: we round per line item while Stripe rounds the invoice total.
+User: switch to rounding the total, and backfill the last ninety days.
+Assistant: the backfill script is ready; it writes corrections as credit notes, never edits paid invoices.
+User: ship it behind a feature flag and tell finance before the month closes.
+"""
+
+
+def test_a_long_resumed_session_of_the_same_name_continues_the_stored_one(mem):
+    """A session resumed for a long while shares too few words for "near"; with the agent's session id
+    it supersedes its first part all the same, and the session-start bundle shows only the newer one."""
+    old = mem.compress(SESSION, when=WHEN, session="claude-4f1c")
+    grown = SESSION + LATER
+    assert jaccard(frozenset(content_words(SESSION)), frozenset(content_words(grown))) < C.DEDUPE_JACCARD
+    new = mem.compress(grown, when=WHEN + timedelta(hours=5), session="claude-4f1c")
+    assert new.supersedes == [old.id] and mem.get(new.id).supersedes == [old.id]
+    dup = mem.duplicates[0]
+    assert (dup.kind, dup.existing, dup.new, dup.similarity) == ("continued", old.id, new.id, 1.0)
+    assert dup.message().startswith("<text>: continues the session stored as " + old.id)
+    bundle = mem.context("payment webhook queue alert")
+    assert new.id in bundle.included and old.id not in bundle.included and old.id not in bundle.text
+    recent = mem.context()  # no query: the most recent entries, old versions left out
+    assert recent.included == [new.id]
+    hits = mem.search("payment webhook queue alert", kinds=("entry",))  # search still lists both, the old one marked
+    assert [h.id for h in hits][:2] == [new.id, old.id] and hits[1].superseded_by == new.id
+
+
+def test_a_grown_transcript_continues_the_stored_one_without_a_session_name(mem):
+    old = mem.compress(SESSION, when=WHEN)  # the default session name links nothing by itself
+    new = mem.compress(SESSION + LATER, when=WHEN + timedelta(hours=5))
+    assert new.supersedes == [old.id] and mem.duplicates[0].kind == "continued"
+
+
+def test_containment_alone_links_only_sessions_of_the_same_explicit_name(mem):
+    reordered = "\n".join(reversed(SESSION.splitlines())) + "\n" + LATER  # every word of SESSION, not its beginning
+    assert not reordered.startswith(SESSION)
+    old = mem.compress(SESSION, when=WHEN)
+    unnamed = mem.compress(reordered, when=WHEN + timedelta(hours=1))
+    assert unnamed.supersedes == [] and mem.duplicates == []  # both 'main': the default name links nothing
+    other = mem.compress(OTHER + "User: then the flaky login test: the session cookie expires during slow CI runs.\n" + reordered,
+                         when=WHEN + timedelta(hours=2), session="b")  # holds every word of both, begins with neither
+    assert other.supersedes == [] and mem.duplicates == []
+
+    later = WHEN + timedelta(days=30)  # away from the entries above
+    named = mem.compress(SESSION + "User: also rotate the signing keys.\n", when=later, session="s")
+    again = mem.compress(reordered + "User: and the runbook.\n", when=later + timedelta(hours=1), session="s")
+    dup = mem.duplicates[0]
+    assert again.supersedes == [named.id] and dup.kind == "continued"
+    assert C.DEDUPE_CONTAINMENT <= dup.similarity < 1.0  # 'signing' and 'keys' are not in the resumed text
+
+
+def test_the_third_compress_of_a_session_supersedes_the_second(mem):
+    """Each version holds the ones before it: the longest contained one is superseded, so the versions chain."""
+    first = mem.compress(SESSION, when=WHEN, session="s")
+    second = mem.compress(SESSION + LATER, when=WHEN, session="s")
+    third = mem.compress(SESSION + LATER + "User: and write it up for the changelog.\n", when=WHEN, session="s")
+    assert second.supersedes == [first.id] and third.supersedes == [second.id]
+    assert mem.context("payment webhook VAT rounding invoice").included[:1] == [third.id]
+    assert {first.id, second.id}.isdisjoint(mem.context("payment webhook VAT rounding invoice").included)
+
+
+def test_a_supersedes_cycle_keeps_its_newest_entry_current(mem):
+    from memtool.search.index import superseded_by
+
+    a = mem.compress(SESSION, when=WHEN, session="a")
+    b = mem.compress(OTHER, when=WHEN + timedelta(days=1), session="b")
+    hand_edit_supersedes(mem, a.id, [b.id])
+    hand_edit_supersedes(mem, b.id, [a.id])  # a person made each replace the other
+    entries = list(mem.store.iter_entries())
+    assert superseded_by(entries) == {a.id: b.id}  # b, the newer, stays current
+    assert mem.context().included == [b.id]
+    assert [h.id for h in mem.search("webhook offsite Lisbon", kinds=("entry",))] == [b.id, a.id]
+
+
+BUILD = """User: run the nightly deploy of build {n} to staging and report.
+Assistant: deployed build {n} to staging; smoke tests passed, migrations applied, no alerts fired.
+User: good, post the release notes for build {n} in the channel.
+"""
+
+
+def test_templated_runs_that_differ_only_in_their_numbers_or_session_ids_are_distinct(mem):
+    """A bot's nightly sessions share every content word: the numbers they state and their session ids
+    tell them apart, so none supersedes (and hides from the bundle) another."""
+    first = mem.compress(BUILD.format(n=41), when=WHEN)
+    second = mem.compress(BUILD.format(n=42), when=WHEN + timedelta(days=1))
+    assert frozenset(content_words(BUILD.format(n=41))) == frozenset(content_words(BUILD.format(n=42)))
+    assert second.supersedes == [] and mem.duplicates == []
+    third = mem.compress(BUILD.format(n=43) + "User: thanks.\n", when=WHEN + timedelta(days=2), session="nightly-43")
+    fourth = mem.compress(BUILD.format(n=43) + "User: thanks, bot.\n", when=WHEN + timedelta(days=2, hours=1), session="nightly-43b")
+    assert fourth.supersedes == [] and mem.duplicates == []  # near by their words, but different ids: different sessions
+    bundle = mem.context("nightly deploy staging build", limit=8)
+    assert {first.id, second.id, third.id, fourth.id} <= set(bundle.included)
+    fork = mem.compress(BUILD.format(n=43) + "User: thanks.\nAssistant: done.\n", when=WHEN + timedelta(days=2, hours=2), session="fork-9")
+    assert fork.supersedes == [third.id] and mem.duplicates[0].kind == "continued"  # a prefix continues whatever the name

@@ -255,6 +255,8 @@ def test_compress_text_then_get(client, seeded):
     assert got["entry"]["source_session"] == "tls" and got["entry"]["agent"].startswith("mcp")
     assert got["transcript"] == f"memory/transcripts/{made['id']}.md"
     assert (seeded["root"] / got["transcript"]).is_file()
+    again = client.ok("memory_compress", {"text": "user: rotate the staging TLS certificate.\nassistant: Decided to automate renewal with certbot.", "session": "tls"})
+    assert again["id"] == made["id"] and "already stored as " + made["id"] in again["note"]  # the agent learns nothing was added
 
 
 def test_compress_a_file_inside_the_root(client, seeded):
@@ -400,14 +402,14 @@ def test_search_answer_marks_a_superseded_entry():
 
 
 # -- fitting answers to max_tokens, with many entries ----------------------------------------------
-WIDGETS = 40
+WIDGETS = 60
 ENTRY_ID_RE = r"ctx-\d{8}-[0-9a-f]{8}"
 WIDGET_QUERY = {"query": "widget alpha beta gamma", "limit": 50}
 
 
 @pytest.fixture(scope="module")
 def widgets(tmp_path_factory, home) -> dict[str, Any]:
-    """A memory root with 40 short entries, each naming its own widget (widgetN), so the text of a
+    """A memory root with 60 short entries, each naming its own widget (widgetN), so the text of a
     context bundle shows which entries it holds."""
     from memtool.app import open_memory
     from memtool.scaffold import init

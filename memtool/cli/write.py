@@ -9,6 +9,7 @@ from typing import List, Optional
 
 import typer
 
+from memtool import constants as C
 from memtool.cli.common import console, open_from, print_json, root_of, warn
 from memtool.errors import BadInput
 
@@ -142,7 +143,7 @@ def compress(
                 failed.append(f)
                 continue
             ts = when or (datetime.fromtimestamp(Path(f).stat().st_mtime).astimezone() if f != "-" else None)
-            name_session = session or ("main" if len(files) == 1 else Path(f).stem)
+            name_session = session or (C.DEFAULT_SESSION if len(files) == 1 else Path(f).stem)
             names.append(name)
             yield Session(text=text, when=ts, session=name_session, importance=importance, source=source, agent=agent, trusted=not untrusted, name=name,
                           supersedes=list(supersedes or []))

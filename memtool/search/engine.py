@@ -39,6 +39,7 @@ class Query:
     trusted_only: bool = False
     exclude: frozenset[str] = frozenset()  # result ids not to return (session dedup)
     archive: bool = False  # also search memory/archive/ (a second cache over live + archived files)
+    latest_only: bool = False  # leave out an entry when the newer one superseding it is a hit (the context bundle)
 
 
 @dataclass
@@ -175,11 +176,14 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[s
 
 def _materialise(index: SearchIndex, q: Query, ranked: list[list[tuple[int, float]]]) -> list[Hit]:
     hits: list[Hit] = []
+    ids: set[str] = set()  # of the results taken so far
     for members in ranked:
         doc_id, score = members[0]
         d = index.doc(doc_id)
         result_id = d["entry"] or d["ref"]
         if result_id in q.exclude:
+            continue
+        if q.latest_only and d.get("superseded_by") in ids:  # an older version of a hit already in
             continue
         if q.topic and q.topic.lower() not in (t.lower() for t in d["topics"]):
             continue
@@ -199,6 +203,9 @@ def _materialise(index: SearchIndex, q: Query, ranked: list[list[tuple[int, floa
             hit.text = _entry_summary(index, doc_id, d["entry"])
         hit.passages = [x["text"] for x in index.docs(i for i, _ in members[1:]) if x["kind"] == "transcript"]
         hits.append(hit)
+        ids.add(result_id)
+        if q.latest_only and any(h.superseded_by == result_id for h in hits):  # older versions found first give way
+            hits = [h for h in hits if h.superseded_by != result_id]
         if len(hits) >= q.limit:
             break
     return newer_first(hits)

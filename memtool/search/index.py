@@ -120,10 +120,25 @@ def _sources(layout: Layout, archive: bool) -> list[Layout]:
 
 
 def superseded_by(entries: list[Entry]) -> dict[str, str]:
-    """Old entry id -> the newest entry declaring `supersedes: [old id]`."""
+    """Old entry id -> the newest entry declaring `supersedes: [old id]`. Hand edits can close a
+    cycle (a supersedes b, b supersedes a): its newest entry is then superseded by none, so one
+    version of it is always current."""
+    order = sorted(entries, key=lambda e: (e.timestamp, e.id))
     out: dict[str, str] = {}
-    for e in sorted(entries, key=lambda e: (e.timestamp, e.id)):
+    for e in order:
         out.update((old, e.id) for old in e.supersedes if old != e.id)
+    rank = {e.id: i for i, e in enumerate(order)}
+    done: set[str] = set()
+    for start in list(out):
+        path: list[str] = []
+        x = start
+        while x in out and x not in done and x not in path:
+            path.append(x)
+            x = out[x]
+        if x in path:  # back where the walk has been: a cycle
+            cycle = path[path.index(x):]
+            del out[max(cycle, key=lambda i: rank.get(i, -1))]
+        done.update(path)
     return out
 
 
