@@ -15,6 +15,7 @@ import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable, NamedTuple
 
 import numpy as np
 
@@ -119,7 +120,19 @@ def _sources(layout: Layout, archive: bool) -> list[Layout]:
     return [layout, *archive_layouts(layout)]
 
 
-def superseded_by(entries: list[Entry]) -> dict[str, str]:
+SUPERSEDES_FILE = "supersedes.json"  # inside the base segment: the entries that supersede others (Declared)
+
+
+class Declared(NamedTuple):
+    """An entry that supersedes others, as the base segment records it (supersedes.json)."""
+
+    id: str
+    timestamp: str
+    supersedes: list[str]
+    source: str  # its day file
+
+
+def superseded_by(entries: Iterable[Entry | Declared]) -> dict[str, str]:
     """Old entry id -> the newest entry declaring `supersedes: [old id]`. Hand edits can close a
     cycle (a supersedes b, b supersedes a): its newest entry is then superseded by none, so one
     version of it is always current."""
@@ -169,10 +182,8 @@ class Known:
     sigs: Sigs | None = None  # the files' signatures, taken before any of them was read
 
 
-def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None) -> tuple[list[Doc], list[Entry]]:
-    """Documents of every source file (day files, then Markdown), each source's docs contiguous.
-    With `only`, just the sources named there (paths as str, in that order: day files before Markdown
-    files); day files in `parsed` are not read again."""
+def read_entries(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None) -> tuple[list[Entry], list[str]]:
+    """The entries of every day file (or of the day files in `only`), and the day file of each."""
     entries: list[Entry] = []
     sources: list[str] = []
     for path in layout.day_files() if only is None else [Path(s) for s in only if s.endswith(".json")]:
@@ -185,8 +196,18 @@ def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = Non
             continue
         entries.extend(day)
         sources.extend([str(path)] * len(day))
+    return entries, sources
+
+
+def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None,
+                 newer: dict[str, str] | None = None) -> tuple[list[Doc], list[Entry]]:
+    """Documents of every source file (day files, then Markdown), each source's docs contiguous.
+    With `only`, just the sources named there (paths as str, in that order: day files before Markdown
+    files); day files in `parsed` are not read again. `newer`: old id -> superseding id over every
+    entry (default: worked out from the entries read)."""
+    entries, sources = read_entries(layout, errors, only, parsed)
     docs: list[Doc] = []
-    newer = superseded_by(entries)
+    newer = superseded_by(entries) if newer is None else newer
     for e, source in zip(entries, sources):
         ts = parse_iso(e.timestamp).timestamp()
         common = dict(entry=e.id, ts=ts, session=e.source_session, importance=e.importance, topics=tuple(e.topics), trusted=e.trusted,
@@ -410,6 +431,7 @@ def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | 
     # the transcripts as read, and each entry's day file: an edited transcript re-collects that day
     extra = {"sources.json": json.dumps(ranges, ensure_ascii=False), "transcripts.json": json.dumps(sigs.transcripts),
              "entry-days.json": json.dumps({d.ref: d.source for d in docs if d.kind == "entry"}, ensure_ascii=False),
+             SUPERSEDES_FILE: json.dumps(_declared(docs, entries), ensure_ascii=False),
              DICTIONARY_FILE: dictionary_text()}
     _write_segment(folder, docs, vectors, {"model": embedder.model}, extra)
     return errors
@@ -441,8 +463,17 @@ def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Kn
         return None
     known = known or Known()
     errors: list[str] = []
-    docs, entries = collect_docs(layout, errors, only=changed, parsed=known.days)
-    if len(docs) > max(DELTA_MIN_DOCS, DELTA_FRACTION * base.n) or any(e.supersedes for e in entries):
+    # which entries supersede which, over the base and the changed files: a changed entry may mark one
+    # of an unchanged day (a resumed session), or lose its mark; that day's documents are collected again
+    changed_entries, _ = read_entries(layout, [], only=changed, parsed=known.days)  # problems: reported below
+    try:
+        base_declared = [Declared(*d) for d in json.loads((folder / SUPERSEDES_FILE).read_text(encoding="utf-8"))]
+        newer, also = _supersessions(folder, base_declared, changed_entries, {*changed, *removed})
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    changed = [*changed, *also]
+    docs, entries = collect_docs(layout, errors, only=changed, parsed=known.days, newer=newer)
+    if len(docs) > max(DELTA_MIN_DOCS, DELTA_FRACTION * base.n):
         return None
     # reuse cached vectors; the cache is saved by the next full build (which keeps what it still uses)
     cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
@@ -451,6 +482,25 @@ def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Kn
     meta = {"model": embedder.model, "base_id": base.meta["build_id"], "masked": masked, "edited": sorted(edited)}
     _write_segment(folder / DELTA_DIR, docs, vectors, meta)
     return errors
+
+
+def _declared(docs: list[Doc], entries: list[Entry]) -> list[Declared]:
+    """The entries that supersede others, with their day files (the base segment's supersedes.json)."""
+    source = {d.ref: d.source for d in docs if d.kind == "entry" and d.ref}
+    return [Declared(e.id, e.timestamp, list(e.supersedes), source.get(e.id, "")) for e in entries if e.supersedes]
+
+
+def _supersessions(folder: Path, base_declared: list[Declared], entries: list[Entry], touched: set[str]) -> tuple[dict[str, str], list[str]]:
+    """Old id -> superseding id over base and changed files alike, and the unchanged day files holding
+    an entry whose mark that changes (their documents must be collected again)."""
+    kept = [d for d in base_declared if d.source not in touched]
+    newer = superseded_by([*kept, *(e for e in entries if e.supersedes)])
+    before = superseded_by(base_declared)
+    moved = {i for i in {*before, *newer} if before.get(i) != newer.get(i)}
+    if not moved:
+        return newer, []
+    days = json.loads((folder / "entry-days.json").read_text(encoding="utf-8"))
+    return newer, sorted({days[i] for i in moved if i in days} - touched)
 
 
 def _delta_meta(folder: Path, base: Segment) -> dict:

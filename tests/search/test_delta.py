@@ -109,3 +109,52 @@ def test_postings_reader_scores_like_bm25s(mem, root):
         assert np.allclose(seg.scores(terms), expected, rtol=1e-6, atol=1e-7)
         for t in terms:
             assert seg.doc_freq(t) == int((retriever.get_scores([t]) > 0).sum())
+
+
+def base_id(root):
+    return json.loads((root / "memory/.cache/search/manifest.json").read_text())["build_id"]
+
+
+def marks(m, text):
+    return {h.id: h.superseded_by for h in m.search(Query(text=text, limit=10, kinds=("entry",)))}
+
+
+def test_an_entry_superseding_one_of_another_day_goes_to_a_delta(mem, root, fake_embedder):
+    """A resumed session (memtool.dedupe) supersedes an entry of another day: the delta re-collects that
+    day too, so the old entry is marked, without the full rebuild this once cost."""
+    before = base_id(root)
+    old = next(e for e in mem.store.iter_entries() if "Kafka" in e.summary)
+    new = mem.compress("Bob: the Kafka consumer lag is fixed; we raised the partitions.", when=when(9), session="s9", supersedes=[old.id])
+    got = marks(mem, "Kafka consumer lag")
+    assert base_id(root) == before and (root / "memory/.cache/search" / DELTA_DIR / "manifest.json").is_file()
+    assert got[old.id] == new.id and got[new.id] == ""
+    assert mem.context("Kafka consumer lag").included.count(old.id) == 0
+    assert got == marks(full_rebuild(root, fake_embedder), "Kafka consumer lag")
+
+
+def test_removing_the_superseding_entry_clears_the_mark_through_a_delta(mem, root, fake_embedder):
+    old = next(e for e in mem.store.iter_entries() if "Kafka" in e.summary)
+    new = mem.compress("Bob: the Kafka consumer lag is fixed; we raised the partitions.", when=when(9), session="s9", supersedes=[old.id])
+    mem = full_rebuild(root, fake_embedder)
+    assert marks(mem, "Kafka consumer lag")[old.id] == new.id  # a base that holds the mark
+    before = base_id(root)
+    (root / "memory/index" / f"{new.day}.json").unlink()  # the newer entry leaves (a git checkout)
+    mem.invalidate()
+    got = marks(mem, "Kafka consumer lag")
+    assert base_id(root) == before and new.id not in got and got[old.id] == ""
+    assert got == marks(full_rebuild(root, fake_embedder), "Kafka consumer lag")
+
+
+def test_an_edited_superseded_entry_keeps_its_mark_through_a_delta(mem, root, fake_embedder):
+    old = next(e for e in mem.store.iter_entries() if "Kafka" in e.summary)
+    new = mem.compress("Bob: the Kafka consumer lag is fixed; we raised the partitions.", when=when(9), session="s9", supersedes=[old.id])
+    mem = full_rebuild(root, fake_embedder)
+    assert marks(mem, "Kafka consumer lag")[old.id] == new.id
+    before = base_id(root)
+    day = root / "memory/index" / f"{old.day}.json"
+    data = json.loads(day.read_text())
+    data["entries"][0]["summary"] = "Kafka consumer lag: first attempt, more consumers."  # a hand edit of the old entry
+    day.write_text(json.dumps(data, indent=2))
+    mem.invalidate()
+    got = marks(mem, "Kafka consumer lag")
+    assert base_id(root) == before and got[old.id] == new.id
