@@ -170,3 +170,36 @@ def test_python_dash_m_memtool_runs_hooks_directly(tmp_path):
     assert done.returncode == 0
     assert done.stdout == ""
     assert "session-end hook skipped" in done.stderr
+
+
+RESUMED_TURNS = [
+    {"type": "user", "message": {"role": "user", "content": "Back again: the signup page throws the same crash when the email field is empty."}},
+    {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": (
+        "Found it: validateEmail() dereferences the value before checking it. I added an early return for blank input, "
+        "a regression test in signup.spec.ts, and a Sentry breadcrumb so the next failure shows the form state. "
+        "We agreed to port the same guard to the password reset and invite forms next sprint.")}]}},
+]
+
+
+def test_a_resumed_claude_session_supersedes_its_first_part_end_to_end(tmp_path, root):
+    """The real worker and the real `memory compress`, twice on one Claude Code session that grew
+    (resumed): the second entry supersedes the first, and the session-start bundle shows only it."""
+    from memtool.scaffold import init
+    from memtool.store import Store, Layout
+
+    init(root)
+    payload = claude_payload(tmp_path) | {"cwd": str(root)}
+    first = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(payload))
+    assert first.exit_code == 0, first.output
+    [old] = list(Store(Layout(root)).iter_entries())
+    with open(payload["transcript_path"], "a", encoding="utf-8") as fh:  # the session resumed and went on
+        for turn in RESUMED_TURNS:
+            fh.write(json.dumps(turn | {"sessionId": "5f0c2a9e-1111-4b7a-9c1d-2e3f4a5b6c7d", "timestamp": "2026-02-08T09:00:00.000Z"}) + "\n")
+    second = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(payload))
+    assert second.exit_code == 0, second.output
+    entries = {e.id: e for e in Store(Layout(root)).iter_entries()}
+    [new] = [e for i, e in entries.items() if i != old.id]
+    assert new.supersedes == [old.id] and new.source_session == old.source_session == "5f0c2a9e-1111"
+    bundle = subprocess.run([sys.executable, "-m", "memtool", "context", "login crash submit guard", "--json"], capture_output=True, text=True, cwd=root)
+    assert bundle.returncode == 0, bundle.stderr
+    assert json.loads(bundle.stdout)["included"][:1] == [new.id] and old.id not in bundle.stdout
