@@ -18,7 +18,7 @@ import threading
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from memtool import constants as C
 from memtool.budget import fit_to_provider_count
@@ -141,7 +141,7 @@ class MemoryTools:
         hits = mem.search(q)
         answer: dict[str, Any] = {"root": str(self.root), "query": query, "truncated": False, "count": len(hits), "hits": [self._hit(h) for h in hits]}
         repeat = "no new results; results already sent in this session are not repeated (include_seen=true repeats them)"
-        if note := join_notes(*fix_notes(mem.typo_fixes), repeat if not hits and self.seen and not include_seen else ""):
+        if note := join_notes(*fix_notes(mem.typo_fixes), *mem.warnings, repeat if not hits and self.seen and not include_seen else ""):
             answer["note"] = note
         fit(answer, cap, "hits")
         answer["count"] = len(answer["hits"])
@@ -177,12 +177,15 @@ class MemoryTools:
         repeat_note = bool(self.seen) and not include_seen
         held = 0  # the budget the bundle is held to, once the offline fitting has found it
 
+        def warned() -> list[str]:  # what the call worked around so far, each once
+            return list(dict.fromkeys(mem.warnings))
+
         def within_cap(target: int) -> ContextResult:
             """Packed at `target`, or lower, until the answer fits the cap by the offline count. The answer is
             measured as it will be sent: naming the budget held to, its token count at its widest."""
             for _ in range(CONTEXT_PACKS):
                 res = mem.pack_offline(given, target, template)
-                sent = self._context_answer(replace(res, budget=held or target), budget, cap, repeat_note)
+                sent = self._context_answer(replace(res, budget=held or target), budget, cap, repeat_note, warned())
                 over = tokens(sent | {"tokens": WIDEST_COUNT}) - cap
                 if over <= 0:
                     return res
@@ -202,12 +205,16 @@ class MemoryTools:
             fit(answer, cap)
             return answer
         self.seen.update(res.included)
-        return self._context_answer(res, budget, cap, repeat_note)
+        answer = self._context_answer(res, budget, cap, repeat_note, warned())
+        if tokens(answer) > cap:  # a warning met after the fitting (Gemini's count): the bundle comes first
+            answer = self._context_answer(res, budget, cap, repeat_note)
+        return answer
 
-    def _context_answer(self, res: ContextResult, budget: int, cap: int, repeat_note: bool) -> dict[str, Any]:
-        """The answer for one packing. The list of what was dropped is kept short; ids are never cut."""
+    def _context_answer(self, res: ContextResult, budget: int, cap: int, repeat_note: bool, warnings: Iterable[str] = ()) -> dict[str, Any]:
+        """The answer for one packing, with what the call worked around (`warnings`: a file skipped, the
+        embedder or Gemini's count unreachable). What was dropped is listed briefly; ids are never cut."""
         dropped = within(res.dropped, int(cap * DROPPED_SHARE))
-        notes = [f"budget lowered to {res.budget} tokens to fit max_tokens={cap}" if res.budget < budget else "",
+        notes = [*warnings,f"budget lowered to {res.budget} tokens to fit max_tokens={cap}" if res.budget < budget else "",
                  f"{len(res.dropped) - len(dropped)} more dropped items not listed" if len(dropped) < len(res.dropped) else ""]
         if not res.text.strip():
             notes.append("nothing to show: MEMORY.md and USER.md hold no notes yet and no new entries matched"

@@ -727,3 +727,23 @@ def test_a_long_log_resource_keeps_its_newest_lines(tmp_path_factory, home):
 def test_context_budget_zero_is_refused_not_defaulted(client, seeded):
     message = client.error("memory_context", {"query": "nightly export", "budget": 0})
     assert "budget" in message and "greater than or equal to 50" in message
+
+
+def test_search_and_context_say_what_they_worked_around(tmp_path, home):
+    """A Markdown file that is not UTF-8 is read with replacement characters and named, and a day file
+    that cannot be parsed is skipped and named: the agent reads both in the answers' note."""
+    from memtool.app import open_memory
+    from memtool.scaffold import init
+
+    root = tmp_path / "root"
+    init(root)
+    with home_env(home):
+        open_memory(root).compress("user: the nightly export to S3 fails on large tables.\nassistant: Decided to stream it in chunks.", session="export")
+    (root / "memory/notes.md").write_bytes(b"# Export\n\nthe nightly export \xff\xfe owner is Dana\n")
+    (root / "memory/index/2026-01-05.json").write_text('{"date": "2026-01-05", "entries": [', encoding="utf-8")
+    with connect(root, home) as c:
+        found = c.ok("memory_search", {"query": "nightly export"})
+        assert found["count"] >= 1 and "notes.md: not valid UTF-8" in found["note"] and "2026-01-05.json" in found["note"]
+        recent = c.ok("memory_context", {"include_seen": True})  # no query: the newest entries, read from the day files
+        assert "skipped: " in recent["note"] and "2026-01-05.json" in recent["note"] and "memory doctor" in recent["note"]
+        assert recent["included"]
