@@ -53,7 +53,13 @@ def _named_root(path: Path, named: str) -> Path:
 
 
 def open_memory(root: str | Path | None = None, *, require: bool = True, settings: Settings | None = None, embedder=None, compressor=None, **overrides) -> Memory:
-    """Build a Memory. `embedder` / `compressor` inject providers (tests, plugins); `overrides` set settings fields."""
+    """Build a Memory. `embedder` / `compressor`: a provider to inject (tests, plugins), or the registered
+    name of one (as the settings of the same names take it); `overrides` set settings fields."""
+    for name, given in (("embedder", embedder), ("compressor", compressor)):
+        if isinstance(given, str):
+            overrides[name] = given
+    embedder = None if isinstance(embedder, str) else embedder
+    compressor = None if isinstance(compressor, str) else compressor
     layout = Layout(resolve_root(root))
     if require:
         layout.require()
