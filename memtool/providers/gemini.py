@@ -291,6 +291,7 @@ class GeminiEmbedder:
     """`batchEmbedContents` in batches of EMBED_BATCH; rows are float32 and L2-normalised."""
 
     name = "gemini"
+    semantic_weight = C.NO_SEMANTIC_WEIGHT
 
     def __init__(self, client: GeminiClient, model: str = C.DEFAULT_GEMINI_EMBED_MODEL, dim: int = C.DEFAULT_GEMINI_EMBED_DIM):
         if dim < 1:

@@ -18,6 +18,7 @@ from memtool.dates import mentioned_periods
 from memtool.search.cues import asked_cues
 from memtool.search.fusion import top_ranks, weighted_rrf
 from memtool.search.segment import IMPORTANCE_CODE, KIND_CODE, SearchIndex
+from memtool.search.semantic import rescore
 from memtool.search.typos import Terms
 
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
@@ -74,6 +75,7 @@ class Weights:
     answer_cue_boost: float = 0.0  # BM25 x (1 + boost) for documents stating the time / duration a query asks for
     sibling_weight: float = 0.0  # an entry's best passage + w x its second + w^2 x its third (same entry)
     typo_weight: float = 0.0  # weight of the indexed words searched for a query word no document holds (0: none)
+    semantic: float = 0.0  # word-matched results re-scored: lexical / best + semantic x z(best cosine) (memtool.search.semantic)
 
 
 def _ts_text(ts: float) -> str:
@@ -135,19 +137,28 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[s
     if asked:
         hit = np.flatnonzero(bm25)
         bm25[hit] *= np.where(index.cues[hit] & asked, 1.0 + w.answer_cue_boost, 1.0)
-    lexical = top_ranks(bm25, allowed, CHANNEL_DEPTH, positive_only=True)
+    matched = top_ranks(bm25, allowed, CHANNEL_DEPTH, positive_only=True)[0]  # best first
+    lexical = (matched, np.arange(1, matched.size + 1))
     if w.sibling_weight > 0:
-        lexical = with_sibling_support(lexical[0], bm25, index.group, w.sibling_weight)
+        lexical = with_sibling_support(matched, bm25, index.group, w.sibling_weight)
     channels = [(*lexical, w.bm25)]
     # too few word matches: vectors fill in (a set, not np.unique, which imports numpy.ma: +25 ms cold)
-    few = len(set(index.group[lexical[0]].tolist())) < q.limit
-    dense = None
-    if w.dense > 0 or (w.dense_fallback and few):
+    few = len(set(index.group[matched].tolist())) < q.limit
+    semantic = w.semantic > 0 and w.bm25 > 0 and matched.size > 0
+    dense = qvec = None
+    if w.dense > 0 or (w.dense_fallback and few) or semantic:
         qvec = embedder.embed_query(q.text)
+    if w.dense > 0 or (w.dense_fallback and few):
         dense = top_ranks(index.dense_scores(qvec), allowed, CHANNEL_DEPTH, positive_only=True)
         if w.dense > 0:
             channels.append((*dense, w.dense))
     fused = weighted_rrf(channels, w.rrf_k)
+    if semantic:  # re-score by sizes: word matches alone, or the ranks fused with a dense channel
+        if len(channels) == 1:
+            fused = rescore(index, matched, bm25[matched], qvec, allowed, w.sibling_weight, w.semantic)
+        else:
+            ranked = sorted(fused.items(), key=lambda kv: -kv[1])
+            fused = rescore(index, np.array([d for d, _ in ranked]), np.array([v for _, v in ranked]), qvec, allowed, 0.0, w.semantic)
     if dense is not None and few:  # fallback hits rank after every lexical hit, in vector order
         floor = min(fused.values(), default=1.0)
         for rank, d in enumerate(dense[0].tolist(), 1):

