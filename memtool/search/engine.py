@@ -16,13 +16,12 @@ from memtool import constants as C
 from memtool.access import boost
 from memtool.dates import mentioned_periods
 from memtool.search.cues import asked_cues
-from memtool.search.fusion import top_ranks, weighted_rrf
+from memtool.search.fusion import sibling_sums, top_ranks, weighted_rrf
 from memtool.search.segment import IMPORTANCE_CODE, KIND_CODE, SearchIndex
 from memtool.search.semantic import rescore
 from memtool.search.typos import Terms
 
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
-SIBLINGS_COUNTED = 3  # documents of one result that add up in `with_sibling_support`
 MAX_PASSAGES = 3  # matching transcript passages kept per hit (the context packer may show them)
 RESULT_KIND = {"entry": "entry", "transcript": "entry", "log": "log", "memory": "memory"}
 NO_DECAY_IMPORTANCE = min(IMPORTANCE_CODE[i] for i in C.LIFECYCLE_EXEMPT_IMPORTANCE)  # this and above: no recency decay
@@ -108,14 +107,10 @@ def date_closeness(ts: np.ndarray, periods: list, window_days: float) -> np.ndar
 
 def with_sibling_support(docs: np.ndarray, scores: np.ndarray, group: np.ndarray, weight: float) -> tuple[np.ndarray, np.ndarray]:
     """Re-rank a channel's docs (best first) so that a result's best document also counts its next
-    best ones: s1 + w*s2 + w^2*s3. An entry whose transcript matches in several places rises."""
+    best ones (`sibling_sums`). An entry whose transcript matches in several places rises."""
     s = scores[docs].astype(np.float64)
-    best: dict[int, list[int]] = {}  # group -> [position of its best doc, docs counted so far]
-    for i, g in enumerate(group[docs].tolist()):
-        slot = best.setdefault(g, [i, 0])
-        if 0 < slot[1] < SIBLINGS_COUNTED:
-            s[slot[0]] += weight ** slot[1] * s[i]
-        slot[1] += 1
+    for i, total in sibling_sums(docs, s, group, weight).values():
+        s[i] = total
     order = np.argsort(-s, kind="stable")
     return docs[order], np.arange(1, docs.size + 1)
 

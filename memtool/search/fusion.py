@@ -26,3 +26,21 @@ def weighted_rrf(channels: list[tuple[np.ndarray, np.ndarray, float]], k: int) -
         for d, r in zip(docs.tolist(), ranks.tolist()):
             fused[d] = fused.get(d, 0.0) + weight / (k + r)
     return fused
+
+
+SIBLINGS_COUNTED = 3  # documents of one result whose scores add up in `sibling_sums`
+
+
+def sibling_sums(docs: np.ndarray, scores: np.ndarray, group: np.ndarray, weight: float) -> dict[int, tuple[int, float]]:
+    """result -> (position of its best doc in `docs`, s1 + w*s2 + w^2*s3) for `docs` best first,
+    `scores` theirs: a result whose documents match in several places counts them all."""
+    sums: dict[int, tuple[int, float]] = {}
+    counted: dict[int, int] = {}
+    for i, (g, s) in enumerate(zip(group[docs].tolist(), scores.tolist())):
+        c = counted.get(g, 0)
+        if c == 0:
+            sums[g] = (i, s)
+        elif c < SIBLINGS_COUNTED:
+            sums[g] = (sums[g][0], sums[g][1] + weight**c * s)
+        counted[g] = c + 1
+    return sums

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from memtool.search.fusion import sibling_sums
 from memtool.search.segment import SearchIndex
-
-SIBLINGS_COUNTED = 3  # documents of one result whose lexical scores add up (s1 + w*s2 + w^2*s3)
 
 
 def rescore(index: SearchIndex, docs: np.ndarray, scores: np.ndarray, qvec: np.ndarray, allowed: np.ndarray,
@@ -30,14 +29,7 @@ def rescore(index: SearchIndex, docs: np.ndarray, scores: np.ndarray, qvec: np.n
     if docs.size == 0:
         return {}
     group = index.group
-    lexical: dict[int, float] = {}
-    counted: dict[int, int] = {}
-    for d, s in zip(docs.tolist(), scores.tolist()):
-        g = int(group[d])
-        c = counted.get(g, 0)
-        if c < SIBLINGS_COUNTED:
-            lexical[g] = lexical.get(g, 0.0) + sibling_weight**c * s
-        counted[g] = c + 1
+    lexical = {g: total for g, (_, total) in sibling_sums(docs, scores, group, sibling_weight).items()}
     top = max(lexical.values()) or 1.0
     members = np.flatnonzero(allowed & np.isin(group, np.fromiter(lexical, dtype=group.dtype)))
     cos = index.dense_scores_of(qvec, members).astype(np.float64)
