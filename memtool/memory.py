@@ -25,7 +25,7 @@ from memtool.errors import BadInput, ProviderError, StorageError
 from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.search.engine import Hit, Query, Weights, search
-from memtool.search.index import open_index, superseded_by
+from memtool.search.index import Known, entry_vector_key, open_index, refresh_index, superseded_by
 from memtool.search.segment import SearchIndex
 from memtool.search.typos import query_terms
 from memtool.store import Layout, Store, read_day
@@ -144,6 +144,7 @@ class Memory:
         self.duplicates = []
         dedupe = Deduper(self.layout)
         touched: set[str] = set()  # days whose files this call writes: index.json is patched for them
+        fresh: dict = {}  # entry_vector_key -> the vector this call computed, for the search cache
         self._compressor_factory(provider)  # an unknown provider fails before anything is read or stored
         for s in sessions:
             check_session(s)  # before the duplicate check: a repeated session with bad options is refused too
@@ -166,20 +167,32 @@ class Memory:
             pending_batch.append((entry, text))
             touched.add(entry.day)
             if len(pending_batch) >= batch:
-                done.extend(self._write(pending_batch))
+                done.extend(self._write(pending_batch, fresh))
                 if progress:
                     progress(len(pending_batch))
                 pending_batch = []
         if pending_batch:
-            done.extend(self._write(pending_batch, index_days=touched))
+            done.extend(self._write(pending_batch, fresh, index_days=touched))
             if progress:
                 progress(len(pending_batch))
         elif done:  # the last batch was full: it did not update index.json
             with self.store.lock():
                 self.store.update_index(self.settings.compressor, touched)
+        if done:
+            self._index_written(fresh)
         return results
 
-    def _write(self, items: list[tuple[Entry, str]], index_days: set[str] | None = None) -> list[Entry]:
+    def _index_written(self, fresh: dict) -> None:
+        """Bring the search cache up to date with the entries just stored, so that their transcripts'
+        chunks are embedded now, at the end of a session, and not by the next search at the start of
+        one (seconds per session with a model such as e5). `fresh`: the entry vectors just computed.
+        The cache is derived: one that cannot be written now is built by the next search."""
+        try:
+            refresh_index(self.layout, self.embedder, errors=self.warnings, known=Known(vectors=fresh))
+        except (StorageError, OSError) as exc:
+            self.warnings.append(f"stored, but the search cache was not updated ({exc}); the next search updates it")
+
+    def _write(self, items: list[tuple[Entry, str]], fresh: dict, index_days: set[str] | None = None) -> list[Entry]:
         """Store a batch. index.json (derived from the day files) is updated only by the final batch
         of a call (`index_days`: every day the call touched), so a bulk import stays linear; a crash
         before that leaves it stale, and the next write or `memory reindex` rebuilds it."""
@@ -189,6 +202,8 @@ class Memory:
         except ProviderError as exc:
             self.warnings.append(f"embedding failed: {exc} Saved without vectors; `memory retry` embeds them.")
             vectors = None  # saved without vectors; `memory reembed` / `memory retry` fills them in
+        else:
+            fresh.update((entry_vector_key(e), v) for e, v in zip(entries, vectors))
         with self.store.lock():
             created: list[Path] = []  # files this write adds; removed again if the entries cannot be stored
             try:

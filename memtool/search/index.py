@@ -121,6 +121,7 @@ def _sources(layout: Layout, archive: bool) -> list[Layout]:
 
 
 SUPERSEDES_FILE = "supersedes.json"  # inside the base segment: the entries that supersede others (Declared)
+VECTOR_KEYS_FILE = "vector-keys.json"  # inside a delta segment: the ChunkVectorCache key of each row of its vectors.npy
 
 
 class Declared(NamedTuple):
@@ -270,6 +271,7 @@ class ChunkVectorCache:
 
     def __init__(self, folder: Path, model: str, dim: int):
         self.base = folder / f"vectors-{model}"
+        self.model = model
         self.dim = dim
         self.rows: dict[str, int] = {}
         self.matrix = np.zeros((0, dim), np.float32)
@@ -306,6 +308,23 @@ class ChunkVectorCache:
     def put(self, key: str, vec: np.ndarray) -> None:
         self.added[key] = vec
 
+    def adopt(self, delta: Path) -> None:
+        """Take the vectors a delta segment holds that this cache lacks: a delta does not save the
+        cache, so without this the full build replacing it would embed its documents again (with a
+        model such as e5, seconds per session). Zero rows (the embedder failed then) are left out."""
+        try:
+            if json.loads((delta / "manifest.json").read_text(encoding="utf-8")).get("model") != self.model:
+                return
+            keys = json.loads((delta / VECTOR_KEYS_FILE).read_text(encoding="utf-8"))
+            vecs = np.load(delta / "vectors.npy", mmap_mode="r")
+        except (OSError, ValueError):
+            return  # no delta, or one cut off: its documents are embedded again
+        if vecs.shape != (len(keys), self.dim):
+            return
+        for key, vec in zip(keys, vecs):
+            if key not in self.rows and key not in self.added and vec.any():
+                self.added[key] = np.array(vec)
+
     def save(self, keep: set[str]) -> None:
         keys = sorted(keep & (set(self.rows) | set(self.added)))
         vecs = np.zeros((len(keys), self.dim), np.float32)
@@ -324,6 +343,11 @@ def entry_vector_key(e: Entry) -> str:
     return f"entry:{e.id}:{e.content_hash()}"
 
 
+def vector_keys(docs: list[Doc], by_id: dict[str, Entry]) -> list[str]:
+    """Each document's key in ChunkVectorCache: an entry's id and content hash, a chunk's text hash."""
+    return [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else hashlib.sha1(d.index_text.encode("utf-8", "surrogatepass")).hexdigest() for d in docs]
+
+
 def _vectors(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], cache: ChunkVectorCache, errors: list[str], progress=None,
              save: bool = True, fresh: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """A vector per document: entries from `fresh` (vectors the caller just computed), the cache or
@@ -333,7 +357,7 @@ def _vectors(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], ca
     store = Store(layout)
     dim = embedder.dim
     by_id = {e.id: e for e in entries}
-    keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else hashlib.sha1(d.index_text.encode("utf-8", "surrogatepass")).hexdigest() for d in docs]
+    keys = vector_keys(docs, by_id)
     for key, vec in (fresh or {}).items():
         cache.put(key, vec)
     vectors = np.zeros((len(docs), dim), dtype=np.float32)
@@ -421,6 +445,7 @@ def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | 
     errors: list[str] = []
     docs, entries = collect_docs(layout, errors, parsed=known.days)
     cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
+    cache.adopt(folder / DELTA_DIR)
     vectors = _vectors(layout, embedder, docs, entries, cache, errors, progress, fresh=known.vectors)
     ranges = {src: [sig, 0, 0] for src, sig in sigs.files.items()}
     for i, d in enumerate(docs):  # each source's documents are contiguous: [start, end)
@@ -475,12 +500,14 @@ def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Kn
     docs, entries = collect_docs(layout, errors, only=changed, parsed=known.days, newer=newer)
     if len(docs) > max(DELTA_MIN_DOCS, DELTA_FRACTION * base.n):
         return None
-    # reuse cached vectors; the cache is saved by the next full build (which keeps what it still uses)
+    # reuse cached vectors, and the delta's being replaced; the cache is saved by the next full build
     cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
+    cache.adopt(folder / DELTA_DIR)
     vectors = _vectors(layout, embedder, docs, entries, cache, errors, progress, save=False, fresh=known.vectors)
     masked = sorted((set(changed) & set(ranges)) | set(removed))
     meta = {"model": embedder.model, "base_id": base.meta["build_id"], "masked": masked, "edited": sorted(edited)}
-    _write_segment(folder / DELTA_DIR, docs, vectors, meta)
+    keys = vector_keys(docs, {e.id: e for e in entries})
+    _write_segment(folder / DELTA_DIR, docs, vectors, meta, {VECTOR_KEYS_FILE: json.dumps(keys)})
     return errors
 
 

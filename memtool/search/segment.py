@@ -101,6 +101,14 @@ class Segment:
         tid = vocab.get(term)
         return 0 if tid is None else int(indptr[tid + 1] - indptr[tid])
 
+    def holders(self, term: str) -> np.ndarray:
+        """The documents containing `term` (its postings list)."""
+        tid = self._postings()[0].get(term) if self.n else None
+        if tid is None:
+            return np.zeros(0, dtype=np.int64)
+        _, _, indices, indptr = self._postings()
+        return np.asarray(indices[int(indptr[tid]) : int(indptr[tid + 1])])
+
     def surface_words(self) -> list[str]:
         """The documents' distinct words as written (memtool.search.typos), read on first use."""
         if self._surface is None:
@@ -188,7 +196,7 @@ class SearchIndex:
             summed[term] = summed.get(term, 0.0) + weight
         for term, weight in summed.items():
             df_b, df_d = b.doc_freq(term), d.doc_freq(term)
-            idf = _idf(df_b + df_d, live)
+            idf = _idf(self.doc_freq(term), live)
             if df_b:
                 out[: b.n] += b.scores([term]) * (weight * idf / _idf(df_b, b.n))
             if df_d:
@@ -196,8 +204,12 @@ class SearchIndex:
         return np.where(self.alive, out, 0.0).astype(np.float32)
 
     def doc_freq(self, term: str) -> int:
-        """Documents of base and delta holding `term` (base documents masked out by the delta included)."""
-        return self.base.doc_freq(term) + (self.delta.doc_freq(term) if self.delta else 0)
+        """Live documents holding `term`: the delta's, and the base's not masked out by it (their
+        files changed: the delta holds their new versions). Counting the masked ones too made the
+        IDF negative when most of the base was masked, and such a term then matched nothing."""
+        if self.delta is None:
+            return self.base.doc_freq(term)
+        return int(self.alive[self.base.holders(term)].sum()) + self.delta.doc_freq(term)
 
     def dictionary(self) -> frozenset[str]:
         return self.base.dictionary()

@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 import pytest
 
 from memtool.app import open_memory
+from memtool.memory import Session
+from tests.conftest import FakeEmbedder
 from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.search.segment import DELTA_DIR
@@ -27,9 +29,8 @@ def mem(root, fake_embedder):
     init(root)
     m = open_memory(root, embedder=fake_embedder, **EXACT)
     topics = ["billing Postgres index", "Kafka consumer lag", "dark mode React", "Auth0 login", "Terraform staging", "Grafana alerts"]
-    for i, t in enumerate(topics):
-        m.compress(f"Alice: we worked on the {t} today and wrote down what broke.", when=when(1 + i), session=f"s{i}")
-    m.index()  # base segment
+    m.compress_many([Session(text=f"Alice: we worked on the {t} today and wrote down what broke.", when=when(1 + i), session=f"s{i}") for i, t in enumerate(topics)])
+    assert not (root / "memory/.cache/search" / DELTA_DIR).exists()  # stored at once: one base segment
     return m
 
 
@@ -79,7 +80,6 @@ def test_log_edit_only_reindexes_that_file(mem, root, fake_embedder):
 
 
 def test_large_change_falls_back_to_a_full_build(mem, root):
-    from memtool.memory import Session
     from memtool.search import index as idx
 
     before = json.loads((root / "memory/.cache/search/manifest.json").read_text())["build_id"]
@@ -158,3 +158,66 @@ def test_an_edited_superseded_entry_keeps_its_mark_through_a_delta(mem, root, fa
     mem.invalidate()
     got = marks(mem, "Kafka consumer lag")
     assert base_id(root) == before and got[old.id] == new.id
+
+
+def test_a_delta_masking_most_of_the_base_keeps_word_matches(root, fake_embedder):
+    """Two sessions of one day: the first is the base, the second rewrites their day file, so the delta
+    masks every base document. A word in every live document must still match (its IDF counted masked
+    documents before, came out negative, and the search found nothing)."""
+    init(root)
+    m = open_memory(root, embedder=fake_embedder, dense_fallback=False, **EXACT)  # words only
+    m.compress("Ana: the gym near the office has a new gym floor and the gym coach is kind.", when=when(1), session="about")
+    m.compress("Ana: I finally went to the gym on Tuesday, my first session there.", when=when(1), session="went")
+    assert m.index().delta is not None and not m.index().alive[: m.index().base.n].any()
+    got = ranked(m, "When did Ana go to the gym?")
+    assert {i for i, _, _ in got} == {e.id for e in m.store.iter_entries()}
+    assert got == ranked(full_rebuild(root, fake_embedder), "When did Ana go to the gym?")
+
+
+class Recording(FakeEmbedder):
+    """FakeEmbedder that keeps every document text it embedded."""
+
+    def __init__(self):
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed_documents(self, texts):
+        self.texts.extend(texts)
+        return super().embed_documents(texts)
+
+
+def test_compress_brings_the_search_cache_up_to_date(root):
+    """The transcript's chunks are embedded when the session is stored, not by the next search."""
+    init(root)
+    emb = Recording()
+    m = open_memory(root, embedder=emb, **EXACT)
+    m.compress("Alice: the billing Postgres index is rebuilt nightly by a cron job on db-2.", when=when(1), session="a")
+    m.compress("Bob: the Kafka consumer lag alarm now pages the on-call after ten minutes.", when=when(2), session="b")
+    assert any("Kafka consumer lag alarm" in t for t in emb.texts)  # the chunk, embedded by compress
+    embedded = len(emb.texts)
+    fresh = open_memory(root, embedder=emb, **EXACT)  # a new process, as the next session's search
+    assert ranked(fresh, "Kafka consumer lag")[0][1] in ("entry", "transcript")
+    assert len(emb.texts) == embedded
+
+
+def test_no_document_is_embedded_twice_across_deltas_and_the_full_build(root):
+    """Each delta replaces the last one (it holds every change since the base); it takes the vectors of
+    the one it replaces, and so does the full build that finally folds them into the base."""
+    from memtool.search import index as idx
+
+    init(root)
+    emb = Recording()
+    m = open_memory(root, embedder=emb, **EXACT)
+    topics = ["billing Postgres index", "Kafka consumer lag", "dark mode React", "Auth0 login", "Terraform staging"]
+    for i, t in enumerate(topics):
+        m.compress(f"Alice: we worked on the {t} today and wrote down what broke.", when=when(1 + i), session=f"s{i}")
+    assert (root / "memory/.cache/search" / DELTA_DIR).is_dir()
+    old_min = idx.DELTA_MIN_DOCS
+    idx.DELTA_MIN_DOCS = 2
+    try:  # the next change is too large for a delta: a full build
+        m.compress("Bob: the Grafana alerts for disk usage fire too early.", when=when(9), session="s9")
+    finally:
+        idx.DELTA_MIN_DOCS = old_min
+    assert not (root / "memory/.cache/search" / DELTA_DIR).exists()
+    assert sorted(emb.texts) == sorted(set(emb.texts)), "a text was embedded twice"
+    assert len([t for t in emb.texts if "wrote down what broke" in t]) == 2 * len(topics)  # each entry and its chunk, once
