@@ -27,10 +27,10 @@ from memtool.models import Entry, parse_iso
 from memtool.store import DAY_RE, Layout, ParsedDays, Store, read_day
 from memtool.search.cues import doc_cues
 from memtool.search.typos import DICTIONARY_FILE, SURFACE_FILE, dictionary_text, surface_words
-from memtool.search.segment import DELTA_DIR, IMPORTANCE_CODE, KIND_CODE, SearchIndex, Segment
+from memtool.search.segment import DELTA_DIR, IMPORTANCE_CODE, KIND_CODE, LENGTH_FILE, SearchIndex, Segment
 from memtool.text import WORDS_VERSION, terms, words
 
-CACHE_VERSION = f"10.{WORDS_VERSION}"  # the layout of the cache, and the word rules its BM25 terms were split by
+CACHE_VERSION = f"11.{WORDS_VERSION}"  # the layout of the cache, and the word rules its BM25 terms were split by
 DELTA_MIN_DOCS = 2000  # a delta may always grow this large before a full rebuild …
 DELTA_FRACTION = 0.2  # … or this share of the base, whichever is larger
 # BM25 field weights for entry documents: each field is repeated this many times in the indexed text.
@@ -421,6 +421,7 @@ def _write_segment(folder: Path, docs: list[Doc], vectors: np.ndarray, meta: dic
         cues[i] = doc_cues(ws)
         surface |= surface_words(ws)
     np.save(tmp / "cues.npy", cues)
+    np.save(tmp / LENGTH_FILE, np.array([len(c) for c in corpus], dtype=np.int32))  # as bm25s counts them
     (tmp / SURFACE_FILE).write_text("\n".join(sorted(surface)), encoding="utf-8")
     retriever = bm25s.BM25()
     retriever.index(corpus or [[""]], show_progress=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy as np
 from memtool.search.typos import DICTIONARY_FILE, SURFACE_FILE
 
 DELTA_DIR = "delta"  # inside the cache folder: documents of files changed since the base build
+LENGTH_FILE = "length.npy"  # per document: its number of BM25 terms, as bm25s counted them
 KINDS = ("entry", "transcript", "log", "memory")
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 IMPORTANCE_CODE = {"low": 0, "medium": 1, "high": 2, "critical": 3}
@@ -36,6 +38,7 @@ class Segment:
         self._offsets = np.load(folder / "offsets.npy", mmap_mode="r")
         self.pinned = np.load(folder / "pinned.npy", mmap_mode="r")
         self.cues = np.load(folder / "cues.npy", mmap_mode="r")  # memtool.search.cues bits per document
+        self.length = np.load(folder / LENGTH_FILE, mmap_mode="r")
         self._csc: tuple | None = None
         self._surface: list[str] | None = None
         self._dictionary: frozenset[str] | None = None
@@ -45,7 +48,7 @@ class Segment:
     def _check(self) -> None:
         """Raise ValueError when the folder is visibly damaged (a cut-off file after a crash or a power
         cut: segment files are not fsynced), so that the caller rebuilds it instead of failing later."""
-        arrays = (self.kind, self.ts, self.importance, self.trusted, self.group, self.vectors, self._offsets, self.pinned, self.cues)
+        arrays = (self.kind, self.ts, self.importance, self.trusted, self.group, self.vectors, self._offsets, self.pinned, self.cues, self.length)
         if any(a.shape[0] != self.n for a in arrays):
             raise ValueError(f"{self.folder}: arrays do not match the manifest's {self.n} documents")
         if self.n:
@@ -103,11 +106,23 @@ class Segment:
 
     def holders(self, term: str) -> np.ndarray:
         """The documents containing `term` (its postings list)."""
+        return self.postings(term)[0]
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """The documents containing `term` and their BM25 scores for it."""
         tid = self._postings()[0].get(term) if self.n else None
         if tid is None:
-            return np.zeros(0, dtype=np.int64)
-        _, _, indices, indptr = self._postings()
-        return np.asarray(indices[int(indptr[tid]) : int(indptr[tid + 1])])
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        _, data, indices, indptr = self._postings()
+        start, end = int(indptr[tid]), int(indptr[tid + 1])
+        return np.asarray(indices[start:end]), np.asarray(data[start:end])
+
+    @cached_property
+    def bm25_params(self) -> tuple[float, float, float]:
+        """k1 and b the BM25 scores were computed with (bm25s's saved parameters), and the average
+        document length they were normalised by."""
+        params = json.loads((self.folder / "bm25" / "params.index.json").read_text(encoding="utf-8"))
+        return float(params["k1"]), float(params["b"]), float(np.asarray(self.length, dtype=np.float64).mean())
 
     def surface_words(self) -> list[str]:
         """The documents' distinct words as written (memtool.search.typos), read on first use."""
@@ -140,6 +155,17 @@ class Segment:
 def _idf(df: int, n: int) -> float:
     """BM25's (Lucene) inverse document frequency, as bm25s computes it."""
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def _renormalised(seg: Segment, docs: np.ndarray, scores: np.ndarray, avgdl: float) -> np.ndarray:
+    """A term's BM25 scores in `seg` without their IDF, with document length normalised by `avgdl`
+    instead of the segment's own average. bm25s stored idf x tf / (tf + k1 x (1 - b + b x dl / avgdl));
+    tf, a whole number, is recovered from it exactly."""
+    k1, b, own = seg.bm25_params
+    dl = np.asarray(seg.length, dtype=np.float64)[docs]
+    tfc = scores.astype(np.float64) / _idf(docs.size, seg.n)
+    tf = np.rint(tfc * k1 * (1 - b + b * dl / own) / (1 - tfc))
+    return (tf / (tf + k1 * (1 - b + b * dl / avgdl))).astype(np.float32)
 
 
 class SearchIndex:
@@ -185,23 +211,32 @@ class SearchIndex:
 
     def bm25_scores(self, query_terms: list[str], weights: list[float] | None = None) -> np.ndarray:
         """BM25 of every document for the query terms (each times its weight, default 1; a repeated
-        term counts again)."""
+        term counts again). With a delta, each segment's scores are re-derived with the IDF and the
+        average document length of the live documents of both, as one index built over them would
+        have them."""
         if self.delta is None:
             return self.base.scores(query_terms, weights) if self.n else np.zeros(0, dtype=np.float32)
         b, d = self.base, self.delta
-        live = int(self.alive[: b.n].sum()) + d.n
+        live, avgdl = self._live_stats
         out = np.zeros(self.n, dtype=np.float32)
         summed: dict[str, float] = {}
         for term, weight in zip(query_terms, weights or [1.0] * len(query_terms)):
             summed[term] = summed.get(term, 0.0) + weight
         for term, weight in summed.items():
-            df_b, df_d = b.doc_freq(term), d.doc_freq(term)
             idf = _idf(self.doc_freq(term), live)
-            if df_b:
-                out[: b.n] += b.scores([term]) * (weight * idf / _idf(df_b, b.n))
-            if df_d:
-                out[b.n :] += d.scores([term]) * (weight * idf / _idf(df_d, d.n))
+            for seg, offset in ((b, 0), (d, b.n)):
+                docs, scores = seg.postings(term)
+                if docs.size:
+                    out[offset + docs] += np.float32(weight * idf) * _renormalised(seg, docs, scores, avgdl)
         return np.where(self.alive, out, 0.0).astype(np.float32)
+
+    @cached_property
+    def _live_stats(self) -> tuple[int, float]:
+        """How many documents are live (not masked out), and their average BM25 length."""
+        alive_b = self.alive[: self.base.n]
+        live = int(alive_b.sum()) + self.delta.n
+        terms = int(np.asarray(self.base.length, dtype=np.int64)[alive_b].sum()) + int(np.asarray(self.delta.length, dtype=np.int64).sum())
+        return live, terms / max(live, 1)
 
     def doc_freq(self, term: str) -> int:
         """Live documents holding `term`: the delta's, and the base's not masked out by it (their

@@ -14,10 +14,8 @@ from memtool.search.engine import Query
 from memtool.search.segment import DELTA_DIR
 
 
-# A delta's BM25 has the combined IDF, but length normalisation uses each segment's own average
-# document length, so scores differ from a full rebuild's by a few percent. Summing an entry's
-# passages (sibling_weight) can then swap near-ties; the delta is compared with it off.
-EXACT = {"sibling_weight": 0.0}
+# Settings every store here is opened with (none: a delta's scores equal a full rebuild's).
+EXACT: dict = {}
 
 
 def when(day):
@@ -109,6 +107,38 @@ def test_postings_reader_scores_like_bm25s(mem, root):
         assert np.allclose(seg.scores(terms), expected, rtol=1e-6, atol=1e-7)
         for t in terms:
             assert seg.doc_freq(t) == int((retriever.get_scores([t]) > 0).sum())
+
+
+def test_delta_scores_equal_a_full_rebuilds(mem, root, fake_embedder):
+    """BM25 over base + delta is what one index over the live documents gives: the same IDF and the
+    same average document length (each segment's own once skewed scores by a few percent)."""
+    import numpy as np
+
+    from memtool.text import tokenize
+
+    mem.compress("Bob: the Kafka consumer lag came back after the Terraform change, lag lag lag.", when=when(9), session="s9")
+    day = root / "memory/index/2026-02-03.json"  # an edit masks that day's base documents
+    data = json.loads(day.read_text())
+    data["entries"][0]["summary"] = "Dark mode React toggle: the consumer of the theme context re-renders twice."
+    day.write_text(json.dumps(data, indent=2))
+    mem.invalidate()
+    queries = ["Kafka consumer lag", "dark mode React consumer", "Terraform lag lag", "billing Postgres index"]
+
+    def scored(ix):  # (ref, text) of each matching document -> its score, per query
+        out = []
+        for query in queries:
+            a = ix.bm25_scores(tokenize(query))
+            out.append({(d["ref"], d["text"]): a[i] for i, d in zip(np.flatnonzero(a), ix.docs(np.flatnonzero(a)))})
+        return out
+
+    split = mem.index()
+    assert split.delta is not None and not split.alive.all()
+    got = scored(split)
+    whole = full_rebuild(root, fake_embedder).index()
+    assert whole.delta is None
+    for g, w in zip(got, scored(whole)):
+        assert g.keys() == w.keys() and w
+        assert np.allclose([g[k] for k in w], list(w.values()), rtol=1e-5)
 
 
 def base_id(root):
