@@ -4,9 +4,13 @@
 
 For each size a synthetic store is built through the product itself (`compress_many`, local
 compressor, wordllama embedder, transcripts kept as by default). Then, on the same queries:
-- build_s: first search after the import (derived cache built from the files);
+- import_s: `compress_many` of all the sessions, which ends by building the search cache;
+- build_s: that cache built again from the files alone (its folder and the cached chunk vectors
+  removed first), as `memory reindex --full` or a first search on a cloned store does;
 - search_p50/p95_ms: in-process `Memory.search`, query embedding excluded (timed separately as
   embed_query_ms; with the default weights it only runs when BM25 finds too few hits);
+- delta_search_p50/p95_ms: the same searches once 3 more sessions were compressed, as the store
+  stands between full builds: base segment + a delta segment;
 - cold_search_ms / cold_rss_mb: `memory search --json` as a new process (median of runs, peak RSS);
 - floor_ms: `python -c "import numpy, typer"` timed the same way, interleaved: the start-up under it;
 - cold_compress_ms: `memory compress` of one new session as a new process (median of 3), against
@@ -22,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -135,28 +140,42 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else 0.0
 
 
+def timed_searches(mem, texts: list[str], vectors: dict[str, np.ndarray]) -> list[float]:
+    """In-process `Memory.search` time (ms) of each query, its vector given (query embedding is
+    timed on its own)."""
+    real_embed = mem.embedder.embed_query
+    mem.embedder.embed_query = lambda q: vectors[q]
+    out = []
+    try:
+        for q in texts:
+            t = time.perf_counter()
+            mem.search(Query(text=q, limit=5))
+            out.append((time.perf_counter() - t) * 1000)
+    finally:
+        mem.embedder.embed_query = real_embed
+    return out
+
+
 def run_size(workdir: Path, n: int, queries: int, cold_runs: int) -> dict:
     root = workdir / f"store-{n}"
     import_s = build_store(root, n, seed=n)
+    shutil.rmtree(root / "memory/.cache/search")
+    for cached in (root / "memory/.cache").glob("vectors-*"):
+        cached.unlink()
     mem = open_memory(root)
     t = time.perf_counter()
     mem.index()
     build_s = time.perf_counter() - t
     rng = random.Random(1)
     texts = [" ".join(rng.sample(TOPICS, rng.randint(2, 4))) + f" {rng.choice(PEOPLE)}" for _ in range(queries)]
-    embed_ms, search_ms, naive_ms = [], [], []
+    embed_ms, naive_ms = [], []
     vectors = {}
     for q in texts:
         t = time.perf_counter()
         vectors[q] = mem.embedder.embed_query(q)
         embed_ms.append((time.perf_counter() - t) * 1000)
     real_embed = mem.embedder.embed_query
-    mem.embedder.embed_query = lambda q: vectors[q]  # query embedding timed above, not here
-    for q in texts:
-        t = time.perf_counter()
-        mem.search(Query(text=q, limit=5))
-        search_ms.append((time.perf_counter() - t) * 1000)
-    mem.embedder.embed_query = real_embed
+    search_ms = timed_searches(mem, texts, vectors)
     for q in texts[: max(3, min(20, 200_000 // n))]:  # the naive flow is slow at scale: fewer runs
         t = time.perf_counter()
         naive_search(root, vectors[q])
@@ -168,6 +187,10 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int) -> dict:
         floor.append(cold_search(root, q, FLOOR_CMD))
     naive_append_ms = [naive_append(root) for _ in range(3)]
     compress_ms = [cold_compress(root, session_text(rng), f"2030-01-0{i + 1}") for i in range(3)]  # last: the store grows by 3
+    with_delta = open_memory(root)
+    if with_delta.index().delta is None:
+        raise SystemExit("expected a delta segment after compressing 3 sessions")
+    delta_ms = timed_searches(with_delta, texts, vectors)
     import resource
 
     result = {
@@ -178,6 +201,8 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int) -> dict:
         "build_s": round(build_s, 2),
         "search_p50_ms": round(percentile(search_ms, 50), 2),
         "search_p95_ms": round(percentile(search_ms, 95), 2),
+        "delta_search_p50_ms": round(percentile(delta_ms, 50), 2),
+        "delta_search_p95_ms": round(percentile(delta_ms, 95), 2),
         "embed_query_p50_ms": round(percentile(embed_ms, 50), 2),
         "cold_search_ms": round(statistics.median(c[0] for c in cold), 1),
         "floor_ms": round(statistics.median(c[0] for c in floor), 1),
@@ -206,14 +231,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
         res = run_size(work, n, args.queries, args.cold_runs)
         print(json.dumps(res), flush=True)
         results.append(res)
-    cols = ["entries", "docs", "import_ms_per_session", "build_s", "search_p50_ms", "search_p95_ms", "embed_query_p50_ms", "cold_search_ms", "floor_ms", "cold_rss_mb", "naive_ms", "naive_over_search", "naive_over_cold_cli",
+    cols = ["entries", "docs", "import_ms_per_session", "build_s", "search_p50_ms", "search_p95_ms", "delta_search_p50_ms", "delta_search_p95_ms", "embed_query_p50_ms", "cold_search_ms", "floor_ms", "cold_rss_mb", "naive_ms", "naive_over_search", "naive_over_cold_cli",
             "cold_compress_ms", "naive_append_ms"]
     print("\n| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
     for r in results:
         print("| " + " | ".join(str(r[c]) for c in cols) + " |")
     if args.workdir is None:
-        import shutil
-
         shutil.rmtree(work, ignore_errors=True)
     return results
 
