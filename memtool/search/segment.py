@@ -16,6 +16,10 @@ from memtool.search.typos import DICTIONARY_FILE, SURFACE_FILE
 
 DELTA_DIR = "delta"  # inside the cache folder: documents of files changed since the base build
 LENGTH_FILE = "length.npy"  # per document: its number of BM25 terms, as bm25s counted them
+# A segment whose average document length is within this fraction of the live documents' keeps its
+# length normalisation (scores then differ from a full rebuild's by less than this fraction): a large
+# base beside a small delta, where re-deriving every posting would cost milliseconds per term.
+AVGDL_TOLERANCE = 1e-4
 KINDS = ("entry", "transcript", "log", "memory")
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 IMPORTANCE_CODE = {"low": 0, "medium": 1, "high": 2, "critical": 3}
@@ -165,9 +169,11 @@ def _idf(df: int, n: int) -> float:
 
 def _renormalised(seg: Segment, docs: np.ndarray, scores: np.ndarray, avgdl: float) -> np.ndarray:
     """A term's BM25 scores in `seg` without their IDF, with document length normalised by `avgdl`
-    instead of the segment's own average. bm25s stored idf x tf / (tf + k1 x (1 - b + b x dl / avgdl));
-    tf, a whole number, is recovered from it exactly."""
+    instead of the segment's own average (unless the two are within AVGDL_TOLERANCE). bm25s stored
+    idf x tf / (tf + k1 x (1 - b + b x dl / avgdl)); tf, a whole number, is recovered from it exactly."""
     k1, b, own = seg.bm25_params
+    if abs(own / avgdl - 1) <= AVGDL_TOLERANCE:
+        return scores / np.float32(_idf(docs.size, seg.n))
     dl = seg.length[docs].astype(np.float64)  # the postings' lengths only: a term's cost stays its document count
     tfc = scores.astype(np.float64) / _idf(docs.size, seg.n)
     tf = np.rint(tfc * k1 * (1 - b + b * dl / own) / (1 - tfc))

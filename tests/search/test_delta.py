@@ -109,36 +109,72 @@ def test_postings_reader_scores_like_bm25s(mem, root):
             assert seg.doc_freq(t) == int((retriever.get_scores([t]) > 0).sum())
 
 
-def test_delta_scores_equal_a_full_rebuilds(mem, root, fake_embedder):
-    """BM25 over base + delta is what one index over the live documents gives: the same IDF and the
-    same average document length (each segment's own once skewed scores by a few percent)."""
-    import numpy as np
+QUERIES = ["Kafka consumer lag", "dark mode React consumer", "Terraform lag lag", "billing Postgres index"]
 
-    from memtool.text import tokenize
 
+def split_store(mem, root):
+    """The fixture's base plus a delta: one new entry, and an edit that masks a day's base documents."""
     mem.compress("Bob: the Kafka consumer lag came back after the Terraform change, lag lag lag.", when=when(9), session="s9")
-    day = root / "memory/index/2026-02-03.json"  # an edit masks that day's base documents
+    day = root / "memory/index/2026-02-03.json"
     data = json.loads(day.read_text())
     data["entries"][0]["summary"] = "Dark mode React toggle: the consumer of the theme context re-renders twice."
     day.write_text(json.dumps(data, indent=2))
     mem.invalidate()
-    queries = ["Kafka consumer lag", "dark mode React consumer", "Terraform lag lag", "billing Postgres index"]
-
-    def scored(ix):  # (ref, text) of each matching document -> its score, per query
-        out = []
-        for query in queries:
-            a = ix.bm25_scores(tokenize(query))
-            out.append({(d["ref"], d["text"]): a[i] for i, d in zip(np.flatnonzero(a), ix.docs(np.flatnonzero(a)))})
-        return out
-
     split = mem.index()
     assert split.delta is not None and not split.alive.all()
-    got = scored(split)
+    return split
+
+
+def scored(ix):
+    """Per query: (ref, text) of each matching document -> its BM25 score."""
+    import numpy as np
+
+    from memtool.text import tokenize
+
+    out = []
+    for query in QUERIES:
+        a = ix.bm25_scores(tokenize(query))
+        out.append({(d["ref"], d["text"]): a[i] for i, d in zip(np.flatnonzero(a), ix.docs(np.flatnonzero(a)))})
+    return out
+
+
+def test_delta_scores_equal_a_full_rebuilds(mem, root, fake_embedder, monkeypatch):
+    """BM25 over base + delta is what one index over the live documents gives: the same IDF and the
+    same average document length (each segment's own once skewed scores by a few percent)."""
+    import numpy as np
+
+    from memtool.search import segment
+
+    monkeypatch.setattr(segment, "AVGDL_TOLERANCE", 0.0)  # every segment re-derived (a small store's are anyway)
+    got = scored(split_store(mem, root))
     whole = full_rebuild(root, fake_embedder).index()
     assert whole.delta is None
     for g, w in zip(got, scored(whole)):
         assert g.keys() == w.keys() and w
         assert np.allclose([g[k] for k in w], list(w.values()), rtol=1e-5)
+
+
+def test_a_segment_near_the_live_average_length_keeps_its_normalisation_within_the_bound(mem, root, monkeypatch):
+    """Re-deriving a large base's postings costs milliseconds per term, so a segment whose average
+    length is within AVGDL_TOLERANCE of the live documents' keeps its own: each score is then off
+    by at most about that fraction. Checked here with every segment kept as it is."""
+    import numpy as np
+
+    from memtool.search import segment
+
+    split = split_store(mem, root)
+    _, avgdl = split._live_stats
+    off = max(abs(seg.bm25_params[2] / avgdl - 1) for seg in (split.base, split.delta))
+    assert off > 0.01  # a small store: the averages differ, so the bound is exercised
+    monkeypatch.setattr(segment, "AVGDL_TOLERANCE", 0.0)
+    exact = scored(split)
+    monkeypatch.setattr(segment, "AVGDL_TOLERANCE", 1.0)
+    kept = scored(split)
+    for e, k in zip(exact, kept):
+        assert e.keys() == k.keys() and e
+        ratio = np.array([k[key] / e[key] for key in e])
+        assert np.all(np.abs(ratio - 1) <= off * (1 + off) + 1e-6)
+    assert any(abs(k[key] / e[key] - 1) > 1e-4 for e, k in zip(exact, kept) for key in e)  # the kept path was taken
 
 
 def base_id(root):
