@@ -108,10 +108,6 @@ class Segment:
         tid = vocab.get(term)
         return 0 if tid is None else int(indptr[tid + 1] - indptr[tid])
 
-    def holders(self, term: str) -> np.ndarray:
-        """The documents containing `term` (its postings list)."""
-        return self.postings(term)[0]
-
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """The documents containing `term` and their BM25 scores for it."""
         tid = self._postings()[0].get(term) if self.n else None
@@ -260,7 +256,7 @@ class SearchIndex:
         IDF negative when most of the base was masked, and such a term then matched nothing."""
         if self.delta is None:
             return self.base.doc_freq(term)
-        return int(self.alive[self.base.holders(term)].sum()) + self.delta.doc_freq(term)
+        return int(self.alive[self.base.postings(term)[0]].sum()) + self.delta.doc_freq(term)
 
     def dictionary(self) -> frozenset[str]:
         return self.base.dictionary()
