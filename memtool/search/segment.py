@@ -89,15 +89,9 @@ class Segment:
         """The BM25 score of every document for these query terms (as bm25s.BM25.get_scores), each
         term's scores times its weight (default 1)."""
         out = np.zeros(self.n, dtype=np.float32)
-        if not self.n:
-            return out
-        vocab, data, indices, indptr = self._postings()
         for term, weight in zip(terms, weights or [1.0] * len(terms)):
-            tid = vocab.get(term)
-            if tid is not None:
-                start, end = int(indptr[tid]), int(indptr[tid + 1])
-                part = data[start:end]
-                out[indices[start:end]] += part if weight == 1.0 else part * np.float32(weight)  # a term's postings name each document once
+            docs, part = self.postings(term)
+            out[docs] += part if weight == 1.0 else part * np.float32(weight)  # a term's postings name each document once
         return out
 
     def doc_freq(self, term: str) -> int:
