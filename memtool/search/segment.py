@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 from functools import cached_property
 from pathlib import Path
 
@@ -25,12 +26,19 @@ KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 IMPORTANCE_CODE = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 
 
+# Files a search reads after opening (the arrays and postings are mapped at once). They are mapped
+# when the segment is opened, so a reader keeps the build it opened after a newer one replaces the
+# folder (another process's compress swaps in a delta; the renamed folder is then deleted).
+KEPT_FILES = ("docs.jsonl", "groups.json", "bm25/params.index.json", "sources.json", SURFACE_FILE, DICTIONARY_FILE)
+
+
 class Segment:
     """One built folder: per-doc arrays, the BM25 retriever, the vector matrix, the doc records."""
 
     def __init__(self, folder: Path):
         self.folder = folder
         self.meta = json.loads((folder / "manifest.json").read_text())
+        self._files = {name: _keep(folder / name) for name in KEPT_FILES}
         self.model = self.meta["model"]
         self.n = self.meta["n"]
         self.kind = _mapped(folder / "kind.npy")
@@ -56,7 +64,7 @@ class Segment:
         if any(a.shape[0] != self.n for a in arrays):
             raise ValueError(f"{self.folder}: arrays do not match the manifest's {self.n} documents")
         if self.n:
-            if (self.folder / "docs.jsonl").stat().st_size <= int(self._offsets[-1]):
+            if len(self._files["docs.jsonl"] or b"") <= int(self._offsets[-1]):
                 raise ValueError(f"{self.folder}/docs.jsonl is cut off")
             vocab, data, indices, indptr = self._postings()
             if indptr.shape[0] < len(vocab) or data.shape[0] != indices.shape[0] or int(indptr[-1]) != data.shape[0]:
@@ -66,7 +74,7 @@ class Segment:
     def group_keys(self) -> list[str]:
         """The result id of each group: an entry id, or a Markdown chunk's ref."""
         if self._group_keys is None:
-            self._group_keys = json.loads((self.folder / "groups.json").read_text(encoding="utf-8"))
+            self._group_keys = json.loads(self.read("groups.json"))
         return self._group_keys
 
     def _postings(self) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
@@ -115,7 +123,7 @@ class Segment:
     def bm25_params(self) -> tuple[float, float, float]:
         """k1 and b the BM25 scores were computed with (bm25s's saved parameters), and the average
         document length they were normalised by."""
-        params = json.loads((self.folder / "bm25" / "params.index.json").read_text(encoding="utf-8"))
+        params = json.loads(self.read("bm25/params.index.json"))
         return float(params["k1"]), float(params["b"]), float(np.asarray(self.length, dtype=np.float64).mean())
 
     def surface_words(self) -> list[str]:
@@ -131,19 +139,36 @@ class Segment:
         return self._dictionary
 
     def _lines(self, name: str) -> list[str]:
-        text = (self.folder / name).read_text(encoding="utf-8") if self.n else ""
+        text = self.read(name).decode("utf-8") if self.n else ""
         return text.split("\n") if text else []
+
+    def read(self, name: str) -> bytes:
+        """One of the KEPT_FILES files, as it was when the segment was opened."""
+        data = self._files[name]
+        if data is None:
+            raise FileNotFoundError(f"{self.folder / name}: not in this build")
+        return data[:]
 
     def doc(self, i: int) -> dict:
         return self.docs([i])[0]
 
     def docs(self, ids) -> list[dict]:
-        with open(self.folder / "docs.jsonl", "rb") as fh:
-            out = []
-            for i in ids:
-                fh.seek(int(self._offsets[int(i)]))
-                out.append(json.loads(fh.readline()))
-            return out
+        data = self._files["docs.jsonl"]
+        out = []
+        for i in ids:
+            start = int(self._offsets[int(i)])
+            out.append(json.loads(data[start : data.find(b"\n", start)]))
+        return out
+
+
+def _keep(path: Path) -> mmap.mmap | bytes | None:
+    """The file mapped read-only (it stays readable after the file is replaced or deleted), b"" when
+    empty, None when the build has none (a delta has no dictionary or sources)."""
+    try:
+        with open(path, "rb") as fh:
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if fh.seek(0, 2) else b""
+    except FileNotFoundError:
+        return None
 
 
 def _mapped(path: Path) -> np.ndarray:
@@ -182,9 +207,11 @@ class SearchIndex:
         self.folder = folder
         self.base = Segment(folder)
         self.model = self.base.model
-        manifest = folder / DELTA_DIR / "manifest.json"
-        delta_meta = json.loads(manifest.read_text()) if manifest.is_file() else {}
-        self.delta = Segment(folder / DELTA_DIR) if delta_meta.get("base_id") == self.base.meta.get("build_id") else None
+        try:
+            delta = Segment(folder / DELTA_DIR)
+        except FileNotFoundError:  # none yet (or being swapped in: this reader keeps the base it opened)
+            delta = None
+        self.delta = delta if delta is not None and delta.meta.get("base_id") == self.base.meta.get("build_id") else None
         b = self.base
         if self.delta is None:
             self.n, self.alive = b.n, None
@@ -194,8 +221,8 @@ class SearchIndex:
         d = self.delta
         self.n = b.n + d.n
         alive = np.ones(self.n, dtype=bool)
-        ranges = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
-        for source in delta_meta["masked"]:
+        ranges = json.loads(b.read("sources.json"))
+        for source in d.meta["masked"]:
             if source in ranges:
                 alive[ranges[source][1] : ranges[source][2]] = False
         self.alive = alive

@@ -11,7 +11,7 @@ from memtool.memory import Session
 from tests.conftest import FakeEmbedder
 from memtool.scaffold import init
 from memtool.search.engine import Query
-from memtool.search.segment import DELTA_DIR
+from memtool.search.segment import DELTA_DIR, SearchIndex
 
 
 # Settings every store here is opened with (none: a delta's scores equal a full rebuild's).
@@ -287,3 +287,22 @@ def test_no_document_is_embedded_twice_across_deltas_and_the_full_build(root):
     assert not (root / "memory/.cache/search" / DELTA_DIR).exists()
     assert sorted(emb.texts) == sorted(set(emb.texts)), "a text was embedded twice"
     assert len([t for t in emb.texts if "wrote down what broke" in t]) == 2 * len(topics)  # each entry and its chunk, once
+
+
+def test_an_open_index_keeps_its_build_while_newer_ones_replace_it(mem, root, fake_embedder):
+    """A reader (an MCP call) holds the index it opened while a compress in another process swaps in
+    a delta, and then a full build replaces the folder: what it reads afterwards is still its build."""
+    mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
+    folder = root / "memory/.cache/search"
+    held, probe = SearchIndex(folder), SearchIndex(folder)  # opened together; only `probe` is read now
+    assert held.delta is not None
+
+    def reads(index):
+        return index.docs(range(index.n)), index.group_keys, index.bm25_scores(["kafka"]).tolist(), index.surface_words()
+
+    before = reads(probe)
+    other = open_memory(root, embedder=fake_embedder, **EXACT)
+    other.compress("Carol: Grafana alerts for the billing Postgres index now page the on-call.", when=when(9), session="s10")
+    assert json.loads((folder / DELTA_DIR / "manifest.json").read_text())["n"] != held.delta.n  # the delta was replaced
+    full_rebuild(root, fake_embedder).index()  # and then the whole folder
+    assert reads(held) == before
