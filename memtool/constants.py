@@ -49,6 +49,7 @@ MAX_TOPICS = 4
 CHUNK_TARGET_TOKENS = 160  # transcript / markdown chunk size for search
 RRF_K = 60
 DEFAULT_DATE_BOOST = 2.0  # LoCoMo dev sweep (README): queries naming a date
+DEFAULT_DATE_MATCH = 1.0  # LoCoMo dev sweep (README): documents of a date the query names join the word matches
 DEFAULT_DATE_WINDOW_DAYS = 7.0
 DEFAULT_ANSWER_CUE_BOOST = 0.3  # LoCoMo dev sweep (README): 'when ...?' lifts passages that state a time
 DEFAULT_SIBLING_WEIGHT = 0.2  # LoCoMo dev sweep (README): several matching passages of one entry

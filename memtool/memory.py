@@ -267,7 +267,7 @@ class Memory:
     def weights(self) -> Weights:
         s = self.settings
         return Weights(bm25=s.bm25_weight, dense=s.dense_weight, dense_fallback=s.dense_fallback, rrf_k=s.rrf_k, recency_half_life_days=s.recency_half_life_days,
-                       access_boost=s.access_boost, date_boost=s.date_boost, date_window_days=s.date_window_days,
+                       access_boost=s.access_boost, date_boost=s.date_boost, date_match=s.date_match, date_window_days=s.date_window_days,
                        answer_cue_boost=s.answer_cue_boost, sibling_weight=s.sibling_weight, typo_weight=s.typo_weight,
                        semantic=s.semantic_weight if s.semantic_weight >= 0 else getattr(self.embedder, "semantic_weight", 0.0))
 

@@ -24,6 +24,7 @@ from memtool.search.typos import Terms
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
 MAX_PASSAGES = 3  # matching transcript passages kept per hit (the context packer may show them)
 RESULT_KIND = {"entry": "entry", "transcript": "entry", "log": "log", "memory": "memory"}
+DATE_MATCH_FLOOR = 0.05  # date_match: documents less close to the named date than this (~3 windows out) gain nothing
 NO_DECAY_IMPORTANCE = min(IMPORTANCE_CODE[i] for i in C.LIFECYCLE_EXEMPT_IMPORTANCE)  # this and above: no recency decay
 
 
@@ -70,6 +71,7 @@ class Weights:
     recency_half_life_days: float = 0.0
     access_boost: float = 0.0  # score x (1 + access_boost * ln(1 + times the entry was returned before))
     date_boost: float = 0.0  # BM25 x (1 + date_boost * closeness to a date the query names)
+    date_match: float = 0.0  # + date_match x the best word-match score x closeness to a date the query names
     date_window_days: float = 7.0  # closeness falls to 1/e this many days outside the named period
     answer_cue_boost: float = 0.0  # BM25 x (1 + boost) for documents stating the time / duration a query asks for
     sibling_weight: float = 0.0  # an entry's best passage + w x its second + w^2 x its third (same entry)
@@ -105,6 +107,20 @@ def date_closeness(ts: np.ndarray, periods: list, window_days: float) -> np.ndar
     return best
 
 
+def with_dates(bm25: np.ndarray, ts: np.ndarray, periods: list, w: Weights) -> np.ndarray:
+    """A query that names a date: word-match scores x (1 + date_boost x closeness to it), then every
+    document near it gains date_match x the best score (1 when no word matched) x its closeness, so
+    that what was written then is found even when its words differ ("what did we do on Tuesday?")."""
+    hit = np.flatnonzero(bm25)
+    if w.date_boost > 0 and hit.size:
+        bm25[hit] *= 1.0 + w.date_boost * date_closeness(ts[hit], periods, w.date_window_days)
+    if w.date_match > 0:
+        near = date_closeness(ts, periods, w.date_window_days)
+        near[near < DATE_MATCH_FLOOR] = 0.0
+        bm25 = bm25 + (w.date_match * (float(bm25.max()) if hit.size else 1.0) * near).astype(np.float32)
+    return bm25
+
+
 def with_sibling_support(docs: np.ndarray, scores: np.ndarray, group: np.ndarray, weight: float) -> tuple[np.ndarray, np.ndarray]:
     """Re-rank a channel's docs (best first) so that a result's best document also counts its next
     best ones (`sibling_sums`). An entry whose transcript matches in several places rises."""
@@ -124,10 +140,9 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[s
     if not allowed.any():
         return []
     bm25 = index.bm25_scores(terms.terms, terms.weights)
-    periods = mentioned_periods(q.text) if w.date_boost > 0 else []
+    periods = mentioned_periods(q.text) if w.date_boost > 0 or w.date_match > 0 else []
     if periods:
-        hit = np.flatnonzero(bm25)
-        bm25[hit] *= 1.0 + w.date_boost * date_closeness(index.ts[hit], periods, w.date_window_days)
+        bm25 = with_dates(bm25, index.ts, periods, w)
     asked = asked_cues(q.text) if w.answer_cue_boost > 0 else 0
     if asked:
         hit = np.flatnonzero(bm25)

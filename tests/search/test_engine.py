@@ -52,12 +52,28 @@ def test_a_date_named_in_the_query_lifts_results_from_that_time(root, dated):
     for phrase in ("on 3 June, 2023", "in June 2023", "on June 4, 2023"):  # inside, or a day off
         ranked = [h.source_session for h in dated.search(Query(text=f"payment upgrade {phrase}", kinds=("entry",)))]
         assert ranked[0] == "june", phrase
-    off = open_memory(root, dense_fallback=False, date_boost=0.0)
+    off = open_memory(root, dense_fallback=False, date_boost=0.0, date_match=0.0)
     assert [h.source_session for h in off.search(Query(text="payment upgrade on 3 June, 2023", kinds=("entry",)))][0] == "march"
 
 
-def test_a_date_alone_finds_nothing_without_a_word_match(dated):
-    assert dated.search(Query(text="what happened on 3 June 2023", kinds=("entry",))) == []
+def test_a_date_alone_finds_what_was_written_then(root, dated):
+    dated.compress("Garden: the tomatoes need staking.", when=datetime(2023, 6, 20, 12, tzinfo=timezone.utc), session="late-june")
+    assert [h.source_session for h in dated.search(Query(text="what happened on 3 June 2023", kinds=("entry",)))] == ["june", "late-june"]
+    assert [h.source_session for h in dated.search(Query(text="what did we do in March 2023?", kinds=("entry",)))] == ["march"]
+    off = open_memory(root, dense_fallback=False, date_match=0.0)
+    assert off.search(Query(text="what happened on 3 June 2023", kinds=("entry",))) == []
+
+
+def test_a_named_date_brings_in_that_days_results_whose_words_differ(root):
+    init(root)
+    m = open_memory(root, dense_fallback=False)
+    m.compress("Nate: I got Joanna a stuffed animal to cheer her up.", when=datetime(2022, 5, 25, 15, tzinfo=timezone.utc), session="gift")
+    for day in (2, 9, 16):  # the query's words, said on other days
+        m.compress(f"Joanna and Nate did a lot of things together: {day} of them in 2022.", when=datetime(2022, 6, day, 15, tzinfo=timezone.utc), session=f"june-{day}")
+    query = Query(text="What did Nate do for Joanna on 25 May, 2022?", kinds=("entry",))
+    assert m.search(query)[0].source_session == "gift"
+    without = [h.source_session for h in open_memory(root, dense_fallback=False, date_match=0.0).search(query)]
+    assert without[0] != "gift"
 
 
 def test_an_entry_matching_in_several_passages_rises(root):
