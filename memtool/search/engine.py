@@ -5,6 +5,7 @@ A transcript chunk that matches returns its entry, with the chunk as the entry's
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -115,9 +116,12 @@ def with_dates(bm25: np.ndarray, ts: np.ndarray, periods: list, w: Weights) -> n
     if w.date_boost > 0 and hit.size:
         bm25[hit] *= 1.0 + w.date_boost * date_closeness(ts[hit], periods, w.date_window_days)
     if w.date_match > 0:
-        near = date_closeness(ts, periods, w.date_window_days)
-        near[near < DATE_MATCH_FLOOR] = 0.0
-        bm25 = bm25 + (w.date_match * (float(bm25.max()) if hit.size else 1.0) * near).astype(np.float32)
+        reach = -86400.0 * w.date_window_days * math.log(DATE_MATCH_FLOOR)  # closeness >= the floor
+        inside = np.zeros(ts.shape, dtype=bool)
+        for start, end in periods:
+            inside |= (ts >= start.timestamp() - reach) & (ts <= end.timestamp() + reach)
+        near = np.flatnonzero(inside)
+        bm25[near] += (w.date_match * (float(bm25.max()) if hit.size else 1.0) * date_closeness(ts[near], periods, w.date_window_days)).astype(np.float32)
     return bm25
 
 
