@@ -29,6 +29,7 @@ IMPORTANCE_CODE = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 # Files a search reads after opening (the arrays and postings are mapped at once). They are mapped
 # when the segment is opened, so a reader keeps the build it opened after a newer one replaces the
 # folder (another process's compress swaps in a delta; the renamed folder is then deleted).
+OPEN_ATTEMPTS = 3
 KEPT_FILES = ("docs.jsonl", "groups.json", "bm25/params.index.json", "sources.json", SURFACE_FILE, DICTIONARY_FILE)
 
 
@@ -37,6 +38,20 @@ class Segment:
 
     def __init__(self, folder: Path):
         self.folder = folder
+        for attempt in range(OPEN_ATTEMPTS):  # another process may swap in a newer build meanwhile
+            build = _build_id(folder)
+            try:
+                self._open()
+            except (OSError, ValueError):
+                if _build_id(folder) == build:  # no swap meanwhile: missing or damaged
+                    raise
+                continue
+            if _build_id(folder) == self.meta.get("build_id"):  # every file is of the build opened
+                return
+        raise ValueError(f"{folder}: replaced by newer builds while being opened, {OPEN_ATTEMPTS} times")
+
+    def _open(self) -> None:
+        folder = self.folder
         self.meta = json.loads((folder / "manifest.json").read_text())
         self._files = {name: _keep(folder / name) for name in KEPT_FILES}
         self.model = self.meta["model"]
@@ -159,6 +174,13 @@ class Segment:
             start = int(self._offsets[int(i)])
             out.append(json.loads(data[start : data.find(b"\n", start)]))
         return out
+
+
+def _build_id(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / "manifest.json").read_text()).get("build_id")
+    except (FileNotFoundError, ValueError):  # none (or mid-swap), or damaged
+        return None
 
 
 def _keep(path: Path) -> mmap.mmap | bytes | None:

@@ -2,6 +2,7 @@
 results equal a full rebuild's."""
 
 import json
+import shutil
 from datetime import datetime, timezone
 
 import pytest
@@ -306,3 +307,29 @@ def test_an_open_index_keeps_its_build_while_newer_ones_replace_it(mem, root, fa
     assert json.loads((folder / DELTA_DIR / "manifest.json").read_text())["n"] != held.delta.n  # the delta was replaced
     full_rebuild(root, fake_embedder).index()  # and then the whole folder
     assert reads(held) == before
+
+
+def test_an_index_opened_while_a_newer_build_is_swapped_in_is_all_of_one_build(mem, root, fake_embedder, monkeypatch):
+    """The swap lands between reading the manifest and mapping the arrays: the segment is opened
+    again, rather than pairing one build's manifest with another's arrays (or reporting damage)."""
+    import memtool.search.segment as seg
+
+    folder = root / "memory/.cache/search"
+    mapped, swapped = seg._mapped, []
+
+    def swap_once(path):
+        if not swapped:
+            swapped.append(path)
+            other = open_memory(root, embedder=fake_embedder, **EXACT)
+            other.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
+            shutil.rmtree(folder)
+            other.index()  # a full build, one more entry: every array is longer
+        return mapped(path)
+
+    before = json.loads((folder / "manifest.json").read_text())
+    monkeypatch.setattr(seg, "_mapped", swap_once)
+    index = SearchIndex(folder)
+    after = json.loads((folder / "manifest.json").read_text())
+    assert swapped and after["build_id"] != before["build_id"] and after["n"] > before["n"]
+    assert index.base.meta["build_id"] == after["build_id"] and index.n == after["n"]
+    assert len(index.docs(range(index.n))) == index.n
