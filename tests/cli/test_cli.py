@@ -72,6 +72,14 @@ def test_compress_search_show_context_stats(ready):
     assert stats["entries"] == 2 and stats["pending_embeddings"] == 0
 
 
+def test_search_for_yesterday_finds_yesterdays_session_whatever_its_words(ready):
+    assert run("compress", "s1.md", "--date", "yesterday", "--session", "yesterday").exit_code == 0
+    assert run("compress", "s2.md", "--date", "5 days ago", "--session", "earlier").exit_code == 0
+    hits = json.loads(run("search", "what did we do yesterday?", "--json").stdout)
+    assert [h["source_session"] for h in hits] == ["yesterday", "earlier"]  # the closer to the day first
+    assert hits[0]["score"] > hits[1]["score"]
+
+
 def test_compress_json_lists_each_entry_once_with_what_happened_to_it(ready):
     first = run("compress", "s1.md", "--json")
     assert first.exit_code == 0, first.output
