@@ -23,13 +23,13 @@ LENGTH_FILE = "length.npy"  # per document: its number of BM25 terms, as bm25s c
 AVGDL_TOLERANCE = 1e-4
 KINDS = ("entry", "transcript", "log", "memory")
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+OPEN_ATTEMPTS = 3  # a segment replaced while being opened is opened again, at most this many times
 IMPORTANCE_CODE = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 
 
 # Files a search reads after opening (the arrays and postings are mapped at once). They are mapped
 # when the segment is opened, so a reader keeps the build it opened after a newer one replaces the
 # folder (another process's compress swaps in a delta; the renamed folder is then deleted).
-OPEN_ATTEMPTS = 3
 KEPT_FILES = ("docs.jsonl", "groups.json", "bm25/params.index.json", "sources.json", SURFACE_FILE, DICTIONARY_FILE)
 
 
@@ -176,6 +176,18 @@ class Segment:
         return out
 
 
+def _delta_on(base: Segment, folder: Path) -> Segment | None:
+    """The delta segment built on `base`, if any: one left from an older base is not opened, and
+    one swapped in while opening is checked again on its own manifest."""
+    try:
+        if json.loads((folder / "manifest.json").read_text()).get("base_id") != base.meta.get("build_id"):
+            return None
+        delta = Segment(folder)
+    except FileNotFoundError:  # none yet (or being swapped in: this reader keeps the base it opened)
+        return None
+    return delta if delta.meta.get("base_id") == base.meta.get("build_id") else None
+
+
 def _build_id(folder: Path) -> str | None:
     try:
         return json.loads((folder / "manifest.json").read_text()).get("build_id")
@@ -229,11 +241,7 @@ class SearchIndex:
         self.folder = folder
         self.base = Segment(folder)
         self.model = self.base.model
-        try:
-            delta = Segment(folder / DELTA_DIR)
-        except FileNotFoundError:  # none yet (or being swapped in: this reader keeps the base it opened)
-            delta = None
-        self.delta = delta if delta is not None and delta.meta.get("base_id") == self.base.meta.get("build_id") else None
+        self.delta = _delta_on(self.base, folder / DELTA_DIR)
         b = self.base
         if self.delta is None:
             self.n, self.alive = b.n, None
