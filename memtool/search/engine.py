@@ -108,7 +108,7 @@ def date_closeness(ts: np.ndarray, periods: list, window_days: float) -> np.ndar
     return best
 
 
-def with_dates(bm25: np.ndarray, ts: np.ndarray, periods: list, w: Weights) -> np.ndarray:
+def with_dates(bm25: np.ndarray, ts: np.ndarray, periods: list, w: Weights, allowed: np.ndarray) -> np.ndarray:
     """A query that names a date: word-match scores x (1 + date_boost x closeness to it), then every
     document near it gains date_match x the best score (1 when no word matched) x its closeness, so
     that what was written then is found even when its words differ ("what did we do last Tuesday?")."""
@@ -121,7 +121,8 @@ def with_dates(bm25: np.ndarray, ts: np.ndarray, periods: list, w: Weights) -> n
         for start, end in periods:
             inside |= (ts >= start.timestamp() - reach) & (ts <= end.timestamp() + reach)
         near = np.flatnonzero(inside)
-        bm25[near] += (w.date_match * (float(bm25.max()) if hit.size else 1.0) * date_closeness(ts[near], periods, w.date_window_days)).astype(np.float32)
+        top = float(bm25[allowed].max())
+        bm25[near] += (w.date_match * (top if top > 0 else 1.0) * date_closeness(ts[near], periods, w.date_window_days)).astype(np.float32)
     return bm25
 
 
@@ -146,7 +147,7 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[s
     bm25 = index.bm25_scores(terms.terms, terms.weights)
     periods = mentioned_periods(q.text) if w.date_boost > 0 or w.date_match > 0 else []
     if periods:
-        bm25 = with_dates(bm25, index.ts, periods, w)
+        bm25 = with_dates(bm25, index.ts, periods, w, allowed)
     asked = asked_cues(q.text) if w.answer_cue_boost > 0 else 0
     if asked:
         hit = np.flatnonzero(bm25)
