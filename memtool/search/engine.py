@@ -112,8 +112,8 @@ def with_dates(bm25: np.ndarray, ts: np.ndarray, periods: list, w: Weights, allo
     """A query that names a date: word-match scores x (1 + date_boost x closeness to it), then every
     document near it gains date_match x the best score (1 when no word matched) x its closeness, so
     that what was written then is found even when its words differ ("what did we do last Tuesday?")."""
-    hit = np.flatnonzero(bm25)
-    if w.date_boost > 0 and hit.size:
+    if w.date_boost > 0:
+        hit = np.flatnonzero(bm25)
         bm25[hit] *= 1.0 + w.date_boost * date_closeness(ts[hit], periods, w.date_window_days)
     if w.date_match > 0:
         reach = -86400.0 * w.date_window_days * math.log(DATE_MATCH_FLOOR)  # closeness >= the floor
