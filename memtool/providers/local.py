@@ -1,8 +1,9 @@
 """The default compressor: offline, extractive, deterministic.
 
 It fills a token budget (a fraction of the transcript) with what retrieval needs later:
-the most informative sentences as the summary, the distinctive words and names as keywords,
-people / systems / dates as entities, and decision and action-item sentences by their cues.
+the most informative sentences as the summary (a sentence saying when something happened counts
+three times), the distinctive words and names as keywords, people / systems / dates as entities,
+and decision and action-item sentences by their cues.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ SUMMARY_SHARE = 0.1  # of the budget for the summary: about one sentence (the be
 FIRST_SENTENCE_TOKENS = 14  # the best sentence up to this long (or twice the budget) is always kept
 SHORT_FIRST_SENTENCE_TOKENS = 24  # … up to this long when the budget is at its floor: a short session keeps a whole sentence
 TYPICAL_SENTENCE_CAP = 32  # … or up to the text's median sentence length, at most this: technical sentences run long
+DATED_SENTENCE_WEIGHT = 3.0  # a sentence saying when something happened ("I signed up for a pottery class yesterday") is what a later "when did…" asks about
 FALLBACK_SENTENCE_TOKENS = 20  # when no sentence fits, the best whole one up to this (never a fragment)
 CUE_SHARE = 0.25  # for decisions and action items together
 KEYWORD_SHARE = 0.3  # guaranteed to keywords, the most useful field for finding a session again
@@ -66,6 +68,7 @@ DATE_RE = re.compile(
 )
 DECISION_RE = re.compile(r"\b(decided|decide to|we'll use|we will use|going with|go with|chose|choose to|agreed|settled on|switch(?:ed)? to|instead of|opted)\b", re.I)
 ACTION_RE = re.compile(r"(^\s*[-*]\s*\[ \]|\bTODO\b|\bnext step|\baction item|\bneed to\b|\bhave to\b|\bplan(?:ning)? to\b|\bwill\s+(?:add|fix|write|call|send|finish|start|try|check|update)|\bremember to\b|\bfollow up\b)", re.I)
+WHEN_RE = re.compile(rf"{DATE_RE.pattern}|\b(?:ago|recently)\b", re.I)  # a time expression: the sentence tells of an event
 HIGH_RE = re.compile(r"\b(critical|urgent|outage|incident|security|breach|data loss|production|deadline|asap|important)\b", re.I)
 PERSON_BEFORE = frozenset("ask asked tell told with and met call called thanks hi hey dear from by to for cc ping sister brother mom dad friend".split())
 PERSON_AFTER = ("'s ", " said", " says", " told", " asked", " will ", " is ", " was ", " thinks", " wants", " mentioned", " leads", " and i", ": ")
@@ -170,7 +173,8 @@ class LocalCompressor:
             if len(cw) < 3 or s in seen:
                 continue
             seen.add(s)
-            scored.append((sum(weight.get(w, 0.0) for w in cw) / math.sqrt(count_tokens(s) + 5), i, s))
+            dated = DATED_SENTENCE_WEIGHT if WHEN_RE.search(s) else 1.0
+            scored.append((dated * sum(weight.get(w, 0.0) for w in cw) / math.sqrt(count_tokens(s) + 5), i, s))
         scored.sort(reverse=True)
         lengths = sorted(_floor_tokens(s) for _, _, s in scored)
         typical = min(TYPICAL_SENTENCE_CAP, lengths[len(lengths) // 2]) if lengths else 0  # median: long in technical text

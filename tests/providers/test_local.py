@@ -62,6 +62,18 @@ def test_the_best_sentence_beats_a_filler_that_fits_a_small_budget():
     assert LocalCompressor._summary([filler, best], tf, lambda w: 1.0, count_tokens(filler)) == best
 
 
+def test_the_summary_prefers_a_sentence_that_says_when_something_happened():
+    """A later "when did…" question asks about events. Of two sentences of the same words' weight,
+    the one with a time expression is the summary; without one the reflection wins on its words."""
+    event = "Yesterday I signed up for a pottery class downtown."
+    musing = "It shows how important friendship and compassion really are."
+    tf = Counter(content_words(event + " " + musing)) + Counter(content_words(musing))  # the musing's words weigh more
+    budget = count_tokens(musing)
+    assert LocalCompressor._summary([musing, event], tf, lambda w: 1.0, budget) == event
+    undated = event.replace("Yesterday ", "")
+    assert LocalCompressor._summary([musing, undated], tf, lambda w: 1.0, budget) == musing
+
+
 def test_month_and_year_are_one_date():
     out = LocalCompressor().compress("Alice: we shipped the Kafka consumer in November 2022 and the audit is on May 3, 2023. " * 4)
     assert "November 2022" in out.entities.dates and "May 3, 2023" in out.entities.dates
