@@ -92,8 +92,8 @@ def _keep_attributes(fd: int, target: Path) -> None:
     os.fchmod(fd, old.st_mode & 0o7777)  # after fchown, which clears set-id bits
 
 
-def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
-    """Write to a temp file in the same folder, fsync, then rename over the target (through a
+def atomic_write_bytes(path: Path, data: bytes | list[bytes | memoryview], durable: bool = True) -> None:
+    """Write `data` (or its pieces one after another) to a temp file in the same folder, fsync, then rename over the target (through a
     symbolic link: see _target). `durable=False` skips both fsyncs (~5 ms, far more on a busy disk):
     only for derived files that are validated when read and rebuilt when damaged, since after a
     power cut they may be old, empty or partial."""
@@ -107,7 +107,7 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             _keep_attributes(fh.fileno(), target)
-            fh.write(data)
+            fh.writelines(data) if isinstance(data, list) else fh.write(data)
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())

@@ -44,6 +44,32 @@ def test_patched_index_equals_a_full_rebuild(mem, root, monkeypatch):
     assert rebuilt(mem, root)
 
 
+def test_a_session_of_the_latest_day_is_appended_without_reading_every_line(mem, root, monkeypatch):
+    """The usual compress (a session stored today, the newest day) copies the other lines as one run
+    of bytes: the line-by-line patch is not used, and the result is still byte for byte a rebuild's."""
+    def unused(*a, **k):
+        raise AssertionError("index.json was parsed line by line")
+
+    monkeypatch.setattr(mem.store, "_index_rows", unused)
+    monkeypatch.setattr(mem.store, "rebuild_index", unused)
+    mem.compress("Frank: day 5 again, the Grafana alert on consumer lag fired twice.", when=when(5, 15), session="late")
+    mem.compress("Grace: day 9, a new day file entirely.", when=when(9), session="new")
+    mem.compress("Heidi: day 9 afternoon, the billing backfill finished.", when=when(9, 16), session="pm")
+    monkeypatch.undo()
+    assert [e["timestamp"][:10] for e in entries_of(root)][-4:] == ["2026-03-05", "2026-03-05", "2026-03-09", "2026-03-09"]
+    assert rebuilt(mem, root)
+
+
+def test_an_entry_taken_by_hand_from_the_latest_day_is_not_kept_by_the_append(mem, root):
+    day5 = root / "memory/index/2026-03-05.json"
+    data = json.loads(day5.read_text())
+    gone = data["entries"].pop(0)["id"]
+    day5.write_text(json.dumps(data, indent=2))
+    mem.compress("Ivan: day 5 evening, the release checklist is done.", when=when(5, 20), session="eve")
+    assert gone not in {e["id"] for e in entries_of(root)} and len(entries_of(root)) == 5
+    assert rebuilt(mem, root)
+
+
 def test_anything_unexpected_falls_back_to_the_full_rebuild(mem, root, monkeypatch):
     # a hand edit (or git pull) to another day file since the last index write
     day2 = root / "memory/index/2026-03-02.json"
