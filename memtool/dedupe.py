@@ -27,7 +27,6 @@ Distinct conversations between the same people stay far below the threshold (REA
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -158,13 +157,11 @@ class Deduper:
     # -- internals -----------------------------------------------------------------------------------
     def _sizes_by_len(self) -> dict[int, list[str]]:
         if self._sizes is None:
+            from memtool.search.index import transcript_sizes  # numpy: only when a check runs
+
             self._sizes = {}
-            folder = self.layout.transcripts_dir
-            if folder.is_dir():
-                with os.scandir(folder) as it:
-                    for de in it:
-                        if de.name.endswith(".md") and not de.name.startswith("."):
-                            self._sizes.setdefault(de.stat().st_size, []).append(de.name[:-3])
+            for eid, size in transcript_sizes(self.layout).items():
+                self._sizes.setdefault(size, []).append(eid)
         return self._sizes
 
     def _same(self, data: bytes) -> Entry | None:

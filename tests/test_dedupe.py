@@ -59,6 +59,22 @@ def test_the_same_transcript_twice_stores_nothing_new(mem, root):
     assert len(list(mem.store.iter_entries())) == 1
 
 
+def test_the_same_transcript_is_found_whether_the_search_cache_recorded_it_or_not(mem, root):
+    """Transcript sizes come from the search cache's record of its last full build, and a stat of
+    those added since: a duplicate of either kind is found, in a new process as in this one."""
+    from memtool.search.index import TRANSCRIPTS_FILE
+
+    first = mem.compress(SESSION, when=WHEN, session="a")  # stored at once: in the full build's record
+    later = mem.compress(OTHER, when=WHEN + timedelta(hours=1), session="b")  # a delta: not in it
+    recorded = json.loads((root / "memory/.cache/search" / TRANSCRIPTS_FILE).read_text())
+    assert first.id in recorded and later.id not in recorded
+    for text, entry in [(SESSION, first), (OTHER, later)]:
+        fresh = open_memory(root, embedder=mem.embedder)
+        again = fresh.compress(text, when=WHEN + timedelta(days=40), session="c")
+        assert again.id == entry.id and [(d.kind, d.existing) for d in fresh.duplicates] == [("same", entry.id)]
+    assert len(list(mem.store.iter_entries())) == 2
+
+
 def test_the_same_transcript_twice_in_one_call(mem):
     out = mem.compress_many([Session(SESSION, when=WHEN, name="a.md"), Session(OTHER, when=WHEN, name="b.md"), Session(SESSION, when=WHEN, name="c.md")])
     assert out[0].id == out[2].id != out[1].id

@@ -33,6 +33,7 @@ from memtool.text import WORDS_VERSION, terms, words
 CACHE_VERSION = f"11.{WORDS_VERSION}"  # the layout of the cache, and the word rules its BM25 terms were split by
 DELTA_MIN_DOCS = 2000  # a delta may always grow this large before a full rebuild …
 DELTA_FRACTION = 0.2  # … or this share of the base, whichever is larger
+TRANSCRIPTS_FILE = "transcripts.json"  # inside the base segment: each kept transcript's stat at that build
 # BM25 field weights for entry documents: each field is repeated this many times in the indexed text.
 FIELD_REPEAT = {"summary": 1, "keywords": 2, "topics": 1, "decisions": 1, "action_items": 1, "entities": 2}
 
@@ -90,6 +91,36 @@ def _transcript_sigs(layout: Layout) -> dict[str, str]:
                     except FileNotFoundError:
                         continue  # deleted while listing
                     out[de.name[:-3]] = f"{st.st_size}:{st.st_mtime_ns}"
+    except FileNotFoundError:
+        pass  # no transcripts folder
+    return out
+
+
+def transcript_sizes(layout: Layout) -> dict[str, int]:
+    """Each kept transcript's size in bytes, by entry id. Sizes the search cache recorded at its last
+    full build are taken from that record, so only the transcripts added since are stat-ed: a stat
+    each cost every compress ~0.3 s at 100,000 transcripts. One edited in place since that build
+    keeps its old size here."""
+    try:
+        recorded = json.loads((layout.cache_dir / C.SEARCH_DIR / TRANSCRIPTS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = None
+    recorded = recorded if isinstance(recorded, dict) else {}
+    out: dict[str, int] = {}
+    try:
+        with os.scandir(layout.transcripts_dir) as it:
+            for de in it:
+                name = de.name
+                if not name.endswith(".md") or name.startswith("."):
+                    continue
+                sig = recorded.get(name[:-3])
+                if isinstance(sig, str) and sig.partition(":")[0].isdigit():
+                    out[name[:-3]] = int(sig.partition(":")[0])
+                    continue
+                try:
+                    out[name[:-3]] = de.stat().st_size
+                except FileNotFoundError:
+                    continue  # deleted while listing
     except FileNotFoundError:
         pass  # no transcripts folder
     return out
@@ -455,7 +486,7 @@ def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | 
             r[1] = i
         r[2] = i + 1
     # the transcripts as read, and each entry's day file: an edited transcript re-collects that day
-    extra = {"sources.json": json.dumps(ranges, ensure_ascii=False), "transcripts.json": json.dumps(sigs.transcripts),
+    extra = {"sources.json": json.dumps(ranges, ensure_ascii=False), TRANSCRIPTS_FILE: json.dumps(sigs.transcripts),
              "entry-days.json": json.dumps({d.ref: d.source for d in docs if d.kind == "entry"}, ensure_ascii=False),
              SUPERSEDES_FILE: json.dumps(_declared(docs, entries), ensure_ascii=False),
              DICTIONARY_FILE: dictionary_text()}
@@ -473,7 +504,7 @@ def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Kn
         base = Segment(folder)
         ranges = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
         if sigs.transcripts is not None:
-            transcripts = json.loads((folder / "transcripts.json").read_text(encoding="utf-8"))
+            transcripts = json.loads((folder / TRANSCRIPTS_FILE).read_text(encoding="utf-8"))
             edited = {i for i in {*transcripts, *sigs.transcripts} if transcripts.get(i) != sigs.transcripts.get(i)}
         else:  # a search's refresh, with no transcript stats: keep the edits the last delta covered
             edited = set(_delta_meta(folder, base).get("edited", []))
