@@ -263,25 +263,39 @@ def _index_pieces(provider: str, runs: list[bytes | memoryview]) -> list[bytes |
     return [head.encode("utf-8"), _INDEX_OPEN, *body, b"]\n}\n"]
 
 
-def _index_lines(data: bytes) -> list[bytes] | None:
-    """The entry lines of an index.json of this version laid out as index_document writes it (one
-    compact entry a line, valid UTF-8); None if it is anything else."""
+def _index_span(data: bytes) -> tuple[int, int] | None:
+    """Where the entry lines of an index.json of this version laid out as index_document writes it
+    are: data[lo:cut], apart by _INDEX_SEP (lo == cut: none); None if it is anything else."""
     at = data.find(_INDEX_OPEN)
     try:
         head = json.loads(data[:at] + b"}") if at > 0 else None
-        if not data.isascii():
-            data.decode("utf-8")  # lines are copied as bytes: they must be text
-    except ValueError:  # UnicodeDecodeError too
+    except ValueError:
         return None
     if not isinstance(head, dict) or head.get("version") != C.INDEX_VERSION:
         return None
     start = at + len(_INDEX_OPEN)
-    if data[start:] == b"]\n}\n":
-        return []
+    if len(data) == start + 4 and data.endswith(b"]\n}\n"):  # compared in place: no copy of the body
+        return start, start
     if data[start : start + 5] != b"\n    " or not data.endswith(b"\n  ]\n}\n") or data.find(_INDEX_SEP, 0, start) != -1:
         return None
+    return start + 5, len(data) - 7
+
+
+def _index_lines(data: bytes) -> list[bytes] | None:
+    """The entry lines of an index.json of this version laid out as index_document writes it (one
+    compact entry a line, valid UTF-8); None if it is anything else."""
+    span = _index_span(data)
+    if span is None:
+        return None
+    if not data.isascii():
+        try:
+            data.decode("utf-8")  # lines are copied as bytes: they must be text
+        except UnicodeDecodeError:
+            return None
+    if span[0] == span[1]:
+        return []
     lines = data.split(_INDEX_SEP)  # the whole file split once (no copy of its body): trim the first and last line
-    lines[0], lines[-1] = lines[0][start + 5 :], lines[-1][:-7]
+    lines[0], lines[-1] = lines[0][span[0] :], lines[-1][: span[1] - len(data)]
     return lines
 
 
@@ -451,20 +465,10 @@ class Store:
             data = self.layout.index_file.read_bytes()
         except OSError:
             return False
-        at = data.find(_INDEX_OPEN)
-        try:
-            head = json.loads(data[:at] + b"}") if at > 0 else None
-        except ValueError:
+        span = _index_span(data)
+        if span is None:
             return False
-        start = at + len(_INDEX_OPEN)
-        if not isinstance(head, dict) or head.get("version") != C.INDEX_VERSION:
-            return False
-        if len(data) == start + 4 and data.endswith(b"]\n}\n"):  # no entries (compared in place: no copy)
-            lo = cut = start
-        elif data[start : start + 5] == b"\n    " and data.endswith(b"\n  ]\n}\n"):
-            lo, cut = start + 5, len(data) - 7  # the lines: data[lo:cut], apart by _INDEX_SEP
-        else:
-            return False
+        lo, cut = span  # the lines: data[lo:cut], apart by _INDEX_SEP
         ids, bdays = {e.id.encode("utf-8") for e in fresh}, {d.encode("ascii") for d in days}
         last: tuple[bytes, bytes] | None = None  # (timestamp, id) of the last line kept
         while cut > lo:  # from the end: the lines of `days` go, the first other line ends those kept
