@@ -60,12 +60,20 @@ def session_text(rng: random.Random) -> str:
     return "\n".join(lines)
 
 
+START = datetime(2024, 1, 1, tzinfo=timezone.utc)  # the synthetic sessions' first time …
+SPACING_MIN = 37  # … and the minutes between two of them
+
+
+def days_after(n: int, k: int) -> str:
+    """The k-th day (1, 2, …) after the last of n synthetic sessions: a new session is stored today."""
+    return (START + timedelta(minutes=SPACING_MIN * (n - 1), days=k)).date().isoformat()
+
+
 def build_store(root: Path, n: int, seed: int) -> float:
     init(root)
     mem = open_memory(root)
     rng = random.Random(seed)
-    start = datetime(2024, 1, 1, tzinfo=timezone.utc)
-    sessions = (Session(text=session_text(rng), when=start + timedelta(minutes=37 * i), session=f"s{i}") for i in range(n))
+    sessions = (Session(text=session_text(rng), when=START + timedelta(minutes=SPACING_MIN * i), session=f"s{i}") for i in range(n))
     t = time.perf_counter()
     mem.compress_many(sessions, batch=1024)
     return time.perf_counter() - t
@@ -186,7 +194,7 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int) -> dict:
         cold.append(cold_search(root, q))
         floor.append(cold_search(root, q, FLOOR_CMD))
     naive_append_ms = [naive_append(root) for _ in range(3)]
-    compress_ms = [cold_compress(root, session_text(rng), f"2030-01-0{i + 1}") for i in range(3)]  # last: the store grows by 3
+    compress_ms = [cold_compress(root, session_text(rng), days_after(n, i + 1)) for i in range(3)]  # last: the store grows by 3
     with_delta = open_memory(root)
     if with_delta.index().delta is None:
         raise SystemExit("expected a delta segment after compressing 3 sessions")
