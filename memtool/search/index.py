@@ -15,7 +15,7 @@ import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -80,19 +80,23 @@ class Sigs:
         return self if self.transcripts is not None else Sigs(self.files, _transcript_sigs(layout))
 
 
-def _transcript_sigs(layout: Layout) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _kept_transcripts(layout: Layout) -> Iterator[os.DirEntry]:
+    """The kept transcripts' folder entries (none without the folder)."""
     try:
         with os.scandir(layout.transcripts_dir) as it:
-            for de in it:
-                if de.name.endswith(".md") and not de.name.startswith("."):
-                    try:
-                        st = de.stat()
-                    except FileNotFoundError:
-                        continue  # deleted while listing
-                    out[de.name[:-3]] = f"{st.st_size}:{st.st_mtime_ns}"
+            yield from (de for de in it if de.name.endswith(".md") and not de.name.startswith("."))
     except FileNotFoundError:
         pass  # no transcripts folder
+
+
+def _transcript_sigs(layout: Layout) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for de in _kept_transcripts(layout):
+        try:
+            st = de.stat()
+        except FileNotFoundError:
+            continue  # deleted while listing
+        out[de.name[:-3]] = f"{st.st_size}:{st.st_mtime_ns}"
     return out
 
 
@@ -107,22 +111,16 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
         recorded = None
     recorded = recorded if isinstance(recorded, dict) else {}
     out: dict[str, int] = {}
-    try:
-        with os.scandir(layout.transcripts_dir) as it:
-            for de in it:
-                name = de.name
-                if not name.endswith(".md") or name.startswith("."):
-                    continue
-                sig = recorded.get(name[:-3])
-                if isinstance(sig, str) and sig.partition(":")[0].isdigit():
-                    out[name[:-3]] = int(sig.partition(":")[0])
-                    continue
-                try:
-                    out[name[:-3]] = de.stat().st_size
-                except FileNotFoundError:
-                    continue  # deleted while listing
-    except FileNotFoundError:
-        pass  # no transcripts folder
+    for de in _kept_transcripts(layout):
+        eid = de.name[:-3]
+        size = str(recorded.get(eid, "")).partition(":")[0]
+        if size.isdigit():
+            out[eid] = int(size)
+            continue
+        try:
+            out[eid] = de.stat().st_size
+        except FileNotFoundError:
+            continue  # deleted while listing
     return out
 
 
