@@ -31,7 +31,8 @@ from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Memory
 from memtool.models import Entry
-from memtool.search.index import Known, Sigs, entry_vector_key, refresh_index
+from memtool.search.index import Known, Sigs, refresh_index
+from memtool.search.vectors import entry_vector_key
 from memtool.store import CONFLICT_RE, Layout, Store, read_day
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files, stat_sig
 

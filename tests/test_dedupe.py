@@ -305,7 +305,7 @@ def test_the_third_compress_of_a_session_supersedes_the_second(mem):
 
 
 def test_a_supersedes_cycle_keeps_its_newest_entry_current(mem):
-    from memtool.search.index import superseded_by
+    from memtool.search.docs import superseded_by
 
     a = mem.compress(SESSION, when=WHEN, session="a")
     b = mem.compress(OTHER, when=WHEN + timedelta(days=1), session="b")

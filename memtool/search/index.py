@@ -1,9 +1,9 @@
-"""Building the derived search cache: every searchable document, its BM25 postings and its vector.
+"""Building the derived search cache: the documents (memtool/search/docs.py), their BM25 postings and
+their vectors (memtool/search/vectors.py), written as memory-mapped segments (memtool/search/segment.py).
 
-Documents: one per entry (its structured fields), one per transcript chunk (pointing at its entry)
-and one per Markdown chunk of Layers 1 and 3. Everything here is rebuilt from the files when a
-cheap stat fingerprint changes; arrays are memory-mapped so a cold search parses almost nothing.
-Chunk vectors are reused across rebuilds by content hash, so only new text is embedded.
+Everything here is rebuilt from the files when a cheap stat fingerprint changes; arrays are
+memory-mapped so a cold search parses almost nothing. Vectors are reused across rebuilds, so only
+new text is embedded.
 """
 
 from __future__ import annotations
@@ -15,40 +15,25 @@ import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple
+from typing import Iterator
 
 import numpy as np
 
 from memtool import constants as C
-from memtool.chunking import chunk_lines, chunk_markdown
-from memtool.errors import ProviderError, StoreCorrupt
-from memtool.fsutil import atomic_write_bytes, atomic_write_text, locked
-from memtool.models import Entry, parse_iso
-from memtool.store import DAY_RE, Layout, ParsedDays, Store, read_day
+from memtool.fsutil import atomic_write_text, locked
+from memtool.models import Entry
+from memtool.store import Layout, ParsedDays
 from memtool.search.cues import doc_cues
+from memtool.search.docs import Declared, Doc, collect_docs, read_entries, superseded_by
 from memtool.search.typos import DICTIONARY_FILE, SURFACE_FILE, dictionary_text, surface_words
 from memtool.search.segment import DELTA_DIR, IMPORTANCE_CODE, KIND_CODE, LENGTH_FILE, SearchIndex, Segment
+from memtool.search.vectors import VECTOR_KEYS_FILE, ChunkVectorCache, embed_docs, vector_keys
 from memtool.text import WORDS_VERSION, terms, words
 
 CACHE_VERSION = f"11.{WORDS_VERSION}"  # the layout of the cache, and the word rules its BM25 terms were split by
 DELTA_MIN_DOCS = 2000  # a delta may always grow this large before a full rebuild …
 DELTA_FRACTION = 0.2  # … or this share of the base, whichever is larger
 TRANSCRIPTS_FILE = "transcripts.json"  # inside the base segment: each kept transcript's stat at that build
-# BM25 field weights for entry documents: each field is repeated this many times in the indexed text.
-FIELD_REPEAT = {"summary": 1, "keywords": 2, "topics": 1, "decisions": 1, "action_items": 1, "entities": 2}
-
-
-def entry_search_text(e: Entry) -> str:
-    ents = " ".join(e.entities.people + e.entities.systems + e.entities.dates)
-    fields = {
-        "summary": e.summary,
-        "keywords": " ".join(e.keywords),
-        "topics": " ".join(e.topics),
-        "decisions": " ".join(e.decisions),
-        "action_items": " ".join(e.action_items),
-        "entities": ents,
-    }
-    return "\n".join(" ".join([text] * FIELD_REPEAT[name]) for name, text in fields.items() if text)
 
 
 def _stat_sig(path: Path) -> str:
@@ -150,57 +135,6 @@ def _sources(layout: Layout, archive: bool) -> list[Layout]:
 
 
 SUPERSEDES_FILE = "supersedes.json"  # inside the base segment: the entries that supersede others (Declared)
-VECTOR_KEYS_FILE = "vector-keys.json"  # inside a delta segment: the ChunkVectorCache key of each row of its vectors.npy
-
-
-class Declared(NamedTuple):
-    """An entry that supersedes others, as the base segment records it (supersedes.json)."""
-
-    id: str
-    timestamp: str
-    supersedes: list[str]
-    source: str  # its day file
-
-
-def superseded_by(entries: Iterable[Entry | Declared]) -> dict[str, str]:
-    """Old entry id -> the newest entry declaring `supersedes: [old id]`. Hand edits can close a
-    cycle (a supersedes b, b supersedes a): its newest entry is then superseded by none, so one
-    version of it is always current."""
-    order = sorted(entries, key=lambda e: (e.timestamp, e.id))
-    out: dict[str, str] = {}
-    for e in order:
-        out.update((old, e.id) for old in e.supersedes if old != e.id)
-    rank = {e.id: i for i, e in enumerate(order)}
-    done: set[str] = set()
-    for start in list(out):
-        path: list[str] = []
-        x = start
-        while x in out and x not in done and x not in path:
-            path.append(x)
-            x = out[x]
-        if x in path:  # back where the walk has been: a cycle
-            cycle = path[path.index(x):]
-            del out[max(cycle, key=lambda i: rank.get(i, -1))]
-        done.update(path)
-    return out
-
-
-@dataclass
-class Doc:
-    kind: str
-    ref: str  # entry id, or "relative/path.md#L12"
-    entry: str  # owning entry id ('' for Markdown chunks)
-    text: str  # text shown / packed into context
-    index_text: str  # text given to BM25 and the embedder
-    ts: float  # epoch seconds
-    session: str = ""
-    importance: str = "medium"
-    topics: tuple[str, ...] = ()
-    trusted: bool = True
-    line: int = 0
-    pinned: bool = False
-    superseded_by: str = ""  # id of the newer entry that supersedes this one
-    source: str = ""  # the file it came from (day file or Markdown file)
 
 
 @dataclass
@@ -211,210 +145,6 @@ class Known:
     vectors: dict[str, np.ndarray] = field(default_factory=dict)  # entry vectors, keyed by entry_vector_key
     sigs: Sigs | None = None  # the files' signatures, taken before any of them was read
 
-
-def read_entries(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None) -> tuple[list[Entry], list[str]]:
-    """The entries of every day file (or of the day files in `only`), and the day file of each."""
-    entries: list[Entry] = []
-    sources: list[str] = []
-    for path in layout.day_files() if only is None else [Path(s) for s in only if s.endswith(".json")]:
-        try:
-            day = read_day(path, parsed)
-        except FileNotFoundError:
-            continue  # deleted since it was listed: its signature shows it as gone next time
-        except (StoreCorrupt, UnicodeDecodeError) as exc:
-            errors.append(str(exc))
-            continue
-        entries.extend(day)
-        sources.extend([str(path)] * len(day))
-    return entries, sources
-
-
-def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None,
-                 newer: dict[str, str] | None = None) -> tuple[list[Doc], list[Entry]]:
-    """Documents of every source file (day files, then Markdown), each source's docs contiguous.
-    With `only`, just the sources named there (paths as str, in that order: day files before Markdown
-    files); day files in `parsed` are not read again. `newer`: old id -> superseding id over every
-    entry (default: worked out from the entries read)."""
-    entries, sources = read_entries(layout, errors, only, parsed)
-    docs: list[Doc] = []
-    newer = superseded_by(entries) if newer is None else newer
-    for e, source in zip(entries, sources):
-        ts = parse_iso(e.timestamp).timestamp()
-        common = dict(entry=e.id, ts=ts, session=e.source_session, importance=e.importance, topics=tuple(e.topics), trusted=e.trusted,
-                      pinned=e.pinned, superseded_by=newer.get(e.id, ""), source=source)
-        docs.append(Doc(kind="entry", ref=e.id, text=e.summary, index_text=entry_search_text(e), **common))
-        tpath = layout.transcript_file(e.id)
-        if tpath.is_file():
-            ttext = tpath.read_text(encoding="utf-8", errors="replace")
-            for ch in chunk_lines(ttext):
-                docs.append(Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common))
-    for path in layout.markdown_files() if only is None else [Path(s) for s in only if s.endswith(".md")]:
-        rel = path.relative_to(layout.root).as_posix()
-        daily = path.parent == layout.memory_dir or path.parent.parent == layout.archive_dir  # archived logs: memory/archive/YYYY/
-        kind = "log" if daily and _is_date(path.stem) else "memory"
-        try:
-            data = path.read_bytes()
-            ts = _md_time(path, kind)
-        except FileNotFoundError:
-            continue  # deleted since it was listed
-        text = data.decode("utf-8", errors="replace")  # a person's file: one bad byte must not hide the rest
-        if "\ufffd" in text and "\ufffd".encode() not in data:
-            errors.append(f"{path}: not valid UTF-8; the bytes that are not were read as U+FFFD")
-        if path.parent == layout.root and _untouched_template(path.name, text):
-            continue  # still the file `memory init` wrote: boilerplate, not memory
-        for ch in chunk_markdown(text):
-            body = f"{ch.heading}\n{ch.text}" if ch.heading else ch.text
-            docs.append(Doc(kind=kind, ref=f"{rel}#L{ch.line}", entry="", text=body, index_text=body, ts=ts, line=ch.line, session="", source=str(path)))
-    return docs, entries
-
-
-def _untouched_template(name: str, text: str) -> bool:
-    from memtool.scaffold import is_untouched_template  # importlib.resources: only when building
-
-    return is_untouched_template(name, text)
-
-
-def _is_date(name: str) -> bool:
-    """A daily log's name: YYYY-MM-DD and a real day ("2026-13-45.md" is just a Markdown file)."""
-    from datetime import date
-
-    try:
-        return bool(DAY_RE.match(name)) and date.fromisoformat(name) is not None
-    except ValueError:
-        return False
-
-
-def _md_time(path: Path, kind: str) -> float:
-    if kind == "log":
-        from datetime import datetime
-
-        return datetime.fromisoformat(path.stem).astimezone().timestamp()
-    return path.stat().st_mtime
-
-
-class ChunkVectorCache:
-    """Document vectors reused across rebuilds: chunks by text hash, entries by id and content hash.
-
-    Stored as a memory-mapped matrix plus its list of keys; vectors added since are held in memory
-    until `save`."""
-
-    def __init__(self, folder: Path, model: str, dim: int):
-        self.base = folder / f"vectors-{model}"
-        self.model = model
-        self.dim = dim
-        self.rows: dict[str, int] = {}
-        self.matrix = np.zeros((0, dim), np.float32)
-        self.added: dict[str, np.ndarray] = {}
-        keys, vecs = self.base.with_suffix(".keys.json"), self.base.with_suffix(".npy")
-        if keys.is_file() and vecs.is_file():
-            try:
-                self.rows = {k: i for i, k in enumerate(json.loads(keys.read_text()))}
-                self.matrix = np.load(vecs, mmap_mode="r")
-            except ValueError:
-                self.rows = {}  # unreadable cache: start again, it is only a cache
-            if self.matrix.shape != (len(self.rows), dim):
-                self.rows, self.matrix = {}, np.zeros((0, dim), np.float32)
-
-    def fill(self, keys: list[str], out: np.ndarray) -> list[int]:
-        """out[i] = the vector held for keys[i]; returns the positions of the keys not held. The
-        memory-mapped rows are read in one gather."""
-        at: list[int] = []
-        rows: list[int] = []
-        missing: list[int] = []
-        for i, key in enumerate(keys):
-            vec = self.added.get(key)
-            if vec is not None:
-                out[i] = vec
-            elif (row := self.rows.get(key)) is not None:
-                at.append(i)
-                rows.append(row)
-            else:
-                missing.append(i)
-        if rows:
-            out[at] = self.matrix[rows]
-        return missing
-
-    def put(self, key: str, vec: np.ndarray) -> None:
-        self.added[key] = vec
-
-    def adopt(self, delta: Path) -> None:
-        """Take the vectors a delta segment holds that this cache lacks: a delta does not save the
-        cache, so without this the full build replacing it would embed its documents again (with a
-        model such as e5, seconds per session). Zero rows (the embedder failed then) are left out."""
-        try:
-            if json.loads((delta / "manifest.json").read_text(encoding="utf-8")).get("model") != self.model:
-                return
-            keys = json.loads((delta / VECTOR_KEYS_FILE).read_text(encoding="utf-8"))
-            vecs = np.load(delta / "vectors.npy", mmap_mode="r")
-        except (OSError, ValueError):
-            return  # no delta, or one cut off: its documents are embedded again
-        if vecs.shape != (len(keys), self.dim):
-            return
-        for key, vec in zip(keys, vecs):
-            if key not in self.rows and key not in self.added and vec.any():
-                self.added[key] = np.array(vec)
-
-    def save(self, keep: set[str]) -> None:
-        keys = sorted(keep & (set(self.rows) | set(self.added)))
-        vecs = np.zeros((len(keys), self.dim), np.float32)
-        self.fill(keys, vecs)
-        import io
-
-        buf = io.BytesIO()
-        np.save(buf, vecs.astype(np.float32))
-        atomic_write_bytes(self.base.with_suffix(".npy.tmpsave"), buf.getvalue())
-        os.replace(self.base.with_suffix(".npy.tmpsave"), self.base.with_suffix(".npy"))
-        atomic_write_text(self.base.with_suffix(".keys.json"), json.dumps(keys))
-
-
-def entry_vector_key(e: Entry) -> str:
-    """How an entry's vector is keyed in ChunkVectorCache: its id and content hash."""
-    return f"entry:{e.id}:{e.content_hash()}"
-
-
-def vector_keys(docs: list[Doc], by_id: dict[str, Entry]) -> list[str]:
-    """Each document's key in ChunkVectorCache: an entry's id and content hash, a chunk's text hash."""
-    return [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else hashlib.sha1(d.index_text.encode("utf-8", "surrogatepass")).hexdigest() for d in docs]
-
-
-def _vectors(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], cache: ChunkVectorCache, errors: list[str], progress=None,
-             save: bool = True, fresh: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """A vector per document: entries from `fresh` (vectors the caller just computed), the cache or
-    their embedding files, the rest from the cache or embedded now. Only what nothing holds is embedded.
-    If the embedder fails (a remote one unreachable), the rest keep a zero vector, said in `errors`:
-    words still find them, and a later build (the next change, `memory reindex --full`) embeds them."""
-    store = Store(layout)
-    dim = embedder.dim
-    by_id = {e.id: e for e in entries}
-    keys = vector_keys(docs, by_id)
-    for key, vec in (fresh or {}).items():
-        cache.put(key, vec)
-    vectors = np.zeros((len(docs), dim), dtype=np.float32)
-    missing: list[int] = []
-    for i in cache.fill(keys, vectors):
-        d = docs[i]
-        vec = store.vector_for(by_id[d.ref], embedder.model, dim) if d.kind == "entry" else None  # first build, or the entry changed
-        if vec is None:
-            missing.append(i)
-        else:
-            vectors[i] = vec
-            cache.put(keys[i], vec)
-    step = 512
-    for s in range(0, len(missing), step):
-        idx = missing[s : s + step]
-        try:  # what each vector embeds: an entry's embed_text, a chunk's own text
-            vecs = embedder.embed_documents([by_id[docs[i].ref].embed_text() if docs[i].kind == "entry" else docs[i].index_text for i in idx])
-        except ProviderError as exc:  # no retry per batch: a service that is down would cost a timeout each
-            errors.append(f"{len(missing) - s} documents have no vector yet ({exc}); search finds them by their words")
-            break
-        for i, v in zip(idx, vecs):
-            vectors[i] = v
-            cache.put(keys[i], v)
-        if progress:
-            progress(len(idx))
-    if save:
-        cache.save(set(keys))
-    return vectors
 
 
 def _write_segment(folder: Path, docs: list[Doc], vectors: np.ndarray, meta: dict, extra: dict[str, str] | None = None) -> None:
@@ -476,7 +206,7 @@ def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | 
     docs, entries = collect_docs(layout, errors, parsed=known.days)
     cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
     cache.adopt(folder / DELTA_DIR)
-    vectors = _vectors(layout, embedder, docs, entries, cache, errors, progress, fresh=known.vectors)
+    vectors = embed_docs(layout, embedder, docs, entries, cache, errors, progress, fresh=known.vectors)
     ranges = {src: [sig, 0, 0] for src, sig in sigs.files.items()}
     for i, d in enumerate(docs):  # each source's documents are contiguous: [start, end)
         r = ranges.setdefault(d.source, ["-", 0, 0])
@@ -533,7 +263,7 @@ def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Kn
     # reuse cached vectors, and the delta's being replaced; the cache is saved by the next full build
     cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
     cache.adopt(folder / DELTA_DIR)
-    vectors = _vectors(layout, embedder, docs, entries, cache, errors, progress, save=False, fresh=known.vectors)
+    vectors = embed_docs(layout, embedder, docs, entries, cache, errors, progress, save=False, fresh=known.vectors)
     masked = sorted((set(changed) & set(ranges)) | set(removed))
     meta = {"model": embedder.model, "base_id": base.meta["build_id"], "masked": masked, "edited": sorted(edited)}
     keys = vector_keys(docs, {e.id: e for e in entries})

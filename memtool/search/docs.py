@@ -1,0 +1,160 @@
+"""The searchable documents of a memory: one per entry (its structured fields), one per chunk of
+its kept transcript (pointing at its entry) and one per heading/paragraph chunk of the Markdown
+layers, read from the files. Building them into a segment is memtool/search/index.py's job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, NamedTuple
+
+from memtool.chunking import chunk_lines, chunk_markdown
+from memtool.errors import StoreCorrupt
+from memtool.models import Entry, parse_iso
+from memtool.store import DAY_RE, Layout, ParsedDays, read_day
+
+# BM25 field weights for entry documents: each field is repeated this many times in the indexed text.
+FIELD_REPEAT = {"summary": 1, "keywords": 2, "topics": 1, "decisions": 1, "action_items": 1, "entities": 2}
+
+
+def entry_search_text(e: Entry) -> str:
+    ents = " ".join(e.entities.people + e.entities.systems + e.entities.dates)
+    fields = {
+        "summary": e.summary,
+        "keywords": " ".join(e.keywords),
+        "topics": " ".join(e.topics),
+        "decisions": " ".join(e.decisions),
+        "action_items": " ".join(e.action_items),
+        "entities": ents,
+    }
+    return "\n".join(" ".join([text] * FIELD_REPEAT[name]) for name, text in fields.items() if text)
+
+
+class Declared(NamedTuple):
+    """An entry that supersedes others, as the base segment records it (supersedes.json)."""
+
+    id: str
+    timestamp: str
+    supersedes: list[str]
+    source: str  # its day file
+
+
+def superseded_by(entries: Iterable[Entry | Declared]) -> dict[str, str]:
+    """Old entry id -> the newest entry declaring `supersedes: [old id]`. Hand edits can close a
+    cycle (a supersedes b, b supersedes a): its newest entry is then superseded by none, so one
+    version of it is always current."""
+    order = sorted(entries, key=lambda e: (e.timestamp, e.id))
+    out: dict[str, str] = {}
+    for e in order:
+        out.update((old, e.id) for old in e.supersedes if old != e.id)
+    rank = {e.id: i for i, e in enumerate(order)}
+    done: set[str] = set()
+    for start in list(out):
+        path: list[str] = []
+        x = start
+        while x in out and x not in done and x not in path:
+            path.append(x)
+            x = out[x]
+        if x in path:  # back where the walk has been: a cycle
+            cycle = path[path.index(x):]
+            del out[max(cycle, key=lambda i: rank.get(i, -1))]
+        done.update(path)
+    return out
+
+
+@dataclass
+class Doc:
+    kind: str
+    ref: str  # entry id, or "relative/path.md#L12"
+    entry: str  # owning entry id ('' for Markdown chunks)
+    text: str  # text shown / packed into context
+    index_text: str  # text given to BM25 and the embedder
+    ts: float  # epoch seconds
+    session: str = ""
+    importance: str = "medium"
+    topics: tuple[str, ...] = ()
+    trusted: bool = True
+    line: int = 0
+    pinned: bool = False
+    superseded_by: str = ""  # id of the newer entry that supersedes this one
+    source: str = ""  # the file it came from (day file or Markdown file)
+
+
+def read_entries(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None) -> tuple[list[Entry], list[str]]:
+    """The entries of every day file (or of the day files in `only`), and the day file of each."""
+    entries: list[Entry] = []
+    sources: list[str] = []
+    for path in layout.day_files() if only is None else [Path(s) for s in only if s.endswith(".json")]:
+        try:
+            day = read_day(path, parsed)
+        except FileNotFoundError:
+            continue  # deleted since it was listed: its signature shows it as gone next time
+        except (StoreCorrupt, UnicodeDecodeError) as exc:
+            errors.append(str(exc))
+            continue
+        entries.extend(day)
+        sources.extend([str(path)] * len(day))
+    return entries, sources
+
+
+def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None,
+                 newer: dict[str, str] | None = None) -> tuple[list[Doc], list[Entry]]:
+    """Documents of every source file (day files, then Markdown), each source's docs contiguous.
+    With `only`, just the sources named there (paths as str, in that order: day files before Markdown
+    files); day files in `parsed` are not read again. `newer`: old id -> superseding id over every
+    entry (default: worked out from the entries read)."""
+    entries, sources = read_entries(layout, errors, only, parsed)
+    docs: list[Doc] = []
+    newer = superseded_by(entries) if newer is None else newer
+    for e, source in zip(entries, sources):
+        ts = parse_iso(e.timestamp).timestamp()
+        common = dict(entry=e.id, ts=ts, session=e.source_session, importance=e.importance, topics=tuple(e.topics), trusted=e.trusted,
+                      pinned=e.pinned, superseded_by=newer.get(e.id, ""), source=source)
+        docs.append(Doc(kind="entry", ref=e.id, text=e.summary, index_text=entry_search_text(e), **common))
+        tpath = layout.transcript_file(e.id)
+        if tpath.is_file():
+            ttext = tpath.read_text(encoding="utf-8", errors="replace")
+            for ch in chunk_lines(ttext):
+                docs.append(Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common))
+    for path in layout.markdown_files() if only is None else [Path(s) for s in only if s.endswith(".md")]:
+        rel = path.relative_to(layout.root).as_posix()
+        daily = path.parent == layout.memory_dir or path.parent.parent == layout.archive_dir  # archived logs: memory/archive/YYYY/
+        kind = "log" if daily and _is_date(path.stem) else "memory"
+        try:
+            data = path.read_bytes()
+            ts = _md_time(path, kind)
+        except FileNotFoundError:
+            continue  # deleted since it was listed
+        text = data.decode("utf-8", errors="replace")  # a person's file: one bad byte must not hide the rest
+        if "\ufffd" in text and "\ufffd".encode() not in data:
+            errors.append(f"{path}: not valid UTF-8; the bytes that are not were read as U+FFFD")
+        if path.parent == layout.root and _untouched_template(path.name, text):
+            continue  # still the file `memory init` wrote: boilerplate, not memory
+        for ch in chunk_markdown(text):
+            body = f"{ch.heading}\n{ch.text}" if ch.heading else ch.text
+            docs.append(Doc(kind=kind, ref=f"{rel}#L{ch.line}", entry="", text=body, index_text=body, ts=ts, line=ch.line, session="", source=str(path)))
+    return docs, entries
+
+
+def _untouched_template(name: str, text: str) -> bool:
+    from memtool.scaffold import is_untouched_template  # importlib.resources: only when building
+
+    return is_untouched_template(name, text)
+
+
+def _is_date(name: str) -> bool:
+    """A daily log's name: YYYY-MM-DD and a real day ("2026-13-45.md" is just a Markdown file)."""
+    from datetime import date
+
+    try:
+        return bool(DAY_RE.match(name)) and date.fromisoformat(name) is not None
+    except ValueError:
+        return False
+
+
+def _md_time(path: Path, kind: str) -> float:
+    if kind == "log":
+        from datetime import datetime
+
+        return datetime.fromisoformat(path.stem).astimezone().timestamp()
+    return path.stat().st_mtime

@@ -1,0 +1,143 @@
+"""Document vectors for the search cache: reused across builds (chunks by text hash, entries by id
+and content hash), so that only text nothing holds a vector for is embedded."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from memtool.errors import ProviderError
+from memtool.fsutil import atomic_write_bytes, atomic_write_text
+from memtool.models import Entry
+from memtool.search.docs import Doc
+from memtool.store import Layout, Store
+
+VECTOR_KEYS_FILE = "vector-keys.json"  # inside a delta segment: the ChunkVectorCache key of each row of its vectors.npy
+
+
+class ChunkVectorCache:
+    """Document vectors reused across rebuilds: chunks by text hash, entries by id and content hash.
+
+    Stored as a memory-mapped matrix plus its list of keys; vectors added since are held in memory
+    until `save`."""
+
+    def __init__(self, folder: Path, model: str, dim: int):
+        self.base = folder / f"vectors-{model}"
+        self.model = model
+        self.dim = dim
+        self.rows: dict[str, int] = {}
+        self.matrix = np.zeros((0, dim), np.float32)
+        self.added: dict[str, np.ndarray] = {}
+        keys, vecs = self.base.with_suffix(".keys.json"), self.base.with_suffix(".npy")
+        if keys.is_file() and vecs.is_file():
+            try:
+                self.rows = {k: i for i, k in enumerate(json.loads(keys.read_text()))}
+                self.matrix = np.load(vecs, mmap_mode="r")
+            except ValueError:
+                self.rows = {}  # unreadable cache: start again, it is only a cache
+            if self.matrix.shape != (len(self.rows), dim):
+                self.rows, self.matrix = {}, np.zeros((0, dim), np.float32)
+
+    def fill(self, keys: list[str], out: np.ndarray) -> list[int]:
+        """out[i] = the vector held for keys[i]; returns the positions of the keys not held. The
+        memory-mapped rows are read in one gather."""
+        at: list[int] = []
+        rows: list[int] = []
+        missing: list[int] = []
+        for i, key in enumerate(keys):
+            vec = self.added.get(key)
+            if vec is not None:
+                out[i] = vec
+            elif (row := self.rows.get(key)) is not None:
+                at.append(i)
+                rows.append(row)
+            else:
+                missing.append(i)
+        if rows:
+            out[at] = self.matrix[rows]
+        return missing
+
+    def put(self, key: str, vec: np.ndarray) -> None:
+        self.added[key] = vec
+
+    def adopt(self, delta: Path) -> None:
+        """Take the vectors a delta segment holds that this cache lacks: a delta does not save the
+        cache, so without this the full build replacing it would embed its documents again (with a
+        model such as e5, seconds per session). Zero rows (the embedder failed then) are left out."""
+        try:
+            if json.loads((delta / "manifest.json").read_text(encoding="utf-8")).get("model") != self.model:
+                return
+            keys = json.loads((delta / VECTOR_KEYS_FILE).read_text(encoding="utf-8"))
+            vecs = np.load(delta / "vectors.npy", mmap_mode="r")
+        except (OSError, ValueError):
+            return  # no delta, or one cut off: its documents are embedded again
+        if vecs.shape != (len(keys), self.dim):
+            return
+        for key, vec in zip(keys, vecs):
+            if key not in self.rows and key not in self.added and vec.any():
+                self.added[key] = np.array(vec)
+
+    def save(self, keep: set[str]) -> None:
+        keys = sorted(keep & (set(self.rows) | set(self.added)))
+        vecs = np.zeros((len(keys), self.dim), np.float32)
+        self.fill(keys, vecs)
+        buf = io.BytesIO()
+        np.save(buf, vecs.astype(np.float32))
+        atomic_write_bytes(self.base.with_suffix(".npy.tmpsave"), buf.getvalue())
+        os.replace(self.base.with_suffix(".npy.tmpsave"), self.base.with_suffix(".npy"))
+        atomic_write_text(self.base.with_suffix(".keys.json"), json.dumps(keys))
+
+
+def entry_vector_key(e: Entry) -> str:
+    """How an entry's vector is keyed in ChunkVectorCache: its id and content hash."""
+    return f"entry:{e.id}:{e.content_hash()}"
+
+
+def vector_keys(docs: list[Doc], by_id: dict[str, Entry]) -> list[str]:
+    """Each document's key in ChunkVectorCache: an entry's id and content hash, a chunk's text hash."""
+    return [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else hashlib.sha1(d.index_text.encode("utf-8", "surrogatepass")).hexdigest() for d in docs]
+
+
+def embed_docs(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], cache: ChunkVectorCache, errors: list[str], progress=None,
+             save: bool = True, fresh: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """A vector per document: entries from `fresh` (vectors the caller just computed), the cache or
+    their embedding files, the rest from the cache or embedded now. Only what nothing holds is embedded.
+    If the embedder fails (a remote one unreachable), the rest keep a zero vector, said in `errors`:
+    words still find them, and a later build (the next change, `memory reindex --full`) embeds them."""
+    store = Store(layout)
+    dim = embedder.dim
+    by_id = {e.id: e for e in entries}
+    keys = vector_keys(docs, by_id)
+    for key, vec in (fresh or {}).items():
+        cache.put(key, vec)
+    vectors = np.zeros((len(docs), dim), dtype=np.float32)
+    missing: list[int] = []
+    for i in cache.fill(keys, vectors):
+        d = docs[i]
+        vec = store.vector_for(by_id[d.ref], embedder.model, dim) if d.kind == "entry" else None  # first build, or the entry changed
+        if vec is None:
+            missing.append(i)
+        else:
+            vectors[i] = vec
+            cache.put(keys[i], vec)
+    step = 512
+    for s in range(0, len(missing), step):
+        idx = missing[s : s + step]
+        try:  # what each vector embeds: an entry's embed_text, a chunk's own text
+            vecs = embedder.embed_documents([by_id[docs[i].ref].embed_text() if docs[i].kind == "entry" else docs[i].index_text for i in idx])
+        except ProviderError as exc:  # no retry per batch: a service that is down would cost a timeout each
+            errors.append(f"{len(missing) - s} documents have no vector yet ({exc}); search finds them by their words")
+            break
+        for i, v in zip(idx, vecs):
+            vectors[i] = v
+            cache.put(keys[i], v)
+        if progress:
+            progress(len(idx))
+    if save:
+        cache.save(set(keys))
+    return vectors
