@@ -86,7 +86,7 @@ def _ts_text(ts: float) -> str:
 
 def allowed_mask(index: SearchIndex, q: Query) -> np.ndarray:
     mask = np.isin(index.kind, [KIND_CODE[k] for k in q.kinds])
-    if index.alive is not None:  # base documents replaced by the delta segment
+    if index.alive is not None:  # documents a delta segment holds again
         mask &= index.alive
     if q.since is not None:
         mask &= index.ts >= q.since.timestamp()

@@ -14,6 +14,7 @@ import os
 import shutil
 import uuid
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
@@ -26,14 +27,18 @@ from memtool.store import Layout, ParsedDays
 from memtool.search.cues import doc_cues
 from memtool.search.docs import Declared, Doc, collect_docs, read_entries, superseded_by
 from memtool.search.typos import DICTIONARY_FILE, SURFACE_FILE, dictionary_text, surface_words
-from memtool.search.segment import DELTA_DIR, IMPORTANCE_CODE, KIND_CODE, LENGTH_FILE, SearchIndex, Segment
+from memtool.search.segment import DELTA_DIR, FRESH_DIR, IMPORTANCE_CODE, KIND_CODE, LENGTH_FILE, SOURCES_FILE, SearchIndex, Segment, delta_on
 from memtool.search.vectors import VECTOR_KEYS_FILE, ChunkVectorCache, embed_docs, vector_keys
 from memtool.text import WORDS_VERSION, terms, words
 
-CACHE_VERSION = f"11.{WORDS_VERSION}"  # the layout of the cache, and the word rules its BM25 terms were split by
+CACHE_VERSION = f"12.{WORDS_VERSION}"  # the layout of the cache, and the word rules its BM25 terms were split by
 DELTA_MIN_DOCS = 2000  # a delta may always grow this large before a full rebuild …
 DELTA_FRACTION = 0.2  # … or this share of the base, whichever is larger
-TRANSCRIPTS_FILE = "transcripts.json"  # inside the base segment: each kept transcript's stat at that build
+FRESH_MIN_DOCS = 500  # a fresh segment may always grow this large before the delta is rebuilt …
+FRESH_FRACTION = 0.1  # … or this share of the delta, whichever is larger
+LEVELS = (DELTA_DIR, FRESH_DIR)  # the delta segments, each built on the one before (the first on the base)
+ENTRY_DAYS_FILE = "entry-days.json"  # in every segment: each entry's day file
+TRANSCRIPTS_FILE = "transcripts.json"  # in every segment: kept transcripts' stats when read (the base's: all of them)
 
 
 def _stat_sig(path: Path) -> str:
@@ -134,7 +139,7 @@ def _sources(layout: Layout, archive: bool) -> list[Layout]:
     return [layout, *archive_layouts(layout)]
 
 
-SUPERSEDES_FILE = "supersedes.json"  # inside the base segment: the entries that supersede others (Declared)
+SUPERSEDES_FILE = "supersedes.json"  # in every segment: the entries that supersede others (Declared)
 
 
 @dataclass
@@ -197,6 +202,22 @@ def _write_segment(folder: Path, docs: list[Doc], vectors: np.ndarray, meta: dic
     shutil.rmtree(old, ignore_errors=True)
 
 
+def _records(docs: list[Doc], entries: list[Entry], source_sigs: dict[str, str], transcripts: dict[str, str]) -> dict[str, str]:
+    """What a segment records of what it was built from, so that the next delta can tell what changed
+    since: each source file's signature and documents, each entry's day file, its kept transcript's
+    signature, and the entries that supersede others."""
+    ranges = {src: [sig, 0, 0] for src, sig in source_sigs.items()}
+    for i, d in enumerate(docs):  # each source's documents are contiguous: [start, end)
+        r = ranges.setdefault(d.source, ["-", 0, 0])
+        if r[1] == r[2]:
+            r[1] = i
+        r[2] = i + 1
+    day_of = {d.ref: d.source for d in docs if d.kind == "entry"}
+    declared = [Declared(e.id, e.timestamp, list(e.supersedes), day_of.get(e.id, "")) for e in entries if e.supersedes]
+    return {SOURCES_FILE: json.dumps(ranges, ensure_ascii=False), TRANSCRIPTS_FILE: json.dumps(transcripts),
+            ENTRY_DAYS_FILE: json.dumps(day_of, ensure_ascii=False), SUPERSEDES_FILE: json.dumps(declared, ensure_ascii=False)}
+
+
 def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | None = None, sigs: Sigs | None = None) -> list[str]:
     """Build the base segment into `folder` from all the files (`sigs`: their signatures, if just
     taken). Returns problems found (bad files skipped)."""
@@ -205,103 +226,159 @@ def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | 
     errors: list[str] = []
     docs, entries = collect_docs(layout, errors, parsed=known.days)
     cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
-    cache.adopt(folder / DELTA_DIR)
+    for name in LEVELS:
+        cache.adopt(folder / name)
     vectors = embed_docs(layout, embedder, docs, entries, cache, errors, progress, fresh=known.vectors)
-    ranges = {src: [sig, 0, 0] for src, sig in sigs.files.items()}
-    for i, d in enumerate(docs):  # each source's documents are contiguous: [start, end)
-        r = ranges.setdefault(d.source, ["-", 0, 0])
-        if r[1] == r[2]:
-            r[1] = i
-        r[2] = i + 1
-    # the transcripts as read, and each entry's day file: an edited transcript re-collects that day
-    extra = {"sources.json": json.dumps(ranges, ensure_ascii=False), TRANSCRIPTS_FILE: json.dumps(sigs.transcripts),
-             "entry-days.json": json.dumps({d.ref: d.source for d in docs if d.kind == "entry"}, ensure_ascii=False),
-             SUPERSEDES_FILE: json.dumps(_declared(docs, entries), ensure_ascii=False),
-             DICTIONARY_FILE: dictionary_text()}
+    extra = {**_records(docs, entries, sigs.files, sigs.transcripts), DICTIONARY_FILE: dictionary_text()}
     _write_segment(folder, docs, vectors, {"model": embedder.model}, extra)
     return errors
 
 
-def build_delta(layout: Layout, embedder, folder: Path, progress=None, known: Known | None = None, sigs: Sigs | None = None) -> list[str] | None:
-    """Put the documents of files changed since the base build into a delta segment (`sigs`: the
-    files' signatures, if just taken). None when a full build is the right thing: no base, another
-    model, too much changed, or a change the delta cannot express (an entry superseding another, a
-    change outside the source files)."""
+class Held:
+    """What a chain of segments (the base, then the deltas built on it) holds, seen as one: a delta's
+    source files replace the same files below it. Read from the records `_records` wrote."""
+
+    def __init__(self, segments: list[Segment]):
+        self.segments = segments
+        self.sources: dict[str, str] = {}  # source file -> its signature when read
+        self._touched: list[set[str]] = []  # per segment: the sources it holds again or drops
+        for seg in segments:
+            ranges = json.loads(seg.read(SOURCES_FILE))
+            masked = seg.meta.get("masked", [])
+            for src in masked:
+                self.sources.pop(src, None)
+            self.sources.update((src, r[0]) for src, r in ranges.items())
+            self._touched.append({*masked, *ranges})
+
+    def _record(self, seg: Segment, name: str):
+        return json.loads((seg.folder / name).read_text(encoding="utf-8"))
+
+    @cached_property
+    def days(self) -> dict[str, str]:
+        """Each held entry's day file."""
+        out: dict[str, str] = {}
+        for seg, touched in zip(self.segments, self._touched):
+            out = {i: d for i, d in out.items() if d not in touched} if seg is not self.segments[0] else out
+            out.update(self._record(seg, ENTRY_DAYS_FILE))
+        return out
+
+    @cached_property
+    def transcripts(self) -> dict[str, str]:
+        """Each kept transcript's signature when it was read (the base's: every transcript then)."""
+        out: dict[str, str] = {}
+        days: dict[str, str] = {}
+        for seg, touched in zip(self.segments, self._touched):
+            if seg is not self.segments[0]:
+                out = {i: sig for i, sig in out.items() if days.get(i) not in touched}
+                days = {i: d for i, d in days.items() if d not in touched}
+            out.update(self._record(seg, TRANSCRIPTS_FILE))
+            days.update(self._record(seg, ENTRY_DAYS_FILE))
+        return out
+
+    @cached_property
+    def declared(self) -> list[Declared]:
+        out: list[Declared] = []
+        for seg, touched in zip(self.segments, self._touched):
+            out = [d for d in out if d.source not in touched] if seg is not self.segments[0] else out
+            out.extend(Declared(*d) for d in self._record(seg, SUPERSEDES_FILE))
+        return out
+
+
+def build_delta(layout: Layout, embedder, folder: Path, level: int, progress=None, known: Known | None = None, sigs: Sigs | None = None) -> list[str] | None:
+    """Put the documents of the files changed since the segment below was built into a delta segment
+    (`sigs`: the files' signatures, if just taken): level 1, LEVELS[0], on the base, replacing both
+    deltas; level 2, LEVELS[1], on the level-1 delta, replacing only itself. A session's compress
+    then rewrites what changed since the level-1 delta was built, not every change since the base.
+    None when this level is not the right thing: no segment below, another model, too much changed
+    (DELTA_* / FRESH_*), or nothing the files' signatures show (the caller goes a level down; below
+    level 1, a full build)."""
     sigs = sigs or Sigs.take(layout)
     try:
-        base = Segment(folder)
-        ranges = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
-        if sigs.transcripts is not None:
-            transcripts = json.loads((folder / TRANSCRIPTS_FILE).read_text(encoding="utf-8"))
-            edited = {i for i in {*transcripts, *sigs.transcripts} if transcripts.get(i) != sigs.transcripts.get(i)}
-        else:  # a search's refresh, with no transcript stats: keep the edits the last delta covered
-            edited = set(_delta_meta(folder, base).get("edited", []))
-        days = json.loads((folder / "entry-days.json").read_text(encoding="utf-8")) if edited else {}
+        below = [Segment(folder)]
+        for name in LEVELS[: level - 1]:
+            below.append(delta_on(below[-1], folder / name))
+        if below[-1] is None:
+            return None
+        replaced = [m for name in LEVELS[level - 1 :] if (m := _manifest(folder / name))]
+        held = Held(below)
+        edited = set()
+        if sigs.transcripts is not None:  # a sync: every transcript's stat, so edits in place show
+            had = held.transcripts
+            edited = {i for i in {*had, *sigs.transcripts} if had.get(i) != sigs.transcripts.get(i)}
+        stale_days = {held.days[i] for i in edited if i in held.days}  # else its entry's day file is new or changed (or it has no entry)
     except (OSError, ValueError, KeyError):
         return None
+    base = below[0]
     if base.model != embedder.model or base.meta.get("version") != CACHE_VERSION:
         return None
-    stale_days = {days[i] for i in edited if i in days}  # else its entry's day file is new or changed (or it has no entry)
-    changed = [src for src, sig in sigs.files.items() if ranges.get(src, [None])[0] != sig or src in stale_days]
-    removed = sorted(set(ranges) - set(sigs.files))
+    # what the segments replaced hold again (an edited transcript's day, a day whose mark moved) stays held
+    carried = {src for m in replaced for src in m.get("masked", [])}
+    changed = [src for src, sig in sigs.files.items() if held.sources.get(src) != sig or src in stale_days or src in carried]
+    removed = sorted(set(held.sources) - set(sigs.files))
     if not changed and not removed:
         return None
     known = known or Known()
     errors: list[str] = []
-    # which entries supersede which, over the base and the changed files: a changed entry may mark one
+    # which entries supersede which, over the held and the changed files: a changed entry may mark one
     # of an unchanged day (a resumed session), or lose its mark; that day's documents are collected again
     changed_entries, _ = read_entries(layout, [], only=changed, parsed=known.days)  # problems: reported below
     try:
-        base_declared = [Declared(*d) for d in json.loads((folder / SUPERSEDES_FILE).read_text(encoding="utf-8"))]
-        newer, also = _supersessions(folder, base_declared, changed_entries, {*changed, *removed})
+        newer, also = _supersessions(held, changed_entries, {*changed, *removed})
     except (OSError, ValueError, TypeError, KeyError):
         return None
-    changed = [*changed, *also]
+    if also:
+        changed_entries += read_entries(layout, [], only=also, parsed=known.days)[0]
+        changed = [*changed, *also]
+    # the transcripts' signatures before they are read: one edited meanwhile shows as changed next time
+    transcripts = {e.id: sig for e in changed_entries if (sig := _transcript_sig(layout, e.id, sigs)) != "-"}
     docs, entries = collect_docs(layout, errors, only=changed, parsed=known.days, newer=newer)
-    if len(docs) > max(DELTA_MIN_DOCS, DELTA_FRACTION * base.n):
+    limit = max(DELTA_MIN_DOCS, DELTA_FRACTION * base.n) if level == 1 else max(FRESH_MIN_DOCS, FRESH_FRACTION * below[-1].n)
+    if len(docs) > limit:
         return None
-    # reuse cached vectors, and the delta's being replaced; the cache is saved by the next full build
+    # reuse cached vectors, and the deltas'; the cache is saved by the next full build
     cache = ChunkVectorCache(layout.cache_dir, embedder.model, embedder.dim)
-    cache.adopt(folder / DELTA_DIR)
+    for name in LEVELS:
+        cache.adopt(folder / name)
     vectors = embed_docs(layout, embedder, docs, entries, cache, errors, progress, save=False, fresh=known.vectors)
-    masked = sorted((set(changed) & set(ranges)) | set(removed))
-    meta = {"model": embedder.model, "base_id": base.meta["build_id"], "masked": masked, "edited": sorted(edited)}
-    keys = vector_keys(docs, {e.id: e for e in entries})
-    _write_segment(folder / DELTA_DIR, docs, vectors, meta, {VECTOR_KEYS_FILE: json.dumps(keys)})
+    masked = sorted((set(changed) & set(held.sources)) | set(removed))
+    meta = {"model": embedder.model, "base_id": below[-1].meta["build_id"], "masked": masked}
+    extra = {**_records(docs, entries, {src: sigs.files.get(src, "-") for src in changed}, transcripts),
+             VECTOR_KEYS_FILE: json.dumps(vector_keys(docs, {e.id: e for e in entries}))}
+    _write_segment(folder / LEVELS[level - 1], docs, vectors, meta, extra)
+    for name in LEVELS[level:]:  # built on the delta just replaced: no longer opened, so removed
+        shutil.rmtree(folder / name, ignore_errors=True)
     return errors
 
 
-def _declared(docs: list[Doc], entries: list[Entry]) -> list[Declared]:
-    """The entries that supersede others, with their day files (the base segment's supersedes.json)."""
-    source = {d.ref: d.source for d in docs if d.kind == "entry" and d.ref}
-    return [Declared(e.id, e.timestamp, list(e.supersedes), source.get(e.id, "")) for e in entries if e.supersedes]
+def _transcript_sig(layout: Layout, eid: str, sigs: Sigs) -> str:
+    if sigs.transcripts is not None:
+        return sigs.transcripts.get(eid, "-")
+    return _stat_sig(layout.transcript_file(eid))
 
 
-def _supersessions(folder: Path, base_declared: list[Declared], entries: list[Entry], touched: set[str]) -> tuple[dict[str, str], list[str]]:
-    """Old id -> superseding id over base and changed files alike, and the unchanged day files holding
+def _manifest(folder: Path) -> dict:
+    try:
+        return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+
+
+def _supersessions(held: Held, entries: list[Entry], touched: set[str]) -> tuple[dict[str, str], list[str]]:
+    """Old id -> superseding id over held and changed files alike, and the unchanged day files holding
     an entry whose mark that changes (their documents must be collected again)."""
-    kept = [d for d in base_declared if d.source not in touched]
+    kept = [d for d in held.declared if d.source not in touched]
     newer = superseded_by([*kept, *(e for e in entries if e.supersedes)])
-    before = superseded_by(base_declared)
+    before = superseded_by(held.declared)
     moved = {i for i in {*before, *newer} if before.get(i) != newer.get(i)}
     if not moved:
         return newer, []
-    days = json.loads((folder / "entry-days.json").read_text(encoding="utf-8"))
-    return newer, sorted({days[i] for i in moved if i in days} - touched)
-
-
-def _delta_meta(folder: Path, base: Segment) -> dict:
-    """The manifest of the delta segment built on `base`, or {} (none, or built on another base)."""
-    try:
-        meta = json.loads((folder / DELTA_DIR / "manifest.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    return meta if meta.get("base_id") == base.meta["build_id"] else {}
+    return newer, sorted({held.days[i] for i in moved if i in held.days} - touched)
 
 
 def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False, known: Known | None = None) -> Path:
-    """Bring the cache up to date if the files changed since it was built: a small delta segment for
-    a few changed files, a full build otherwise; returns its folder. With `archive`, a second cache
+    """Bring the cache up to date if the files changed since it was built: for a few changed files a
+    small segment of those changed since the delta was built (`fresh`), or a new delta of those
+    changed since the base was built (`build_delta`); a full build otherwise. Returns its folder. With `archive`, a second cache
     (memory/.cache/search-archive) over the live and the archived files, always built in full.
     `known`: what the caller already parsed and embedded (live cache only)."""
     folder = layout.cache_dir / (C.ARCHIVE_SEARCH_DIR if archive else C.SEARCH_DIR)
@@ -319,7 +396,10 @@ def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | N
         return folder
     with locked(layout.cache_dir / "build.lock", timeout=300):
         if not fresh():  # else another process built it while we waited
-            problems = None if archive else build_delta(layout, embedder, folder, progress, known, sigs)
+            problems = None
+            for level in (() if archive else (2, 1)):  # a fresh segment on the delta, else a new delta
+                if problems is None:
+                    problems = build_delta(layout, embedder, folder, level, progress, known, sigs)
             if problems is None:
                 if archive:
                     from memtool.archive import LiveAndArchive

@@ -1,4 +1,4 @@
-"""Reading the derived search cache: a built segment, and the base + delta view the engine queries.
+"""Reading the derived search cache: a built segment, and the base + deltas view the engine queries.
 
 Everything here is memory-mapped numpy; building lives in memtool/search/index.py.
 """
@@ -16,6 +16,8 @@ import numpy as np
 from memtool.search.typos import DICTIONARY_FILE, SURFACE_FILE
 
 DELTA_DIR = "delta"  # inside the cache folder: documents of files changed since the base build
+FRESH_DIR = "fresh"  # inside the cache folder: documents of files changed since the delta's build
+SOURCES_FILE = "sources.json"  # in every segment: each source file it holds -> [signature read at, first doc, end]
 LENGTH_FILE = "length.npy"  # per document: its number of BM25 terms, as bm25s counted them
 # A segment whose average document length is within this fraction of the live documents' keeps its
 # length normalisation (scores then differ from a full rebuild's by less than this fraction): a large
@@ -30,7 +32,7 @@ IMPORTANCE_CODE = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 # Files a search reads after opening (the arrays and postings are mapped at once). They are mapped
 # when the segment is opened, so a reader keeps the build it opened after a newer one replaces the
 # folder (another process's compress swaps in a delta; the renamed folder is then deleted).
-KEPT_FILES = ("docs.jsonl", "groups.json", "bm25/params.index.json", "sources.json", SURFACE_FILE, DICTIONARY_FILE)
+KEPT_FILES = ("docs.jsonl", "groups.json", "bm25/params.index.json", SOURCES_FILE, SURFACE_FILE, DICTIONARY_FILE)
 
 
 class Segment:
@@ -176,9 +178,10 @@ class Segment:
         return out
 
 
-def _delta_on(base: Segment, folder: Path) -> Segment | None:
-    """The delta segment built on `base`, if any: one left from an older base is not opened, and
-    one swapped in while opening is checked again on its own manifest."""
+def delta_on(base: Segment, folder: Path) -> Segment | None:
+    """The delta segment built on `base` (the base segment, or the delta under a fresh one), if any:
+    one left from an older build is not opened, and one swapped in while opening is checked again on
+    its own manifest."""
     try:
         if json.loads((folder / "manifest.json").read_text()).get("base_id") != base.meta.get("build_id"):
             return None
@@ -230,112 +233,114 @@ def _renormalised(seg: Segment, docs: np.ndarray, scores: np.ndarray, avgdl: flo
 
 
 class SearchIndex:
-    """The base segment, plus a small delta segment holding what changed since the base was built.
-
-    Base documents of changed or removed source files are masked out (`alive`); the delta holds their
-    new versions. BM25 scores of both are rescaled term by term to the IDF of base + delta, so they
-    compare as if one index had been built. Without a delta the base arrays are used as they are.
-    """
+    """The base segment, plus at most two delta segments on it: `delta` holds the files changed since
+    the base was built, `fresh` those changed since the delta was built (memtool.search.index: a
+    session's compress then rewrites only what changed since the last delta, not every change since
+    the base). Documents of a source file that a segment above holds again, or that is gone, are
+    masked out (`alive`). BM25 scores of all segments are rescaled term by term to the IDF of the live
+    documents, so they compare as if one index had been built. Without a delta the base arrays are
+    used as they are."""
 
     def __init__(self, folder: Path):
         self.folder = folder
         self.base = Segment(folder)
         self.model = self.base.model
-        self.delta = _delta_on(self.base, folder / DELTA_DIR)
-        b = self.base
-        if self.delta is None:
-            self.n, self.alive = b.n, None
+        self.segments = [self.base]
+        for name in (DELTA_DIR, FRESH_DIR):  # each built on the one before it
+            above = delta_on(self.segments[-1], folder / name)
+            if above is None:
+                break
+            self.segments.append(above)
+        self.deltas = self.segments[1:]
+        self.starts = np.cumsum([0, *(seg.n for seg in self.segments)])  # each segment's first document
+        self.n = int(self.starts[-1])
+        if not self.deltas:
+            b = self.base
+            self.alive = None
             self.kind, self.ts, self.importance, self.trusted, self.pinned, self.group = b.kind, b.ts, b.importance, b.trusted, b.pinned, b.group
             self.cues = b.cues
             return
-        d = self.delta
-        self.n = b.n + d.n
         alive = np.ones(self.n, dtype=bool)
-        ranges = json.loads(b.read("sources.json"))
-        for source in d.meta["masked"]:
-            if source in ranges:
-                alive[ranges[source][1] : ranges[source][2]] = False
+        for j, seg in enumerate(self.deltas, 1):
+            masked = seg.meta["masked"]
+            for lower, start in zip(self.segments[:j], self.starts):
+                ranges = json.loads(lower.read(SOURCES_FILE))
+                for source in masked:
+                    if source in ranges:
+                        alive[start + ranges[source][1] : start + ranges[source][2]] = False
         self.alive = alive
-        self.kind = np.concatenate([b.kind, d.kind])
-        self.ts = np.concatenate([b.ts, d.ts])
-        self.importance = np.concatenate([b.importance, d.importance])
-        self.trusted = np.concatenate([b.trusted, d.trusted])
-        self.pinned = np.concatenate([b.pinned, d.pinned])
-        self.cues = np.concatenate([b.cues, d.cues])
-        self.group = np.concatenate([b.group, np.asarray(d.group) + b.meta["groups"]])
+
+        def joined(name: str) -> np.ndarray:
+            return np.concatenate([getattr(seg, name) for seg in self.segments])
+
+        self.kind, self.ts, self.importance, self.trusted, self.pinned, self.cues = (joined(a) for a in ("kind", "ts", "importance", "trusted", "pinned", "cues"))
+        groups = np.cumsum([0, *(seg.meta["groups"] for seg in self.segments)])
+        self.group = np.concatenate([np.asarray(seg.group) + g for seg, g in zip(self.segments, groups)])
 
     @property
     def group_keys(self) -> list[str]:
-        return self.base.group_keys + (self.delta.group_keys if self.delta else [])
+        return [k for seg in self.segments for k in seg.group_keys]
 
     def bm25_scores(self, query_terms: list[str], weights: list[float] | None = None) -> np.ndarray:
         """BM25 of every document for the query terms (each times its weight, default 1; a repeated
-        term counts again). With a delta, each segment's scores are re-derived with the IDF and the
-        average document length of the live documents of both, as one index built over them would
+        term counts again). With deltas, each segment's scores are re-derived with the IDF and the
+        average document length of the live documents of all, as one index built over them would
         have them."""
-        if self.delta is None:
+        if not self.deltas:
             return self.base.scores(query_terms, weights) if self.n else np.zeros(0, dtype=np.float32)
-        b, d = self.base, self.delta
         live, avgdl = self._live_stats
         out = np.zeros(self.n, dtype=np.float32)
         summed: dict[str, float] = {}
         for term, weight in zip(query_terms, weights or [1.0] * len(query_terms)):
             summed[term] = summed.get(term, 0.0) + weight
         for term, weight in summed.items():
-            (docs_b, scores_b), (docs_d, scores_d) = b.postings(term), d.postings(term)
-            df = int(self.alive[docs_b].sum()) + docs_d.size  # live documents only (doc_freq)
+            posts = [(seg, start, *seg.postings(term)) for seg, start in zip(self.segments, self.starts)]
+            df = sum(int(self.alive[start + docs].sum()) for _, start, docs, _ in posts)  # live documents only (doc_freq)
             if not df:
                 continue
             idf = np.float32(weight * _idf(df, live))
-            if docs_b.size:
-                out[docs_b] += idf * _renormalised(b, docs_b, scores_b, avgdl)
-            if docs_d.size:
-                out[b.n + docs_d] += idf * _renormalised(d, docs_d, scores_d, avgdl)
+            for seg, start, docs, scores in posts:
+                if docs.size:
+                    out[start + docs] += idf * _renormalised(seg, docs, scores, avgdl)
         return np.where(self.alive, out, 0.0).astype(np.float32)
 
     @cached_property
     def _live_stats(self) -> tuple[int, float]:
         """How many documents are live (not masked out), and their average BM25 length."""
-        alive_b = self.alive[: self.base.n]
-        live = int(alive_b.sum()) + self.delta.n
-        terms = int(np.asarray(self.base.length, dtype=np.int64)[alive_b].sum()) + int(np.asarray(self.delta.length, dtype=np.int64).sum())
-        return live, terms / max(live, 1)
+        lengths = np.concatenate([np.asarray(seg.length, dtype=np.int64) for seg in self.segments])
+        live = int(self.alive.sum())
+        return live, int(lengths[self.alive].sum()) / max(live, 1)
 
     def doc_freq(self, term: str) -> int:
-        """Live documents holding `term`: the delta's, and the base's not masked out by it (their
-        files changed: the delta holds their new versions). Counting the masked ones too made the
-        IDF negative when most of the base was masked, and such a term then matched nothing."""
-        if self.delta is None:
+        """Live documents holding `term`: those of every segment not masked out by one above it (their
+        files changed: the segment above holds their new versions). Counting the masked ones too made
+        the IDF negative when most of the base was masked, and such a term then matched nothing."""
+        if not self.deltas:
             return self.base.doc_freq(term)
-        return int(self.alive[self.base.postings(term)[0]].sum()) + self.delta.doc_freq(term)
+        return sum(int(self.alive[start + seg.postings(term)[0]].sum()) for seg, start in zip(self.segments, self.starts))
 
     def dictionary(self) -> frozenset[str]:
         return self.base.dictionary()
 
     def surface_words(self) -> list[str]:
-        return self.base.surface_words() + (self.delta.surface_words() if self.delta else [])
+        return [w for seg in self.segments for w in seg.surface_words()]
 
     def dense_scores(self, qvec: np.ndarray) -> np.ndarray:
-        parts = [np.asarray(self.base.vectors @ qvec, dtype=np.float32)]
-        if self.delta is not None:
-            parts.append(np.asarray(self.delta.vectors @ qvec, dtype=np.float32))
+        parts = [np.asarray(seg.vectors @ qvec, dtype=np.float32) for seg in self.segments]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Cosine of documents `ids` (ascending) with the query: only their rows are read."""
-        nb = self.base.n
-        cut = int(np.searchsorted(ids, nb))
-        parts = [np.asarray(self.base.vectors[ids[:cut]] @ qvec, dtype=np.float32)]
-        if cut < ids.size:
-            parts.append(np.asarray(self.delta.vectors[ids[cut:] - nb] @ qvec, dtype=np.float32))
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        cuts = np.searchsorted(ids, self.starts)
+        parts = [np.asarray(seg.vectors[ids[cuts[j] : cuts[j + 1]] - self.starts[j]] @ qvec, dtype=np.float32)
+                 for j, seg in enumerate(self.segments) if cuts[j] < cuts[j + 1]]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
 
     def doc(self, i: int) -> dict:
         return self.docs([i])[0]
 
     def docs(self, ids) -> list[dict]:
         ids = [int(i) for i in ids]
-        nb = self.base.n
-        base = iter(self.base.docs([i for i in ids if i < nb]))
-        delta = iter(self.delta.docs([i - nb for i in ids if i >= nb]) if self.delta else [])
-        return [next(base) if i < nb else next(delta) for i in ids]
+        where = np.searchsorted(self.starts, ids, side="right") - 1 if ids else []
+        by_seg = [iter(seg.docs([i - int(self.starts[j]) for i, w in zip(ids, where) if w == j])) for j, seg in enumerate(self.segments)]
+        return [next(by_seg[w]) for w in where]

@@ -24,51 +24,53 @@ class ChunkVectorCache:
     """Document vectors reused across rebuilds: chunks by text hash, entries by id and content hash.
 
     Stored as a memory-mapped matrix plus its list of keys; vectors added since are held in memory
-    until `save`."""
+    until `save`, and the delta segments' vectors (which no delta saves here) are read from their own
+    memory-mapped matrices (`adopt`)."""
 
     def __init__(self, folder: Path, model: str, dim: int):
         self.base = folder / f"vectors-{model}"
         self.model = model
         self.dim = dim
-        self.rows: dict[str, int] = {}
-        self.matrix = np.zeros((0, dim), np.float32)
         self.added: dict[str, np.ndarray] = {}
+        self.held: list[tuple[dict[str, int], np.ndarray]] = []  # (key -> row, matrix): this cache's, then adopted deltas'
         keys, vecs = self.base.with_suffix(".keys.json"), self.base.with_suffix(".npy")
         if keys.is_file() and vecs.is_file():
             try:
-                self.rows = {k: i for i, k in enumerate(json.loads(keys.read_text()))}
-                self.matrix = np.load(vecs, mmap_mode="r")
+                rows = {k: i for i, k in enumerate(json.loads(keys.read_text()))}
+                matrix = np.load(vecs, mmap_mode="r")
             except ValueError:
-                self.rows = {}  # unreadable cache: start again, it is only a cache
-            if self.matrix.shape != (len(self.rows), dim):
-                self.rows, self.matrix = {}, np.zeros((0, dim), np.float32)
+                return  # unreadable cache: start again, it is only a cache
+            if matrix.shape == (len(rows), dim):
+                self.held.append((rows, matrix))
 
     def fill(self, keys: list[str], out: np.ndarray) -> list[int]:
         """out[i] = the vector held for keys[i]; returns the positions of the keys not held. The
-        memory-mapped rows are read in one gather."""
-        at: list[int] = []
-        rows: list[int] = []
-        missing: list[int] = []
+        memory-mapped rows of each matrix are read in one gather; a zero row (a delta built while the
+        embedder failed) holds no vector."""
+        wanted: list[int] = []
         for i, key in enumerate(keys):
             vec = self.added.get(key)
             if vec is not None:
                 out[i] = vec
-            elif (row := self.rows.get(key)) is not None:
-                at.append(i)
-                rows.append(row)
             else:
-                missing.append(i)
-        if rows:
-            out[at] = self.matrix[rows]
-        return missing
+                wanted.append(i)
+        for rows, matrix in self.held:
+            found = [(i, row) for i in wanted if (row := rows.get(keys[i])) is not None]
+            if not found:
+                continue
+            at = [i for i, _ in found]
+            out[at] = matrix[[row for _, row in found]]
+            got = {i for i, ok in zip(at, out[at].any(axis=1)) if ok}
+            wanted = [i for i in wanted if i not in got]
+        return wanted
 
     def put(self, key: str, vec: np.ndarray) -> None:
         self.added[key] = vec
 
     def adopt(self, delta: Path) -> None:
-        """Take the vectors a delta segment holds that this cache lacks: a delta does not save the
-        cache, so without this the full build replacing it would embed its documents again (with a
-        model such as e5, seconds per session). Zero rows (the embedder failed then) are left out."""
+        """Use the vectors a delta segment holds: a delta does not save the cache, so without this the
+        build replacing it would embed its documents again (with a model such as e5, seconds per
+        session). They are read only for the keys asked for."""
         try:
             if json.loads((delta / "manifest.json").read_text(encoding="utf-8")).get("model") != self.model:
                 return
@@ -76,16 +78,16 @@ class ChunkVectorCache:
             vecs = np.load(delta / "vectors.npy", mmap_mode="r")
         except (OSError, ValueError):
             return  # no delta, or one cut off: its documents are embedded again
-        if vecs.shape != (len(keys), self.dim):
-            return
-        for key, vec in zip(keys, vecs):
-            if key not in self.rows and key not in self.added and vec.any():
-                self.added[key] = np.array(vec)
+        if vecs.shape == (len(keys), self.dim):
+            self.held.append(({k: i for i, k in enumerate(keys)}, vecs))
 
     def save(self, keep: set[str]) -> None:
-        keys = sorted(keep & (set(self.rows) | set(self.added)))
+        keys = sorted(k for k in keep if k in self.added or any(k in rows for rows, _ in self.held))
         vecs = np.zeros((len(keys), self.dim), np.float32)
-        self.fill(keys, vecs)
+        missing = set(self.fill(keys, vecs))  # only zero rows: no vector
+        if missing:
+            held = [i for i in range(len(keys)) if i not in missing]
+            keys, vecs = [keys[i] for i in held], vecs[held]
         buf = io.BytesIO()
         np.save(buf, vecs.astype(np.float32))
         atomic_write_bytes(self.base.with_suffix(".npy.tmpsave"), buf.getvalue())

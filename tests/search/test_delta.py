@@ -2,6 +2,7 @@
 results equal a full rebuild's."""
 
 import json
+import os
 import shutil
 from datetime import datetime, timezone
 
@@ -12,7 +13,7 @@ from memtool.memory import Session
 from tests.conftest import FakeEmbedder
 from memtool.scaffold import init
 from memtool.search.engine import Query
-from memtool.search.segment import DELTA_DIR, SearchIndex
+from memtool.search.segment import DELTA_DIR, FRESH_DIR, SearchIndex
 
 
 # Settings every store here is opened with (none: a delta's scores equal a full rebuild's).
@@ -122,7 +123,7 @@ def split_store(mem, root):
     day.write_text(json.dumps(data, indent=2))
     mem.invalidate()
     split = mem.index()
-    assert split.delta is not None and not split.alive.all()
+    assert split.deltas and not split.alive.all()
     return split
 
 
@@ -149,7 +150,7 @@ def test_delta_scores_equal_a_full_rebuilds(mem, root, fake_embedder, monkeypatc
     monkeypatch.setattr(segment, "AVGDL_TOLERANCE", 0.0)  # every segment re-derived (a small store's are anyway)
     got = scored(split_store(mem, root))
     whole = full_rebuild(root, fake_embedder).index()
-    assert whole.delta is None
+    assert not whole.deltas
     for g, w in zip(got, scored(whole)):
         assert g.keys() == w.keys() and w
         assert np.allclose([g[k] for k in w], list(w.values()), rtol=1e-5)
@@ -165,7 +166,7 @@ def test_a_segment_near_the_live_average_length_keeps_its_normalisation_within_t
 
     split = split_store(mem, root)
     _, avgdl = split._live_stats
-    off = max(abs(seg.bm25_params[2] / avgdl - 1) for seg in (split.base, split.delta))
+    off = max(abs(seg.bm25_params[2] / avgdl - 1) for seg in split.segments)
     assert off > 0.01  # a small store: the averages differ, so the bound is exercised
     monkeypatch.setattr(segment, "AVGDL_TOLERANCE", 0.0)
     exact = scored(split)
@@ -235,7 +236,7 @@ def test_a_delta_masking_most_of_the_base_keeps_word_matches(root, fake_embedder
     m = open_memory(root, embedder=fake_embedder, dense_fallback=False, **EXACT)  # words only
     m.compress("Ana: the gym near the office has a new gym floor and the gym coach is kind.", when=when(1), session="about")
     m.compress("Ana: I finally went to the gym on Tuesday, my first session there.", when=when(1), session="went")
-    assert m.index().delta is not None and not m.index().alive[: m.index().base.n].any()
+    assert m.index().deltas and not m.index().alive[: m.index().base.n].any()
     got = ranked(m, "When did Ana go to the gym?")
     assert {i for i, _, _ in got} == {e.id for e in m.store.iter_entries()}
     assert got == ranked(full_rebuild(root, fake_embedder), "When did Ana go to the gym?")
@@ -267,9 +268,9 @@ def test_compress_brings_the_search_cache_up_to_date(root):
     assert len(emb.texts) == embedded
 
 
-def test_no_document_is_embedded_twice_across_deltas_and_the_full_build(root):
-    """Each delta replaces the last one (it holds every change since the base); it takes the vectors of
-    the one it replaces, and so does the full build that finally folds them into the base."""
+def test_no_document_is_embedded_twice_across_deltas_and_the_full_build(root, monkeypatch):
+    """Each fresh segment replaces the last one, each delta both; each takes the vectors of the ones it
+    replaces, and so does the full build that finally folds them into the base."""
     from memtool.search import index as idx
 
     init(root)
@@ -278,25 +279,25 @@ def test_no_document_is_embedded_twice_across_deltas_and_the_full_build(root):
     topics = ["billing Postgres index", "Kafka consumer lag", "dark mode React", "Auth0 login", "Terraform staging"]
     for i, t in enumerate(topics):
         m.compress(f"Alice: we worked on the {t} today and wrote down what broke.", when=when(1 + i), session=f"s{i}")
-    assert (root / "memory/.cache/search" / DELTA_DIR).is_dir()
-    old_min = idx.DELTA_MIN_DOCS
-    idx.DELTA_MIN_DOCS = 2
-    try:  # the next change is too large for a delta: a full build
-        m.compress("Bob: the Grafana alerts for disk usage fire too early.", when=when(9), session="s9")
-    finally:
-        idx.DELTA_MIN_DOCS = old_min
+    assert len(m.index().deltas) == 2
+    monkeypatch.setattr(idx, "FRESH_MIN_DOCS", 0)  # the next change is too large for a fresh segment …
+    monkeypatch.setattr(idx, "FRESH_FRACTION", 0.0)
+    m.compress("Bob: the Grafana alerts for disk usage fire too early.", when=when(9), session="s9")
+    assert not (root / "memory/.cache/search" / FRESH_DIR).exists()  # … so a new delta holds every change
+    monkeypatch.setattr(idx, "DELTA_MIN_DOCS", 2)  # and the next one too large for a delta: a full build
+    m.compress("Carol: the Terraform plan for staging drifts every night.", when=when(10), session="s10")
     assert not (root / "memory/.cache/search" / DELTA_DIR).exists()
     assert sorted(emb.texts) == sorted(set(emb.texts)), "a text was embedded twice"
     assert len([t for t in emb.texts if "wrote down what broke" in t]) == 2 * len(topics)  # each entry and its chunk, once
 
 
 def test_an_open_index_keeps_its_build_while_newer_ones_replace_it(mem, root, fake_embedder):
-    """A reader (an MCP call) holds the index it opened while a compress in another process swaps in
-    a delta, and then a full build replaces the folder: what it reads afterwards is still its build."""
+    """A reader (an MCP call) holds the index it opened while compresses in another process swap in
+    fresh segments, and then a full build replaces the folder: what it reads afterwards is still its build."""
     mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
     folder = root / "memory/.cache/search"
     held, probe = SearchIndex(folder), SearchIndex(folder)  # opened together; only `probe` is read now
-    assert held.delta is not None
+    assert len(held.deltas) == 1
 
     def reads(index):
         return index.docs(range(index.n)), index.group_keys, index.bm25_scores(["kafka"]).tolist(), index.surface_words()
@@ -304,7 +305,8 @@ def test_an_open_index_keeps_its_build_while_newer_ones_replace_it(mem, root, fa
     before = reads(probe)
     other = open_memory(root, embedder=fake_embedder, **EXACT)
     other.compress("Carol: Grafana alerts for the billing Postgres index now page the on-call.", when=when(9), session="s10")
-    assert json.loads((folder / DELTA_DIR / "manifest.json").read_text())["n"] != held.delta.n  # the delta was replaced
+    other.compress("Dan: the Auth0 login callback now retries once.", when=when(10), session="s11")
+    assert len(SearchIndex(folder).deltas) == 2  # a fresh segment on the delta, then that one replaced
     full_rebuild(root, fake_embedder).index()  # and then the whole folder
     assert reads(held) == before
 
@@ -333,3 +335,73 @@ def test_an_index_opened_while_a_newer_build_is_swapped_in_is_all_of_one_build(m
     assert swapped and after["build_id"] != before["build_id"] and after["n"] > before["n"]
     assert index.base.meta["build_id"] == after["build_id"] and index.n == after["n"]
     assert len(index.docs(range(index.n))) == index.n
+
+
+def manifest(root, name=""):
+    path = root / "memory/.cache/search" / name / "manifest.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def test_later_sessions_go_to_a_fresh_segment_and_the_delta_is_kept(mem, root, fake_embedder):
+    """The delta holds every change since the base; sessions stored after it was built go to a small
+    fresh segment on it, rebuilt from the files changed since the delta only, so a compress does not
+    rewrite every change since the base (that grew each compress: 113 -> 236 ms over 200 sessions)."""
+    mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
+    delta = manifest(root, DELTA_DIR)
+    mem.compress("Carol: Grafana alerts for the billing Postgres index now page the on-call.", when=when(10), session="s10")
+    mem.compress("Dan: the Grafana alert thresholds for Postgres replicas were raised.", when=when(10), session="s11")
+    fresh = manifest(root, FRESH_DIR)
+    assert manifest(root, DELTA_DIR)["build_id"] == delta["build_id"] and fresh["base_id"] == delta["build_id"]
+    sources = json.loads((root / "memory/.cache/search" / FRESH_DIR / "sources.json").read_text())
+    assert [os.path.basename(s) for s in sources] == ["2026-02-10.json"] and fresh["n"] == 4  # two entries, a chunk each
+    query = "Grafana alerts Postgres Kafka lag"
+    got = ranked(mem, query)
+    assert {i for i, _, _ in got} >= {e.id for e in mem.store.iter_entries() if e.source_session in ("s9", "s10", "s11")}
+    assert got == ranked(full_rebuild(root, fake_embedder), query)
+
+
+def test_scores_over_three_segments_equal_a_full_rebuilds(mem, root, fake_embedder, monkeypatch):
+    """A fresh segment masking documents of both the delta and the base: BM25 over the three is
+    what one index over the live documents gives."""
+    import numpy as np
+
+    from memtool.search import segment
+
+    monkeypatch.setattr(segment, "AVGDL_TOLERANCE", 0.0)
+    split_store(mem, root)  # a delta (one new day), then a fresh segment (the 2026-02-03 day edited)
+    mem.compress("Erin: Kafka consumer lag alerts now page the on-call, lag again.", when=when(11), session="s12")
+    for name, summary in (("2026-02-09", "Kafka: the consumer lag of the billing topic is gone."),  # held by the delta
+                          ("2026-02-04", "Auth0 login: the consumer of the callback retries the lag check.")):  # by the base
+        day = root / f"memory/index/{name}.json"
+        data = json.loads(day.read_text())
+        data["entries"][0]["summary"] = summary
+        day.write_text(json.dumps(data, indent=2))
+    mem.invalidate()
+    split = mem.index()
+    assert len(split.deltas) == 2
+    nb, nd = split.base.n, split.deltas[0].n
+    assert not split.alive[:nb].all() and not split.alive[nb : nb + nd].all() and split.alive[nb + nd :].all()
+    got = scored(split)
+    whole = full_rebuild(root, fake_embedder).index()
+    for g, w in zip(got, scored(whole)):
+        assert g.keys() == w.keys() and w
+        assert np.allclose([g[k] for k in w], list(w.values()), rtol=1e-5)
+
+
+def test_a_transcript_edited_in_place_is_seen_in_the_delta_and_the_fresh_segment(mem, root, fake_embedder):
+    """A sync compares every kept transcript's stat with the one the segment holding its entry read:
+    an edit to a transcript of the delta's or of the fresh segment's is collected again, into the
+    fresh segment, without rebuilding the delta."""
+    from memtool.sync import sync
+
+    a = mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
+    b = mem.compress("Carol: Grafana alerts for the billing Postgres index now page the on-call.", when=when(10), session="s10")
+    delta = manifest(root, DELTA_DIR)["build_id"]
+    for entry, word in ((a, "Quokkadb"), (b, "Zephyrix"), (a, "Marimbel")):  # the last: a second edit of one
+        with open(root / f"memory/transcripts/{entry.id}.md", "a", encoding="utf-8") as fh:
+            fh.write(f"Later we moved the whole thing to {word}.\n")
+        assert sync(open_memory(root, embedder=fake_embedder, **EXACT)).search_rebuilt
+        assert ranked(open_memory(root, embedder=fake_embedder, **EXACT), word)[0][0] == entry.id
+        assert manifest(root, DELTA_DIR)["build_id"] == delta
+    query = "Quokkadb Zephyrix Marimbel Kafka Grafana"
+    assert ranked(open_memory(root, embedder=fake_embedder, **EXACT), query) == ranked(full_rebuild(root, fake_embedder), query)
