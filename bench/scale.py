@@ -10,7 +10,7 @@ compressor, wordllama embedder, transcripts kept as by default). Then, on the sa
 - search_p50/p95_ms: in-process `Memory.search`, query embedding excluded (timed separately as
   embed_query_ms; with the default weights it only runs when BM25 finds too few hits);
 - delta_search_p50/p95_ms: the same searches once 3 more sessions were compressed, as the store
-  stands between full builds: base segment + a delta segment;
+  stands between full builds: base segment + a delta segment + a fresh segment on it;
 - cold_search_ms / cold_rss_mb: `memory search --json` as a new process (median of runs, peak RSS);
 - floor_ms: `python -c "import numpy, typer"` timed the same way, interleaved: the start-up under it;
 - cold_compress_ms: `memory compress` of one new session as a new process (median of 3), against
@@ -196,8 +196,8 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int) -> dict:
     naive_append_ms = [naive_append(root) for _ in range(3)]
     compress_ms = [cold_compress(root, session_text(rng), days_after(n, i + 1)) for i in range(3)]  # last: the store grows by 3
     with_delta = open_memory(root)
-    if with_delta.index().delta is None:
-        raise SystemExit("expected a delta segment after compressing 3 sessions")
+    if len(with_delta.index().deltas) != 2:  # the first session's day in a delta, the next two in a fresh segment on it
+        raise SystemExit("expected a delta and a fresh segment after compressing 3 sessions on 3 new days")
     delta_ms = timed_searches(with_delta, texts, vectors)
     import resource
 
