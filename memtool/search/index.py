@@ -254,32 +254,32 @@ class Held:
         return json.loads((seg.folder / name).read_text(encoding="utf-8"))
 
     @cached_property
+    def _entries(self) -> tuple[dict[str, str], dict[str, str]]:
+        days: dict[str, str] = {}
+        transcripts: dict[str, str] = {}
+        for seg, touched in zip(self.segments, self._touched):
+            transcripts = {i: sig for i, sig in transcripts.items() if days.get(i) not in touched}  # an orphan's stays
+            days = {i: d for i, d in days.items() if d not in touched}
+            days.update(self._record(seg, ENTRY_DAYS_FILE))
+            transcripts.update(self._record(seg, TRANSCRIPTS_FILE))
+        return days, transcripts
+
+    @property
     def days(self) -> dict[str, str]:
         """Each held entry's day file."""
-        out: dict[str, str] = {}
-        for seg, touched in zip(self.segments, self._touched):
-            out = {i: d for i, d in out.items() if d not in touched} if seg is not self.segments[0] else out
-            out.update(self._record(seg, ENTRY_DAYS_FILE))
-        return out
+        return self._entries[0]
 
-    @cached_property
+    @property
     def transcripts(self) -> dict[str, str]:
         """Each kept transcript's signature when it was read (the base's: every transcript then)."""
-        out: dict[str, str] = {}
-        days: dict[str, str] = {}
-        for seg, touched in zip(self.segments, self._touched):
-            if seg is not self.segments[0]:
-                out = {i: sig for i, sig in out.items() if days.get(i) not in touched}
-                days = {i: d for i, d in days.items() if d not in touched}
-            out.update(self._record(seg, TRANSCRIPTS_FILE))
-            days.update(self._record(seg, ENTRY_DAYS_FILE))
-        return out
+        return self._entries[1]
 
     @cached_property
     def declared(self) -> list[Declared]:
+        """The held entries that supersede others."""
         out: list[Declared] = []
         for seg, touched in zip(self.segments, self._touched):
-            out = [d for d in out if d.source not in touched] if seg is not self.segments[0] else out
+            out = [d for d in out if d.source not in touched]
             out.extend(Declared(*d) for d in self._record(seg, SUPERSEDES_FILE))
         return out
 
