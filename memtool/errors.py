@@ -57,6 +57,10 @@ class StorageError(MemtoolError):
     exit_code = 10
 
 
+class LockBusy(StorageError):
+    """Another memtool process held a lock for longer than this one would wait."""
+
+
 class RateLimited(ProviderError):
     """The provider refused for quota or rate limits (HTTP 429) even after retries."""
 

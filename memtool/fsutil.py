@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from memtool import constants as C
-from memtool.errors import NotAMemoryRoot, StorageError
+from memtool.errors import LockBusy, NotAMemoryRoot, StorageError
 
 
 def _storage_error(path: Path, exc: OSError, target: Path | None = None) -> StorageError:
@@ -262,7 +262,7 @@ def locked(lock_path: Path, timeout: float = 30.0, *, folder_must_exist: bool = 
         lock = FileLock(str(lock_path), timeout=timeout)
         lock.acquire()
     except Timeout:
-        raise StorageError(f"another memtool process holds {lock_path} for more than {timeout:.0f}s; try again") from None
+        raise LockBusy(f"another memtool process holds {lock_path} for more than {timeout:.0f}s; try again") from None
     except OSError as exc:
         raise _storage_error(lock_path, exc) from None
     try:

@@ -260,9 +260,8 @@ class Memory:
         if archive:  # the cache over live + archived files: opened per call (rare), so never stale
             index = open_index(self.layout, self.embedder, progress, problems, archive=True)
         else:
-            if self._index is None:
-                self._index = open_index(self.layout, self.embedder, progress, problems)
-            index = self._index
+            index = self._index if self._index is not None else open_index(self.layout, self.embedder, progress, problems)
+            self._index = None if index.stale else index  # a view read while another process built the cache is not kept
         (self.warnings if errors is None else errors).extend(problems)
         return index
 

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Iterator
 import numpy as np
 
 from memtool import constants as C
+from memtool.errors import LockBusy
 from memtool.fsutil import atomic_write_text, locked
 from memtool.models import Entry
 from memtool.store import Layout, ParsedDays
@@ -375,12 +377,33 @@ def _supersessions(held: Held, entries: list[Entry], touched: set[str]) -> tuple
     return newer, sorted({held.days[i] for i in moved if i in held.days} - touched)
 
 
-def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False, known: Known | None = None) -> Path:
+BUILD_LOCK_WAIT_S = 300  # how long a compress or a sync waits for another process's build of the cache
+BUSY_NOTE = ("the search cache is being updated by another memtool process (a compress or a sync); this search "
+             "read it as it was before, so the latest change may be missing")
+
+
+class CacheBusy(Exception):
+    """Another process is building the cache, and a build of this model is there to be read meanwhile."""
+
+    def __init__(self, folder: Path):
+        super().__init__(str(folder))
+        self.folder = folder
+
+
+def _readable(folder: Path, model: str) -> bool:
+    """Whether `folder` holds a base segment this embedder's queries can read (as it is)."""
+    meta = _manifest(folder)
+    return meta.get("model") == model and meta.get("version") == CACHE_VERSION
+
+
+def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False, known: Known | None = None,
+                  wait: bool = True) -> Path:
     """Bring the cache up to date if the files changed since it was built: for a few changed files a
     small segment of those changed since the delta was built (`fresh`), or a new delta of those
     changed since the base was built (`build_delta`); a full build otherwise. Returns its folder. With `archive`, a second cache
     (memory/.cache/search-archive) over the live and the archived files, always built in full.
-    `known`: what the caller already parsed and embedded (live cache only)."""
+    `known`: what the caller already parsed and embedded (live cache only). Without `wait`, raises
+    CacheBusy rather than wait while another process builds, if there is a cache to read meanwhile."""
     folder = layout.cache_dir / (C.ARCHIVE_SEARCH_DIR if archive else C.SEARCH_DIR)
     stamp = folder / "fingerprint"
     # taken before anything is read: a build reuses them. A sync brings every transcript's stat too.
@@ -394,7 +417,14 @@ def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | N
 
     if fresh():
         return folder
-    with locked(layout.cache_dir / "build.lock", timeout=300):
+    readable = not wait and _readable(folder, embedder.model)
+    with ExitStack() as held:
+        try:
+            held.enter_context(locked(layout.cache_dir / "build.lock", timeout=0 if readable else BUILD_LOCK_WAIT_S))
+        except LockBusy:
+            if readable:
+                raise CacheBusy(folder) from None
+            raise
         if not fresh():  # else another process built it while we waited
             problems = None
             for level in (() if archive else (2, 1)):  # a fresh segment on the delta, else a new delta
@@ -419,12 +449,23 @@ def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | N
 
 def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:
     """The cache, brought up to date first (refresh_index). A damaged cache (cut off by a crash or a
-    power cut: it is derived, so written without fsync) is rebuilt from the files."""
-    folder = refresh_index(layout, embedder, progress, errors, archive)
+    power cut: it is derived, so written without fsync) is rebuilt from the files. While another
+    process builds it (a detached session-end compress: a full build takes a minute at 100,000
+    entries), the cache is read as it was, said in `errors`, and the index is marked `stale`."""
+    stale = False
     try:
-        return SearchIndex(folder)
+        folder = refresh_index(layout, embedder, progress, errors, archive, wait=False)
+    except CacheBusy as busy:
+        folder, stale = busy.folder, True
+    try:
+        index = SearchIndex(folder)
     except (OSError, ValueError, KeyError) as exc:
         if errors is not None:
             errors.append(f"{folder} was damaged ({exc}); rebuilt from the files")
         (folder / "fingerprint").unlink(missing_ok=True)
         return SearchIndex(refresh_index(layout, embedder, progress, errors, archive))
+    if stale:
+        index.stale = True
+        if errors is not None:
+            errors.append(BUSY_NOTE)
+    return index

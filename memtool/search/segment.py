@@ -245,6 +245,7 @@ class SearchIndex:
         self.folder = folder
         self.base = Segment(folder)
         self.model = self.base.model
+        self.stale = False  # read while another process was bringing it up to date (open_index)
         self.segments = [self.base]
         for name in (DELTA_DIR, FRESH_DIR):  # each built on the one before it
             above = delta_on(self.segments[-1], folder / name)

@@ -405,3 +405,30 @@ def test_a_transcript_edited_in_place_is_seen_in_the_delta_and_the_fresh_segment
         assert manifest(root, DELTA_DIR)["build_id"] == delta
     query = "Quokkadb Zephyrix Marimbel Kafka Grafana"
     assert ranked(open_memory(root, embedder=fake_embedder, **EXACT), query) == ranked(full_rebuild(root, fake_embedder), query)
+
+
+def test_a_search_does_not_wait_for_another_process_building_the_cache(root, fake_embedder):
+    """A compress in another process (a session-end hook, detached) holds the build lock while it
+    brings the cache up to date, which at 100,000 entries can be a full build of a minute or more.
+    A search meanwhile answers from the cache as it was, says so, and does not keep that stale
+    view: the next search, once the lock is free, sees the change."""
+    import subprocess
+    import sys
+
+    init(root)
+    m = open_memory(root, embedder=fake_embedder, **EXACT)
+    m.compress("Alice: the billing Postgres index is rebuilt nightly by a cron job on db-2.", when=when(1), session="a")
+    m.log("Quokkadb replaced the old Helm chart for the staging cluster.", when=when(2))
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from filelock import FileLock; lock = FileLock(sys.argv[1]); lock.acquire(); "
+                               "print('held', flush=True); time.sleep(120)", str(root / "memory/.cache/build.lock")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert ranked(m, "Quokkadb Helm chart") == []  # the cache as it was: the log is not in it yet
+        assert holder.poll() is None  # answered while the lock was still held
+        assert any("being updated by another memtool process" in w for w in m.warnings)
+    finally:
+        holder.kill()
+        holder.wait()
+    got = ranked(m, "Quokkadb Helm chart")
+    assert got and got[0][1] == "log" and not m.warnings
