@@ -8,7 +8,7 @@ import pytest
 from memtool.app import open_memory
 from memtool.scaffold import init
 from memtool.search.engine import Query
-from memtool.search.segment import DELTA_DIR
+from memtool.search.segment import DELTA_DIR, FRESH_DIR
 
 
 def snapshot(root):
@@ -23,7 +23,7 @@ def mem(root, fake_embedder):
         m.compress(f"Alice: we worked on the {t} today.", when=datetime(2026, 2, 1 + i, 9, tzinfo=timezone.utc), session=f"s{i}")
     m.index()
     m.compress("Bob: the Kafka consumer lag came back.", when=datetime(2026, 2, 9, 9, tzinfo=timezone.utc), session="s9")
-    m.index()  # a delta on top of the base
+    m.index()  # a delta on top of the base, a fresh segment on the delta
     return m
 
 
@@ -34,10 +34,11 @@ def ranked(root, fake_embedder):
 @pytest.mark.parametrize(
     "name",
     ["manifest.json", "vectors.npy", "ts.npy", "cues.npy", "docs.jsonl", "bm25/vocab.index.json", "bm25/data.csc.index.npy",
-     f"{DELTA_DIR}/docs.jsonl", f"{DELTA_DIR}/bm25/indptr.csc.index.npy"],
+     f"{DELTA_DIR}/docs.jsonl", f"{DELTA_DIR}/bm25/indptr.csc.index.npy", f"{DELTA_DIR}/sources.json",
+     f"{FRESH_DIR}/docs.jsonl", f"{FRESH_DIR}/vectors.npy", f"{FRESH_DIR}/sources.json", f"{FRESH_DIR}/manifest.json"],
 )
 def test_a_cut_off_cache_file_is_rebuilt(mem, root, fake_embedder, name):
-    assert (root / "memory/.cache/search" / DELTA_DIR / "manifest.json").is_file()
+    assert all((root / "memory/.cache/search" / d / "manifest.json").is_file() for d in (DELTA_DIR, FRESH_DIR))
     before, files = ranked(root, fake_embedder), snapshot(root)
     path = root / "memory/.cache/search" / name
     path.write_bytes(path.read_bytes()[: max(1, path.stat().st_size // 3)])
