@@ -31,6 +31,7 @@ from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Memory
 from memtool.models import Entry
+from memtool.search.docs import source_key
 from memtool.search.index import Known, Sigs, refresh_index
 from memtool.search.vectors import entry_vector_key
 from memtool.store import CONFLICT_RE, Layout, Store, read_day
@@ -294,8 +295,9 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         new = Manifest(model=model, index_sig=list(index_sig) if index_sig else None, emb_dir_ns=dir_sig[1] if keep_dir else None,
                        days=scan.days, markdown=scan.markdown, vectors=verified)
     # the scan's stats, taken before this sync read anything, are the search cache's signatures too
-    files = {f"{layout.index_dir}{os.sep}{name}": f"{rec[0]}:{rec[1]}" for name, rec in scan.days.items()}
-    files.update((f"{layout.root}{os.sep}{rel.replace('/', os.sep)}", f"{rec[0]}:{rec[1]}") for rel, rec in scan.markdown.items())
+    days = source_key(layout, layout.index_dir)
+    files = {f"{days}/{name}": f"{rec[0]}:{rec[1]}" for name, rec in scan.days.items()}
+    files.update((rel, f"{rec[0]}:{rec[1]}") for rel, rec in scan.markdown.items())
     report.search_rebuilt = _refresh_search(mem, full, progress, report, Known(scan.parsed, fresh, Sigs.take(layout, files)))
     if scan.reread or new.state() != man.state():  # nothing new: leave the manifest (and the disk) alone
         new.save(layout, man)

@@ -80,11 +80,19 @@ class Doc:
     source: str = ""  # the file it came from (day file or Markdown file)
 
 
+def source_key(layout: Layout, path: Path) -> str:
+    """How the search cache names a source file: its path under the memory root, with '/', so that a
+    store moved or renamed with its cache keeps it (absolute paths made the first search after a
+    move a full build: over a minute at 100,000 entries)."""
+    return path.relative_to(layout.root).as_posix()
+
+
 def read_entries(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None) -> tuple[list[Entry], list[str]]:
-    """The entries of every day file (or of the day files in `only`), and the day file of each."""
+    """The entries of every day file (or of the day files in `only`, by source_key), and the
+    source_key of each one's day file."""
     entries: list[Entry] = []
     sources: list[str] = []
-    for path in layout.day_files() if only is None else [Path(s) for s in only if s.endswith(".json")]:
+    for path in layout.day_files() if only is None else [layout.root / s for s in only if s.endswith(".json")]:
         try:
             day = read_day(path, parsed)
         except FileNotFoundError:
@@ -93,15 +101,15 @@ def read_entries(layout: Layout, errors: list[str], only: list[str] | None = Non
             errors.append(str(exc))
             continue
         entries.extend(day)
-        sources.extend([str(path)] * len(day))
+        sources.extend([source_key(layout, path)] * len(day))
     return entries, sources
 
 
 def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None,
                  newer: dict[str, str] | None = None) -> tuple[list[Doc], list[Entry]]:
     """Documents of every source file (day files, then Markdown), each source's docs contiguous.
-    With `only`, just the sources named there (paths as str, in that order: day files before Markdown
-    files); day files in `parsed` are not read again. `newer`: old id -> superseding id over every
+    With `only`, just the sources named there (by source_key, in that order: day files before
+    Markdown files); day files in `parsed` are not read again. `newer`: old id -> superseding id over every
     entry (default: worked out from the entries read)."""
     entries, sources = read_entries(layout, errors, only, parsed)
     docs: list[Doc] = []
@@ -116,8 +124,8 @@ def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = Non
             ttext = tpath.read_text(encoding="utf-8", errors="replace")
             for ch in chunk_lines(ttext):
                 docs.append(Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common))
-    for path in layout.markdown_files() if only is None else [Path(s) for s in only if s.endswith(".md")]:
-        rel = path.relative_to(layout.root).as_posix()
+    for path in layout.markdown_files() if only is None else [layout.root / s for s in only if s.endswith(".md")]:
+        rel = source_key(layout, path)
         daily = path.parent == layout.memory_dir or path.parent.parent == layout.archive_dir  # archived logs: memory/archive/YYYY/
         kind = "log" if daily and _is_date(path.stem) else "memory"
         try:
@@ -132,7 +140,7 @@ def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = Non
             continue  # still the file `memory init` wrote: boilerplate, not memory
         for ch in chunk_markdown(text):
             body = f"{ch.heading}\n{ch.text}" if ch.heading else ch.text
-            docs.append(Doc(kind=kind, ref=f"{rel}#L{ch.line}", entry="", text=body, index_text=body, ts=ts, line=ch.line, session="", source=str(path)))
+            docs.append(Doc(kind=kind, ref=f"{rel}#L{ch.line}", entry="", text=body, index_text=body, ts=ts, line=ch.line, session="", source=rel))
     return docs, entries
 
 

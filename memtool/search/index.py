@@ -27,7 +27,7 @@ from memtool.fsutil import atomic_write_text, locked
 from memtool.models import Entry
 from memtool.store import Layout, ParsedDays
 from memtool.search.cues import doc_cues
-from memtool.search.docs import Declared, Doc, collect_docs, read_entries, superseded_by
+from memtool.search.docs import Declared, Doc, collect_docs, read_entries, source_key, superseded_by
 from memtool.search.typos import DICTIONARY_FILE, SURFACE_FILE, dictionary_text, surface_words
 from memtool.search.segment import DELTA_DIR, FRESH_DIR, IMPORTANCE_CODE, KIND_CODE, LENGTH_FILE, SOURCES_FILE, SearchIndex, Segment, delta_on
 from memtool.search.vectors import VECTOR_KEYS_FILE, ChunkVectorCache, embed_docs, vector_keys
@@ -56,7 +56,7 @@ class Sigs:
     """Stat signatures of the files a cache is built from, taken before reading them: a file changed
     meanwhile shows as changed next time."""
 
-    files: dict[str, str]  # day files, then Markdown files, by path
+    files: dict[str, str]  # day files, then Markdown files, by source_key
     # kept transcripts by entry id (edited in place, they change no folder's mtime); None when not
     # taken: a search checks only the folder, since a stat per transcript would cost it ~7 ms per 1,000
     transcripts: dict[str, str] | None
@@ -65,7 +65,7 @@ class Sigs:
     def take(cls, layout: Layout, files: dict[str, str] | None = None, transcripts: bool = True) -> "Sigs":
         """Signatures now; `files`: those of the day and Markdown files, if the caller has just taken them."""
         if files is None:
-            files = {str(p): _stat_sig(p) for p in [*layout.day_files(), *layout.markdown_files()]}
+            files = {source_key(layout, p): _stat_sig(p) for p in [*layout.day_files(), *layout.markdown_files()]}
         return cls(files, _transcript_sigs(layout) if transcripts else None)
 
     def with_transcripts(self, layout: Layout) -> "Sigs":

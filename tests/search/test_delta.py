@@ -432,3 +432,20 @@ def test_a_search_does_not_wait_for_another_process_building_the_cache(root, fak
         holder.wait()
     got = ranked(m, "Quokkadb Helm chart")
     assert got and got[0][1] == "log" and not m.warnings
+
+
+def test_a_moved_store_keeps_its_search_cache(mem, root, fake_embedder):
+    """The cache names its source files by their path under the memory root: a project folder moved
+    or renamed (its memory/.cache with it) is searched without a rebuild of any segment."""
+    mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
+    mem.compress("Carol: Grafana alerts for the billing Postgres index now page the on-call.", when=when(10), session="s10")
+    before = [manifest(root, name)["build_id"] for name in ("", DELTA_DIR, FRESH_DIR)]
+    query = "Kafka consumer lag Grafana Postgres"
+    got = ranked(mem, query)
+    moved = root.parent / "renamed"
+    shutil.move(root, moved)
+    m = open_memory(moved, embedder=fake_embedder, **EXACT)
+    assert ranked(m, query) == got
+    assert [manifest(moved, name)["build_id"] for name in ("", DELTA_DIR, FRESH_DIR)] == before
+    m.compress("Dan: the Auth0 login callback now retries once.", when=when(11), session="s11")  # and it goes on from there
+    assert manifest(moved, DELTA_DIR)["build_id"] == before[1] and ranked(m, "Auth0 login callback")
