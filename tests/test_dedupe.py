@@ -59,20 +59,35 @@ def test_the_same_transcript_twice_stores_nothing_new(mem, root):
     assert len(list(mem.store.iter_entries())) == 1
 
 
-def test_the_same_transcript_is_found_whether_the_search_cache_recorded_it_or_not(mem, root):
-    """Transcript sizes come from the search cache's record of its last full build, and a stat of
-    those added since: a duplicate of either kind is found, in a new process as in this one."""
+def test_the_same_transcript_is_found_from_the_search_caches_records_or_the_folder(mem, root, monkeypatch):
+    """Transcript sizes come from the search cache's records (the full build's of every transcript,
+    each delta's of its entries'): while the transcripts folder is as the newest segment saw it, it is
+    not even listed. A transcript stored without a cache update (by another process, say) changes the
+    folder, which is then listed and the transcript no record holds stat-ed. A duplicate of each is
+    found, from a new process."""
+    import memtool.search.index as idx
+    from memtool.memory import Memory
     from memtool.search.index import TRANSCRIPTS_FILE
 
     first = mem.compress(SESSION, when=WHEN, session="a")  # stored at once: in the full build's record
-    later = mem.compress(OTHER, when=WHEN + timedelta(hours=1), session="b")  # a delta: not in it
-    recorded = json.loads((root / "memory/.cache/search" / TRANSCRIPTS_FILE).read_text())
-    assert first.id in recorded and later.id not in recorded
-    for text, entry in [(SESSION, first), (OTHER, later)]:
+    later = mem.compress(OTHER, when=WHEN + timedelta(hours=1), session="b")  # a delta: in its record
+    cache = root / "memory/.cache/search"
+    assert first.id in json.loads((cache / TRANSCRIPTS_FILE).read_text()) and later.id not in json.loads((cache / TRANSCRIPTS_FILE).read_text())
+    assert later.id in json.loads((cache / "delta" / TRANSCRIPTS_FILE).read_text())
+
+    def again(text, entry):
         fresh = open_memory(root, embedder=mem.embedder)
-        again = fresh.compress(text, when=WHEN + timedelta(days=40), session="c")
-        assert again.id == entry.id and [(d.kind, d.existing) for d in fresh.duplicates] == [("same", entry.id)]
-    assert len(list(mem.store.iter_entries())) == 2
+        got = fresh.compress(text, when=WHEN + timedelta(days=40), session="c")
+        assert got.id == entry.id and [(d.kind, d.existing) for d in fresh.duplicates] == [("same", entry.id)]
+
+    with monkeypatch.context() as m:
+        m.setattr(idx, "_kept_transcripts", lambda layout: pytest.fail("listed the transcripts folder"))
+        for text, entry in [(SESSION, first), (OTHER, later)]:
+            again(text, entry)
+        m.setattr(Memory, "_index_written", lambda self, fresh: None)  # stored, the cache left as it was
+        third = mem.compress(LATER, when=WHEN + timedelta(hours=2), session="d")
+    again(LATER, third)
+    assert len(list(mem.store.iter_entries())) == 3
 
 
 def test_the_same_transcript_twice_in_one_call(mem):

@@ -60,16 +60,18 @@ class Sigs:
     # kept transcripts by entry id (edited in place, they change no folder's mtime); None when not
     # taken: a search checks only the folder, since a stat per transcript would cost it ~7 ms per 1,000
     transcripts: dict[str, str] | None
+    folder: str  # the transcripts folder's: it changes when a transcript is added or removed
 
     @classmethod
     def take(cls, layout: Layout, files: dict[str, str] | None = None, transcripts: bool = True) -> "Sigs":
         """Signatures now; `files`: those of the day and Markdown files, if the caller has just taken them."""
+        folder = _stat_sig(layout.transcripts_dir)
         if files is None:
             files = {source_key(layout, p): _stat_sig(p) for p in [*layout.day_files(), *layout.markdown_files()]}
-        return cls(files, _transcript_sigs(layout) if transcripts else None)
+        return cls(files, _transcript_sigs(layout) if transcripts else None, folder)
 
     def with_transcripts(self, layout: Layout) -> "Sigs":
-        return self if self.transcripts is not None else Sigs(self.files, _transcript_sigs(layout))
+        return self if self.transcripts is not None else Sigs(self.files, _transcript_sigs(layout), self.folder)
 
 
 def _kept_transcripts(layout: Layout) -> Iterator[os.DirEntry]:
@@ -93,27 +95,51 @@ def _transcript_sigs(layout: Layout) -> dict[str, str]:
 
 
 def transcript_sizes(layout: Layout) -> dict[str, int]:
-    """Each kept transcript's size in bytes, by entry id. Sizes the search cache recorded at its last
-    full build are taken from that record, so only the transcripts added since are stat-ed: a stat
-    each cost every compress ~0.3 s at 100,000 transcripts. One edited in place since that build
-    keeps its old size here."""
-    try:
-        recorded = json.loads((layout.cache_dir / C.SEARCH_DIR / TRANSCRIPTS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        recorded = None
-    recorded = recorded if isinstance(recorded, dict) else {}
+    """Each kept transcript's size in bytes, by entry id, from the search cache's records: the base's
+    of every transcript at its build, each delta's of its entries'. Only when the transcripts folder
+    changed since the newest of those was built (a transcript added or removed that no record holds)
+    is the folder listed, and just the transcripts no record holds stat-ed: a stat each cost every
+    compress ~0.3 s at 100,000 transcripts, the listing ~0.2 s. One edited in place since it was
+    recorded keeps its old size here."""
+    chain = _chain(layout.cache_dir / C.SEARCH_DIR)
+    recorded: dict[str, int] = {}
+    whole = bool(chain)
+    for path in chain:
+        try:
+            rec = json.loads((path / TRANSCRIPTS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            rec = None
+        if not isinstance(rec, dict):
+            whole = False
+            continue
+        recorded.update((eid, int(size)) for eid, sig in rec.items() if (size := str(sig).partition(":")[0]).isdigit())
+    if whole and _manifest(chain[-1]).get("transcripts_dir") == _stat_sig(layout.transcripts_dir):
+        return recorded
     out: dict[str, int] = {}
     for de in _kept_transcripts(layout):
         eid = de.name[:-3]
-        size = str(recorded.get(eid, "")).partition(":")[0]
-        if size.isdigit():
-            out[eid] = int(size)
+        if eid in recorded:
+            out[eid] = recorded[eid]
             continue
         try:
             out[eid] = de.stat().st_size
         except FileNotFoundError:
             continue  # deleted while listing
     return out
+
+
+def _chain(folder: Path) -> list[Path]:
+    """The folders of the base segment and of the deltas built on it, in order, by their manifests
+    (a delta left from an older build is not part of it)."""
+    chain: list[Path] = []
+    below: dict = {}
+    for path in (folder, *(folder / name for name in LEVELS)):
+        meta = _manifest(path)
+        if not meta or (chain and meta.get("base_id") != below.get("build_id")):
+            break
+        chain.append(path)
+        below = meta
+    return chain
 
 
 def fingerprint(layout: Layout, model: str, archive: bool = False, sigs: Sigs | None = None) -> str:
@@ -232,7 +258,7 @@ def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | 
         cache.adopt(folder / name)
     vectors = embed_docs(layout, embedder, docs, entries, cache, errors, progress, fresh=known.vectors)
     extra = {**_records(docs, entries, sigs.files, sigs.transcripts), DICTIONARY_FILE: dictionary_text()}
-    _write_segment(folder, docs, vectors, {"model": embedder.model}, extra)
+    _write_segment(folder, docs, vectors, {"model": embedder.model, "transcripts_dir": sigs.folder}, extra)
     return errors
 
 
@@ -343,7 +369,7 @@ def build_delta(layout: Layout, embedder, folder: Path, level: int, progress=Non
         cache.adopt(folder / name)
     vectors = embed_docs(layout, embedder, docs, entries, cache, errors, progress, save=False, fresh=known.vectors)
     masked = sorted((set(changed) & set(held.sources)) | set(removed))
-    meta = {"model": embedder.model, "base_id": below[-1].meta["build_id"], "masked": masked}
+    meta = {"model": embedder.model, "base_id": below[-1].meta["build_id"], "masked": masked, "transcripts_dir": sigs.folder}
     extra = {**_records(docs, entries, {src: sigs.files.get(src, "-") for src in changed}, transcripts),
              VECTOR_KEYS_FILE: json.dumps(vector_keys(docs, {e.id: e for e in entries}))}
     _write_segment(folder / LEVELS[level - 1], docs, vectors, meta, extra)
@@ -359,10 +385,12 @@ def _transcript_sig(layout: Layout, eid: str, sigs: Sigs) -> str:
 
 
 def _manifest(folder: Path) -> dict:
+    """A segment's manifest; {} when there is none or it cannot be read (a cut-off one is rebuilt)."""
     try:
-        return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        meta = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _supersessions(held: Held, entries: list[Entry], touched: set[str]) -> tuple[dict[str, str], list[str]]:
