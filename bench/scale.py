@@ -182,7 +182,6 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int) -> dict:
         t = time.perf_counter()
         vectors[q] = mem.embedder.embed_query(q)
         embed_ms.append((time.perf_counter() - t) * 1000)
-    real_embed = mem.embedder.embed_query
     search_ms = timed_searches(mem, texts, vectors)
     for q in texts[: max(3, min(20, 200_000 // n))]:  # the naive flow is slow at scale: fewer runs
         t = time.perf_counter()

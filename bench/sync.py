@@ -82,6 +82,7 @@ def instrument(embedder) -> None:
     import bm25s
 
     import memtool.search.index as index_mod
+    import memtool.search.write as write_mod
     import memtool.store as store_mod
     import memtool.sync as sync_mod
 
@@ -105,9 +106,9 @@ def instrument(embedder) -> None:
     wrap(sync_mod, "refresh_index", "search cache: refresh_index -> build")
     wrap(index_mod, "collect_docs", "  build: collect_docs (day files as the scan parsed them, Markdown chunked)")
     wrap(store_mod.Store, "vector_for", "  build: Store.vector_for x entries (reads embedding JSON)")
-    wrap(index_mod, "words", "  build: split docs into words")
-    wrap(index_mod, "terms", "  build: BM25 terms (stopwords out, stemmed)")
-    wrap(index_mod, "doc_cues", "  build: answer cues (memtool.search.cues)")
+    wrap(write_mod, "words", "  build: split docs into words")
+    wrap(write_mod, "terms", "  build: BM25 terms (stopwords out, stemmed)")
+    wrap(write_mod, "doc_cues", "  build: answer cues (memtool.search.cues)")
     wrap(bm25s.BM25, "index", "  build: bm25s index")
     wrap(bm25s.BM25, "save", "  build: bm25s save")
 

@@ -67,7 +67,7 @@ def test_the_same_transcript_is_found_from_the_search_caches_records_or_the_fold
     found, from a new process."""
     import memtool.search.index as idx
     from memtool.memory import Memory
-    from memtool.search.index import TRANSCRIPTS_FILE
+    from memtool.search.write import TRANSCRIPTS_FILE
 
     first = mem.compress(SESSION, when=WHEN, session="a")  # stored at once: in the full build's record
     later = mem.compress(OTHER, when=WHEN + timedelta(hours=1), session="b")  # a delta: in its record
@@ -294,7 +294,7 @@ def test_a_grown_transcript_continues_the_stored_one_without_a_session_name(mem)
 def test_containment_alone_links_only_sessions_of_the_same_explicit_name(mem):
     reordered = "\n".join(reversed(SESSION.splitlines())) + "\n" + LATER  # every word of SESSION, not its beginning
     assert not reordered.startswith(SESSION)
-    old = mem.compress(SESSION, when=WHEN)
+    mem.compress(SESSION, when=WHEN)
     unnamed = mem.compress(reordered, when=WHEN + timedelta(hours=1))
     assert unnamed.supersedes == [] and mem.duplicates == []  # both 'main': the default name links nothing
     other = mem.compress(OTHER + "User: then the flaky login test: the session cookie expires during slow CI runs.\n" + reordered,

@@ -80,7 +80,7 @@ def test_log_edit_only_reindexes_that_file(mem, root, fake_embedder):
 
 
 def test_large_change_falls_back_to_a_full_build(mem, root):
-    from memtool.search import index as idx
+    from memtool.search import delta as idx
 
     before = json.loads((root / "memory/.cache/search/manifest.json").read_text())["build_id"]
     old_min = idx.DELTA_MIN_DOCS
@@ -271,7 +271,7 @@ def test_compress_brings_the_search_cache_up_to_date(root):
 def test_no_document_is_embedded_twice_across_deltas_and_the_full_build(root, monkeypatch):
     """Each fresh segment replaces the last one, each delta both; each takes the vectors of the ones it
     replaces, and so does the full build that finally folds them into the base."""
-    from memtool.search import index as idx
+    from memtool.search import delta as idx
 
     init(root)
     emb = Recording()
