@@ -32,7 +32,8 @@ from memtool.fsutil import atomic_write_text
 from memtool.memory import Memory
 from memtool.models import Entry
 from memtool.search.docs import source_key
-from memtool.search.index import Known, Sigs, refresh_index
+from memtool.search.index import Known, Sigs, chain, refresh_index
+from memtool.search.write import manifest
 from memtool.search.vectors import entry_vector_key
 from memtool.store import CONFLICT_RE, Layout, Store, read_day
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files, stat_sig
@@ -308,12 +309,11 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
 def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: SyncReport, known: Known) -> bool:
     layout = mem.layout
     folder = layout.cache_dir / C.SEARCH_DIR
-    stamp = folder / "fingerprint"
     if full:
         shutil.rmtree(folder, ignore_errors=True)
-        for old in layout.cache_dir.glob("vectors-*"):  # the cached document vectors (search/index.py)
+        for old in layout.cache_dir.glob("vectors-*"):  # the cached document vectors (search/vectors.py)
             old.unlink()
-    before = stamp.read_text() if stamp.is_file() else None
+    before = _builds(folder)
     if progress and (full or report.changed):
         progress("updating the search cache", 0, 0)
     done = 0
@@ -328,7 +328,12 @@ def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: 
     refresh_index(layout, mem.embedder, step, problems, known=known)
     seen = {_path_of(e) for e in report.errors}
     report.errors.extend(p for p in problems if _path_of(p) not in seen)  # the same bad files, reported once
-    return (stamp.read_text() if stamp.is_file() else None) != before
+    return _builds(folder) != before
+
+
+def _builds(folder: Path) -> list[str]:
+    """The build of each segment of the search cache: a sync rebuilt it when one of them changed."""
+    return [manifest(path).get("build_id", "") for path in chain(folder)]
 
 
 def reembed_archive(mem: Memory, errors: list[str] | None = None, batch: int = C.SYNC_EMBED_BATCH) -> list[Path]:

@@ -30,32 +30,40 @@ LEVELS = (DELTA_DIR, FRESH_DIR)  # the delta segments, each built on the one bef
 
 class Held:
     """What a chain of segments (the base, then the deltas built on it) holds, seen as one: a delta's
-    source files replace the same files below it. Read from the records `_records` wrote."""
+    source files replace the same files below it. Read from the records `write.records` wrote (the
+    caller holds the build lock: no segment is replaced meanwhile)."""
 
-    def __init__(self, segments: list[Segment]):
-        self.segments = segments
+    def __init__(self, folders: list[Path]):
+        self.folders = folders
         self.sources: dict[str, str] = {}  # source file -> its signature when read
         self._touched: list[set[str]] = []  # per segment: the sources it holds again or drops
-        for seg in segments:
-            ranges = json.loads(seg.read(SOURCES_FILE))
-            masked = seg.meta.get("masked", [])
+        for folder in folders:
+            ranges = self._record(folder, SOURCES_FILE)
+            masked = manifest(folder).get("masked", [])
             for src in masked:
                 self.sources.pop(src, None)
             self.sources.update((src, r[0]) for src, r in ranges.items())
             self._touched.append({*masked, *ranges})
 
-    def _record(self, seg: Segment, name: str):
-        return json.loads((seg.folder / name).read_text(encoding="utf-8"))
+    def _record(self, folder: Path, name: str):
+        return json.loads((folder / name).read_text(encoding="utf-8"))
+
+    def stale_days(self, transcripts: dict[str, str]) -> set[str]:
+        """The day files of the held entries whose kept transcript is not as it was read (edited in
+        place, added or removed): `transcripts`, every kept transcript's signature now."""
+        had = self.transcripts
+        edited = {i for i in {*had, *transcripts} if had.get(i) != transcripts.get(i)}
+        return {self.days[i] for i in edited if i in self.days}  # else its entry's day file is new or changed (or it has no entry)
 
     @cached_property
     def _entries(self) -> tuple[dict[str, str], dict[str, str]]:
         days: dict[str, str] = {}
         transcripts: dict[str, str] = {}
-        for seg, touched in zip(self.segments, self._touched):
+        for folder, touched in zip(self.folders, self._touched):
             transcripts = {i: sig for i, sig in transcripts.items() if days.get(i) not in touched}  # an orphan's stays
             days = {i: d for i, d in days.items() if d not in touched}
-            days.update(self._record(seg, ENTRY_DAYS_FILE))
-            transcripts.update(self._record(seg, TRANSCRIPTS_FILE))
+            days.update(self._record(folder, ENTRY_DAYS_FILE))
+            transcripts.update(self._record(folder, TRANSCRIPTS_FILE))
         return days, transcripts
 
     @property
@@ -72,9 +80,9 @@ class Held:
     def declared(self) -> list[Declared]:
         """The held entries that supersede others."""
         out: list[Declared] = []
-        for seg, touched in zip(self.segments, self._touched):
+        for folder, touched in zip(self.folders, self._touched):
             out = [d for d in out if d.source not in touched]
-            out.extend(Declared(*d) for d in self._record(seg, SUPERSEDES_FILE))
+            out.extend(Declared(*d) for d in self._record(folder, SUPERSEDES_FILE))
         return out
 
 
@@ -93,12 +101,9 @@ def build_delta(layout: Layout, embedder, folder: Path, level: int, sigs: Sigs, 
         if below[-1] is None:
             return None
         replaced = [m for name in LEVELS[level - 1 :] if (m := manifest(folder / name))]
-        held = Held(below)
-        edited = set()
-        if sigs.transcripts is not None:  # a sync: every transcript's stat, so edits in place show
-            had = held.transcripts
-            edited = {i for i in {*had, *sigs.transcripts} if had.get(i) != sigs.transcripts.get(i)}
-        stale_days = {held.days[i] for i in edited if i in held.days}  # else its entry's day file is new or changed (or it has no entry)
+        held = Held([seg.folder for seg in below])
+        # a sync brings every transcript's stat, so edits in place show
+        stale_days = held.stale_days(sigs.transcripts) if sigs.transcripts is not None else set()
     except (OSError, ValueError, KeyError):
         return None
     base = below[0]

@@ -21,7 +21,7 @@ import numpy as np
 from memtool import constants as C
 from memtool.errors import LockBusy
 from memtool.fsutil import atomic_write_text, locked
-from memtool.search.delta import LEVELS, build_delta
+from memtool.search.delta import LEVELS, Held, build_delta
 from memtool.search.docs import collect_docs, source_key
 from memtool.search.segment import SearchIndex
 from memtool.search.typos import DICTIONARY_FILE, dictionary_text
@@ -80,10 +80,10 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
     is the folder listed, and just the transcripts no record holds stat-ed: a stat each cost every
     compress ~0.3 s at 100,000 transcripts, the listing ~0.2 s. One edited in place since it was
     recorded keeps its old size here."""
-    chain = _chain(layout.cache_dir / C.SEARCH_DIR)
+    segments = chain(layout.cache_dir / C.SEARCH_DIR)
     recorded: dict[str, int] = {}
-    whole = bool(chain)
-    for path in chain:
+    whole = bool(segments)
+    for path in segments:
         try:
             rec = json.loads((path / TRANSCRIPTS_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -92,7 +92,7 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
             whole = False
             continue
         recorded.update((eid, int(size)) for eid, sig in rec.items() if (size := str(sig).partition(":")[0]).isdigit())
-    if whole and manifest(chain[-1]).get("transcripts_dir") == file_sig(layout.transcripts_dir):
+    if whole and manifest(segments[-1]).get("transcripts_dir") == file_sig(layout.transcripts_dir):
         return recorded
     out: dict[str, int] = {}
     for de in _kept_transcripts(layout):
@@ -107,18 +107,18 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
     return out
 
 
-def _chain(folder: Path) -> list[Path]:
+def chain(folder: Path) -> list[Path]:
     """The folders of the base segment and of the deltas built on it, in order, by their manifests
     (a delta left from an older build is not part of it)."""
-    chain: list[Path] = []
+    out: list[Path] = []
     below: dict = {}
     for path in (folder, *(folder / name for name in LEVELS)):
         meta = manifest(path)
-        if not meta or (chain and meta.get("base_id") != below.get("build_id")):
+        if not meta or (out and meta.get("base_id") != below.get("build_id")):
             break
-        chain.append(path)
+        out.append(path)
         below = meta
-    return chain
+    return out
 
 
 def fingerprint(layout: Layout, model: str, archive: bool = False, sigs: Sigs | None = None) -> str:
@@ -206,8 +206,11 @@ def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | N
     fp = fingerprint(layout, embedder.model, archive, sigs)
     digest = transcripts_digest(sigs) if sigs else ""
 
-    def fresh() -> bool:  # the stamp: fingerprint, then the transcripts' digest when it was known
-        have = stamp.read_text().split("\n") if stamp.is_file() else [""]
+    def stamped() -> list[str]:  # the fingerprint, then the transcripts' digest when it was known
+        return stamp.read_text().split("\n") if stamp.is_file() else [""]
+
+    def fresh() -> bool:
+        have = stamped()
         return have[0] == fp and (not digest or have[1:] == [digest])
 
     if fresh():
@@ -220,7 +223,10 @@ def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | N
             if readable:
                 raise CacheBusy(folder) from None
             raise
-        if not fresh():  # else another process built it while we waited
+        if fresh():
+            return folder  # another process built it while we waited
+        if not (digest and stamped()[0] == fp and _as_read(folder, sigs)):  # else only the transcripts'
+            # digest was missing (a compress records none) and the sync after it finds each as read
             problems = None
             for level in (() if archive else (2, 1)):  # a fresh segment on the delta, else a new delta
                 if problems is None:
@@ -238,8 +244,16 @@ def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | N
                 problems = build(source, embedder, folder, progress, known, sigs)
             if errors is not None:
                 errors.extend(problems)
-            atomic_write_text(stamp, fp + (f"\n{digest}" if digest else ""), durable=False)  # damaged, it only mismatches: one rebuild
+        atomic_write_text(stamp, fp + (f"\n{digest}" if digest else ""), durable=False)  # damaged, it only mismatches: one rebuild
     return folder
+
+
+def _as_read(folder: Path, sigs: Sigs) -> bool:
+    """Whether every kept transcript of a held entry is as the segment holding it read it."""
+    try:
+        return not Held(chain(folder)).stale_days(sigs.transcripts or {})
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # a record cut off: build
 
 
 def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:

@@ -449,3 +449,25 @@ def test_a_moved_store_keeps_its_search_cache(mem, root, fake_embedder):
     assert [manifest(moved, name)["build_id"] for name in ("", DELTA_DIR, FRESH_DIR)] == before
     m.compress("Dan: the Auth0 login callback now retries once.", when=when(11), session="s11")  # and it goes on from there
     assert manifest(moved, DELTA_DIR)["build_id"] == before[1] and ranked(m, "Auth0 login callback")
+
+
+def test_the_sync_after_a_compress_builds_nothing_when_every_transcript_is_as_read(mem, root, fake_embedder):
+    """A compress stamps the cache without the transcripts' digest (it stats no transcript); the sync
+    that follows (`memory watch` runs one) finds every transcript as the segment holding its entry
+    read it and only completes the stamp, instead of rebuilding the fresh segment."""
+    from memtool.sync import sync
+
+    mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
+    new = mem.compress("Carol: Grafana alerts for the billing Postgres index now page the on-call.", when=when(10), session="s10")
+    before = [manifest(root, name)["build_id"] for name in ("", DELTA_DIR, FRESH_DIR)]
+    stamp = root / "memory/.cache/search/fingerprint"
+    assert len(stamp.read_text().split("\n")) == 1
+    assert not sync(open_memory(root, embedder=fake_embedder, **EXACT)).search_rebuilt
+    assert [manifest(root, name)["build_id"] for name in ("", DELTA_DIR, FRESH_DIR)] == before
+    assert len(stamp.read_text().split("\n")) == 2  # fingerprint and digest: the next sync has nothing to do
+    assert not sync(open_memory(root, embedder=fake_embedder, **EXACT)).search_rebuilt
+    with open(root / f"memory/transcripts/{new.id}.md", "a", encoding="utf-8") as fh:  # but an edit still shows
+        fh.write("Later we moved the alerts to Quokkadb.\n")
+    assert sync(open_memory(root, embedder=fake_embedder, **EXACT)).search_rebuilt
+    assert manifest(root, FRESH_DIR)["build_id"] != before[2]
+    assert ranked(open_memory(root, embedder=fake_embedder, **EXACT), "Quokkadb")[0][0] == new.id
