@@ -299,6 +299,32 @@ def _index_lines(data: bytes) -> list[bytes] | None:
     return lines
 
 
+def _first_line(data: bytes, lo: int, cut: int, after) -> int:
+    """Where the first entry line in data[lo:cut] (lo: a line's start) whose timestamp's day (bytes)
+    satisfies `after` begins, `cut` if none: a bisection over byte positions, which holds because
+    the lines are in time order and `after` is false, then true, along them. ValueError on a line
+    not as index_document writes it."""
+    def day(at: int) -> bytes:
+        m = _INDEX_LINE_RE.match(data, at, cut)
+        if m is None:
+            raise ValueError(f"no entry line at byte {at}")
+        return m.group(2)[:10]
+
+    def next_line(at: int) -> int:  # the start of the first line beginning after `at`
+        sep = data.find(_INDEX_SEP, at, cut)
+        return sep + len(_INDEX_SEP) if sep >= 0 else cut
+
+    a, b = lo, cut  # a: a line's start, every line before it false; b: a line's start (or cut), its line true
+    while a < b:
+        mid = next_line(max(a, (a + b) // 2 - len(_INDEX_SEP)))  # a line start in (a, b]
+        probe = mid if mid < b else a
+        if after(day(probe)):
+            b = probe
+        else:
+            a = next_line(probe)
+    return a
+
+
 def day_document(day: str, entries: Iterable[Entry]) -> str:
     return dumps_json({"date": day, "entries": [e.to_dict() for e in sort_entries(entries)]})
 
@@ -442,7 +468,7 @@ class Store:
             fresh = [e for day in sorted(days) if (path := self.layout.day_file(day)).is_file() for e in read_day(path)]
         except (StoreCorrupt, UnicodeDecodeError):
             return self.rebuild_index(provider, sigs=sigs)  # it reports the file
-        if self._append_rows(provider, days, fresh, sigs):
+        if self._splice_rows(provider, days, fresh, sigs):
             return []
         rows = self._index_rows()
         if rows is None:
@@ -455,12 +481,16 @@ class Store:
         self._write_rows(provider, kept, fresh, sigs)
         return []
 
-    def _append_rows(self, provider: str, days: set[str], fresh: list[Entry], sigs: DaySigs) -> bool:
-        """update_index's common case without parsing every line (a session stored today): the lines of
-        `days` are the last of index.json, each of their entries is still there, and every fresh entry
-        sorts after the lines kept, which are copied as one run of bytes. At 100,000 entries this
-        skips matching 100,000 lines. False, writing nothing, in any other case. The caller has
-        checked that index.json is the file written here last (indexed_days)."""
+    def _splice_rows(self, provider: str, days: set[str], fresh: list[Entry], sigs: DaySigs) -> bool:
+        """update_index's common cases without parsing every line: the lines of `days` are one run of
+        index.json (for a session stored today, its end; for one dated yesterday, further in), found
+        by bisecting the lines by timestamp; each of their entries is still there; and every fresh
+        entry's timestamp and id name one of `days`. That run is replaced by the fresh entries and
+        the lines before and after it are copied as runs of bytes: at 100,000 entries this skips
+        matching 100,000 lines. False, writing nothing, in any other case. The caller has checked
+        that index.json is the file written here last (indexed_days)."""
+        if any(e.timestamp[:10] not in days or id_day(e.id) not in days for e in fresh):
+            return False  # an entry filed under another day than its date: its line sorts elsewhere
         try:
             data = self.layout.index_file.read_bytes()
         except OSError:
@@ -470,24 +500,26 @@ class Store:
             return False
         lo, cut = span  # the lines: data[lo:cut], apart by _INDEX_SEP
         ids, bdays = {e.id.encode("utf-8") for e in fresh}, {d.encode("ascii") for d in days}
-        last: tuple[bytes, bytes] | None = None  # (timestamp, id) of the last line kept
-        while cut > lo:  # from the end: the lines of `days` go, the first other line ends those kept
-            sep = data.rfind(_INDEX_SEP, lo, cut)
-            begin = sep + len(_INDEX_SEP) if sep >= 0 else lo
-            m = _INDEX_LINE_RE.match(data, begin, cut)
-            if m is None or data[cut - 1 : cut] != b"}":
-                return False
-            if m.group(2)[:10] not in bdays:
-                last = (m.group(2), m.group(1))
-                break
-            if m.group(1) not in ids:
-                return False  # an entry of `days` left, or was filed under another day: update_index decides
-            cut = sep if sep >= 0 else lo
-        enc = sorted(((e.timestamp.encode("utf-8"), e.id.encode("utf-8"), e) for e in fresh), key=lambda r: r[:2])
-        if len(ids) != len(fresh) or (last and (last[0][:10] >= min(bdays) or (enc and enc[0][:2] <= last))):
+        first, last = min(bdays), max(bdays)
+        try:
+            start = _first_line(data, lo, cut, lambda day: day >= first)
+            end = _first_line(data, start, cut, lambda day: day > last)
+        except ValueError:
+            return False  # a line not as index_document writes it
+        at = start
+        while at < end:  # the run of `days`: each line one of theirs, each entry still there
+            m = _INDEX_LINE_RE.match(data, at, end)
+            if m is None or m.group(2)[:10] not in bdays or m.group(1) not in ids:
+                return False  # another day in between, or an entry of `days` left or filed elsewhere: update_index decides
+            sep = data.find(_INDEX_SEP, at, end)
+            at = sep + len(_INDEX_SEP) if sep >= 0 else end
+        if len(ids) != len(fresh):
             return False
-        runs = [memoryview(data)[lo:cut]] if cut > lo else []
-        runs += [_INDEX_SEP.join(json.dumps(e.to_dict(), ensure_ascii=False).encode("utf-8") for _, _, e in enc)] if enc else []
+        view = memoryview(data)
+        enc = sorted(fresh, key=lambda e: (e.timestamp.encode("utf-8"), e.id.encode("utf-8")))
+        runs = [view[lo : start - len(_INDEX_SEP) if start < cut else cut]] if start > lo else []
+        runs += [_INDEX_SEP.join(json.dumps(e.to_dict(), ensure_ascii=False).encode("utf-8") for e in enc)] if enc else []
+        runs += [view[end:cut]] if end < cut else []
         self._write_index(_index_pieces(provider, runs), sigs)
         return True
 

@@ -60,6 +60,52 @@ def test_a_session_of_the_latest_day_is_appended_without_reading_every_line(mem,
     assert rebuilt(mem, root)
 
 
+def test_a_session_dated_in_the_past_is_spliced_in_without_reading_every_line(mem, root, monkeypatch):
+    """A session dated yesterday (a session that began before midnight, `--date`) lands inside
+    index.json: its day's lines are found by bisecting the lines by time and replaced, the rest
+    copied as runs of bytes. Byte for byte a rebuild's, for a day in the middle, a new day between
+    two, the first day, and a day before all of them."""
+    def unused(*a, **k):
+        raise AssertionError("index.json was parsed line by line")
+
+    monkeypatch.setattr(mem.store, "_index_rows", unused)
+    monkeypatch.setattr(mem.store, "rebuild_index", unused)
+    for day, hour, name in ((3, 15, "mid"), (3, 7, "early"), (1, 20, "first"), (4, 12, "four")):
+        mem.compress(f"Frank: day {day} at {hour}, the {name} session on the Grafana alert for consumer lag.", when=when(day, hour), session=name)
+    monkeypatch.undo()
+    assert rebuilt(mem, root)
+    monkeypatch.setattr(mem.store, "_index_rows", unused)
+    monkeypatch.setattr(mem.store, "rebuild_index", unused)
+    init_feb = datetime(2026, 2, 27, 9, tzinfo=timezone.utc)  # before every stored day
+    mem.compress("Grace: a late import from February about the billing cutover plan.", when=init_feb, session="feb")
+    monkeypatch.undo()
+    days = [e["timestamp"][:10] for e in entries_of(root)]
+    assert days == sorted(days) and days[0] == "2026-02-27" and days.count("2026-03-03") == 3 and len(days) == 10
+    assert rebuilt(mem, root)
+
+
+def test_random_past_and_new_days_keep_index_json_a_rebuilds(root, fake_embedder, monkeypatch):
+    """Sessions on random days, past and new, one by one, each spliced in: after each, index.json is
+    byte for byte what a rebuild from the day files writes."""
+    import random
+
+    def unused(*a, **k):
+        raise AssertionError("index.json was parsed line by line")
+
+    init(root)
+    m = open_memory(root, embedder=fake_embedder)
+    m.compress("Note: the first session, which writes index.json whole.", when=when(6), session="r")
+    rng = random.Random(7)
+    for i in range(24):
+        day, hour = rng.randint(1, 12), rng.randint(0, 23)
+        with monkeypatch.context() as patch:
+            patch.setattr(m.store, "_index_rows", unused)
+            patch.setattr(m.store, "rebuild_index", unused)
+            m.compress(f"Note {i}: on day {day} the {rng.choice(['Kafka', 'Postgres', 'Grafana', 'Auth0'])} work moved on, item {i}.",
+                       when=when(day, hour), session=f"r{i}")
+        assert rebuilt(m, root), f"after session {i} (day {day})"
+
+
 def test_an_entry_taken_by_hand_from_the_latest_day_is_not_kept_by_the_append(mem, root):
     day5 = root / "memory/index/2026-03-05.json"
     data = json.loads(day5.read_text())
