@@ -21,7 +21,8 @@ from memtool.config import Settings
 from memtool.errors import StorageError
 from memtool.fsutil import atomic_write_bytes, atomic_write_text, dumps_json
 from memtool.models import Entry, parse_iso, utcnow
-from memtool.store import DAY_RE, ID_DAY_RE, Layout, Store, day_document, read_day
+from memtool.dayfile import DAY_RE, ID_DAY_RE, day_document, read_day
+from memtool.store import Layout, Store
 
 YEAR_RE = re.compile(r"^\d{4}$")
 

@@ -36,7 +36,8 @@ from memtool import constants as C
 from memtool.errors import BadInput, StoreCorrupt
 from memtool.models import Entry, parse_iso
 from memtool.text import SPEAKER_ROLES, content_words
-from memtool.store import Layout, Store, id_day, read_day
+from memtool.dayfile import id_day, read_day
+from memtool.store import Layout, Store
 
 @dataclass
 class Duplicate:

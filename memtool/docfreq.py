@@ -15,7 +15,8 @@ from collections import Counter
 from memtool import constants as C
 from memtool.errors import StorageError, StoreCorrupt
 from memtool.fsutil import atomic_write_text
-from memtool.store import Layout, read_day
+from memtool.dayfile import read_day
+from memtool.store import Layout
 from memtool.text import WORDS_VERSION, content_words
 
 DayCounts = list  # per day file: [[size, mtime_ns], its number of entries, {word: how many of them contain it}]

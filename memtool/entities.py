@@ -18,7 +18,8 @@ from memtool import constants as C
 from memtool.errors import BadInput, NotFound, WouldOverwrite
 from memtool.fsutil import atomic_write_many
 from memtool.models import Entry
-from memtool.store import Layout, sort_entries
+from memtool.dayfile import sort_entries
+from memtool.store import Layout
 
 
 @dataclass

@@ -24,7 +24,8 @@ from memtool import constants as C
 from memtool.errors import BadInput, StorageError, WouldOverwrite
 from memtool.fsutil import atomic_write_bytes, atomic_write_many, locked, make_folder
 from memtool.models import Entry, utcnow
-from memtool.store import Layout, sort_entries
+from memtool.dayfile import sort_entries
+from memtool.store import Layout
 
 
 # -- export ------------------------------------------------------------------------------------------

@@ -30,7 +30,8 @@ from memtool.search.index import Known, open_index, refresh_index
 from memtool.search.vectors import entry_vector_key
 from memtool.search.segment import SearchIndex
 from memtool.search.typos import query_terms
-from memtool.store import Layout, Store, read_day
+from memtool.dayfile import read_day
+from memtool.store import Layout, Store
 from memtool.text import content_words, count_tokens
 
 

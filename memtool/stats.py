@@ -10,7 +10,7 @@ from statistics import median
 from memtool import constants as C
 from memtool.entities import collect_entities
 from memtool.memory import Memory
-from memtool.store import DAY_RE
+from memtool.dayfile import DAY_RE
 
 SPARK = "▁▂▃▄▅▆▇█"
 

@@ -35,7 +35,8 @@ from memtool.search.docs import source_key
 from memtool.search.index import Known, Sigs, chain, refresh_index
 from memtool.search.write import manifest
 from memtool.search.vectors import entry_vector_key
-from memtool.store import CONFLICT_RE, Layout, Store, read_day
+from memtool.dayfile import CONFLICT_RE, read_day
+from memtool.store import Layout, Store
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files, stat_sig
 
 Progress = Callable[[str, int, int], None]  # (task, done, total); total 0 when unknown

@@ -23,7 +23,8 @@ from memtool import constants as C
 from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.models import Entry
-from memtool.store import Layout, ParsedDays, load_json, parse_day
+from memtool.dayfile import ParsedDays, load_json, parse_day
+from memtool.store import Layout
 
 MANIFEST_VERSION = 1
 

@@ -21,7 +21,7 @@ from memtool.cli.main import app
 from memtool.doctor import Doctor
 from memtool.fsutil import atomic_write_text
 from memtool.scaffold import init
-from memtool.store import day_document, read_day
+from memtool.dayfile import day_document, read_day
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
 OLD = NOW - timedelta(days=400)  # older than the default 365-day entry window

@@ -21,7 +21,8 @@ from memtool.app import open_memory
 from memtool.config import Settings
 from memtool.fsutil import atomic_write_text
 from memtool.scaffold import init
-from memtool.store import Layout, day_document, read_day
+from memtool.dayfile import day_document, read_day
+from memtool.store import Layout
 
 NOW = datetime.now(timezone.utc)
 

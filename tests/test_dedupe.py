@@ -23,7 +23,7 @@ from memtool.memory import Session
 from memtool.text import content_words
 from memtool.scaffold import init
 from memtool.search.engine import Hit, newer_first
-from memtool.store import day_document, read_day
+from memtool.dayfile import day_document, read_day
 
 WHEN = datetime(2026, 2, 10, 9, tzinfo=timezone.utc)
 SESSION = """User: the payment webhook keeps timing out when Stripe retries.

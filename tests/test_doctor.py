@@ -19,7 +19,7 @@ from memtool.doctor.salvage import conflict_sides
 from memtool.errors import StoreCorrupt
 from memtool.scaffold import init
 from memtool.search.engine import Query
-from memtool.store import read_day
+from memtool.dayfile import read_day
 from tests.conftest import FakeEmbedder
 
 AUTH = "Alice: We decided to use Auth0 instead of custom JWT handling. Sarah owns the migration."

@@ -20,7 +20,8 @@ from memtool.export import backup, export_text, restore
 from memtool.memory import Session
 from memtool.providers import Compressed
 from memtool.scaffold import init
-from memtool.store import Layout, Store, sort_entries
+from memtool.dayfile import sort_entries
+from memtool.store import Layout, Store
 
 runner = CliRunner()
 

@@ -26,7 +26,7 @@ from memtool.forget import forget
 from memtool.fsutil import atomic_write_text
 from memtool.promote import promote
 from memtool.scaffold import init
-from memtool.store import day_document, read_day
+from memtool.dayfile import day_document, read_day
 
 runner = CliRunner()
 SECRET = "Quillfeather"  # a word only the forgotten session holds

@@ -174,7 +174,7 @@ def test_a_hand_edited_timestamp_out_of_range_is_reported_not_indexed(mem, root)
     day = root / "memory/index/2026-02-07.json"
     day.write_text(day.read_text().replace("2026-02-07T14:30", "0202-02-07T14:30"))
     from memtool.errors import StoreCorrupt
-    from memtool.store import read_day
+    from memtool.dayfile import read_day
 
     with pytest.raises(StoreCorrupt, match="out of range"):
         read_day(day)

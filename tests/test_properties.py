@@ -17,7 +17,8 @@ from memtool.chunking import HEADING_RE, chunk_lines, chunk_markdown
 from memtool.dates import parse_period
 from memtool.errors import BadInput, StoreCorrupt
 from memtool.models import Entities, Entry, iso
-from memtool.store import DAY_RE, json_floats
+from memtool.dayfile import DAY_RE
+from memtool.store import json_floats
 from memtool.text import count_tokens
 
 EXAMPLES = 200

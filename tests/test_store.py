@@ -181,10 +181,10 @@ def test_an_entry_filed_under_another_day_survives_a_write_to_its_dates_day(mem,
 def test_a_day_file_saved_while_index_json_is_written_is_not_recorded_as_included(mem, root, monkeypatch):
     """An editor saves day 2 just after a rebuild read it: index.json misses the edit, so the record of
     what index.json holds must not carry the edited file's stat, or later writes patch around it for good."""
-    import memtool.store as store_mod
+    import memtool.index_json as index_mod
 
     day2 = root / "memory/index/2026-03-02.json"
-    real = store_mod.read_day
+    real = index_mod.read_day
 
     def read_then_edit(path, parsed=None):
         entries = real(path, parsed)
@@ -194,7 +194,7 @@ def test_a_day_file_saved_while_index_json_is_written_is_not_recorded_as_include
             day2.write_text(json.dumps(data, indent=2))
         return entries
 
-    monkeypatch.setattr(store_mod, "read_day", read_then_edit)
+    monkeypatch.setattr(index_mod, "read_day", read_then_edit)
     mem.store.rebuild_index(mem.settings.compressor)
     monkeypatch.undo()
     assert not any(e["summary"].startswith("Saved by an editor") for e in entries_of(root))  # the race, as it happened

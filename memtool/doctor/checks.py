@@ -24,7 +24,8 @@ from memtool.config import Settings
 from memtool.doctor.report import WARNING, Problem, Report
 from memtool.errors import StorageError, StoreCorrupt
 from memtool.models import Entry
-from memtool.store import CONFLICT_RE, Layout, Store, load_json, read_day
+from memtool.dayfile import CONFLICT_RE, load_json, read_day
+from memtool.store import Layout, Store
 
 if TYPE_CHECKING:
     from memtool.providers import Embedder

@@ -21,7 +21,8 @@ from memtool.doctor.salvage import Quarantine, parse_entries, salvage
 from memtool.errors import ProviderError, StoreCorrupt
 from memtool.fsutil import atomic_write_text, dumps_json
 from memtool.models import Entry
-from memtool.store import Layout, Store, day_document, load_json
+from memtool.dayfile import day_document, load_json
+from memtool.store import Layout, Store
 
 
 class Doctor(Checker):

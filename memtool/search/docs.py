@@ -11,7 +11,8 @@ from typing import Iterable, NamedTuple
 from memtool.chunking import chunk_lines, chunk_markdown
 from memtool.errors import StoreCorrupt
 from memtool.models import Entry, parse_iso
-from memtool.store import DAY_RE, Layout, ParsedDays, read_day
+from memtool.dayfile import DAY_RE, ParsedDays, read_day
+from memtool.store import Layout
 
 # BM25 field weights for entry documents: each field is repeated this many times in the indexed text.
 FIELD_REPEAT = {"summary": 1, "keywords": 2, "topics": 1, "decisions": 1, "action_items": 1, "entities": 2}

@@ -27,7 +27,8 @@ from memtool.search.segment import SearchIndex
 from memtool.search.typos import DICTIONARY_FILE, dictionary_text
 from memtool.search.vectors import ChunkVectorCache, embed_docs
 from memtool.search.write import CACHE_VERSION, TRANSCRIPTS_FILE, file_sig, manifest, records, write_segment
-from memtool.store import Layout, ParsedDays
+from memtool.dayfile import ParsedDays
+from memtool.store import Layout
 
 
 @dataclass

@@ -1,0 +1,89 @@
+"""Day files (memory/index/YYYY-MM-DD.json), the source of truth for Layer 2: reading them (git
+conflict markers and bad JSON reported by line), and writing one."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Iterable
+
+from memtool import constants as C
+from memtool.errors import StoreCorrupt
+from memtool.fsutil import dumps_json
+from memtool.models import Entry
+
+DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+ID_DAY_RE = re.compile(rf"^{C.ENTRY_ID_PREFIX}-(\d{{4}})(\d{{2}})(\d{{2}})-")  # ids made by compress name their UTC day
+CONFLICT_RE = re.compile(r"^(<{7}|={7}|>{7})( |$)", re.M)
+
+
+def file_sig(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def check_conflict_markers(path: Path, text: str) -> None:
+    if "<<<<<<<" not in text and "=======" not in text and ">>>>>>>" not in text:
+        return  # fast path: a substring test is ~5x cheaper than the multi-line regex on every file read
+    m = CONFLICT_RE.search(text)
+    if m:
+        line = text.count("\n", 0, m.start()) + 1
+        raise StoreCorrupt(f"{path}:{line}: git conflict markers. Run `memory reindex` (index.json) or resolve the conflict by hand.")
+
+
+def load_json(path: Path, text: str | None = None) -> object:
+    """The JSON in `path` (or in `text`, already read from it), with conflict markers and syntax
+    errors reported as StoreCorrupt naming the line."""
+    text = path.read_text(encoding="utf-8") if text is None else text
+    check_conflict_markers(path, text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StoreCorrupt(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})") from None
+    except RecursionError:  # brackets nested thousands deep: no day file looks like that
+        raise StoreCorrupt(f"{path}: JSON nested too deeply to read") from None
+
+
+# Day files already parsed, by path: the (size, mtime_ns) each had when it was read, and its entries.
+# One sync reads every changed day file once and hands this on (index.json, the search cache).
+ParsedDays = dict[str, tuple[tuple[int, int], list[Entry]]]
+DaySigs = dict[str, list[int]]  # day file name -> [size, mtime_ns]
+
+
+def parse_day(path: Path, text: str) -> list[Entry]:
+    data = load_json(path, text)
+    items = data.get("entries") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise StoreCorrupt(f"{path}: expected {{\"date\": ..., \"entries\": [...]}}")
+    return [Entry.from_dict(item, f"{path} entry {i + 1}") for i, item in enumerate(items)]
+
+
+def read_day(path: Path, parsed: ParsedDays | None = None) -> list[Entry]:
+    """The entries of a day file; those in `parsed` when the file's stat is still the one they were read at."""
+    hit = parsed.get(str(path)) if parsed else None
+    if hit is not None:
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            st = None
+        if st is not None and (st.st_size, st.st_mtime_ns) == hit[0]:
+            return hit[1]
+    return parse_day(path, path.read_text(encoding="utf-8"))
+
+
+def sort_entries(entries: Iterable[Entry]) -> list[Entry]:
+    return sorted(entries, key=lambda e: (e.timestamp, e.id))
+
+
+def day_document(day: str, entries: Iterable[Entry]) -> str:
+    return dumps_json({"date": day, "entries": [e.to_dict() for e in sort_entries(entries)]})
+
+
+def id_day(entry_id: str) -> str | None:
+    """The UTC day an id made by compress names (ctx-YYYYMMDD-...: its first home), or None."""
+    m = ID_DAY_RE.match(entry_id)
+    return "-".join(m.groups()) if m else None
