@@ -28,10 +28,11 @@ from pathlib import Path
 
 from memtool import constants as C
 from memtool.app import open_memory
+from memtool.dayfile import day_document
 from memtool.models import Entities, Entry
 from memtool.scaffold import init
 from memtool.search.index import fingerprint
-from memtool.store import Layout, day_document
+from memtool.store import Layout
 from memtool.sync import sync
 
 WORDS = [

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from memtool import constants as C
 from memtool.config import Settings
+from memtool.dayfile import DAY_RE, ID_DAY_RE, day_document, read_day
 from memtool.errors import StorageError
 from memtool.fsutil import atomic_write_bytes, atomic_write_text, dumps_json
 from memtool.models import Entry, parse_iso, utcnow
-from memtool.dayfile import DAY_RE, ID_DAY_RE, day_document, read_day
 from memtool.store import Layout, Store
 
 YEAR_RE = re.compile(r"^\d{4}$")

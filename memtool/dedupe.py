@@ -33,10 +33,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from memtool import constants as C
+from memtool.dayfile import id_day, read_day
 from memtool.errors import BadInput, StoreCorrupt
 from memtool.models import Entry, parse_iso
 from memtool.text import SPEAKER_ROLES, content_words
-from memtool.dayfile import id_day, read_day
 from memtool.store import Layout, Store
 
 @dataclass

@@ -13,9 +13,9 @@ import json
 from collections import Counter
 
 from memtool import constants as C
+from memtool.dayfile import read_day
 from memtool.errors import StorageError, StoreCorrupt
 from memtool.fsutil import atomic_write_text
-from memtool.dayfile import read_day
 from memtool.store import Layout
 from memtool.text import WORDS_VERSION, content_words
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Iterable
 
 from memtool import constants as C
+from memtool.dayfile import sort_entries
 from memtool.errors import BadInput, NotFound, WouldOverwrite
 from memtool.fsutil import atomic_write_many
 from memtool.models import Entry
-from memtool.dayfile import sort_entries
 from memtool.store import Layout
 
 

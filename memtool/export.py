@@ -21,10 +21,10 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable
 
 from memtool import constants as C
+from memtool.dayfile import sort_entries
 from memtool.errors import BadInput, StorageError, WouldOverwrite
 from memtool.fsutil import atomic_write_bytes, atomic_write_many, locked, make_folder
 from memtool.models import Entry, utcnow
-from memtool.dayfile import sort_entries
 from memtool.store import Layout
 
 

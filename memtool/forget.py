@@ -21,10 +21,10 @@ from pathlib import Path
 
 from memtool import constants as C
 from memtool.archive import archive_layouts
+from memtool.dayfile import day_document, read_day
 from memtool.errors import BadInput, NotFound
 from memtool.fsutil import atomic_write_text
 from memtool.models import ID_RE, Entry
-from memtool.dayfile import day_document, read_day
 from memtool.store import Layout, Store, locate
 
 TEXT_CACHES = (C.SEARCH_DIR, C.ARCHIVE_SEARCH_DIR, C.DOC_FREQ_FILE)  # under memory/.cache: they hold entry text

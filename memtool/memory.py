@@ -19,6 +19,7 @@ from memtool.config import Settings
 from memtool.access import load_counts, record
 from memtool.context import ContextInput, ContextResult, Section, pack
 from memtool.dates import anchor
+from memtool.dayfile import read_day
 from memtool.dedupe import Deduper, Duplicate
 from memtool.docfreq import recent_doc_freq
 from memtool.errors import BadInput, ProviderError, StorageError
@@ -30,7 +31,6 @@ from memtool.search.index import Known, open_index, refresh_index
 from memtool.search.vectors import entry_vector_key
 from memtool.search.segment import SearchIndex
 from memtool.search.typos import query_terms
-from memtool.dayfile import read_day
 from memtool.store import Layout, Store
 from memtool.text import content_words, count_tokens
 

@@ -8,9 +8,9 @@ from datetime import date, timedelta
 from statistics import median
 
 from memtool import constants as C
+from memtool.dayfile import DAY_RE
 from memtool.entities import collect_entities
 from memtool.memory import Memory
-from memtool.dayfile import DAY_RE
 
 SPARK = "▁▂▃▄▅▆▇█"
 

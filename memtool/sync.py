@@ -27,6 +27,7 @@ from typing import Callable
 
 from memtool import constants as C
 from memtool.archive import archive_layouts
+from memtool.dayfile import CONFLICT_RE, read_day
 from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Memory
@@ -35,7 +36,6 @@ from memtool.search.docs import source_key
 from memtool.search.index import Known, Sigs, chain, refresh_index
 from memtool.search.write import manifest
 from memtool.search.vectors import entry_vector_key
-from memtool.dayfile import CONFLICT_RE, read_day
 from memtool.store import Layout, Store
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files, stat_sig
 

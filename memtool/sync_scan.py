@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memtool import constants as C
+from memtool.dayfile import ParsedDays, load_json, parse_day
 from memtool.errors import StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.models import Entry
-from memtool.dayfile import ParsedDays, load_json, parse_day
 from memtool.store import Layout
 
 MANIFEST_VERSION = 1

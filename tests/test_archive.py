@@ -18,10 +18,10 @@ from memtool import archive as archive_mod
 from memtool.app import open_memory
 from memtool.archive import ArchiveLayout, archive, get_archived
 from memtool.cli.main import app
+from memtool.dayfile import day_document, read_day
 from memtool.doctor import Doctor
 from memtool.fsutil import atomic_write_text
 from memtool.scaffold import init
-from memtool.dayfile import day_document, read_day
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
 OLD = NOW - timedelta(days=400)  # older than the default 365-day entry window

@@ -19,9 +19,9 @@ from memtool import constants as C
 from memtool.access import access_file, boost, load_counts, record
 from memtool.app import open_memory
 from memtool.config import Settings
+from memtool.dayfile import day_document, read_day
 from memtool.fsutil import atomic_write_text
 from memtool.scaffold import init
-from memtool.dayfile import day_document, read_day
 from memtool.store import Layout
 
 NOW = datetime.now(timezone.utc)

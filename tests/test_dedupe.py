@@ -16,6 +16,7 @@ import pytest
 from memtool import constants as C
 from memtool.app import open_memory
 from memtool.context import TEMPLATES, format_hit
+from memtool.dayfile import day_document, read_day
 from memtool.dedupe import comparable, jaccard
 from memtool.errors import BadInput
 from memtool.fsutil import atomic_write_text
@@ -23,7 +24,6 @@ from memtool.memory import Session
 from memtool.text import content_words
 from memtool.scaffold import init
 from memtool.search.engine import Hit, newer_first
-from memtool.dayfile import day_document, read_day
 
 WHEN = datetime(2026, 2, 10, 9, tzinfo=timezone.utc)
 SESSION = """User: the payment webhook keeps timing out when Stripe retries.

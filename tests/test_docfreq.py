@@ -7,9 +7,9 @@ from datetime import datetime, timezone
 import pytest
 
 from memtool.app import open_memory
+from memtool.dayfile import read_day
 from memtool.docfreq import recent_doc_freq
 from memtool.scaffold import init
-from memtool.dayfile import read_day
 from memtool.text import WORDS_VERSION, content_words
 
 

@@ -14,12 +14,12 @@ from typer.testing import CliRunner
 from memtool.app import open_memory
 from memtool.archive import ArchiveLayout, archive
 from memtool.cli.main import app
+from memtool.dayfile import read_day
 from memtool.doctor import Doctor
 from memtool.doctor.salvage import conflict_sides
 from memtool.errors import StoreCorrupt
 from memtool.scaffold import init
 from memtool.search.engine import Query
-from memtool.dayfile import read_day
 from tests.conftest import FakeEmbedder
 
 AUTH = "Alice: We decided to use Auth0 instead of custom JWT handling. Sarah owns the migration."

@@ -15,12 +15,12 @@ from typer.testing import CliRunner
 from memtool import constants as C
 from memtool.app import open_memory
 from memtool.cli.main import app
+from memtool.dayfile import sort_entries
 from memtool.errors import BadInput, WouldOverwrite
 from memtool.export import backup, export_text, restore
 from memtool.memory import Session
 from memtool.providers import Compressed
 from memtool.scaffold import init
-from memtool.dayfile import sort_entries
 from memtool.store import Layout, Store
 
 runner = CliRunner()

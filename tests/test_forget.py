@@ -19,6 +19,7 @@ from memtool import constants as C
 from memtool.app import open_memory
 from memtool.archive import archive, get_archived
 from memtool.cli.main import app
+from memtool.dayfile import day_document, read_day
 from memtool.doctor import Doctor
 from memtool.entities import collect_entities, write_pages
 from memtool.errors import BadInput, NotFound
@@ -26,7 +27,6 @@ from memtool.forget import forget
 from memtool.fsutil import atomic_write_text
 from memtool.promote import promote
 from memtool.scaffold import init
-from memtool.dayfile import day_document, read_day
 
 runner = CliRunner()
 SECRET = "Quillfeather"  # a word only the forgotten session holds

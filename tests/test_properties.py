@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from memtool import constants as C
 from memtool.chunking import HEADING_RE, chunk_lines, chunk_markdown
 from memtool.dates import parse_period
+from memtool.dayfile import DAY_RE
 from memtool.errors import BadInput, StoreCorrupt
 from memtool.models import Entities, Entry, iso
-from memtool.dayfile import DAY_RE
 from memtool.store import json_floats
 from memtool.text import count_tokens
 

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 from memtool import constants as C
 from memtool.archive import ArchiveLayout, archive_layouts
 from memtool.config import Settings
+from memtool.dayfile import CONFLICT_RE, load_json, read_day
 from memtool.doctor.report import WARNING, Problem, Report
 from memtool.errors import StorageError, StoreCorrupt
 from memtool.models import Entry
-from memtool.dayfile import CONFLICT_RE, load_json, read_day
 from memtool.store import Layout, Store
 
 if TYPE_CHECKING:

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Sequence
 
 from memtool.archive import archive_layouts
+from memtool.dayfile import day_document, load_json
 from memtool.doctor.checks import Checker, content_duplicates
 from memtool.doctor.report import Report
 from memtool.doctor.salvage import Quarantine, parse_entries, salvage
 from memtool.errors import ProviderError, StoreCorrupt
 from memtool.fsutil import atomic_write_text, dumps_json
 from memtool.models import Entry
-from memtool.dayfile import day_document, load_json
 from memtool.store import Layout, Store
 
 

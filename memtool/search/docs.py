@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from memtool.chunking import chunk_lines, chunk_markdown
+from memtool.dayfile import DAY_RE, ParsedDays, read_day
 from memtool.errors import StoreCorrupt
 from memtool.models import Entry, parse_iso
-from memtool.dayfile import DAY_RE, ParsedDays, read_day
 from memtool.store import Layout
 
 # BM25 field weights for entry documents: each field is repeated this many times in the indexed text.

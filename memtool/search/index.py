@@ -19,6 +19,7 @@ from typing import Iterator
 import numpy as np
 
 from memtool import constants as C
+from memtool.dayfile import ParsedDays
 from memtool.errors import LockBusy
 from memtool.fsutil import atomic_write_text, locked
 from memtool.search.delta import LEVELS, Held, build_delta
@@ -27,8 +28,12 @@ from memtool.search.segment import SearchIndex
 from memtool.search.typos import DICTIONARY_FILE, dictionary_text
 from memtool.search.vectors import ChunkVectorCache, embed_docs
 from memtool.search.write import CACHE_VERSION, TRANSCRIPTS_FILE, file_sig, manifest, records, write_segment
-from memtool.dayfile import ParsedDays
 from memtool.store import Layout
+
+
+BUILD_LOCK_WAIT_S = 300  # how long a compress or a sync waits for another process's build of the cache
+BUSY_NOTE = ("the search cache is being updated by another memtool process (a compress or a sync); this search "
+             "read it as it was before, so the latest change may be missing")
 
 
 @dataclass
@@ -171,11 +176,6 @@ def build(layout: Layout, embedder, folder: Path, progress=None, known: Known | 
     extra = {**records(docs, entries, sigs.files, sigs.transcripts), DICTIONARY_FILE: dictionary_text()}
     write_segment(folder, docs, vectors, {"model": embedder.model, "transcripts_dir": sigs.folder}, extra)
     return errors
-
-
-BUILD_LOCK_WAIT_S = 300  # how long a compress or a sync waits for another process's build of the cache
-BUSY_NOTE = ("the search cache is being updated by another memtool process (a compress or a sync); this search "
-             "read it as it was before, so the latest change may be missing")
 
 
 class CacheBusy(Exception):
