@@ -1,6 +1,7 @@
 """Reading the derived search cache: a built segment, and the base + deltas view the engine queries.
 
-Everything here is memory-mapped numpy; building lives in memtool/search/index.py.
+Everything here is memory-mapped numpy; writing lives in memtool/search/write.py (called by
+memtool/search/index.py and memtool/search/delta.py).
 """
 
 from __future__ import annotations
@@ -262,13 +263,12 @@ class SearchIndex:
             self.cues = b.cues
             return
         alive = np.ones(self.n, dtype=bool)
+        ranges = [json.loads(seg.read(SOURCES_FILE)) for seg in self.segments[:-1]]  # of the segments below the top
         for j, seg in enumerate(self.deltas, 1):
-            masked = seg.meta["masked"]
-            for lower, start in zip(self.segments[:j], self.starts):
-                ranges = json.loads(lower.read(SOURCES_FILE))
-                for source in masked:
-                    if source in ranges:
-                        alive[start + ranges[source][1] : start + ranges[source][2]] = False
+            for source in seg.meta["masked"]:
+                for below, start in zip(ranges[:j], self.starts):
+                    if source in below:
+                        alive[start + below[source][1] : start + below[source][2]] = False
         self.alive = alive
 
         def joined(name: str) -> np.ndarray:
