@@ -25,12 +25,12 @@ from memtool.docfreq import recent_doc_freq
 from memtool.errors import BadInput, ProviderError, StorageError
 from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
-from memtool.search.engine import Hit, Query, Weights, search
 from memtool.search.docs import superseded_by
+from memtool.search.engine import Hit, Query, Weights, search
 from memtool.search.index import Known, open_index, refresh_index
-from memtool.search.vectors import entry_vector_key
 from memtool.search.segment import SearchIndex
 from memtool.search.typos import query_terms
+from memtool.search.vectors import entry_vector_key
 from memtool.store import Layout, Store
 from memtool.text import content_words, count_tokens
 

@@ -34,8 +34,8 @@ from memtool.memory import Memory
 from memtool.models import Entry
 from memtool.search.docs import source_key
 from memtool.search.index import Known, Sigs, chain, refresh_index
-from memtool.search.write import manifest
 from memtool.search.vectors import entry_vector_key
+from memtool.search.write import manifest
 from memtool.store import Layout, Store
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files, stat_sig
 
