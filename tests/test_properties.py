@@ -9,11 +9,11 @@ import string
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memtool import constants as C
-from memtool.chunking import HEADING_RE, chunk_lines, chunk_markdown
+from memtool.chunking import HEADING_RE, chunk_lines, chunk_markdown, uncommented
 from memtool.dates import parse_period
 from memtool.dayfile import DAY_RE
 from memtool.errors import BadInput, StoreCorrupt
@@ -67,9 +67,13 @@ def test_chunker_keeps_every_paragraph_line_once_in_order_under_its_heading(bloc
 @FAST
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=400) | st.lists(
     st.sampled_from(["```", "~~~", "# h", "## h2", "", "   ", "text line", "- item", "#no", "####### seven", "\t"]), max_size=30).map("\n".join))
+@example("<!---->")  # a comment alone: blanked (memtool.chunking.uncommented), so no chunk
+@example("a <!-- note --> b\n# h\n<!--\nhidden\n-->\nshown")
 def test_chunker_never_invents_or_reorders_lines(text):
+    """Every chunk line is a line of the text as rendered (HTML comments blanked, as the chunker
+    reads it), in order; only heading lines are dropped (they become heading paths)."""
     chunks = chunk_markdown(text, 40)
-    lines = text.splitlines()
+    lines = uncommented(text).splitlines()
     source = _norm(lines)
     got = [ln for ch in chunks for ln in _norm(ch.text.splitlines())]
     it = iter(source)
