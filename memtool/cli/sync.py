@@ -76,7 +76,7 @@ def reindex(
 
 def reembed(
     ctx: typer.Context,
-    provider: Optional[str] = typer.Option(None, "--provider", help="Embedder to switch to (wordllama, gemini...). Default: the configured one."),
+    provider: Optional[str] = typer.Option(None, "--provider", help="Embedder to switch to (e5, wordllama, gemini...). Default: the configured one."),
     as_json: bool = typer.Option(False, "--json", help="Print the sync report as JSON."),
 ) -> None:
     """Re-embed every entry whose vector is not from the embedder. With --provider, switch to it (written to

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Protocol, runtime_checkable
 
+from memtool.constants import AUTO_EMBEDDER
 from memtool.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def _entry_points(group: str):
 
 
 def available(group: str) -> list[str]:
-    return sorted(ep.name for ep in _entry_points(group))
+    return sorted([ep.name for ep in _entry_points(group)] + ([AUTO_EMBEDDER] if group == EMBEDDER_GROUP else []))
 
 
 # The providers memtool ships, exactly as pyproject.toml registers them under the entry-point groups
@@ -114,4 +115,10 @@ def build_compressor(name: str, settings: "Settings", root: Path) -> Compressor:
 
 
 def build_embedder(name: str, settings: "Settings", root: Path) -> Embedder:
+    """The embedder `name` names; `auto`: the one this store already uses, else e5 where it runs, else
+    wordllama (memtool.providers.auto)."""
+    if name == AUTO_EMBEDDER:
+        from memtool.providers.auto import choose_embedder
+
+        name = choose_embedder(root)
     return _load(EMBEDDER_GROUP, name, "embedder").from_settings(settings, root)

