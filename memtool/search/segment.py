@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import mmap
+import weakref
 from functools import cached_property
 from pathlib import Path
 
@@ -64,7 +65,11 @@ class Segment:
         self.importance = _mapped(folder / "importance.npy")
         self.trusted = _mapped(folder / "trusted.npy")
         self.group = _mapped(folder / "group.npy")
-        self.vectors = _mapped(folder / "vectors.npy")
+        vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+        self.vectors = vectors.view(np.ndarray)
+        self._vectors_at = vectors.offset  # where the rows start in the file (after the .npy header)
+        self._vectors_file = open(folder / "vectors.npy", "rb", buffering=0)  # read by vector_rows
+        weakref.finalize(self, self._vectors_file.close)  # closed with the segment
         self._offsets = _mapped(folder / "offsets.npy")
         self.pinned = _mapped(folder / "pinned.npy")
         self.cues = _mapped(folder / "cues.npy")  # memtool.search.cues bits per document
@@ -166,6 +171,23 @@ class Segment:
         if data is None:
             raise FileNotFoundError(f"{self.folder / name}: not in this build")
         return data[:]
+
+    def vector_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Rows `rows` (ascending) of the vector matrix, read from the file in runs of adjacent rows
+        rather than through the mapping: on a current kernel a page fault maps the whole large
+        page-cache folio around a row, and the few hundred scattered rows the semantic stage reads
+        put 300 MB more in a cold search's resident set at 100,000 entries (file-backed, but counted)."""
+        out = np.empty((rows.size, self.vectors.shape[1]), dtype=self.vectors.dtype)
+        size = out.shape[1] * out.itemsize
+        if out.size == 0:
+            return out
+        view = memoryview(out).cast("B")
+        run_starts = np.flatnonzero(np.diff(rows, prepend=-2) != 1).tolist()
+        for a, b in zip(run_starts, run_starts[1:] + [rows.size]):
+            self._vectors_file.seek(self._vectors_at + int(rows[a]) * size)
+            if self._vectors_file.readinto(view[a * size : b * size]) != (b - a) * size:
+                raise ValueError(f"{self.folder}/vectors.npy is cut off")
+        return out
 
     def doc(self, i: int) -> dict:
         return self.docs([i])[0]
@@ -333,7 +355,7 @@ class SearchIndex:
     def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Cosine of documents `ids` (ascending) with the query: only their rows are read."""
         cuts = np.searchsorted(ids, self.starts)
-        parts = [np.asarray(seg.vectors[ids[cuts[j] : cuts[j + 1]] - self.starts[j]] @ qvec, dtype=np.float32)
+        parts = [np.asarray(seg.vector_rows(ids[cuts[j] : cuts[j + 1]] - self.starts[j]) @ qvec, dtype=np.float32)
                  for j, seg in enumerate(self.segments) if cuts[j] < cuts[j + 1]]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
 

