@@ -21,6 +21,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from memtool import constants as C
+from memtool.store import Layout
 
 E5 = "e5"
 WORDLLAMA = "wordllama"
@@ -29,24 +30,23 @@ X86 = ("x86_64", "amd64", "i386", "i686")
 
 def choose_embedder(root: Path) -> str:
     """The built-in embedder `auto` stands for in the memory root `root`."""
-    stored = _embedder_of(stored_model(root))
-    if stored == WORDLLAMA or (stored == E5 and e5_runs()):
-        return stored
-    return E5 if e5_runs() else WORDLLAMA
+    if _embedder_of(stored_model(root)) == WORDLLAMA:
+        return WORDLLAMA
+    return E5 if e5_runs() else WORDLLAMA  # a store of e5 vectors too, where e5 runs
 
 
 def stored_model(root: Path) -> str | None:
     """The model of the vectors this store already holds: its search cache's (this machine's), else
     that of an entry embedding file (written on whichever machine compressed it); None for a new store."""
-    memory = root / C.MEMORY_DIR
-    try:
-        meta = json.loads((memory / C.CACHE_DIR / C.SEARCH_DIR / "manifest.json").read_text(encoding="utf-8"))
+    layout = Layout(root)
+    try:  # read as json, not through memtool.search.write: a `memory log` builds its embedder too
+        meta = json.loads((layout.cache_dir / C.SEARCH_DIR / "manifest.json").read_text(encoding="utf-8"))
         if isinstance(meta, dict) and isinstance(meta.get("model"), str):
             return meta["model"]
     except (OSError, ValueError):
         pass
     try:
-        with os.scandir(memory / C.INDEX_DIR / C.EMBEDDINGS_DIR) as files:
+        with os.scandir(layout.embeddings_dir) as files:
             for file in files:
                 if file.name.endswith(".json"):
                     try:
