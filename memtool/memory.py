@@ -31,6 +31,7 @@ from memtool.search.index import Known, open_index, refresh_index
 from memtool.search.segment import SearchIndex
 from memtool.search.typos import query_terms
 from memtool.search.vectors import entry_vector_key
+from memtool.session_vectors import entry_vectors
 from memtool.store import Layout, Store
 from memtool.text import content_words, count_tokens
 
@@ -200,12 +201,13 @@ class Memory:
         of a call (`index_days`: every day the call touched), so a bulk import stays linear; a crash
         before that leaves it stale, and the next write or `memory reindex` rebuilds it."""
         entries = [e for e, _ in items]
-        try:
-            vectors = self.embedder.embed_documents([e.embed_text() for e in entries])
+        try:  # each entry's vector averages its session's passages (memtool.session_vectors)
+            vectors, passages = entry_vectors(self.embedder, entries, {e.id: text for e, text in items})
         except ProviderError as exc:
             self.warnings.append(f"embedding failed: {exc} Saved without vectors; `memory retry` embeds them.")
             vectors = None  # saved without vectors; `memory reembed` / `memory retry` fills them in
         else:
+            fresh.update(passages)  # a kept transcript's chunks: the search cache reuses them
             fresh.update((entry_vector_key(e), v) for e, v in zip(entries, vectors))
         with self.store.lock():
             created: list[Path] = []  # files this write adds; removed again if the entries cannot be stored

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable
 from memtool import constants as C
 from memtool.errors import BadModelOutput, ConfigError, DimensionMismatch, NotFound, ProviderError, StoreCorrupt
 from memtool.models import Entities, Entry, ratio_text
+from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.text import count_tokens
 
 if TYPE_CHECKING:
@@ -195,7 +196,8 @@ def _save(mem: "Memory", pairs: list[tuple[Entry, Entry]], report: RetryReport, 
     vectors = None
     if stop is None:
         try:
-            vectors = mem.embedder.embed_documents([new.embed_text() for _, new in pairs])
+            news = [new for _, new in pairs]
+            vectors, _ = entry_vectors(mem.embedder, news, kept_sessions(mem.layout, news))
         except (ProviderError, DimensionMismatch) as exc:
             stop = Failure(f"embedding failed: {exc}", exc.exit_code)
     with mem.store.lock():

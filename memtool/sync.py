@@ -36,6 +36,7 @@ from memtool.search.docs import source_key
 from memtool.search.index import Known, Sigs, chain, refresh_index
 from memtool.search.vectors import entry_vector_key
 from memtool.search.write import manifest
+from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files, stat_sig
 
@@ -273,7 +274,8 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         pending = None
         for start in range(0, len(todo), batch):
             part = todo[start : start + batch]
-            vectors = embedder.embed_documents([e.embed_text() for e in part])
+            vectors, passages = entry_vectors(embedder, part, kept_sessions(layout, part))
+            fresh.update(passages)
             fresh.update(zip(map(entry_vector_key, part), vectors))
             if pending is not None:
                 written(pending[0], pending[1].result())
@@ -355,7 +357,7 @@ def reembed_archive(mem: Memory, errors: list[str] | None = None, batch: int = C
                 errors.append(str(exc))
         for start in range(0, len(todo), batch):
             part = todo[start : start + batch]
-            vectors = mem.embedder.embed_documents([e.embed_text() for e in part])
+            vectors, _ = entry_vectors(mem.embedder, part, kept_sessions(lay, part))
             with mem.store.lock():
                 written += Store(lay).write_embeddings(part, model, vectors)
     return written

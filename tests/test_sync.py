@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memtool.app import open_memory
+from memtool.chunking import chunk_lines
 from memtool.cli.main import app
 from memtool.config import load_settings
 from memtool.errors import DimensionMismatch, ProviderError
@@ -43,9 +44,15 @@ class RecordingEmbedder(FakeEmbedder):
         return super().embed_documents(texts)
 
 
-def entry_texts(emb: RecordingEmbedder, entries) -> list[str]:
-    """What `emb` embedded for entries (the search cache also embeds Markdown and transcript chunks)."""
-    wanted = {e.embed_text() for e in entries}
+def stands_for(root, e) -> list[str]:
+    """The texts an entry's vector is made from: its kept transcript's passages, else its own fields."""
+    path = root / f"memory/transcripts/{e.id}.md"
+    return [c.text for c in chunk_lines(path.read_text())] if path.is_file() else [e.embed_text()]
+
+
+def entry_texts(emb: RecordingEmbedder, entries, root) -> list[str]:
+    """What `emb` embedded for entries' vectors (the search cache also embeds Markdown and other chunks)."""
+    wanted = {t for e in entries for t in stands_for(root, e)}
     return sorted(t for t in emb.texts if t in wanted)
 
 
@@ -102,7 +109,7 @@ def test_hand_edited_summary_reembeds_that_entry_only(root, store):
     emb = RecordingEmbedder()
     report = sync(mem_with(root, emb))
     assert report.entries.changed == [target.id] and not report.entries.added and not report.entries.removed
-    assert report.embedded == 1 and len(emb.texts) == 1 and "Cobolzz" in emb.texts[0]
+    assert report.embedded == 1 and emb.texts == stands_for(root, target)  # made again, from its transcript
     stored = json.loads((root / f"memory/index/embeddings/{target.id}.json").read_text())
     assert stored["content_hash"] == Store(mem_with(root).layout).get(target.id).content_hash()
     assert (report.index_rebuilt, report.index_patched) == ("stale", 1)
@@ -266,7 +273,7 @@ def test_index_json_is_rebuilt_while_a_day_file_is_unreadable(root, store):
 def test_full_rebuilds_everything(root, store):
     emb = RecordingEmbedder()
     report = sync(mem_with(root, emb), full=True)
-    assert report.embedded == len(store) and entry_texts(emb, store) == sorted(e.embed_text() for e in store)
+    assert report.embedded == len(store) and entry_texts(emb, store, root) == sorted(t for e in store for t in stands_for(root, e))
     assert report.index_rebuilt == "--full" and report.search_rebuilt
 
 
@@ -340,7 +347,7 @@ def test_reembed_with_another_model(root, store):
     with pytest.raises(DimensionMismatch, match="memory reembed"):
         mem_with(root, FakeEmbedder(model="other", dim=32)).search("Postgres")  # a query never mixes models
     report = sync(mem_with(root, other))
-    assert report.embedded == len(store) and entry_texts(other, store) == sorted(e.embed_text() for e in store)
+    assert report.embedded == len(store) and entry_texts(other, store, root) == sorted(t for e in store for t in stands_for(root, e))
     for e in store:
         data = json.loads((root / f"memory/index/embeddings/{e.id}.json").read_text())
         assert (data["model"], data["dim"], len(data["embedding"])) == ("other", 32, 32)
@@ -352,11 +359,13 @@ def test_interrupted_reembed_resumes(root, store):
     failing = RecordingEmbedder(model="other", dim=32, fail_after=1)
     with pytest.raises(ProviderError):
         sync(mem_with(root, failing), batch=2)
-    done = set(entry_texts(failing, store))
+    assert len(entry_texts(failing, store, root)) == 2
+    done = {e.id for e in store if json.loads((root / f"memory/index/embeddings/{e.id}.json").read_text())["model"] == "other"}
     assert len(done) == 2
     again = RecordingEmbedder(model="other", dim=32)
     report = sync(mem_with(root, again), batch=2)
-    assert report.embedded == len(store) - 2 and len(entry_texts(again, store)) == 2 and not done & set(again.texts)
+    redone = {p.stem for p in report.touched if p.parent.name == "embeddings"}
+    assert report.embedded == len(store) - 2 and len(redone) == 2 and not done & redone
     models = {json.loads(p.read_text())["model"] for p in (root / "memory/index/embeddings").glob("*.json")}
     assert models == {"other"}
 

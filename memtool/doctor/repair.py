@@ -22,6 +22,7 @@ from memtool.doctor.salvage import Quarantine, parse_entries, salvage
 from memtool.errors import ProviderError, StoreCorrupt
 from memtool.fsutil import atomic_write_text, dumps_json
 from memtool.models import Entry
+from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store
 
 
@@ -137,7 +138,8 @@ class Doctor(Checker):
         if not todo:
             return
         try:
-            vectors = self.embedder.embed_documents([e.embed_text() for _, e in todo])
+            sessions = {k: v for store, e in todo for k, v in kept_sessions(store.layout, [e]).items()}
+            vectors, _ = entry_vectors(self.embedder, [e for _, e in todo], sessions)
         except ProviderError as exc:
             fixed.append(f"could not embed {len(todo)} entries: {exc}")
             return

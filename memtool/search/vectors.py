@@ -3,7 +3,6 @@ and content hash), so that only text nothing holds a vector for is embedded."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -15,7 +14,10 @@ from memtool.errors import ProviderError
 from memtool.fsutil import atomic_write_bytes, atomic_write_text
 from memtool.models import Entry
 from memtool.search.docs import Doc
+from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
 from memtool.store import Layout, Store
+
+ENTRY_BATCH = 64  # entries whose vectors are computed together (each with its transcript's passages)
 
 VECTOR_KEYS_FILE = "vector-keys.json"  # inside a delta segment: the ChunkVectorCache key of each row of its vectors.npy
 
@@ -64,6 +66,12 @@ class ChunkVectorCache:
             wanted = [i for i in wanted if i not in got]
         return wanted
 
+    def lookup(self, keys: list[str]) -> dict[str, np.ndarray]:
+        """The vectors held for some of `keys`, by key."""
+        out = np.zeros((len(keys), self.dim), dtype=np.float32)
+        missing = set(self.fill(keys, out))
+        return {k: out[i] for i, k in enumerate(keys) if i not in missing}
+
     def put(self, key: str, vec: np.ndarray) -> None:
         self.added[key] = vec
 
@@ -102,7 +110,7 @@ def entry_vector_key(e: Entry) -> str:
 
 def vector_keys(docs: list[Doc], by_id: dict[str, Entry]) -> list[str]:
     """Each document's key in ChunkVectorCache: an entry's id and content hash, a chunk's text hash."""
-    return [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else hashlib.sha1(d.index_text.encode("utf-8", "surrogatepass")).hexdigest() for d in docs]
+    return [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else chunk_key(d.index_text) for d in docs]
 
 
 def embed_docs(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], cache: ChunkVectorCache, errors: list[str], progress=None,
@@ -128,18 +136,37 @@ def embed_docs(layout: Layout, embedder, docs: list[Doc], entries: list[Entry], 
             vectors[i] = vec
             cache.put(keys[i], vec)
     step = 512
-    for s in range(0, len(missing), step):
-        idx = missing[s : s + step]
-        try:  # what each vector embeds: an entry's embed_text, a chunk's own text
-            vecs = embedder.embed_documents([by_id[docs[i].ref].embed_text() if docs[i].kind == "entry" else docs[i].index_text for i in idx])
-        except ProviderError as exc:  # no retry per batch: a service that is down would cost a timeout each
-            errors.append(f"{len(missing) - s} documents have no vector yet ({exc}); search finds them by their words")
-            break
-        for i, v in zip(idx, vecs):
-            vectors[i] = v
-            cache.put(keys[i], v)
-        if progress:
-            progress(len(idx))
+    try:
+        # entries first: their vectors average their kept transcripts' passages, which the chunks then reuse
+        entries_todo = [i for i in missing if docs[i].kind == "entry"]
+        for s in range(0, len(entries_todo), ENTRY_BATCH):
+            idx = entries_todo[s : s + ENTRY_BATCH]
+            todo = [by_id[docs[i].ref] for i in idx]
+            vecs, passages = entry_vectors(embedder, todo, kept_sessions(layout, todo), known=cache.lookup)
+            for key, v in passages.items():
+                cache.put(key, v)
+            for i, v in zip(idx, vecs):
+                vectors[i] = v
+                cache.put(keys[i], v)
+            if progress:
+                progress(len(idx))
+        chunks = [i for i in missing if docs[i].kind != "entry"]
+        held = cache.lookup([keys[i] for i in chunks])
+        for i in chunks:
+            if keys[i] in held:
+                vectors[i] = held[keys[i]]
+        missing = [i for i in chunks if keys[i] not in held]
+        for s in range(0, len(missing), step):
+            idx = missing[s : s + step]
+            vecs = embedder.embed_documents([docs[i].index_text for i in idx])
+            for i, v in zip(idx, vecs):
+                vectors[i] = v
+                cache.put(keys[i], v)
+            if progress:
+                progress(len(idx))
+    except ProviderError as exc:  # no retry per batch: a service that is down would cost a timeout each
+        left = int((~vectors.any(axis=1)).sum())
+        errors.append(f"{left} documents have no vector yet ({exc}); search finds them by their words")
     if save:
         cache.save(set(keys))
     return vectors

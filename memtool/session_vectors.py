@@ -1,0 +1,71 @@
+"""An entry's vector stands for its whole session, not only for the words its summary kept.
+
+An entry keeps about a tenth of its session's tokens, so a question about something said once
+("when did Melanie go to the museum?") often shares no word with it. Its vector is therefore the
+mean of its session's passage vectors (the chunks the search cache indexes for a kept transcript),
+normalised. Computed when the session is compressed, it stays in the entry's embedding file when
+the transcript is not kept. The passage vectors computed on the way are handed to the search cache,
+so a kept transcript is embedded once.
+
+An entry with no session text to hand (written by hand, or re-embedded after its transcript was not
+kept) embeds its own fields (`Entry.embed_text`), as every entry did before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+
+from memtool.chunking import chunk_lines
+from memtool.models import Entry
+from memtool.store import Layout
+
+
+def chunk_key(text: str) -> str:
+    """How a passage's vector is keyed in the search cache (memtool.search.vectors): its text's hash."""
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+Lookup = Callable[[list[str]], dict[str, np.ndarray]]  # chunk keys -> the vectors already held for some of them
+
+
+def kept_sessions(layout: Layout, entries: Iterable[Entry]) -> dict[str, str]:
+    """Entry id -> its kept transcript, for the entries that have one (read as the search cache reads it)."""
+    out: dict[str, str] = {}
+    for e in entries:
+        path = layout.transcript_file(e.id)
+        try:
+            out[e.id] = path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            continue
+    return out
+
+
+def entry_vectors(embedder, entries: list[Entry], sessions: Mapping[str, str], known: Lookup | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """One unit vector per entry: the normalised mean of its session's passage vectors, or its
+    embed_text's vector when `sessions` holds no text for it. Passages `known` already has a vector
+    for are not embedded again. Returns the vectors and the passage vectors computed here (chunk key ->
+    vector), for the search cache. One embedder call for the whole batch; a ProviderError propagates."""
+    parts: list[list[str]] = []  # per entry: the keys of what its vector averages
+    texts: dict[str, str] = {}  # key -> text, each distinct text once
+    for e in entries:
+        chunks = [c.text for c in chunk_lines(sessions[e.id])] if sessions.get(e.id) else []
+        if chunks:
+            keys = [chunk_key(t) for t in chunks]
+            texts.update(zip(keys, chunks))
+        else:
+            keys = [f"text:{e.id}"]
+            texts[keys[0]] = e.embed_text()
+        parts.append(keys)
+    held = known([k for k in texts if not k.startswith("text:")]) if known else {}
+    todo = [k for k in texts if k not in held]
+    vecs = embedder.embed_documents([texts[k] for k in todo]) if todo else np.zeros((0, embedder.dim), np.float32)
+    computed = dict(zip(todo, np.asarray(vecs, dtype=np.float32)))
+    out = np.zeros((len(entries), embedder.dim), dtype=np.float32)
+    for i, keys in enumerate(parts):
+        mean = np.mean([held[k] if k in held else computed[k] for k in keys], axis=0)
+        norm = float(np.linalg.norm(mean))
+        out[i] = mean / norm if norm else mean
+    return out, {k: v for k, v in computed.items() if not k.startswith("text:")}
