@@ -16,7 +16,7 @@ Then, on the same queries:
 - build_s: that cache built again from the files alone (its folder and the cached chunk vectors
   removed first), as `memory reindex --full` or a first search on a cloned store does;
 - search_p50/p95_ms: in-process `Memory.search`, query embedding excluded (timed separately as
-  embed_query_ms; with the default weights it only runs when BM25 finds too few hits);
+  embed_query_ms; with both embedders' semantic stage every search embeds its query);
 - delta_search_p50/p95_ms: the same searches once 3 more sessions were compressed, as the store
   stands between full builds: base segment + a delta segment + a fresh segment on it;
 - cold_search_ms / cold_rss_mb: `memory search --json` as a new process (median of runs, peak RSS);

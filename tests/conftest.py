@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+from memtool.errors import ProviderError
 from memtool.providers import Compressed
 
 
@@ -61,6 +62,21 @@ class FakeEmbedder:
 
     def embed_query(self, text):
         return self._vec(text)
+
+
+class RecordingEmbedder(FakeEmbedder):
+    """FakeEmbedder that remembers every document text it embedded; can fail after `fail_after` calls."""
+
+    def __init__(self, model: str = "fake-hash-64", dim: int = 64, fail_after: int | None = None):
+        super().__init__(model, dim)
+        self.texts: list[str] = []
+        self.fail_after = fail_after
+
+    def embed_documents(self, texts):
+        if self.fail_after is not None and self.calls >= self.fail_after:
+            raise ProviderError("embedder went away")
+        self.texts.extend(texts)
+        return super().embed_documents(texts)
 
 
 class FakeCompressor:

@@ -12,7 +12,7 @@ from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
 from memtool.sync import sync
-from tests.conftest import FakeCompressor, FakeEmbedder
+from tests.conftest import FakeCompressor, FakeEmbedder, RecordingEmbedder
 
 # Long enough for several passages; "museum" is said once, in a line the fake compressor's summary
 # (the first sentence) and keywords (capitalised words) leave out.
@@ -23,16 +23,6 @@ MUSEUM = "\n".join(
     + [f"Melanie: line {i} about school runs and the weather this spring." for i in range(12)]
 )
 CAMPING = "Melanie: Hi Caroline. We went camping by the lake and cooked on the campfire.\nCaroline: the tent held up in the rain."
-
-
-class Recording(FakeEmbedder):
-    def __init__(self):
-        super().__init__()
-        self.texts: list[str] = []
-
-    def embed_documents(self, texts):
-        self.texts.extend(texts)
-        return super().embed_documents(texts)
 
 
 def unit(v):
@@ -48,7 +38,7 @@ def stored_vector(root, entry_id: str) -> np.ndarray:
 
 
 def test_the_vector_is_the_mean_of_the_sessions_passages_or_the_entrys_own_text():
-    emb = Recording()
+    emb = RecordingEmbedder()
     with_session, without = entry("aaaaaaaa", "Fence painting."), entry("bbbbbbbb", "Hand-written note about Kafka.")
     chunks = [c.text for c in chunk_lines(MUSEUM)]
     assert len(chunks) > 2
@@ -60,7 +50,7 @@ def test_the_vector_is_the_mean_of_the_sessions_passages_or_the_entrys_own_text(
 
 
 def test_passages_already_held_are_not_embedded_again():
-    emb = Recording()
+    emb = RecordingEmbedder()
     e = entry("aaaaaaaa", "Fence painting.")
     chunks = [c.text for c in chunk_lines(MUSEUM)]
     held = {chunk_key(chunks[0]): FakeEmbedder()._vec(chunks[0])}
@@ -71,7 +61,7 @@ def test_passages_already_held_are_not_embedded_again():
 
 def test_compress_stores_the_session_vector_and_the_search_cache_embeds_each_passage_once(root):
     init(root)
-    emb = Recording()
+    emb = RecordingEmbedder()
     mem = open_memory(root, embedder=emb, compressor=FakeCompressor())
     e = mem.compress(MUSEUM, when=datetime(2026, 2, 1, 10, tzinfo=timezone.utc))
     chunks = [c.text for c in chunk_lines(MUSEUM)]

@@ -19,7 +19,7 @@ from memtool.errors import DimensionMismatch, ProviderError
 from memtool.scaffold import init
 from memtool.store import Store
 from memtool.sync import persist_embedder, sync
-from tests.conftest import FakeCompressor, FakeEmbedder
+from tests.conftest import FakeCompressor, FakeEmbedder, RecordingEmbedder
 
 TEXTS = [
     "We decided to move billing to Postgres. Alice owns the migration.",
@@ -27,21 +27,6 @@ TEXTS = [
     "Carol profiled the React bundle and removed moment.js to shrink it.",
     "Dana set up Stripe webhooks for invoices and added retries.",
 ]
-
-
-class RecordingEmbedder(FakeEmbedder):
-    """FakeEmbedder that remembers every text it embedded; can fail after `fail_after` calls."""
-
-    def __init__(self, model: str = "fake-hash-64", dim: int = 64, fail_after: int | None = None):
-        super().__init__(model, dim)
-        self.texts: list[str] = []
-        self.fail_after = fail_after
-
-    def embed_documents(self, texts):
-        if self.fail_after is not None and self.calls >= self.fail_after:
-            raise ProviderError("embedder went away")
-        self.texts.extend(texts)
-        return super().embed_documents(texts)
 
 
 def stands_for(root, e) -> list[str]:

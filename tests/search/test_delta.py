@@ -10,7 +10,7 @@ import pytest
 
 from memtool.app import open_memory
 from memtool.memory import Session
-from tests.conftest import FakeEmbedder
+from tests.conftest import RecordingEmbedder
 from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.search.segment import DELTA_DIR, FRESH_DIR, SearchIndex
@@ -242,22 +242,10 @@ def test_a_delta_masking_most_of_the_base_keeps_word_matches(root, fake_embedder
     assert got == ranked(full_rebuild(root, fake_embedder), "When did Ana go to the gym?")
 
 
-class Recording(FakeEmbedder):
-    """FakeEmbedder that keeps every document text it embedded."""
-
-    def __init__(self):
-        super().__init__()
-        self.texts: list[str] = []
-
-    def embed_documents(self, texts):
-        self.texts.extend(texts)
-        return super().embed_documents(texts)
-
-
 def test_compress_brings_the_search_cache_up_to_date(root):
     """The transcript's chunks are embedded when the session is stored, not by the next search."""
     init(root)
-    emb = Recording()
+    emb = RecordingEmbedder()
     m = open_memory(root, embedder=emb, **EXACT)
     m.compress("Alice: the billing Postgres index is rebuilt nightly by a cron job on db-2.", when=when(1), session="a")
     m.compress("Bob: the Kafka consumer lag alarm now pages the on-call after ten minutes.", when=when(2), session="b")
@@ -274,7 +262,7 @@ def test_no_document_is_embedded_twice_across_deltas_and_the_full_build(root, mo
     from memtool.search import delta as idx
 
     init(root)
-    emb = Recording()
+    emb = RecordingEmbedder()
     m = open_memory(root, embedder=emb, **EXACT)
     topics = ["billing Postgres index", "Kafka consumer lag", "dark mode React", "Auth0 login", "Terraform staging"]
     for i, t in enumerate(topics):
