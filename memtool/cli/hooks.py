@@ -20,6 +20,7 @@ from memtool.errors import MemtoolError
 
 if TYPE_CHECKING:
     from memtool.hooks.common import HookPlan
+    from memtool.hooks.doctor import HooksReport
 
 app = typer.Typer(
     cls=MemtoolGroup,
@@ -59,12 +60,18 @@ def install(
     scope: Scope = SCOPE_OPTION,
     dry_run: bool = DRY_RUN_OPTION,
     project_dir: Optional[Path] = PROJECT_OPTION,
+    memory: Optional[Path] = typer.Option(None, "--memory", help="The `memory` program the hooks run, e.g. ~/.local/bin/memory (default: the one running this command). Written as an absolute path."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Add memtool's session-start and session-end hooks to the agent's configuration (merging, idempotent)."""
+    """Add memtool's session-start and session-end hooks to the agent's configuration (merging, idempotent).
+
+    The hooks run this install's `memory` by its absolute path, so they work whatever PATH the agent has."""
+    import shlex
+
     from memtool import hooks
 
-    plan, written = hooks.install(agent.value, scope.value, dry_run=dry_run, project_dir=project_dir)
+    runner = shlex.quote(str(memory.expanduser().absolute())) if memory else None
+    plan, written = hooks.install(agent.value, scope.value, dry_run=dry_run, project_dir=project_dir, runner=runner)
     _render(plan, dry_run, written, as_json)
 
 
@@ -81,6 +88,26 @@ def uninstall(
 
     plan, written = hooks.uninstall(agent.value, scope.value, dry_run=dry_run, project_dir=project_dir)
     _render(plan, dry_run, written, as_json)
+
+
+@app.command()
+def doctor(
+    agent: Optional[Agent] = typer.Option(None, "--agent", help="Check only this agent's hooks (default: all three)."),
+    project_dir: Optional[Path] = typer.Option(None, "--project-dir", help="The project the agent works in (default: the current folder)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Run each installed memtool hook as its agent would (same command, a sample payload, the project as
+    working folder, the virtual environment off PATH) and report what fails, with the fix. Exit 1 if any fails."""
+    from memtool.hooks import AGENTS
+    from memtool.hooks.doctor import check_hooks
+
+    report = check_hooks(project_dir or Path.cwd(), (agent.value,) if agent else AGENTS)
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        _render_doctor(report)
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 @app.command(hidden=True)
@@ -106,6 +133,9 @@ def run(
             raise typer.Exit(session.run_session_end(payload, agent.value))
         if payload.transcript_path is None:
             typer.echo("memtool: the agent sent no transcript_path; nothing to compress.", err=True)
+            return
+        if session.memory_root_for(payload) is None:
+            typer.echo("memtool: no memory/ here or above (`memory init` starts one); this session is not saved.", err=True)
             return
         log = session.spawn_session_end(raw, payload, agent.value)
         typer.echo(f"memtool: compressing the session in the background (log: {log})", err=True)
@@ -149,3 +179,15 @@ def _render(plan: HookPlan, dry_run: bool, written: bool, as_json: bool) -> None
             out.print(f"  note: {note}", markup=False)
     for message in plan.warnings:
         warn(message)
+
+
+def _render_doctor(report: HooksReport) -> None:
+    if not report.checks:
+        typer.echo(f"no memtool hooks installed for {report.project} (nor for this user): `memory hooks install --agent NAME`")
+        return
+    for c in report.checks:
+        typer.echo(f"{'ok  ' if c.ok else 'FAIL'} {c.agent} ({c.scope}) {c.event}: {c.detail}")
+        if not c.ok:
+            typer.echo(f"     command: {c.command}\n     in: {c.config}\n     fix: {c.fix}")
+    failed = sum(not c.ok for c in report.checks)
+    typer.echo(f"{len(report.checks) - failed} of {len(report.checks)} hooks ok" + (f"; {failed} failing (see fix above)" if failed else ""))

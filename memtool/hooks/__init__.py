@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from memtool.errors import BadInput
+from memtool.errors import BadInput, ConfigError
 from memtool.hooks import claude_code, codex, gemini
 from memtool.hooks import record
 from memtool.hooks.common import AgentSpec, Group, HookPlan, apply, filled_record, merge_in, read_config, survey, take_out
@@ -32,6 +32,7 @@ from memtool.hooks.record import Containers
 SPECS: dict[str, AgentSpec] = {s.name: s for s in (claude_code.SPEC, codex.SPEC, gemini.SPEC)}
 AGENTS = tuple(SPECS)
 HOOK_EVENTS = ("session-start", "session-end")
+ENTRY_POINT = "memory"  # the console script in pyproject.toml
 Scope = Literal["project", "user"]
 
 
@@ -53,17 +54,49 @@ def config_path(agent: str, scope: Scope, project_dir: Path | None = None, home:
     return (Path(named) if named else (home or Path.home()) / s.folder) / s.file
 
 
-def default_runner() -> str:
-    """How installed hooks call memtool.
+def entry_point() -> Path | None:
+    """The `memory` entry point of the install running now, as an absolute path: the one this process
+    was started as (a venv's `bin/memory`, a pipx or `uv tool install` link in ~/.local/bin), else the
+    one beside this interpreter (`python -m memtool` in a venv or tool environment). None: no such file."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    candidates: list[str | None] = []
+    if Path(argv0).stem == ENTRY_POINT:  # memory, or memory.exe on Windows
+        candidates.append(argv0 if os.sep in argv0 or (os.altsep and os.altsep in argv0) else shutil.which(argv0))
+    candidates.append(shutil.which(ENTRY_POINT, path=str(Path(sys.executable).parent)))
+    for found in candidates:
+        if found and _runnable(Path(found)):
+            return Path(os.path.abspath(found))  # links kept: a pipx link survives a reinstall of its venv
+    return None
 
-    `memory` when the `memory` found on PATH belongs to this installation (portable: a project
-    file can be shared), otherwise this interpreter with `-m memtool` (always the same install).
-    """
-    found = shutil.which("memory")
-    # compare the folders, not the files resolved: a venv's python is a symlink out of the venv
-    if found and Path(found).parent.resolve() == Path(sys.executable).parent.resolve():
-        return "memory"
-    return f"{shlex.quote(sys.executable)} -m memtool"
+
+def _runnable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def default_runner() -> str:
+    """How installed hooks call memtool: the absolute path of this install's `memory` entry point, so
+    the hook runs whatever PATH the agent was started with; else this interpreter (absolute) with
+    `-m memtool`, the same install. Never a bare `memory` or `python3`."""
+    found = entry_point()
+    return shlex.quote(str(found)) if found else f"{shlex.quote(sys.executable)} -m memtool"
+
+
+def checked_runner(runner: str) -> str:
+    """`runner` (a command line) if its program is an absolute path to an executable file; else a
+    ConfigError saying what to give instead. A hook that cannot start fails at every session."""
+    try:
+        program = shlex.split(runner)[0] if runner.strip() else ""
+    except ValueError as err:
+        raise ConfigError(f"hook command {runner!r} is not a valid command line: {err}") from None
+    path = Path(program).expanduser()
+    hint = ("give the `memory` of the install the agent should run, e.g. --memory ~/.local/bin/memory "
+            "(pipx or `uv tool install`) or --memory /path/to/venv/bin/memory")
+    if not path.is_absolute():
+        raise ConfigError(f"hook command {program!r} is not an absolute path: an agent started from another shell may not find it; {hint}")
+    if not _runnable(path):
+        why = "does not exist" if not path.exists() else "is not an executable file"
+        raise ConfigError(f"hook command {path} {why}; {hint}")
+    return shlex.join([str(path), *shlex.split(runner)[1:]])
 
 
 def hook_command(runner: str, event: str, agent: str) -> str:
@@ -105,7 +138,7 @@ def plan_install(
     home: Path | None = None,
     runner: str | None = None,
 ) -> HookPlan:
-    runner = runner or default_runner()
+    runner = checked_runner(runner or default_runner())
     path = config_path(agent, scope, project_dir, home)
     old = read_config(path)
     new = install_text(agent, path, old, runner)

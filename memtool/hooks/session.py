@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from memtool import constants as C
-from memtool.errors import BadInput, StorageError
+from memtool.errors import BadInput, NotAMemoryRoot, StorageError
 from memtool.hooks import spec
 from memtool.fsutil import atomic_write_text
 from memtool.transcripts import read_transcript
@@ -98,6 +98,16 @@ def _workdir(payload: HookPayload) -> Path | None:
     return payload.cwd if payload.cwd is not None and payload.cwd.is_dir() else None
 
 
+def memory_root_for(payload: HookPayload) -> Path | None:
+    """The memory root `memory compress` will use for this session (as memtool.app.resolve_root finds
+    it from the session's folder), or None when there is none to write to."""
+    named = os.environ.get(C.ENV_ROOT)
+    if named:
+        return Path(named).expanduser() if (Path(named).expanduser() / C.MEMORY_DIR).is_dir() else None
+    here = (_workdir(payload) or Path.cwd()).resolve()
+    return next((folder for folder in (here, *here.parents) if (folder / C.MEMORY_DIR / C.INDEX_DIR).is_dir()), None)
+
+
 Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
@@ -106,19 +116,38 @@ def _call(run: Runner | None, command: list[str], payload: HookPayload, timeout:
     return (run or subprocess.run)(command, cwd=_workdir(payload), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+def failure_output(note: str) -> str:
+    """The session-start output when no memory could be loaded: one line the agent shows the user
+    (`systemMessage`) and the model reads (`additionalContext`), instead of a silent failure."""
+    return json.dumps(
+        {"systemMessage": note, "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": note}},
+        ensure_ascii=False,
+    )
+
+
 def run_session_start(payload: HookPayload, *, run: Runner | None = None, python: str | None = None) -> tuple[str, str]:
-    """Run `memory context` for the session's folder. Returns (stdout for the agent, message for stderr)."""
+    """Run `memory context` for the session's folder. Returns (stdout for the agent, message for stderr).
+
+    When memtool fails, or the folder has no memory, the agent still gets one line saying so."""
     command = context_command(python)
+    check = "`memory hooks doctor` in the project shows the hook's whole error"
     try:
         done = _call(run, command, payload, C.HOOK_CONTEXT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return "", f"memtool: `memory context` took longer than {C.HOOK_CONTEXT_TIMEOUT_S:.0f} s; no memory loaded."
+        note = f"memtool: `memory context` took longer than {C.HOOK_CONTEXT_TIMEOUT_S:.0f} s; no memory loaded ({check})."
+        return failure_output(note), note
     except OSError as err:
-        return "", f"memtool: cannot run `memory context`: {err}"
+        note = f"memtool: cannot run `memory context`: {err}; no memory loaded ({check})."
+        return failure_output(note), note
+    if done.returncode == NotAMemoryRoot.exit_code:
+        where = _workdir(payload) or Path.cwd()
+        note = f"memtool: no memory/ in {where} or above; run `memory init` there to keep memory for this project."
+        return failure_output(note), note
     if done.returncode != 0:
         detail = (done.stderr or "").strip().splitlines()
         reason = f": {detail[-1]}" if detail else ""
-        return "", f"memtool: `memory context` failed (exit {done.returncode}){reason}; no memory loaded."
+        note = f"memtool: `memory context` failed (exit {done.returncode}){reason}; no memory loaded ({check})."
+        return failure_output(note), note
     return session_start_output(done.stdout), ""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ from memtool.hooks.common import is_ours
 from memtool.jsonc import Document
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "hooks"
-RUNNER = "memory"
+# the `memory` entry point of the environment running the tests: install checks that it exists
+RUNNER = shutil.which("memory", path=str(Path(sys.executable).parent)) or "memory"
 
 # agent -> (fixture copied into place, path relative to the project folder, allows comments)
 CASES = {
@@ -28,7 +30,7 @@ CASES = {
 
 @pytest.fixture(autouse=True)
 def fixed_runner(monkeypatch):
-    """Installed commands start with plain `memory`, whatever is on this machine's PATH."""
+    """Installed commands start with RUNNER, whatever is on this machine's PATH."""
     monkeypatch.setattr(core, "default_runner", lambda: RUNNER)
     monkeypatch.delenv("CODEX_HOME", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)

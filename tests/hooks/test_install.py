@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from memtool import hooks as core
+from memtool.errors import ConfigError
 from memtool.jsonc import MAX_DEPTH
 from memtool.scaffold import init
-from tests.hooks.conftest import CASES, cli, load, ours, place
+from tests.hooks.conftest import CASES, RUNNER, cli, load, ours, place
 
 
 # --- install ----------------------------------------------------------------------------------
@@ -36,8 +38,8 @@ def test_install_merges_and_keeps_every_other_setting(project, agent):
     # ours: exactly one handler per session event, with the documented command
     spec = core.spec(agent)
     start, end = ours(after["hooks"][spec.start_event]), ours(after["hooks"][spec.end_event])
-    assert [h["command"] for h in start] == [f"memory hooks run session-start --agent {agent}"]
-    assert [h["command"] for h in end] == [f"memory hooks run session-end --agent {agent}"]
+    assert [h["command"] for h in start] == [f"{RUNNER} hooks run session-start --agent {agent}"]
+    assert [h["command"] for h in end] == [f"{RUNNER} hooks run session-end --agent {agent}"]
     assert "memory" in result.output and str(path) in result.output
 
 
@@ -52,10 +54,10 @@ def test_install_output_for_each_agent_uses_its_own_schema(project):
             "SessionStart": [
                 {
                     "matcher": "startup|clear|compact",
-                    "hooks": [{"type": "command", "command": "memory hooks run session-start --agent claude-code", "timeout": 30}],
+                    "hooks": [{"type": "command", "command": f"{RUNNER} hooks run session-start --agent claude-code", "timeout": 30}],
                 }
             ],
-            "SessionEnd": [{"hooks": [{"type": "command", "command": "memory hooks run session-end --agent claude-code", "timeout": 10}]}],
+            "SessionEnd": [{"hooks": [{"type": "command", "command": f"{RUNNER} hooks run session-end --agent claude-code", "timeout": 10}]}],
         }
     }
     assert set(codex) == {"hooks"}  # Codex refuses unknown top-level keys in hooks.json
@@ -116,7 +118,7 @@ def test_outdated_memtool_hook_is_replaced_not_duplicated(project):
     path.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": old}]}]}}, indent=2))
     assert cli("install", "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
     start = json.loads(path.read_text())["hooks"]["SessionStart"]
-    assert [h["command"] for h in ours(start)] == ["memory hooks run session-start --agent claude-code"]
+    assert [h["command"] for h in ours(start)] == [f"{RUNNER} hooks run session-start --agent claude-code"]
     assert len(start) == 1
 
 
@@ -166,7 +168,7 @@ def test_uninstall_restores_the_original(project, agent):
 def test_uninstall_keeps_other_hooks_sharing_a_group(project):
     path = project / ".claude" / "settings.json"
     path.parent.mkdir(parents=True)
-    mine = {"type": "command", "command": "memory hooks run session-end --agent claude-code", "timeout": 10}
+    mine = {"type": "command", "command": f"{RUNNER} hooks run session-end --agent claude-code", "timeout": 10}
     theirs = {"type": "command", "command": "./backup.sh"}
     doc = {"hooks": {"SessionEnd": [{"hooks": [theirs, mine]}], "SessionStart": [{"hooks": [{"type": "command", "command": "echo hi"}]}]}}
     path.write_text(json.dumps(doc, indent=2) + "\n")
@@ -264,20 +266,74 @@ def test_unknown_agent_is_rejected(project):
     assert not any(project.iterdir())
 
 
-def test_default_runner_is_this_interpreter_when_memory_is_not_on_path(monkeypatch):
-    monkeypatch.undo()  # the real default_runner
-    monkeypatch.setenv("PATH", "")
-    runner = core.default_runner()
-    assert runner.endswith(" -m memtool") and sys.executable in runner
+ENTRY = Path(sys.executable).parent / "memory"
+needs_entry = pytest.mark.skipif(not ENTRY.exists(), reason="no `memory` script beside this interpreter (not an installed environment)")
 
 
-def test_default_runner_is_memory_when_it_sits_beside_this_interpreter(monkeypatch):
-    """In a venv, `memory` and `python` share bin/ (python being a symlink out of the venv)."""
+@needs_entry
+def test_default_runner_is_the_entry_point_beside_this_interpreter_as_an_absolute_path(monkeypatch):
+    """`python -m memtool hooks install` in a venv: the venv's bin/memory, found without PATH."""
     monkeypatch.undo()
-    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
-    if not (Path(sys.executable).parent / "memory").exists():
-        pytest.skip("no `memory` script beside this interpreter (not an installed environment)")
-    assert core.default_runner() == "memory"
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.setattr(sys, "argv", [str(Path(core.__file__).parent.parent / "__main__.py"), "hooks", "install"])
+    runner = core.default_runner()
+    assert runner == str(ENTRY) and Path(runner).is_absolute() and os.access(runner, os.X_OK)
+
+
+@needs_entry
+def test_default_runner_keeps_the_link_the_install_ran_from(monkeypatch, tmp_path):
+    """pipx and `uv tool install` put a link in ~/.local/bin: the hook names the link, which survives a reinstall."""
+    monkeypatch.undo()
+    link = tmp_path / ".local" / "bin" / "memory"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(ENTRY)
+    monkeypatch.setattr(sys, "argv", [str(link), "hooks", "install"])
+    assert core.default_runner() == str(link)
+    monkeypatch.setenv("PATH", str(link.parent))
+    monkeypatch.setattr(sys, "argv", ["memory", "hooks", "install"])  # started by name: found on PATH
+    assert core.default_runner() == str(link)
+
+
+def test_default_runner_without_an_entry_point_is_this_interpreter_by_absolute_path(monkeypatch, tmp_path):
+    monkeypatch.undo()
+    python = tmp_path / "bin" / "python3"
+    python.parent.mkdir()
+    python.symlink_to(sys.executable)
+    monkeypatch.setattr(sys, "executable", str(python))
+    monkeypatch.setattr(sys, "argv", ["-c"])
+    monkeypatch.setenv("PATH", "")
+    assert core.default_runner() == f"{python} -m memtool"
+
+
+@pytest.mark.parametrize("runner", ["memory", "python3 -m memtool", "/nonexistent/bin/memory", "{plain file}"])
+def test_install_refuses_a_command_that_is_not_an_absolute_executable(project, tmp_path, runner):
+    plain = tmp_path / "memory"
+    plain.write_text("#!/bin/sh\n")
+    plain.chmod(0o644)
+    runner = runner.replace("{plain file}", str(plain))
+    with pytest.raises(ConfigError, match="absolute path|does not exist|not an executable"):
+        core.install("claude-code", project_dir=project, runner=runner)
+    assert not (project / ".claude").exists()
+
+
+def test_install_memory_option_must_name_an_executable(project):
+    result = cli("install", "--agent", "codex", "--project-dir", str(project), "--memory", str(project / "nothing" / "memory"))
+    assert result.exit_code == ConfigError.exit_code
+    assert "does not exist" in result.stderr and "--memory" in result.stderr
+    assert not (project / ".codex").exists()
+
+
+@needs_entry
+def test_install_from_the_entry_point_writes_its_absolute_path_for_an_agent_without_the_venv(project, tmp_path):
+    """The real `memory` program, run by its path from a shell whose PATH does not hold it."""
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {"PATH": "/usr/bin:/bin"}
+    done = subprocess.run([str(ENTRY), "hooks", "install", "--agent", "gemini", "--project-dir", str(project)],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    commands = [h["command"] for h in ours(load(project / ".gemini/settings.json", "gemini")["hooks"]["SessionStart"])]
+    assert commands == [f"{ENTRY} hooks run session-start --agent gemini"]
+    program = Path(commands[0].split()[0])
+    assert program.is_absolute() and program.is_file() and os.access(program, os.X_OK)
 
 
 def test_a_cold_search_does_not_import_the_hooks(root, env):

@@ -42,7 +42,10 @@ class FakeProc:
         self.closed = True
 
 
-def test_session_end_hook_spawns_a_detached_worker_and_returns(tmp_path, monkeypatch):
+def test_session_end_hook_spawns_a_detached_worker_and_returns(tmp_path, monkeypatch, root):
+    from memtool.scaffold import init
+
+    init(root)
     calls: list[tuple[list[str], dict[str, Any]]] = []
     proc = FakeProc()
 
@@ -136,14 +139,16 @@ def test_session_start_prints_the_context_as_hook_json(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "outcome",
+    ("outcome", "note"),
     [
-        subprocess.CompletedProcess([], 3, stdout="", stderr="error: no memory root here\n"),
-        subprocess.TimeoutExpired(["memory"], 25),
-        subprocess.CompletedProcess([], 0, stdout="  \n", stderr=""),
+        (subprocess.CompletedProcess([], 3, stdout="", stderr="error: /w is not a memory root\n"), "no memory/ in"),
+        (subprocess.CompletedProcess([], 6, stdout="", stderr="error: embedder down\n"), "failed (exit 6): error: embedder down; no memory loaded"),
+        (subprocess.TimeoutExpired(["memory"], 25), "took longer than 25 s; no memory loaded"),
     ],
 )
-def test_session_start_failure_or_empty_context_prints_nothing(tmp_path, monkeypatch, outcome):
+def test_session_start_failure_is_one_line_the_agent_shows(tmp_path, monkeypatch, outcome, note):
+    """Not a silent failure: the agent's own output at session start says memtool loaded nothing, and why."""
+
     def fake_run(cmd, **kwargs):
         if isinstance(outcome, BaseException):
             raise outcome
@@ -152,9 +157,35 @@ def test_session_start_failure_or_empty_context_prints_nothing(tmp_path, monkeyp
     monkeypatch.setattr(subprocess, "run", fake_run)
     result = cli("run", "session-start", "--agent", "claude-code", input=json.dumps(claude_payload(tmp_path)))
     assert result.exit_code == 0
-    assert result.stdout == ""
-    if isinstance(outcome, subprocess.TimeoutExpired) or outcome.returncode:
-        assert "no memory loaded" in result.stderr
+    shown = json.loads(result.stdout)
+    assert note in shown["systemMessage"] and "\n" not in shown["systemMessage"]
+    assert shown["hookSpecificOutput"] == {"hookEventName": "SessionStart", "additionalContext": shown["systemMessage"]}
+
+
+def test_session_start_with_an_empty_context_prints_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0, stdout="  \n", stderr=""))
+    result = cli("run", "session-start", "--agent", "claude-code", input=json.dumps(claude_payload(tmp_path)))
+    assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_session_start_in_a_project_without_memory_says_so_for_real(tmp_path, monkeypatch, env):
+    """A user-scope hook in a project with no memory/: the real `memory context` exits 3; the agent shows one line."""
+    monkeypatch.delenv("MEMTOOL_ROOT")
+    payload = claude_payload(tmp_path, "SessionStart")
+    done = subprocess.run([sys.executable, "-m", "memtool", "hooks", "run", "session-start", "--agent", "claude-code"],
+                          input=json.dumps(payload), capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={k: v for k, v in env.items() if k != "MEMTOOL_ROOT"})
+    assert done.returncode == 0, done.stderr
+    note = json.loads(done.stdout)["systemMessage"]
+    assert note == f"memtool: no memory/ in {payload['cwd']} or above; run `memory init` there to keep memory for this project."
+
+
+def test_session_end_in_a_project_without_memory_spawns_nothing(tmp_path, monkeypatch):
+    monkeypatch.delenv("MEMTOOL_ROOT")
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: pytest.fail("nothing to spawn"))
+    result = cli("run", "session-end", "--agent", "codex", input=json.dumps(claude_payload(tmp_path)))
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "no memory/ here or above" in result.stderr
 
 
 def test_python_dash_m_memtool_runs_hooks_directly(tmp_path):

@@ -1,0 +1,166 @@
+"""`memory hooks doctor`: run each installed memtool hook as its agent would, and say what fails.
+
+For every agent and scope whose config file holds memtool's hooks, each hook's command runs the way
+the agents run it: through the shell (`sh -c` on POSIX), with a sample payload on stdin, the project
+folder as its working directory, the hook's own timeout, and the environment of an agent started
+from another shell (the active virtual environment taken off PATH). session-start must exit 0 and
+print nothing or the agents' JSON without a memtool failure note; session-end gets no
+transcript_path, so it only proves the command starts (it compresses nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from memtool import constants as C
+from memtool.hooks import AGENTS, Scope, config_path, spec
+from memtool.hooks.common import is_ours, read_config
+from memtool.jsonc import Document, JsoncError
+
+NOT_FOUND_EXIT = 127  # what a POSIX shell exits with when the command is not found
+NOT_EXECUTABLE_EXIT = 126
+
+
+@dataclass(frozen=True)
+class HookCheck:
+    """One installed hook, run once."""
+
+    agent: str
+    scope: str
+    event: str  # session-start | session-end
+    config: str  # the agent's config file holding the hook
+    command: str
+    ok: bool
+    detail: str  # what happened (exit code, the hook's message)
+    fix: str  # what to do when not ok; empty when ok
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class HooksReport:
+    project: Path
+    checks: list[HookCheck]
+    not_installed: list[str]  # "<agent> (<scope>): <config file>" with no memtool hooks
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"project": str(self.project), "ok": self.ok, "checks": [c.to_dict() for c in self.checks],
+                "not_installed": self.not_installed}
+
+
+def agent_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of an agent started from another shell: this one without the active virtual
+    environment (its bin folder off PATH, VIRTUAL_ENV unset)."""
+    env = dict(os.environ if environ is None else environ)
+    venv = env.pop("VIRTUAL_ENV", None)
+    if venv:
+        bins = {os.path.join(venv, "bin"), os.path.join(venv, "Scripts")}
+        env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p.rstrip("/\\") not in bins)
+    return env
+
+
+def sample_payload(event: str, project: Path) -> str:
+    """What the agent writes on the hook's stdin; session-end without a transcript (nothing is compressed)."""
+    name = "SessionStart" if event == "session-start" else "SessionEnd"
+    data: dict[str, Any] = {"session_id": "memtool-hooks-doctor", "cwd": str(project), "hook_event_name": name}
+    data.update({"source": "startup"} if event == "session-start" else {"reason": "other"})
+    return json.dumps(data)
+
+
+def installed(agent: str, scope: Scope, project: Path, home: Path | None = None) -> tuple[Path, list[tuple[str, dict[str, Any]]]]:
+    """The agent's config file for `scope`, and memtool's handlers in it as (event, handler)."""
+    s = spec(agent)
+    path = config_path(agent, scope, project, home)
+    text = read_config(path)
+    if text is None or not text.strip():
+        return path, []
+    try:
+        data = Document(text, comments=s.comments).data()
+    except JsoncError:
+        return path, []  # `memory hooks install` names the line; nothing of ours can run from it
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    found: list[tuple[str, dict[str, Any]]] = []
+    for agent_event, event in ((s.start_event, "session-start"), (s.end_event, "session-end")):
+        groups = hooks.get(agent_event) if isinstance(hooks, dict) else None
+        for group in groups if isinstance(groups, list) else []:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            found += [(event, h) for h in handlers if is_ours(h)] if isinstance(handlers, list) else []
+    return path, found
+
+
+def _timeout_s(agent: str, handler: dict[str, Any]) -> float:
+    value = handler.get("timeout")
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        return float(C.HOOK_START_TIMEOUT_S)
+    return value / 1000 if spec(agent).name == "gemini" else float(value)  # Gemini CLI counts milliseconds
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def run_hook(agent: str, scope: str, config: Path, event: str, handler: dict[str, Any], project: Path,
+             env: dict[str, str] | None = None) -> HookCheck:
+    """Run one handler's command as the agent would and judge what it did."""
+    command = str(handler.get("command", ""))
+    reinstall = f"memory hooks install --agent {agent}" + (" --scope user" if scope == "user" else "")
+    check = {"agent": agent, "scope": scope, "event": event, "config": str(config), "command": command}
+    timeout = _timeout_s(agent, handler)
+    try:
+        done = subprocess.run(command, shell=True, cwd=project, input=sample_payload(event, project), capture_output=True,
+                              text=True, timeout=timeout, env=agent_environment(env))
+    except subprocess.TimeoutExpired:
+        return HookCheck(**check, ok=False, detail=f"no answer within the hook's timeout ({timeout:g} s)",
+                         fix="check how long `memory context` takes in this project (a slow first embedding?) or raise the hook's timeout")
+    if done.returncode in (NOT_FOUND_EXIT, NOT_EXECUTABLE_EXIT):
+        what = "not found" if done.returncode == NOT_FOUND_EXIT else "not executable"
+        return HookCheck(**check, ok=False, detail=f"exit {done.returncode}: the command is {what} ({_last_line(done.stderr)})",
+                         fix=f"run `{reinstall}` with the `memory` you want the agent to use: it writes that program's absolute path")
+    if done.returncode != 0:
+        return HookCheck(**check, ok=False, detail=f"exit {done.returncode}: {_last_line(done.stderr) or 'no message'}",
+                         fix=f"run the command above by hand to see the whole error; `{reinstall}` rewrites it")
+    if event == "session-end":
+        return HookCheck(**check, ok=True, detail=_last_line(done.stderr) or "exit 0", fix="")
+    return _judge_start(check, done.stdout)
+
+
+def _judge_start(check: dict[str, str], stdout: str) -> HookCheck:
+    if not stdout.strip():
+        return HookCheck(**check, ok=True, detail="exit 0; nothing to load yet (empty memory)", fix="")
+    try:
+        data = json.loads(stdout)
+    except json.JSONDecodeError:
+        return HookCheck(**check, ok=False, detail=f"exit 0, but stdout is not the JSON the agent reads: {_last_line(stdout)[:120]}",
+                         fix="something in the shell start-up or the command prints to stdout; run the command by hand")
+    note = data.get("systemMessage") if isinstance(data, dict) else None
+    if note:  # memtool's own failure note, shown to the user at session start
+        fix = "run `memory init` in the project" if "no memory/" in note else "run `memory context` in the project to see the whole error"
+        return HookCheck(**check, ok=False, detail=str(note), fix=fix)
+    context = data.get("hookSpecificOutput", {}).get("additionalContext", "") if isinstance(data, dict) else ""
+    return HookCheck(**check, ok=True, detail=f"exit 0; loads {len(context)} characters of memory", fix="")
+
+
+def check_hooks(project: Path, agents: tuple[str, ...] = AGENTS, home: Path | None = None,
+                env: dict[str, str] | None = None) -> HooksReport:
+    """Every memtool hook installed for `agents`, in the project and for the user, run once."""
+    project = project.resolve()
+    checks: list[HookCheck] = []
+    missing: list[str] = []
+    for agent in agents:
+        for scope in ("project", "user"):
+            path, handlers = installed(agent, scope, project, home)
+            if not handlers:
+                missing.append(f"{agent} ({scope}): {path}")
+            checks += [run_hook(agent, scope, path, event, handler, project, env) for event, handler in handlers]
+    return HooksReport(project, checks, missing)

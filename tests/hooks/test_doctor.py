@@ -1,0 +1,69 @@
+"""`memory hooks doctor`: each installed hook run for real, as the agent would run it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memtool import hooks as core
+from memtool.hooks.doctor import agent_environment, check_hooks
+from memtool.scaffold import init
+from tests.hooks.conftest import RUNNER, cli
+
+pytestmark = pytest.mark.skipif(not Path(RUNNER).is_absolute(), reason="no `memory` script beside this interpreter")
+
+
+def agent_env(env: dict[str, str]) -> dict[str, str]:
+    """An agent started from a plain shell: no venv on PATH, the memory found from the project folder."""
+    return {k: v for k, v in env.items() if k != "MEMTOOL_ROOT"} | {"PATH": "/usr/bin:/bin"}
+
+
+def test_installed_hooks_of_every_agent_run_and_load_memory(root, env):
+    init(root)
+    with open(root / "MEMORY.md", "a", encoding="utf-8") as fh:
+        fh.write("\n## Key decisions\n- Use pnpm, not npm.\n")
+    for agent in core.AGENTS:
+        core.install(agent, project_dir=root)
+    report = check_hooks(root, env=agent_env(env))
+    assert [(c.agent, c.scope, c.event, c.ok) for c in report.checks] == [
+        (agent, "project", event, True) for agent in core.AGENTS for event in ("session-start", "session-end")
+    ], [c.detail for c in report.checks]
+    start = [c for c in report.checks if c.event == "session-start"]
+    assert all(c.detail.startswith("exit 0; loads") for c in start)  # the note in MEMORY.md
+    assert len(report.not_installed) == 3  # no user-scope hooks
+
+
+def test_a_bare_memory_command_fails_with_the_fix(root, env):
+    init(root)
+    core.install("claude-code", project_dir=root)
+    config = root / ".claude" / "settings.json"
+    config.write_text(config.read_text().replace(f"{RUNNER} hooks run session-start", "memory hooks run session-start"))
+    report = check_hooks(root, ("claude-code",), env=agent_env(env))
+    [start, end] = report.checks
+    assert not report.ok and end.ok
+    assert not start.ok and start.detail.startswith("exit 127: the command is not found")
+    assert start.command == "memory hooks run session-start --agent claude-code" and start.config == str(config)
+    assert "memory hooks install --agent claude-code" in start.fix
+
+
+def test_user_scope_hooks_in_a_project_without_memory_report_it(tmp_path, env, monkeypatch):
+    project = tmp_path / "elsewhere"
+    project.mkdir()
+    core.install("codex", "user")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.delenv("MEMTOOL_ROOT")
+    for var in ("MEMTOOL_EMBEDDER", "MEMTOOL_COMPRESSOR", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(var, env[var])
+    result = cli("doctor", "--agent", "codex", "--project-dir", str(project), "--json")
+    assert result.exit_code == 1
+    [start, end] = json.loads(result.stdout)["checks"]
+    assert (start["scope"], start["ok"], start["fix"]) == ("user", False, "run `memory init` in the project")
+    assert f"no memory/ in {project.resolve()}" in start["detail"]
+    assert end["ok"]  # it starts; with no transcript_path it compresses nothing
+
+
+def test_agent_environment_takes_the_active_venv_off_path():
+    env = agent_environment({"VIRTUAL_ENV": "/v", "PATH": "/v/bin:/usr/bin:/bin", "HOME": "/h"})
+    assert env == {"PATH": "/usr/bin:/bin", "HOME": "/h"}
