@@ -29,6 +29,12 @@ class ConfigError(MemtoolError):
     exit_code = 5
 
 
+class MissingExtra(ConfigError):
+    """A feature needs an optional extra that is not installed; the message names `memtool[extra]`."""
+
+    exit_code = 12
+
+
 class HookConfigError(ConfigError):
     """An agent's config file cannot be parsed or has an unexpected shape; names file and line."""
 

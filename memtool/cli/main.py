@@ -25,10 +25,30 @@ app = typer.Typer(
 )
 
 
+def version() -> str:
+    """The installed package's version (its metadata), else the source tree's."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed_version
+
+    try:
+        return installed_version("memtool")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        from memtool import __version__
+
+        return __version__
+
+
+def _print_version(given: bool) -> None:
+    if given:
+        typer.echo(f"memory (memtool) {version()}")
+        raise typer.Exit()
+
+
 @app.callback()
 def main(
     ctx: typer.Context,
     root: Optional[str] = typer.Option(None, "--root", help="Memory root folder (default: $MEMTOOL_ROOT, else the nearest folder up from here holding memory/, else here)."),
+    show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     ctx.obj = {"root": root}
 

@@ -32,6 +32,9 @@ def serve(
     if not C.MCP_MIN_TOKENS <= max_tokens <= C.MCP_MAX_TOKENS_CEILING:
         raise BadInput(f"--max-tokens must be between {C.MCP_MIN_TOKENS} and {C.MCP_MAX_TOKENS_CEILING}")
     from memtool.app import resolve_root
+    from memtool.extras import require
+
+    require("mcp", "`memory serve` (the MCP server)")
     from memtool.mcp_server import serve as run_server
 
     run_server(resolve_root(named), max_tokens)

@@ -174,6 +174,9 @@ class GeminiClient:
 
 
 def _client(settings: "Settings", retry_base_delay: float) -> GeminiClient:
+    from memtool.extras import require
+
+    require("gemini", "The Gemini provider")
     var, key = api_key_from_env()
     return GeminiClient(
         key,
