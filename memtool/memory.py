@@ -301,7 +301,7 @@ class Memory:
         self.warnings = []
         layer3 = [s for s in (self._layer3(name) for name in (C.MEMORY_MD, C.USER_MD)) if s is not None]
         today_path = self.layout.daily_log(f"{(now or datetime.now()):%Y-%m-%d}")
-        today = Section("Today's log", today_path.read_text(encoding="utf-8", errors="replace")) if today_path.is_file() else None
+        today = Section("Today's log", _shown(today_path.read_text(encoding="utf-8", errors="replace"))) if today_path.is_file() else None
         if query and query.strip():
             hits = self.search(Query(text=query, limit=limit, kinds=("entry", "transcript", "log"), exclude=exclude, latest_only=True))
         else:
@@ -369,3 +369,10 @@ def check_session(s: Session) -> None:
 def _anchored(ents: Entities, when: datetime) -> Entities:
     """Relative dates resolved against the session time, so 'yesterday' still means something in a year."""
     return replace(ents, dates=[anchor(d, when) for d in ents.dates])
+
+
+def _shown(markdown: str) -> str:
+    """Markdown as it reads rendered: HTML comments (a log line's provenance tag) left out."""
+    from memtool.chunking import uncommented
+
+    return "\n".join(line.rstrip() for line in uncommented(markdown).splitlines())

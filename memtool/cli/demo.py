@@ -11,7 +11,13 @@ import typer
 
 from memtool.cli.common import console
 
-DEMO_QUERY = "why did we move to Auth0 and what is left to do"
+DEMO_QUERY = "why did we move to Auth0 and what are the next steps"
+RELEVANT_SHARE = 0.5  # the demo shows hits scoring at least this share of the best one (scores are relative)
+NEXT_COMMANDS = (
+    ("memory init", "start a memory in your project"),
+    ("memory hooks install --agent claude-code", "wire in your agent (or codex, gemini)"),
+    ('memory search "why did we drop Redis"', "look something up (memory --help)"),
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -26,6 +32,7 @@ def demo(
     from datetime import datetime
     from importlib import resources
 
+    from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
 
@@ -46,21 +53,35 @@ def demo(
         out.print(f"[bold]1. compress[/bold] {len(sessions)} example sessions into {root}")
         entries = mem.compress_many(sessions)
         table = Table(box=None)
-        for col in ("id", "session", "ratio", "summary"):
+        table.add_column("id", no_wrap=True, min_width=len(entries[0].id) if entries else None)
+        for col in ("session", "ratio", "summary"):
             table.add_column(col, overflow="fold")
         for e in entries:
             table.add_row(e.id, e.source_session, e.compression_ratio, e.summary[:90])
         out.print(table)
         mem.log("Demo: started work on refresh token rotation tests.", agent="demo")
         out.print(f"\n[bold]2. search[/bold] {query!r}")
-        for h in mem.search(query, limit=3):
-            out.print(f"  {h.score:.3f}  {h.kind:6} {h.id}  {h.text[:100]}")
-        res = mem.context(query, budget=600)
+        hits = mem.search(query, limit=3)
+        shown = relevant(hits)
+        for h in shown:
+            out.print(f"  {h.score:.3f}  {h.kind:6} {h.id}  {escape(h.text[:100])}", overflow="ellipsis", no_wrap=True, crop=True)
+        if len(shown) < len(hits):
+            out.print(f"  ({len(hits) - len(shown)} weaker hits left out: below {RELEVANT_SHARE:.0%} of the best score)")
+        res = mem.context(query, budget=600, limit=max(len(shown), 1))
         out.print(f"\n[bold]3. context[/bold] for a new session ({res.tokens}/{res.budget} tokens, template {res.template})")
         out.print(Panel(res.text, expand=False), markup=False)
         if res.dropped:
             out.print("dropped to fit: " + "; ".join(res.dropped), markup=False)
         out.print(f"\nFiles are plain Markdown and JSON: look in {root / 'memory'}" + ("" if keep else " (deleted now; use --keep DIR to keep them)"))
+        out.print("\n[bold]Next[/bold], in your project:")
+        for command, what in NEXT_COMMANDS:
+            out.print(f"  {command:<41} {what}", markup=False)
     finally:
         if keep is None:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def relevant(hits: list) -> list:
+    """The hits worth showing: something matched (score above 0) and at least RELEVANT_SHARE of the best."""
+    best = max((h.score for h in hits), default=0.0)
+    return [h for h in hits if h.score > 0 and h.score >= RELEVANT_SHARE * best]

@@ -71,7 +71,9 @@ def search(
     from rich.table import Table
 
     table = Table(show_lines=False, box=None)
-    for col in ("score", "kind", "id", "when", "session", "text"):
+    for col in ("score", "kind", "id", "when"):  # never wrapped: an id must copy whole
+        table.add_column(col, no_wrap=True, min_width=max((len(h.id) for h in hits), default=0) if col == "id" else None)
+    for col in ("session", "text"):
         table.add_column(col, overflow="fold")
     for h in hits:  # stored text is data, not markup: "[brackets]" in a note must show as typed
         text = escape(h.text) if not h.passage else f"{escape(h.text)}\n[dim]> {escape(h.passage[:200])}[/dim]"
@@ -142,6 +144,17 @@ def stats(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> 
     _render_stats(data)
 
 
+def week_line(weeks: list[tuple[str, int]]) -> str:
+    """Entries per week as one line: `2026-W45 ▁▃█ 2026-W47 (3 weeks, peak 4)`, or `2026-W48: 5 entries` for one week."""
+    from memtool.stats import sparkline
+
+    if len(weeks) == 1:
+        label, n = weeks[0]
+        return f"{label}: {n} {'entry' if n == 1 else 'entries'}"
+    peak = max(n for _, n in weeks)
+    return f"{weeks[0][0]} [cyan]{sparkline([n for _, n in weeks])}[/cyan] {weeks[-1][0]} ({len(weeks)} weeks, peak {peak})"
+
+
 def _bars(items: dict[str, int], width: int = 24):
     from rich.table import Table
 
@@ -159,7 +172,7 @@ def _render_stats(d: dict) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from memtool.stats import human_bytes, sparkline, week_series
+    from memtool.stats import human_bytes, week_series
 
     out = console()
     names = " · ".join(f"{n} {k}" for k, n in d["entities"].items())
@@ -182,8 +195,7 @@ def _render_stats(d: dict) -> None:
         table.add_row(key, value)
     weeks = week_series(d["entries_per_week"])[-C.STATS_WEEKS_SHOWN :]
     if weeks:
-        peak = max(n for _, n in weeks)
-        table.add_row("per week", f"{weeks[0][0]} [cyan]{sparkline([n for _, n in weeks])}[/cyan] {weeks[-1][0]} (peak {peak})")
+        table.add_row("per week", week_line(weeks))
     out.print(table)
     if d["top_topics"]:
         out.print("\n[bold]top topics[/bold]")
