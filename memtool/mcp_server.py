@@ -39,7 +39,7 @@ def _instructions(root: Path) -> str:
         "At the start of a task call memory_context with what the task is about; use memory_search to look up "
         "past decisions, bugs and conventions; memory_log a one-line note when you decide or learn something; "
         "memory_compress the session transcript at the end; memory_promote insights every session should know. "
-        "Results already sent in this session are not repeated unless include_seen=true. " + TRUST_NOTE
+        "A search hit already sent in this session is listed by id only (already_sent: true) unless include_seen=true. " + TRUST_NOTE
     )
 
 
@@ -81,12 +81,14 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return wrap
 
     @tool("memory_search", (
+        "When to use: before deciding or answering something the project may have settled before (a past decision, "
+        "bug, convention, who owns what), and whenever the user refers to earlier work. "
         "Hybrid search (keywords + meaning) over this project's memory: compressed session entries, their raw "
         "transcripts, daily logs and MEMORY.md. Returns JSON {root, query, count, hits: [{id, kind (entry|log|memory), "
         "score (higher is better, relative only), session, timestamp (UTC ISO), trusted, text (entry summary or "
         "Markdown chunk), passage (best matching transcript lines, when the match came from them)}], truncated, note}. "
-        "Pass an entry id to memory_get for all its fields. Hits already sent in this session are left out unless "
-        "include_seen=true. " + TRUST_NOTE), read_only=True)
+        "Pass an entry id to memory_get for all its fields. A hit already sent in this session keeps its rank but is "
+        "listed by id only (already_sent: true, no text) unless include_seen=true; a note says so. " + TRUST_NOTE), read_only=True)
     def memory_search(
         query: Annotated[str, Field(min_length=1, description="What to look for, in words (e.g. 'why did we drop Redis').")],
         limit: Annotated[int, Field(ge=1, le=C.MCP_SEARCH_MAX_LIMIT, description="Most hits to return.")] = defaults.search_limit,
@@ -94,28 +96,31 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         until: Annotated[str, Field(description="Only hits up to the end of this date or period (same forms as since). Empty: no upper bound.")] = "",
         topic: Annotated[str, Field(description="Only entries tagged with this topic (case-insensitive). Empty: any.")] = "",
         trusted_only: Annotated[bool, Field(description="Leave out memories whose text came from untrusted input.")] = False,
-        include_seen: Annotated[bool, Field(description="Also return hits already sent earlier in this session.")] = False,
+        include_seen: Annotated[bool, Field(description="Repeat the text of hits already sent earlier in this session (otherwise listed by id only).")] = False,
         max_tokens: MaxTokens = max_tokens,
     ) -> dict[str, Any]:
         return tools.search(query, limit, since, until, topic, trusted_only, include_seen, max_tokens)
 
     @tool("memory_context", (
+        "When to use: once at the start of a task, with what the task is about, to load the project's notes and the "
+        "most relevant past sessions. "
         "The session-start bundle for a task: MEMORY.md, USER.md, the most relevant past entries and today's log, "
         "packed into a token budget. Returns JSON {root, text (the bundle, Markdown), tokens, budget, template, "
         "included (ids of the entries in it), dropped (what did not fit), truncated, note}. Without a query it "
-        "gives the most recent entries. Entries already sent in this session are left out unless include_seen=true. "
-        + TRUST_NOTE), read_only=True)
+        "gives the most recent entries. The bundle is always whole: entries already sent in this session are included "
+        "again, and the note names them. " + TRUST_NOTE), read_only=True)
     def memory_context(
         query: Annotated[str, Field(description="What this session is about. Empty: the most recent entries.")] = "",
         budget: Annotated[int, Field(ge=50, le=C.MCP_MAX_TOKENS_CEILING, description="Token budget of the bundle (lowered to fit max_tokens).")] = defaults.budget,
         template: Annotated[Literal["chat", "detailed", "summary"], Field(description="chat: bullet list; detailed: ids, sessions, scores; summary: one compact line.")] = defaults.template,  # type: ignore[assignment]
         limit: Annotated[int, Field(ge=1, le=C.MCP_SEARCH_MAX_LIMIT, description="Search hits considered for the bundle.")] = 8,
-        include_seen: Annotated[bool, Field(description="Also include entries already sent earlier in this session.")] = False,
         max_tokens: MaxTokens = max_tokens,
     ) -> dict[str, Any]:
-        return tools.context(query, budget, template, limit, include_seen, max_tokens)
+        return tools.context(query, budget, template, limit, max_tokens)
 
     @tool("memory_compress", (
+        "When to use: at the end of a session or a finished piece of work, with its transcript, so that later "
+        "sessions can find it. "
         "Store a session: compress a transcript into a structured entry (summary, decisions, action items, topics, "
         "keywords), embed it and write it to the memory files. Give exactly one of text (the transcript itself) or "
         "path (a transcript file inside the memory root: .md, .txt, or Claude Code/Codex/Gemini .json/.jsonl; paths "
@@ -134,6 +139,7 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return tools.compress(text, path, session, importance, untrusted, _agent(ctx), max_tokens)
 
     @tool("memory_log", (
+        "When to use: the moment you decide something, learn a fact or hit a problem worth remembering; one note each. "
         "Append a timestamped note to today's daily log (memory/YYYY-MM-DD.md) of this memory root: a decision, "
         "a fact learned, a problem hit. One or a few lines; secrets are redacted. Returns JSON {logged_to (path "
         "relative to the root), day}."), read_only=False)
@@ -144,6 +150,8 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return tools.log(text, _agent(ctx))
 
     @tool("memory_get", (
+        "When to use: after memory_search, when a hit looks relevant and you need all of it (decisions, action items, "
+        "the transcript) or the lines after a file hit. "
         "Fetch one memory by the id memory_search returned. For an entry id (ctx-YYYYMMDD-xxxxxxxx) returns JSON "
         "{id, kind: entry, entry: {all stored fields: summary, decisions, action_items, topics, entities, importance, "
         "timestamp, source_session, trusted, promoted_to...}, transcript (path of the kept raw transcript, if any)}. "
@@ -157,6 +165,7 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return tools.get(id, max_tokens)
 
     @tool("memory_promote", (
+        "When to use: sparingly, for an insight that should shape every future session (a key decision, a convention). "
         "Add an insight every future session should know to MEMORY.md, as one bullet at the end of a '## section' "
         "(created if missing); nothing else in the file changes, and an insight already there is not added again. "
         "Give exactly one of id (an entry: its first decision, else its summary, is promoted and the entry is linked "
@@ -170,6 +179,8 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return tools.promote(id, text, section)
 
     @tool("memory_status", (
+        "When to use: to check which project's memory this server serves and whether work is pending (before writing, "
+        "or when results look stale). "
         "Which memory root this server reads and writes (the only one it serves) and the state of its store. Returns "
         "JSON {root, server, entries, daily_logs, transcripts, embedder, compressor, pending_compression, "
         "pending_embeddings, problems, results_sent_this_session, max_tokens_default}."), read_only=True)

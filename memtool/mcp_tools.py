@@ -5,9 +5,10 @@ the logic is plain Python: every method raises `MemtoolError` for a bad request 
 dict whose rendering fits in `max_tokens` (offline estimate; `memtool.mcp_fit` does the fitting), with
 `truncated: true` and a note when something was cut. Ids and paths in answers are never shortened.
 
-Session dedup (seed 002): result ids sent by `search` / `context` are remembered for the life of
-the server (one stdio connection = one session) and left out of later answers unless asked. Only ids
-the answer actually carries are remembered: the hits left after fitting, the entries packed in the bundle.
+Results already sent (seed 002): ids a `search` or `context` answer carried are remembered for the
+life of the server (one stdio connection = one session). A later search still ranks every hit; one
+already sent keeps its place but is listed by id only (`already_sent: true`, no text), and a note says
+so: a better result is never hidden, nor replaced by a worse one. The context bundle is always whole.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ CONTEXT_PACKS = 8  # packings tried before giving up on fitting the bundle in ma
 MIN_PACK_BUDGET = 50  # the smallest budget `memtool.context.pack` accepts
 DROPPED_SHARE = 0.1  # share of max_tokens the list of what the context dropped may take
 FILE_WRAPPER = 120  # tokens of the JSON around the text of a file read from a line on, with its note
+SENT_NOTE = ("hits marked already_sent were sent earlier in this session: listed in their rank by id only, text not "
+             "repeated (memory_get fetches one; include_seen=true repeats them)")
 WIDEST_COUNT = 999_999_999  # a context answer's `tokens` while it is fitted: the model's count may replace the offline one
 
 
@@ -136,17 +139,23 @@ class MemoryTools:
             raise BadInput(f"limit must be between 1 and {C.MCP_SEARCH_MAX_LIMIT}, got {limit}")
         q = Query(text=query, limit=limit, since=parse_period(since)[0] if since.strip() else None,
                   until=parse_period(until)[1] if until.strip() else None, topic=topic.strip() or None,
-                  trusted_only=trusted_only, exclude=frozenset() if include_seen else frozenset(self.seen))
+                  trusted_only=trusted_only)
         mem = self.memory()
         hits = mem.search(q)
-        answer: dict[str, Any] = {"root": str(self.root), "query": query, "truncated": False, "count": len(hits), "hits": [self._hit(h) for h in hits]}
-        repeat = "no new results; results already sent in this session are not repeated (include_seen=true repeats them)"
-        if note := join_notes(*fix_notes(mem.typo_fixes), *mem.warnings, repeat if not hits and self.seen and not include_seen else ""):
+        shown = [self._sent(h) if h.id in self.seen and not include_seen else self._hit(h) for h in hits]
+        answer: dict[str, Any] = {"root": str(self.root), "query": query, "truncated": False, "count": len(hits), "hits": shown}
+        sent = SENT_NOTE if any(h.get("already_sent") for h in shown) else ""
+        if note := join_notes(*fix_notes(mem.typo_fixes), *mem.warnings, sent):
             answer["note"] = note
         fit(answer, cap, "hits")
         answer["count"] = len(answer["hits"])
         self.seen.update(h["id"] for h in answer["hits"])
         return answer
+
+    @staticmethod
+    def _sent(h: Hit) -> dict[str, Any]:
+        """A hit already sent in this session: its place in the ranking, without its text again."""
+        return {"id": h.id, "kind": h.kind, "score": round(h.score, 4), "already_sent": True}
 
     @staticmethod
     def _hit(h: Hit) -> dict[str, Any]:
@@ -162,7 +171,7 @@ class MemoryTools:
         return out
 
     def context(self, query: str = "", budget: int | None = None, template: str | None = None, limit: int = 8,
-                include_seen: bool = False, max_tokens: int | None = None) -> dict[str, Any]:
+                max_tokens: int | None = None) -> dict[str, Any]:
         """The bundle packed for the cap: packed again at a smaller budget until the whole answer fits
         (never cut afterwards), so `included` is exactly what the text holds and only that is marked seen.
         The search runs once: each packing reuses its hits. Fitting counts offline; when Gemini is
@@ -172,9 +181,8 @@ class MemoryTools:
         cap = self._cap(max_tokens)
         mem = self.memory()
         budget = mem.settings.budget if budget is None else budget
-        exclude = frozenset() if include_seen else frozenset(self.seen)
-        given = mem.context_input(query or None, limit=limit, exclude=exclude)
-        repeat_note = bool(self.seen) and not include_seen
+        given = mem.context_input(query or None, limit=limit)
+        sent_before = frozenset(self.seen)
         held = 0  # the budget the bundle is held to, once the offline fitting has found it
 
         def warned() -> list[str]:  # what the call worked around so far, each once
@@ -185,7 +193,7 @@ class MemoryTools:
             measured as it will be sent: naming the budget held to, its token count at its widest."""
             for _ in range(CONTEXT_PACKS):
                 res = mem.pack_offline(given, target, template)
-                sent = self._context_answer(replace(res, budget=held or target), budget, cap, repeat_note, warned())
+                sent = self._context_answer(replace(res, budget=held or target), budget, cap, sent_before, warned())
                 over = tokens(sent | {"tokens": WIDEST_COUNT}) - cap
                 if over <= 0:
                     return res
@@ -204,21 +212,22 @@ class MemoryTools:
                       "note": f"the bundle does not fit max_tokens={cap} with its wrapper; nothing was sent (ask with a larger max_tokens or a smaller limit)"}
             fit(answer, cap)
             return answer
-        self.seen.update(res.included)
-        answer = self._context_answer(res, budget, cap, repeat_note, warned())
+        answer = self._context_answer(res, budget, cap, sent_before, warned())
         if tokens(answer) > cap:  # a warning met after the fitting (Gemini's count): the bundle comes first
-            answer = self._context_answer(res, budget, cap, repeat_note)
+            answer = self._context_answer(res, budget, cap, sent_before)
+        self.seen.update(res.included)
         return answer
 
-    def _context_answer(self, res: ContextResult, budget: int, cap: int, repeat_note: bool, warnings: Iterable[str] = ()) -> dict[str, Any]:
+    def _context_answer(self, res: ContextResult, budget: int, cap: int, sent_before: frozenset[str], warnings: Iterable[str] = ()) -> dict[str, Any]:
         """The answer for one packing, with what the call worked around (`warnings`: a file skipped, the
         embedder or Gemini's count unreachable). What was dropped is listed briefly; ids are never cut."""
         dropped = within(res.dropped, int(cap * DROPPED_SHARE))
         notes = [*warnings,f"budget lowered to {res.budget} tokens to fit max_tokens={cap}" if res.budget < budget else "",
                  f"{len(res.dropped) - len(dropped)} more dropped items not listed" if len(dropped) < len(res.dropped) else ""]
         if not res.text.strip():
-            notes.append("nothing to show: MEMORY.md and USER.md hold no notes yet and no new entries matched"
-                         + (" (entries already sent in this session are not repeated; include_seen=true repeats them)" if repeat_note else ""))
+            notes.append("nothing to show: MEMORY.md and USER.md hold no notes yet and no entries matched")
+        if again := sum(i in sent_before for i in res.included):
+            notes.append(f"{again} of the included entries were already sent earlier in this session (packed again: the bundle is whole)")
         answer: dict[str, Any] = {"root": str(self.root), "truncated": res.truncated or bool(res.dropped), "tokens": res.tokens,
                                   "budget": budget, "template": res.template, "included": res.included, "dropped": dropped, "text": res.text}
         if note := join_notes(*notes):

@@ -293,19 +293,19 @@ class Memory:
             record(self.layout, [h.id for h in hits if h.kind == "entry"])
         return hits
 
-    def context(self, query: str | None = None, budget: int | None = None, template: str | None = None, limit: int = 8, exclude: frozenset[str] = frozenset(), now: datetime | None = None) -> ContextResult:
-        return self.pack_context(self.context_input(query, limit, exclude, now), budget, template)
+    def context(self, query: str | None = None, budget: int | None = None, template: str | None = None, limit: int = 8, now: datetime | None = None) -> ContextResult:
+        return self.pack_context(self.context_input(query, limit, now), budget, template)
 
-    def context_input(self, query: str | None = None, limit: int = 8, exclude: frozenset[str] = frozenset(), now: datetime | None = None) -> ContextInput:
+    def context_input(self, query: str | None = None, limit: int = 8, now: datetime | None = None) -> ContextInput:
         """What the bundle is packed from: Layer 3, the hits of one search (or the recent entries) and today's log."""
         self.warnings = []
         layer3 = [s for s in (self._layer3(name) for name in (C.MEMORY_MD, C.USER_MD)) if s is not None]
         today_path = self.layout.daily_log(f"{(now or datetime.now()):%Y-%m-%d}")
         today = Section("Today's log", _shown(today_path.read_text(encoding="utf-8", errors="replace"))) if today_path.is_file() else None
         if query and query.strip():
-            hits = self.search(Query(text=query, limit=limit, kinds=("entry", "transcript", "log"), exclude=exclude, latest_only=True))
+            hits = self.search(Query(text=query, limit=limit, kinds=("entry", "transcript", "log"), latest_only=True))
         else:
-            hits = self.recent(limit, exclude)
+            hits = self.recent(limit)
         if today is not None:  # today's log is packed whole; do not repeat its chunks as hits
             today_ref = today_path.relative_to(self.layout.root).as_posix() + "#"
             hits = [h for h in hits if not h.ref.startswith(today_ref)]
@@ -330,7 +330,7 @@ class Memory:
         text = path.read_text(encoding="utf-8", errors="replace")
         return None if is_untouched_template(name, text) else Section(name, text)
 
-    def recent(self, limit: int, exclude: frozenset[str] = frozenset()) -> list[Hit]:
+    def recent(self, limit: int) -> list[Hit]:
         """Without a query: the most recent entries, most important first among equals, leaving out
         those a newer live entry supersedes. An unreadable day file is skipped with a warning (the
         session-start bundle must not fail on one hand edit)."""
@@ -341,7 +341,7 @@ class Memory:
         return [
             Hit(id=e.id, kind="entry", score=0.0, source_session=e.source_session, timestamp=e.timestamp, text=e.summary, trusted=e.trusted)
             for e in entries
-            if e.id not in exclude and e.id not in replaced
+            if e.id not in replaced
         ][:limit]
 
     def get(self, entry_id: str) -> Entry | None:

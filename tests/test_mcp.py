@@ -151,6 +151,7 @@ def test_tools_are_listed_with_precise_schemas(client):
     assert set(tools) == TOOLS
     for t in tools.values():
         assert len(t.description) > 80, t.name
+        assert t.description.startswith("When to use: "), t.name  # clients that do not show the server instructions
         assert t.input_schema["type"] == "object"
         for name, prop in t.input_schema.get("properties", {}).items():
             assert prop.get("description"), f"{t.name}.{name} has no description"
@@ -219,15 +220,27 @@ def test_untrusted_hits_are_labelled_as_quoted_data(client, seeded):
     assert "quoted data" in got["warning"] and got["entry"]["summary"].startswith("> ")
 
 
-def test_search_dedups_within_the_session(seeded, home):
+def test_hits_already_sent_keep_their_rank_by_id_and_the_context_stays_whole(seeded, home):
+    """The session's "already sent" filter never hides a better hit behind a worse one: a hit sent before
+    keeps its place, listed by id only, and a note says so; memory_context still packs its entries."""
+    query = {"query": "zeppelin dashboard widget stale numbers", "limit": 3}
     with connect(seeded["root"], home) as fresh:  # its own session: nothing sent yet
-        first = fresh.ok("memory_search", {"query": "zeppelin dashboard widget stale numbers", "limit": 3})
-        sent = {h["id"] for h in first["hits"]}
-        assert sent
-        again = fresh.ok("memory_search", {"query": "zeppelin dashboard widget stale numbers", "limit": 3})
-        assert not sent & {h["id"] for h in again["hits"]}
-        repeat = fresh.ok("memory_search", {"query": "zeppelin dashboard widget stale numbers", "limit": 3, "include_seen": True})
-        assert sent <= {h["id"] for h in repeat["hits"]}
+        first = fresh.ok("memory_search", query)
+        assert "note" not in first and not any(h.get("already_sent") for h in first["hits"])
+        top = first["hits"][0]
+        assert top["id"] == seeded["ids"]["export"] and top["text"]
+        related = fresh.ok("memory_search", {"query": "nightly export zeppelin widget cache", "limit": 3})
+        assert [h["id"] for h in related["hits"]][:1] == [top["id"]]  # still first: not replaced by a worse hit
+        assert related["hits"][0] == {"id": top["id"], "kind": "entry", "score": related["hits"][0]["score"], "already_sent": True}
+        assert "already_sent" in related["note"] and "include_seen=true" in related["note"]
+        repeat = fresh.ok("memory_search", query | {"include_seen": True})
+        assert [h["id"] for h in repeat["hits"]] == [h["id"] for h in first["hits"]] and repeat["hits"][0]["text"] == top["text"]
+        ctx = fresh.ok("memory_context", {"query": "nightly export timing out"})
+        assert top["id"] in ctx["included"] and "COPY" in ctx["text"]  # the bundle keeps the entry sent before
+        sent = {h["id"] for h in first["hits"] + related["hits"]}
+        assert f"{sum(i in sent for i in ctx['included'])} of the included entries were already sent earlier" in ctx["note"]
+        status = fresh.ok("memory_status")
+        assert status["results_sent_this_session"] >= len(first["hits"])
 
 
 def test_answers_fit_max_tokens_and_say_when_cut(client):
@@ -235,7 +248,7 @@ def test_answers_fit_max_tokens_and_say_when_cut(client):
     assert used <= C.MCP_MIN_TOKENS
     assert ans["truncated"] is True and f"max_tokens={C.MCP_MIN_TOKENS}" in ans["note"]
     assert ans["count"] == len(ans["hits"]) >= 1
-    ctx, used = client.tokens("memory_context", {"query": "job queue", "budget": 2000, "max_tokens": C.MCP_MIN_TOKENS, "include_seen": True})
+    ctx, used = client.tokens("memory_context", {"query": "job queue", "budget": 2000, "max_tokens": C.MCP_MIN_TOKENS})
     assert used <= C.MCP_MIN_TOKENS and "budget lowered" in ctx["note"]
     full = client.ok("memory_search", {"query": "job queue export webhook", "limit": 10, "include_seen": True})
     assert full["truncated"] is False and full["count"] > ans["count"]
@@ -243,7 +256,7 @@ def test_answers_fit_max_tokens_and_say_when_cut(client):
 
 # -- context -----------------------------------------------------------------------------------------
 def test_context_bundles_relevant_entries(client, seeded):
-    ctx = client.ok("memory_context", {"query": "nightly export timing out", "template": "detailed", "include_seen": True})
+    ctx = client.ok("memory_context", {"query": "nightly export timing out", "template": "detailed"})
     assert seeded["ids"]["export"] in ctx["included"]
     assert seeded["ids"]["export"] in ctx["text"] and "nightly export" in ctx["text"]
     assert ctx["tokens"] <= ctx["budget"] and ctx["template"] == "detailed"
@@ -441,7 +454,7 @@ def assert_whole_ids(ctx: dict[str, Any]) -> None:
     assert all(re.fullmatch(rf"entry {ENTRY_ID_RE} \(\d+ tokens\)|part of .+", d) for d in ctx["dropped"]), ctx["dropped"]
 
 
-def test_context_marks_as_sent_only_the_entries_its_text_holds(widgets, home):
+def test_context_marks_as_sent_only_the_entries_its_text_holds_and_stays_whole(widgets, home):
     number = widgets["number"]
     with connect(widgets["root"], home) as c:
         first, used = c.tokens("memory_context", WIDGET_QUERY | {"budget": 32000})
@@ -453,7 +466,9 @@ def test_context_marks_as_sent_only_the_entries_its_text_holds(widgets, home):
         second, used = c.tokens("memory_context", WIDGET_QUERY | {"budget": 32000})
         assert used <= C.MCP_MAX_TOKENS
         assert {number[i] for i in second["included"]} == widgets_in(second["text"])
-        assert set(second["included"]) == set(number) - set(first["included"]), "entries left out the first time come now"
+        # the bundle is whole: the entries sent before are packed again (the note saying so may cost the last one)
+        assert set(second["included"]) <= set(first["included"]) and len(second["included"]) >= len(first["included"]) - 1
+        assert f"{len(second['included'])} of the included entries were already sent earlier in this session" in second["note"]
 
 
 @pytest.mark.parametrize("template", ["chat", "detailed", "summary"])
@@ -515,7 +530,7 @@ def test_context_searches_once_however_often_it_packs(widgets, home, monkeypatch
         assert tokens(ans) <= C.MCP_MIN_TOKENS and ans["included"]
         assert {widgets["number"][i] for i in ans["included"]} == widgets_in(ans["text"])
         again = tools.context(WIDGET_QUERY["query"], limit=WIDGET_QUERY["limit"], max_tokens=C.MCP_MIN_TOKENS)
-        assert len(searches) == 2 and not set(again["included"]) & set(ans["included"])
+        assert len(searches) == 2 and again["included"] == ans["included"]  # the bundle is whole again
 
 
 @pytest.mark.parametrize(("factor", "cap"), [(1.0, C.MCP_MIN_TOKENS), (2.0, 1000)])
@@ -538,7 +553,7 @@ def test_context_has_gemini_count_only_the_bundle_that_fits(widgets, home, gemin
         for name, value in settings.items():
             mp.setenv(C.ENV_PREFIX + name, value)
         mp.setenv("GEMINI_API_KEY", FAKE_KEY)
-        ans = MemoryTools(widgets["root"]).context(WIDGET_QUERY["query"], limit=WIDGET_QUERY["limit"], include_seen=True, max_tokens=cap)
+        ans = MemoryTools(widgets["root"]).context(WIDGET_QUERY["query"], limit=WIDGET_QUERY["limit"], max_tokens=cap)
     counted = gemini_server.calls("countTokens")
     assert len(budgets) > 1, "packed again to fit max_tokens"
     assert len(counted) == 1 if factor == 1.0 else 2 <= len(counted) <= MAX_COUNT_REQUESTS, f"{len(counted)} count requests"
@@ -746,6 +761,6 @@ def test_search_and_context_say_what_they_worked_around(tmp_path, home):
     with connect(root, home) as c:
         found = c.ok("memory_search", {"query": "nightly export"})
         assert found["count"] >= 1 and "notes.md: not valid UTF-8" in found["note"] and "2026-01-05.json" in found["note"]
-        recent = c.ok("memory_context", {"include_seen": True})  # no query: the newest entries, read from the day files
+        recent = c.ok("memory_context", {})  # no query: the newest entries, read from the day files
         assert "skipped: " in recent["note"] and "2026-01-05.json" in recent["note"] and "memory doctor" in recent["note"]
         assert recent["included"]

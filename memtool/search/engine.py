@@ -39,7 +39,6 @@ class Query:
     topic: str | None = None
     min_importance: str | None = None
     trusted_only: bool = False
-    exclude: frozenset[str] = frozenset()  # result ids not to return (session dedup)
     archive: bool = False  # also search memory/archive/ (a second cache over live + archived files)
     latest_only: bool = False  # leave out an entry when the newer one superseding it is a hit (the context bundle)
 
@@ -207,8 +206,6 @@ def _materialise(index: SearchIndex, q: Query, ranked: list[list[tuple[int, floa
         doc_id, score = members[0]
         d = index.doc(doc_id)
         result_id = d["entry"] or d["ref"]
-        if result_id in q.exclude:
-            continue
         if q.latest_only and d.get("superseded_by") in ids:  # an older version of a hit already in
             continue
         if q.topic and q.topic.lower() not in (t.lower() for t in d["topics"]):
