@@ -9,7 +9,9 @@ All three supported agents have session hooks that receive a JSON payload on std
   gemini       .gemini/settings.json / ~/.gemini/settings.json     SessionStart, SessionEnd
 
 Each installed hook runs `<memory> hooks run session-start|session-end --agent NAME`
-(memtool.hooks.session). This module is the registry of the agents (one module each: their
+(memtool.hooks.session), `<memory>` being the absolute path of the installing `memory` program, so
+that the hook runs whatever PATH the agent has; `memory hooks doctor` (memtool.hooks.doctor) runs
+them as the agent would. This module is the registry of the agents (one module each: their
 file, the groups memtool adds, their warnings) and installs or uninstalls through the
 byte-preserving merge of memtool.hooks.common.
 """
