@@ -27,6 +27,7 @@ from memtool.jsonc import Document, JsoncError, Node
 Group = dict[str, Any]  # one matcher group: {"matcher": ..., "hooks": [handler, ...]}
 
 _OURS = re.compile(r"(?:^|\s)hooks\s+run\s+session-(?:start|end)\b")
+_OURS_WHOLE = re.compile(r"(?:^|\s)hooks\s+run\s+session-(?:start|end)\s+--agent\s+(?:claude-code|codex|gemini)\s*$")
 
 
 def no_warnings(path: Path, new_text: str) -> list[str]:
@@ -55,11 +56,11 @@ def is_ours(handler: Any) -> bool:
     if not isinstance(handler, dict):
         return False
     command = handler.get("command")
-    return (
-        isinstance(command, str)
-        and bool(_OURS.search(command))
-        and ("memory" in command or "memtool" in command)
-    )
+    if not isinstance(command, str) or not _OURS.search(command):
+        return False
+    # the program is memory (or python -m memtool), or one named by `install --memory`: then the
+    # command is exactly what install writes after it
+    return "memory" in command or "memtool" in command or bool(_OURS_WHOLE.search(command))
 
 
 # --- semantic transforms (the reference each text edit is checked against) -------------------

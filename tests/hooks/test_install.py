@@ -323,6 +323,20 @@ def test_install_memory_option_must_name_an_executable(project):
     assert not (project / ".codex").exists()
 
 
+def test_a_memory_program_of_any_name_is_installed_once_and_uninstalled(project, tmp_path):
+    program = tmp_path / "tools" / "mt"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    for _ in range(2):
+        assert cli("install", "--agent", "codex", "--project-dir", str(project), "--memory", str(program)).exit_code == 0
+    config = project / ".codex" / "hooks.json"
+    start = load(config, "codex")["hooks"]["SessionStart"]
+    assert [h["command"] for h in ours(start)] == [f"{program} hooks run session-start --agent codex"]
+    assert cli("uninstall", "--agent", "codex", "--project-dir", str(project)).exit_code == 0
+    assert load(config, "codex") == {}
+
+
 @needs_entry
 def test_install_from_the_entry_point_writes_its_absolute_path_for_an_agent_without_the_venv(project, tmp_path):
     """The real `memory` program, run by its path from a shell whose PATH does not hold it."""
