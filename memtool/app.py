@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 
 from memtool import constants as C
-from memtool.config import Settings, load_settings
-from memtool.errors import ConfigError, NotAMemoryRoot
+from memtool.config import Settings, checked, load_settings
+from memtool.errors import NotAMemoryRoot
 from memtool.memory import Memory
 from memtool.providers import Compressor, build_compressor, build_embedder
 from memtool.store import Layout
@@ -64,10 +64,7 @@ def open_memory(root: str | Path | None = None, *, require: bool = True, setting
     if require:
         layout.require()
     settings = settings or load_settings(layout.root)
-    unknown = set(overrides) - {f.name for f in fields(Settings)}
-    if unknown:
-        raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
-    settings = replace(settings, **overrides)
+    settings = replace(settings, **{name: checked(name, value, f"option {name}") for name, value in overrides.items()})
     embedder = embedder or build_embedder(settings.embedder, settings, layout.root)
     built: dict[str, Compressor] = {}
 

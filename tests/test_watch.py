@@ -294,7 +294,7 @@ def test_config_change_reopens_the_memory(root):
     thread.start()
     try:
         assert watcher.ready.wait(TIMEOUT)
-        persist_embedder(watcher.layout, "other")
+        persist_embedder(watcher.layout, "wordllama")  # a registered name: settings are checked; the Memory reopened injects `other`
         report = wait_for(lambda: next((r for r in reports if r.model == "other"), None), "a sync with the new embedder")
         assert report.embedded == len(entries)
         assert {json.loads(p.read_text())["model"] for p in (root / "memory/index/embeddings").glob("*.json")} == {"other"}

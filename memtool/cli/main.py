@@ -14,6 +14,7 @@ from memtool.cli import sync as sync_cli
 from memtool.cli import doctor
 from memtool.cli import serve
 from memtool.cli import hooks
+from memtool.cli import config as config_cli
 from memtool.cli.common import MemtoolGroup
 
 app = typer.Typer(
@@ -63,6 +64,7 @@ doctor.register(app)
 serve.register(app)
 demo.register(app)
 app.add_typer(hooks.app, name="hooks")
+app.add_typer(config_cli.app, name="config")
 
 
 def run() -> None:

@@ -84,7 +84,7 @@ def reembed(
     from dataclasses import replace
 
     from memtool.app import resolve_root
-    from memtool.config import load_settings
+    from memtool.config import load, load_settings
     from memtool.sync import persist_embedder, reembed_archive, sync
 
     root = resolve_root(root_of(ctx))
@@ -95,8 +95,10 @@ def reembed(
         path = persist_embedder(mem.layout, provider)  # first, so a running `memory watch` switches too
         if not as_json:
             typer.echo(f"{path}: embedder set to {provider}")
-    if provider and load_settings(root).embedder != provider:
-        warn(f"environment variable {C.ENV_PREFIX}EMBEDDER={load_settings(root).embedder} overrides the config; searches will use it")
+    if provider and load_settings(root).embedder != provider:  # load_settings names a setting an unapproved config may not make
+        origin = load(root).origins["embedder"]
+        if origin.startswith("environment"):
+            warn(f"{origin} ({load_settings(root).embedder}) overrides the config; searches will use it")
     with _progress(not as_json) as progress:
         report = sync(mem, progress=progress)
     archived = reembed_archive(mem, report.errors)  # archives are not synced: switched here

@@ -101,6 +101,7 @@ def test_compress_with_provider_gemini_records_the_model(cli, gemini_server):
 
 def test_gemini_from_config_yaml_compress_and_search(cli, gemini_server, root):
     (root / "memory" / "config.yaml").write_text(f"compressor: gemini\nembedder: gemini\ngemini_embed_dim: {DIM}\n")
+    cli("config", "trust")  # a repository's config sends data away only once approved (tests/test_config.py)
     cli("compress", cli.transcript("redis.md", REDIS), "--session", "redis")
     cli("compress", cli.transcript("pg.md", POSTGRES), "--session", "pg")
     entries = cli.entries()

@@ -1,0 +1,114 @@
+"""`memory config show|check|trust|untrust`: the settings in effect, and approving a repository's config.
+
+Thin layer over memtool.config: parse options, call it, render. Errors (a bad value, a config that
+is not a regular file, a malformed trusted.json) are ConfigError, exit 5, with file and line.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from memtool.cli.common import MemtoolGroup, print_json, root_of, warn
+
+app = typer.Typer(
+    cls=MemtoolGroup,
+    help="Show the settings in effect and where each came from; approve (trust) this repository's memory/config.yaml.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _root(ctx: typer.Context):
+    from memtool.app import resolve_root
+
+    return resolve_root(root_of(ctx))
+
+
+def _status(loaded) -> list[str]:
+    from memtool.trust import trust_file
+
+    user, repo = loaded.user, loaded.repo
+    lines = [f"user config: {user.path} ({f'{len(user.values)} setting(s)' if user.data is not None else 'none'})"]
+    if repo.data is None:
+        lines.append(f"repository config: {repo.path} (none)")
+    elif not repo.needing_trust():
+        lines.append(f"repository config: {repo.path} ({len(repo.values)} setting(s); none needs approval)")
+    elif loaded.repo_trusted:
+        lines.append(f"repository config: {repo.path} (approved in {trust_file()}; its protected settings apply)")
+    else:
+        lines.append(f"repository config: {repo.path} (NOT approved: its protected settings are ignored)")
+    return lines
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print each setting's value, origin and description as JSON."),
+) -> None:
+    """Every setting in effect, and where it came from: default, your config, the repository's config, or the environment."""
+    from dataclasses import asdict
+
+    from memtool.config import FIELDS, load, protection, shown
+
+    root = _root(ctx)
+    loaded = load(root)
+    values = asdict(loaded.settings)
+    if as_json:
+        print_json({
+            "user_config": str(loaded.user.path), "repo_config": str(loaded.repo.path), "repo_trusted": loaded.repo_trusted,
+            "settings": {name: {"value": values[name], "origin": loaded.origins[name], "protected": protection(name),
+                                "description": FIELDS[name].metadata["help"]} for name in FIELDS},
+            "ignored": loaded.withheld,
+        })
+        return
+    for line in _status(loaded):
+        typer.echo(line)
+    width = max(map(len, FIELDS))
+    for name in FIELDS:
+        typer.echo(f"{name:<{width}}  {shown(values[name])}  ({loaded.origins[name]})")
+    if loaded.withheld:
+        from memtool.config import withheld_message
+
+        warn(withheld_message(root, loaded))
+
+
+@app.command("check")
+def check(ctx: typer.Context) -> None:
+    """Check your config, the repository's and MEMTOOL_* variables (types, ranges, YAML limits); say whether the repository's config is approved.
+
+    Exits 5 on a bad setting, naming the file and line or the variable."""
+    from memtool.config import load, withheld_message
+
+    root = _root(ctx)
+    loaded = load(root)
+    for line in _status(loaded):
+        typer.echo(line)
+    if loaded.withheld:
+        warn(withheld_message(root, loaded))
+    typer.echo("ok: every setting is valid")
+
+
+@app.command("trust")
+def trust_cmd(ctx: typer.Context) -> None:
+    """Approve this repository's memory/config.yaml as it is now, so that its protected settings apply.
+
+    Read the file first: it came with the repository. Any later change to it withdraws the approval."""
+    from memtool.config import approve, shown
+    from memtool.trust import trust_file
+
+    approval = approve(_root(ctx))
+    typer.echo(f"trusted {approval.path} (sha256 {approval.digest[:12]}…), recorded in {trust_file()}")
+    if approval.protected:
+        typer.echo("its protected settings now apply: " + ", ".join(f"{name}: {shown(value)}" for name, value in approval.protected.items()))
+    else:
+        typer.echo("it sets no protected setting today; an edit that adds one will need `memory config trust` again")
+
+
+@app.command("untrust")
+def untrust_cmd(ctx: typer.Context) -> None:
+    """Withdraw the approval of this repository's memory/config.yaml: its protected settings are ignored again."""
+    from memtool.config import withdraw
+
+    approval = withdraw(_root(ctx))
+    typer.echo(f"{'no longer trusted' if approval.changed else 'was not trusted'}: {approval.path}")
