@@ -368,7 +368,7 @@ class LoadedSettings:
     origins: dict[str, str]  # every setting: DEFAULT, a config file's path, or "environment variable X"
     user: ConfigFile
     repo: ConfigFile
-    repo_trusted: bool  # the user approved the repository config's current bytes
+    repo_trusted: bool  # the user approved its current bytes (looked up only when it sets a protected value)
     withheld: dict[str, Any]  # protected settings of the unapproved repository config, not applied
 
 

@@ -20,9 +20,10 @@ from memtool.errors import ConfigError
 
 
 def user_config_dir() -> Path:
-    """The user's own memtool folder: $XDG_CONFIG_HOME/memtool, default ~/.config/memtool."""
-    base = os.environ.get(C.ENV_CONFIG_HOME) or str(Path.home() / ".config")
-    return Path(base) / C.USER_CONFIG_DIR
+    """The user's own memtool folder: $XDG_CONFIG_HOME/memtool, default ~/.config/memtool (a relative
+    XDG_CONFIG_HOME is ignored, as the XDG spec says: it would name a folder inside each repository)."""
+    base = os.environ.get(C.ENV_CONFIG_HOME, "")
+    return Path(base if os.path.isabs(base) else Path.home() / ".config") / C.USER_CONFIG_DIR
 
 
 def user_config_file() -> Path:

@@ -238,3 +238,9 @@ def test_reembed_keeps_an_approval_it_does_not_widen(root):
     repo_config(root, "budget: 900\n")  # nothing protected: the provider the user named applies
     persist_embedder(layout, "gemini")
     assert load(root, env={}).settings.embedder == "gemini"
+
+
+def test_a_relative_xdg_config_home_is_ignored(root, monkeypatch):
+    """A relative XDG_CONFIG_HOME would put the approvals inside whichever repository memtool runs in."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", "memory")
+    assert user_config_file() == root.parent / "home" / ".config" / "memtool" / "config.yaml"
