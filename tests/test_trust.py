@@ -244,3 +244,20 @@ def test_a_relative_xdg_config_home_is_ignored(root, monkeypatch):
     """A relative XDG_CONFIG_HOME would put the approvals inside whichever repository memtool runs in."""
     monkeypatch.setenv("XDG_CONFIG_HOME", "memory")
     assert user_config_file() == root.parent / "home" / ".config" / "memtool" / "config.yaml"
+
+
+def test_the_warning_escapes_what_the_repository_wrote(root, capsys):
+    init(root)
+    repo_config(root, 'gemini_base_url: "https://evil.example/\\e[2J\\e]0;pwned\\a"\n')
+    load_settings(root, env={})
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b[2J" in err
+
+
+def test_the_command_to_run_names_the_root_from_elsewhere(root, tmp_path, monkeypatch):
+    from memtool.config import trust_command
+
+    assert trust_command(root) == "memory config trust"  # the tests run in the root
+    monkeypatch.chdir(tmp_path)
+    spaced = tmp_path / "my project"
+    assert trust_command(spaced) == f"memory --root '{spaced}' config trust"
