@@ -271,20 +271,23 @@ def read_config(path: Path, *, follow_links: bool) -> ConfigFile:
             raise ConfigError(f"{path} is a symbolic link: a repository's config is read only as a regular file. "
                               "Replace the link with a copy of the file it points to.") from None
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    too_large = ConfigError(f"{path} is larger than {C.CONFIG_MAX_BYTES} bytes, more than any memtool config needs; not read. Trim or delete it.")
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ConfigError(f"{path} is not a regular file (a folder, FIFO or device): a config must be a file. Move it away.")
-        data = os.read(fd, C.CONFIG_MAX_BYTES + 1) if info.st_size <= C.CONFIG_MAX_BYTES else b""
-        while info.st_size <= C.CONFIG_MAX_BYTES and len(data) <= C.CONFIG_MAX_BYTES:
-            more = os.read(fd, C.CONFIG_MAX_BYTES + 1 - len(data))
-            if not more:
+        if info.st_size > C.CONFIG_MAX_BYTES:
+            raise too_large
+        data = b""
+        while len(data) <= C.CONFIG_MAX_BYTES:  # one byte past the cap tells a file that grew since fstat
+            chunk = os.read(fd, C.CONFIG_MAX_BYTES + 1 - len(data))
+            if not chunk:
                 break
-            data += more
+            data += chunk
     finally:
         os.close(fd)
-    if info.st_size > C.CONFIG_MAX_BYTES or len(data) > C.CONFIG_MAX_BYTES:
-        raise ConfigError(f"{path} is larger than {C.CONFIG_MAX_BYTES} bytes, more than any memtool config needs; not read. Trim or delete it.")
+    if len(data) > C.CONFIG_MAX_BYTES:
+        raise too_large
     return parse_config(path, data)
 
 
