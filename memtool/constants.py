@@ -26,6 +26,15 @@ USER_MD = "USER.md"
 AGENTS_MD = "AGENTS.md"
 LAYER3_FILES = (MEMORY_MD, USER_MD, AGENTS_MD)
 
+# --- confinement (memtool/confine.py) and restore ------------------------------------
+MAX_STORE_FILE_BYTES = 512 * 1024 * 1024  # most bytes read from any one file under a root (index.json of a huge store fits)
+MAX_DOC_BYTES = 20 * 1024 * 1024  # most bytes read from one Markdown file or kept transcript for search, context, MCP
+RESTORE_MAX_MEMBER_BYTES = 512 * 1024 * 1024  # `memory restore`: largest file an archive may hold
+RESTORE_MAX_TOTAL_BYTES = 4 * 1024 * 1024 * 1024  # `memory restore`: most bytes all its files may hold together
+RESTORE_MAX_MEMBERS = 1_000_000  # `memory restore`: most members an archive may hold
+RESTORE_MAX_NAME = 200  # `memory restore`: longest member name (a store's longest is ~80: memory/index/embeddings/<id>.json)
+RESTORE_FILE_MODE = 0o644  # restored files: readable, never executable
+
 INDEX_VERSION = "2.0"
 ENTRY_ID_PREFIX = "ctx"
 

@@ -63,6 +63,12 @@ class StorageError(MemtoolError):
     exit_code = 10
 
 
+class UnsafePath(StorageError):
+    """A path under a memory root that memtool will not open: a symbolic link (but a Layer 3 file's, see
+    memtool/confine.py), a FIFO, device or socket, or a file over its size cap. Writers stop with nothing
+    written; readers skip the file with a warning."""
+
+
 class LockBusy(StorageError):
     """Another memtool process held a lock for longer than this one would wait."""
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 import errno
 import json
 import os
+import secrets
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
 from memtool import constants as C
-from memtool.errors import LockBusy, NotAMemoryRoot, StorageError
+from memtool.confine import layer3_link, locate, open_folder
+from memtool.errors import LockBusy, NotAMemoryRoot, StorageError, UnsafePath
 
 
 def _storage_error(path: Path, exc: OSError, target: Path | None = None) -> StorageError:
@@ -24,6 +27,13 @@ def _storage_error(path: Path, exc: OSError, target: Path | None = None) -> Stor
     }.get(exc.errno or 0, exc.strerror or str(exc))
     where = f"{path} (a symbolic link to {target})" if target is not None and target != path else f"{path}"
     return StorageError(f"cannot write {where}: {reason}. Nothing already stored was changed.")
+
+
+def _fsync_fd(fd: int) -> None:
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on directories; the rename is still atomic
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -69,15 +79,13 @@ def _target(path: Path) -> Path:
     return target
 
 
-def _keep_attributes(fd: int, target: Path) -> None:
+def _keep_attributes(fd: int, old: os.stat_result | None) -> None:
     """Give the temp file the owner and mode of the file it replaces, or for a new file the mode a
     plain open() would give it (mkstemp's temp files are 0600, which would hide memory from the rest
     of a team on a shared machine). The owner is kept when the process may set it (root); else the
     group when the writer belongs to it. EPERM (no right) and EINVAL (an id not mapped in this user
     namespace) leave the writer's ids, as a plain rewrite would."""
-    try:
-        old = os.stat(target)
-    except OSError:
+    if old is None:
         os.fchmod(fd, 0o666 & ~_UMASK)
         return
     new = os.fstat(fd)
@@ -92,12 +100,111 @@ def _keep_attributes(fd: int, target: Path) -> None:
     os.fchmod(fd, old.st_mode & 0o7777)  # after fchown, which clears set-id bits
 
 
+def _confined(path: Path) -> tuple[str, list[str]] | None:
+    """(root, names) when `path` is opened by confine's walk: under a memory root and not a linked Layer 3 file."""
+    where = locate(path)
+    if where is None or not where[1] or layer3_link(path):
+        return None
+    return where
+
+
+def _old_stat_at(dfd: int, name: str, path: Path) -> os.stat_result | None:
+    """The stat of the file `name` replaces in the folder `dfd`, or None; a link or a non-regular file is refused."""
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafePath(f"cannot write {path}: it is a symbolic link, and memtool never writes through a link inside a memory root "
+                         "(only a linked MEMORY.md, USER.md or AGENTS.md). Nothing was changed; replace the link with a file.")
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafePath(f"cannot write {path}: it is not a regular file. Nothing was changed.")
+    return st
+
+
+def _temp_at(dfd: int, name: str) -> tuple[int, str]:
+    """A new temp file beside `name` in the folder `dfd` (O_EXCL|O_NOFOLLOW: never an existing file or link)."""
+    while True:
+        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dfd), tmp
+        except FileExistsError:
+            continue
+
+
+class _Folders:
+    """Folder descriptors opened by confine's walk (made when missing), one per folder, closed together."""
+
+    def __init__(self) -> None:
+        self.fds: dict[tuple[str, ...], int] = {}
+
+    def get(self, root: str, names: list[str], path: Path) -> int:
+        key = (root, *names)
+        if key not in self.fds:
+            self.fds[key] = open_folder(root, names, path, create=True)
+        return self.fds[key]
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+
+def _write_fd(fd: int, data: bytes | list[bytes | memoryview]) -> None:
+    for piece in data if isinstance(data, list) else [data]:
+        view = memoryview(piece)
+        while view:
+            view = view[os.write(fd, view):]
+
+
+def _unlink_quietly(tmp: str, dfd: int | None = None) -> None:
+    try:
+        os.unlink(tmp, dir_fd=dfd)
+    except OSError:
+        pass  # already renamed, or never created
+
+
 def atomic_write_bytes(path: Path, data: bytes | list[bytes | memoryview], durable: bool = True) -> None:
-    """Write `data` (or its pieces one after another) to a temp file in the same folder, fsync, then rename over the target (through a
-    symbolic link: see _target). `durable=False` skips both fsyncs (~5 ms, far more on a busy disk):
+    """Write `data` (or its pieces one after another) to a temp file in the same folder, fsync, then rename over the target.
+    Under a memory root the folder is opened by confine's walk and a link in place of the file is refused
+    (UnsafePath); a linked Layer 3 file, or a path outside any root, is written through its link (see _target).
+    `durable=False` skips both fsyncs (~5 ms, far more on a busy disk):
     only for derived files that are validated when read and rebuilt when damaged, since after a
     power cut they may be old, empty or partial."""
     path = Path(path)
+    where = _confined(path)
+    if where is None:
+        _atomic_write_followed(path, data, durable)
+        return
+    root, names = where
+    try:
+        dfd = open_folder(root, names[:-1], path, create=True)
+    except OSError as exc:
+        raise _storage_error(path, exc) from None
+    tmp = None
+    try:
+        old = _old_stat_at(dfd, names[-1], path)
+        fd, tmp = _temp_at(dfd, names[-1])
+        try:
+            _keep_attributes(fd, old)
+            _write_fd(fd, data)
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, names[-1], src_dir_fd=dfd, dst_dir_fd=dfd)
+        tmp = None
+        if durable:
+            _fsync_fd(dfd)
+    except OSError as exc:
+        raise _storage_error(path, exc) from None
+    finally:
+        if tmp is not None:
+            _unlink_quietly(tmp, dfd)
+        os.close(dfd)
+
+
+def _atomic_write_followed(path: Path, data: bytes | list[bytes | memoryview], durable: bool) -> None:
     target = _target(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -106,20 +213,24 @@ def atomic_write_bytes(path: Path, data: bytes | list[bytes | memoryview], durab
         raise _storage_error(path, exc, target) from None
     try:
         with os.fdopen(fd, "wb") as fh:
-            _keep_attributes(fh.fileno(), target)
+            _keep_attributes(fh.fileno(), _stat_or_none(target))
             fh.writelines(data) if isinstance(data, list) else fh.write(data)
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
         os.replace(tmp, target)
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink_quietly(tmp)
         raise _storage_error(path, exc, target) from None
     if durable:
         _fsync_dir(target.parent)
+
+
+def _stat_or_none(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
 
 
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
@@ -129,53 +240,81 @@ def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
 def atomic_write_many(items: list[tuple[Path, bytes]]) -> list[Path]:
     """atomic_write_bytes for many files: targets whose bytes are already right are left alone; the
     others are written to temps, fsynced in parallel (journal commits are shared), then renamed.
+    Every folder and link is checked (confine's walk, each folder opened once) before anything is written.
 
     A crash leaves every target either old or new, never torn. Returns the paths written.
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    todo = []
-    for path, data in items:
-        try:
-            if path.stat().st_size == len(data) and path.read_bytes() == data:
-                continue
-        except OSError:
-            pass  # missing or unreadable: write it
-        todo.append((path, _target(path), data))  # every link checked before anything is written
-    temps: list[tuple[str, Path, Path]] = []  # temp file, the file it replaces, the path asked for
+    folders = _Folders()
+    # (path asked for, folder fd or None, name in it or the followed target, stat of the file replaced)
+    todo: list[tuple[Path, int | None, str, os.stat_result | None, bytes]] = []
+    temps: list[tuple[str, int | None, str, Path]] = []  # temp file, its folder fd, the name it replaces, the path asked for
     doing: tuple[Path, Path | None] = (Path("."), None)  # the file an error is about
     try:
+        for path, data in items:
+            doing = (path, None)
+            where = _confined(path)
+            if where is None:
+                target = _target(path)
+                old = _stat_or_none(target)
+                if old is not None and old.st_size == len(data) and _same_bytes(str(target), None, data):
+                    continue
+                todo.append((path, None, str(target), old, data))
+                continue
+            dfd = folders.get(where[0], where[1][:-1], path)
+            old = _old_stat_at(dfd, where[1][-1], path)
+            if old is not None and old.st_size == len(data) and _same_bytes(where[1][-1], dfd, data):
+                continue
+            todo.append((path, dfd, where[1][-1], old, data))
         with ThreadPoolExecutor(max_workers=C.FSYNC_THREADS) as pool:
             for start in range(0, len(todo), C.FSYNC_CHUNK):
                 opened: list[int] = []
                 try:
-                    for path, target, data in todo[start : start + C.FSYNC_CHUNK]:
-                        doing = (path, target)
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+                    for path, dfd, name, old, data in todo[start : start + C.FSYNC_CHUNK]:
+                        doing = (path, None if dfd is not None else Path(name))
+                        if dfd is None:
+                            Path(name).parent.mkdir(parents=True, exist_ok=True)
+                            fd, tmp = tempfile.mkstemp(prefix=f".{Path(name).name}.", suffix=".tmp", dir=Path(name).parent)
+                        else:
+                            fd, tmp = _temp_at(dfd, name)
                         opened.append(fd)
-                        temps.append((tmp, target, path))
-                        _keep_attributes(fd, target)
-                        view = memoryview(data)
-                        while view:
-                            view = view[os.write(fd, view):]
+                        temps.append((tmp, dfd, name, path))
+                        _keep_attributes(fd, old)
+                        _write_fd(fd, data)
                     list(pool.map(os.fsync, opened))
                 finally:
                     for fd in opened:
                         os.close(fd)
-        for tmp, target, path in temps:
-            doing = (path, target)
-            os.replace(tmp, target)
+        for tmp, dfd, name, path in temps:
+            doing = (path, None if dfd is not None else Path(name))
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        for fd in {dfd for _, dfd, _, _ in temps if dfd is not None}:
+            _fsync_fd(fd)
     except OSError as exc:
-        for tmp, _, _ in temps:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass  # already renamed, or never created
+        for tmp, dfd, _, _ in temps:
+            _unlink_quietly(tmp, dfd)
         raise _storage_error(doing[0], exc, doing[1]) from None
-    for folder in {target.parent for _, target, _ in temps}:
+    except UnsafePath:
+        for tmp, dfd, _, _ in temps:
+            _unlink_quietly(tmp, dfd)
+        raise
+    finally:
+        folders.close()
+    for folder in {Path(name).parent for _, dfd, name, _ in temps if dfd is None}:
         _fsync_dir(folder)
-    return [path for _, _, path in temps]
+    return [path for _, _, _, path in temps]
+
+
+def _same_bytes(name: str, dfd: int | None, data: bytes) -> bool:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd) if dfd is not None else os.open(name, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return os.read(fd, len(data) + 1) == data
+    finally:
+        os.close(fd)
 
 
 def dumps_json(obj: Any) -> str:
@@ -196,19 +335,33 @@ def append_text(path: Path, text: str) -> None:
     """
     path = Path(path)
     data = text if text.endswith("\n") else text + "\n"
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    where = locate(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if where is None or not where[1]:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, flags, 0o644)
+        else:  # under a memory root: no link on the way, nor in place of the file (a dangling one is never created)
+            dfd = open_folder(where[0], where[1][:-1], path, create=True)
+            try:
+                fd = os.open(where[1][-1], flags | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO):
+                    raise UnsafePath(f"cannot append to {path}: it is a symbolic link or not a regular file, and memtool never "
+                                     "writes through a link inside a memory root. Nothing was changed; replace it with a file.") from None
+                raise
+            finally:
+                os.close(dfd)
     except OSError as exc:
         raise _storage_error(path, exc) from None
     size = -1
     try:
-        size = os.fstat(fd).st_size
-        if size:
-            with open(path, "rb") as fh:
-                fh.seek(size - 1)
-                if fh.read(1) != b"\n":
-                    data = "\n" + data
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(f"cannot append to {path}: not a regular file. Nothing was changed.")
+        size = st.st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = "\n" + data
         buf = memoryview(data.encode("utf-8"))
         while buf:  # os.write may write less than asked (full disk); never leave half a line
             buf = buf[os.write(fd, buf):]

@@ -17,6 +17,7 @@ from typing import Iterator
 import numpy as np
 
 from memtool import constants as C
+from memtool.confine import register_root
 from memtool.dayfile import DAY_RE, day_document, id_day, load_json, read_day
 from memtool.errors import DimensionMismatch, NotAMemoryRoot, StoreCorrupt
 from memtool.fsutil import append_text, atomic_write_many, atomic_write_text, locked, write_json
@@ -30,6 +31,9 @@ class Layout:
     entry are joined once (cached_property: pathlib joins cost microseconds each)."""
 
     root: Path
+
+    def __post_init__(self) -> None:
+        register_root(self.root)  # every file below it is opened by confine's walk
 
     @cached_property
     def memory_dir(self) -> Path:
