@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 from typing import Iterable
 
+from memtool import confine
 from memtool import constants as C
-from memtool.errors import StoreCorrupt
+from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.fsutil import dumps_json
 from memtool.models import Entry
 
@@ -26,6 +27,15 @@ def file_sig(path: Path) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns]
 
 
+def read_store_text(path: Path) -> str:
+    """A JSON file of the store, opened by confine (no link, no FIFO, capped): one that is not a
+    regular file inside the root is StoreCorrupt naming why, which every reader reports and skips."""
+    try:
+        return confine.read_text(path)
+    except UnsafePath as exc:
+        raise StoreCorrupt(str(exc)) from None
+
+
 def check_conflict_markers(path: Path, text: str) -> None:
     if "<<<<<<<" not in text and "=======" not in text and ">>>>>>>" not in text:
         return  # fast path: a substring test is ~5x cheaper than the multi-line regex on every file read
@@ -38,7 +48,7 @@ def check_conflict_markers(path: Path, text: str) -> None:
 def load_json(path: Path, text: str | None = None) -> object:
     """The JSON in `path` (or in `text`, already read from it), with conflict markers and syntax
     errors reported as StoreCorrupt naming the line."""
-    text = path.read_text(encoding="utf-8") if text is None else text
+    text = read_store_text(path) if text is None else text
     check_conflict_markers(path, text)
     try:
         return json.loads(text)
@@ -72,7 +82,7 @@ def read_day(path: Path, parsed: ParsedDays | None = None) -> list[Entry]:
             st = None
         if st is not None and (st.st_size, st.st_mtime_ns) == hit[0]:
             return hit[1]
-    return parse_day(path, path.read_text(encoding="utf-8"))
+    return parse_day(path, read_store_text(path))
 
 
 def sort_entries(entries: Iterable[Entry]) -> list[Entry]:

@@ -32,9 +32,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from memtool import confine
 from memtool import constants as C
 from memtool.dayfile import id_day, read_day
-from memtool.errors import BadInput, StoreCorrupt
+from memtool.errors import BadInput, StoreCorrupt, UnsafePath
 from memtool.models import Entry, parse_iso
 from memtool.text import SPEAKER_ROLES, content_words
 from memtool.store import Layout, Store
@@ -171,10 +172,7 @@ class Deduper:
                 if self._added[eid][1] == data:
                     return self._added[eid][0]
                 continue
-            try:
-                if self.layout.transcript_file(eid).read_bytes() != data:
-                    continue
-            except FileNotFoundError:
+            if self._kept(eid) != data:
                 continue
             entry = self._live(eid)
             if entry is not None:  # an orphan transcript (no live entry) is not a stored memory
@@ -185,10 +183,15 @@ class Deduper:
         """Whether the entry's kept transcript is where `data` (a longer transcript) starts."""
         if entry.id in self._added:
             return data.startswith(self._added[entry.id][1])
+        kept = self._kept(entry.id)
+        return kept is not None and data.startswith(kept)
+
+    def _kept(self, entry_id: str) -> bytes | None:
+        """An entry's kept transcript; None when it has none, or one memtool does not read (memtool/confine.py)."""
         try:
-            return data.startswith(self.layout.transcript_file(entry.id).read_bytes())
-        except FileNotFoundError:
-            return False
+            return confine.read_bytes(self.layout.transcript_file(entry_id), C.MAX_DOC_BYTES)
+        except (FileNotFoundError, UnsafePath):
+            return None
 
     def _live(self, entry_id: str) -> Entry | None:
         named = id_day(entry_id)
@@ -221,11 +224,8 @@ class Deduper:
 
     def _words_of(self, entry: Entry) -> Words | None:
         if entry.id not in self._words:
-            path = self.layout.transcript_file(entry.id)
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except FileNotFoundError:
-                text = None
+            kept = self._kept(entry.id)
+            text = kept.decode("utf-8", errors="replace") if kept is not None else None
             self._words[entry.id] = self._comparable(text) if text is not None else None
         return self._words[entry.id]
 

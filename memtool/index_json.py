@@ -9,9 +9,10 @@ import os
 import re
 from typing import Iterable
 
+from memtool import confine
 from memtool import constants as C
 from memtool.dayfile import DAY_RE, DaySigs, ParsedDays, file_sig, id_day, load_json, read_day
-from memtool.errors import StoreCorrupt
+from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.fsutil import atomic_write_bytes, atomic_write_text
 from memtool.models import Entry, iso, utcnow
 
@@ -171,8 +172,8 @@ class IndexJson:
         if any(e.timestamp[:10] not in days or id_day(e.id) not in days for e in fresh):
             return False  # an entry filed under another day than its date: its line sorts elsewhere
         try:
-            data = self.layout.index_file.read_bytes()
-        except OSError:
+            data = confine.read_bytes(self.layout.index_file)
+        except (OSError, UnsafePath):
             return False
         span = _index_span(data)
         if span is None:
@@ -218,8 +219,8 @@ class IndexJson:
         """(timestamp, id, line) of each of index.json's entry lines, as UTF-8; None unless index.json
         is laid out as index_document writes it and every line is recognised."""
         try:
-            lines = _index_lines(self.layout.index_file.read_bytes())
-        except OSError:
+            lines = _index_lines(confine.read_bytes(self.layout.index_file))
+        except (OSError, UnsafePath):
             return None
         rows = [(m.group(2), m.group(1), line) for line in lines or () if (m := _INDEX_LINE_RE.match(line)) and line.endswith(b"}")]
         return rows if lines is not None and len(rows) == len(lines) else None
@@ -260,9 +261,9 @@ class IndexJson:
 
     def _load_index_state(self) -> dict | None:
         try:
-            state = json.loads((self.layout.cache_dir / C.INDEX_STATE_FILE).read_text())
+            state = json.loads(confine.read_bytes(self.layout.cache_dir / C.INDEX_STATE_FILE))
             return state if isinstance(state, dict) else None
-        except (OSError, ValueError):
+        except (OSError, ValueError, UnsafePath):
             return None  # no record (first write, cache deleted): the full rebuild makes one
 
     def _save_index_state(self, sigs: DaySigs) -> None:

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable
 
+from memtool import confine
 from memtool import constants as C
 from memtool.budget import fit_to_provider_count
 from memtool.config import Settings
@@ -22,7 +23,7 @@ from memtool.dates import anchor
 from memtool.dayfile import read_day
 from memtool.dedupe import Deduper, Duplicate
 from memtool.docfreq import recent_doc_freq
-from memtool.errors import BadInput, ProviderError, StorageError
+from memtool.errors import BadInput, ProviderError, StorageError, UnsafePath
 from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.search.docs import superseded_by
@@ -301,7 +302,8 @@ class Memory:
         self.warnings = []
         layer3 = [s for s in (self._layer3(name) for name in (C.MEMORY_MD, C.USER_MD)) if s is not None]
         today_path = self.layout.daily_log(f"{(now or datetime.now()):%Y-%m-%d}")
-        today = Section("Today's log", _shown(today_path.read_text(encoding="utf-8", errors="replace"))) if today_path.is_file() else None
+        today_text = self._read_doc(today_path)
+        today = Section("Today's log", _shown(today_text)) if today_text is not None else None
         if query and query.strip():
             hits = self.search(Query(text=query, limit=limit, kinds=("entry", "transcript", "log"), latest_only=True))
         else:
@@ -324,11 +326,19 @@ class Memory:
         """A Layer 3 file for the context, or None if missing or still the untouched template."""
         from memtool.scaffold import is_untouched_template
 
-        path = self.layout.root / name
-        if not path.is_file():
+        text = self._read_doc(self.layout.root / name)
+        return None if text is None or is_untouched_template(name, text) else Section(name, text)
+
+    def _read_doc(self, path: Path) -> str | None:
+        """A Markdown file for the context, or None if missing; a link out of the root, a FIFO, a device
+        or one over the size cap is skipped with a warning (memtool/confine.py)."""
+        try:
+            return confine.read_bytes(path, C.MAX_DOC_BYTES).decode("utf-8", errors="replace")
+        except FileNotFoundError:
             return None
-        text = path.read_text(encoding="utf-8", errors="replace")
-        return None if is_untouched_template(name, text) else Section(name, text)
+        except UnsafePath as exc:
+            self.warnings.append(f"skipped: {exc}")
+            return None
 
     def recent(self, limit: int) -> list[Hit]:
         """Without a query: the most recent entries, most important first among equals, leaving out

@@ -20,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
+from memtool import confine
 from memtool import constants as C
-from memtool.errors import BadModelOutput, ConfigError, DimensionMismatch, NotFound, ProviderError, StoreCorrupt
+from memtool.errors import BadModelOutput, ConfigError, DimensionMismatch, NotFound, ProviderError, StoreCorrupt, UnsafePath
 from memtool.models import Entities, Entry, ratio_text
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.text import count_tokens
@@ -145,14 +146,18 @@ def _complete(
     done: list[tuple[Entry, Entry]] = []
     for n, entry in enumerate(batch):
         path = mem.layout.transcript_file(entry.id)
-        if not path.is_file():
+        try:
+            text = confine.read_bytes(path, C.MAX_DOC_BYTES).decode("utf-8", errors="replace")
+        except FileNotFoundError:
             report.pending[entry.id] = Failure(
                 f"its transcript {path.relative_to(mem.layout.root)} is gone, so there is nothing to compress again. "
                 "`memory retry --provider local` keeps the local summary.",
                 NotFound.exit_code,
             )
             continue
-        text = path.read_text(encoding="utf-8", errors="replace")
+        except UnsafePath as exc:  # a link out of the root, a FIFO, too large: never sent to a provider
+            report.pending[entry.id] = Failure(str(exc), exc.exit_code)
+            continue
         try:
             out = compressor.compress(text)
         except BadModelOutput as exc:  # about this transcript only: go on with the others

@@ -18,7 +18,10 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
+from memtool import confine
+from memtool import constants as C
 from memtool.chunking import chunk_lines
+from memtool.errors import UnsafePath
 from memtool.models import Entry
 from memtool.store import Layout
 
@@ -37,9 +40,9 @@ def kept_sessions(layout: Layout, entries: Iterable[Entry]) -> dict[str, str]:
     for e in entries:
         path = layout.transcript_file(e.id)
         try:
-            out[e.id] = path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            continue
+            out[e.id] = confine.read_bytes(path, C.MAX_DOC_BYTES).decode("utf-8", errors="replace")
+        except (FileNotFoundError, UnsafePath):
+            continue  # none, or one the search cache skips too (a link, a FIFO, too large)
     return out
 
 

@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from memtool import confine
 from memtool import constants as C
 from memtool.archive import archive_layouts
 from memtool.dayfile import CONFLICT_RE, read_day
-from memtool.errors import StoreCorrupt
+from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Memory
 from memtool.models import Entry
@@ -93,8 +94,8 @@ class SyncReport:
 # -- embeddings --------------------------------------------------------------------------------------
 def _vector_ok(path: Path, model: str, dim: int, content_hash: str) -> bool:
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(confine.read_bytes(path))
+    except (OSError, ValueError, RecursionError, UnsafePath):
         return False  # missing, torn or absurdly nested: embed again
     return (
         isinstance(data, dict) and data.get("model") == model and data.get("content_hash") == content_hash
@@ -147,10 +148,12 @@ def _entries_for(layout: Layout, ids: list[str], scan: Scan) -> list[Entry]:
 # -- index.json ------------------------------------------------------------------------------------
 def _index_state(layout: Layout, scan: Scan) -> str:
     """'' if index.json matches the day files, else why it must be rebuilt."""
-    path = layout.index_file
-    if not path.is_file():
+    try:
+        text = confine.read_text(layout.index_file, errors="replace")
+    except FileNotFoundError:
         return "missing"
-    text = path.read_text(encoding="utf-8", errors="replace")
+    except UnsafePath:
+        return "not a regular file"  # rewritten: the write refuses a link, naming it
     if CONFLICT_RE.search(text):
         return "git conflict markers"
     try:
@@ -164,8 +167,8 @@ def _index_state(layout: Layout, scan: Scan) -> str:
     for name in sorted(scan.days):  # day files hold their entries in time order, as index.json does
         if not scan.days[name][4]:
             try:
-                day = json.loads((layout.index_dir / name).read_bytes())
-            except (OSError, ValueError, RecursionError):
+                day = json.loads(confine.read_bytes(layout.index_dir / name))
+            except (OSError, ValueError, RecursionError, UnsafePath):
                 return "stale"
             expected.extend(day.get("entries", []) if isinstance(day, dict) else day)
     have = [d for d in items if not (isinstance(d, dict) and str(d.get("timestamp", ""))[:10] in scan.bad_days)]

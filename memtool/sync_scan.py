@@ -19,9 +19,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memtool import confine
 from memtool import constants as C
 from memtool.dayfile import ParsedDays, load_json, parse_day
-from memtool.errors import StoreCorrupt
+from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.fsutil import atomic_write_text
 from memtool.models import Entry
 from memtool.store import Layout
@@ -68,8 +69,8 @@ class Manifest:
             recent = _RECENT.get(str(path))
             if recent is not None and recent[0] == sig:
                 return recent[1]
-            data = json.loads(path.read_bytes())
-        except (OSError, ValueError):
+            data = json.loads(confine.read_bytes(path))
+        except (OSError, ValueError, UnsafePath):
             return None  # missing or damaged: it is derived, start over
         if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
             return None
@@ -212,10 +213,16 @@ def _scan_days(layout: Layout, man: Manifest, scan: Scan) -> None:
         try:
             st = path.stat()
             fresh = _fresh(rec, st.st_size, st.st_mtime_ns, man)
-            data = b"" if fresh else path.read_bytes()
+            data = b"" if fresh else confine.read_bytes(path)
         except FileNotFoundError:
             continue  # deleted while listing: counts as removed
-        if fresh:
+        except UnsafePath as exc:  # a link, a FIFO, a device, too large: never read, reported like a damaged file
+            data = None
+            scan.days_changed = scan.days_changed or rec is None or rec[4] != str(exc)
+            scan.days[name] = [st.st_size, st.st_mtime_ns, "", kept(path, rec), str(exc)]
+        if data is None:
+            pass
+        elif fresh:
             scan.days[name] = rec
         else:
             scan.reread += 1
@@ -283,9 +290,12 @@ def _scan_markdown(layout: Layout, man: Manifest, scan: Scan) -> None:
 def _md_record(path: Path, rel: str, sig: tuple[int, int], rec: list | None, delta: Delta) -> list | None:
     """[size, mtime_ns, sha, error] of a Markdown file whose stat changed; None if it is gone."""
     try:
-        data = path.read_bytes()
+        data = confine.read_bytes(path, C.MAX_DOC_BYTES)
     except FileNotFoundError:
         return None
+    except UnsafePath as exc:  # a link out of the root, a FIFO, /dev/zero, too large: never read, never indexed
+        (delta.changed if rec is not None else delta.added).append(rel)
+        return [*sig, "", f"{exc}; not searchable"]
     sha = _hash(data)
     if rec is not None and rec[2] == sha:
         return [*sig, sha, rec[3]]

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
+from memtool import confine
+from memtool import constants as C
 from memtool.chunking import chunk_lines, chunk_markdown
 from memtool.dayfile import DAY_RE, ParsedDays, read_day
-from memtool.errors import StoreCorrupt
+from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.models import Entry, parse_iso
 from memtool.store import Layout
 
@@ -126,9 +128,8 @@ def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = Non
         common = dict(entry=e.id, ts=ts, session=e.source_session, importance=e.importance, topics=tuple(e.topics), trusted=e.trusted,
                       pinned=e.pinned, superseded_by=newer.get(e.id, ""), source=source)
         docs.append(Doc(kind="entry", ref=e.id, text=e.summary, index_text=entry_search_text(e), **common))
-        tpath = layout.transcript_file(e.id)
-        if tpath.is_file():
-            ttext = tpath.read_text(encoding="utf-8", errors="replace")
+        ttext = read_transcript(layout.transcript_file(e.id), errors)
+        if ttext is not None:
             for ch in chunk_lines(ttext):
                 docs.append(Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common))
     for path in layout.markdown_files() if only is None else [layout.root / s for s in only if s.endswith(".md")]:
@@ -136,10 +137,13 @@ def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = Non
         daily = path.parent == layout.memory_dir or path.parent.parent == layout.archive_dir  # archived logs: memory/archive/YYYY/
         kind = "log" if daily and _is_date(path.stem) else "memory"
         try:
-            data = path.read_bytes()
+            data = confine.read_bytes(path, C.MAX_DOC_BYTES)
             ts = _md_time(path, kind)
         except FileNotFoundError:
             continue  # deleted since it was listed
+        except UnsafePath as exc:  # a link out of the root, a FIFO, a device, too large: never indexed
+            errors.append(f"{exc}; not searchable")
+            continue
         text = data.decode("utf-8", errors="replace")  # a person's file: one bad byte must not hide the rest
         if "\ufffd" in text and "\ufffd".encode() not in data:
             errors.append(f"{path}: not valid UTF-8; the bytes that are not were read as U+FFFD")
@@ -149,6 +153,18 @@ def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = Non
             body = f"{ch.heading}\n{ch.text}" if ch.heading else ch.text
             docs.append(Doc(kind=kind, ref=f"{rel}#L{ch.line}", entry="", text=body, index_text=body, ts=ts, line=ch.line, session="", source=rel))
     return docs, entries
+
+
+def read_transcript(path: Path, errors: list[str]) -> str | None:
+    """A kept transcript's text, or None when there is none; one that is a link, not a regular file or too
+    large is reported into `errors` and skipped."""
+    try:
+        return confine.read_bytes(path, C.MAX_DOC_BYTES).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    except UnsafePath as exc:
+        errors.append(f"{exc}; not searchable")
+        return None
 
 
 def _untouched_template(name: str, text: str) -> bool:
