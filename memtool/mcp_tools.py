@@ -24,7 +24,8 @@ from typing import Any, Iterable
 from memtool import constants as C
 from memtool.budget import fit_to_provider_count
 from memtool.context import UNTRUSTED_NOTE, ContextResult
-from memtool.errors import BadInput, NotFound
+from memtool.confine import read_bytes as confined_read
+from memtool.errors import BadInput, NotFound, UnsafePath
 from memtool.mcp_fit import brief, file_head, fit, join_notes, lines_within, log_tail, render, tokens, within
 from memtool.memory import Memory
 from memtool.search.engine import Hit, Query
@@ -86,7 +87,9 @@ def read_inside(root: Path, given: str, max_bytes: int | None = None) -> tuple[P
         size = path.stat().st_size
         if max_bytes is not None and size > max_bytes:
             raise BadInput(f"{brief(given)}: {size / 1e6:.1f} MB is over the {max_bytes / 1e6:.0f} MB limit (setting max_transcript_bytes)")
-        return path, path.read_bytes()
+        return path, confined_read(path, C.MAX_STORE_FILE_BYTES if max_bytes is None else max_bytes)  # no FIFO, no device, capped
+    except UnsafePath as exc:
+        raise BadInput(f"{brief(given)}: {str(exc).removeprefix(str(path) + ': ')}") from None
     except OSError as exc:
         raise BadInput(f"{brief(given)}: cannot read it ({_why(exc)})") from exc
 
@@ -94,7 +97,9 @@ def read_inside(root: Path, given: str, max_bytes: int | None = None) -> tuple[P
 def read_text(path: Path, shown: str) -> str:
     """A file the server itself names (a resource), read as text; the system refusing it -> BadInput."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return confined_read(path, C.MAX_DOC_BYTES).decode("utf-8", errors="replace")
+    except UnsafePath as exc:
+        raise BadInput(f"{shown}: {str(exc).removeprefix(str(path) + ': ')}") from None
     except OSError as exc:
         raise BadInput(f"{shown}: cannot read it ({_why(exc)})") from exc
 

@@ -17,7 +17,8 @@ from memtool.app import open_memory
 from memtool.cli.main import app
 from memtool.dayfile import sort_entries
 from memtool.errors import BadInput, WouldOverwrite
-from memtool.export import backup, export_text, restore
+from memtool.backup import backup, restore
+from memtool.export import export_text
 from memtool.memory import Session
 from memtool.providers import Compressed
 from memtool.scaffold import init

@@ -130,7 +130,7 @@ def backup(
 ) -> None:
     """Back up the versioned files (MEMORY.md, USER.md, AGENTS.md, memory/ without .cache and .lock) to a .tar.gz."""
     from memtool.app import resolve_root
-    from memtool.export import backup as do_backup
+    from memtool.backup import backup as do_backup
     from memtool.stats import human_bytes
     from memtool.store import Layout
 
@@ -139,6 +139,8 @@ def backup(
         print_json(rep.to_dict())
         return
     typer.echo(f"backed up {rep.files} files ({human_bytes(rep.bytes)}) to {rep.path} ({human_bytes(rep.archive_bytes)})")
+    for why in rep.skipped:
+        warn(f"not backed up: {why}")
 
 
 def restore(
@@ -149,7 +151,7 @@ def restore(
 ) -> None:
     """Restore a backup into the memory root. Refuses to replace a file unless --force."""
     from memtool.app import resolve_root
-    from memtool.export import restore as do_restore
+    from memtool.backup import restore as do_restore
     from memtool.store import Layout
 
     rep = do_restore(Layout(resolve_root(root_of(ctx))), archive, force=force)

@@ -1,0 +1,415 @@
+"""`memory backup` and `memory restore`: the versioned files to a .tar.gz and back.
+
+A backup is a .tar.gz of MEMORY.md, USER.md, AGENTS.md and the files of memory/ the layout defines
+(`allowed`), without memory/.cache and memory/.lock: members sorted, owners and gzip header time
+zeroed, so backing up an unchanged store twice gives the same bytes. Only regular files are packed:
+a symbolic link (but a linked Layer 3 file, memtool/confine.py), a FIFO or a device is skipped and
+reported, as is a file of no shape the layout defines (a restore would refuse it).
+
+An archive to restore is someone else's choice of files, so it passes an allow-list before anything
+is written: every member's name (length, control characters, absolute, '..', hidden names such as
+.git/), type (regular files and folders only: no link, hard link, device, FIFO or sparse file),
+place (only the paths the layout defines) and size (per file and in total, from its header, before
+its bytes are read) is checked over the whole archive first; any refusal names the member and why,
+and nothing is written. The files are then streamed into a staging folder in memory/.cache, never
+held in memory, compared with what is there, and moved into place at the end with mode 0644 (no
+exec bits). Without --force a restore never replaces a file that differs; with --force the replaced
+files go to memory/quarantine/<timestamp>/.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+import secrets
+import shutil
+import stat
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import IO
+
+from memtool import confine
+from memtool import constants as C
+from memtool.errors import BadInput, StorageError, UnsafePath, WouldOverwrite
+from memtool.fsutil import atomic_write_bytes, locked, make_folder
+from memtool.models import utcnow
+from memtool.store import Layout
+
+# -- the layout's files: what a backup holds and a restore accepts ---------------------------------------------
+_DAY = r"\d{4}-\d{2}-\d{2}"
+_ID = r"[A-Za-z0-9][A-Za-z0-9._-]*"  # models.ID_RE: ids name files
+_PART = r"[^./\\\x00-\x1f\x7f][^/\\\x00-\x1f\x7f]*"  # a name a person gave a folder or note: never hidden
+_STORE = rf"(?:{_DAY}\.md|{C.INDEX_DIR}/{C.INDEX_FILE}|{C.INDEX_DIR}/{_DAY}\.json|{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/{_ID}\.json|{C.TRANSCRIPTS_DIR}/{_ID}\.md)"
+_RESERVED = f"(?:{C.INDEX_DIR}|{C.TRANSCRIPTS_DIR}|{C.ARCHIVE_DIR}|{C.QUARANTINE_DIR})/"
+ALLOWED_FILES = [  # (what it is, the full name it has in an archive)
+    ("a Layer 3 file", re.compile("|".join(re.escape(n) for n in C.LAYER3_FILES))),
+    ("a store file", re.compile(rf"{C.MEMORY_DIR}/(?:{C.ARCHIVE_DIR}/\d{{4}}/)?{_STORE}")),
+    ("the store's settings or git-ignore list", re.compile(rf"{C.MEMORY_DIR}/(?:{re.escape(C.CONFIG_FILE)}|{re.escape(C.GITIGNORE_FILE)}|{re.escape(C.REPORT_FILE)})")),
+    ("a Markdown note", re.compile(rf"{C.MEMORY_DIR}/(?!{_RESERVED}){_PART}(?:/{_PART})*\.md")),
+    ("a copy `memory doctor` set aside", re.compile(rf"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/{_PART}(?:/{_PART})*\.(?:md|json|yaml)")),
+]
+_FOLDER = re.compile(rf"{C.MEMORY_DIR}(?:/{_PART})*")
+_LAYOUT_TEXT = (f"{', '.join(C.LAYER3_FILES)}, and under {C.MEMORY_DIR}/ day logs, day files, index.json, embeddings, "
+                f"transcripts, archive years, Markdown notes, {C.CONFIG_FILE}")
+
+
+def allowed(name: str, is_dir: bool) -> bool:
+    """`name` (posix, relative to the root) is a file (or folder) of the layout."""
+    if is_dir:
+        return bool(_FOLDER.fullmatch(name))
+    return any(rule.fullmatch(name) for _, rule in ALLOWED_FILES)
+
+
+# -- backup -----------------------------------------------------------------------------------------------
+@dataclass
+class BackupReport:
+    path: str
+    files: int
+    bytes: int  # uncompressed size of the files
+    archive_bytes: int
+    skipped: list[str] = field(default_factory=list)  # "name: why" for what was not packed
+
+    def to_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+def backup_members(layout: Layout, skip: list[Path] | None = None, skipped: list[str] | None = None) -> list[tuple[str, Path, bool]]:
+    """(archive name, path, is a folder) for every file and folder a backup holds, sorted by name. Links
+    (but a linked Layer 3 file), FIFOs, devices and files of no shape the layout defines go into `skipped`."""
+    skipped = [] if skipped is None else skipped
+    leave = {os.path.abspath(p) for p in skip or []}
+    out: list[tuple[str, Path, bool]] = []
+    for name in C.LAYER3_FILES:
+        path = layout.root / name
+        if os.path.lexists(path):
+            if confine.is_regular(path):
+                out.append((name, path, False))
+            else:
+                skipped.append(f"{name}: not a regular file (or a link to a file not named {name})")
+    mem = layout.memory_dir
+    out.append((C.MEMORY_DIR, mem, True))
+    for dirpath, dirnames, filenames in os.walk(mem):  # never descends into a linked folder
+        here = Path(dirpath)
+        if here == mem:
+            dirnames[:] = [d for d in dirnames if d not in C.BACKUP_EXCLUDE]
+            filenames = [f for f in filenames if f not in C.BACKUP_EXCLUDE]
+        for entry in sorted(dirnames) + sorted(filenames):
+            path = here / entry
+            name = path.relative_to(layout.root).as_posix()
+            if str(path) in leave:
+                continue
+            try:
+                mode = os.lstat(path).st_mode
+            except FileNotFoundError:
+                continue  # removed while we looked
+            if stat.S_ISLNK(mode):
+                skipped.append(f"{name}: a symbolic link (never packed: it could point out of the root)")
+            elif not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                skipped.append(f"{name}: not a regular file (a FIFO, socket or device)")
+            elif not allowed(name, stat.S_ISDIR(mode)):
+                skipped.append(f"{name}: not a file of the memtool layout (a restore would refuse it)")
+            else:
+                out.append((name, path, stat.S_ISDIR(mode)))
+    return sorted(out)
+
+
+def backup(layout: Layout, dest: Path) -> BackupReport:
+    """Write the archive to a temp file next to `dest`, then rename it: a failed backup leaves no half archive.
+    Holds the store's lock, so the files are a consistent snapshot (no write in the middle)."""
+    layout.require()
+    dest = Path(dest)
+    if dest.is_dir():
+        raise BadInput(f"{dest} is a folder; name the archive file, e.g. {dest / 'memory-backup.tar.gz'}")
+    raw = io.BytesIO()
+    total = files = 0
+    skipped: list[str] = []
+    with locked(layout.lock_file, folder_must_exist=True):
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for name, path, is_dir in backup_members(layout, skip=[dest], skipped=skipped):
+                info = tarfile.TarInfo(name)
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                try:
+                    if is_dir:
+                        info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(os.lstat(path).st_mtime)
+                        tar.addfile(info)
+                        continue
+                    data = confine.read_bytes(path, C.RESTORE_MAX_MEMBER_BYTES)  # the walk again: no link, no FIFO
+                    info.mtime, info.mode = int(os.stat(path).st_mtime), C.RESTORE_FILE_MODE
+                except FileNotFoundError:
+                    continue
+                except UnsafePath as exc:
+                    skipped.append(f"{name}: {str(exc).removeprefix(str(path) + ': ')}")
+                    continue
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+                total += len(data)
+                files += 1
+    data = raw.getvalue()
+    atomic_write_bytes(dest, data)
+    return BackupReport(str(dest), files, total, len(data), skipped)
+
+
+# -- restore ----------------------------------------------------------------------------------------------
+@dataclass
+class RestoreReport:
+    restored: list[str] = field(default_factory=list)  # files written
+    unchanged: int = 0  # files already byte-identical
+    quarantined: list[str] = field(default_factory=list)  # replaced files, moved aside (--force)
+    not_in_backup: list[str] = field(default_factory=list)  # files here the backup does not have: left alone
+
+    def to_dict(self) -> dict:
+        return {"restored": self.restored, "unchanged": self.unchanged, "quarantined": self.quarantined, "not_in_backup": self.not_in_backup}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a restore accepts at most (constants.py; lowered in tests)."""
+
+    member_bytes: int = C.RESTORE_MAX_MEMBER_BYTES
+    total_bytes: int = C.RESTORE_MAX_TOTAL_BYTES
+    members: int = C.RESTORE_MAX_MEMBERS
+    name_chars: int = C.RESTORE_MAX_NAME
+
+
+@dataclass(frozen=True)
+class Member:
+    raw: str  # the name as the archive spells it
+    name: str  # the checked name, relative to the root
+    is_dir: bool
+    size: int
+
+
+def _shown(name: str) -> str:
+    return repr(name if len(name) <= 80 else name[:60] + "..." + name[-12:])
+
+
+def check_member(m: tarfile.TarInfo, root: Path, limits: Limits) -> Member:
+    """The member as restore will write it, or BadInput saying why the archive is refused."""
+    where = f"archive member {_shown(m.name)}"
+    refuse = lambda why: BadInput(f"{where}: {why}; refusing the archive, nothing was written")  # noqa: E731
+    if len(m.name) > limits.name_chars:
+        raise refuse(f"a name of {len(m.name)} characters (a memtool backup's are at most {limits.name_chars})")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in m.name):
+        raise refuse("a control character (or NUL) in the name")
+    pure = PurePosixPath(m.name)
+    if m.name.startswith(("/", "\\")) or pure.is_absolute() or (len(m.name) > 1 and m.name[1] == ":"):
+        raise refuse("absolute path")
+    if ".." in pure.parts or "\\" in m.name:
+        raise refuse("'..' or a backslash in the path")
+    if m.issym() or m.islnk():
+        raise refuse("a link; a memtool backup holds only files and folders")
+    if m.ischr() or m.isblk() or m.isfifo():
+        raise refuse("a device or special file; a memtool backup holds only files and folders")
+    if m.issparse() or not (m.isreg() or m.isdir()):
+        raise refuse("not a plain file or folder; a memtool backup holds only those")
+    name = pure.as_posix()
+    if any(part.startswith(".") for part in pure.parts) and not allowed(name, m.isdir()):
+        raise refuse("not part of a memtool backup: a hidden name (such as .git/ or .cache/) is never restored")
+    if name in ("", ".") or not allowed(name, m.isdir()):
+        raise refuse(f"not part of a memtool backup (only {_LAYOUT_TEXT} are)")
+    if m.isreg() and m.size > limits.member_bytes:
+        raise refuse(f"{m.size:,} bytes, over the {limits.member_bytes:,}-byte limit for one file")
+    if hasattr(tarfile, "data_filter"):  # Python 3.12+ / 3.11.4+: the stdlib's own checks, as a second opinion
+        try:
+            tarfile.data_filter(m, str(root))
+        except tarfile.FilterError as exc:
+            raise refuse(str(exc)) from None
+    return Member(m.name, name, m.isdir(), m.size if m.isreg() else 0)
+
+
+def _open_tar(fh: IO[bytes], archive: Path) -> tarfile.TarFile:
+    try:
+        return tarfile.open(fileobj=fh, mode="r:gz")
+    except (tarfile.ReadError, gzip.BadGzipFile, EOFError, OSError) as exc:
+        raise BadInput(f"{archive}: not a .tar.gz archive ({exc})") from None
+
+
+def check_archive(fh: IO[bytes], archive: Path, root: Path, limits: Limits) -> list[Member]:
+    """Pass one: every member's header checked (name, type, place, size, count), no file's bytes kept."""
+    out: list[Member] = []
+    names: set[str] = set()
+    total = 0
+    with _open_tar(fh, archive) as tar:
+        try:
+            for m in tar:
+                member = check_member(m, root, limits)
+                if member.name in names:
+                    raise BadInput(f"archive member {_shown(m.name)}: appears twice; refusing the archive, nothing was written")
+                total += member.size
+                if total > limits.total_bytes:
+                    raise BadInput(f"{archive}: its files hold more than the {limits.total_bytes:,}-byte limit for a restore; nothing was written")
+                if len(out) >= limits.members:
+                    raise BadInput(f"{archive}: more than {limits.members:,} members; nothing was written")
+                names.add(member.name)
+                out.append(member)
+        except (tarfile.TarError, EOFError, gzip.BadGzipFile, OSError) as exc:
+            raise BadInput(f"{archive}: damaged archive ({exc}); nothing was written") from None
+    if not any(n == C.MEMORY_DIR or n.startswith(C.MEMORY_DIR + "/") for n in names):
+        raise BadInput(f"{archive}: no {C.MEMORY_DIR}/ folder inside; not a memtool backup")
+    return out
+
+
+def _stage(fh: IO[bytes], archive: Path, members: list[Member], stage_fd: int) -> None:
+    """Pass two: each file's bytes streamed into the staging folder as <member number>, mode 0644,
+    never more than its checked header said. A member that differs from pass one (the archive
+    changed meanwhile) stops the restore."""
+    changed = BadInput(f"{archive}: changed while it was being read; nothing was written")
+    mode = C.RESTORE_FILE_MODE & ~_umask()
+    seen = 0
+    with _open_tar(fh, archive) as tar:
+        try:
+            for i, m in enumerate(tar):
+                seen = i + 1
+                if i >= len(members) or (m.name, m.isdir(), m.size if m.isreg() else 0) != (members[i].raw, members[i].is_dir, members[i].size):
+                    raise changed
+                if m.isdir():
+                    continue
+                src = tar.extractfile(m)
+                fd = os.open(str(i), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=stage_fd)
+                try:
+                    left = members[i].size
+                    while chunk := src.read(min(1 << 20, left + 1)) if src is not None else b"":
+                        left -= len(chunk)
+                        if left < 0:
+                            raise changed
+                        view = memoryview(chunk)
+                        while view:
+                            view = view[os.write(fd, view):]
+                    if left:
+                        raise changed
+                    os.fchmod(fd, mode)
+                finally:
+                    os.close(fd)
+            if seen != len(members):
+                raise changed
+        except (tarfile.TarError, EOFError, gzip.BadGzipFile) as exc:
+            raise BadInput(f"{archive}: damaged archive ({exc}); nothing was written") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _same(stage_fd: int, staged: str, target: Path, size: int) -> bool | None:
+    """Whether the file at `target` holds the staged bytes; None when there is none. A link (but a linked
+    Layer 3 file's... which restore never writes through either), a folder or a FIFO there is WouldOverwrite."""
+    if os.path.islink(target) or os.path.isdir(target):
+        raise WouldOverwrite(f"{target} is a {'symbolic link' if os.path.islink(target) else 'folder'} here but a file in the backup; move it away first")
+    try:
+        fd = confine.open_read(target)
+    except FileNotFoundError:
+        return None
+    except UnsafePath as exc:
+        raise WouldOverwrite(f"{exc}; move it away first. Nothing was written.") from None
+    try:
+        if os.fstat(fd).st_size != size:
+            return False
+        with open(staged, "rb", opener=lambda p, f: os.open(p, f, dir_fd=stage_fd)) as a, os.fdopen(os.dup(fd), "rb") as b:
+            while True:
+                x, y = a.read(1 << 20), b.read(1 << 20)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    finally:
+        os.close(fd)
+
+
+def _move(src_dir: int, src: str, root: Path, dest: str) -> None:
+    """Rename src (in the folder src_dir) to root/dest, its folders opened (made) by confine's walk."""
+    names = dest.split("/")
+    dfd = confine.open_folder(str(root), names[:-1], root / dest, create=True)
+    try:
+        os.replace(src, names[-1], src_dir_fd=src_dir, dst_dir_fd=dfd)
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def restore(layout: Layout, archive: Path, force: bool = False, limits: Limits = Limits()) -> RestoreReport:
+    archive = Path(archive)
+    try:
+        fh = open(archive, "rb")
+    except FileNotFoundError:
+        raise BadInput(f"{archive}: no such file") from None
+    except OSError as exc:
+        raise BadInput(f"{archive}: cannot read it ({exc.strerror})") from None
+    with fh:
+        members = check_archive(fh, archive, layout.root, limits)
+        report = RestoreReport()
+        make_folder(layout.memory_dir)  # restoring into a new root, which may not exist yet: a lock makes no tree
+        with locked(layout.lock_file):
+            stage_name = f"restore-{secrets.token_hex(6)}"
+            stage_path = layout.cache_dir / stage_name
+            try:
+                stage_fd = confine.open_folder(str(layout.root), [C.MEMORY_DIR, C.CACHE_DIR, stage_name], stage_path, create=True)
+            except OSError as exc:
+                raise StorageError(f"cannot make the staging folder {stage_path}: {exc.strerror}") from None
+            try:
+                fh.seek(0)
+                _stage(fh, archive, members, stage_fd)
+                _put_in_place(layout, members, stage_fd, force, report)
+            except OSError as exc:
+                raise StorageError(f"restore stopped: {exc.strerror or exc} ({exc.filename or stage_path})") from None
+            finally:
+                os.close(stage_fd)
+                shutil.rmtree(stage_path, ignore_errors=True)
+            names = {m.name for m in members}
+            quarantine = f"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/"
+            report.not_in_backup = [n for n, _, is_dir in backup_members(layout) if n not in names and not is_dir and not n.startswith(quarantine)]
+    return report
+
+
+def _put_in_place(layout: Layout, members: list[Member], stage_fd: int, force: bool, report: RestoreReport) -> None:
+    changed: list[tuple[int, Member]] = []
+    existing: list[Member] = []
+    for i, m in enumerate(members):
+        target = layout.root / m.name
+        if m.is_dir:
+            if os.path.lexists(target) and (os.path.islink(target) or not target.is_dir()):
+                raise WouldOverwrite(f"{m.name} is a file or link here but a folder in the backup; move it away first")
+            continue
+        same = _same(stage_fd, str(i), target, m.size)
+        if same:
+            report.unchanged += 1
+            continue
+        changed.append((i, m))
+        if same is False:
+            existing.append(m)
+    if existing and not force:
+        shown = ", ".join(m.name for m in existing[: C.RESTORE_LIST_MAX]) + (" ..." if len(existing) > C.RESTORE_LIST_MAX else "")
+        raise WouldOverwrite(f"restoring would replace {len(existing)} file(s) that differ from the backup: {shown}. "
+                             "Nothing was written. Use --force to replace them (the current ones are kept in "
+                             f"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/<timestamp>/).")
+    aside = _quarantine_folder(layout) if existing else None
+    for m in existing:
+        names = m.name.split("/")
+        sfd = confine.open_folder(str(layout.root), names[:-1], layout.root / m.name)
+        try:
+            _move(sfd, names[-1], layout.root, f"{aside}/{m.name}")
+        finally:
+            os.close(sfd)
+        report.quarantined.append(f"{aside}/{m.name}")
+    os.sync()  # the staged bytes on disk before any rename makes them the store's (one call, not an fsync per file)
+    for i, m in changed:
+        _move(stage_fd, str(i), layout.root, m.name)
+        report.restored.append(m.name)
+    for m in members:  # empty folders (memory/index/embeddings of a new store)
+        if m.is_dir:
+            os.close(confine.open_folder(str(layout.root), m.name.split("/"), layout.root / m.name, create=True))
+
+
+def _quarantine_folder(layout: Layout) -> str:
+    """memory/quarantine/<timestamp>[-n], relative to the root, not yet there."""
+    stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+    folder, n = f"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/{stamp}", 1
+    while os.path.lexists(layout.root / folder):
+        n += 1
+        folder = f"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/{stamp}-{n}"
+    return folder
