@@ -15,7 +15,9 @@ from typing import Iterable
 
 import numpy as np
 
+from memtool import confine
 from memtool import constants as C
+from memtool.errors import UnsafePath
 from memtool.store import Layout
 
 
@@ -26,8 +28,8 @@ def access_file(layout: Layout) -> Path:
 def load_counts(layout: Layout) -> dict[str, int]:
     """id -> times returned. Missing, torn or foreign content reads as no counts at all."""
     try:
-        data = json.loads(access_file(layout).read_bytes())
-    except (OSError, ValueError):  # ValueError covers JSON and UTF-8 decoding errors
+        data = json.loads(confine.read_bytes(access_file(layout)))
+    except (OSError, ValueError, UnsafePath):  # ValueError covers JSON and UTF-8 decoding errors
         return {}
     if not isinstance(data, dict):
         return {}
@@ -46,9 +48,9 @@ def record(layout: Layout, ids: Iterable[str]) -> None:
     path = access_file(layout)
     data = json.dumps(counts, separators=(",", ":"), sort_keys=True).encode("utf-8")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        confine.safe_folder(path.parent, create=True)  # memory/.cache reached without a link
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError:
+    except (OSError, UnsafePath):
         return
     try:
         with os.fdopen(fd, "wb") as fh:

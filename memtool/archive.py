@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from memtool import confine
 from memtool import constants as C
 from memtool.config import Settings
 from memtool.dayfile import DAY_RE, ID_DAY_RE, day_document, read_day
@@ -247,7 +248,7 @@ class Archiver:
                             _move(src, dest)
             for log in arch.markdown_files():
                 twin = lay.daily_log(log.stem)
-                if twin.is_file() and twin.read_bytes() == log.read_bytes():  # a different one is merged when it moves
+                if twin.is_file() and confine.read_bytes(twin) == confine.read_bytes(log):  # a different one is merged when it moves
                     report.resolved.append(f"{self.rel(twin)} was also in {self.rel(log)}: kept the live one")
                     if not dry_run:
                         _unlink(log)
@@ -259,15 +260,15 @@ def archive(layout: Layout, settings: Settings, dry_run: bool = False, now: date
 
 # -- crash-safe file moves ---------------------------------------------------------------------------
 def _copy(src: Path, dest: Path) -> None:
-    atomic_write_bytes(dest, src.read_bytes())  # temp file, fsync, rename, fsync the folder
+    atomic_write_bytes(dest, confine.read_bytes(src))  # temp file, fsync, rename, fsync the folder
 
 
 def _move_log(src: Path, dest: Path) -> None:
     """Move a daily log; if the archive already holds a different log of that day (one written
     live again after its day was archived), the live lines are appended to it: nothing is lost."""
-    data = src.read_bytes()
+    data = confine.read_bytes(src)
     if dest.is_file():
-        old = dest.read_bytes()
+        old = confine.read_bytes(dest)
         if old != data:
             heading = f"# {src.stem}\n".encode()
             body = data[len(heading):] if data.startswith(heading) else data

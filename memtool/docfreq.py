@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from memtool import confine
 from memtool import constants as C
 from memtool.dayfile import read_day
-from memtool.errors import StorageError, StoreCorrupt
+from memtool.errors import StorageError, StoreCorrupt, UnsafePath
 from memtool.fsutil import atomic_write_text
 from memtool.store import Layout
 from memtool.text import WORDS_VERSION, content_words
@@ -61,8 +62,8 @@ def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Co
 
 def _load(cache) -> dict[str, DayCounts]:
     try:
-        data = json.loads(cache.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(confine.read_bytes(cache))
+    except (OSError, ValueError, UnsafePath):
         return {}
     fresh = isinstance(data, dict) and data.get("version") == FORMAT and data.get("words") == WORDS_VERSION
     days = data.get("days") if fresh else None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from memtool import confine
 from memtool import constants as C
 from memtool.errors import BadInput, NotFound
 from memtool.fsutil import atomic_write_bytes
@@ -160,7 +161,10 @@ def _canonical_section(name: str) -> str:
 def _write(mem: Memory, insight: str, provenance: str, section: str, entry: Entry | None) -> Promotion:
     path = mem.layout.root / C.MEMORY_MD
     with mem.store.lock():
-        data = path.read_bytes() if path.is_file() else NEW_FILE.encode("utf-8")
+        try:
+            data = confine.read_bytes(path, C.MAX_DOC_BYTES)  # a linked MEMORY.md is followed to a file of its name only
+        except FileNotFoundError:
+            data = NEW_FILE.encode("utf-8")
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -172,6 +172,6 @@ def write_report(mem: Memory, path: Path | None = None) -> tuple[Path, dict]:
     data = collect(mem)
     target = Path(path) if path else mem.layout.memory_dir / C.REPORT_FILE
     text = render(data)
-    if not (target.is_file() and target.read_bytes() == text.encode("utf-8")):
+    if not (target.is_file() and not target.is_symlink() and target.read_bytes() == text.encode("utf-8")):
         atomic_write_text(target, text)
     return target, data

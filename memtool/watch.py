@@ -264,7 +264,7 @@ class Watcher:
         if self._watch(observer, top, False, renew, stopped):
             try:
                 with os.scandir(top) as it:
-                    found = {d.path for d in it if d.is_dir() and not ignored_name(d.name)}
+                    found = {d.path for d in it if d.is_dir(follow_symlinks=False) and not ignored_name(d.name)}  # a linked folder is not watched (nor read: confine)
             except (FileNotFoundError, NotADirectoryError):
                 found = None  # gone meanwhile
         for path in [p for p in self._watches if p not in (root, top) and (found is None or p not in found)]:

@@ -603,10 +603,10 @@ def test_unreadable_file_is_a_clear_error(seeded, monkeypatch):
     from memtool.errors import BadInput
     from memtool.mcp_tools import read_inside
 
-    def refuse(self):
-        raise PermissionError(13, "Permission denied", str(self))
+    def refuse(path, cap):
+        raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)  # as root, chmod cannot refuse a read
+    monkeypatch.setattr("memtool.mcp_tools.confined_read", refuse)  # as root, chmod cannot refuse a read
     with pytest.raises(BadInput, match=r"inbox/deploy.md: cannot read it \(Permission denied\)"):
         read_inside(seeded["root"], "inbox/deploy.md")
 

@@ -18,12 +18,13 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
+from memtool import confine
 from memtool import constants as C
 from memtool.archive import ArchiveLayout, archive_layouts
 from memtool.config import Settings
 from memtool.dayfile import CONFLICT_RE, load_json, read_day
 from memtool.doctor.report import WARNING, Problem, Report
-from memtool.errors import StorageError, StoreCorrupt
+from memtool.errors import StorageError, StoreCorrupt, UnsafePath
 from memtool.models import Entry
 from memtool.store import Layout, Store
 
@@ -42,6 +43,14 @@ def split_location(message: str, path: Path) -> tuple[str, int | None]:
     return message[m.end():], int(m.group(1)) if m.group(1) else None
 
 
+def _text_or_empty(path: Path) -> str:
+    """A day file's text for telling a conflict from other damage; '' when memtool does not read it (confine)."""
+    try:
+        return confine.read_bytes(path).decode("utf-8", errors="surrogateescape")
+    except (OSError, UnsafePath):
+        return ""
+
+
 def content_duplicates(entries: Iterable[Entry], layout: Layout) -> list[tuple[Entry, Entry]]:
     """(later, earlier) pairs holding the same memory twice: same compressed fields and same transcript."""
     groups: dict[str, list[Entry]] = {}
@@ -52,8 +61,10 @@ def content_duplicates(entries: Iterable[Entry], layout: Layout) -> list[tuple[E
     for group in (g for g in groups.values() if len(g) > 1):
         first: dict[str, Entry] = {}
         for e in group:
-            t = layout.transcript_file(e.id)
-            key = hashlib.sha256(t.read_bytes()).hexdigest() if t.is_file() else ""
+            try:
+                key = hashlib.sha256(confine.read_bytes(layout.transcript_file(e.id), C.MAX_DOC_BYTES)).hexdigest()
+            except (FileNotFoundError, UnsafePath):
+                key = ""
             if key in first:
                 out.append((e, first[key]))
             else:
@@ -112,10 +123,10 @@ class Checker:
                 try:
                     found.extend((path, e) for e in read_day(path))
                 except StoreCorrupt as exc:
-                    kind = "conflict" if CONFLICT_RE.search(path.read_text(encoding="utf-8", errors="replace")) else "unparsable"
+                    kind = "conflict" if CONFLICT_RE.search(_text_or_empty(path)) else "unparsable"
                     bad.append(Problem(kind, self.rel(path), *split_location(str(exc), path), fix="quarantine, keep what parses"))
                 except UnicodeDecodeError as exc:
-                    line = path.read_bytes()[: exc.start].count(b"\n") + 1
+                    line = _text_or_empty(path).encode("utf-8", errors="surrogateescape")[: exc.start].count(b"\n") + 1
                     bad.append(Problem("unparsable", self.rel(path), f"not UTF-8 ({exc.reason})", line, fix="quarantine, keep what parses"))
         return found, bad
 
@@ -255,7 +266,13 @@ class Checker:
                             severity=WARNING, fix="embed" if self.embedder else ""))
 
     def _check_markdown(self, rep: Report, path: Path) -> None:
-        data = path.read_bytes()
+        try:
+            data = confine.read_bytes(path, C.MAX_DOC_BYTES)
+        except FileNotFoundError:
+            return
+        except UnsafePath as exc:  # a link out of the root, a FIFO, a device, too large: never read
+            rep.problems.append(Problem("unsafe", self.rel(path), f"{exc}; memtool skips it (move it away or replace it with a file)", severity=WARNING))
+            return
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:

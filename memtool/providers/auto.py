@@ -20,7 +20,9 @@ import sys
 from importlib.util import find_spec
 from pathlib import Path
 
+from memtool import confine
 from memtool import constants as C
+from memtool.errors import UnsafePath
 from memtool.store import Layout
 
 E5 = "e5"
@@ -40,18 +42,18 @@ def stored_model(root: Path) -> str | None:
     that of an entry embedding file (written on whichever machine compressed it); None for a new store."""
     layout = Layout(root)
     try:  # read as json, not through memtool.search.write: a `memory log` builds its embedder too
-        meta = json.loads((layout.cache_dir / C.SEARCH_DIR / "manifest.json").read_text(encoding="utf-8"))
+        meta = json.loads(confine.read_bytes(layout.cache_dir / C.SEARCH_DIR / "manifest.json"))
         if isinstance(meta, dict) and isinstance(meta.get("model"), str):
             return meta["model"]
-    except (OSError, ValueError):
+    except (OSError, ValueError, UnsafePath):
         pass
     try:
         with os.scandir(layout.embeddings_dir) as files:
             for file in files:
                 if file.name.endswith(".json"):
                     try:
-                        doc = json.loads(Path(file.path).read_text(encoding="utf-8"))
-                    except (OSError, ValueError):
+                        doc = json.loads(confine.read_bytes(file.path))
+                    except (OSError, ValueError, UnsafePath):
                         continue  # a damaged file names no model: look at the next
                     if isinstance(doc, dict) and isinstance(doc.get("model"), str):
                         return doc["model"]

@@ -18,9 +18,10 @@ from typing import Iterator
 
 import numpy as np
 
+from memtool import confine
 from memtool import constants as C
 from memtool.dayfile import ParsedDays
-from memtool.errors import LockBusy
+from memtool.errors import LockBusy, UnsafePath
 from memtool.fsutil import atomic_write_text, locked
 from memtool.search.delta import LEVELS, Held, build_delta
 from memtool.search.docs import collect_docs, source_key
@@ -91,8 +92,8 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
     whole = bool(segments)
     for path in segments:
         try:
-            rec = json.loads((path / TRANSCRIPTS_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            rec = json.loads(confine.read_bytes(path / TRANSCRIPTS_FILE))
+        except (OSError, ValueError, UnsafePath):
             rec = None
         if not isinstance(rec, dict):
             whole = False

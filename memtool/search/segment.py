@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import math
 import mmap
+import os
 import weakref
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from memtool import confine
+from memtool.errors import UnsafePath
 from memtool.search.typos import DICTIONARY_FILE, SURFACE_FILE
 
 DELTA_DIR = "delta"  # inside the cache folder: documents of files changed since the base build
@@ -56,7 +59,8 @@ class Segment:
 
     def _open(self) -> None:
         folder = self.folder
-        self.meta = json.loads((folder / "manifest.json").read_text())
+        _only_regular_files(folder)
+        self.meta = json.loads(folder.joinpath("manifest.json").read_bytes())
         self._files = {name: _keep(folder / name) for name in KEPT_FILES}
         self.model = self.meta["model"]
         self.n = self.meta["n"]
@@ -206,19 +210,33 @@ def delta_on(base: Segment, folder: Path) -> Segment | None:
     one left from an older build is not opened, and one swapped in while opening is checked again on
     its own manifest."""
     try:
-        if json.loads((folder / "manifest.json").read_text()).get("base_id") != base.meta.get("build_id"):
+        if json.loads(confine.read_bytes(folder / "manifest.json")).get("base_id") != base.meta.get("build_id"):
             return None
         delta = Segment(folder)
-    except FileNotFoundError:  # none yet (or being swapped in: this reader keeps the base it opened)
+    except (FileNotFoundError, UnsafePath):  # none yet (or being swapped in: this reader keeps the base it opened)
         return None
     return delta if delta.meta.get("base_id") == base.meta.get("build_id") else None
 
 
 def _build_id(folder: Path) -> str | None:
     try:
-        return json.loads((folder / "manifest.json").read_text()).get("build_id")
-    except (FileNotFoundError, ValueError):  # none (or mid-swap), or damaged
+        return json.loads(confine.read_bytes(folder / "manifest.json")).get("build_id")
+    except (FileNotFoundError, ValueError, UnsafePath):  # none (or mid-swap), damaged, or not a regular file
         return None
+
+
+def _only_regular_files(folder: Path) -> None:
+    """ValueError (a damaged cache: rebuilt) unless the folder, reached without a link (memtool/confine.py),
+    holds only regular files and folders (bm25, delta segments): a cache a clone brought may hold a FIFO or a link out."""
+    try:
+        confine.safe_folder(folder)
+    except UnsafePath as exc:
+        raise ValueError(str(exc)) from None
+    for d in (folder, folder / "bm25"):
+        with os.scandir(d) as it:
+            for e in it:
+                if not (e.is_file(follow_symlinks=False) or e.is_dir(follow_symlinks=False)):  # folders: bm25, delta segments (checked when opened)
+                    raise ValueError(f"{e.path}: not a regular file; the search cache is rebuilt")
 
 
 def _keep(path: Path) -> mmap.mmap | bytes | None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from memtool.errors import ProviderError
+from memtool import confine
+from memtool.errors import ProviderError, UnsafePath
 from memtool.fsutil import atomic_write_bytes, atomic_write_text
 from memtool.models import Entry
 from memtool.search.docs import Doc
@@ -36,11 +37,11 @@ class ChunkVectorCache:
         self.added: dict[str, np.ndarray] = {}
         self.held: list[tuple[dict[str, int], np.ndarray]] = []  # (key -> row, matrix): this cache's, then adopted deltas'
         keys, vecs = self.base.with_suffix(".keys.json"), self.base.with_suffix(".npy")
-        if keys.is_file() and vecs.is_file():
+        if keys.is_file() and vecs.is_file() and not vecs.is_symlink():
             try:
-                rows = {k: i for i, k in enumerate(json.loads(keys.read_text()))}
+                rows = {k: i for i, k in enumerate(json.loads(confine.read_bytes(keys)))}
                 matrix = np.load(vecs, mmap_mode="r")
-            except ValueError:
+            except (ValueError, UnsafePath):
                 return  # unreadable cache: start again, it is only a cache
             if matrix.shape == (len(rows), dim):
                 self.held.append((rows, matrix))
@@ -80,11 +81,13 @@ class ChunkVectorCache:
         build replacing it would embed its documents again (with a model such as e5, seconds per
         session). They are read only for the keys asked for."""
         try:
-            if json.loads((delta / "manifest.json").read_text(encoding="utf-8")).get("model") != self.model:
+            if json.loads(confine.read_bytes(delta / "manifest.json")).get("model") != self.model:
                 return
-            keys = json.loads((delta / VECTOR_KEYS_FILE).read_text(encoding="utf-8"))
+            keys = json.loads(confine.read_bytes(delta / VECTOR_KEYS_FILE))
+            if (delta / "vectors.npy").is_symlink():
+                return
             vecs = np.load(delta / "vectors.npy", mmap_mode="r")
-        except (OSError, ValueError):
+        except (OSError, ValueError, UnsafePath):
             return  # no delta, or one cut off: its documents are embedded again
         if vecs.shape == (len(keys), self.dim):
             self.held.append(({k: i for i, k in enumerate(keys)}, vecs))

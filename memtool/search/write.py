@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from memtool import confine
+from memtool.errors import UnsafePath
 from memtool.models import Entry
 from memtool.search.cues import doc_cues
 from memtool.search.docs import Declared, Doc
@@ -35,8 +37,8 @@ def file_sig(path: Path) -> str:
 def manifest(folder: Path) -> dict:
     """A segment's manifest; {} when there is none or it cannot be read (a cut-off one is rebuilt)."""
     try:
-        meta = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        meta = json.loads(confine.read_bytes(folder / "manifest.json"))
+    except (OSError, ValueError, UnsafePath):
         return {}
     return meta if isinstance(meta, dict) else {}
 
@@ -45,9 +47,10 @@ def write_segment(folder: Path, docs: list[Doc], vectors: np.ndarray, meta: dict
     """Write a segment next to `folder`, then swap it in (readers holding the old one keep their maps)."""
     import bm25s
 
+    confine.safe_folder(folder.parent, create=True)  # memory/.cache reached without a link, or UnsafePath
     tmp = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    _remove(tmp)
+    tmp.mkdir()
     groups: dict[str, int] = {}
     group = np.array([groups.setdefault(d.entry or d.ref, len(groups)) for d in docs], dtype=np.int32)
     np.save(tmp / "kind.npy", np.array([KIND_CODE[d.kind] for d in docs], dtype=np.int8))
@@ -84,11 +87,19 @@ def write_segment(folder: Path, docs: list[Doc], vectors: np.ndarray, meta: dict
     meta = {**meta, "n": len(docs), "groups": len(groups), "version": CACHE_VERSION, "build_id": uuid.uuid4().hex}
     (tmp / "manifest.json").write_text(json.dumps(meta), encoding="utf-8")
     old = folder.with_name(folder.name + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if folder.exists():
+    _remove(old)
+    if os.path.lexists(folder):
         folder.rename(old)
     tmp.rename(folder)
-    shutil.rmtree(old, ignore_errors=True)
+    _remove(old)
+
+
+def _remove(path: Path) -> None:
+    """A leftover build folder gone; a link or file in its place (a cache a clone brought) removed itself, never followed."""
+    if os.path.islink(path) or os.path.isfile(path):
+        path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def records(docs: list[Doc], entries: list[Entry], source_sigs: dict[str, str], transcripts: dict[str, str]) -> dict[str, str]:
