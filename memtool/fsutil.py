@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from memtool import constants as C
-from memtool.confine import layer3_link, locate, open_folder
+from memtool.confine import layer3_link, locate, open_folder, safe_folder
 from memtool.errors import LockBusy, NotAMemoryRoot, StorageError, UnsafePath
 
 
@@ -411,6 +411,7 @@ def locked(lock_path: Path, timeout: float = 30.0, *, folder_must_exist: bool = 
             folder.mkdir(exist_ok=True)  # one level: not parents=True, which would make a vanished parent again
         except OSError as exc:
             raise _storage_error(folder, exc) from None
+    safe_folder(folder)  # under a memory root: reached without a link (memtool/confine.py), or UnsafePath
     try:
         lock = FileLock(str(lock_path), timeout=timeout)
         lock.acquire()
