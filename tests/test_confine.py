@@ -222,3 +222,13 @@ def test_a_cache_folder_linked_out_of_the_root_is_never_written(store, outside, 
     with pytest.raises(UnsafePath):
         mem.search("Postgres billing")
     assert list(outside.iterdir()) == []
+
+
+def test_doctor_fix_sets_a_fifo_day_file_aside_and_returns(store):
+    day = store / "memory" / "index" / "2026-01-01.json"
+    os.mkfifo(day)
+    env = {**os.environ, "MEMTOOL_ROOT": str(store), "MEMTOOL_EMBEDDER": "wordllama", "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "memtool", "doctor", "--fix", "--json"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode in (0, 4), done.stderr
+    assert day.is_file() and not day.is_fifo() and json.loads(day.read_text())["entries"] == []
+    assert [p for p in (store / "memory" / "quarantine").rglob("2026-01-01.json") if p.is_fifo()]

@@ -43,7 +43,7 @@ def split_location(message: str, path: Path) -> tuple[str, int | None]:
     return message[m.end():], int(m.group(1)) if m.group(1) else None
 
 
-def _text_or_empty(path: Path) -> str:
+def readable_text(path: Path) -> str:
     """A day file's text for telling a conflict from other damage; '' when memtool does not read it (confine)."""
     try:
         return confine.read_bytes(path).decode("utf-8", errors="surrogateescape")
@@ -123,10 +123,10 @@ class Checker:
                 try:
                     found.extend((path, e) for e in read_day(path))
                 except StoreCorrupt as exc:
-                    kind = "conflict" if CONFLICT_RE.search(_text_or_empty(path)) else "unparsable"
+                    kind = "conflict" if CONFLICT_RE.search(readable_text(path)) else "unparsable"
                     bad.append(Problem(kind, self.rel(path), *split_location(str(exc), path), fix="quarantine, keep what parses"))
                 except UnicodeDecodeError as exc:
-                    line = _text_or_empty(path).encode("utf-8", errors="surrogateescape")[: exc.start].count(b"\n") + 1
+                    line = readable_text(path).encode("utf-8", errors="surrogateescape")[: exc.start].count(b"\n") + 1
                     bad.append(Problem("unparsable", self.rel(path), f"not UTF-8 ({exc.reason})", line, fix="quarantine, keep what parses"))
         return found, bad
 

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from memtool.archive import archive_layouts
 from memtool.dayfile import day_document, load_json
-from memtool.doctor.checks import Checker, content_duplicates
+from memtool.doctor.checks import Checker, readable_text, content_duplicates
 from memtool.doctor.report import Report
 from memtool.doctor.salvage import Quarantine, parse_entries, salvage
 from memtool.errors import ProviderError, StoreCorrupt
@@ -69,7 +69,7 @@ class Doctor(Checker):
         indexed: list[Entry] | None = None
         for problem in bad:
             path = self.layout.root / problem.path
-            text = path.read_bytes().decode("utf-8", errors="replace")
+            text = readable_text(path).encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")  # a link or FIFO: "" (confine)
             kept = salvage(text)
             if path.parent == self.layout.index_dir:  # index.json lists live entries only
                 if indexed is None:
