@@ -59,7 +59,7 @@ def layer3_link(path: Path | str) -> bool:
     return where is not None and len(where[1]) == 1 and where[1][0] in C.LAYER3_FILES and os.path.islink(path)
 
 
-def _check_layer3_target(path: Path | str, name: str) -> None:
+def check_layer3_target(path: Path | str, name: str) -> None:
     """A Layer 3 link must end at a file of its own name (MEMORY.md -> .../MEMORY.md)."""
     target = os.path.realpath(path)
     if os.path.basename(target) != name:
@@ -113,7 +113,7 @@ def open_read(path: Path | str) -> int:
     if where is None or not where[1]:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC)
     elif len(where[1]) == 1 and where[1][0] in C.LAYER3_FILES and os.path.islink(path):
-        _check_layer3_target(path, where[1][0])
+        check_layer3_target(path, where[1][0])
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC)
     else:
         root, names = where

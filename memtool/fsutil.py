@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from memtool import constants as C
-from memtool.confine import layer3_link, locate, open_folder, safe_folder
+from memtool.confine import check_layer3_target, layer3_link, locate, open_folder, safe_folder
 from memtool.errors import LockBusy, NotAMemoryRoot, StorageError, UnsafePath
 
 
@@ -103,7 +103,10 @@ def _keep_attributes(fd: int, old: os.stat_result | None) -> None:
 def _confined(path: Path) -> tuple[str, list[str]] | None:
     """(root, names) when `path` is opened by confine's walk: under a memory root and not a linked Layer 3 file."""
     where = locate(path)
-    if where is None or not where[1] or layer3_link(path):
+    if where is not None and layer3_link(path):
+        check_layer3_target(path, where[1][0])  # followed only to a file of its own name
+        return None
+    if where is None or not where[1]:
         return None
     return where
 

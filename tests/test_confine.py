@@ -113,6 +113,11 @@ def test_a_linked_layer3_file_is_followed_only_to_a_file_of_its_name(store, outs
     (store / "USER.md").symlink_to(outside / "id_ed25519")
     with pytest.raises(UnsafePath, match="must point to a file named USER.md"):
         confine.read_bytes(store / "USER.md")
+    with pytest.raises(UnsafePath, match="must point to a file named USER.md"):
+        atomic_write_text(store / "USER.md", "# USER\n")
+    with pytest.raises(UnsafePath, match="must point to a file named USER.md"):
+        atomic_write_many([(store / "USER.md", b"# USER\n")])
+    assert (outside / "id_ed25519").read_text() == SECRET
 
 
 # -- reads -------------------------------------------------------------------------------------------------
