@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 
+from memtool.confine import safe_folder
 from memtool.errors import StorageError, StoreCorrupt
 from memtool.fsutil import atomic_write_text
 from memtool.models import Entry, utcnow
@@ -43,7 +44,7 @@ class Quarantine:
     def move(self, path: Path) -> None:
         dest = self.folder / path.relative_to(self.layout.memory_dir)
         try:
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            safe_folder(dest.parent, create=True)  # memory/quarantine reached without a link (memtool/confine.py)
             os.replace(path, dest)
         except OSError as exc:
             raise StorageError(f"cannot move {path} into {self.folder}: {exc.strerror}") from None
