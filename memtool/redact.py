@@ -26,6 +26,7 @@ Design notes
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 import string
@@ -97,50 +98,24 @@ AWS_ACCESS_KEY = _c(_tok("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", 4, "A-Z0-9") + r
 AWS_SECRET_KEY = _c(
     r"secret_?access_?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+])"
 )
-# GitHub tokens: classic/OAuth/user/server/refresh (gh?_) and fine-grained (github_pat_).
-GITHUB_TOKEN = _c(
-    "(?:" + _tok("gh[pousr]_", 4) + r"[A-Za-z0-9]{36,255}|" + _tok("github_pat_", 11) + r"[A-Za-z0-9_]{22,255})" + _E
-)
-# GitLab personal/deploy/runner/pipeline-trigger/service-account tokens.
-GITLAB_TOKEN = _c(_tok("gl", 2) + r"(?:pat|dt|rt|ptt|soat)-[A-Za-z0-9_\-]{20,255}" + _E)
 # Slack incoming webhook: the host stays, the path (which is the secret) goes.
 SLACK_WEBHOOK = _c(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/\-]{20,255})")
-# Slack bot/user/app/refresh/config tokens (xoxb-, xoxp-, xoxa-, xoxr-, xoxs-, xoxe-, xapp-).
-SLACK_TOKEN = _c(
-    "(?:" + _tok("xox", 3) + r"[abprseo](?:\.[A-Za-z0-9]+)?-|" + _tok("xapp-", 5) + r")[A-Za-z0-9\-]{10,255}" + _E
-)
-# Stripe secret key (live and test).
-STRIPE_SECRET_KEY = _c(_tok("sk_", 3) + r"(?:live|test)_[A-Za-z0-9]{16,255}" + _E)
-# Stripe restricted key.
-STRIPE_RESTRICTED_KEY = _c(_tok("rk_", 3) + r"(?:live|test)_[A-Za-z0-9]{16,255}" + _E)
-# Stripe publishable key (public by design, but it names the account).
-STRIPE_PUBLISHABLE_KEY = _c(_tok("pk_", 3) + r"(?:live|test)_[A-Za-z0-9]{16,255}" + _E)
-# Stripe webhook signing secret.
-STRIPE_WEBHOOK_SECRET = _c(_tok("whsec_", 6) + r"[A-Za-z0-9]{24,255}" + _E)
 # Google API key.
 GOOGLE_API_KEY = _c(_tok("AIza", 4) + r"[0-9A-Za-z_\-]{35}" + _E)
-# Google OAuth client secret.
-GOOGLE_OAUTH_SECRET = _c(_tok("GOCSPX-", 7) + r"[A-Za-z0-9_\-]{24,40}" + _E)
-# Anthropic API/admin keys (ranked before OpenAI: both start with sk-).
-ANTHROPIC_KEY = _c(_tok("sk-ant-", 7) + r"[A-Za-z0-9_\-]{20,255}" + _E)
-# OpenAI keys: legacy sk-<48>, sk-proj-, sk-svcacct-, sk-admin-; must mix digits and letters.
-OPENAI_KEY = _c(_tok("sk-", 3) + r"(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,255}" + _E)
-# Hugging Face user access token.
-HUGGINGFACE_TOKEN = _c(_tok("hf_", 3) + r"[A-Za-z0-9]{30,64}" + _E)
-# npm access token.
-NPM_TOKEN = _c(_tok("npm_", 4) + r"[A-Za-z0-9]{36}" + _E)
-# PyPI API token (a macaroon: always "pypi-AgE...").
-PYPI_TOKEN = _c(_tok("pypi-AgE", 8) + r"[A-Za-z0-9_\-]{50,}" + _E)
 # Twilio API key SID: SK + 32 lower-case hex.
 TWILIO_API_KEY = _c(_tok("SK", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9])")
 # Twilio account SID: AC + 32 lower-case hex.
 TWILIO_ACCOUNT_SID = _c(_tok("AC", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9])")
-# SendGrid API key: SG.<id>.<secret>.
-SENDGRID_KEY = _c(_tok(r"SG\.", 3) + r"[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}" + _E)
-# Mailgun (legacy) private API key.
-MAILGUN_KEY = _c(_tok("key-", 4) + r"[0-9a-z]{32}" + _E)
-# JSON Web Token: base64url header and payload (both JSON objects, so "eyJ"), optional signature.
-JWT = _c(_tok("eyJ", 3) + r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + _E)
+# JSON Web Token: base64url header and payload (both JSON objects, so "eyJ"), optional signature;
+# and Grafana's legacy API key, base64 of '{"k":"...'.
+JWT = _c(
+    _tok("eyJ", 3)
+    + r"(?:(?P<jwt>[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)"
+    r"|(?P<grafana_token>rIjoi[A-Za-z0-9]{70,400}={0,3}))"
+    + _E
+)
+# Microsoft Teams incoming webhook: the path after webhookb2/ is the credential.
+TEAMS_WEBHOOK = _c(r"webhook\.office\.com/webhookb2/(?P<secret>[A-Za-z0-9@/\-]{60,300})")
 # Azure storage / service bus connection-string keys (AccountKey=..., SharedAccessKey=...).
 AZURE_KEY = _c(r"key=(?:(?<=accountkey=)|(?<=sharedaccesskey=))(?P<secret>[a-z0-9+/]{20,}={0,2})")
 # Discord webhook URL: the id/token path goes.
@@ -166,26 +141,179 @@ BEARER_TOKEN = _c(_tok("bearer", 6, "a-z0-9_") + r"[ \t]+(?P<secret>[a-z0-9._~+/
 # curl -u / --user user:password (the option must start a word).
 CURL_USER = _c(r"-(?:u|-user)[ \t]+[\"']?[^\s:\"']{1,256}:(?P<secret>[^\s\"']{1,256})")
 
-# Words that make a key name secret-bearing; checked on the whole key by _assignment().
-SECRET_KEY_NAME = _c(
-    r"secret|token|password|passwd|passphrase|(?<![a-z])pass(?![a-z])|api[_\-]?key|access[_\-]?key"
-    r"|private[_\-]?key"
+# --- vendor tokens with a documented prefix (gitleaks' rule list was the checklist) -----------------
+# One row per token family: (kind, regex anchored at the token's first character). Most start with a
+# word and a separator ("dop_v1_", "sq0atp-", "dt0c01."); a regex per row would scan the text once
+# per row, so they are found together: TOKEN_TRIGGER finds a separator followed by 16 token
+# characters (a fast single-character scan), and _prefixed() tries PREFIXED_TOKEN at the start of
+# the token around it. Rows without a separator have their own regexes below.
+_PREFIXED_ROWS: tuple[tuple[str, str], ...] = (
+    ("github_token", r"gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255}"),
+    ("gitlab_token", r"gl(?:pat|dt|rt|ptt|soat|ft|imt|cbt|ffct|oas|agent)-[A-Za-z0-9_\-]{20,255}(?:\.[a-z0-9]{9})?"),
+    ("slack_token", r"xox[abprseo](?:\.xox[bp])?-[A-Za-z0-9\-]{10,255}|xapp-[A-Za-z0-9\-]{10,255}"),
+    ("stripe_key", r"[spr]k_(?:live|test)_[A-Za-z0-9]{16,255}|whsec_[A-Za-z0-9]{24,255}"),
+    ("google_oauth_secret", r"GOCSPX-[A-Za-z0-9_\-]{24,40}"),
+    ("anthropic_key", r"sk-ant-[A-Za-z0-9_\-]{20,255}"),
+    # OpenAI: legacy sk-<48>, sk-proj-, sk-svcacct-, sk-admin-; must mix digits and letters.
+    ("openai_key", r"sk-(?=[A-Za-z_\-]*[0-9])(?=[0-9_\-]*[A-Za-z])(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,255}"),
+    ("huggingface_token", r"hf_[A-Za-z0-9]{30,64}|api_org_[A-Za-z]{34}"),
+    ("npm_token", r"npm_[A-Za-z0-9]{36}"),
+    ("pypi_token", r"pypi-AgE[A-Za-z0-9_\-]{50,}"),  # a macaroon: always "pypi-AgE..."
+    ("sendgrid_key", r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}"),
+    ("mailgun_key", r"key-[0-9a-z]{32}"),
+    ("digitalocean_token", r"do[opr]_v1_[a-f0-9]{64}"),
+    ("grafana_token", r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,400}={0,3}"),
+    ("linear_key", r"lin_(?:api|oauth)_[A-Za-z0-9]{40}"),
+    ("notion_token", r"ntn_[0-9]{11}[A-Za-z0-9]{35}|secret_[A-Za-z0-9]{43}"),
+    ("docker_token", r"dckr_(?:pat|oat)_[A-Za-z0-9_\-]{20,64}"),
+    ("planetscale_token", r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_=.\-]{32,64}"),
+    ("shopify_token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
+    ("sentry_token", r"sntryu_[a-f0-9]{64}|sntrys_eyJ[A-Za-z0-9+/=_]{50,400}"),
+    ("rubygems_key", r"rubygems_[a-f0-9]{48}"),
+    ("prefect_key", r"pnu_[A-Za-z0-9]{36}"),
+    ("readme_key", r"rdme_[a-z0-9]{70}"),
+    ("settlemint_token", r"sm_(?:aat|pat|sat)_[A-Za-z0-9]{16}"),
+    ("shippo_token", r"shippo_(?:live|test)_[a-fA-F0-9]{40}"),
+    ("duffel_token", r"duffel_(?:test|live)_[A-Za-z0-9_=\-]{43}"),
+    ("sourcegraph_token", r"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}"),
+    ("onepassword_token", r"ops_eyJ[A-Za-z0-9+/]{250,}={0,3}"),
+    ("flyio_token", r"fo1_[A-Za-z0-9_\-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3}"),
+    ("clojars_token", r"CLOJARS_[a-z0-9]{60}"),
+    ("maxmind_key", r"[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk"),
+    ("groq_key", r"gsk_[A-Za-z0-9]{52}"),
+    ("replicate_token", r"r8_[A-Za-z0-9]{37}"),
+    ("heroku_key", r"HRKU-AA[A-Za-z0-9_\-]{58}"),
+    ("square_token", r"sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,60}"),
+    ("postman_key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
+    ("perplexity_key", r"pplx-[A-Za-z0-9]{48}"),
+    ("xai_key", r"xai-[A-Za-z0-9]{80}"),
+    ("brevo_key", r"x(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
+    ("age_secret_key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    ("pulumi_token", r"pul-[a-f0-9]{40}"),
+    ("infracost_token", r"ico-[A-Za-z0-9]{32}"),
+    ("scalingo_token", r"tk-us-[A-Za-z0-9_\-]{48}"),
+    ("frameio_token", r"fio-u-[A-Za-z0-9_=\-]{64}"),
+    ("newrelic_key", r"NR(?:AK|II|JS)-[A-Za-z0-9]{19,32}"),
+    ("flutterwave_key", r"FLW(?:SECK|PUBK)(?:_TEST)?-[a-hA-H0-9]{12,32}(?:-X)?"),
+    ("adobe_secret", r"p8e-[A-Za-z0-9]{32}"),
+    ("octopus_key", r"API-[A-Z0-9]{26}"),
+    ("cloudflare_key", r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}"),
+    ("mailchimp_key", r"[a-f0-9]{32}-us[0-9]{1,2}"),
+    ("doppler_token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}"),
+    ("dynatrace_token", r"dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}"),
+    ("vault_token", r"hv[sb]\.[A-Za-z0-9_\-]{90,300}"),
+    ("terraform_token", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}"),
+    ("harness_key", r"(?:pat|sat)\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}"),
+    ("mapbox_token", r"sk\.eyJ[A-Za-z0-9_\-]{50,}\.[A-Za-z0-9_\-]{20,}"),
+    ("dropbox_token", r"sl\.[A-Za-z0-9_=\-]{130,}"),
+    ("google_oauth_token", r"ya29\.[A-Za-z0-9_\-]{30,}"),
 )
-# Literal starts of those words: one assignment regex each keeps every scan a substring search.
-_SECRET_KEY_STARTS = ("secret", "token", "pass", "api", "access", "private")
-# The rest of an assignment after such a word: rest of the key, separator, then a quoted value
-# ("..", '..', \"..\" inside JSON strings) or a bare one. Covers `KEY=value`, `key: value`,
-# `"key": "value"`, `key := "value"`, `key => 'value'`, `?access_token=value&`.
+# The longest stretch of a token before its trigger (Mailchimp: 32 hex digits before "-us").
+_PREFIX_MAX = 32
+PREFIXED_TOKEN = _c("|".join(f"(?P<t{i}>{regex}){_E}" for i, (_, regex) in enumerate(_PREFIXED_ROWS)))
+# A separator followed by 16 token characters (or a Mailchimp data-centre suffix "-us12").
+_TRIGGER_TAIL = r"[A-Za-z0-9][A-Za-z0-9_+/\-]{15}"
+TOKEN_TRIGGER = (
+    _c("_" + _TRIGGER_TAIL),
+    _c(r"-(?:" + _TRIGGER_TAIL + r"|(?<=[a-f0-9]{32}-)us[0-9])"),
+    _c(r"\." + _TRIGGER_TAIL),
+)
+# Prefixed tokens without a separator, grouped by first letter (a one-character literal scans fast).
+A_TOKENS = _c(
+    _tok("A", 1, "A-Za-z0-9_\\-")
+    + r"(?:(?P<atlassian_token>TATT3[A-Za-z0-9_=\-]{100,300})"
+    r"|(?P<artifactory_key>KCp[A-Za-z0-9]{69})"
+    r"|(?P<bedrock_key>BSK[A-Za-z0-9+/]{109,269}={0,2})"
+    r"|(?P<fcm_server_key>AAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,200})"
+    r"|(?P<onepassword_key>3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}))"
+    + _E
+)
+E_TOKENS = _c(
+    _tok("E", 1, "A-Za-z0-9_\\-")
+    + r"(?:(?P<square_token>AAA[A-Za-z0-9_\-]{22,60})"
+    r"|(?P<facebook_token>AA[CM][A-Za-z0-9]{100,})"
+    r"|(?P<easypost_key>Z[AT]K[A-Za-z0-9]{54}))"
+    + _E
+)
+DATABRICKS_TOKEN = _c(_tok("dapi", 4) + r"[a-f0-9]{32}(?:-[0-9])?" + _E)
+ALIBABA_KEY_ID = _c(_tok("LTAI", 4) + r"[A-Za-z0-9]{20}" + _E)
+# Azure AD client secret ("abc8Q~...") and OpenShift user token ("sha256~..."): both around a "~".
+TILDE_TOKENS = _c(r"~(?:(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}|(?<=sha256~)[A-Za-z0-9_\-]{43})" + _E)
+
+# --- command lines -------------------------------------------------------------------------------
+# A short password option: mysql/mariadb -pPASS (glued), sshpass -p PASS, redis-cli -a PASS,
+# docker/podman/helm login -p PASS. _short_flag() checks the command on the line.
+SHORT_PASSWORD_FLAG = _c(
+    r"-(?<![^ \t]-)(?P<flag>[pa])(?P<gap>[ \t]*)(?P<secret>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255})"
+)
+# Commands whose -p / -a option takes a password, and whether the value must be glued to it.
+_PASSWORD_FLAG_COMMANDS = _c(
+    r"(?P<glued>mysql[a-z]*|mariadb[a-z\-]*)[ \t].*|(?P<spaced>sshpass|redis-cli|(?:docker|podman|helm[ \t]+registry)[ \t]+login)[ \t].*"
+)
+# SQL: CREATE USER ... IDENTIFIED BY 'pw' (also IDENTIFIED WITH plugin BY 'pw').
+SQL_IDENTIFIED_BY = _c(
+    r"identified[ \t]+(?:with[ \t]+[a-z_0-9]+[ \t]+)?by[ \t]+(?:password[ \t]+)?"
+    r"(?:'(?P<sq>[^'\r\n]{1,256})'|\"(?P<dq>[^\"\r\n]{1,256})\"|(?P<bare>[^\s;'\"]{1,256}))"
+)
+
+# --- assignments to secret-named keys ------------------------------------------------------------
+# A key is split into words (snake, kebab, dotted, camelCase: `dbPassword` -> db, password) and
+# judged by its last word, after trailing qualifiers (`SECRET_KEY_BASE`, `client-key-data`):
+#   strong (2): password/passwd/pwd/pass/passphrase/secret/token/credentials, or "key" after a word
+#               that makes it secret (api, signing, encryption, private, auth, ...): any literal
+#               value of MIN_SECRET_LEN characters or more is redacted;
+#   weak (1):   a plain "key" or "auth" (`key:`, docker `"auth":`): only a random-looking value;
+#   none (0):   `password_hash_algorithm`, `token_count`, `next_page_token`, `secret_santa`,
+#               `public_key`, `cache_key`, `secretKeyRef`, `SECRET_NAME`.
+_KEY_WORDS = _c(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_STRONG_WORD = _c(r"[a-z0-9]*(?:password|passwd|passphrase|pwd|secret|token|credentials?|creds|apikey)s?|pass|requirepass")
+_KEY_QUALIFIERS = frozenset(
+    "api access secret private signing sign encryption encrypt enc decryption master hmac client app"
+    " application auth service account admin root session cookie jwt webhook ssh gpg pgp aes cipher"
+    " crypto shared license subscription consumer storage deploy integration server rest sas".split()
+)
+_NOT_SECRET_KEYS = frozenset(
+    "public pub primary foreign sort partition cache idempotency routing lookup object unique composite"
+    " index map dict row group shard translation i18n hot short".split()
+)
+_TRAILING_QUALIFIERS = frozenset(
+    "base value val b64 base64 hex raw str string data enc encoded plain plaintext text old new current"
+    " prod production dev staging test live".split()
+)
+# Tokens that are positions, not credentials: `next_page_token`, `nextPageToken`, `sync_token`.
+_POSITION_TOKEN = _c(r"(?:page|next|continuation|sync|resume|pagination|cursor)token")
+# Literal starts of those key words (lower case): one assignment regex each keeps every scan a
+# substring search.
+_SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred")
+# What follows such a word, read in a look-ahead (so the match consumes the word alone and the
+# next word is still seen: `token: GITHUB_TOKEN: x`): the rest of the key, a separator, then a
+# quoted value (".." or '..' that may wrap once onto the next line, \"..\" inside JSON strings)
+# or a bare one. Separators: = : := => and URL-encoded %3D %3A; a value may start on the next
+# line when quoted (pretty-printed JSON); a space separates CLI options and netrc/redis lines;
+# `>` ends an XML element (<password>v</password>), `value=` follows an XML key attribute
+# (<add key="Password" value="v"/>); `|` or `>` at the end of a YAML line opens a block scalar.
 _ASSIGNMENT_TAIL = (
-    r"(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
-    r"(?:\\?[\"'])?(?P<pre>[ \t]*)(?P<sep>:=|=>|=|:)(?P<post>[ \t]*)"
-    r"(?:\"(?P<dq>[^\"\r\n]{0,4096})\""
-    r"|'(?P<sq>[^'\r\n]{0,4096})'"
+    r"(?=(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
+    r"(?:\\?[\"'])?"
+    r"(?:(?P<pre>[ \t]*)(?P<sep>:=|=>|=|:|%3d|%3a|>|value=)(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"']))?|(?P<space>[ \t]+))"
+    r"(?:\"(?P<dq>[^\"\r\n]{0,4096}(?:\r?\n[^\"\r\n]{0,4096})?)\""
+    r"|'(?P<sq>[^'\r\n]{0,4096}(?:\r?\n[^'\r\n]{0,4096})?)'"
     r"|\\\"(?P<eq>[^\"\\\r\n]{0,4096})\\\""
-    r"|(?P<bare>[^\s\"'`,;&<>()\[\]\\]+))"
+    r"|(?P<block>[|>][+\-]?[0-9]?)(?=[ \t]*\r?\n)"
+    r"|(?P<bare>[^\s\"'`,;&<>()\[\]\\]+)))"
 )
 # Assignments to a secret-named key, one regex per key word (run on the lower-cased text).
 ENV_ASSIGNMENTS = tuple(_c(word + _ASSIGNMENT_TAIL) for word in _SECRET_KEY_STARTS)
+# The rest of a config line made of words: an unquoted passphrase (`passphrase: correct horse ...`).
+_MORE_WORDS = _c(r"(?:[ \t]+[^\s#'\"]+){1,7}[ \t]*(?=\r?\n|\Z)")
+# A bare value continued on the next line with a backslash (shell).
+_CONTINUED = _c(r"\\\r?\n[ \t]*[^\s\"'\\]+")
+# What may precede `password <value>` on a netrc line (machine/login/account tokens).
+_NETRC_PREFIX = _c(r"[ \t]*(?:(?:machine[ \t]+\S+|default)[ \t]+)?(?:(?:login|account)[ \t]+\S+[ \t]+)*")
+# What may follow it: end of line or the next netrc token.
+_NETRC_SUFFIX = _c(r"[ \t]*(?:\r?\n|\Z|(?:login|account|machine|macdef)[ \t])")
+# Keys that take a space-separated value on their own line (netrc, redis.conf).
+_SPACED_KEYS = frozenset(("password", "passwd", "pass", "passphrase", "requirepass", "masterauth"))
 
 # Values that stand for a secret without being one.
 PLACEHOLDER = re.compile(
@@ -217,7 +345,9 @@ _CONFIG_LINE_PREFIX = _c(r"[ \t]*(?:export[ \t]+|set[ \t]+|ENV[ \t]+|-[ \t]+)?[\
 
 
 # --- validators: (match, original text) -> span to redact, or None to reject ----------------------
-_Extract = Callable[[re.Match[str], str], "tuple[int, int] | None"]
+# A span to redact, optionally with its own kind (for rules that cover several token families).
+Span = tuple[int, int] | tuple[int, int, str]
+_Extract = Callable[[re.Match[str], str], "Span | None"]
 
 
 def _has_digit_and_letter(value: str) -> bool:
@@ -269,28 +399,188 @@ def _at_config_line_start(text: str, pos: int) -> bool:
     return _CONFIG_LINE_PREFIX.fullmatch(text, nl + 1, pos) is not None
 
 
+def _line_start(text: str, pos: int) -> int:
+    return text.rfind("\n", 0, pos) + 1
+
+
+def _key_strength(key: str) -> int:
+    """2: any literal value is a secret; 1: only a random-looking one; 0: not a secret key."""
+    words = [w.lower() for w in _KEY_WORDS.findall(key)]
+    while len(words) > 1 and words[-1] in _TRAILING_QUALIFIERS:
+        words.pop()
+    if not words or _POSITION_TOKEN.search("".join(words)):
+        return 0
+    last, before = words[-1], (words[-2] if len(words) > 1 else "")
+    if _STRONG_WORD.fullmatch(last):
+        return 2
+    if last.endswith("key"):
+        qualifier = last[:-3] or before
+        if qualifier in _KEY_QUALIFIERS:
+            return 2
+        return 0 if qualifier in _NOT_SECRET_KEYS else 1
+    return 1 if last.endswith("auth") else 0
+
+
+_UUID_OR_HEX = _c(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-f]+|[0-9A-F]+")
+_BASE64 = _c(r"[A-Za-z0-9+/]{8,}={0,2}")
+
+
+def _looks_random(value: str) -> bool:
+    """A key-like value: 16+ characters mixing letters and digits (not a UUID or a hex digest), or
+    base64 of `user:password` (docker's `"auth":`)."""
+    if len(value) >= 16 and _has_digit_and_letter(value) and not _UUID_OR_HEX.fullmatch(value):
+        return True
+    if not _BASE64.fullmatch(value) or len(value) % 4:
+        return False
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("ascii")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return ":" in decoded and decoded.isprintable()
+
+
+def _block_end(text: str, start: int, indent: int) -> int:
+    """End of the YAML block starting at ``start`` whose lines are indented more than ``indent``."""
+    pos = end = start
+    limit = min(len(text), start + 65536)
+    while pos < limit:
+        nl = text.find("\n", pos)
+        line_end = len(text) if nl < 0 else nl
+        line = text[pos:line_end]
+        if line.strip():
+            if len(line) - len(line.lstrip(" \t")) <= indent:
+                break
+            end = line_end
+        pos = line_end + 1
+        if nl < 0:
+            break
+    return end
+
+
+def _spaced(m: re.Match[str], text: str, key_start: int, group: str) -> tuple[int, int] | None:
+    """`key value` without = or :, accepted in three shapes only."""
+    start, end = m.span(group)
+    value = text[start:end]
+    key = text[key_start : m.end("rest")].lower()
+    if key.startswith("-"):  # --password VALUE, --api-token VALUE
+        return (start, end) if not value.startswith("-") else None
+    if key not in _SPACED_KEYS or len(value) < MIN_SECRET_LEN:
+        return None
+    if group in ("dq", "sq"):  # SQL: WITH PASSWORD 'value'
+        return None if " " in value else (start, end)
+    if group != "bare":
+        return None
+    line_start = _line_start(text, key_start)
+    if not _NETRC_PREFIX.fullmatch(text, line_start, key_start) or not _NETRC_SUFFIX.match(text, end):
+        return None  # prose: "password reset is needed"
+    return start, end
+
+
 def _assignment(m: re.Match[str], text: str) -> tuple[int, int] | None:
     """Accept the value of a secret-named key only if it is a literal that may be a secret."""
     key_start = _run_start(text, m.start(), _KEY_CHARS, 64)
-    key = text[key_start : m.end("rest")].lower().replace("tokeniz", "")  # tokenizer= is no secret
-    if not SECRET_KEY_NAME.search(key):
-        return None  # passenger=, compass=
-    group = next(g for g in ("dq", "sq", "eq", "bare") if m.start(g) >= 0)
+    key = text[key_start : m.end("rest")]
+    strength = _key_strength(key)
+    if not strength:
+        return None  # passenger=, compass=, tokenizer=, password_hash_algorithm=
+    group = next(g for g in ("dq", "sq", "eq", "block", "bare") if m.start(g) >= 0)
+    if m.start("space") >= 0:
+        return _spaced(m, text, key_start, group) if strength == 2 else None
+    sep = m.group("sep")
+    if (sep == ">" and text[key_start - 1 : key_start] != "<") or (sep == "value=" and not m.group("pre")):
+        return None  # `x > y` is a comparison; `value=` must follow a quoted XML key
     start, end = m.span(group)
     value = text[start:end].strip()
+    if group == "block":
+        if strength != 2:
+            return None
+        line_start = _line_start(text, key_start)
+        indent = len(text[line_start:key_start]) - len(text[line_start:key_start].lstrip(" \t-"))
+        first_line = text.index("\n", end) + 1
+        block_end = _block_end(text, first_line, indent)
+        block = text[first_line:block_end]
+        block_start = first_line + len(block) - len(block.lstrip())
+        return (block_start, block_end) if block_end > block_start else None
+    if group == "bare":
+        if value.endswith(":"):
+            return None  # `token: GITHUB_TOKEN: x`: a key; its own match follows
+        continued = _CONTINUED.match(text, end)
+        # Words after a word (not after a token: `GH_TOKEN=ghp_x gh pr list` runs a command).
+        words = _MORE_WORDS.match(text, end) if strength == 2 and value.isalpha() and not key.istitle() else None
+        if continued:  # a value continued on the next line
+            end = continued.end()
+        elif words and _at_config_line_start(text, key_start):  # an unquoted passphrase
+            end = words.end()
+            while text[end - 1] in " \t":
+                end -= 1
+        value = text[start:end]
     if len(value) < MIN_SECRET_LEN or "[REDACTED:" in value:
         return None
     if PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
         return None  # a URL with a password is handled by PASSWORD_IN_URL
+    if strength == 1:
+        return (start, end) if _looks_random(value) else None
     if group == "bare":
         if text[end : end + 1] in ("(", "["):
             return None  # token = tokenizer.encode(text), key = os.environ["K"]
-        if _CODE_REF.fullmatch(value):
-            return None  # key=settings.API_KEY, token=access_token
+        if _CODE_REF.fullmatch(value) or value.lower() in (key.lower(), key.lower().rsplit(".", 1)[-1]):
+            return None  # key=settings.API_KEY, token=access_token, self.password = password
         spaced = bool(m.group("pre") or m.group("post")) or m.group("sep") != "="
         if spaced and not _at_config_line_start(text, key_start) and not _has_digit_and_letter(value):
             return None  # inline `x = y` / `x: y` is code or prose unless the value looks random
     return start, end
+
+
+def _prefixed(m: re.Match[str], text: str) -> Span | None:
+    """A separator followed by 16 token characters: try PREFIXED_TOKEN at the token's start and
+    after each of the three separators before the trigger (`x.dop_v1_...`; no prefix has more)."""
+    trigger = m.start()
+    token_start = _run_start(text, trigger, _KEY_CHARS, _PREFIX_MAX)
+    starts = [token_start]
+    for pos in range(trigger, token_start, -1):
+        if text[pos - 1] in "_-.":
+            starts.append(pos)
+            if len(starts) == 4:
+                break
+    for start in sorted(set(starts)):
+        hit = PREFIXED_TOKEN.match(text, start)
+        if hit and hit.end() > trigger:
+            return (*hit.span(), _PREFIXED_ROWS[int(str(hit.lastgroup)[1:])][0])
+    return None
+
+
+def _short_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """`-pPASS` for mysql/mariadb, `-p PASS` for sshpass and docker login, `-a PASS` for redis-cli."""
+    command = _PASSWORD_FLAG_COMMANDS.search(text, _line_start(text, m.start()), m.start())
+    if command is None:
+        return None
+    flag, glued = m.group("flag"), not m.group("gap")
+    if command.group("glued"):
+        ok = flag == "p" and glued
+    else:
+        ok = flag == ("a" if command.group("spaced") == "redis-cli" else "p")
+    value = m.group("secret").strip("'\"")
+    if not ok or value.isdigit() or PLACEHOLDER.fullmatch(value):
+        return None
+    return m.span("secret")
+
+
+def _tilde(m: re.Match[str], text: str) -> Span | None:
+    """Azure AD secrets begin 4 characters before their "~", OpenShift tokens 6 ("sha256")."""
+    azure = text[m.start() - 1] == "Q"
+    start = m.start() - (4 if azure else 6)
+    if start > 0 and text[start - 1] in _TOKEN_CHARS:
+        return None
+    return start, m.end(), "azure_ad_secret" if azure else "openshift_token"
+
+
+def _named(m: re.Match[str], text: str) -> Span | None:
+    """The kind is the name of the group that matched."""
+    return m.start(), m.end(), str(m.lastgroup)
+
+
+def _quoted_or_bare(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    return next(m.span(g) for g in ("sq", "dq", "bare") if m.start(g) >= 0)
 
 
 # --- rules --------------------------------------------------------------------------------------
@@ -308,26 +598,12 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("private_key", PRIVATE_KEY_TRUNCATED),
     _Rule("aws_access_key", AWS_ACCESS_KEY),
     _Rule("aws_secret_key", AWS_SECRET_KEY, lowered=True),
-    _Rule("github_token", GITHUB_TOKEN),
-    _Rule("gitlab_token", GITLAB_TOKEN),
     _Rule("slack_webhook", SLACK_WEBHOOK),
-    _Rule("slack_token", SLACK_TOKEN),
-    _Rule("stripe_key", STRIPE_SECRET_KEY),
-    _Rule("stripe_key", STRIPE_RESTRICTED_KEY),
-    _Rule("stripe_key", STRIPE_PUBLISHABLE_KEY),
-    _Rule("stripe_key", STRIPE_WEBHOOK_SECRET),
     _Rule("google_api_key", GOOGLE_API_KEY),
-    _Rule("google_oauth_secret", GOOGLE_OAUTH_SECRET),
-    _Rule("anthropic_key", ANTHROPIC_KEY),
-    _Rule("openai_key", OPENAI_KEY, extract=_random_looking),
-    _Rule("huggingface_token", HUGGINGFACE_TOKEN),
-    _Rule("npm_token", NPM_TOKEN),
-    _Rule("pypi_token", PYPI_TOKEN),
     _Rule("twilio_key", TWILIO_API_KEY),
     _Rule("twilio_key", TWILIO_ACCOUNT_SID),
-    _Rule("sendgrid_key", SENDGRID_KEY),
-    _Rule("mailgun_key", MAILGUN_KEY),
-    _Rule("jwt", JWT),
+    _Rule("jwt", JWT, extract=_named),
+    _Rule("teams_webhook", TEAMS_WEBHOOK),
     _Rule("azure_storage_key", AZURE_KEY, lowered=True),
     _Rule("discord_webhook", DISCORD_WEBHOOK),
     _Rule("discord_token", DISCORD_TOKEN_TAIL, extract=_discord),
@@ -336,12 +612,31 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("authorization_header", AUTH_HEADER, lowered=True),
     _Rule("bearer_token", BEARER_TOKEN, lowered=True, extract=_random_looking),
     _Rule("basic_auth", CURL_USER, extract=_curl_user),
+    *(_Rule("vendor_token", trigger, extract=_prefixed) for trigger in TOKEN_TRIGGER),
+    _Rule("vendor_token", A_TOKENS, extract=_named),
+    _Rule("vendor_token", E_TOKENS, extract=_named),
+    _Rule("databricks_token", DATABRICKS_TOKEN),
+    _Rule("alibaba_key", ALIBABA_KEY_ID),
+    _Rule("vendor_token", TILDE_TOKENS, extract=_tilde),
+    _Rule("password_option", SHORT_PASSWORD_FLAG, extract=_short_flag),
+    _Rule("password_option", SQL_IDENTIFIED_BY, lowered=True, extract=_quoted_or_bare),
     *(_Rule("env_assignment", regex, lowered=True, extract=_assignment) for regex in ENV_ASSIGNMENTS),
 )
 
 CUSTOM_KIND = "custom"
 # Every kind, most specific first; user patterns rank just above the generic assignment rule.
-KINDS: tuple[str, ...] = tuple(dict.fromkeys(r.kind for r in _RULES if r.kind != "env_assignment")) + (
+# Kinds that name a shape rather than a vendor: a vendor's kind wins where both match.
+_GENERIC_KINDS = ("password_in_url", "authorization_header", "bearer_token", "basic_auth", "password_option")
+_SPECIFIC_KINDS = (
+    *(r.kind for r in _RULES if r.kind not in ("env_assignment", "vendor_token", *_GENERIC_KINDS)),
+    *(kind for kind, _ in _PREFIXED_ROWS),
+    *JWT.groupindex,
+    *A_TOKENS.groupindex,
+    *E_TOKENS.groupindex,
+    "azure_ad_secret",
+    "openshift_token",
+)
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(_SPECIFIC_KINDS)) + _GENERIC_KINDS + (
     CUSTOM_KIND,
     "env_assignment",
 )
@@ -390,7 +685,7 @@ def _candidates(text: str, rules: Iterable[_Rule]) -> list[tuple[int, int, str]]
             else:
                 span = m.span("secret") if "secret" in rule.regex.groupindex else m.span()
             if span is not None and 0 <= span[0] < span[1]:
-                found.append((span[0], span[1], rule.kind))
+                found.append((span[0], span[1], span[2] if len(span) == 3 else rule.kind))
     return found
 
 

@@ -1,0 +1,159 @@
+"""How much does redaction catch, what does it wrongly touch, and how fast is it?
+
+    python bench/redaction.py [--corpus tests/data/redaction] [--baseline REV] [--detect-secrets]
+                              [--megabytes 4] [--repeat 3]
+
+Corpus (made by `bench/redaction_corpus.py`, fake values only):
+  secrets.jsonl   a row is redacted when none of its "secrets" strings is left in the output;
+  ordinary.jsonl  a row is touched when the output differs from the input.
+Throughput: MB/s of `redact()` on prose, the repository's Markdown files (README, docs/, AGENTS.md)
+repeated to --megabytes; best of --repeat runs, each engine timed in turn within one run.
+
+--baseline REV also measures memtool/redact.py as it was at git revision REV (e.g. the commit
+before a change), so a before/after figure comes from one run on one machine state.
+--detect-secrets also measures Yelp's detect-secrets (`pip install detect-secrets`) with its
+default plugins and filters, scanning each row as a file, its secrets redacted by value.
+
+Prints per-family counts, then one line per engine: redacted %, touched %, MB/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from memtool.redact import redact  # noqa: E402 (after the sys.path line)
+
+Redactor = Callable[[str], str]
+
+
+def load(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def prose(megabytes: float) -> str:
+    files = [ROOT / "README.md", ROOT / "AGENTS.md", *sorted((ROOT / "docs").glob("*.md"))]
+    text = "\n\n".join(p.read_text(encoding="utf-8") for p in files if p.is_file())
+    size = int(megabytes * 1_000_000)
+    return (text * (size // len(text) + 1))[:size]
+
+
+def baseline_redactor(rev: str) -> Redactor:
+    """memtool/redact.py at git revision `rev`, imported as a separate module."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:memtool/redact.py"],
+                            capture_output=True, text=True, check=True).stdout
+    path = Path(tempfile.mkdtemp()) / "redact_baseline.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("redact_baseline", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return lambda text: module.redact(text)[0]
+
+
+def detect_secrets_redactor() -> Redactor:
+    from detect_secrets.core.scan import scan_file
+    from detect_secrets.settings import default_settings
+
+    workdir = Path(tempfile.mkdtemp())
+    settings = default_settings()
+    settings.__enter__()  # entered for the whole run: the default plugins and filters
+
+    def run(text: str, _settings=settings) -> str:  # holds the context: collecting it resets them
+        path = workdir / "row.txt"
+        path.write_text(text, encoding="utf-8")
+        values = {s.secret_value for s in scan_file(str(path)) if s.secret_value}
+        for value in sorted(values, key=len, reverse=True):
+            text = text.replace(value, "[REDACTED]")
+        return text
+
+    return run
+
+
+def score(redactor: Redactor, secrets: list[dict], ordinary: list[dict]) -> tuple[Counter, Counter, list[dict], list[dict]]:
+    caught, touched = Counter(), Counter()
+    missed, wrongly = [], []
+    for row in secrets:
+        out = redactor(row["text"])
+        if any(s in out for s in row["secrets"]):
+            missed.append(row)
+        else:
+            caught[row["family"]] += 1
+    for row in ordinary:
+        if redactor(row["text"]) != row["text"]:
+            touched[row["family"]] += 1
+            wrongly.append(row)
+    return caught, touched, missed, wrongly
+
+
+def throughput(engines: dict[str, Redactor], text: str, repeat: int) -> dict[str, float]:
+    best = {name: float("inf") for name in engines}
+    for _ in range(repeat):  # interleaved: machine load hits every engine alike
+        for name, run in engines.items():
+            start = time.perf_counter()
+            run(text)
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: len(text.encode("utf-8")) / 1e6 / seconds for name, seconds in best.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=ROOT / "tests" / "data" / "redaction")
+    parser.add_argument("--baseline", metavar="REV", help="also measure memtool/redact.py at this git revision")
+    parser.add_argument("--detect-secrets", action="store_true", help="also measure detect-secrets")
+    parser.add_argument("--megabytes", type=float, default=4.0, help="size of the prose for throughput")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--show-misses", action="store_true", help="print every missed or touched row")
+    args = parser.parse_args()
+
+    secrets, ordinary = load(args.corpus / "secrets.jsonl"), load(args.corpus / "ordinary.jsonl")
+    engines: dict[str, Redactor] = {"memtool": lambda text: redact(text)[0]}
+    if args.baseline:
+        engines[f"memtool@{args.baseline}"] = baseline_redactor(args.baseline)
+    if args.detect_secrets:
+        engines["detect-secrets"] = detect_secrets_redactor()
+
+    families_s = Counter(row["family"] for row in secrets)
+    families_o = Counter(row["family"] for row in ordinary)
+    results = {name: score(run, secrets, ordinary) for name, run in engines.items()}
+    names = list(engines)
+    print(f"corpus: {len(secrets)} secrets in {len(families_s)} families, {len(ordinary)} ordinary values")
+    print("\nsecrets redacted, per family: " + " | ".join(names))
+    for family, total in sorted(families_s.items()):
+        print(f"  {family:12} {total:4}  " + "  ".join(f"{results[n][0][family]:4}" for n in names))
+    print("\nordinary values touched, per family: " + " | ".join(names))
+    for family, total in sorted(families_o.items()):
+        print(f"  {family:12} {total:4}  " + "  ".join(f"{results[n][1][family]:4}" for n in names))
+
+    # detect-secrets writes a file per call: its speed is measured on 1/20 of the prose.
+    text = prose(args.megabytes)
+    fast = {n: run for n, run in engines.items() if n != "detect-secrets"}
+    speed = throughput(fast, text, args.repeat)
+    if "detect-secrets" in engines:
+        speed.update(throughput({"detect-secrets": engines["detect-secrets"]}, text[: len(text) // 20], 1))
+    print(f"\nengine            redacted      touched     MB/s on prose ({args.megabytes:g} MB, best of {args.repeat})")
+    for name in names:
+        caught, touched, missed, wrongly = results[name]
+        print(f"  {name:16} {100 * sum(caught.values()) / len(secrets):6.1f} %  {100 * sum(touched.values()) / len(ordinary):6.1f} %"
+              f"  {speed[name]:8.1f}")
+        if args.show_misses:
+            for row in missed:
+                print(f"    missed  [{row['family']}] {row['text'][:100]!r}")
+            for row in wrongly:
+                print(f"    touched [{row['family']}] {row['text'][:100]!r}")
+
+
+if __name__ == "__main__":
+    main()
