@@ -153,6 +153,7 @@ class Memory:
         self._compressor_factory(provider)  # an unknown provider fails before anything is read or stored
         for s in sessions:
             check_session(s)  # before the duplicate check: a repeated session with bad options is refused too
+            s = replace(s, session=self.redact(s.session), agent=self.redact(s.agent))  # stored like the text
             text = self.redact(self.check_text(s.text, s.name))
             dedupe.require_known(s.supersedes)
             dup = dedupe.check(s.name, text, s.when or utcnow(), s.session)
@@ -241,6 +242,7 @@ class Memory:
 
     def log(self, text: str, when: datetime | None = None, source: str = "user_explicit", agent: str = "", session: str = "") -> Path:
         text = self.redact(text).strip()
+        agent, session = self.redact(agent), self.redact(session)  # written into the line like the text
         if not text:
             raise BadInput("nothing to log: the text is empty")
         if source not in C.SOURCES:

@@ -229,3 +229,20 @@ def test_a_hit_cut_to_fit_keeps_some_of_its_content(mem):
             after = res.text.split(f"entry {i} ", 1)[1].split("]", 1)[1]
             content = re.split(r"\n\n\[entry ", after, maxsplit=1)[0]
             assert len(content.split()) >= 3, (budget, i, content)
+
+
+SESSION_SECRET = "ghp_" + "R7tY2uI9oP4aS6dF8gH1jK3lZ5xC7vB9nM2q"
+AGENT_SECRET = "sk-ant-api03-" + "Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz1Xc3Vb5Nm7"
+
+
+def _files_holding(root, secret):
+    return [p for p in root.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+
+
+def test_session_and_agent_names_are_redacted_before_anything_is_written(mem, root):
+    e = mem.compress(AUTH, when=when(7), session=f"deploy {SESSION_SECRET}", agent=f"bot {AGENT_SECRET}")
+    mem.log("rotated the deploy key", session=f"deploy {SESSION_SECRET}", agent=f"bot {AGENT_SECRET}", source="ai_inferred")
+    assert e.source_session == "deploy [REDACTED:github_token]" and e.agent == "bot [REDACTED:anthropic_key]"
+    assert _files_holding(root, SESSION_SECRET) == [] and _files_holding(root, AGENT_SECRET) == []
+    day_log = next((root / "memory").glob("*.md")).read_text(encoding="utf-8")
+    assert "session=deploy [REDACTED:github_token]" in day_log and "[REDACTED:anthropic_key]" in day_log
