@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -22,7 +23,6 @@ from typing import Any, Callable
 from memtool import constants as C
 from memtool.errors import BadInput, NotAMemoryRoot, StorageError
 from memtool.hooks import spec
-from memtool.fsutil import atomic_write_text
 from memtool.transcripts import read_transcript
 
 
@@ -164,8 +164,35 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:120] or "session"
 
 
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only (0600): a temp file made by mkstemp
+    (0600 from the start), renamed over ``path`` (a link at ``path`` is replaced, not followed)."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise StorageError(f"{path.parent}: cannot write the transcript copy: {err.strerror}") from None
+    renamed = False
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+        renamed = True
+    except OSError as err:
+        raise StorageError(f"{path}: cannot write the transcript copy: {err.strerror}") from None
+    finally:
+        if not renamed:
+            Path(tmp).unlink(missing_ok=True)
+
+
 def prepare_transcript(payload: HookPayload, agent: str, out_dir: Path | None = None) -> Path:
-    """Convert the session's transcript to Markdown in the cache folder; returns the file."""
+    """Convert the session's transcript to Markdown, redact it, and write it to the cache folder,
+    readable by its owner only. Returns the file.
+
+    Redacted with the built-in rules before it is written: no copy of a secret reaches the disk
+    here (`memory compress` applies the memory's own `redact_patterns` to what it stores)."""
+    from memtool.redact import redact  # here: session-start never pays for compiling the rules
+
     if payload.transcript_path is None:
         raise BadInput(f"{spec(agent).label} sent no transcript_path; nothing to compress")
     try:
@@ -178,31 +205,34 @@ def prepare_transcript(payload: HookPayload, agent: str, out_dir: Path | None = 
         raise BadInput(f"{payload.transcript_path}: no conversation text in the transcript; nothing to compress")
     name = _safe_name(f"{spec(agent).name}-{payload.session_id or payload.transcript_path.stem}") + ".md"
     target = (out_dir or cache_dir()) / name
-    atomic_write_text(target, text)
+    _write_private(target, redact(text)[0])
     return target
 
 
 def run_session_end(payload: HookPayload, agent: str, *, run: Runner | None = None, python: str | None = None) -> int:
     """Convert the transcript and run `memory compress` on it, waiting for it. Returns its exit code.
 
-    The converted file is deleted after a successful compress and kept (for a retry) otherwise.
+    The converted copy is deleted whatever happens (success, failure, timeout, an exception): the
+    agent's own transcript stays where it was, and a failure message names it for a retry.
     """
     markdown = prepare_transcript(payload, agent)
-    command = compress_command(markdown, payload, agent, python)
     try:
-        done = _call(run, command, payload, C.HOOK_COMPRESS_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        print(f"memtool: compress timed out after {C.HOOK_COMPRESS_TIMEOUT_S:.0f} s; kept {markdown}", file=sys.stderr)
-        return 1
-    if done.stdout:
-        sys.stderr.write(done.stdout)
-    if done.stderr:
-        sys.stderr.write(done.stderr)
-    if done.returncode == 0:
+        command = compress_command(markdown, payload, agent, python)
+        retry = f"the transcript is still at {payload.transcript_path}"
+        try:
+            done = _call(run, command, payload, C.HOOK_COMPRESS_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            print(f"memtool: compress timed out after {C.HOOK_COMPRESS_TIMEOUT_S:.0f} s; {retry}", file=sys.stderr)
+            return 1
+        if done.stdout:
+            sys.stderr.write(done.stdout)
+        if done.stderr:
+            sys.stderr.write(done.stderr)
+        if done.returncode != 0:
+            print(f"memtool: compress failed (exit {done.returncode}); {retry}", file=sys.stderr)
+        return done.returncode
+    finally:
         markdown.unlink(missing_ok=True)
-    else:
-        print(f"memtool: compress failed (exit {done.returncode}); kept {markdown}", file=sys.stderr)
-    return done.returncode
 
 
 def worker_command(agent: str, python: str | None = None) -> list[str]:

@@ -91,14 +91,78 @@ def test_session_end_worker_converts_the_transcript_and_runs_compress(tmp_path, 
     assert not markdown.exists()  # removed once compress succeeded
 
 
-def test_session_end_worker_keeps_the_markdown_when_compress_fails(tmp_path, monkeypatch):
-    monkeypatch.setattr(
-        subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 6, stdout="", stderr="error: quota\n")
-    )
-    result = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(claude_payload(tmp_path)))
+FAKE_TOKEN = "ghp_" + "R7tY2uI9oP4aS6dF8gH1jK3lZ5xC7vB9nM2q"
+FAKE_PASSWORD = "Pr0d-Db-Pw-77x"
+
+
+def payload_with_secrets(tmp_path: Path) -> dict[str, Any]:
+    payload = claude_payload(tmp_path)
+    with open(payload["transcript_path"], "a", encoding="utf-8") as fh:
+        turn = {"type": "user", "message": {"role": "user", "content": f"use {FAKE_TOKEN} and DB_PWD={FAKE_PASSWORD} for the deploy"}}
+        fh.write(json.dumps(turn | {"sessionId": payload["session_id"], "timestamp": "2026-02-07T10:05:00.000Z"}) + "\n")
+    return payload
+
+
+def hook_cache(tmp_path: Path) -> Path:
+    return tmp_path / "home" / ".cache" / "memtool" / "hooks"
+
+
+def test_session_end_copy_is_redacted_private_and_removed_when_compress_fails(tmp_path, monkeypatch):
+    seen: dict[str, Any] = {}
+
+    def failing_compress(cmd, **kwargs):
+        copy = Path(cmd[4])
+        seen["mode"], seen["text"] = copy.stat().st_mode & 0o777, copy.read_text(encoding="utf-8")
+        return subprocess.CompletedProcess(cmd, 6, stdout="", stderr="error: quota\n")
+
+    monkeypatch.setattr(subprocess, "run", failing_compress)
+    payload = payload_with_secrets(tmp_path)
+    result = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(payload))
     assert result.exit_code == 6
-    assert "error: quota" in result.stderr and "kept" in result.stderr
-    assert (tmp_path / "home" / ".cache" / "memtool" / "hooks" / "claude-code-5f0c2a9e-1111.md").exists()
+    assert "error: quota" in result.stderr and payload["transcript_path"] in result.stderr  # where to retry from
+    assert seen["mode"] == 0o600
+    assert FAKE_TOKEN not in seen["text"] and FAKE_PASSWORD not in seen["text"]
+    assert "use [REDACTED:github_token] and DB_PWD=[REDACTED:env_assignment]" in seen["text"]
+    assert list(hook_cache(tmp_path).iterdir()) == []  # no copy left, not even a temp file
+
+
+@pytest.mark.parametrize("failure", [OSError("cannot fork"), subprocess.TimeoutExpired(["memory"], 120)])
+def test_session_end_copy_is_removed_when_running_compress_fails(tmp_path, failure):
+    from memtool.hooks.session import parse_payload, run_session_end
+
+    def broken(cmd, **kwargs):
+        raise failure
+
+    payload = parse_payload(json.dumps(payload_with_secrets(tmp_path)))
+    if isinstance(failure, OSError):
+        with pytest.raises(OSError):
+            run_session_end(payload, "claude-code", run=broken)
+    else:
+        assert run_session_end(payload, "claude-code", run=broken) == 1
+    assert list(hook_cache(tmp_path).iterdir()) == []
+
+
+def test_session_end_with_a_real_compress_that_fails_leaves_nothing_behind(tmp_path):
+    """The real worker and a real `memory compress` that fails (the session's folder is no memory
+    root): no copy of the transcript is left in the cache."""
+    payload = payload_with_secrets(tmp_path)
+    result = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(payload))
+    assert result.exit_code == 3
+    assert "is not a memory root" in result.stderr and "compress failed (exit 3)" in result.stderr
+    assert list(hook_cache(tmp_path).iterdir()) == []
+
+
+def test_session_end_copy_replaces_a_planted_link_instead_of_following_it(tmp_path, monkeypatch):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me\n", encoding="utf-8")
+    cache = hook_cache(tmp_path)
+    cache.mkdir(parents=True)
+    (cache / "claude-code-5f0c2a9e-1111.md").symlink_to(outside)
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0, stdout="", stderr=""))
+    result = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(claude_payload(tmp_path)))
+    assert result.exit_code == 0, result.output
+    assert outside.read_text(encoding="utf-8") == "keep me\n"
+    assert list(cache.iterdir()) == []
 
 
 @pytest.mark.parametrize(
