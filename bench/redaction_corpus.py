@@ -423,6 +423,9 @@ def ordinary(f: Fake) -> list[dict]:
         "sort_key: created_at",
         "encryption_key_id: alias/prod-kms",
         "public_key_fingerprint: SHA256:" + f.s(B64, 43),
+        "docker run -a stdout -p 8080:80 nginx && ls -a -p",
+        "gh secret set API_TOKEN < token.txt",
+        "mongodb://db.internal:27017/app?replicaSet=rs0#primary",
     ):
         out.append({"family": "near_miss", "text": text})
     return out

@@ -127,9 +127,10 @@ DISCORD_TOKEN_TAIL = _c(r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}" + _E)
 DISCORD_TOKEN_ID = _c(r"[MNO][A-Za-z0-9_\-]{23,27}")
 # Telegram bot token "<8-10 digit bot id>:AA<33>": this finds ":AA<33>", _telegram() the id.
 TELEGRAM_TOKEN_TAIL = _c(r":AA[A-Za-z0-9_\-]{33}" + _E)
-# Password in a URL (scheme://user:password@host): only the password goes.
+# Password in a URL (scheme://user:password@host): only the password goes; a "#" or "?" that
+# should have been percent-encoded is still part of it.
 PASSWORD_IN_URL = _c(
-    r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<secret>[^\s/?#\[\]\"'<>]{1,256})@(?=[A-Za-z0-9\[])"
+    r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<secret>[^\s/\[\]\"'<>]{1,256})@(?=[A-Za-z0-9\[])"
 )
 # Authorization / Proxy-Authorization header value (any scheme: Bearer, Basic, Token, ...).
 AUTH_HEADER = _c(
@@ -241,14 +242,18 @@ ALIBABA_KEY_ID = _c(_tok("LTAI", 4) + r"[A-Za-z0-9]{20}" + _E)
 TILDE_TOKENS = _c(r"~(?:(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}|(?<=sha256~)[A-Za-z0-9_\-]{43})" + _E)
 
 # --- command lines -------------------------------------------------------------------------------
-# A short password option: mysql/mariadb -pPASS (glued), sshpass -p PASS, redis-cli -a PASS,
-# docker/podman/helm login -p PASS. _short_flag() checks the command on the line.
-SHORT_PASSWORD_FLAG = _c(
-    r"-(?<![^ \t]-)(?P<flag>[pa])(?P<gap>[ \t]*)(?P<secret>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255})"
+# A password option: mysql/mariadb -pPASS (glued), sshpass -p PASS, docker/podman/helm login
+# -p PASS, redis-cli -a PASS, gh secret set NAME --body VALUE. _password_flag() checks the command.
+PASSWORD_FLAG = _c(
+    r"-(?<![^ \t]-)(?P<flag>[pab]|-body)(?P<gap>[ \t=]*)"
+    r"(?P<secret>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255})"
 )
-# Commands whose -p / -a option takes a password, and whether the value must be glued to it.
+# The command before such an option on its line; the group that matches names the option it takes.
 _PASSWORD_FLAG_COMMANDS = _c(
-    r"(?P<glued>mysql[a-z]*|mariadb[a-z\-]*)[ \t].*|(?P<spaced>sshpass|redis-cli|(?:docker|podman|helm[ \t]+registry)[ \t]+login)[ \t].*"
+    r"(?:(?P<glued_p>mysql[a-z]*|mariadb[a-z\-]*)"
+    r"|(?P<p>sshpass|(?:docker|podman|helm[ \t]+registry)[ \t]+login)"
+    r"|(?P<a>redis-cli)"
+    r"|(?P<b>gh[ \t]+secret[ \t]+set))[ \t].*"
 )
 # SQL: CREATE USER ... IDENTIFIED BY 'pw' (also IDENTIFIED WITH plugin BY 'pw').
 SQL_IDENTIFIED_BY = _c(
@@ -549,18 +554,17 @@ def _prefixed(m: re.Match[str], text: str) -> Span | None:
     return None
 
 
-def _short_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
-    """`-pPASS` for mysql/mariadb, `-p PASS` for sshpass and docker login, `-a PASS` for redis-cli."""
+def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """The value of a password option, when the command on the line takes one there."""
     command = _PASSWORD_FLAG_COMMANDS.search(text, _line_start(text, m.start()), m.start())
     if command is None:
         return None
-    flag, glued = m.group("flag"), not m.group("gap")
-    if command.group("glued"):
-        ok = flag == "p" and glued
-    else:
-        ok = flag == ("a" if command.group("spaced") == "redis-cli" else "p")
+    flag, glued = m.group("flag").lstrip("-")[:1], not m.group("gap")
+    takes = str(command.lastgroup)
+    if not (takes == f"glued_{flag}" and glued) and takes != flag:
+        return None  # mysql -p db (a prompt, then the database), mysql -P3306, docker run -a
     value = m.group("secret").strip("'\"")
-    if not ok or value.isdigit() or PLACEHOLDER.fullmatch(value):
+    if value.isdigit() or PLACEHOLDER.fullmatch(value):
         return None
     return m.span("secret")
 
@@ -618,7 +622,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("databricks_token", DATABRICKS_TOKEN),
     _Rule("alibaba_key", ALIBABA_KEY_ID),
     _Rule("vendor_token", TILDE_TOKENS, extract=_tilde),
-    _Rule("password_option", SHORT_PASSWORD_FLAG, extract=_short_flag),
+    _Rule("password_option", PASSWORD_FLAG, extract=_password_flag),
     _Rule("password_option", SQL_IDENTIFIED_BY, lowered=True, extract=_quoted_or_bare),
     *(_Rule("env_assignment", regex, lowered=True, extract=_assignment) for regex in ENV_ASSIGNMENTS),
 )
