@@ -7,7 +7,8 @@ Corpus (made by `bench/redaction_corpus.py`, fake values only):
   secrets.jsonl   a row is redacted when none of its "secrets" strings is left in the output;
   ordinary.jsonl  a row is touched when the output differs from the input.
 Throughput: MB/s of `redact()` on prose, the repository's Markdown files (README, docs/, AGENTS.md)
-repeated to --megabytes; best of --repeat runs, each engine timed in turn within one run.
+repeated to --megabytes, in CPU time (so a loaded machine skews it less); best of --repeat runs,
+the engines timed in turn within each.
 
 --baseline REV also measures memtool/redact.py as it was at git revision REV (e.g. the commit
 before a change), so a before/after figure comes from one run on one machine state.
@@ -102,9 +103,9 @@ def throughput(engines: dict[str, Redactor], text: str, repeat: int) -> dict[str
     best = {name: float("inf") for name in engines}
     for _ in range(repeat):  # interleaved: machine load hits every engine alike
         for name, run in engines.items():
-            start = time.perf_counter()
+            start = time.process_time()
             run(text)
-            best[name] = min(best[name], time.perf_counter() - start)
+            best[name] = min(best[name], time.process_time() - start)
     return {name: len(text.encode("utf-8")) / 1e6 / seconds for name, seconds in best.items()}
 
 
@@ -143,7 +144,7 @@ def main() -> None:
     speed = throughput(fast, text, args.repeat)
     if "detect-secrets" in engines:
         speed.update(throughput({"detect-secrets": engines["detect-secrets"]}, text[: len(text) // 20], 1))
-    print(f"\nengine            redacted      touched     MB/s on prose ({args.megabytes:g} MB, best of {args.repeat})")
+    print(f"\nengine            redacted      touched     MB/s on prose ({args.megabytes:g} MB, CPU time, best of {args.repeat})")
     for name in names:
         caught, touched, missed, wrongly = results[name]
         print(f"  {name:16} {100 * sum(caught.values()) / len(secrets):6.1f} %  {100 * sum(touched.values()) / len(ordinary):6.1f} %"

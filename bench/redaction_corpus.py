@@ -426,6 +426,13 @@ def ordinary(f: Fake) -> list[dict]:
         "docker run -a stdout -p 8080:80 nginx && ls -a -p",
         "gh secret set API_TOKEN < token.txt",
         "mongodb://db.internal:27017/app?replicaSet=rs0#primary",
+        # Found by redacting this repository's own sources:
+        "        max_tokens: MaxTokens = max_tokens,",
+        "    window_tokens: int | None = None,",
+        'raise BadInput(f"--max-tokens must be between {C.MIN} and {C.MAX}")',
+        'AUTH = "Alice: We decided to use Auth0 instead of custom JWT handling."',
+        '"GEMINI_API_KEY": FAKE_KEY if key else None,',
+        'f"use {FAKE_TOKEN} and DB_PWD={FAKE_PASSWORD} for the deploy"',
     ):
         out.append({"family": "near_miss", "text": text})
     return out

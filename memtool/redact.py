@@ -12,6 +12,15 @@ Design notes
     scan; the left token boundary is a lookbehind placed after that literal (``_tok``).
     Case-insensitive rules are written in lower case and run on the lower-cased text
     (``_Rule.lowered``) for the same reason.
+  * Vendor tokens with a documented prefix (`dop_v1_`, `glsa_`, `sq0atp-`, `dt0c01.`; gitleaks'
+    rule list, config/gitleaks.toml, was the checklist, the regexes are ours) are one table,
+    _PREFIXED_ROWS. A regex per row would scan the text once per row; instead three one-character
+    triggers (a "_", "-" or "." followed by 16 token characters) find the rare candidates and
+    PREFIXED_TOKEN is tried at the start of each.
+  * Assignments (`KEY=v`, `key: v`, `"key": "v"`, `--key v`, netrc, XML, YAML blocks) are judged
+    by the key's last word (_key_strength): `db_pwd`, `dbPassword`, `SIGNING_KEY` and
+    `client-key-data` name secrets; `password_hash_algorithm`, `next_page_token` and
+    `secret_santa` do not.
   * Matches from all rules are merged as a union of spans, so overlapping rules can never leave
     a fragment of a secret behind; the merged span takes the kind of the most specific rule.
   * Placeholders are not secrets and are kept: empty values, ``${VAR}``, ``$VAR``, ``$(cmd)``,
@@ -271,7 +280,10 @@ SQL_IDENTIFIED_BY = _c(
 #   none (0):   `password_hash_algorithm`, `token_count`, `next_page_token`, `secret_santa`,
 #               `public_key`, `cache_key`, `secretKeyRef`, `SECRET_NAME`.
 _KEY_WORDS = _c(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_STRONG_WORD = _c(r"[a-z0-9]*(?:password|passwd|passphrase|pwd|secret|token|credentials?|creds|apikey)s?|pass|requirepass")
+# ("tokens" is a count: max_tokens, window_tokens.)
+_STRONG_WORD = _c(
+    r"[a-z0-9]*(?:passwords?|passwd|passphrase|pwd|secrets?|token|credentials?|creds|apikeys?)|pass|requirepass"
+)
 _KEY_QUALIFIERS = frozenset(
     "api access secret private signing sign encryption encrypt enc decryption master hmac client app"
     " application auth service account admin root session cookie jwt webhook ssh gpg pgp aes cipher"
@@ -329,6 +341,7 @@ PLACEHOLDER = re.compile(
     | %[A-Za-z_]\w*%          # %VAR% (Windows)
     | %\(\w+\)s               # %(name)s
     | \{\{.*\}\}              # {{ template }}
+    | \{[A-Za-z_][\w.]*\}     # {name} (f-string, str.format)
     | <[^>]*>                 # <your key>
     | [x*.\#_\-]{3,}          # xxxx, ****, ...., ----
     | (?:change[_\-]?me|changeit|placeholder|example|dummy|redacted|null|none|nil|undefined
@@ -343,8 +356,9 @@ PLACEHOLDER = re.compile(
 _NUMBER = _c(r"[0-9][0-9.,_:+\-]*")
 # File paths (two segments or more) and URLs: `SECRET_FILE=/run/secrets/db`.
 _PATH_OR_URL = _c(r"(?:~|\.{1,2})?/[^/\s]+/.*|[A-Za-z][A-Za-z0-9+.\-]*://.*")
-# Code references rather than literals: dotted names (`settings.API_KEY`) and snake_case variables.
-_CODE_REF = _c(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:_[a-z]+)+")
+# Code references rather than literals: dotted names (`settings.API_KEY`), snake_case variables
+# and UPPER_CASE constants (`"GEMINI_API_KEY": FAKE_KEY`).
+_CODE_REF = _c(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)+")
 # What may precede a key on its line for the line to count as a config line (.env, YAML, INI).
 _CONFIG_LINE_PREFIX = _c(r"[ \t]*(?:export[ \t]+|set[ \t]+|ENV[ \t]+|-[ \t]+)?[\"']?")
 
@@ -433,6 +447,8 @@ _BASE64 = _c(r"[A-Za-z0-9+/]{8,}={0,2}")
 def _looks_random(value: str) -> bool:
     """A key-like value: 16+ characters mixing letters and digits (not a UUID or a hex digest), or
     base64 of `user:password` (docker's `"auth":`)."""
+    if any(c.isspace() for c in value):
+        return False
     if len(value) >= 16 and _has_digit_and_letter(value) and not _UUID_OR_HEX.fullmatch(value):
         return True
     if not _BASE64.fullmatch(value) or len(value) % 4:
@@ -467,9 +483,11 @@ def _spaced(m: re.Match[str], text: str, key_start: int, group: str) -> tuple[in
     start, end = m.span(group)
     value = text[start:end]
     key = text[key_start : m.end("rest")].lower()
+    if len(value) < MIN_SECRET_LEN or PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value):
+        return None
     if key.startswith("-"):  # --password VALUE, --api-token VALUE
-        return (start, end) if not value.startswith("-") else None
-    if key not in _SPACED_KEYS or len(value) < MIN_SECRET_LEN:
+        return (start, end) if not value.startswith("-") and not _PATH_OR_URL.fullmatch(value) else None
+    if key not in _SPACED_KEYS:
         return None
     if group in ("dq", "sq"):  # SQL: WITH PASSWORD 'value'
         return None if " " in value else (start, end)
