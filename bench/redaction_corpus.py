@@ -433,6 +433,14 @@ def ordinary(f: Fake) -> list[dict]:
         'AUTH = "Alice: We decided to use Auth0 instead of custom JWT handling."',
         '"GEMINI_API_KEY": FAKE_KEY if key else None,',
         'f"use {FAKE_TOKEN} and DB_PWD={FAKE_PASSWORD} for the deploy"',
+        # Found by redacting CPython's standard library (Lib/*.py):
+        "        self.token = nextchar",
+        "PseudoToken = Whitespace + group(PseudoExtras, Number, Funny, ContStr, Name)",
+        "    - password:     The password for the authentication.",
+        "    - password: password to use with username",
+        "        the username/\n        password combination.",
+        "Pass 'parameters' and/or 'return_annotation' arguments",
+        "with messages identified by UID, or the path identified by the passed name",
     ):
         out.append({"family": "near_miss", "text": text})
     return out

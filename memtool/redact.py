@@ -264,7 +264,7 @@ _PASSWORD_FLAG_COMMANDS = _c(
     r"|(?P<a>redis-cli)"
     r"|(?P<b>gh[ \t]+secret[ \t]+set))[ \t].*"
 )
-# SQL: CREATE USER ... IDENTIFIED BY 'pw' (also IDENTIFIED WITH plugin BY 'pw').
+# SQL: CREATE USER ... IDENTIFIED BY 'pw' (also IDENTIFIED WITH plugin BY 'pw'; Oracle: unquoted).
 SQL_IDENTIFIED_BY = _c(
     r"identified[ \t]+(?:with[ \t]+[a-z_0-9]+[ \t]+)?by[ \t]+(?:password[ \t]+)?"
     r"(?:'(?P<sq>[^'\r\n]{1,256})'|\"(?P<dq>[^\"\r\n]{1,256})\"|(?P<bare>[^\s;'\"]{1,256}))"
@@ -324,13 +324,26 @@ ENV_ASSIGNMENTS = tuple(_c(word + _ASSIGNMENT_TAIL) for word in _SECRET_KEY_STAR
 # The rest of a config line made of words: an unquoted passphrase (`passphrase: correct horse ...`).
 _MORE_WORDS = _c(r"(?:[ \t]+[^\s#'\"]+){1,7}[ \t]*(?=\r?\n|\Z)")
 # A bare value continued on the next line with a backslash (shell).
+# CREATE USER / ALTER USER / CREATE ROLE before an unquoted IDENTIFIED BY value.
+_SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 _CONTINUED = _c(r"\\\r?\n[ \t]*[^\s\"'\\]+")
+# Common English words: a run of words holding one is prose, not a passphrase.
+_STOPWORDS = frozenset(
+    "a an the to of for with in on at by from as is are be was it this that and or not no use used"
+    " your you we our if then than when".split()
+)
+# An operator or a condition after a bare value: the value is part of an expression.
+_EXPRESSION_GOES_ON = _c(r"[ \t]+(?:[-+*/%|&^]|if[ \t]|and[ \t]|or[ \t])")
 # What may precede `password <value>` on a netrc line (machine/login/account tokens).
 _NETRC_PREFIX = _c(r"[ \t]*(?:(?:machine[ \t]+\S+|default)[ \t]+)?(?:(?:login|account)[ \t]+\S+[ \t]+)*")
 # What may follow it: end of line or the next netrc token.
 _NETRC_SUFFIX = _c(r"[ \t]*(?:\r?\n|\Z|(?:login|account|machine|macdef)[ \t])")
+# A netrc entry starts with machine/default and names a login before the password.
+_NETRC_CONTEXT = _c(r"(?:^|\s)(?:machine|default|login)[ \t]")
+# SQL words before PASSWORD 'value' on its line.
+_SQL_CONTEXT = _c(r"\b(?:user|role|with|login)\b")
 # Keys that take a space-separated value on their own line (netrc, redis.conf).
-_SPACED_KEYS = frozenset(("password", "passwd", "pass", "passphrase", "requirepass", "masterauth"))
+_SPACED_KEYS = frozenset(("password", "passwd", "requirepass", "masterauth"))
 
 # Values that stand for a secret without being one.
 PLACEHOLDER = re.compile(
@@ -479,7 +492,8 @@ def _block_end(text: str, start: int, indent: int) -> int:
 
 
 def _spaced(m: re.Match[str], text: str, key_start: int, group: str) -> tuple[int, int] | None:
-    """`key value` without = or :, accepted in three shapes only."""
+    """`key value` without = or :, accepted in four shapes only: a CLI option, SQL `PASSWORD 'v'`,
+    a netrc `password v` (after machine/login) and a redis.conf `requirepass v` line."""
     start, end = m.span(group)
     value = text[start:end]
     key = text[key_start : m.end("rest")].lower()
@@ -487,16 +501,19 @@ def _spaced(m: re.Match[str], text: str, key_start: int, group: str) -> tuple[in
         return None
     if key.startswith("-"):  # --password VALUE, --api-token VALUE
         return (start, end) if not value.startswith("-") and not _PATH_OR_URL.fullmatch(value) else None
-    if key not in _SPACED_KEYS:
-        return None
-    if group in ("dq", "sq"):  # SQL: WITH PASSWORD 'value'
-        return None if " " in value else (start, end)
-    if group != "bare":
-        return None
     line_start = _line_start(text, key_start)
-    if not _NETRC_PREFIX.fullmatch(text, line_start, key_start) or not _NETRC_SUFFIX.match(text, end):
-        return None  # prose: "password reset is needed"
-    return start, end
+    before = text[line_start:key_start].lower()
+    if group in ("dq", "sq"):  # SQL: CREATE ROLE app LOGIN PASSWORD 'v', ALTER USER x WITH PASSWORD 'v'
+        sql = key == "password" and _SQL_CONTEXT.search(before) and " " not in value
+        return (start, end) if sql else None
+    if group != "bare" or key not in _SPACED_KEYS or not _NETRC_SUFFIX.match(text, end):
+        return None
+    if key in ("requirepass", "masterauth"):
+        return (start, end) if not before.strip() else None
+    netrc = _NETRC_PREFIX.fullmatch(text, line_start, key_start) and _NETRC_CONTEXT.search(
+        text, max(0, key_start - 200), key_start
+    )
+    return (start, end) if netrc else None  # prose: "the username/\n password combination."
 
 
 def _assignment(m: re.Match[str], text: str) -> tuple[int, int] | None:
@@ -528,14 +545,10 @@ def _assignment(m: re.Match[str], text: str) -> tuple[int, int] | None:
         if value.endswith(":"):
             return None  # `token: GITHUB_TOKEN: x`: a key; its own match follows
         continued = _CONTINUED.match(text, end)
-        # Words after a word (not after a token: `GH_TOKEN=ghp_x gh pr list` runs a command).
-        words = _MORE_WORDS.match(text, end) if strength == 2 and value.isalpha() and not key.istitle() else None
         if continued:  # a value continued on the next line
             end = continued.end()
-        elif words and _at_config_line_start(text, key_start):  # an unquoted passphrase
-            end = words.end()
-            while text[end - 1] in " \t":
-                end -= 1
+        elif strength == 2 and not key.istitle() and _at_config_line_start(text, key_start):
+            end = _passphrase_end(text, start, end)
         value = text[start:end]
     if len(value) < MIN_SECRET_LEN or "[REDACTED:" in value:
         return None
@@ -548,10 +561,28 @@ def _assignment(m: re.Match[str], text: str) -> tuple[int, int] | None:
             return None  # token = tokenizer.encode(text), key = os.environ["K"]
         if _CODE_REF.fullmatch(value) or value.lower() in (key.lower(), key.lower().rsplit(".", 1)[-1]):
             return None  # key=settings.API_KEY, token=access_token, self.password = password
+        if _EXPRESSION_GOES_ON.match(text, end):
+            return None  # PseudoToken = Whitespace + group(...)
         spaced = bool(m.group("pre") or m.group("post")) or m.group("sep") != "="
+        if spaced and "." in key and value.isidentifier() and not _has_digit_and_letter(value):
+            return None  # self.token = nextchar
         if spaced and not _at_config_line_start(text, key_start) and not _has_digit_and_letter(value):
             return None  # inline `x = y` / `x: y` is code or prose unless the value looks random
     return start, end
+
+
+def _passphrase_end(text: str, start: int, end: int) -> int:
+    """End of an unquoted passphrase that starts at ``start``: the rest of the config line when it
+    is 3 to 8 lower-case words and none is a common English word (then it is prose: `password:
+    password to use with username`); else ``end``. Not after a token: `GH_TOKEN=ghp_x gh pr list`
+    runs a command."""
+    more = _MORE_WORDS.match(text, end)
+    if more is None:
+        return end
+    words = text[start : more.end()].split()
+    if len(words) < 3 or any(not (w.isalnum() and w.islower()) or w in _STOPWORDS for w in words):
+        return end
+    return start + len(text[start : more.end()].rstrip())
 
 
 def _prefixed(m: re.Match[str], text: str) -> Span | None:
@@ -601,8 +632,13 @@ def _named(m: re.Match[str], text: str) -> Span | None:
     return m.start(), m.end(), str(m.lastgroup)
 
 
-def _quoted_or_bare(m: re.Match[str], text: str) -> tuple[int, int] | None:
-    return next(m.span(g) for g in ("sq", "dq", "bare") if m.start(g) >= 0)
+def _identified_by(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """A quoted value always; a bare one (Oracle) only in a CREATE/ALTER USER statement, not in
+    prose ("messages identified by UID")."""
+    if m.start("bare") < 0:
+        return m.span("sq" if m.start("sq") >= 0 else "dq")
+    statement = text[_line_start(text, m.start()) : m.start()].lower()
+    return m.span("bare") if _SQL_USER.search(statement) else None
 
 
 # --- rules --------------------------------------------------------------------------------------
@@ -641,7 +677,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("alibaba_key", ALIBABA_KEY_ID),
     _Rule("vendor_token", TILDE_TOKENS, extract=_tilde),
     _Rule("password_option", PASSWORD_FLAG, extract=_password_flag),
-    _Rule("password_option", SQL_IDENTIFIED_BY, lowered=True, extract=_quoted_or_bare),
+    _Rule("password_option", SQL_IDENTIFIED_BY, lowered=True, extract=_identified_by),
     *(_Rule("env_assignment", regex, lowered=True, extract=_assignment) for regex in ENV_ASSIGNMENTS),
 )
 
