@@ -1,7 +1,7 @@
 """How much does redaction catch, what does it wrongly touch, and how fast is it?
 
     python bench/redaction.py [--corpus tests/data/redaction] [--baseline REV] [--detect-secrets]
-                              [--megabytes 4] [--repeat 3]
+                              [--megabytes 4] [--repeat 3] [--text FILE_OR_DIR ...] [--show-misses]
 
 Corpus (made by `bench/redaction_corpus.py`, fake values only):
   secrets.jsonl   a row is redacted when none of its "secrets" strings is left in the output;
@@ -43,9 +43,13 @@ def load(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def prose(megabytes: float) -> str:
-    files = [ROOT / "README.md", ROOT / "AGENTS.md", *sorted((ROOT / "docs").glob("*.md"))]
-    text = "\n\n".join(p.read_text(encoding="utf-8") for p in files if p.is_file())
+def prose(megabytes: float, sources: list[Path] | None = None) -> str:
+    """The repository's Markdown (or the files under ``sources``) repeated to ``megabytes``."""
+    if sources:
+        files = [f for src in sources for f in (sorted(src.rglob("*")) if src.is_dir() else [src])]
+    else:
+        files = [ROOT / "README.md", ROOT / "AGENTS.md", *sorted((ROOT / "docs").glob("*.md"))]
+    text = "\n\n".join(p.read_text(encoding="utf-8", errors="replace") for p in files if p.is_file())
     size = int(megabytes * 1_000_000)
     return (text * (size // len(text) + 1))[:size]
 
@@ -116,7 +120,10 @@ def main() -> None:
     parser.add_argument("--detect-secrets", action="store_true", help="also measure detect-secrets")
     parser.add_argument("--megabytes", type=float, default=4.0, help="size of the prose for throughput")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--text", type=Path, nargs="+", help="time these files (or folders) instead of the Markdown")
     parser.add_argument("--show-misses", action="store_true", help="print every missed or touched row")
+    parser.add_argument("--seeds", type=int, default=0, metavar="N",
+                        help="also regenerate the corpus with seeds 1..N (new random values, same shapes) and score memtool on each")
     args = parser.parse_args()
 
     secrets, ordinary = load(args.corpus / "secrets.jsonl"), load(args.corpus / "ordinary.jsonl")
@@ -139,12 +146,13 @@ def main() -> None:
         print(f"  {family:12} {total:4}  " + "  ".join(f"{results[n][1][family]:4}" for n in names))
 
     # detect-secrets writes a file per call: its speed is measured on 1/20 of the prose.
-    text = prose(args.megabytes)
+    text = prose(args.megabytes, args.text)
     fast = {n: run for n, run in engines.items() if n != "detect-secrets"}
     speed = throughput(fast, text, args.repeat)
     if "detect-secrets" in engines:
         speed.update(throughput({"detect-secrets": engines["detect-secrets"]}, text[: len(text) // 20], 1))
-    print(f"\nengine            redacted      touched     MB/s on prose ({args.megabytes:g} MB, CPU time, best of {args.repeat})")
+    what = "the given files" if args.text else "prose"
+    print(f"\nengine            redacted      touched     MB/s on {what} ({args.megabytes:g} MB, CPU time, best of {args.repeat})")
     for name in names:
         caught, touched, missed, wrongly = results[name]
         print(f"  {name:16} {100 * sum(caught.values()) / len(secrets):6.1f} %  {100 * sum(touched.values()) / len(ordinary):6.1f} %"
@@ -154,6 +162,23 @@ def main() -> None:
                 print(f"    missed  [{row['family']}] {row['text'][:100]!r}")
             for row in wrongly:
                 print(f"    touched [{row['family']}] {row['text'][:100]!r}")
+    if args.seeds:
+        reseeded(args.seeds)
+
+
+def reseeded(n: int) -> None:
+    """memtool on the corpus made with seeds 1..n: is a figure owed to one draw of random values?"""
+    from bench.redaction_corpus import Fake, ordinary, secrets
+
+    missed, touched, shapes = [], [], Counter()
+    for seed in range(1, n + 1):
+        rows_s, rows_o = secrets(Fake(seed)), ordinary(Fake(seed))
+        _, _, miss, wrong = score(lambda text: redact(text)[0], rows_s, rows_o)
+        missed.append(len(miss))
+        touched.append(len(wrong))
+        shapes.update(row["text"].split()[0] for row in miss + wrong)
+    print(f"\nseeds 1..{n}: missed {min(missed)}-{max(missed)} of {len(rows_s)} secrets, touched "
+          f"{min(touched)}-{max(touched)} of {len(rows_o)} ordinary values; rows starting with: {dict(shapes)}")
 
 
 if __name__ == "__main__":

@@ -306,13 +306,14 @@ _SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred")
 # next word is still seen: `token: GITHUB_TOKEN: x`): the rest of the key, a separator, then a
 # quoted value (".." or '..' that may wrap once onto the next line, \"..\" inside JSON strings)
 # or a bare one. Separators: = : := => and URL-encoded %3D %3A; a value may start on the next
-# line when quoted (pretty-printed JSON); a space separates CLI options and netrc/redis lines;
+# line when quoted (pretty-printed JSON); a space separates CLI options and netrc/redis lines
+# (not before a plain word, so "token budget" in prose costs no check);
 # `>` ends an XML element (<password>v</password>), `value=` follows an XML key attribute
 # (<add key="Password" value="v"/>); `|` or `>` at the end of a YAML line opens a block scalar.
 _ASSIGNMENT_TAIL = (
     r"(?=(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
     r"(?:\\?[\"'])?"
-    r"(?:(?P<pre>[ \t]*)(?P<sep>:=|=>|=|:|%3d|%3a|>|value=)(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"']))?|(?P<space>[ \t]+))"
+    r"(?:(?P<pre>[ \t]*)(?P<sep>:=|=>|=|:|%3d|%3a|>|value=)(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"']))?|(?P<space>[ \t]+)(?![a-z]{1,12}(?:[\s.,;:!?)]|$)))"
     r"(?:\"(?P<dq>[^\"\r\n]{0,4096}(?:\r?\n[^\"\r\n]{0,4096})?)\""
     r"|'(?P<sq>[^'\r\n]{0,4096}(?:\r?\n[^'\r\n]{0,4096})?)'"
     r"|\\\"(?P<eq>[^\"\\\r\n]{0,4096})\\\""
