@@ -424,6 +424,8 @@ def ordinary(f: Fake) -> list[dict]:
         "encryption_key_id: alias/prod-kms",
         "public_key_fingerprint: SHA256:" + f.s(B64, 43),
         "docker run -a stdout -p 8080:80 nginx && ls -a -p",
+        '<li key="user-123-profile-card">',
+        '{"key": "release-2024-05-01-hotfix"}',
         "gh secret set API_TOKEN < token.txt",
         "mongodb://db.internal:27017/app?replicaSet=rs0#primary",
         # Found by redacting this repository's own sources:

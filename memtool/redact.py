@@ -454,16 +454,16 @@ def _key_strength(key: str) -> int:
     return 1 if last.endswith("auth") else 0
 
 
-_UUID_OR_HEX = _c(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-f]+|[0-9A-F]+")
 _BASE64 = _c(r"[A-Za-z0-9+/]{8,}={0,2}")
 
 
 def _looks_random(value: str) -> bool:
-    """A key-like value: 16+ characters mixing letters and digits (not a UUID or a hex digest), or
-    base64 of `user:password` (docker's `"auth":`)."""
+    """A key-like value: 16+ characters mixing upper case, lower case and digits, or base64 of
+    `user:password` (docker's `"auth":`)."""
     if any(c.isspace() for c in value):
         return False
-    if len(value) >= 16 and _has_digit_and_letter(value) and not _UUID_OR_HEX.fullmatch(value):
+    classes = any(c.isupper() for c in value) + any(c.islower() for c in value) + any(c.isdigit() for c in value)
+    if len(value) >= 16 and classes == 3:  # not "user-123-profile", a UUID or a hex digest
         return True
     if not _BASE64.fullmatch(value) or len(value) % 4:
         return False
