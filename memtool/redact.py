@@ -264,6 +264,8 @@ _PASSWORD_FLAG_COMMANDS = _c(
     r"|(?P<a>redis-cli)"
     r"|(?P<b>gh[ \t]+secret[ \t]+set))[ \t].*"
 )
+# CREATE USER / ALTER USER / CREATE ROLE before an unquoted IDENTIFIED BY value.
+_SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 # SQL: CREATE USER ... IDENTIFIED BY 'pw' (also IDENTIFIED WITH plugin BY 'pw'; Oracle: unquoted).
 SQL_IDENTIFIED_BY = _c(
     r"identified[ \t]+(?:with[ \t]+[a-z_0-9]+[ \t]+)?by[ \t]+(?:password[ \t]+)?"
@@ -325,8 +327,6 @@ ENV_ASSIGNMENTS = tuple(_c(word + _ASSIGNMENT_TAIL) for word in _SECRET_KEY_STAR
 # The rest of a config line made of words: an unquoted passphrase (`passphrase: correct horse ...`).
 _MORE_WORDS = _c(r"(?:[ \t]+[^\s#'\"]+){1,7}[ \t]*(?=\r?\n|\Z)")
 # A bare value continued on the next line with a backslash (shell).
-# CREATE USER / ALTER USER / CREATE ROLE before an unquoted IDENTIFIED BY value.
-_SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 _CONTINUED = _c(r"\\\r?\n[ \t]*[^\s\"'\\]+")
 # Common English words: a run of words holding one is prose, not a passphrase.
 _STOPWORDS = frozenset(
