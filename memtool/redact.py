@@ -264,6 +264,8 @@ _PASSWORD_FLAG_COMMANDS = _c(
     r"|(?P<a>redis-cli)"
     r"|(?P<b>gh[ \t]+secret[ \t]+set))[ \t].*"
 )
+# A word each of those commands holds, checked before the regex.
+_PASSWORD_FLAG_WORDS = ("mysql", "mariadb", "sshpass", "login", "redis-cli", "secret")
 # CREATE USER / ALTER USER / CREATE ROLE before an unquoted IDENTIFIED BY value.
 _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 # SQL: CREATE USER ... IDENTIFIED BY 'pw' (also IDENTIFIED WITH plugin BY 'pw'; Oracle: unquoted).
@@ -304,23 +306,23 @@ _POSITION_TOKEN = _c(r"(?:page|next|continuation|sync|resume|pagination|cursor)t
 # Literal starts of those key words (lower case): one assignment regex each keeps every scan a
 # substring search.
 _SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred")
-# What follows such a word, read in a look-ahead (so the match consumes the word alone and the
-# next word is still seen: `token: GITHUB_TOKEN: x`): the rest of the key, a separator, then a
-# quoted value (".." or '..' that may wrap once onto the next line, \"..\" inside JSON strings)
-# or a bare one. Separators: = : := => and URL-encoded %3D %3A; a value may start on the next
+# What follows such a word: the rest of the key, a separator, then a quoted value (".." or '..'
+# that may wrap once onto the next line, \"..\" inside JSON strings) or a bare one that is not
+# itself a key (`token: GITHUB_TOKEN: x`: the match fails at "token" and is found again at
+# "GITHUB_TOKEN"). The match consumes its value, so each character is scanned by one match. Separators: = : := => and URL-encoded %3D %3A; a value may start on the next
 # line when quoted (pretty-printed JSON); a space separates CLI options and netrc/redis lines
 # (not before a plain word, so "token budget" in prose costs no check);
 # `>` ends an XML element (<password>v</password>), `value=` follows an XML key attribute
 # (<add key="Password" value="v"/>); `|` or `>` at the end of a YAML line opens a block scalar.
 _ASSIGNMENT_TAIL = (
-    r"(?=(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
+    r"(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
     r"(?:\\?[\"'])?"
     r"(?:(?P<pre>[ \t]*)(?P<sep>:=|=>|=|:|%3d|%3a|>|value=)(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"']))?|(?P<space>[ \t]+)(?![a-z]{1,12}(?:[\s.,;:!?)]|$)))"
     r"(?:\"(?P<dq>[^\"\r\n]{0,4096}(?:\r?\n[^\"\r\n]{0,4096})?)\""
     r"|'(?P<sq>[^'\r\n]{0,4096}(?:\r?\n[^'\r\n]{0,4096})?)'"
     r"|\\\"(?P<eq>[^\"\\\r\n]{0,4096})\\\""
     r"|(?P<block>[|>][+\-]?[0-9]?)(?=[ \t]*\r?\n)"
-    r"|(?P<bare>[^\s\"'`,;&<>()\[\]\\]+)))"
+    r"|(?![a-z0-9_.\-]{1,64}:(?:[ \t]|\r?\n))(?P<bare>[^\s\"'`,;&<>()\[\]\\]+))"
 )
 # Assignments to a secret-named key, one regex per key word (run on the lower-cased text).
 ENV_ASSIGNMENTS = tuple(_c(word + _ASSIGNMENT_TAIL) for word in _SECRET_KEY_STARTS)
@@ -432,8 +434,16 @@ def _at_config_line_start(text: str, pos: int) -> bool:
     return _CONFIG_LINE_PREFIX.fullmatch(text, nl + 1, pos) is not None
 
 
+# How far back a rule looks for the start of the line it checks (a command, SQL words, netrc
+# tokens): bounded, so a 20 MB single-line text costs each match no more than this.
+_LINE_LOOKBACK = 512
+
+
 def _line_start(text: str, pos: int) -> int:
-    return text.rfind("\n", 0, pos) + 1
+    """Start of the line holding ``pos``, or ``_LINE_LOOKBACK`` characters back if it is longer."""
+    lo = max(0, pos - _LINE_LOOKBACK)
+    nl = text.rfind("\n", lo, pos)
+    return nl + 1 if nl >= 0 else lo
 
 
 def _key_strength(key: str) -> int:
@@ -606,7 +616,10 @@ def _prefixed(m: re.Match[str], text: str) -> Span | None:
 
 def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
     """The value of a password option, when the command on the line takes one there."""
-    command = _PASSWORD_FLAG_COMMANDS.search(text, _line_start(text, m.start()), m.start())
+    line = text[_line_start(text, m.start()) : m.start()]
+    if not any(word in line for word in _PASSWORD_FLAG_WORDS):
+        return None  # the common case (mkdir -p, ls -a): no regex search over the line
+    command = _PASSWORD_FLAG_COMMANDS.search(line)
     if command is None:
         return None
     flag, glued = m.group("flag").lstrip("-")[:1], not m.group("gap")
