@@ -32,7 +32,7 @@ from memtool.search.engine import Hit, Query
 from memtool.search.typos import fix_notes
 from memtool.store import Layout
 from memtool.text import count_tokens
-from memtool.transcripts import JSON_SUFFIXES, convert_transcript
+from memtool.transcripts import JSON_SUFFIXES, convert_transcript, decode, has_text_bom
 
 FILE_REF_RE = re.compile(r"^(?P<path>[^#]+\.md)(?:#L(?P<line>\d+))?$")
 CONTEXT_WRAPPER = 150  # first guess at the tokens of the JSON around the context bundle
@@ -342,9 +342,9 @@ class MemoryTools:
 
     def _read_transcript(self, given: str, max_bytes: int) -> str:
         _, data = read_inside(self.root, given, max_bytes)
-        if b"\x00" in data[:8192]:
+        if b"\x00" in data[:8192] and not has_text_bom(data):
             raise BadInput(f"{brief(given)}: looks like a binary file (NUL bytes); give a text transcript")
-        text = data.decode("utf-8", errors="replace")
+        text = decode(data)
         if Path(given).suffix.lower() in JSON_SUFFIXES:  # as `memory compress FILE`: JSON of no known format is refused
             text = convert_transcript(text, name=brief(given), strict=True)
         return text

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memtool.errors import BadInput
-from memtool.transcripts import convert_transcript, looks_like_json, read_transcript
+from memtool.transcripts import convert_transcript, load_transcript, looks_like_json, parse_transcript, read_transcript, text_transcript
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hooks"
 
@@ -18,15 +18,17 @@ def test_claude_code_jsonl_keeps_the_conversation_and_drops_the_noise():
     assert text == (
         "summary: Login form crash fixed\n\n"
         "user: The login form crashes when I press submit. Please fix it.\n\n"
+        "thinking: Probably a null user.\n\n"
         "assistant: Let me look at the submit handler.\n\n"
-        "assistant: [tool Read] file_path=src/login.ts\n\n"
-        "assistant: [tool Edit] file_path=src/login.ts\n\n"
+        "assistant: [tool Read] src/login.ts\n\n"
+        "tool: export function submit(user) { return user.id }\n\n"
+        "assistant: [tool Edit] src/login.ts\n\n"
         "assistant: Fixed: submit() now guards against a missing user. "
         "We decided to keep the guard in submit() rather than in the form.\n"
     )
-    # meta caveats, thinking, tool results, sub-agent chatter, slash commands and the
-    # half-written last line are not conversation text
-    for noise in ("Caveat", "Probably a null user", "return user.id", "sub-agent", "/exit", "Thanks"):
+    # meta caveats, sub-agent chatter, slash commands and the half-written last line are not
+    # conversation text (thinking and tool output are kept, marked as such)
+    for noise in ("Caveat", "sub-agent", "/exit", "Thanks"):
         assert noise not in text
 
 
@@ -34,7 +36,8 @@ def test_codex_rollout_skips_injected_context_and_duplicate_events():
     text = read_transcript(FIXTURES / "codex_rollout.jsonl")
     assert text == (
         "user: Add a retry to the payment client.\n\n"
-        "assistant: [tool shell] command=rg PaymentClient\n\n"
+        "assistant: [tool shell] rg PaymentClient\n\n"
+        "tool: src/pay.py:3:class PaymentClient\n\n"
         "assistant: Added exponential back-off (3 tries) to PaymentClient.charge.\n"
     )
 
@@ -43,8 +46,9 @@ def test_gemini_session_json():
     text = read_transcript(FIXTURES / "gemini_session.json")
     assert text == (
         "user: Why is the CI slow?\n\n"
+        "thinking: Plan. read ci\n\n"
         "assistant: Checking the workflow file.\n\n"
-        "assistant: [tool read_file] absolute_path=/repo/.github/workflows/ci.yml\n\n"
+        "assistant: [tool read_file] workflows/ci.yml\n\n"
         "user: And how do we fix it?\n\n"
         "assistant: Cache the pip downloads; the install step takes 6 of the 8 minutes.\n"
     )
@@ -158,7 +162,7 @@ def test_deep_structure_inside_a_record_is_bad_input():
 def test_tool_arguments_too_deep_to_parse_are_shown_as_the_string():
     args = "[" * 100_000 + "]" * 100_000
     line = json.dumps({"type": "function_call", "name": "shell", "arguments": args})
-    assert convert_transcript(line).startswith("assistant: [tool shell] \"[[[")
+    assert convert_transcript(line).startswith("assistant: [tool shell] [[[")
 
 
 def test_read_transcript_suffix_is_case_insensitive(tmp_path):
@@ -178,3 +182,96 @@ def test_read_transcript_suffix_is_case_insensitive(tmp_path):
 def test_looks_like_json(prefix):
     assert looks_like_json(prefix + '{"a": 1}') and looks_like_json((prefix + "[1]").encode())
     assert not looks_like_json(prefix + "user: hi") and not looks_like_json((prefix + "# notes").encode())
+
+
+# --- the transcript model: start times, formats, encodings, bad lines ----------------------------
+
+
+def _jsonl(*records) -> str:
+    return "\n".join(json.dumps(r) for r in records) + "\n"
+
+
+def test_claude_code_start_time_tools_and_files_changed():
+    t = load_transcript(FIXTURES / "claude_transcript.jsonl")
+    assert t.format == "claude-code"
+    assert t.started is not None and t.started.tzinfo is not None
+    assert t.files_changed == ["src/login.ts"]
+
+
+def test_codex_apply_patch_names_the_files_changed_and_shell_commands_are_unwrapped():
+    text = _jsonl(
+        {"timestamp": "2025-09-03T08:41:12.000Z", "type": "session_meta", "payload": {"cwd": "/home/sofia/shop", "timestamp": "2025-09-03T08:41:12.000Z"}},
+        {"timestamp": "2025-09-03T08:42:00.000Z", "type": "response_item", "payload": {"type": "function_call", "name": "shell",
+         "arguments": json.dumps({"command": ["bash", "-lc", "go test ./..."], "workdir": "/home/sofia/shop"})}},
+        {"timestamp": "2025-09-03T08:43:00.000Z", "type": "response_item", "payload": {"type": "custom_tool_call", "name": "apply_patch",
+         "input": "*** Begin Patch\n*** Update File: internal/api/orders.go\n@@\n-a\n+b\n*** Add File: internal/api/orders_timeout_test.go\n+x\n*** End Patch\n"}},
+        {"timestamp": "2025-09-03T08:43:01.000Z", "type": "response_item", "payload": {"type": "custom_tool_call_output", "output": json.dumps({"output": "Success. Updated the following files"})}},
+    )
+    t = parse_transcript(text, strict=True)
+    assert t.format == "codex"
+    assert t.started.isoformat() == "2025-09-03T08:41:12+00:00"
+    assert t.files_changed == ["internal/api/orders.go", "internal/api/orders_timeout_test.go"]
+    rendered = t.render()
+    assert "[tool shell] go test ./..." in rendered and "bash -lc" not in rendered
+    assert "[tool apply_patch] internal/api/orders.go internal/api/orders_timeout_test.go" in rendered
+    assert "tool: Success. Updated the following files" in rendered
+
+
+def test_gemini_cli_jsonl_last_copy_wins_and_rewind_drops_later_messages():
+    text = _jsonl(
+        {"sessionId": "s1", "projectHash": "p", "startTime": "2026-02-10T15:47:22.381Z", "lastUpdated": "2026-02-10T15:47:22.381Z"},
+        {"id": "u1", "timestamp": "2026-02-10T15:49:27Z", "type": "user", "content": [{"text": "Push is broken on iOS."}]},
+        {"$set": {"lastUpdated": "2026-02-10T15:49:27Z"}},
+        {"id": "g1", "timestamp": "2026-02-10T15:49:39Z", "type": "gemini", "content": ""},
+        {"id": "g1", "timestamp": "2026-02-10T15:49:39Z", "type": "gemini", "content": "Reading src/push.ts.",
+         "toolCalls": [{"name": "read_file", "args": {"file_path": "src/push.ts"}, "result": [{"functionResponse": {"response": {"output": "export async function registerForPush"}}}]}]},
+        {"id": "u2", "timestamp": "2026-02-10T15:50:00Z", "type": "user", "content": [{"text": "an abandoned question"}]},
+        {"id": "g2", "timestamp": "2026-02-10T15:50:05Z", "type": "gemini", "content": "an abandoned answer"},
+        {"$rewindTo": "u2"},
+        {"id": "u3", "timestamp": "2026-02-10T15:51:00Z", "type": "user", "content": [{"text": "Fix it with the projectId."}]},
+    )
+    t = parse_transcript(text, name="session.jsonl", strict=True)
+    assert t.format == "gemini-jsonl"
+    assert t.started.isoformat() == "2026-02-10T15:47:22.381000+00:00"
+    assert t.render() == (
+        "user: Push is broken on iOS.\n\n"
+        "assistant: Reading src/push.ts.\n\n"
+        "assistant: [tool read_file] src/push.ts\n\n"
+        "tool: export async function registerForPush\n\n"
+        "user: Fix it with the projectId.\n"
+    )
+
+
+def test_a_bad_jsonl_line_is_reported_not_dropped_silently():
+    text = _jsonl({"role": "user", "content": "hello"}) + "{not json\n" + _jsonl({"role": "assistant", "content": "hi"})
+    t = parse_transcript(text, name="chat.jsonl", strict=True)
+    assert t.render() == "user: hello\n\nassistant: hi\n"
+    assert t.warnings == ["chat.jsonl: 1 line(s) are not JSON and were skipped (line 2)"]
+
+
+@pytest.mark.parametrize("encoding, bom", [("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff"), ("utf-8", b"\xef\xbb\xbf")])
+def test_utf16_and_bom_input_is_read(tmp_path, encoding, bom):
+    for name, body in (("notes.md", "user: héllo\n"), ("chat.jsonl", _jsonl({"role": "user", "content": "héllo"}))):
+        path = tmp_path / name
+        path.write_bytes(bom + body.encode(encoding))
+        text = read_transcript(path)
+        assert text.startswith("user: héllo") and "\ufeff" not in text
+
+
+@pytest.mark.parametrize(
+    "head, day",
+    [
+        ("# aider chat started at 2025-03-20 09:14:02\n", "2025-03-20"),
+        ("<!-- cursor Session 15a5 (2025-06-25 09:41Z) -->\n", "2025-06-25"),
+        ("_Session with the coding agent, Thursday 17 April 2025_\n", "2025-04-17"),
+        ("Date: Tuesday 2 December 2025, 15:10-16:25 UTC\n", "2025-12-02"),
+        ("Meeting notes, March 3, 2024\n", "2024-03-03"),
+    ],
+)
+def test_markdown_and_text_are_dated_by_their_first_lines(head, day):
+    t = text_transcript("# Title\n\n" + head + "\nuser: hi\n")
+    assert t.started is not None and t.started.date().isoformat() == day
+
+
+def test_a_date_deep_in_the_text_is_not_the_start():
+    assert text_transcript("user: hi\n" * 30 + "we shipped on 2024-01-05\n").started is None

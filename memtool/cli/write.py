@@ -53,15 +53,16 @@ def log(
     typer.echo(f"logged to {path}")
 
 
-def read_input(path: str, mem=None, convert: bool = True) -> tuple[str, str]:
-    """(text, name) of one transcript; invalid UTF-8 is replaced, with a warning.
+def read_input(path: str, mem=None, convert: bool = True) -> tuple[str, str, datetime | None]:
+    """(text, name, start time the transcript states) of one transcript; invalid UTF-8 is replaced,
+    with a warning; UTF-16/32 with a BOM is read as such.
 
     With `convert`, agent transcripts in JSON/JSONL are converted to Markdown: a file named
     .json/.jsonl (any case; JSON of no known format is refused), and stdin when it parses as a known
     format (anything else on stdin is text). With `mem`, text over its max_transcript_bytes is
     refused before it is read into memory; JSON is measured after conversion (tool output shrinks a
-    lot), so it is read whole."""
-    from memtool.transcripts import JSON_SUFFIXES, convert_transcript, looks_like_json
+    lot), so it is read whole. Lines of a JSONL transcript that are not JSON are skipped with a warning."""
+    from memtool.transcripts import JSON_SUFFIXES, decode, has_text_bom, looks_like_json, parse_transcript, text_transcript
 
     limit = None if mem is None else mem.settings.max_transcript_bytes
     if path == "-":
@@ -82,14 +83,22 @@ def read_input(path: str, mem=None, convert: bool = True) -> tuple[str, str]:
         if mem is not None and not is_json:
             mem.check_size(p.stat().st_size, name)
         data = p.read_bytes()
-    if b"\x00" in data[:8192]:
+    if b"\x00" in data[:8192] and not has_text_bom(data):
         raise BadInput(f"{name}: looks like a binary file (NUL bytes); give a text transcript")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        warn(f"{name}: invalid UTF-8 at byte {exc.start}; undecodable bytes replaced with U+FFFD")
-        text = data.decode("utf-8", errors="replace")
-    return (convert_transcript(text, name=name, strict=strict) if is_json else text), name
+    if has_text_bom(data):
+        text = decode(data)
+    else:
+        try:
+            text = data.decode("utf-8").removeprefix("\ufeff")
+        except UnicodeDecodeError as exc:
+            warn(f"{name}: invalid UTF-8 at byte {exc.start}; undecodable bytes replaced with U+FFFD")
+            text = decode(data)
+    if not convert:
+        return text, name, None
+    transcript = parse_transcript(text, name=name, strict=strict) if is_json else text_transcript(text)
+    for message in transcript.warnings:
+        warn(message)
+    return transcript.render(), name, transcript.started
 
 
 def expand(paths: list[str]) -> list[str]:
@@ -108,7 +117,7 @@ def expand(paths: list[str]) -> list[str]:
 def compress(
     ctx: typer.Context,
     paths: List[str] = typer.Argument(..., help="Transcript file(s) or folder(s); '-' reads stdin."),
-    date: Optional[str] = typer.Option(None, "--date", help="When the session happened (ISO, '18 May 2023', 'yesterday'...). Default: the file's modification time, or now for stdin."),
+    date: Optional[str] = typer.Option(None, "--date", help="When the session happened (ISO, '18 May 2023', 'yesterday'...). Default: the transcript's own start time (its first timestamp, or a date stated in its first lines), else the file's modification time, or now for stdin."),
     session: Optional[str] = typer.Option(None, "--session", help="source_session name. Default: 'main' for one input, the file name for several."),
     importance: Optional[str] = typer.Option(None, "--importance", help="low, medium, high or critical. Default: inferred."),
     provider: Optional[str] = typer.Option(None, "--provider", help="Compressor: local or gemini. Default: from config."),
@@ -134,7 +143,7 @@ def compress(
     def sessions():
         for f in files:
             try:
-                text, name = read_input(f, mem)
+                text, name, started = read_input(f, mem)
                 mem.check_text(text, name)
             except BadInput as exc:
                 if len(files) == 1:
@@ -142,7 +151,7 @@ def compress(
                 warn(f"skipped: {exc}")
                 failed.append(f)
                 continue
-            ts = when or (datetime.fromtimestamp(Path(f).stat().st_mtime).astimezone() if f != "-" else None)
+            ts = when or started or (datetime.fromtimestamp(Path(f).stat().st_mtime).astimezone() if f != "-" else None)
             name_session = session or (C.DEFAULT_SESSION if len(files) == 1 else Path(f).stem)
             names.append(name)
             yield Session(text=text, when=ts, session=name_session, importance=importance, source=source, agent=agent, trusted=not untrusted, name=name,

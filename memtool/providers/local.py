@@ -17,6 +17,8 @@ from typing import Iterator
 
 from memtool.models import Entities
 from memtool.providers import Compressed, Hints
+from memtool.providers.local_parts import parts, said_text
+from memtool.providers.local_session import is_agent_session, read_session
 from memtool.text import LETTER, SPACELESS, SPEAKER_ROLES, STOPWORDS, content_words, count_tokens, split_sentences, spaceless_re, stem_words, truncate_to_tokens
 
 TARGET_RATIO = 11.2  # aim above the 10:1 the design promises
@@ -57,6 +59,12 @@ FILLER = frozenset(
 # colon and white space, or before the fullwidth colon of Chinese and Japanese text ("张伟：你好").
 SPEAKER_RE = re.compile(r"^\s*(?:\*\*)?([^\W\d_][\w .'-]{0,30}?)(?:\*\*)?\s*(?::\s+|\uff1a\s*)(?=\S)", re.M)
 WORD_RUN_RE = re.compile(r"\w+")
+# "Label: text" lines that are not a speaker talking.
+CUE_LABEL_RE = re.compile(
+    r"^(?:decisions?|todo|to do|goal|goals|note|notes|summary|date|task|tasks|status|result|results|outcome|repository|repo|branch|"
+    r"participants?|question|questions|answer|context|problem|issue|fix|cause|root cause|next steps?|follow[- ]?ups?|left|open items?|"
+    r"action items?|warning|error|info|tip|example|update|edit|important|output|input|command|file|path|reviewer|owner|deadline|"
+    r"why|what|how|when|where|pros|cons|option \w+|step \d+)\b", re.I)
 MAX_NAME_WORDS = 3  # "Mary Ann Smith"
 TECH_RE = re.compile(r"\b([A-Za-z]+[A-Z][A-Za-z]*|[A-Za-z][\w]*\.(?:js|py|ts|io|json|yaml|md|toml)|[A-Za-z]+\d+[A-Za-z\d]*|[a-z]+-[a-z]+(?:-[a-z]+)*)\b")
 DATE_RE = re.compile(
@@ -126,10 +134,14 @@ class LocalCompressor:
         idf = _idf(hints)
         if not text.isascii():  # one spelling of "Zoë" (a decomposed ë is two code points)
             text = unicodedata.normalize("NFC", text)
-        speakers = [m.group(1).strip() for m in SPEAKER_RE.finditer(text) if _is_speaker(m.group(1))]
-        body = SPEAKER_RE.sub(lambda m: "" if _is_speaker(m.group(1)) else m.group(0), text)
+        text = text.removeprefix("\ufeff")
         total = count_tokens(text)
         budget = max(MIN_BUDGET, min(MAX_BUDGET, int(total / TARGET_RATIO)))
+        labels = _label_counts(text)
+        if total > SHORT_TEXT_TOKENS and is_agent_session(text, chat=CHAT in labels):
+            return self._session(text, budget, idf)
+        speakers = [m.group(1).strip() for m in SPEAKER_RE.finditer(text) if _is_speaker(m.group(1), labels)]
+        body = SPEAKER_RE.sub(lambda m: "" if _is_speaker(m.group(1), labels) else m.group(0), text)
         sentences = split_sentences(body) or [body.strip()]
         tf = Counter(w for w in content_words(body) if w not in FILLER and not w[0].isdigit())  # '0.820', '25th': no topic
         people = self._people(text, speakers)[:MAX_PEOPLE]
@@ -160,6 +172,25 @@ class LocalCompressor:
             action_items=actions,
             entities=Entities(people=people, systems=systems, dates=dates),
             importance=self._importance(text, decisions),
+        )
+
+    def _session(self, text: str, budget: int, idf) -> Compressed:
+        """A session with an agent: local_session reads it (request and outcome, stated decisions and
+        open items, people in a person's place, systems from a lexicon and the commands run)."""
+        r = read_session(text, budget, idf)
+        dates = _uniq(m.group(0) for m in DATE_RE.finditer(said_text(parts(text))))[:MAX_DATES]
+        used = sum(map(count_tokens, [r.summary, *r.decisions, *r.action_items, *r.people, *r.systems, *dates]))
+        keyword_budget = max(int(budget * KEYWORD_SHARE), budget - used)
+        keywords = _fill(r.keywords, keyword_budget)
+        tf = Counter(w for w in content_words(" ".join([r.summary, *keywords])) if w not in FILLER)
+        return Compressed(
+            summary=r.summary,
+            keywords=keywords,
+            topics=self._topics(tf, []) or keywords[:2],
+            decisions=r.decisions,
+            action_items=r.action_items,
+            entities=Entities(people=r.people, systems=r.systems, dates=dates),
+            importance=self._importance(text, r.decisions),
         )
 
     @staticmethod
@@ -262,8 +293,27 @@ def _floor_tokens(sentence: str) -> int:
     return count_tokens(sentence) if sentence.isascii() else len(FLOOR_PIECE_RE.findall(sentence))
 
 
-def _is_speaker(label: str) -> bool:
-    return not label[0].islower() or label in SPEAKER_ROLES
+def _is_speaker(label: str, labels: Counter | None = None) -> bool:
+    """A role, or a name (not starting lower-case) that is not a cue word such as "Decision", "TODO",
+    "Goal" or "Date" and labels lines more than once, or labels a line of a chat (`labels` holds the
+    key CHAT when most lines of the text start with a label)."""
+    label = label.strip()
+    if label.lower() in SPEAKER_ROLES:
+        return True
+    if label[0].islower() or CUE_LABEL_RE.match(label):
+        return False
+    return labels is None or labels[label] > 1 or CHAT in labels
+
+
+CHAT = "\0chat"  # a key of the label counts: most lines of the text are "Name: text"
+
+
+def _label_counts(text: str) -> Counter:
+    labels = Counter(m.group(1).strip() for m in SPEAKER_RE.finditer(text))
+    lines = sum(1 for line in text.splitlines() if line.strip())
+    if lines and sum(labels.values()) * 2 >= lines:
+        labels[CHAT] = 1
+    return labels
 
 
 def _capitalised_names(text: str) -> Iterator[tuple[int, int, str]]:

@@ -1,0 +1,176 @@
+"""The parts of a transcript the offline compressor reads: who said what, tool calls, and the
+decisions and open items a session states.
+
+`parts(text)` splits rendered transcripts (memtool.transcripts: "user: ...", "assistant: [tool X]
+...", "tool: ...", "thinking: ...") and the Markdown agents export (`**User**:`, SpecStory's
+`_**User (date)**_`, aider's `#### ` lines and `> ` output, fenced code, `<think>`) into Parts.
+Only what people said (kind "said") feeds the summary, decisions and action items: a TODO inside a
+file the agent printed, a quoted log line or a tool's output never becomes one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ROLE_LABELS = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "model": "assistant",
+               "gemini": "assistant", "summary": "summary", "thinking": "thinking", "tool": "tool", "system": "system"}
+_ROLE_RE = re.compile(r"^(?:\*\*|_\*\*)?(user|human|assistant|ai|model|gemini|summary|thinking|tool|system)\b(?:\s*\([^)\n]*\))?(?:\*\*_?)?\s*:?\s*(?:\*\*_?)?\s*(?=\S|$)", re.I)
+_TOOL_USE_RE = re.compile(r"^(?:\[tool [^\]]+\]|Tool use: \*\*|_?(?:Read|Edited|Ran|Searched|Listed) (?:file|`))", re.I)
+_FENCE_RE = re.compile(r"^\s*(```|~~~)")
+_THINK_RE = re.compile(r"<think>.*?</think>", re.S | re.I)
+_HEADING_RE = re.compile(r"^\s*(?:#{1,6}\s+|\*\*)?(.{2,60}?)(?:\*\*)?\s*:?\s*$")
+_UNDERLINE_RE = re.compile(r"^\s*(?:-{3,}|={3,})\s*$")
+_ITEM_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(?:\[( |x|X|~)\]\s*)?(.+)$")
+
+# Headings and labels that open a list of decisions / of work left open.
+DECISION_HEAD_RE = re.compile(r"^(?:key |final |main )?(?:decisions?(?: made| taken)?|decided|agreed|outcome|resolution)\b", re.I)
+OPEN_HEAD_RE = re.compile(
+    r"^(?:open (?:items?|questions|work|points)|follow[- ]?ups?|(?:still )?left(?: to do)?|(?:still )?open|remaining(?: work)?|next steps?|"
+    r"to ?dos?|action items?|not done|outstanding|later|pending|what'?s left|left on\b.*|still to do)\b", re.I)
+# A line that states one: "Decision: …", "TODO: …", "Left (TODO): …", "Follow-up: …".
+DECISION_LINE_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:decision|decided|we decided|agreed|final decision|resolution)(?:\*\*)?\s*(?:\([^)]*\))?\s*[:\-–]\s*(?:\*\*)?\s*(.+)$", re.I)
+OPEN_LINE_RE = re.compile(
+    r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:todo|to do|left|left \(todo\)|follow[- ]?ups?|next steps?|action items?|open items?|still open|open|"
+    r"remaining|next|pending|later)(?:\*\*)?\s*(?:\([^)]*\))?\s*[:\-–]\s*(?:\*\*)?\s*(.+)$", re.I)
+
+
+_EMPHASIS_RE = re.compile(r"\*\*?(?=\S)|(?<=\S)\*\*?|`")
+
+
+@dataclass
+class Part:
+    role: str  # user | assistant | summary | speaker name | "" (unknown)
+    kind: str  # said | tool | output | thinking | code
+    text: str
+
+
+def parts(text: str) -> list[Part]:
+    """The transcript's paragraphs, each with who it is from and what kind of text it is."""
+    text = _THINK_RE.sub("\n", text)
+    out: list[Part] = []
+    role, kind = "", "said"
+    lines: list[str] = []
+    fence = ""
+
+    def flush():
+        body = "\n".join(lines).strip()
+        if body:
+            out.append(Part(role, kind, body))
+        lines.clear()
+
+    for line in text.splitlines():
+        if fence:  # inside a fenced block: code or a tool's output, never something said
+            if line.strip().startswith(fence):
+                fence = ""
+                flush()
+                kind = "said"
+            else:
+                lines.append(line)
+            continue
+        m = _FENCE_RE.match(line)
+        if m:
+            flush()
+            fence, kind = m.group(1), "code"
+            continue
+        if line.startswith("#### "):  # aider: what the user typed
+            flush()
+            role, kind = "user", "said"
+            lines.append(line[5:])
+            flush()
+            role = "assistant"
+            continue
+        if line.startswith("> "):  # aider's own output, a quote of a tool
+            if kind != "output":
+                flush()
+                kind = "output"
+            lines.append(line[2:])
+            continue
+        if kind == "output" and line.strip():
+            flush()
+            kind = "said"
+        r = _ROLE_RE.match(line)
+        if r and (line[r.end(): r.end() + 1] != "" or ":" in line[: r.end()] or "**" in line[: r.end()]):
+            flush()
+            label = ROLE_LABELS[r.group(1).lower()]
+            rest = line[r.end():]
+            role, kind = (label, "said") if label not in ("thinking", "tool", "system") else (role, {"thinking": "thinking", "tool": "output", "system": "output"}[label])
+            if label in ("user", "assistant", "summary") and rest.startswith("[tool "):
+                kind = "tool"
+            if rest.strip():
+                lines.append(rest)
+            continue
+        if _TOOL_USE_RE.match(line.strip()):
+            flush()
+            out.append(Part(role, "tool", line.strip()))
+            continue
+        if not line.strip():
+            flush()
+            if kind in ("tool", "thinking"):
+                kind = "said"
+            continue
+        if line.strip() == "---":
+            flush()
+            continue
+        lines.append(line)
+    flush()
+    return out
+
+
+def said_text(ps: list[Part]) -> str:
+    return "\n\n".join(p.text for p in ps if p.kind == "said")
+
+
+@dataclass
+class Stated:
+    """Decisions and open items a transcript states outright, in order (position in `said` parts)."""
+
+    decisions: list[tuple[int, str]]
+    open_items: list[tuple[int, str]]
+
+
+def stated(ps: list[Part]) -> Stated:
+    """Items under a Decisions / Open items heading (or a "Left on …:" line), and "Decision: …" /
+    "TODO: …" lines; done items ("[x]") are left out."""
+    decisions: list[tuple[int, str]] = []
+    open_items: list[tuple[int, str]] = []
+    for n, p in enumerate(ps):
+        if p.kind != "said":
+            continue
+        section = ""
+        lines = [_EMPHASIS_RE.sub("", line) for line in p.text.splitlines()]
+        for i, line in enumerate(lines):
+            bare = line.strip()
+            if not bare or _UNDERLINE_RE.match(bare):
+                continue
+            nxt = lines[i + 1] if i + 1 < len(lines) else ""
+            head = _HEADING_RE.match(bare)
+            is_heading = head and (bare.startswith(("#", "**")) or bare.endswith(":") or _UNDERLINE_RE.match(nxt))
+            if is_heading and not _ITEM_RE.match(bare):
+                title = head.group(1).strip(" *_#:")
+                section = "decision" if DECISION_HEAD_RE.match(title) else "open" if OPEN_HEAD_RE.match(title) else ""
+                continue
+            item = _ITEM_RE.match(line)
+            if item:
+                if item.group(1) in ("x", "X"):
+                    continue  # done
+                body = item.group(2).strip()
+                if section == "decision":
+                    decisions.append((n, body))
+                    continue
+                if section == "open":
+                    open_items.append((n, body))
+                    continue
+            elif section and not line.startswith((" ", "\t")):
+                section = ""  # a paragraph after the list ends it
+            d = DECISION_LINE_RE.match(line)
+            if d:
+                decisions.append((n, d.group(1).strip()))
+                continue
+            o = OPEN_LINE_RE.match(line)
+            if o and len(o.group(1).split()) >= 2:
+                open_items.append((n, o.group(1).strip()))
+            elif section and item is None and line.startswith((" ", "\t")) and (decisions or open_items):
+                target = decisions if section == "decision" else open_items
+                target[-1] = (target[-1][0], f"{target[-1][1]} {bare}")  # a list item's wrapped line
+    return Stated(decisions, open_items)

@@ -1,0 +1,332 @@
+"""The offline compressor's reading of a coding-agent session (memtool.providers.local uses it when a
+transcript has user / assistant turns): summary, decisions, open items, people, systems, keywords.
+
+Everything is read from what people said (local_parts.parts, kind "said"): tool calls give systems
+(the programs a command ran) and files, never decisions; code, tool output and thinking are skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from memtool.providers.local_parts import Part, parts, stated
+from memtool.providers.tech import command_systems, known_system, NOT_SYSTEMS
+from memtool.text import STOPWORDS, content_words, count_tokens, split_sentences
+
+MAX_DECISIONS, MAX_ACTIONS = 6, 6
+MAX_ITEM_TOKENS = 60  # an item longer than this is cut at a clause
+SUMMARY_SHARE = 0.35  # of the budget: the request, the outcome
+ITEM_SHARE = 0.35  # decisions and open items together
+QUESTION_RE = re.compile(r"\?\s*$|^(?:should|could|couldn't|can|do|does|would|shall|want me|or|maybe|which|what|how|why|is|are)\b", re.I)
+# A choice made (said by the person, or reported by the agent).
+DECISION_RE = re.compile(
+    r"\b(?:let'?s (?:go with|use|keep|do|not|stay|stick|drop|leave|make|ship|skip)|go with|going with|decided|decide to|agreed|settled on|"
+    r"stick with|stay (?:on|with)|we'?ll (?:use|keep|go|stay|ship|do)|i'?ll (?:keep|go with)|keep (?:it|the|using|[a-z0-9_./-]+ (?:on|at|as|in front))|"
+    r"switch(?:ed)? to|instead of|rather than|chose|choose|opted|make it|fine, |ok(?:ay)?, (?:keep|use|go|do)|not pursuing|"
+    r"not (?:now|today|in this (?:pr|change))|leave (?:it|the|that)|drop (?:it|the)|ship \d|use [a-z]|must (?:pin|use|be|not))\b",
+    re.I,
+)
+# Work said to be left for later.
+OPEN_RE = re.compile(
+    r"\b(?:todo|follow[- ]?up|next we need|we (?:still )?need to|still (?:open|need|to do)|left to do|open a ticket|"
+    r"i'?ll (?:open|ping|ask|tell|send|write|file|follow)|(?:will|to) (?:review|sign off|write|ping|follow up)|"
+    r"tomorrow|next week|later|after (?:the|it|its|that)|before (?:it|the) expires|by (?:monday|tuesday|wednesday|thursday|friday)|"
+    r"needs? to|has to|ask \w+ to|remaining|not (?:today|yet)|waits? for|once \w+)\b",
+    re.I,
+)
+DONE_RE = re.compile(r"^(?:done|fixed|added|pushed|committed|merged|reverted|removed|updated|created|ran|all \d+)\b|\b(?:is|are|was|were) (?:done|fixed|merged|pushed)\b", re.I)
+OUTCOME_RE = re.compile(r"\b(?:fixed|fix(?:es)?|root cause|caused by|now |committed|pushed|merged|opened|pass(?:es|ed)?|reproduced|added|replaced|switched|rolled back|migrated|upgraded|reduced|dropped from|went from|cut)\b", re.I)
+PERSON_CONTEXT_BEFORE = frozenset("ask asked tell told with and ping pinged from by cc thanks for reviewer owner i'm im".split())
+PERSON_CONTEXT_AFTER = re.compile(r"^(?:'s\b|’s\b|:| \(| said| says| asked| wants| will| can| needs| reviews?| signs?| writes?| owns?| decides?| moved| from| in (?:finance|support|ops|platform)| is (?:on|out|off|the))")
+NAME_RE = re.compile(r"(?<![\w@./-])([A-Z][a-z]{1,15}(?: [A-Z][a-z]{1,15})?)(?![\w/-])")
+AUTHOR_RE = re.compile(r"\b([A-Z][a-z]{1,15} [A-Z][a-z]{1,20})\s+<[^>\s]+@[^>\s]+>")
+PARTICIPANT_RE = re.compile(r"^\s*(?:participants?|attendees|author|owner|reviewers?)\s*:\s*(.+)$", re.I | re.M)
+SENTENCE_WORDS = frozenset(
+    "the a an i we you it this that these those there here then now so but and or if when while after before also "
+    "both each all some no not yes ok okay fine great nice good perfect thanks sure right hm hmm actually next done "
+    "fixed added committed pushed reproduced open left still cause change changes options option decision decisions "
+    "todo follow followup follow-up note notes summary task goal outcome status result results reviewer reviewers "
+    "participants repository date branch cheers sounds let lets please could would should can will maybe".split()
+)
+MONTHS_DAYS = frozenset(
+    "january february march april may june july august september october november december jan feb mar apr jun jul aug sep sept oct nov dec "
+    "monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday".split()
+)
+MARKUP_WORDS = frozenset(
+    "tool tools tool_use tool_result command commands cmd file_path filepath path paths file files bash sh zsh shell shell_command "
+    "run_shell_command exec read read_file write write_file edit edits replace grep glob search apply_patch update_plan todowrite "
+    "todo todos stdout stderr output input args arguments result results content text type json null none true false exit code "
+    "status user users assistant gemini model system message messages role session uuid timestamp cwd tmp home usr bin src dev lib "
+    "var etc opt local line lines new old add added change changes changed update updated run running ran check look see thing things "
+    "let lets now done also just please thanks sure yes okay value values data item items list import return class self const "
+    "function async await string int str err nil".split()
+)
+
+
+@dataclass
+class SessionReading:
+    summary: str
+    decisions: list[str]
+    action_items: list[str]
+    people: list[str]
+    systems: list[str]
+    keywords: list[str]
+
+
+def is_agent_session(text: str, chat: bool) -> bool:
+    """Whether a transcript is a work session (with an agent, or notes of one), not a conversation
+    between people: `chat`, most of its lines are "Name: text"."""
+    ps = parts(text)
+    roles = {p.role for p in ps if p.kind == "said"}
+    if ("user" in roles and "assistant" in roles) or any(p.kind == "tool" for p in ps):
+        return True
+    return not chat and text.isascii()
+
+
+def read_session(text: str, budget: int, idf) -> SessionReading:
+    ps = parts(text)
+    said = [p for p in ps if p.kind == "said"]
+    summary = _summary(ps, said, int(budget * SUMMARY_SHARE), idf)
+    item_budget = int(budget * ITEM_SHARE)
+    decisions = _decisions(ps, said)
+    actions = _open_items(ps, said)
+    decisions, actions = _within(decisions, item_budget // 2 + max(0, item_budget // 2 - _cost(actions))), _within(actions, item_budget // 2 + max(0, item_budget // 2 - _cost(decisions)))
+    people = _people(text, said)
+    systems = _systems(ps, said, people)
+    return SessionReading(summary, decisions, actions, people, systems, _keywords(said, idf, people))
+
+
+def _cost(items: list[str]) -> int:
+    return sum(map(count_tokens, items))
+
+
+def _within(items: list[str], budget: int) -> list[str]:
+    out, used = [], 0
+    for item in items:
+        cost = count_tokens(item)
+        if used + cost > budget and out:
+            break
+        out.append(item)
+        used += cost
+    return out
+
+
+# --- summary ----------------------------------------------------------------------------------
+
+
+def _sentences(p: Part) -> list[str]:
+    text = "\n".join(line for line in p.text.splitlines() if not line.lstrip().startswith(("|", "```")))
+    return [_clean(s) for s in split_sentences(text) if len(content_words(s)) >= 3]
+
+
+def _clean(s: str) -> str:
+    s = re.sub(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+", "", s)
+    return " ".join(s.replace("**", "").replace("`", "").split()).strip()
+
+
+def _summary(ps: list[Part], said: list[Part], budget: int, idf) -> str:
+    """The request and the outcome: the session's title when it has one, the first thing the user
+    asked, and the agent's last report of what was done, filled by the most informative sentences."""
+    tf = Counter(w for p in said for w in content_words(p.text))
+    weight = {w: (1.0 + math.log(c)) * idf(w) for w, c in tf.items()}
+    scored = []
+    users = [i for i, p in enumerate(said) if p.role == "user"]
+    agents = [i for i, p in enumerate(said) if p.role == "assistant"]
+    first_user = users[0] if users else -1
+    late_agent = set(agents[-3:])
+    for i, p in enumerate(said):
+        for j, s in enumerate(_sentences(p)):
+            if QUESTION_RE.search(s) and p.role != "summary":
+                continue
+            cw = set(content_words(s))
+            score = sum(weight.get(w, 0.0) for w in cw) / math.sqrt(count_tokens(s) + 5)
+            if p.role == "summary":
+                score *= 3.0
+            elif i == first_user and j == 0:
+                score *= 2.0
+            elif i in late_agent and OUTCOME_RE.search(s):
+                score *= 2.0
+            elif OUTCOME_RE.search(s):
+                score *= 1.3
+            scored.append((score, i, j, s))
+    scored.sort(reverse=True)
+    picked, used = [], 0
+    for score, i, j, s in scored:
+        cost = count_tokens(s)
+        if s in (x for _, _, x in picked):
+            continue
+        if picked and used + cost > budget:
+            continue
+        if not picked and cost > 2 * budget:
+            s = _cut(s, 2 * budget)
+            cost = count_tokens(s)
+        picked.append((i, j, s))
+        used += cost
+    return " ".join(s for _, _, s in sorted(picked))
+
+
+def _cut(s: str, budget: int) -> str:
+    """A long sentence cut at its last clause boundary that fits."""
+    words = s.split()
+    while words and count_tokens(" ".join(words)) > budget:
+        words.pop()
+    text = " ".join(words)
+    at = max(text.rfind(", "), text.rfind("; "), text.rfind(": "))
+    return (text[:at] if at > len(text) // 2 else text).rstrip(",;:") + "…"
+
+
+# --- decisions and open items -------------------------------------------------------------------
+
+
+def _item(s: str) -> str:
+    s = _clean(s)
+    return _cut(s, MAX_ITEM_TOKENS) if count_tokens(s) > MAX_ITEM_TOKENS else s
+
+
+def _decisions(ps: list[Part], said: list[Part]) -> list[str]:
+    st = stated(ps)
+    found = [_item(t) for _, t in st.decisions]
+    if len(found) < 2:  # no list of decisions: the choices said in the conversation
+        cands = []
+        for i, p in enumerate(said):
+            for s in _sentences(p):
+                if QUESTION_RE.search(s) or not DECISION_RE.search(s):
+                    continue
+                if p.role == "assistant" and not re.search(r"\b(?:decided|agreed|going with|settled|we'?ll|chose|instead of|rather than|keep|stay)\b", s, re.I):
+                    continue
+                if re.match(r"^(?:option|options|alternatively|if you|either|i'd|i would|we could|you could)\b", s, re.I):
+                    continue
+                cands.append((1 if p.role == "user" else 0, i, s))
+        cands.sort(key=lambda c: (-c[0], c[1]))
+        found += [_item(s) for _, _, s in cands]
+    return _distinct(found)[:MAX_DECISIONS]
+
+
+def _open_items(ps: list[Part], said: list[Part]) -> list[str]:
+    st = stated(ps)
+    found: list[tuple[int, str]] = [(n, t) for n, t in st.open_items]
+    inline = re.compile(r"\b(?:open items?|still open|left(?: \(todo\))?|follow[- ]?ups?|todo|next steps?|remaining)\s*:\s*(.+)$", re.I)
+    for n, p in enumerate(ps):
+        if p.kind != "said":
+            continue
+        for s in _sentences(p):
+            m = inline.search(s)
+            if m and not found_in(m.group(1), found):
+                found += [(n, x) for x in re.split(r";\s+|,\s+and\s+(?=the\b|a\b|an\b|[a-z]+ing\b|[A-Z])", m.group(1)) if len(content_words(x)) >= 2]
+    if not found:  # no list: what is said to be left, in the last part of the session
+        tail = said[len(said) * 2 // 3:] if len(said) > 3 else said
+        for p in tail:
+            for s in _sentences(p):
+                if OPEN_RE.search(s) and not QUESTION_RE.search(s) and not DONE_RE.search(s):
+                    found.append((0, s))
+    items = [_item(t) for _, t in found if not DONE_RE.search(_clean(t))]
+    return _distinct(items, keep_last=True)[:MAX_ACTIONS]
+
+
+def found_in(text: str, found: list[tuple[int, str]]) -> bool:
+    words = set(content_words(text))
+    return any(len(words & set(content_words(t))) >= max(2, len(words) * 0.6) for _, t in found)
+
+
+def _distinct(items: list[str], keep_last: bool = False) -> list[str]:
+    """Items without near-repeats (most of one's words in another); the later wording wins with keep_last."""
+    out: list[str] = []
+    for item in (reversed(items) if keep_last else items):
+        words = set(content_words(item))
+        if not words or any(len(words & set(content_words(o))) >= 0.6 * min(len(words), len(set(content_words(o))) or 1) for o in out):
+            continue
+        out.append(item)
+    return list(reversed(out)) if keep_last else out
+
+
+# --- people, systems, keywords --------------------------------------------------------------------
+
+
+def _people(text: str, said: list[Part]) -> list[str]:
+    """Names in a person's place: "ask Wei", "Olu in finance", "Priya will review", "@priya", a
+    commit author "Maya Okafor <maya@…>", "Participants: Rob Castillo (developer)"."""
+    counts: Counter = Counter()
+    lower_words = set(re.findall(r"(?<![\w(@/.-])[a-z]{3,}(?![\w)/.-])", "\n".join(p.text for p in said)))
+    for m in AUTHOR_RE.finditer(text):
+        counts[m.group(1)] += 2
+    for m in PARTICIPANT_RE.finditer(text):
+        for name in re.findall(r"\b([A-Z][a-z]+(?: [A-Z][a-z]+)?)\s*(?:\(|,|$)", m.group(1)):
+            counts[name] += 2
+    for p in said:
+        body = p.text
+        for m in NAME_RE.finditer(body):
+            name = m.group(1)
+            if name.split()[0].lower() in STOPWORDS and " " in name:  # "For Wei"
+                name = name.split()[1]
+            first = name.split()[0]
+            if name.lower() in lower_words or first.lower() in lower_words:
+                continue  # a word written lower-case elsewhere ("Plan:", "Backfill ...") is no name
+            if first.lower() in SENTENCE_WORDS or first.lower() in MONTHS_DAYS or known_system(name) or known_system(first):
+                continue
+            before = body[max(0, m.start() - 12): m.start()].lower().split()
+            after = body[m.end(): m.end() + 20]
+            start_of_sentence = m.start() == 0 or body[max(0, m.start() - 2): m.start()].strip() in ("", ".", "!", "?", "-", "*", ":")
+            if (before and before[-1].strip("(,") in PERSON_CONTEXT_BEFORE) or PERSON_CONTEXT_AFTER.match(after):
+                if start_of_sentence and not PERSON_CONTEXT_AFTER.match(after):
+                    continue
+                if after.startswith(":") and len(re.findall(rf"\b{re.escape(name)}\b", text)) < 2:
+                    continue  # "Intent: ..." once is a label; "Wei: add the panel" names Wei elsewhere too
+                counts[name] += 1
+        for handle in re.findall(r"(?<![\w.])@([a-z][a-z0-9_-]{1,20})\b", body):
+            counts[handle.capitalize()] += 1
+    names: list[str] = []
+    for name, _ in counts.most_common():
+        if any(name != n and (n.startswith(name + " ") or name.startswith(n + " ")) for n in counts if counts[n] >= 1):
+            full = max((n for n in counts if n.startswith(name + " ") or n == name), key=len)
+            name = full
+        if name not in names and not any(n.startswith(name + " ") for n in names):
+            names = [n for n in names if not name.startswith(n + " ")] + [name]
+    return names[:6]
+
+
+def _systems(ps: list[Part], said: list[Part], people: list[str]) -> list[str]:
+    counts: Counter = Counter()
+    for p in said:
+        for name in known_mentions(p.text):
+            counts[name] += 1
+    for p in ps:
+        if p.kind == "tool":
+            for name in command_systems(p.text):
+                counts[name] += 0.5
+    named = {w.lower() for n in people for w in n.split()}
+    ranked = [n for n, c in counts.most_common() if n.lower() not in named and n.lower() not in NOT_SYSTEMS]
+    return ranked[:6]
+
+
+def known_mentions(text: str) -> list[str]:
+    from memtool.providers.tech import mentions
+
+    return mentions(text)
+
+
+def _keywords(said: list[Part], idf, people: list[str]) -> list[str]:
+    """Words and identifiers frequent in what was said and rare in the store; no markup, no filler."""
+    named = {w.lower() for n in people for w in n.split()}
+    tf: Counter = Counter()
+    for p in said:
+        for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9_.#/-]*[A-Za-z0-9]", p.text):
+            low = w.lower()
+            parts_ = [x for x in re.split(r"[^a-z0-9_]+", low) if x]
+            if not parts_ or all(x in MARKUP_WORDS for x in parts_) or low in named or low in SENTENCE_WORDS or low in MONTHS_DAYS:
+                continue
+            if "/" in low and (low.startswith(("/", "home", "tmp", "usr")) or low.count("/") > 3):
+                continue
+            if len(low) < 3 or re.fullmatch(r"[\d.,]+", low):
+                continue  # '0.820' or '312' says nothing on its own (the summary keeps it in context)
+            tf[low if low.isdigit() or any(c in low for c in "_./#-") or any(ch.isdigit() for ch in low) else low] += 1
+    scored = []
+    for w, c in tf.items():
+        if w in STOPWORDS or w in MARKUP_WORDS:
+            continue
+        special = any(ch.isdigit() for ch in w) or any(ch in w for ch in "_./#-")
+        scored.append(((1.0 + math.log(c)) * idf(w) * (1.3 if special else 1.0) * (1.0 + 0.05 * min(len(w), 10)), w))
+    scored.sort(reverse=True)
+    return [w for _, w in scored]
