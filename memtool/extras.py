@@ -15,6 +15,7 @@ from memtool.errors import MissingExtra
 EXTRAS: dict[str, tuple[str, str]] = {
     "gemini": ("google.genai", "google-genai"),
     "mcp": ("mcp", "mcp"),
+    "openai": ("openai", "openai"),  # the openai compressor (any OpenAI-compatible endpoint)
 }
 
 
