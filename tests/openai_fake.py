@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import pytest
-
 FAKE_OPENAI_KEY = "sk-memtool-test-key-4c1d9e"  # recognisable, so tests can assert it never leaks
 
 
@@ -109,8 +107,8 @@ def _handler(state: FakeOpenAI, key: str):
     return Handler
 
 
-@pytest.fixture
-def openai_server():
+def serve():
+    """Start a server; yields its FakeOpenAI state and stops it after (a fixture's body)."""
     state = FakeOpenAI()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state, FAKE_OPENAI_KEY))
     server.daemon_threads = True

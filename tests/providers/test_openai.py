@@ -14,12 +14,15 @@ from memtool.providers import Compressor, Hints, build_compressor
 from memtool.providers.openai import NO_KEY, OpenAICompressor, api_key_from_env
 from memtool.retry import retry
 from memtool.scaffold import init
-from tests.openai_fake import FAKE_OPENAI_KEY
-
-pytest_plugins = ("tests.openai_fake",)  # the openai_server fixture
+from tests.openai_fake import FAKE_OPENAI_KEY, serve
 
 FAST = 0.01  # retry base delay in tests
 TRANSCRIPT = "user: the Redis cache stampedes at noon\n\nassistant: We decided to use a lock with jittered expiry.\n"
+
+
+@pytest.fixture
+def openai_server():
+    yield from serve()
 
 
 @pytest.fixture
