@@ -43,7 +43,7 @@ from memtool.errors import BadInput
 from memtool.memory import Memory, Session
 from memtool.scaffold import init
 from memtool.search.engine import Hit, Query
-from memtool.text import STOPWORDS, count_tokens, tokenize
+from memtool.text import STOPWORDS, content_words, count_tokens, stem_words, tokenize
 
 SESSION_RE = re.compile(r"^session_(\d+)$")
 EVIDENCE_SESSION_RE = re.compile(r"D\s*:?\s*(\d+)")  # "D3:5", "D8:6; D9:17", "D:11:26"
@@ -56,6 +56,7 @@ CONTEXT_HITS = 8  # hits `Memory.context` asks for (its default `limit`)
 WINDOW_TURNS = 3
 WINDOW_STRIDE = 3  # non-overlapping windows: overlapping ones would repeat turns inside the budget
 MISS_K = 5
+OBSERVATION_COVER = 0.6  # share of an observation's content words an entry must hold for it to count as kept
 DUMP_TEXT_CHARS = 300
 MODES = {"entries": ("entry",), "full": ("entry", "transcript")}
 TYPO_WORD_RE = re.compile(r"[A-Za-z]{5,}")
@@ -78,6 +79,7 @@ class Conversation:
     sessions: list[tuple[int, datetime | None, list[str]]]  # (number, time, transcript lines)
     questions: list[Question]
     turns: dict[str, str] = field(default_factory=dict)  # dia_id "D3:5" -> transcript line
+    observations: dict[int, list[str]] = field(default_factory=dict)  # session -> the dataset authors' facts of it
     skipped: int = 0  # questions of categories 1-4 without a readable evidence session
 
 
@@ -134,7 +136,40 @@ def parse_conversation(cid: str, sample: dict) -> Conversation:
             skipped += 1
             continue
         questions.append(Question(str(qa["question"]), str(qa["answer"]), category, gold, [str(e) for e in evidence]))
-    return Conversation(cid, sessions, questions, turns, skipped)
+    return Conversation(cid, sessions, questions, turns, session_observations(sample, conv, have), skipped)
+
+
+def session_observations(sample: dict, conv: dict, have: set[int]) -> dict[int, list[str]]:
+    """`session_N_observation` (per speaker, [fact, dia_id] pairs) of each compressed session: the facts
+    the dataset's authors wrote down about it, read beside the conversation or under `observation`."""
+    pools = [conv, sample.get("observation") if isinstance(sample.get("observation"), dict) else {}]
+    out: dict[int, list[str]] = {}
+    for n in sorted(have):
+        raw = next((pool[f"session_{n}_observation"] for pool in pools if isinstance(pool.get(f"session_{n}_observation"), dict)), {})
+        facts = [str(item[0]) for items in raw.values() if isinstance(items, list) for item in items
+                 if isinstance(item, (list, tuple)) and item and str(item[0]).strip()]
+        if facts:
+            out[n] = facts
+    return out
+
+
+def fact_words(text: str) -> set[str]:
+    """Content words, stemmed: a fact and an entry share a word however it is inflected."""
+    return set(stem_words(content_words(text)))
+
+
+def observation_coverage(facts: list[str], entry) -> tuple[int, int]:
+    """(facts present, facts) for one session's entry: a fact is present when at least
+    OBSERVATION_COVER of its content words are in the entry's summary, keywords, decisions, action
+    items or entities (the rule of score_entries.py's key-fact coverage)."""
+    ents = entry.entities
+    text = " ".join([entry.summary, *entry.keywords, *entry.decisions, *entry.action_items, *ents.people, *ents.systems, *ents.dates])
+    have = fact_words(text)
+    present = 0
+    for fact in facts:
+        words = fact_words(fact)
+        present += bool(words) and len(words & have) / len(words) >= OBSERVATION_COVER
+    return present, len(facts)
 
 
 def with_typo(text: str, rng: random.Random) -> str:
@@ -288,8 +323,13 @@ def run_conversation(conv: Conversation, root: Path, modes: list[str], limit: in
     mem = fresh_memory(root, overrides)
     t0 = time.perf_counter()
     entries = []
+    kept = [0, 0]  # observations present in their session's entry, observations
     for n, when, lines in conv.sessions:
-        entries.extend(mem.compress_many([Session(text="\n".join(lines), when=when, session=str(n), name=f"session_{n}")]))
+        made = mem.compress_many([Session(text="\n".join(lines), when=when, session=str(n), name=f"session_{n}")])
+        entries.extend(made)
+        if made and n in conv.observations:
+            present, total = observation_coverage(conv.observations[n], made[0])
+            kept = [kept[0] + present, kept[1] + total]
     compress_s = time.perf_counter() - t0
     progress(conv.cid, f"compressed {len(conv.sessions)} sessions in {compress_s:.1f} s")
 
@@ -340,6 +380,7 @@ def run_conversation(conv: Conversation, root: Path, modes: list[str], limit: in
         "ctx_tokens": ctx_tokens,
         "first_search_ms": first_search_ms,
         "ratios": ratios,
+        "observations": kept,
         "compress_s": compress_s,
         "sessions": len(conv.sessions),
         "model": mem.embedder.model,
@@ -385,6 +426,8 @@ def aggregate(results: list[dict], modes: list[str]) -> dict:
     firsts = [res["first_search_ms"] for res in results if res["first_search_ms"] is not None]
     out.update(
         compression_ratio=round(sum(ratios) / len(ratios), 3) if ratios else 0.0,
+        observation_coverage=round(sum(r["observations"][0] for r in results) / total_obs, 4) if (total_obs := sum(r["observations"][1] for r in results)) else 0.0,
+        observations=total_obs,
         compress_ms=round(1000 * sum(res["compress_s"] for res in results) / sessions, 2) if sessions else 0.0,
         search_p50_ms=percentile(lat, 50),
         search_p95_ms=percentile(lat, 95),

@@ -100,11 +100,16 @@ class Transcript:
     started: datetime | None = None  # the transcript's own start time (UTC), when it says
     warnings: list[str] = field(default_factory=list)
     text: str | None = None  # Markdown / plain text: the text itself
+    cwd: str = ""  # the folder the session ran in, when the format records it
+    branch: str = ""  # its git branch
 
     def render(self) -> str:
         if self.text is not None:
             return self.text
         parts = [t.render() for t in self.turns if (t.text.strip() or t.tool is not None)]
+        if parts and (self.cwd or self.branch):
+            where = ", ".join(x for x in (self.cwd, f"branch {self.branch}" if self.branch else "") if x)
+            parts.insert(0, f"session: {where}")
         return "\n\n".join(parts) + "\n" if parts else ""
 
     @property
@@ -352,7 +357,8 @@ def _from_records(records: list[dict[str, Any]]) -> Transcript:
     claude = any(r.get("type") in ("user", "assistant") and isinstance(r.get("message"), dict) for r in records)
     out = Transcript("codex" if codex else "claude-code" if claude else "generic")
     out.started = _first_time(records)
-    cwd = _cwd(records)
+    cwd = out.cwd = _cwd(records)
+    out.branch = _branch(records)
     has_items = any(r.get("type") == "response_item" for r in records)
     for record in records:
         kind = record.get("type")
@@ -391,6 +397,16 @@ def _cwd(records: Iterable[dict[str, Any]]) -> str:
         for value in (r.get("cwd"), payload.get("cwd")):
             if isinstance(value, str) and value.startswith("/"):
                 return value
+    return ""
+
+
+def _branch(records: Iterable[dict[str, Any]]) -> str:
+    for r in records:
+        payload = r.get("payload") if isinstance(r.get("payload"), dict) else {}
+        git = payload.get("git") if isinstance(payload.get("git"), dict) else {}
+        for value in (r.get("gitBranch"), git.get("branch")):
+            if isinstance(value, str) and value.strip() and value != "HEAD":
+                return value.strip()
     return ""
 
 
@@ -479,7 +495,23 @@ def _gemini_document(document: dict[str, Any]) -> Transcript:
     messages = [m for m in document["messages"] if isinstance(m, dict)]
     out.started = out.started or _first_time(messages)
     out.turns = list(_gemini_messages(messages))
+    out.cwd = _home_of(messages)
     return out
+
+
+_HOME_RE = re.compile(r"^(/(?:home|Users)/[^/\s]+/(?:[^/\s]+/){0,2})")
+
+
+def _home_of(messages: list[dict[str, Any]]) -> str:
+    """Gemini CLI records no folder: the project folder under a home folder its tool calls name."""
+    for m in messages:
+        for call in m.get("toolCalls") or []:
+            args = call.get("args") if isinstance(call, dict) else None
+            for value in (args or {}).values() if isinstance(args, dict) else ():
+                found = _HOME_RE.match(value) if isinstance(value, str) else None
+                if found:
+                    return found.group(1).rstrip("/")
+    return ""
 
 
 def _is_gemini_log(records: list[dict[str, Any]]) -> bool:
@@ -509,7 +541,7 @@ def _gemini_log(records: list[dict[str, Any]]) -> Transcript:
         elif started is None:
             started = parse_timestamp(r.get("startTime"))
     kept = list(messages.values())
-    return Transcript("gemini-jsonl", turns=list(_gemini_messages(kept)), started=started or _first_time(kept))
+    return Transcript("gemini-jsonl", turns=list(_gemini_messages(kept)), started=started or _first_time(kept), cwd=_home_of(kept))
 
 
 def _gemini_messages(messages: list[dict[str, Any]]) -> Iterator[Turn]:

@@ -35,6 +35,7 @@ OPEN_LINE_RE = re.compile(
     r"remaining|next|pending|later)(?:\*\*)?\s*(?:\([^)]*\))?\s*[:\-–]\s*(?:\*\*)?\s*(.+)$", re.I)
 
 
+_TAIL_HEAD_RE = re.compile(r"(?<=[.!] )([A-Za-z][\w ()'-]{2,40}):\s*$")
 _EMPHASIS_RE = re.compile(r"\*\*?(?=\S)|(?<=\S)\*\*?|`")
 
 
@@ -149,7 +150,14 @@ def stated(ps: list[Part]) -> Stated:
             if is_heading and not _ITEM_RE.match(bare):
                 title = head.group(1).strip(" *_#:")
                 section = "decision" if DECISION_HEAD_RE.match(title) else "open" if OPEN_HEAD_RE.match(title) else ""
-                continue
+                if section or not _TAIL_HEAD_RE.search(bare):
+                    continue
+            tail = _TAIL_HEAD_RE.search(bare)  # "Good. Left to do:" before a list
+            if tail and _ITEM_RE.match(nxt):
+                title = tail.group(1)
+                section = "decision" if DECISION_HEAD_RE.match(title) else "open" if OPEN_HEAD_RE.match(title) else ""
+                if section:
+                    continue
             item = _ITEM_RE.match(line)
             if item:
                 if item.group(1) in ("x", "X"):

@@ -17,9 +17,11 @@ from memtool.providers.tech import command_systems, known_system, NOT_SYSTEMS
 from memtool.text import STOPWORDS, content_words, count_tokens, split_sentences
 
 MAX_DECISIONS, MAX_ACTIONS = 6, 6
-MAX_ITEM_TOKENS = 60  # an item longer than this is cut at a clause
-SUMMARY_SHARE = 0.35  # of the budget: the request, the outcome
-ITEM_SHARE = 0.35  # decisions and open items together
+MAX_ITEM_TOKENS = 48  # an item longer than this is cut at a clause
+MIN_ITEM_TOKENS = 100  # a short note's stated decisions and open items are what it is for
+SHORT_ITEM_TOKENS = 20  # ... and one longer than this loses its bracketed asides
+SUMMARY_SHARE = 0.3  # of the budget: the request, the outcome
+ITEM_SHARE = 0.45  # decisions and open items together
 QUESTION_RE = re.compile(r"\?\s*$|^(?:should|could|couldn't|can|do|does|would|shall|want me|or|maybe|which|what|how|why|is|are)\b", re.I)
 # A choice made (said by the person, or reported by the agent).
 DECISION_RE = re.compile(
@@ -90,7 +92,7 @@ def read_session(text: str, budget: int, idf) -> SessionReading:
     ps = parts(text)
     said = [p for p in ps if p.kind == "said"]
     summary = _summary(ps, said, int(budget * SUMMARY_SHARE), idf)
-    item_budget = int(budget * ITEM_SHARE)
+    item_budget = max(int(budget * ITEM_SHARE), MIN_ITEM_TOKENS)
     decisions = _decisions(ps, said)
     actions = _open_items(ps, said)
     decisions, actions = _within(decisions, item_budget // 2 + max(0, item_budget // 2 - _cost(actions))), _within(actions, item_budget // 2 + max(0, item_budget // 2 - _cost(decisions)))
@@ -182,7 +184,10 @@ def _cut(s: str, budget: int) -> str:
 
 
 def _item(s: str) -> str:
+    """An item as short as it can say itself: asides in brackets dropped once it runs long."""
     s = _clean(s)
+    if count_tokens(s) > SHORT_ITEM_TOKENS:
+        s = " ".join(re.sub(r"\s*\([^()]{3,}\)", "", s).split())
     return _cut(s, MAX_ITEM_TOKENS) if count_tokens(s) > MAX_ITEM_TOKENS else s
 
 
@@ -208,7 +213,7 @@ def _decisions(ps: list[Part], said: list[Part]) -> list[str]:
 def _open_items(ps: list[Part], said: list[Part]) -> list[str]:
     st = stated(ps)
     found: list[tuple[int, str]] = [(n, t) for n, t in st.open_items]
-    inline = re.compile(r"\b(?:open items?|still open|left(?: \(todo\))?|follow[- ]?ups?|todo|next steps?|remaining)\s*:\s*(.+)$", re.I)
+    inline = re.compile(r"\b(?:open items?|still open|left(?: \(todo\)| for later| to do)?|follow[- ]?ups?|todo(?: for \w+)?|next steps?|remaining)\s*:\s*(.+)$", re.I)
     for n, p in enumerate(ps):
         if p.kind != "said":
             continue
@@ -252,6 +257,8 @@ def _people(text: str, said: list[Part]) -> list[str]:
     lower_words = set(re.findall(r"(?<![\w(@/.-])[a-z]{3,}(?![\w)/.-])", "\n".join(p.text for p in said)))
     for m in AUTHOR_RE.finditer(text):
         counts[m.group(1)] += 2
+    for home in re.findall(r"(?m)^session: /(?:home|Users)/([a-z]{3,15})/", text):  # whose machine the session ran on
+        counts[home.capitalize()] += 1
     for m in PARTICIPANT_RE.finditer(text):
         for name in re.findall(r"\b([A-Z][a-z]+(?: [A-Z][a-z]+)?)\s*(?:\(|,|$)", m.group(1)):
             counts[name] += 2
