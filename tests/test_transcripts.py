@@ -16,6 +16,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "hooks"
 def test_claude_code_jsonl_keeps_the_conversation_and_drops_the_noise():
     text = read_transcript(FIXTURES / "claude_transcript.jsonl")
     assert text == (
+        "session: /home/dev/shop\n\n"
         "summary: Login form crash fixed\n\n"
         "user: The login form crashes when I press submit. Please fix it.\n\n"
         "thinking: Probably a null user.\n\n"
@@ -35,6 +36,7 @@ def test_claude_code_jsonl_keeps_the_conversation_and_drops_the_noise():
 def test_codex_rollout_skips_injected_context_and_duplicate_events():
     text = read_transcript(FIXTURES / "codex_rollout.jsonl")
     assert text == (
+        "session: /home/dev/shop\n\n"
         "user: Add a retry to the payment client.\n\n"
         "assistant: [tool shell] rg PaymentClient\n\n"
         "tool: src/pay.py:3:class PaymentClient\n\n"

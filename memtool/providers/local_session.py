@@ -20,6 +20,7 @@ MAX_DECISIONS, MAX_ACTIONS = 6, 6
 MAX_ITEM_TOKENS = 48  # an item longer than this is cut at a clause
 MIN_ITEM_TOKENS = 100  # a short note's stated decisions and open items are what it is for
 SHORT_ITEM_TOKENS = 20  # ... and one longer than this loses its bracketed asides
+FIRST_SENTENCE_FLOOR = 40  # tokens the summary's first sentence may take whatever the budget
 SUMMARY_SHARE = 0.3  # of the budget: the request, the outcome
 ITEM_SHARE = 0.45  # decisions and open items together
 QUESTION_RE = re.compile(r"\?\s*$|^(?:should|could|couldn't|can|do|does|would|shall|want me|or|maybe|which|what|how|why|is|are)\b", re.I)
@@ -156,17 +157,17 @@ def _summary(ps: list[Part], said: list[Part], budget: int, idf) -> str:
             scored.append((score, i, j, s))
     scored.sort(reverse=True)
     picked, used = [], 0
-    for score, i, j, s in scored:
+    for score, i, j, s in scored:  # whole sentences only: the first may take twice the budget, or a floor
         cost = count_tokens(s)
         if s in (x for _, _, x in picked):
             continue
-        if picked and used + cost > budget:
+        if (used + cost > budget) if picked else (cost > max(2 * budget, FIRST_SENTENCE_FLOOR)):
             continue
-        if not picked and cost > 2 * budget:
-            s = _cut(s, 2 * budget)
-            cost = count_tokens(s)
         picked.append((i, j, s))
         used += cost
+    if not picked and scored:  # every sentence is long: the shortest of the best few, whole
+        _, i, j, s = min(scored[:5], key=lambda x: count_tokens(x[3]))
+        picked.append((i, j, s))
     return " ".join(s for _, _, s in sorted(picked))
 
 
