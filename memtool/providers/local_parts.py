@@ -29,6 +29,9 @@ OPEN_HEAD_RE = re.compile(
     r"^(?:open (?:items?|questions|work|points)|follow[- ]?ups?|(?:still )?left(?: to do)?|(?:still )?open|remaining(?: work)?|next steps?|"
     r"to ?dos?|action items?|not done|outstanding|later|pending|what'?s left|left on\b.*|still to do)\b", re.I)
 # A line that states one: "Decision: …", "TODO: …", "Left (TODO): …", "Follow-up: …".
+# Headings of the agent's report of what it changed: its items that say how things are now are choices made.
+DONE_HEAD_RE = re.compile(r"^(?:done|changes?(?: made)?|what (?:i )?(?:changed|did)|summary(?: of changes)?|fix(?:ed)?|the fix|result|implemented)\b", re.I)
+CHANGE_RE = re.compile(r"\b(?:now|instead of|rather than|->|→|switched|replaced|moved|pinned|set to|raised|lowered|maps? to|takes? an?|uses?|keeps?|stays?|only)\b", re.I)
 DECISION_LINE_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:decision|decided|we decided|agreed|final decision|resolution)(?:\*\*)?\s*(?:\([^)]*\))?\s*[:\-–]\s*(?:\*\*)?\s*(.+)$", re.I)
 OPEN_LINE_RE = re.compile(
     r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:todo|to do|left|left \(todo\)|follow[- ]?ups?|next steps?|action items?|open items?|still open|open|"
@@ -36,7 +39,7 @@ OPEN_LINE_RE = re.compile(
 
 
 _TAIL_HEAD_RE = re.compile(r"(?<=[.!] )([A-Za-z][\w ()'-]{2,40}):\s*$")
-_EMPHASIS_RE = re.compile(r"\*\*?(?=\S)|(?<=\S)\*\*?|`")
+_EMPHASIS_RE = re.compile(r"\*\*|`|(?<![\w*])\*(?=[A-Za-z][\w -]{0,30}\*:)|(?<=[A-Za-z])\*(?=:)")  # bold, code, an *italic label*:
 
 
 @dataclass
@@ -128,6 +131,7 @@ class Stated:
 
     decisions: list[tuple[int, str]]
     open_items: list[tuple[int, str]]
+    changes: list[tuple[int, str]]  # items of the agent's "Done:" report that say how things are now
 
 
 def stated(ps: list[Part]) -> Stated:
@@ -135,6 +139,7 @@ def stated(ps: list[Part]) -> Stated:
     "TODO: …" lines; done items ("[x]") are left out."""
     decisions: list[tuple[int, str]] = []
     open_items: list[tuple[int, str]] = []
+    changes: list[tuple[int, str]] = []
     for n, p in enumerate(ps):
         if p.kind != "said":
             continue
@@ -149,13 +154,12 @@ def stated(ps: list[Part]) -> Stated:
             is_heading = head and (bare.startswith(("#", "**")) or bare.endswith(":") or _UNDERLINE_RE.match(nxt))
             if is_heading and not _ITEM_RE.match(bare):
                 title = head.group(1).strip(" *_#:")
-                section = "decision" if DECISION_HEAD_RE.match(title) else "open" if OPEN_HEAD_RE.match(title) else ""
+                section = _section(title)
                 if section or not _TAIL_HEAD_RE.search(bare):
                     continue
             tail = _TAIL_HEAD_RE.search(bare)  # "Good. Left to do:" before a list
             if tail and _ITEM_RE.match(nxt):
-                title = tail.group(1)
-                section = "decision" if DECISION_HEAD_RE.match(title) else "open" if OPEN_HEAD_RE.match(title) else ""
+                section = _section(tail.group(1))
                 if section:
                     continue
             item = _ITEM_RE.match(line)
@@ -169,6 +173,10 @@ def stated(ps: list[Part]) -> Stated:
                 if section == "open":
                     open_items.append((n, body))
                     continue
+                if section == "done":
+                    if p.role != "user" and CHANGE_RE.search(body):
+                        changes.append((n, body))
+                    continue
             elif section and not line.startswith((" ", "\t")):
                 section = ""  # a paragraph after the list ends it
             d = DECISION_LINE_RE.match(line)
@@ -178,7 +186,15 @@ def stated(ps: list[Part]) -> Stated:
             o = OPEN_LINE_RE.match(line)
             if o and len(o.group(1).split()) >= 2:
                 open_items.append((n, o.group(1).strip()))
-            elif section and item is None and line.startswith((" ", "\t")) and (decisions or open_items):
+            elif section in ("decision", "open") and item is None and line.startswith((" ", "\t")) and (decisions or open_items):
                 target = decisions if section == "decision" else open_items
                 target[-1] = (target[-1][0], f"{target[-1][1]} {bare}")  # a list item's wrapped line
-    return Stated(decisions, open_items)
+    return Stated(decisions, open_items, changes)
+
+
+def _section(title: str) -> str:
+    if DECISION_HEAD_RE.match(title):
+        return "decision"
+    if OPEN_HEAD_RE.match(title):
+        return "open"
+    return "done" if DONE_HEAD_RE.match(title) else ""

@@ -18,10 +18,10 @@ from memtool.text import STOPWORDS, content_words, count_tokens, split_sentences
 
 MAX_DECISIONS, MAX_ACTIONS = 6, 6
 MAX_ITEM_TOKENS = 48  # an item longer than this is cut at a clause
-MIN_ITEM_TOKENS = 100  # a short note's stated decisions and open items are what it is for
+MIN_ITEM_TOKENS = 150  # a short note's stated decisions and open items are what it is for
 SHORT_ITEM_TOKENS = 20  # ... and one longer than this loses its bracketed asides
 FIRST_SENTENCE_FLOOR = 40  # tokens the summary's first sentence may take whatever the budget
-SUMMARY_SHARE = 0.3  # of the budget: the request, the outcome
+SUMMARY_SHARE = 0.45  # of the budget: the request, the outcome
 ITEM_SHARE = 0.45  # decisions and open items together
 QUESTION_RE = re.compile(r"\?\s*$|^(?:should|could|couldn't|can|do|does|would|shall|want me|or|maybe|which|what|how|why|is|are)\b", re.I)
 # A choice made (said by the person, or reported by the agent).
@@ -40,6 +40,8 @@ OPEN_RE = re.compile(
     r"needs? to|has to|ask \w+ to|remaining|not (?:today|yet)|waits? for|once \w+)\b",
     re.I,
 )
+ASSENT_RE = re.compile(r"^(?:yes|yep|agreed|ok(?:ay)?|sure|fine|right|correct|exactly)\b[,:!]?\s+\w", re.I)  # "yes, everything UTC"
+LATER_RE = re.compile(r"\b(?:next we need|follow[- ]?up|todo|ticket|later|tomorrow|next week)\b", re.I)  # work left, not a choice
 DONE_RE = re.compile(r"^(?:done|fixed|added|pushed|committed|merged|reverted|removed|updated|created|ran|all \d+)\b|\b(?:is|are|was|were) (?:done|fixed|merged|pushed)\b", re.I)
 OUTCOME_RE = re.compile(r"\b(?:fixed|fix(?:es)?|root cause|caused by|now |committed|pushed|merged|opened|pass(?:es|ed)?|reproduced|added|replaced|switched|rolled back|migrated|upgraded|reduced|dropped from|went from|cut)\b", re.I)
 PERSON_CONTEXT_BEFORE = frozenset("ask asked tell told with and ping pinged from by cc thanks for reviewer owner i'm im".split())
@@ -194,7 +196,7 @@ def _item(s: str) -> str:
 
 def _decisions(ps: list[Part], said: list[Part]) -> list[str]:
     st = stated(ps)
-    found = [_item(t) for _, t in st.decisions]
+    found = [_item(c) for _, t in st.decisions for c in _clauses(t)]
     if len(found) < 2:  # no list of decisions: the choices said in the conversation
         cands = []
         for i, p in enumerate(said):
@@ -205,10 +207,19 @@ def _decisions(ps: list[Part], said: list[Part]) -> list[str]:
                     continue
                 if re.match(r"^(?:option|options|alternatively|if you|either|i'd|i would|we could|you could)\b", s, re.I):
                     continue
-                cands.append((1 if p.role == "user" else 0, i, s))
+                clauses = [c for c in _clauses(s) if (DECISION_RE.search(c) or (p.role == "user" and ASSENT_RE.match(c))) and not LATER_RE.search(c)]
+                cands += [(1 if p.role == "user" else 0, i, c) for c in clauses]
         cands.sort(key=lambda c: (-c[0], c[1]))
         found += [_item(s) for _, _, s in cands]
+        found += [_item(t) for _, t in st.changes]  # what the agent reports it changed, and how
     return _distinct(found)[:MAX_DECISIONS]
+
+
+def _clauses(text: str) -> list[str]:
+    """A stated item or sentence split where it says several things: at '. ' (also before a lower-case
+    word: people type fast), keeping parts of three content words or more."""
+    out = [c.strip() for c in re.split(r"(?<=[a-z0-9)'\]]\.)\s+(?=\w)", text) if len(content_words(c)) >= 3]
+    return out or [text]
 
 
 def _open_items(ps: list[Part], said: list[Part]) -> list[str]:
