@@ -137,10 +137,13 @@ class LocalCompressor:
         text = text.removeprefix("\ufeff")
         total = count_tokens(text)
         budget = max(MIN_BUDGET, min(MAX_BUDGET, int(total / TARGET_RATIO)))
-        labels = _label_counts(text)
-        if total > SHORT_TEXT_TOKENS and is_agent_session(text, chat=CHAT in labels):
-            return self._session(text, budget, idf)
-        speakers = [m.group(1).strip() for m in SPEAKER_RE.finditer(text) if _is_speaker(m.group(1), labels)]
+        found = [m.group(1).strip() for m in SPEAKER_RE.finditer(text)]
+        labels = _label_counts(text, found)
+        if total > SHORT_TEXT_TOKENS:
+            ps = parts(text)
+            if is_agent_session(ps, text, chat=CHAT in labels):
+                return self._session(ps, text, budget, idf)
+        speakers = [label for label in found if _is_speaker(label, labels)]
         body = SPEAKER_RE.sub(lambda m: "" if _is_speaker(m.group(1), labels) else m.group(0), text)
         sentences = split_sentences(body) or [body.strip()]
         tf = Counter(w for w in content_words(body) if w not in FILLER and not w[0].isdigit())  # '0.820', '25th': no topic
@@ -174,11 +177,11 @@ class LocalCompressor:
             importance=self._importance(text, decisions),
         )
 
-    def _session(self, text: str, budget: int, idf) -> Compressed:
+    def _session(self, ps, text: str, budget: int, idf) -> Compressed:
         """A session with an agent: local_session reads it (request and outcome, stated decisions and
         open items, people in a person's place, systems from a lexicon and the commands run)."""
-        r = read_session(text, budget, idf)
-        dates = _uniq(m.group(0) for m in DATE_RE.finditer(said_text(parts(text))))[:MAX_DATES]
+        r = read_session(ps, text, budget, idf)
+        dates = _uniq(m.group(0) for m in DATE_RE.finditer(said_text(ps)))[:MAX_DATES]
         used = sum(map(count_tokens, [r.summary, *r.decisions, *r.action_items, *r.people, *r.systems, *dates]))
         keyword_budget = max(int(budget * KEYWORD_SHARE), budget - used)
         keywords = _fill(r.keywords, keyword_budget)
@@ -308,8 +311,8 @@ def _is_speaker(label: str, labels: Counter | None = None) -> bool:
 CHAT = "\0chat"  # a key of the label counts: most lines of the text are "Name: text"
 
 
-def _label_counts(text: str) -> Counter:
-    labels = Counter(m.group(1).strip() for m in SPEAKER_RE.finditer(text))
+def _label_counts(text: str, found: list[str]) -> Counter:
+    labels = Counter(found)
     lines = sum(1 for line in text.splitlines() if line.strip())
     if lines and sum(labels.values()) * 2 >= lines:
         labels[CHAT] = 1

@@ -12,8 +12,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from memtool.providers.local_parts import Part, parts, stated
-from memtool.providers.tech import command_systems, known_system, NOT_SYSTEMS
+from memtool.providers.local_parts import Part, Stated, stated
+from memtool.providers.tech import NOT_SYSTEMS, command_systems, known_system, mentions
 from memtool.text import STOPWORDS, content_words, count_tokens, split_sentences
 
 MAX_DECISIONS, MAX_ACTIONS = 6, 6
@@ -71,6 +71,9 @@ MARKUP_WORDS = frozenset(
 )
 
 
+TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.#/-]*[A-Za-z0-9]")
+
+
 @dataclass
 class SessionReading:
     summary: str
@@ -81,23 +84,22 @@ class SessionReading:
     keywords: list[str]
 
 
-def is_agent_session(text: str, chat: bool) -> bool:
-    """Whether a transcript is a work session (with an agent, or notes of one), not a conversation
-    between people: `chat`, most of its lines are "Name: text"."""
-    ps = parts(text)
+def is_agent_session(ps: list[Part], text: str, chat: bool) -> bool:
+    """Whether a transcript (`ps`, its parts) is a work session (with an agent, or notes of one), not
+    a conversation between people: `chat`, most of its lines are "Name: text"."""
     roles = {p.role for p in ps if p.kind == "said"}
     if ("user" in roles and "assistant" in roles) or any(p.kind == "tool" for p in ps):
         return True
     return not chat and text.isascii()
 
 
-def read_session(text: str, budget: int, idf) -> SessionReading:
-    ps = parts(text)
+def read_session(ps: list[Part], text: str, budget: int, idf) -> SessionReading:
     said = [p for p in ps if p.kind == "said"]
     summary = _summary(ps, said, int(budget * SUMMARY_SHARE), idf)
     item_budget = max(int(budget * ITEM_SHARE), MIN_ITEM_TOKENS)
-    decisions = _decisions(ps, said)
-    actions = _open_items(ps, said)
+    st = stated(ps)
+    decisions = _decisions(st, said)
+    actions = _open_items(st, ps, said)
     decisions, actions = _within(decisions, item_budget // 2 + max(0, item_budget // 2 - _cost(actions))), _within(actions, item_budget // 2 + max(0, item_budget // 2 - _cost(decisions)))
     people = _people(text, said)
     systems = _systems(ps, said, people)
@@ -194,8 +196,7 @@ def _item(s: str) -> str:
     return _cut(s, MAX_ITEM_TOKENS) if count_tokens(s) > MAX_ITEM_TOKENS else s
 
 
-def _decisions(ps: list[Part], said: list[Part]) -> list[str]:
-    st = stated(ps)
+def _decisions(st: Stated, said: list[Part]) -> list[str]:
     found = [_item(c) for _, t in st.decisions for c in _clauses(t)]
     if len(found) < 2:  # no list of decisions: the choices said in the conversation
         cands = []
@@ -222,8 +223,7 @@ def _clauses(text: str) -> list[str]:
     return out or [text]
 
 
-def _open_items(ps: list[Part], said: list[Part]) -> list[str]:
-    st = stated(ps)
+def _open_items(st: Stated, ps: list[Part], said: list[Part]) -> list[str]:
     found: list[tuple[int, str]] = [(n, t) for n, t in st.open_items]
     inline = re.compile(r"\b(?:open items?|still open|left(?: \(todo\)| for later| to do)?|follow[- ]?ups?|todo(?: for \w+)?|next steps?|remaining)\s*:\s*(.+)$", re.I)
     for n, p in enumerate(ps):
@@ -307,10 +307,7 @@ def _people(text: str, said: list[Part]) -> list[str]:
 
 
 def _systems(ps: list[Part], said: list[Part], people: list[str]) -> list[str]:
-    counts: Counter = Counter()
-    for p in said:
-        for name in known_mentions(p.text):
-            counts[name] += 1
+    counts: Counter = Counter(mentions("\n\n".join(p.text for p in said)))
     for p in ps:
         if p.kind == "tool":
             for name in command_systems(p.text):
@@ -320,32 +317,22 @@ def _systems(ps: list[Part], said: list[Part], people: list[str]) -> list[str]:
     return ranked[:6]
 
 
-def known_mentions(text: str) -> list[str]:
-    from memtool.providers.tech import mentions
-
-    return mentions(text)
-
-
 def _keywords(said: list[Part], idf, people: list[str]) -> list[str]:
     """Words and identifiers frequent in what was said and rare in the store; no markup, no filler."""
     named = {w.lower() for n in people for w in n.split()}
-    tf: Counter = Counter()
-    for p in said:
-        for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9_.#/-]*[A-Za-z0-9]", p.text):
-            low = w.lower()
-            parts_ = [x for x in re.split(r"[^a-z0-9_]+", low) if x]
-            if not parts_ or all(x in MARKUP_WORDS for x in parts_) or low in named or low in SENTENCE_WORDS or low in MONTHS_DAYS:
-                continue
-            if "/" in low and (low.startswith(("/", "home", "tmp", "usr")) or low.count("/") > 3):
-                continue
-            if len(low) < 3 or re.fullmatch(r"[\d.,]+", low):
-                continue  # '0.820' or '312' says nothing on its own (the summary keeps it in context)
-            tf[low if low.isdigit() or any(c in low for c in "_./#-") or any(ch.isdigit() for ch in low) else low] += 1
+    raw = Counter(w.lower() for p in said for w in TOKEN_RE.findall(p.text))
     scored = []
-    for w, c in tf.items():
-        if w in STOPWORDS or w in MARKUP_WORDS:
+    for low, c in raw.items():
+        if len(low) < 3 or low in named or low in SENTENCE_WORDS or low in MONTHS_DAYS or low in STOPWORDS or low in MARKUP_WORDS:
             continue
-        special = any(ch.isdigit() for ch in w) or any(ch in w for ch in "_./#-")
-        scored.append(((1.0 + math.log(c)) * idf(w) * (1.3 if special else 1.0) * (1.0 + 0.05 * min(len(w), 10)), w))
+        if re.fullmatch(r"[\d.,]+", low):
+            continue  # '0.820' or '312' says nothing on its own (the summary keeps it in context)
+        if "/" in low and (low.startswith(("/", "home", "tmp", "usr")) or low.count("/") > 3):
+            continue
+        pieces = [x for x in re.split(r"[^a-z0-9_]+", low) if x]
+        if not pieces or all(x in MARKUP_WORDS for x in pieces):
+            continue
+        special = any(ch.isdigit() or ch in "_./#-" for ch in low)
+        scored.append(((1.0 + math.log(c)) * idf(low) * (1.3 if special else 1.0) * (1.0 + 0.05 * min(len(low), 10)), low))
     scored.sort(reverse=True)
     return [w for _, w in scored]
