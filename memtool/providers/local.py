@@ -231,7 +231,7 @@ class LocalCompressor:
         counts: Counter = Counter()
         for start, end, cand in _capitalised_names(text):
             first = cand.split()[0].lower()
-            if first in NOT_PEOPLE or first in TECH_WORDS or first in STOPWORDS:
+            if first in NOT_PEOPLE or first in TECH_WORDS or first in STOPWORDS or CUE_LABEL_RE.match(cand):
                 continue
             before = text[max(0, start - 12) : start].lower().split()
             after = text[end : end + 12].lower()
@@ -312,7 +312,7 @@ CHAT = "\0chat"  # a key of the label counts: most lines of the text are "Name: 
 
 
 def _label_counts(text: str, found: list[str]) -> Counter:
-    labels = Counter(found)
+    labels = Counter(label for label in found if not CUE_LABEL_RE.match(label))
     lines = sum(1 for line in text.splitlines() if line.strip())
     if lines and sum(labels.values()) * 2 >= lines:
         labels[CHAT] = 1

@@ -56,6 +56,7 @@ def parts(text: str) -> list[Part]:
     role, kind = "", "said"
     lines: list[str] = []
     fence = ""
+    quoting = False  # inside aider's "> " output
 
     def flush():
         body = "\n".join(lines).strip()
@@ -85,14 +86,14 @@ def parts(text: str) -> list[Part]:
             role = "assistant"
             continue
         if line.startswith("> "):  # aider's own output, a quote of a tool
-            if kind != "output":
+            if not quoting:
                 flush()
-                kind = "output"
+                kind, quoting = "output", True
             lines.append(line[2:])
             continue
-        if kind == "output" and line.strip():
+        if quoting and line.strip():
             flush()
-            kind = "said"
+            kind, quoting = "said", False
         r = _ROLE_RE.match(line)
         if r and (line[r.end(): r.end() + 1] != "" or ":" in line[: r.end()] or "**" in line[: r.end()]):
             flush()

@@ -210,3 +210,88 @@ def test_a_sentence_of_any_script_is_measured_against_the_floors_like_the_englis
     assert abs(_floor_tokens(body[0]) - count_tokens(english)) <= 4
     assert _floor_tokens(english) == count_tokens(english)
     assert _floor_tokens("迁移完成了。") == count_tokens("迁移完成了。")  # a character is a token in Chinese, as before
+
+
+# --- sessions with an agent, and notes of one (memtool.providers.local_session) -------------------
+
+AGENT_SESSION = """session: /home/maya/src/ledgerly, branch fix/invoice-rounding
+
+user: Tom from support flagged that invoices are off by a cent. Can you look at billing/services.py?
+
+assistant: [tool Read] billing/services.py
+
+tool: def invoice_total(invoice):
+    # TODO: handle multi-currency rounding rules
+    return round(sum(l.gross for l in lines), 2)
+
+assistant: [tool Bash] pytest billing -q
+
+tool: 1 failed, 52 passed
+
+assistant: Reproduced: invoice_total rounds the float sum once, while the PDF rounds each line with ROUND_HALF_UP. Should we store money as integer cents instead?
+
+user: No, let's not do integer cents now. Go with Decimal and round each line before summing.
+
+assistant: [tool Edit] billing/services.py
+
+assistant: [tool Bash] pytest billing -q && git commit -m "billing: round each line"
+
+assistant: Done:
+- invoice_total now sums Decimal lines rounded with ROUND_HALF_UP instead of rounding the float total once.
+- [x] Fix the tests that encoded the old rounding
+
+All 53 billing tests pass and the fix is committed on fix/invoice-rounding. Olu in finance has to sign off on the backfill of the 312 affected invoices.
+
+Left to do:
+1. Backfill the 312 affected invoices after Olu signs off.
+2. Get Priya's review of the fix/invoice-rounding PR.
+""" * 1
+
+
+def test_an_agent_session_gives_decisions_open_items_people_and_systems_without_markup():
+    out = LocalCompressor().compress(AGENT_SESSION)
+    assert any("Decimal" in d and "round each line" in d for d in out.decisions)
+    assert not any(d.endswith("?") for d in out.decisions)  # a question is no decision
+    assert out.action_items == ["Backfill the 312 affected invoices after Olu signs off.", "Get Priya's review of the fix/invoice-rounding PR."]
+    assert not any("multi-currency" in a or "Fix the tests" in a for a in out.action_items)  # a TODO in a file, a done item
+    assert {"Tom", "Olu", "Priya", "Maya"} <= set(out.entities.people)
+    assert {"pytest"} <= set(out.entities.systems) and not {"Bash", "Edit", "Read"} & set(out.entities.systems)
+    markup = {"tool", "command", "file_path", "bash", "read", "edit", "shell_command", "tmp", "home"}
+    assert not markup & {k.lower() for k in out.keywords}
+    assert out.summary and "[tool" not in out.summary and "tool:" not in out.summary
+
+
+NOTE = """SESSION SUMMARY
+Date: Tuesday 2 December 2025
+Participants: Rob Castillo (developer), coding agent
+Goal: review PR #482 "auth: replace session cookies with JWT middleware" before the release train.
+
+What we did
+- Ran the suite: 212 tests passed; verifyToken() calls jwt.verify without an algorithms option.
+- The refresh endpoint stores refresh tokens in Redis with no TTL, so they never expire.
+
+Decision: index created CONCURRENTLY on the orders table, with the old index kept for a week.
+Decision: refresh tokens get a 14-day TTL in Redis.
+TODO: Rob pushes the alg-confusion test to the PR branch tonight.
+Left (TODO): ask the platform team to scrub token= query strings from the access logs in Loki.
+"""
+
+
+def test_label_lines_of_a_note_are_cues_not_speakers():
+    out = LocalCompressor().compress(NOTE)
+    assert not {"Decision", "TODO", "Goal", "Date", "Participants", "Left"} & set(out.entities.people)
+    assert "Rob Castillo" in out.entities.people
+    assert out.decisions[:2] == ["index created CONCURRENTLY on the orders table, with the old index kept for a week.", "refresh tokens get a 14-day TTL in Redis."]
+    assert out.action_items == ["Rob pushes the alg-confusion test to the PR branch tonight.",
+                                "ask the platform team to scrub token= query strings from the access logs in Loki."]
+    assert "Redis" in out.entities.systems and not {"SELECT", "ORDER", "LIMIT", "DESC"} & set(out.entities.systems)
+
+
+def test_sql_words_and_tool_names_are_not_systems():
+    session = ("user: the statement query is slow\n\nassistant: [tool run_shell_command] psql -c 'EXPLAIN ANALYZE SELECT * FROM orders "
+               "WHERE customer_id = 1 ORDER BY created_at DESC LIMIT 50'\n\ntool: Seq Scan on orders\n\n"
+               "assistant: Postgres reads every row: SELECT ... ORDER BY created_at DESC LIMIT 50 needs an index on (customer_id, created_at). "
+               "We decided to add it CONCURRENTLY on Thursday.\n\n") * 3
+    out = LocalCompressor().compress(session)
+    assert "PostgreSQL" in out.entities.systems and "psql" in out.entities.systems
+    assert not {"SELECT", "ORDER", "LIMIT", "DESC", "Bash", "run_shell_command"} & set(out.entities.systems)
