@@ -190,6 +190,7 @@ def test_main_runs_end_to_end(data, tmp_path, capsys):
     assert json.loads(line) == result == json.loads(out_file.read_text())
     assert result["n"] == 3  # categories 1, 2, 4; category 5 and the evidence-less question left out
     assert result["skipped_questions"] == 1 and result["sessions"] == 3
+    assert 0.0 <= result["observation_coverage"] <= 1.0 and result["observations"] >= 0
     assert result["conversations"] == ["7"]  # 8.json has no session with turns
     for mode in ("entries", "full"):
         block = result[mode]
@@ -215,3 +216,18 @@ def test_main_single_mode_and_question_limit(data, capsys):
     assert result["settings"] == {"dense_weight": 0.0}
     with pytest.raises(SystemExit):
         main(["--data", str(data), "--conversations", "12345"])
+
+
+def test_observation_coverage_counts_the_facts_an_entry_keeps():
+    from memtool.models import Entities, Entry
+
+    from bench.locomo import observation_coverage, session_observations
+
+    sample = {"conversation": {"session_1": [{}], "session_1_observation": {
+        "Caroline": [["Caroline went to an LGBTQ support group.", "D1:3"], ["Caroline plans to adopt children.", "D1:5"]],
+        "Melanie": [["Melanie painted a sunset by the lake.", "D1:8"]]}}}
+    facts = session_observations(sample, sample["conversation"], {1})
+    assert facts == {1: ["Caroline went to an LGBTQ support group.", "Caroline plans to adopt children.", "Melanie painted a sunset by the lake."]}
+    entry = Entry(id="ctx-1", timestamp="2023-05-08T13:56:00.000Z", summary="Caroline told Melanie about the support groups she goes to.",
+                  keywords=["lgbtq", "painting"], entities=Entities(people=["Caroline", "Melanie"]))
+    assert observation_coverage(facts[1], entry) == (1, 3)  # "went to an LGBTQ support group": go, lgbtq, support, group
