@@ -330,7 +330,7 @@ def test_json_on_stdin_under_the_limit_after_conversion_is_stored(store):
     assert res.exit_code == 0, res.output
     [entry] = json.loads(res.stdout)
     kept = (store / f"memory/transcripts/{entry['id']}.md").read_text()
-    assert kept.startswith("summary: Login form crash fixed\n\nuser: The login form crashes") and '"type"' not in kept
+    assert kept.startswith("session: /home/dev/shop\n\nsummary: Login form crash fixed\n\nuser: The login form crashes") and '"type"' not in kept
 
 
 # --- init where a file stands in for a folder ---------------------------------------------------------

@@ -195,7 +195,7 @@ def test_the_users_own_config_may_be_a_link_but_not_to_a_device(root, tmp_path):
     ("redact_patterns: [abc, 3]", "setting 'redact_patterns' must be a list of strings, got ['abc', 3]"),
     ("redact_patterns: ['ok', '(unclosed']", "setting 'redact_patterns' item 2 '(unclosed' is not a valid regular expression"),
     ("template: fancy", "setting 'template' must be one of chat, detailed, summary, got 'fancy'"),
-    ("compressor: nope", "setting 'compressor' must be one of gemini, local, got 'nope'"),
+    ("compressor: nope", "setting 'compressor' must be one of gemini, local, openai, got 'nope'"),
     ("embedder: nope", "setting 'embedder' must be one of auto, e5, gemini, wordllama, got 'nope'"),
     ("gemini_embed_dim: 5000", "setting 'gemini_embed_dim' must be at most 3072, got 5000"),
     ("sibling_weight: 1.5", "setting 'sibling_weight' must be at most 1, got 1.5"),
@@ -262,4 +262,4 @@ def test_init_writes_the_trust_model_into_the_config_header(root):
     assert load_settings(root, env={}) == Settings()  # all commented out
     lines = text.splitlines()
     marked = [name for name in FIELDS if "[protected unless" in lines[lines.index(next(l for l in lines if l.startswith(f"# {name}: "))) - 1]]
-    assert marked == ["compressor", "embedder", "gemini_base_url", "redact"]
+    assert marked == ["compressor", "embedder", "gemini_base_url", "openai_base_url", "redact"]

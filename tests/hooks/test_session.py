@@ -86,8 +86,8 @@ def test_session_end_worker_converts_the_transcript_and_runs_compress(tmp_path, 
         "--session", "5f0c2a9e-1111", "--agent", "claude-code",
     ]
     assert seen["kwargs"]["cwd"] == Path(payload["cwd"])
-    assert seen["text"].startswith("summary: Login form crash fixed\n\nuser: The login form crashes")
-    assert "assistant: [tool Edit] file_path=src/login.ts" in seen["text"]
+    assert seen["text"].startswith("session: /home/dev/shop\n\nsummary: Login form crash fixed\n\nuser: The login form crashes")
+    assert "assistant: [tool Edit] src/login.ts" in seen["text"]
     assert not markdown.exists()  # removed once compress succeeded
 
 
