@@ -59,9 +59,6 @@ _CODEX_ENVELOPES = ("response_item", "session_meta", "turn_context", "event_msg"
 _PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
 _SHELL_WRAPPERS = ("bash -lc ", "bash -c ", "sh -c ", "zsh -lc ", "zsh -c ")
 
-Message = tuple[str, str]
-
-
 @dataclass
 class ToolCall:
     name: str
@@ -206,12 +203,6 @@ def parse_transcript(text: str, name: str = "<text>", strict: bool = False) -> T
             "convert it to Markdown or plain text (one \"role: text\" paragraph per turn) first."
         )
     return text_transcript(text)  # not JSON at all (a Markdown note that starts with "["), or unknown
-
-
-def render(messages: Iterable[Message]) -> str:
-    """Render (role, text) pairs as "role: text" paragraphs separated by blank lines."""
-    parts = [f"{role}: {content.strip()}" for role, content in messages if content.strip()]
-    return "\n\n".join(parts) + "\n" if parts else ""
 
 
 # --- dates ------------------------------------------------------------------------------------

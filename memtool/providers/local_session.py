@@ -95,7 +95,7 @@ def is_agent_session(ps: list[Part], text: str, chat: bool) -> bool:
 
 def read_session(ps: list[Part], text: str, budget: int, idf) -> SessionReading:
     said = [p for p in ps if p.kind == "said"]
-    summary = _summary(ps, said, int(budget * SUMMARY_SHARE), idf)
+    summary = _summary(said, int(budget * SUMMARY_SHARE), idf)
     item_budget = max(int(budget * ITEM_SHARE), MIN_ITEM_TOKENS)
     st = stated(ps)
     decisions = _decisions(st, said)
@@ -134,7 +134,7 @@ def _clean(s: str) -> str:
     return " ".join(s.replace("**", "").replace("`", "").split()).strip()
 
 
-def _summary(ps: list[Part], said: list[Part], budget: int, idf) -> str:
+def _summary(said: list[Part], budget: int, idf) -> str:
     """The request and the outcome: the session's title when it has one, the first thing the user
     asked, and the agent's last report of what was done, filled by the most informative sentences."""
     tf = Counter(w for p in said for w in content_words(p.text))
@@ -231,7 +231,7 @@ def _open_items(st: Stated, ps: list[Part], said: list[Part]) -> list[str]:
             continue
         for s in _sentences(p):
             m = inline.search(s)
-            if m and not found_in(m.group(1), found):
+            if m and not _found_in(m.group(1), found):
                 found += [(n, x) for x in re.split(r";\s+|,\s+and\s+(?=the\b|a\b|an\b|[a-z]+ing\b|[A-Z])", m.group(1)) if len(content_words(x)) >= 2]
     if not found:  # no list: what is said to be left, in the last part of the session
         tail = said[len(said) * 2 // 3:] if len(said) > 3 else said
@@ -243,7 +243,7 @@ def _open_items(st: Stated, ps: list[Part], said: list[Part]) -> list[str]:
     return _distinct(items, keep_last=True)[:MAX_ACTIONS]
 
 
-def found_in(text: str, found: list[tuple[int, str]]) -> bool:
+def _found_in(text: str, found: list[tuple[int, str]]) -> bool:
     words = set(content_words(text))
     return any(len(words & set(content_words(t))) >= max(2, len(words) * 0.6) for _, t in found)
 
