@@ -13,6 +13,7 @@ from memtool.errors import BadInput
 from memtool.search.engine import Hit
 from memtool.dates import anchor_text
 from memtool.models import parse_iso
+from memtool.quoting import inline_code, no_headings, one_line, shown_log
 from memtool.text import count_tokens, tokenize, truncate_to_tokens
 
 
@@ -20,7 +21,7 @@ from memtool.text import count_tokens, tokenize, truncate_to_tokens
 class Template:
     name: str
     header: str
-    item: str  # placeholders: {content} {kind} {id} {session} {timestamp} {date} {score}
+    item: str  # placeholders: {content} {kind} {id} {session} (inline code) {timestamp} {date} {score}
     separator: str
     include_passages: bool
 
@@ -96,10 +97,13 @@ def focus(passage: str, terms: set[str], max_tokens: int) -> str:
 
 
 def format_hit(hit: Hit, tpl: Template, terms: set[str] = frozenset()) -> str:
-    """One hit as the template shows it: dated, relative dates in its passage resolved."""
+    """One hit as the template shows it: dated, relative dates in its passage resolved. Untrusted text
+    is a quotation; metadata (session, id) is inline code on the header line; no line of a hit can
+    start a heading. A superseded hit says what replaced it and shows that entry's open items, not
+    its own passages (they hold the older, no longer current state)."""
     content = " ".join(hit.text.split())
     when = parse_iso(hit.timestamp).astimezone() if hit.timestamp else None  # local, as compress anchored its dates
-    passages = [p for p in (hit.passage, *hit.passages) if p][:PASSAGES_PER_HIT]
+    passages = [p for p in (hit.passage, *hit.passages) if p][:PASSAGES_PER_HIT] if not hit.superseded_by else []
     if tpl.include_passages and passages:
         content = truncate_to_tokens(content, SUMMARY_WITH_PASSAGE_TOKENS)
         shown: list[str] = []
@@ -114,16 +118,30 @@ def format_hit(hit: Hit, tpl: Template, terms: set[str] = frozenset()) -> str:
         content = f"{UNTRUSTED_NOTE}\n  > " + content.replace("\n", "\n  > ")
         if "\n" not in tpl.separator:  # one-line template: end the quote, or the next item would sit inside it
             content += "\n"
-    if hit.superseded_by:  # an older version: the newer one is usually among the hits too
-        content = f"(superseded by {hit.superseded_by}) {content}"
+    if hit.superseded_by:
+        content = f"{replaced_note(hit)} {content}"
     date = f"{when.day} {when:%B %Y}" if when is not None else "-"
-    return tpl.item.format(content=content, kind=hit.kind, id=hit.id, session=hit.source_session or "-", timestamp=when.isoformat(timespec="minutes") if when is not None else "-", date=date, score=f"{hit.score:.3f}")
+    item = tpl.item.format(content=content, kind=hit.kind, id=one_line(hit.id), session=inline_code(hit.source_session or "-"),
+                           timestamp=when.isoformat(timespec="minutes") if when is not None else "-", date=date, score=f"{hit.score:.3f}")
+    return no_headings(item)
+
+
+def replaced_note(hit: Hit) -> str:
+    """'(replaced by <id>; open items now: …)' for a superseded hit: the newer entry's open items,
+    quoted when that entry is untrusted."""
+    items = [one_line(x, 200) for x in hit.newer_action_items]
+    if not items:
+        return f"(replaced by {one_line(hit.superseded_by)}; it lists no open items)"
+    listed = "; ".join(items) if hit.newer_trusted else f"{UNTRUSTED_NOTE} " + "; ".join(inline_code(x, 200) for x in items)
+    return f"(replaced by {one_line(hit.superseded_by)}; open items now: {listed})"
 
 
 def pack(layer3: list[Section], hits: list[Hit], today: Section | None, budget: int, template: str, query: str = "") -> ContextResult:
     if budget < 50:
         raise BadInput(f"--budget {budget} is too small to say anything useful; use at least 50 tokens")
     tpl = get_template(template)
+    if today is not None:  # its provenance tags shown decoded, no line of it a heading
+        today = Section(today.name, shown_log(today.text))
     res = ContextResult(text="", tokens=0, budget=budget, template=tpl.name)
     parts: list[str] = []
     used = 0

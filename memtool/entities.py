@@ -19,6 +19,7 @@ from memtool.dayfile import sort_entries
 from memtool.errors import BadInput, NotFound, WouldOverwrite
 from memtool.fsutil import atomic_write_many
 from memtool.models import Entry
+from memtool.quoting import inline_code, no_headings
 from memtool.store import Layout
 
 
@@ -231,7 +232,7 @@ def _page(ent: Entity, named: dict[str, list[Entity]], slugs: dict[tuple[str, st
         lines += ["## Topics", "", ", ".join(f"{t} ({n})" for t, n in sorted(topics.items(), key=lambda t: (-t[1], t[0]))), ""]
     lines += ["## Timeline", ""]
     for e in reversed(ent.entries):  # newest first: what a person opening the page wants to see
-        lines += [f"### {e.day} · session `{e.source_session}` · {e.importance}", "", " ".join(e.summary.split()), ""]
+        lines += [f"### {e.day} · session {inline_code(e.source_session)} · {e.importance}", "", no_headings(" ".join(e.summary.split())), ""]
         lines += [f"- Decision: {' '.join(d.split())}" for d in e.decisions]
         lines += [f"- Action: {' '.join(a.split())}" for a in e.action_items]
         lines += ["", f"`{e.id}`", ""] if e.decisions or e.action_items else [f"`{e.id}`", ""]

@@ -11,6 +11,7 @@ from memtool import constants as C
 from memtool.dayfile import sort_entries
 from memtool.errors import BadInput
 from memtool.models import Entry
+from memtool.quoting import inline_code, no_headings
 
 
 # -- export ------------------------------------------------------------------------------------------
@@ -51,7 +52,7 @@ def _markdown(entries: list[Entry]) -> str:
             day = e.day
             lines += [f"## {day}", ""]
         flags = "".join(f" · {f}" for f, on in (("pinned", e.pinned), ("pending", e.pending), ("untrusted", not e.trusted)) if on)
-        lines += [f"### {e.timestamp[11:16]} · {e.source_session} · {e.importance}{flags}", "", _one_line(e.summary), ""]
+        lines += [f"### {e.timestamp[11:16]} · {inline_code(e.source_session)} · {e.importance}{flags}", "", no_headings(_one_line(e.summary)), ""]
         items = [f"- Decision: {_one_line(d)}" for d in e.decisions] + [f"- Action: {_one_line(a)}" for a in e.action_items]
         ents = e.entities.people + e.entities.systems
         if e.topics:

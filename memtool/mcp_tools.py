@@ -28,6 +28,7 @@ from memtool.confine import read_bytes as confined_read
 from memtool.errors import BadInput, NotFound, UnsafePath
 from memtool.mcp_fit import brief, file_head, fit, join_notes, lines_within, log_tail, render, tokens, within
 from memtool.memory import Memory
+from memtool.quoting import one_line
 from memtool.search.engine import Hit, Query
 from memtool.search.typos import fix_notes
 from memtool.store import Layout
@@ -35,6 +36,7 @@ from memtool.text import count_tokens
 from memtool.transcripts import JSON_SUFFIXES, convert_transcript, decode, has_text_bom
 
 FILE_REF_RE = re.compile(r"^(?P<path>[^#]+\.md)(?:#L(?P<line>\d+))?$")
+META_FIELDS = ("source_session", "agent", "source")  # entry fields naming where it came from: shown on one line
 CONTEXT_WRAPPER = 150  # first guess at the tokens of the JSON around the context bundle
 CONTEXT_PACKS = 8  # packings tried before giving up on fitting the bundle in max_tokens
 MIN_PACK_BUDGET = 50  # the smallest budget `memtool.context.pack` accepts
@@ -52,6 +54,13 @@ class _NoFit(Exception):
 def quoted(text: str) -> str:
     """Untrusted text as a quotation: every line prefixed with '> '."""
     return "\n".join("> " + line for line in text.splitlines() or [""])
+
+
+def _quote_fields(data: dict[str, Any]) -> None:
+    """An untrusted entry's text fields as quotations, in place."""
+    data["summary"] = quoted(data["summary"])
+    for key in ("decisions", "action_items"):
+        data[key] = [quoted(x) for x in data[key]]
 
 
 def _why(exc: OSError | RuntimeError) -> str:
@@ -164,15 +173,16 @@ class MemoryTools:
 
     @staticmethod
     def _hit(h: Hit) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": h.id, "kind": h.kind, "score": round(h.score, 4), "session": h.source_session,
+        out: dict[str, Any] = {"id": h.id, "kind": h.kind, "score": round(h.score, 4), "session": one_line(h.source_session),
                                "timestamp": h.timestamp, "trusted": h.trusted}
         if not h.trusted:
             out["warning"] = UNTRUSTED_NOTE
         out["text"] = h.text if h.trusted else quoted(h.text)
         if h.passage:
             out["passage"] = h.passage if h.trusted else quoted(h.passage)
-        if h.superseded_by:  # an older version: the newer entry is ranked just above it
+        if h.superseded_by:  # an older version: its open items are those of the newer entry, ranked just above it
             out["superseded_by"] = h.superseded_by
+            out["current_action_items"] = h.newer_action_items if h.newer_trusted else [quoted(x) for x in h.newer_action_items]
         return out
 
     def context(self, query: str = "", budget: int | None = None, template: str | None = None, limit: int = 8,
@@ -254,12 +264,12 @@ class MemoryTools:
             raise NotFound(f"no entry with id {brief(entry_id)!r}. Ids come from memory_search (ctx-YYYYMMDD-xxxxxxxx, or path.md#L12 for a file).")
         data = entry.to_dict()
         answer: dict[str, Any] = {"id": entry.id, "kind": "entry", "truncated": False}
+        for key in META_FIELDS:  # metadata on one line, whoever wrote it
+            if isinstance(data.get(key), str):
+                data[key] = one_line(data[key])
         if not entry.trusted:
             answer["warning"] = UNTRUSTED_NOTE
-            for key in ("summary",):
-                data[key] = quoted(data[key])
-            for key in ("decisions", "action_items"):
-                data[key] = [quoted(x) for x in data[key]]
+            _quote_fields(data)
         answer["entry"] = data
         transcript = mem.layout.transcript_file(entry.id)
         if transcript.is_file():
@@ -332,6 +342,9 @@ class MemoryTools:
                                   "keywords": entry.keywords, "importance": entry.importance, "trusted": entry.trusted,
                                   "compression_ratio": entry.compression_ratio, "tokens_original": entry.tokens_original,
                                   "tokens_compressed": entry.tokens_compressed, "pending": entry.pending}
+        if not entry.trusted:  # read back from untrusted input: a quotation, as every other answer shows it
+            answer["warning"] = UNTRUSTED_NOTE
+            _quote_fields(answer)
         notes = [dup.message() for dup in mem.duplicates]  # already stored, or superseding a stored entry
         if entry.pending:
             notes.append("the configured compressor failed; compressed locally for now (`memory retry` completes it)")

@@ -23,9 +23,10 @@ from memtool.dates import anchor
 from memtool.dayfile import read_day
 from memtool.dedupe import Deduper, Duplicate
 from memtool.docfreq import recent_doc_freq
-from memtool.errors import BadInput, ProviderError, StorageError, UnsafePath
+from memtool.errors import BadInput, ProviderError, StorageError, StoreCorrupt, UnsafePath
 from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
+from memtool.quoting import log_tag_comment
 from memtool.search.docs import superseded_by
 from memtool.search.engine import Hit, Query, Weights, search
 from memtool.search.index import Known, open_index, refresh_index
@@ -248,11 +249,10 @@ class Memory:
         if source not in C.SOURCES:
             raise BadInput(f"source must be one of {', '.join(C.SOURCES)}, got {source!r}")
         when = (when or datetime.now()).astimezone()
-        tags = " ".join(f"{k}={v}" for k, v in (("source", source), ("agent", agent), ("session", session)) if v)
         first, *rest = text.splitlines()
         line = f"- {when:%H:%M} {first}" + "".join(f"\n  {r}" for r in rest)
-        if source != "user_explicit" or agent or session:
-            line += f" <!-- {tags} -->"
+        if source != "user_explicit" or agent or session:  # values escaped: none can close the comment
+            line += " " + log_tag_comment({"source": source, "agent": agent, "session": session})
         with self.store.lock():
             path = self.store.append_log(f"{when:%Y-%m-%d}", line)
         self._index = None  # the log is searchable: reload the cache on the next search
@@ -294,6 +294,22 @@ class Memory:
             hits = search(index, self.embedder, q, replace(weights, dense=0.0, dense_fallback=False, semantic=0.0), access, terms=terms)
         if access is not None:  # use counts are kept while the boost is on (a write costs ~1 ms on ext4)
             record(self.layout, [h.id for h in hits if h.kind == "entry"])
+        return self._newer_items(hits)
+
+    def _newer_items(self, hits: list[Hit]) -> list[Hit]:
+        """A superseded hit carries the open items of the entry that replaces it (the older list is
+        no longer current): shown instead of its own by the context, the CLI and MCP."""
+        for h in hits:
+            if not h.superseded_by:
+                continue
+            try:
+                newer = self.store.get(h.superseded_by)
+            except StoreCorrupt as exc:  # its day file is damaged: the hit is shown without the newer items
+                self.warnings.append(f"skipped: {exc}; `memory doctor` shows how to mend it")
+                continue
+            if newer is not None:
+                h.newer_action_items = list(newer.action_items)
+                h.newer_trusted = newer.trusted
         return hits
 
     def context(self, query: str | None = None, budget: int | None = None, template: str | None = None, limit: int = 8, now: datetime | None = None) -> ContextResult:

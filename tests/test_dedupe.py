@@ -173,7 +173,44 @@ def test_search_shows_the_newer_first_and_marks_the_older(mem):
     ctx = mem.context("kafka retention", template="detailed")  # both match: the bundle spends nothing on the old version
     assert ctx.included[0] == new.id and old.id not in ctx.included and old.id not in ctx.text
     alone = mem.context("kafka retention topics per topic", template="detailed", limit=1)  # only the old one is a hit
-    assert alone.included == [old.id] and f"(superseded by {new.id})" in alone.text
+    assert alone.included == [old.id] and f"(replaced by {new.id}; it lists no open items)" in alone.text
+
+
+def set_fields(mem, entry_id: str, **fields) -> None:
+    entry = mem.get(entry_id)
+    path = mem.layout.day_file(entry.day)
+    atomic_write_text(path, day_document(entry.day, [replace(e, **fields) if e.id == entry_id else e for e in read_day(path)]))
+    mem.invalidate()
+
+
+def test_a_replaced_entry_shows_the_newer_entrys_open_items_not_its_own(mem):
+    old_text = ("User: the ledger export is half done.\nAssistant: exported January; TODO: run the nightly reconciliation "
+                "for the ledger export and page Dana if the totals differ.\n")
+    old = mem.compress(old_text, when=WHEN, session="ledger")
+    new = mem.compress("User: resumed: the ledger reconciliation ran clean, totals match.\nAssistant: only the archive step is left.\n",
+                       when=WHEN + timedelta(days=1), session="ledger-2")
+    set_fields(mem, old.id, summary="Exported January of the ledger.", action_items=["run the nightly reconciliation for the ledger export"])
+    set_fields(mem, new.id, action_items=["move the ledger exports to the archive bucket"], supersedes=[old.id])
+
+    hit = mem.search("page Dana totals differ nightly reconciliation", limit=1)[0]
+    assert hit.id == old.id and hit.superseded_by == new.id
+    assert hit.newer_action_items == ["move the ledger exports to the archive bucket"]
+    for template in ("detailed", "chat", "summary"):
+        ctx = mem.context("page Dana totals differ nightly reconciliation", template=template, limit=1)
+        assert ctx.included == [old.id], template
+        assert f"(replaced by {new.id}; open items now: move the ledger exports to the archive bucket)" in ctx.text, template
+        assert "page Dana" not in ctx.text, template  # the old passage's open list is not shown as current
+
+
+def test_mcp_search_gives_a_replaced_hit_the_newer_open_items(mem, root, fake_embedder):
+    from memtool.mcp_tools import MemoryTools
+
+    old = mem.compress("User: the Kafka retention is 7 days per topic; TODO: shorten the audit topic.\n", when=WHEN, session="k")
+    new = mem.compress("User: resumed: we moved Kafka to 30 days.\n", when=WHEN + timedelta(days=2), session="k2")
+    set_fields(mem, new.id, action_items=["tell the data team"], supersedes=[old.id], trusted=False)
+    hits = MemoryTools(root, embedder=fake_embedder).search("audit topic shorten retention", limit=5)["hits"]
+    replaced = next(h for h in hits if h["id"] == old.id)
+    assert replaced["superseded_by"] == new.id and replaced["current_action_items"] == ["> tell the data team"]  # untrusted: quoted
 
 
 def test_newer_first_orders_chains_and_survives_cycles():
@@ -184,7 +221,7 @@ def test_newer_first_orders_chains_and_survives_cycles():
     assert [h.id for h in newer_first(chain)] == ["x", "c", "b", "a"]
     cycle = [hit("a", "b"), hit("b", "a"), hit("z")]
     assert sorted(h.id for h in newer_first(cycle)) == ["a", "b", "z"] and len(newer_first(cycle)) == 3
-    assert format_hit(hit("a", "b"), TEMPLATES["chat"]).startswith("- [1 January 2026] (superseded by b) a")
+    assert format_hit(hit("a", "b"), TEMPLATES["chat"]).startswith("- [1 January 2026] (replaced by b; it lists no open items) a")
 
 
 def test_cli_compress_twice_supersedes_option_and_search_mark(root, tmp_path):
@@ -207,7 +244,7 @@ def test_cli_compress_twice_supersedes_option_and_search_mark(root, tmp_path):
     assert bad.returncode == BadInput.exit_code and "no entry" in bad.stderr
 
     table = run("search", "webhook", "--kind", "entry")
-    assert "superseded by" in table.stdout
+    assert "replaced by" in table.stdout
 
 
 def test_an_unreadable_day_file_nearby_does_not_block_compress(mem, root):

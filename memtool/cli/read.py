@@ -70,6 +70,9 @@ def search(
     from rich.markup import escape
     from rich.table import Table
 
+    from memtool.context import replaced_note
+    from memtool.quoting import one_line
+
     table = Table(show_lines=False, box=None)
     for col in ("score", "kind", "id", "when"):  # never wrapped: an id must copy whole
         table.add_column(col, no_wrap=True, min_width=max((len(h.id) for h in hits), default=0) if col == "id" else None)
@@ -77,9 +80,9 @@ def search(
         table.add_column(col, overflow="fold")
     for h in hits:  # stored text is data, not markup: "[brackets]" in a note must show as typed
         text = escape(h.text) if not h.passage else f"{escape(h.text)}\n[dim]> {escape(h.passage[:200])}[/dim]"
-        if h.superseded_by:  # an older version, ranked below the newer one when both match
-            text = f"[yellow](superseded by {h.superseded_by})[/yellow] {text}"
-        table.add_row(f"{h.score:.3f}", h.kind, h.id, h.timestamp[:10], h.source_session, text)
+        if h.superseded_by:  # an older version: its open items are the newer entry's, not its own passage's
+            text = f"[yellow]{escape(replaced_note(h))}[/yellow] {escape(h.text)}"
+        table.add_row(f"{h.score:.3f}", h.kind, h.id, h.timestamp[:10], escape(one_line(h.source_session)), text)
     console().print(table)
 
 

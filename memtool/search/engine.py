@@ -57,6 +57,8 @@ class Hit:
     trusted: bool = True
     channels: dict = field(default_factory=dict)
     superseded_by: str = ""  # id of a newer entry that supersedes this one (ranked above it when both match)
+    newer_action_items: list[str] = field(default_factory=list)  # the open items of that newer entry (`Memory.search` fills them)
+    newer_trusted: bool = True  # whether that newer entry's text is trusted
 
     def to_dict(self) -> dict:
         return asdict(self)
