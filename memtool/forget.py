@@ -2,12 +2,13 @@
 
 An entry lives in its day file (memory/index/YYYY-MM-DD.json, or memory/archive/YYYY/index/... once
 archived) with its transcript and its embedding beside it; index.json, the generated entity pages and
-the derived caches hold copies of its text. Under the root's lock, forget removes the transcript and
-the embedding, then the entry from its day file, then rewrites index.json, rewrites the entity pages
-that named it, and drops the caches that hold text (the search caches and the compressor's word
-counts, rebuilt from the files on next use). A crash part-way leaves an entry without its transcript
-or vector, a state the store already knows (`--no-transcript`, a pending embedding); forget run again
-finishes the job.
+the derived caches hold copies of its text. Under the root's lock, forget first writes a journal
+(memory/.cache/forget-journal.json, atomically: the ids, and the cache keys of their transcript's
+passages), then removes the transcript and the embedding, then the entry from its day file, then
+rewrites index.json, rewrites the entity pages that named it, purges the derived caches
+(`purge_caches`) and removes the journal. A crash part-way leaves the journal: the next `memory
+forget` (any ids, the same ones included) or `memory doctor --fix` completes it first, and an id the
+interrupted run already removed counts as forgotten, not as unknown.
 
 What forget does not change, it names: lines of Markdown files you write (MEMORY.md after
 `memory promote`, daily logs) that mention a forgotten id. Git history keeps old versions of files.
@@ -15,88 +16,217 @@ What forget does not change, it names: lines of Markdown files you write (MEMORY
 
 from __future__ import annotations
 
+import io
+import json
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from memtool import constants as C
 from memtool.archive import archive_layouts
+from memtool.chunking import chunk_lines
 from memtool.dayfile import day_document, read_day
 from memtool.errors import BadInput, NotFound
-from memtool.fsutil import atomic_write_text
-from memtool.models import ID_RE, Entry
+from memtool.fsutil import atomic_write_bytes, atomic_write_text
+from memtool.models import ID_RE, Entry, iso, utcnow
+from memtool.session_vectors import chunk_key
 from memtool.store import Layout, Store, locate
 
-TEXT_CACHES = (C.SEARCH_DIR, C.ARCHIVE_SEARCH_DIR, C.DOC_FREQ_FILE)  # under memory/.cache: they hold entry text
+JOURNAL_FILE = "forget-journal.json"  # memory/.cache/: what an unfinished forget still has to remove
+TEXT_CACHES = (C.SEARCH_DIR, C.ARCHIVE_SEARCH_DIR, C.DOC_FREQ_FILE)  # under memory/.cache: they hold entry text, rebuilt on next use
+VECTOR_CACHE_GLOB = "vectors-*.keys.json"  # search/vectors.py: document vectors by key, under .cache and .cache/archive
 
 
 @dataclass
 class ForgetReport:
     dry_run: bool
     entries: list[dict] = field(default_factory=list)  # id, timestamp, summary, archived
+    completed: list[str] = field(default_factory=list)  # ids an interrupted forget had already removed; finished now
     removed: list[str] = field(default_factory=list)  # files removed, relative to the root
     rewritten: list[str] = field(default_factory=list)  # files rewritten without the entries
-    caches: list[str] = field(default_factory=list)  # derived caches dropped
+    caches: list[str] = field(default_factory=list)  # derived caches dropped or purged of the entries
     mentions: list[str] = field(default_factory=list)  # "MEMORY.md:12: ..." lines still naming an id
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
+def journal_file(layout: Layout) -> Path:
+    return layout.cache_dir / JOURNAL_FILE
+
+
+def read_journal(layout: Layout) -> tuple[list[str], list[str]]:
+    """(ids, vector keys) an interrupted forget still has to remove; empty when none is pending. A
+    journal that cannot be read names no ids (its ids are then found, if still stored, by the ids given)."""
+    try:
+        data = json.loads(journal_file(layout).read_text(encoding="utf-8"))
+        ids = [i for i in data.get("ids", []) if isinstance(i, str) and ID_RE.fullmatch(i)]
+        keys = [k for k in data.get("keys", []) if isinstance(k, str)]
+    except (OSError, ValueError, AttributeError):
+        return [], []
+    return ids, keys
+
+
 def forget(layout: Layout, ids: list[str], provider: str, dry_run: bool = False) -> ForgetReport:
     """Remove these entries (live or archived) and every copy memtool keeps of them. Every id must
-    name an entry, else nothing changes. `provider`: the compressor named in index.json."""
+    name an entry (or one an interrupted forget was removing, which this run completes first), else
+    nothing changes. `provider`: the compressor named in index.json."""
     ids = list(dict.fromkeys(ids))
     bad = [i for i in ids if not ID_RE.fullmatch(i)]
     if bad:
         raise BadInput(f"{bad[0]!r:.60} is not an entry id (like ctx-20260207-1a2b3c4d). `memory search` lists ids.")
     store = Store(layout)
-    report = ForgetReport(dry_run=dry_run)
     with store.lock():
-        errors: list[str] = []
-        found = locate([layout, *archive_layouts(layout)], ids, errors)
-        missing = [i for i, places in found.items() if not places]
-        if missing:
-            unread = f" ({len(errors)} day file(s) could not be read: `memory doctor` names them)" if errors else ""
-            raise NotFound(f"no entry with id {', '.join(missing)}{unread}; nothing was forgotten. `memory search --archive` lists ids.")
-        places = [f for fs in found.values() for f in fs]
-        homes = [layout, *{f.home for f in places if f.home is not layout}]  # a file can be left in either
-        files = sorted({p for i in found for h in homes for p in (h.transcript_file(i), h.embedding_file(i)) if p.is_file()})
-        by_day: dict[Path, set[str]] = {}
-        for f in places:
-            by_day.setdefault(f.day_file, set()).add(f.entry.id)
-        live = any(f.home is layout for f in places)
-        pages = _pages_naming(layout, set(ids))
-        page_entries = _entries_for_pages(store, set(ids)) if pages else None
-        report.entries = [{"id": i, "timestamp": fs[0].entry.timestamp, "summary": fs[0].entry.summary, "archived": all(f.home is not layout for f in fs)} for i, fs in found.items()]
-        report.removed = [_rel(layout, p) for p in files]
-        report.rewritten = [_rel(layout, p) for p in sorted(by_day)] + [_rel(layout, layout.index_file)] * live
-        report.rewritten += [_rel(layout, p) for p in pages] if page_entries is not None else []
-        report.caches = [_rel(layout, layout.cache_dir / name) for name in TEXT_CACHES if (layout.cache_dir / name).exists()]
-        report.mentions = _mentions(layout, set(ids), [] if page_entries is not None else pages)
-        if dry_run:
-            return report
-        for path in files:  # the copies first: a crash then leaves an entry without them, never them without it
-            path.unlink(missing_ok=True)
-        for path, gone in sorted(by_day.items()):
-            staying = [e for e in read_day(path) if e.id not in gone]
-            if staying:
-                atomic_write_text(path, day_document(path.stem, staying))
-            else:
-                path.unlink()
-        if live:
-            store.rebuild_index(provider)
-        if page_entries is not None:
-            from memtool.entities import collect_entities, write_pages
+        return _forget_locked(layout, store, ids, provider, dry_run)
 
-            write_pages(layout, collect_entities(page_entries))
-        for name in TEXT_CACHES:
-            path = layout.cache_dir / name
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink(missing_ok=True)
+
+def finish_interrupted(layout: Layout, provider: str) -> ForgetReport | None:
+    """Complete a forget a crash interrupted (the journal names it), under the root's lock; None when
+    none is pending."""
+    store = Store(layout)
+    with store.lock():
+        if not journal_file(layout).exists():
+            return None
+        return _forget_locked(layout, store, [], provider, dry_run=False)
+
+
+def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, dry_run: bool) -> ForgetReport:
+    report = ForgetReport(dry_run=dry_run)
+    journaled, journal_keys = read_journal(layout)
+    every = list(dict.fromkeys([*ids, *journaled]))
+    homes = [layout, *archive_layouts(layout)]
+    errors: list[str] = []
+    found = locate(homes, every, errors)
+    leftovers = {i: [p for h in homes for p in (h.transcript_file(i), h.embedding_file(i)) if p.is_file()] for i in every}
+    missing = [i for i in ids if not found[i] and i not in journaled and not leftovers[i]]
+    if missing:
+        unread = f" ({len(errors)} day file(s) could not be read: `memory doctor` names them)" if errors else ""
+        raise NotFound(f"no entry with id {', '.join(missing)}{unread}; nothing was forgotten. `memory search --archive` lists ids.")
+    places = [f for fs in found.values() for f in fs]
+    files = sorted({p for ps in leftovers.values() for p in ps})
+    by_day: dict[Path, set[str]] = {}
+    for f in places:
+        by_day.setdefault(f.day_file, set()).add(f.entry.id)
+    listed = _indexed(layout, every)
+    gone = set(every)
+    pages = _pages_naming(layout, gone)
+    page_entries = _entries_for_pages(store, gone) if pages else None
+    report.entries = [{"id": i, "timestamp": fs[0].entry.timestamp, "summary": fs[0].entry.summary, "archived": all(f.home is not layout for f in fs)}
+                      for i, fs in found.items() if fs]
+    report.completed = [i for i in every if not found[i]]
+    report.removed = [_rel(layout, p) for p in files]
+    report.rewritten = [_rel(layout, p) for p in sorted(by_day)] + [_rel(layout, layout.index_file)] * listed
+    report.rewritten += [_rel(layout, p) for p in pages] if page_entries is not None else []
+    report.mentions = _mentions(layout, gone, [] if page_entries is not None else pages)
+    keys = list(dict.fromkeys([*journal_keys, *(k for p in files if p.suffix == ".md" for k in _passage_keys(p))]))
+    if dry_run:
+        report.caches = purge_caches(layout, gone, set(keys), dry_run=True)
+        return report
+    atomic_write_text(journal_file(layout), json.dumps({"ids": every, "keys": keys, "started": iso(utcnow())}))
+    for path in files:  # the copies first: without the journal, a crash then leaves an entry without them, never them without it
+        path.unlink(missing_ok=True)
+    for path, ids_here in sorted(by_day.items()):
+        staying = [e for e in read_day(path) if e.id not in ids_here]
+        if staying:
+            atomic_write_text(path, day_document(path.stem, staying))
+        else:
+            path.unlink()
+    if listed:
+        store.rebuild_index(provider)
+    if page_entries is not None:
+        from memtool.entities import collect_entities, write_pages
+
+        write_pages(layout, collect_entities(page_entries))
+    report.caches = purge_caches(layout, gone, set(keys))
+    journal_file(layout).unlink()
     return report
+
+
+def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = False) -> list[str]:
+    """Remove every copy of these entries from the derived caches under memory/.cache: the search
+    caches that hold text (live and archive, rebuilt from the files on next use), the compressor's word
+    counts, the document vectors of their passages (`keys`) and of the entries themselves (live and
+    archive vector caches, rows dropped so nothing else is embedded again) and their use counts.
+    Returns what it touched (with `dry_run`, would touch), relative to the root. The one place that
+    knows the cache's files."""
+    from memtool.access import access_file, load_counts
+
+    touched: list[str] = []
+    for name in TEXT_CACHES:
+        path = layout.cache_dir / name
+        if not path.exists():
+            continue
+        if dry_run:
+            pass
+        elif path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+        touched.append(_rel(layout, path))
+    for keys_file in _vector_caches(layout):
+        if _drop_vectors(keys_file, ids, keys, dry_run):
+            touched.append(_rel(layout, keys_file.with_name(keys_file.name.removesuffix(".keys.json") + ".npy")))
+    counts = load_counts(layout)
+    if ids & counts.keys():
+        if not dry_run:
+            atomic_write_text(access_file(layout), json.dumps({k: v for k, v in counts.items() if k not in ids}, separators=(",", ":"), sort_keys=True))
+        touched.append(_rel(layout, access_file(layout)))
+    return touched
+
+
+def _vector_caches(layout: Layout) -> list[Path]:
+    return sorted(p for folder in (layout.cache_dir, layout.cache_dir / C.ARCHIVE_CHUNK_VECTORS) if folder.is_dir() for p in folder.glob(VECTOR_CACHE_GLOB))
+
+
+def _drop_vectors(keys_file: Path, ids: set[str], gone: set[str], dry_run: bool) -> bool:
+    """Rewrite one vector cache (`<base>.keys.json` + `<base>.npy`) without the rows of these entries
+    and passages; a cache that cannot be read is removed (it is rebuilt). True if it changed."""
+    matrix_file = keys_file.with_name(keys_file.name.removesuffix(".keys.json") + ".npy")
+    try:
+        keys = json.loads(keys_file.read_text(encoding="utf-8"))
+        matrix = np.load(matrix_file)
+        readable = isinstance(keys, list) and matrix.ndim == 2 and matrix.shape[0] == len(keys)
+    except (OSError, ValueError):
+        readable = False
+    if not readable:
+        if not dry_run:
+            keys_file.unlink(missing_ok=True)
+            matrix_file.unlink(missing_ok=True)
+        return True
+    keep = [n for n, k in enumerate(keys) if not (k in gone or _names_entry(k, ids))]
+    if len(keep) == len(keys) or dry_run:
+        return len(keep) != len(keys)
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(matrix[keep]))
+    atomic_write_bytes(matrix_file, buf.getvalue())  # a crash between the two: the shapes differ, the cache is not used
+    atomic_write_text(keys_file, json.dumps([keys[n] for n in keep]))
+    return True
+
+
+def _names_entry(key: str, ids: set[str]) -> bool:
+    """Whether a vector cache key is one of these entries' own vector ("entry:<id>:<hash>", "text:<id>")."""
+    kind, _, rest = key.partition(":")
+    return kind in ("entry", "text") and rest.split(":", 1)[0] in ids
+
+
+def _passage_keys(transcript: Path) -> list[str]:
+    """The vector cache keys of a kept transcript's passages (as the search cache keys them)."""
+    try:
+        text = transcript.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [chunk_key(c.text) for c in chunk_lines(text)]
+
+
+def _indexed(layout: Layout, ids: list[str]) -> bool:
+    """Whether index.json names one of these ids (it is then rebuilt)."""
+    try:
+        data = layout.index_file.read_bytes()
+    except OSError:
+        return False
+    return any(i.encode() in data for i in ids)
 
 
 def _entries_for_pages(store: Store, gone: set[str]) -> list[Entry] | None:
@@ -132,4 +262,4 @@ def _mentions(layout: Layout, ids: set[str], extra: list[Path]) -> list[str]:
     return out
 
 
-__all__ = ["ForgetReport", "forget"]
+__all__ = ["ForgetReport", "finish_interrupted", "forget", "purge_caches", "read_journal"]

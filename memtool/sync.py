@@ -315,9 +315,10 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
 def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: SyncReport, known: Known) -> bool:
     layout = mem.layout
     folder = layout.cache_dir / C.SEARCH_DIR
-    if full:
+    if full:  # everything derived from the files goes: the archive search cache and its vectors too
         shutil.rmtree(folder, ignore_errors=True)
-        for old in layout.cache_dir.glob("vectors-*"):  # the cached document vectors (search/vectors.py)
+        shutil.rmtree(layout.cache_dir / C.ARCHIVE_SEARCH_DIR, ignore_errors=True)
+        for old in [*layout.cache_dir.glob("vectors-*"), *(layout.cache_dir / C.ARCHIVE_CHUNK_VECTORS).glob("vectors-*")]:  # search/vectors.py
             old.unlink()
     before = _builds(folder)
     if progress and (full or report.changed):

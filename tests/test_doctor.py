@@ -388,6 +388,34 @@ def test_an_entry_both_live_and_archived_keeps_the_live_copy(archived, doctor, r
     assert not arch.transcript_file(a.id).exists() and mem.layout.transcript_file(a.id).is_file()
 
 
+def test_live_versus_archived_keeps_the_only_transcript_and_says_where_it_went(archived, doctor, root):
+    """An archive cut off after it removed the live transcript and embedding, before the live day file:
+    the entry is live and archived, its only transcript and vector archived. The live copy is kept and
+    they move beside it; nothing of it goes to the quarantine."""
+    a, b, c, arch = archived
+    doc = json.loads(arch.day_file("2026-02-07").read_text())
+    [entry] = [x for x in doc["entries"] if x["id"] == a.id]
+    (root / "memory/index/2026-02-07.json").write_text(json.dumps({"date": "2026-02-07", "entries": [entry]}, indent=2))
+    transcript = arch.transcript_file(a.id).read_bytes()
+    mem = open_memory(root, embedder=FakeEmbedder())
+    mem.store.rebuild_index(mem.settings.compressor)
+
+    fixed = doctor.repair()
+    assert fixed.healthy and fixed.problems == [], fixed.problems
+    assert mem.layout.transcript_file(a.id).read_bytes() == transcript and mem.layout.embedding_file(a.id).is_file()
+    assert f"moved memory/archive/2026/transcripts/{a.id}.md to memory/transcripts/{a.id}.md, beside its entry" in fixed.fixed
+    assert not any(a.id in m for m in fixed.quarantined), fixed.quarantined
+    assert mem.get(a.id) is not None and [e.id for e in read_day(arch.day_file("2026-02-07"))] == [b.id]
+
+
+def test_an_archived_entrys_transcript_left_live_moves_to_the_archive(archived, doctor, root):
+    a, b, c, arch = archived
+    live_copy = root / "memory/transcripts" / f"{b.id}.md"
+    arch.transcript_file(b.id).rename(live_copy)  # a restore or a hand move put it back in the live folder
+    fixed = doctor.repair()
+    assert fixed.healthy and arch.transcript_file(b.id).is_file() and not live_copy.exists() and fixed.quarantined == []
+
+
 def test_a_day_file_in_another_years_archive_needs_a_person(archived, doctor, root):
     a, b, c, arch = archived
     wrong = root / "memory/archive/2025/index/2026-02-07.json"

@@ -145,8 +145,10 @@ def test_a_run_cut_short_is_finished_by_the_next(mem, root, three, monkeypatch):
     """Transcript and vector go first; a crash before the day file is written leaves a valid entry."""
     import memtool.forget as forget_mod
 
-    def crash(*a, **kw):
-        raise OSError("power cut")
+    def crash(path, *a, **kw):
+        if path.name != forget_mod.JOURNAL_FILE:
+            raise OSError("power cut")
+        atomic_write_text(path, *a, **kw)
 
     monkeypatch.setattr(forget_mod, "atomic_write_text", crash)
     with pytest.raises(OSError):
@@ -155,6 +157,76 @@ def test_a_run_cut_short_is_finished_by_the_next(mem, root, three, monkeypatch):
     assert mem.get(three[1]) is not None and not mem.layout.transcript_file(three[1]).exists()
     report = forget(mem.layout, [three[1]], mem.settings.compressor)
     assert report.removed == [] and holding(root, SECRET) == []
+
+
+def cut_after_the_day_file(monkeypatch, mem, entry_id: str) -> None:
+    """A forget that dies once the entry has left its day file: before index.json and the caches."""
+    from memtool.store import Store
+
+    def crash(*a, **kw):
+        raise OSError("power cut")
+
+    monkeypatch.setattr(Store, "rebuild_index", crash)
+    with pytest.raises(OSError):
+        forget(mem.layout, [entry_id], mem.settings.compressor)
+    monkeypatch.undo()
+    assert mem.get(entry_id) is None and (mem.layout.cache_dir / "forget-journal.json").is_file()
+
+
+def test_a_rerun_completes_a_forget_whose_entry_is_already_gone(mem, root, three, monkeypatch):
+    cut_after_the_day_file(monkeypatch, mem, three[1])
+    assert SECRET.encode() in (root / "memory/index/index.json").read_bytes()  # the copies are still there
+    report = forget(mem.layout, [three[1]], mem.settings.compressor)  # not "no entry with id ..."
+    assert report.completed == [three[1]] and report.entries == [] and "memory/index/index.json" in report.rewritten
+    assert holding(root, SECRET) == [] and not (mem.layout.cache_dir / "forget-journal.json").exists()
+    with pytest.raises(NotFound):  # once finished, the id is unknown again
+        forget(mem.layout, [three[1]], mem.settings.compressor)
+
+
+def test_any_later_forget_or_doctor_fix_completes_an_interrupted_one(mem, root, three, monkeypatch):
+    cut_after_the_day_file(monkeypatch, mem, three[1])
+    report = forget(mem.layout, [three[0]], mem.settings.compressor)  # another id: the journal's is finished too
+    assert [e["id"] for e in report.entries] == [three[0]] and report.completed == [three[1]]
+    assert holding(root, SECRET) == [] and mem.get(three[2]) is not None
+
+    cut_after_the_day_file(monkeypatch, mem, three[2])
+    doctor = Doctor(mem.layout, mem.settings, mem.embedder)
+    assert any(p.kind == "forget" for p in doctor.diagnose().problems)
+    fixed = doctor.repair()
+    assert fixed.healthy and any(three[2] in line for line in fixed.fixed), fixed.fixed
+    assert not (mem.layout.cache_dir / "forget-journal.json").exists()
+    assert json.loads((root / "memory/index/index.json").read_text())["entries"] == []
+
+
+def vector_keys(root: Path) -> set[str]:
+    return {k for f in (root / "memory/.cache").rglob("vectors-*.keys.json") for k in json.loads(f.read_text())}
+
+
+def test_forget_purges_passage_and_entry_vectors_live_and_archived(mem, root, three):
+    from memtool.chunking import chunk_lines
+    from memtool.session_vectors import chunk_key
+    from memtool.sync import sync
+
+    mem.compress(f"Erin stored the {SECRET} archive note about the old billing vault.", when=NOW - timedelta(days=800), session="old")
+    archive(mem.layout, mem.settings, now=NOW)
+    mem.invalidate()
+    assert mem.search(SECRET, archive=True) and mem.search(SECRET)
+    arch_id = next(h.id for h in mem.search(SECRET, archive=True) if h.id != three[1])
+    transcripts = {i: (root / "memory/transcripts" / f"{i}.md") for i in (three[1],)}
+    arch_t = next((root / "memory/archive").rglob(f"{arch_id}.md"))
+    passages = {chunk_key(c.text) for t in [*transcripts.values(), arch_t] for c in chunk_lines(t.read_text())}
+    held = vector_keys(root)
+    assert passages & held and any(k.startswith(f"entry:{three[1]}:") for k in held)
+    assert (root / "memory/.cache/archive").is_dir()
+
+    forget(mem.layout, [three[1], arch_id], mem.settings.compressor)
+    left = vector_keys(root)
+    assert not passages & left and not any(three[1] in k or arch_id in k for k in left)
+    assert any(k.startswith(f"entry:{three[0]}:") for k in left)  # the others' vectors stay: nothing to embed again
+    mem.invalidate()
+    sync(mem, full=True)  # `memory reindex --full`
+    mem.search(SECRET, archive=True)
+    assert not passages & vector_keys(root) and holding(root, SECRET) == []
 
 
 def test_pages_are_kept_when_a_day_file_is_unreadable(mem, root, three):

@@ -257,12 +257,14 @@ def forget(
 
     for e in report.entries:
         typer.echo(f"{verb('forget', 'forgot')} {e['id']} ({e['timestamp'][:16]}{', archived' if e['archived'] else ''}): {_clip(e['summary'])}")
+    for entry_id in report.completed:
+        typer.echo(f"{verb('finish', 'finished')} forgetting {entry_id} (an interrupted forget had removed its entry)")
     for path in report.removed:
         typer.echo(f"{verb('remove', 'removed')} {path}")
     for path in report.rewritten:
         typer.echo(f"{verb('rewrite', 'rewrote')} {path}")
     for path in report.caches:
-        typer.echo(f"{verb('drop', 'dropped')} {path} (derived: rebuilt on next use)")
+        typer.echo(f"{verb('purge', 'purged')} {path} (derived: rebuilt on next use)")
     for line in report.mentions:
         warn(f"still named in {line}")
     if report.mentions:

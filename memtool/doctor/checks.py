@@ -136,6 +136,7 @@ class Checker:
         add = rep.problems.append
         for tmp in self.temp_files():
             add(Problem("temp", self.rel(tmp), "temporary file left by an interrupted write", fix="remove"))
+        self._check_forget(rep)
         entries = {i: e for i, (_, e) in self._check_entries(rep, [lay], {}).items()}
         self._check_index(rep, entries)
         self._check_files(rep, lay, entries, set())
@@ -157,6 +158,14 @@ class Checker:
                     self._check_markdown(rep, md)
             rep.counts.update(archived_entries=len(archived), archived_day_files=sum(len(a.day_files()) for a in archives))
         return rep
+
+    def _check_forget(self, rep: Report) -> None:
+        from memtool.forget import journal_file, read_journal
+
+        if journal_file(self.layout).exists():
+            ids = read_journal(self.layout)[0]
+            rep.problems.append(Problem("forget", self.rel(journal_file(self.layout)), f"an interrupted `memory forget` of {len(ids)} entries "
+                                        f"({', '.join(ids) or 'unreadable journal'}); their copies may remain", fix="finish it"))
 
     def _check_entries(self, rep: Report, folders: Sequence[Layout], live: dict[str, Entry]) -> dict[str, tuple[Path, Entry]]:
         """Day files that cannot be read, misplaced and duplicate entries. `live`: the live entries, when

@@ -11,6 +11,7 @@ after the repairs.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -30,10 +31,18 @@ class Doctor(Checker):
     """The checks, and `--fix`: repair() mends what can be mended without loss and quarantines the rest."""
 
     def repair(self) -> Report:
-        """Fix what can be fixed without loss, quarantine the rest, and check again."""
+        """Fix what can be fixed without loss, quarantine the rest, and check again. An interrupted
+        `memory forget` is finished first (its journal says what it was removing)."""
+        from memtool.forget import finish_interrupted
+
+        fixed: list[str] = []
+        finished = finish_interrupted(self.layout, self.settings.compressor)
+        if finished is not None:
+            gone = [e["id"] for e in finished.entries] + finished.completed
+            fixed.append(f"finished an interrupted `memory forget` of {', '.join(gone)}: removed {len(finished.removed)} files, "
+                         f"rewrote {len(finished.rewritten)}, purged {len(finished.caches)} caches")
         with self._locked(required=True):
             q = Quarantine(self.layout)
-            fixed: list[str] = []
             for tmp in self.temp_files():
                 tmp.unlink()
                 fixed.append(f"removed temp file {self.rel(tmp)}")
@@ -43,7 +52,7 @@ class Doctor(Checker):
             if archives:
                 self._repair_days(q, fixed, archives)
                 self._dedupe(q, fixed, archives, {e.id: e for _, e in self.read_days()[0]})
-            self._quarantine_strays(q)
+            self._quarantine_strays(q, fixed)
             self._embed_missing(fixed, [self.layout, *archives])
             index = self.rel(self.layout.index_file)
             report = self._diagnose()
@@ -77,9 +86,9 @@ class Doctor(Checker):
                 for e in indexed:
                     if e.day == path.stem:
                         kept.setdefault(e.id, e)
-            q.move(path)
+            q.copy(path)  # the original kept first: a crash leaves it in place or in the quarantine
             atomic_write_text(path, day_document(path.stem, kept.values()))
-            fixed.append(f"rewrote {problem.path} with the {len(kept)} entries that parse; the original is in quarantine")
+            fixed.append(f"rewrote {problem.path} with the {len(kept)} entries that parse; the original is in {q.moved[-1]}")
         return bool(bad)
 
     def _dedupe(self, q: Quarantine, fixed: list[str], folders: Sequence[Layout], live: dict[str, Entry]) -> bool:
@@ -99,32 +108,53 @@ class Doctor(Checker):
                 kept[e.id] = (path, e)
             elif kept[e.id][1].to_dict() != e.to_dict():
                 removed.append((path, e, f"same id as an entry kept in {kept[e.id][1].day}.json, different content"))
-        for lay in folders:
+        for lay in folders:  # its transcript and embedding are then of no entry: quarantined with the strays
             for e, first in content_duplicates([e for path, e in kept.values() if path.parent == lay.index_dir], lay):
                 removed.append((kept.pop(e.id)[0], e, f"same content as {first.id}"))
-                for path in (lay.transcript_file(e.id), lay.embedding_file(e.id)):
-                    if path.is_file():
-                        q.move(path)
+        for n, (path, e, why) in enumerate(removed, 1):  # each copy that goes is in the quarantine before it goes
+            folder = path.parent.relative_to(self.layout.memory_dir).as_posix()
+            q.write(f"{folder}/removed-{n}-{e.id}.json", dumps_json({"reason": why, "entry": e.to_dict()}))
         by_file: dict[Path, list[Entry]] = {}
         for path, e in kept.values():
             by_file.setdefault(path.parent / f"{e.day}.json", []).append(e)
         changed = False
-        for path in sorted(set(by_file) | set(current)):
+
+        def gains(path: Path) -> bool:  # an entry moves into this file
+            return bool({e.id for e in by_file.get(path, [])} - {d.get("id") for d in current.get(path, [])})
+
+        for path in sorted(sorted(set(by_file) | set(current)), key=lambda p: not gains(p)):  # those first: a crash leaves an entry twice, never nowhere
             new = by_file.get(path, [])
             if sorted(json.dumps(d, sort_keys=True) for d in current.get(path, [])) != sorted(json.dumps(e.to_dict(), sort_keys=True) for e in new):
                 atomic_write_text(path, day_document(path.stem, new))
                 fixed.append(f"rewrote {self.rel(path)}: {len(current.get(path, []))} -> {len(new)} entries")
                 changed = True
-        for n, (path, e, why) in enumerate(removed, 1):
-            folder = path.parent.relative_to(self.layout.memory_dir).as_posix()
-            q.write(f"{folder}/removed-{n}-{e.id}.json", dumps_json({"reason": why, "entry": e.to_dict()}))
         return changed
 
-    def _quarantine_strays(self, q: Quarantine) -> None:
+    def _quarantine_strays(self, q: Quarantine, fixed: list[str]) -> None:
+        """Transcripts and embeddings of no entry, and broken embedding files, go to the quarantine; a
+        transcript or embedding whose entry lives in another folder (live, or an archive year) that lacks
+        it moves there instead: it may be the only copy (an interrupted archive or restore)."""
+        homes = self._entry_homes()
         for p in self._diagnose().of("orphan", "embedding", "unparsable"):
             path = self.layout.root / p.path
-            if p.fix.startswith("quarantine") and path.is_file():
+            if not (p.fix.startswith("quarantine") and path.is_file()):
+                continue
+            home = homes.get(path.stem) if p.kind == "orphan" else None
+            target = None if home is None else (home.transcript_file if path.suffix == ".md" else home.embedding_file)(path.stem)
+            if target is not None and not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, target)  # one rename: the file is in one place or the other
+                fixed.append(f"moved {p.path} to {self.rel(target)}, beside its entry")
+            else:
                 q.move(path)
+
+    def _entry_homes(self) -> dict[str, Layout]:
+        """Entry id -> the folder its entry lives in: live, else the archive year holding its day file."""
+        homes: dict[str, Layout] = {}
+        for arch in reversed(archive_layouts(self.layout)):
+            homes.update((e.id, arch) for _, e in self.read_days([arch])[0])
+        homes.update((e.id, self.layout) for _, e in self.read_days()[0])
+        return homes
 
     def _embed_missing(self, fixed: list[str], folders: Sequence[Layout]) -> None:
         """Embed the entries of the folders (live, archive years) that have no current vector."""

@@ -12,7 +12,7 @@ ERROR, WARNING = "error", "warning"
 
 @dataclass
 class Problem:
-    kind: str  # temp, unparsable, conflict, misplaced, duplicate, index, orphan, embedding, pending, config, unsafe
+    kind: str  # temp, forget, unparsable, conflict, misplaced, duplicate, index, orphan, embedding, pending, config, unsafe
     path: str  # relative to the memory root
     message: str
     line: int | None = None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from memtool.confine import safe_folder
 from memtool.errors import StorageError, StoreCorrupt
-from memtool.fsutil import atomic_write_text
+from memtool.fsutil import atomic_write_bytes, atomic_write_text
 from memtool.models import Entry, utcnow
 from memtool.store import Layout
 
@@ -48,6 +48,13 @@ class Quarantine:
             os.replace(path, dest)
         except OSError as exc:
             raise StorageError(f"cannot move {path} into {self.folder}: {exc.strerror}") from None
+        self.moved.append(dest.relative_to(self.layout.root).as_posix())
+
+    def copy(self, path: Path) -> None:
+        """Keep a copy of `path` (written and fsynced) before it is rewritten in place: a crash then
+        leaves the original either in place or here, never nowhere."""
+        dest = self.folder / path.relative_to(self.layout.memory_dir)
+        atomic_write_bytes(dest, path.read_bytes())
         self.moved.append(dest.relative_to(self.layout.root).as_posix())
 
     def write(self, relative: str, text: str) -> None:
