@@ -87,9 +87,17 @@ def finish_interrupted(layout: Layout, provider: str) -> ForgetReport | None:
     none is pending."""
     store = Store(layout)
     with store.lock():
+        _drop_journal_temps(layout)
         if not journal_file(layout).exists():
             return None
         return _forget_locked(layout, store, [], provider, dry_run=False)
+
+
+def _drop_journal_temps(layout: Layout) -> None:
+    """Temp files of a journal whose write was cut off (they name ids). Caller holds the lock."""
+    folder = journal_file(layout).parent
+    for tmp in folder.glob(f".{JOURNAL_FILE}.*.tmp") if folder.is_dir() else []:
+        tmp.unlink(missing_ok=True)
 
 
 def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, dry_run: bool) -> ForgetReport:
@@ -124,6 +132,7 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
     if dry_run:
         report.caches = purge_caches(layout, gone, set(keys), dry_run=True)
         return report
+    _drop_journal_temps(layout)
     atomic_write_text(journal_file(layout), json.dumps({"ids": every, "keys": keys, "started": iso(utcnow())}))
     for path in files:  # the copies first: without the journal, a crash then leaves an entry without them, never them without it
         path.unlink(missing_ok=True)
