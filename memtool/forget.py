@@ -157,7 +157,8 @@ def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = 
     """Remove every copy of these entries from the derived caches under memory/.cache: the search
     caches that hold text (live and archive, rebuilt from the files on next use), the compressor's word
     counts, the document vectors of their passages (`keys`) and of the entries themselves (live and
-    archive vector caches, rows dropped so nothing else is embedded again) and their use counts.
+    archive vector caches, rows dropped so nothing else is embedded again), their records in the
+    sync manifest (the day files naming them are hashed again) and their use counts.
     Returns what it touched (with `dry_run`, would touch), relative to the root. The one place that
     knows the cache's files."""
     from memtool.access import access_file, load_counts
@@ -177,6 +178,9 @@ def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = 
     for keys_file in _vector_caches(layout):
         if _drop_vectors(keys_file, ids, keys, dry_run):
             touched.append(_rel(layout, keys_file.with_name(keys_file.name.removesuffix(".keys.json") + ".npy")))
+    manifest = layout.cache_dir / C.SYNC_MANIFEST_FILE
+    if _drop_from_manifest(manifest, ids, dry_run):
+        touched.append(_rel(layout, manifest))
     counts = load_counts(layout)
     if ids & counts.keys():
         if not dry_run:
@@ -211,6 +215,28 @@ def _drop_vectors(keys_file: Path, ids: set[str], gone: set[str], dry_run: bool)
     np.save(buf, np.ascontiguousarray(matrix[keep]))
     atomic_write_bytes(matrix_file, buf.getvalue())  # a crash between the two: the shapes differ, the cache is not used
     atomic_write_text(keys_file, json.dumps([keys[n] for n in keep]))
+    return True
+
+
+def _drop_from_manifest(path: Path, ids: set[str], dry_run: bool) -> bool:
+    """`memory reindex`'s manifest (sync_scan.Manifest) without these ids: their vector records, and the
+    records of the day files that listed them. One that cannot be read is removed. True if it changed."""
+    try:
+        data = json.loads(path.read_bytes())
+        days, vectors = data["days"], data["vectors"]
+        listed = {name for name, rec in days.items() if len(rec) > 3 and isinstance(rec[3], dict) and ids & rec[3].keys()}
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        if not dry_run:
+            path.unlink(missing_ok=True)
+        return True
+    if not (listed or ids & vectors.keys()):
+        return False
+    if not dry_run:
+        data["days"] = {k: v for k, v in days.items() if k not in listed}
+        data["vectors"] = {k: v for k, v in vectors.items() if k not in ids}
+        atomic_write_text(path, json.dumps(data, separators=(",", ":")))
     return True
 
 

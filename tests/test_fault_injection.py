@@ -34,6 +34,7 @@ from memtool.dayfile import read_day
 from memtool.providers.wordllama import WordLlamaEmbedder
 from memtool.scaffold import init
 from memtool.store import Layout
+from memtool.sync import sync
 
 MUTATING = ("rename", "renameat", "renameat2", "unlink", "unlinkat", "rmdir", "mkdir", "mkdirat", "fsync", "fdatasync", "ftruncate", "link", "linkat")
 FAULT_POINTS = os.environ.get("MEMTOOL_FAULT_POINTS", "3")  # kill points tried per command (about 2 s each), or "all"
@@ -128,6 +129,7 @@ def base(tmp_path_factory):
     ids = {word: mem.compress(f"User: {text}\nAssistant: noted, {word} is done.\n", when=NOW - timedelta(days=ago), session=word.lower()).id
            for ago, word, text in SESSIONS}
     archive(mem.layout, mem.settings, now=NOW - timedelta(days=200))  # the two oldest only
+    sync(mem)  # `memory reindex`: its manifest names every entry
     mem.search("Postgres migration")  # search caches holding every entry's text and vectors
     mem.search("Postgres migration", archive=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTOOL_") and k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
