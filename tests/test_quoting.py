@@ -110,7 +110,7 @@ def test_mcp_answers_keep_metadata_on_one_line_and_untrusted_text_quoted(mem, ro
         if not hit["trusted"]:
             assert all(line.startswith("> ") for line in hit["text"].splitlines())
             assert all(line.startswith("> ") for line in hit.get("passage", "").splitlines())
-    bundle = tools.context("release notes page instructions deploys main", template="detailed", include_seen=True)
+    bundle = tools.context("release notes page instructions deploys main", template="detailed")
     assert len(bundle["included"]) >= 2 and set(headings(bundle["text"])) <= {"## Relevant memories", "## Today's log"}
     untrusted_id = next(h["id"] for h in found["hits"] if not h["trusted"])
     got = tools.get(untrusted_id)["entry"]
