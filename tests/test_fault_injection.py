@@ -77,11 +77,14 @@ def copy_store(root: Path, base: Path) -> None:
 
 
 def old_model(root: Path, base: Path) -> None:
-    """Every embedding file made by another model: `memory reembed` rewrites them all."""
+    """Every embedding file made by another model (each replaced by a rename, as git or another memtool
+    writes it): `memory reembed` rewrites them all."""
     copy_store(root, base)
     for f in (root / "memory").rglob("embeddings/*.json"):
         data = json.loads(f.read_text())
-        f.write_text(json.dumps(dict(data, model="old-model")))
+        tmp = f.with_name(f".{f.name}.new")
+        tmp.write_text(json.dumps(dict(data, model="old-model")))
+        os.replace(tmp, f)
 
 
 def damaged(root: Path, base: Path) -> None:
