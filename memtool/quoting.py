@@ -13,6 +13,7 @@ import re
 import unicodedata
 from urllib.parse import quote, unquote
 
+TAG_SAFE = "[]:/@+,;()"  # kept as typed in a log line's tag values, beside letters, digits and _.-~ (no space, <, >, %, = or quote)
 META_MAX_CHARS = 120  # a metadata value is cut to this many characters where it is embedded
 TAG_COMMENT_RE = re.compile(r"<!-- ((?:[a-z_]+=[^\s<>]* ?)+)-->")  # a log line's provenance tags, as `log_tag_comment` writes them
 HEADING_START_RE = re.compile(r"^( {0,3})(#)", re.MULTILINE)  # a line CommonMark would read as an ATX heading
@@ -41,9 +42,9 @@ def no_headings(text: str) -> str:
 
 def log_tag_comment(tags: dict[str, str]) -> str:
     """The provenance comment closing a daily log line: `<!-- source=... agent=... -->`. Values are
-    percent-encoded (only letters, digits and `_.-~` stay as they are), so no value can close the
-    comment, start a new line or hide the next one."""
-    body = " ".join(f"{k}={quote(one_line(v, 10 * META_MAX_CHARS), safe='')}" for k, v in tags.items() if v)
+    percent-encoded (letters, digits and `_.-~[]:/@+,;()` stay as they are, so a `[REDACTED:...]` mark
+    still reads as one), so no value can close the comment, start a new line or hide the next one."""
+    body = " ".join(f"{k}={quote(one_line(v, 10 * META_MAX_CHARS), safe=TAG_SAFE)}" for k, v in tags.items() if v)
     return f"<!-- {body} -->"
 
 

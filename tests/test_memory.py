@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 import pytest
 
 from memtool.app import open_memory
+from memtool.quoting import comment_tags
 from memtool.errors import BadInput, NotAMemoryRoot
 from memtool.memory import Session
 from memtool.scaffold import init
@@ -245,4 +246,5 @@ def test_session_and_agent_names_are_redacted_before_anything_is_written(mem, ro
     assert e.source_session == "deploy [REDACTED:github_token]" and e.agent == "bot [REDACTED:anthropic_key]"
     assert _files_holding(root, SESSION_SECRET) == [] and _files_holding(root, AGENT_SECRET) == []
     day_log = next((root / "memory").glob("*.md")).read_text(encoding="utf-8")
-    assert "session=deploy [REDACTED:github_token]" in day_log and "[REDACTED:anthropic_key]" in day_log
+    line = next(x for x in day_log.splitlines() if "rotated the deploy key" in x)  # tag values are escaped (tests/test_quoting.py)
+    assert comment_tags(line)["session"] == "deploy [REDACTED:github_token]" and "[REDACTED:anthropic_key]" in day_log
