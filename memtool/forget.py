@@ -26,6 +26,7 @@ from memtool.errors import BadInput, NotFound
 from memtool.fsutil import atomic_write_text
 from memtool.models import ID_RE, Entry
 from memtool.store import Layout, Store, locate
+from memtool.tombstones import add_tombstones
 
 TEXT_CACHES = (C.SEARCH_DIR, C.ARCHIVE_SEARCH_DIR, C.DOC_FREQ_FILE)  # under memory/.cache: they hold entry text
 
@@ -76,11 +77,12 @@ def forget(layout: Layout, ids: list[str], provider: str, dry_run: bool = False)
         report.mentions = _mentions(layout, set(ids), [] if page_entries is not None else pages)
         if dry_run:
             return report
+        add_tombstones(layout.root, ids)  # first: a merge with an older copy, or a crash here, never brings them back
         for path in files:  # the copies first: a crash then leaves an entry without them, never them without it
             path.unlink(missing_ok=True)
         for path, gone in sorted(by_day.items()):
             staying = [e for e in read_day(path) if e.id not in gone]
-            if staying:
+            if staying or path.parent == layout.index_dir:  # a live day kept empty: a clone adding to it then merges (no modify/delete conflict)
                 atomic_write_text(path, day_document(path.stem, staying))
             else:
                 path.unlink()
