@@ -10,7 +10,7 @@ never copies config from a remote, so each clone runs `memory git setup` once):
   `memory merge-driver %O %A %B %P` (merge_bytes): entry files three-way by entry id (an entry added,
   changed or removed on one side is taken from that side; one forgotten anywhere, a tombstone, is
   dropped), index.json likewise (its header derived from its entries, so it never differs for
-  nothing), an embedding file from either side (derived: a sync re-embeds an entry whose vector
+  nothing; never a conflict: it is derived, and the next sync rebuilds it from the day files), an embedding file from either side (derived: a sync re-embeds an entry whose vector
   does not match it), Markdown by git's own merge, with both sides' lines kept where both only
   inserted lines at one place.
 
@@ -96,9 +96,9 @@ def _merge_entries(name: str, docs: list, tombstoned: set[str], prefer: str) -> 
             kept = (o if prefer == "ours" else t) or o or t
         if kept is not None:
             merged[i] = kept
-    if name == C.INDEX_FILE:
+    if name == C.INDEX_FILE:  # derived from the day files: the day file reports the conflict, the next sync rebuilds this
         provider = next((d.get("provider") for d in docs[1:] if isinstance(d, dict) and d.get("provider")), "local")
-        return Merged(index_document(provider, merged.values()), [c["id"] for c in conflicts])
+        return Merged(index_document(provider, merged.values()))
     date = next((d.get("date") for d in docs[1:] if isinstance(d, dict) and d.get("date")), name[:-5])
     entries = sorted(merged.values(), key=lambda d: (str(d.get("timestamp", "")), d["id"]))  # day_document's order
     doc: dict = {"date": date, "entries": entries}

