@@ -190,7 +190,10 @@ def setup_git(root: Path) -> GitSetup:
 
         atomic_write_text(attributes, current + ("\n" if current and not current.endswith("\n") else "") + GITATTRIBUTES)
     _ignore_quarantine(root)
-    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True)
+    try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True)
+    except OSError:  # no git on this machine: the attributes wait for a clone that has it
+        return GitSetup(attributes, wrote, False, None)
     if top.returncode != 0:
         return GitSetup(attributes, wrote, False, None)
     settings = ((f"merge.{DRIVER}.name", "memtool: entries by id, Markdown by line"), (f"merge.{DRIVER}.driver", driver_command()),

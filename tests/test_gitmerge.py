@@ -281,3 +281,9 @@ def test_auto_keeps_the_stores_model_where_it_cannot_run(tmp_path, monkeypatch):
     monkeypatch.setattr(auto, "stored_model", lambda root: C.E5_MODEL)
     monkeypatch.setattr(auto, "e5_runs", lambda: False)
     assert auto.choose_embedder(tmp_path) == "e5"
+
+
+def test_init_without_git_on_the_machine_still_works(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no git to be found
+    created = init(tmp_path / "store")
+    assert tmp_path / "store" / ".gitattributes" in created
