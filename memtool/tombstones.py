@@ -81,14 +81,14 @@ def bury(layout, provider: str) -> list[str]:
     if not dead:
         return []
     homes = [layout, *archive_layouts(layout)]
-    stored: list[str] = []
-    for i in dead:
-        day = id_day(i)
-        for home in homes:
-            path = home.day_file(day) if day else None
-            if path is not None and path.is_file() and i in path.read_text(encoding="utf-8", errors="replace"):
-                stored.append(i)
-                break
+    texts: dict = {}  # day file -> its text, each read once
+
+    def holds(path, entry_id: str) -> bool:
+        if path not in texts:
+            texts[path] = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        return f'"{entry_id}"' in texts[path]
+
+    stored = [i for i in dead if (day := id_day(i)) and any(holds(home.day_file(day), i) for home in homes)]
     if stored:
         forget(layout, stored, provider)
     strays = [p for i in dead for home in homes for p in (home.embedding_file(i), home.transcript_file(i)) if p.is_file()]
