@@ -191,3 +191,13 @@ def test_cli_at_a_terminal_lists_and_asks(mem, root, three, answer, gone):
     assert f"{three[1]}  2026-03-01T12:01" in done.stdout and "Forget 1 entry for good?" in done.stdout
     assert done.returncode == (0 if gone else 1), done.stderr
     assert (mem.get(three[1]) is None) == gone and (holding(root, SECRET) == []) == gone
+
+
+def test_cli_forget_leaves_a_tombstone_and_says_git_history_keeps_the_bytes(mem, root, three):
+    done = runner.invoke(app, ["forget", three[1], "--yes"])
+    assert done.exit_code == 0, done.stderr
+    assert "memory/index/tombstones.jsonl" in done.stdout
+    assert "git history still holds the old bytes" in done.stderr and "git filter-repo" in done.stderr
+    [tomb] = [json.loads(line) for line in (root / "memory/index/tombstones.jsonl").read_text().splitlines()]
+    assert tomb["id"] == three[1] and tomb["time"] and tomb["who"]
+    assert holding(root, SECRET) == []  # the tombstone names the id, never the text
