@@ -20,6 +20,8 @@ TRUST_FILE = "trusted.json"  # $XDG_CONFIG_HOME/memtool/trusted.json: approved r
 INDEX_STATE_FILE = "index-state.json"  # memory/.cache: the file stats index.json was last written from
 DOC_FREQ_FILE = "doc-freq.json"  # memory/.cache: word counts per recent day file (the compressor's rarity hint)
 GITIGNORE_FILE = ".gitignore"  # memory/.gitignore
+TOMBSTONES_FILE = "tombstones.jsonl"  # memory/index/tombstones.jsonl: forgotten ids (id, time, who), versioned, merged by line
+GITATTRIBUTES_FILE = ".gitattributes"  # at the memory root: how git merges the store (memtool/gitmerge.py)
 
 MEMORY_MD = "MEMORY.md"
 USER_MD = "USER.md"

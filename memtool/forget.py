@@ -33,6 +33,7 @@ from memtool.fsutil import atomic_write_bytes, atomic_write_text
 from memtool.models import ID_RE, Entry, iso, utcnow
 from memtool.session_vectors import chunk_key
 from memtool.store import Layout, Store, locate
+from memtool.tombstones import add_tombstones
 
 JOURNAL_FILE = "forget-journal.json"  # memory/.cache/: what an unfinished forget still has to remove
 TEXT_CACHES = (C.SEARCH_DIR, C.ARCHIVE_SEARCH_DIR, C.DOC_FREQ_FILE)  # under memory/.cache: they hold entry text, rebuilt on next use
@@ -132,13 +133,14 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
     if dry_run:
         report.caches = purge_caches(layout, gone, set(keys), dry_run=True)
         return report
+    add_tombstones(layout.root, every)  # first: a merge with an older copy, or a crash here, never brings them back
     _drop_journal_temps(layout)
     atomic_write_text(journal_file(layout), json.dumps({"ids": every, "keys": keys, "started": iso(utcnow())}))
     for path in files:  # the copies first: without the journal, a crash then leaves an entry without them, never them without it
         path.unlink(missing_ok=True)
     for path, ids_here in sorted(by_day.items()):
         staying = [e for e in read_day(path) if e.id not in ids_here]
-        if staying:
+        if staying or path.parent == layout.index_dir:  # a live day kept empty: a clone adding to it then merges (no modify/delete conflict)
             atomic_write_text(path, day_document(path.stem, staying))
         else:
             path.unlink()

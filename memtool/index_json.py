@@ -14,7 +14,7 @@ from memtool import constants as C
 from memtool.dayfile import DAY_RE, DaySigs, ParsedDays, file_sig, id_day, load_json, read_day
 from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.fsutil import atomic_write_bytes, atomic_write_text
-from memtool.models import Entry, iso, utcnow
+from memtool.models import Entry
 
 _INDEX_OPEN = b',\n  "entries": ['
 _INDEX_SEP = b",\n    "
@@ -38,9 +38,24 @@ def _index_bytes(provider: str, lines: list[bytes]) -> bytes:
 def _index_pieces(provider: str, runs: list[bytes | memoryview]) -> list[bytes | memoryview]:
     """index.json in pieces to write one after another. `runs`: entry lines, each run of them already
     apart by _INDEX_SEP (a run copied from the old file is written from a view of it, not copied)."""
-    head = json.dumps({"version": C.INDEX_VERSION, "provider": provider, "last_updated": iso(utcnow())}, indent=2, ensure_ascii=False)[:-2]
+    head = json.dumps({"version": C.INDEX_VERSION, "provider": provider, "last_updated": _latest(runs)}, indent=2, ensure_ascii=False)[:-2]
     body = [b"\n    ", *(p for i, run in enumerate(runs) for p in ((_INDEX_SEP, run) if i else (run,))), b"\n  "] if runs else []
     return [head.encode("utf-8"), _INDEX_OPEN, *body, b"]\n}\n"]
+
+
+def _latest(runs: list[bytes | memoryview]) -> str | None:
+    """last_updated: the timestamp of the newest entry (the last line: lines are in time order), so
+    index.json is a function of its entries and two clones holding the same entries write the same
+    bytes (a clock time there made every concurrent write a git conflict). None with no entries."""
+    if not runs:
+        return None
+    last = runs[-1]
+    tail = bytes(last[-65536:])  # the last line, unless it is longer than that
+    at = tail.rfind(_INDEX_SEP)
+    if at < 0 and len(last) > len(tail):
+        tail, at = bytes(last), bytes(last).rfind(_INDEX_SEP)
+    m = _INDEX_LINE_RE.match(tail, at + len(_INDEX_SEP) if at >= 0 else 0)
+    return m.group(2).decode("utf-8") if m else None
 
 
 def _index_span(data: bytes) -> tuple[int, int] | None:

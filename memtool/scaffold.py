@@ -12,7 +12,8 @@ from memtool.errors import BadInput, StorageError
 from memtool.fsutil import atomic_write_text
 from memtool.store import Layout
 
-GITIGNORE = f"# derived data, rebuilt from the files; safe to delete\n{C.CACHE_DIR}/\n{C.LOCK_FILE}\n"
+GITIGNORE = (f"# derived data, rebuilt from the files; safe to delete\n{C.CACHE_DIR}/\n{C.LOCK_FILE}\n"
+             f"# copies `memory doctor --fix` set aside: local to this machine, never committed\n{C.QUARANTINE_DIR}/\n")
 
 
 def config_text() -> str:
@@ -84,4 +85,12 @@ def init(root: Path) -> list[Path]:
         if not path.exists():
             atomic_write_text(path, text)
             created.append(path)
+    if layout.config_file in created:  # a new store: its embedder is chosen once, for everyone who shares it
+        from memtool.providers.auto import pin_embedder
+
+        pin_embedder(root)
+    from memtool.gitmerge import setup_git
+
+    done = setup_git(root)  # .gitattributes, the merge driver when inside git, quarantine/ ignored
+    created += [done.attributes] if done.wrote_attributes else []
     return created

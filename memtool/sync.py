@@ -39,6 +39,7 @@ from memtool.search.vectors import entry_vector_key
 from memtool.search.write import manifest
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store
+from memtool.tombstones import bury
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files, stat_sig
 
 Progress = Callable[[str, int, int], None]  # (task, done, total); total 0 when unknown
@@ -50,6 +51,7 @@ class SyncReport:
     markdown: Delta = field(default_factory=Delta)  # Markdown paths relative to the root
     embedded: int = 0  # entry vectors computed
     dropped: int = 0  # embedding files of vanished entries removed
+    buried: list[str] = field(default_factory=list)  # forgotten (tombstoned) ids a merge brought back, removed again
     index_rebuilt: str = ""  # why index.json was rewritten ('' if it was not)
     index_patched: int = 0  # day files re-read into index.json when it was patched (0: rebuilt from every day file, or not rewritten)
     search_rebuilt: bool = False
@@ -62,12 +64,12 @@ class SyncReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.entries or self.markdown or self.embedded or self.dropped or self.index_rebuilt or self.search_rebuilt)
+        return bool(self.entries or self.markdown or self.embedded or self.dropped or self.buried or self.index_rebuilt or self.search_rebuilt)
 
     def to_dict(self) -> dict:
         return {
             "entries": vars(self.entries), "markdown": vars(self.markdown), "embedded": self.embedded,
-            "dropped": self.dropped, "index_rebuilt": self.index_rebuilt, "index_patched": self.index_patched,
+            "dropped": self.dropped, "buried": self.buried, "index_rebuilt": self.index_rebuilt, "index_patched": self.index_patched,
             "search_rebuilt": self.search_rebuilt, "first": self.first, "full": self.full, "model": self.model,
             "errors": self.errors, "seconds": round(self.seconds, 3),
         }
@@ -79,6 +81,8 @@ class SyncReport:
         parts = [f"entries {self.entries.text()}", f"markdown {self.markdown.text()}", f"embedded {self.embedded}"]
         if self.dropped:
             parts.append(f"dropped {self.dropped}")
+        if self.buried:
+            parts.append(f"removed {len(self.buried)} forgotten entr{'y' if len(self.buried) == 1 else 'ies'} a merge brought back")
         if self.index_patched:
             parts.append(f"index.json patched ({self.index_rebuilt}: {self.index_patched} day file(s))")
         elif self.index_rebuilt:
@@ -246,6 +250,9 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
     layout, store, embedder = mem.layout, mem.store, mem.embedder
     model, dim = embedder.model, embedder.dim
     report = SyncReport(model=model, full=full)
+    report.buried = bury(layout, mem.settings.compressor)  # tombstones first: nothing forgotten is embedded or indexed again
+    if report.buried:
+        mem.invalidate()
     man = None if full else Manifest.load(layout)
     report.first = man is None
     man = man or Manifest()
@@ -255,6 +262,10 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         report.errors.extend(scan.errors)
         need, verified, orphans = _plan_vectors(layout, man, scan, model, dim, full)
         todo = _entries_for(layout, need, scan)
+    if todo and hasattr(embedder, "reason"):  # the store's embedder cannot run here (WordsOnlyEmbedder)
+        report.errors.append(f"{len(todo)} entries not embedded: this machine cannot run '{embedder.name}' ({embedder.reason}); "
+                             "a machine that can embeds them with its next `memory reindex`, and search finds them by their words")
+        todo = []
     fresh: dict = {}  # the vectors computed now, handed to the search cache (no read-back from JSON)
 
     def write(part: list[Entry], vectors) -> list[Path]:

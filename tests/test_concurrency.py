@@ -17,6 +17,8 @@ import time
 
 from memtool.doctor import open_doctor
 from memtool.scaffold import init
+from memtool.store import Layout
+from memtool.sync import persist_embedder
 
 COMPRESSORS, COMPRESSES = 4, 10
 LOGGERS, LOGS = 4, 20
@@ -51,6 +53,7 @@ WORKER = textwrap.dedent(
 
 def test_concurrent_writers_lose_nothing(root, env, tmp_path):
     init(root)
+    persist_embedder(Layout(root), env["MEMTOOL_EMBEDDER"])  # the store's embedder: the one the writers use, for the doctor too
     barrier = tmp_path / "barrier"
     barrier.mkdir()
     script = tmp_path / "worker.py"

@@ -114,7 +114,8 @@ def test_lines_people_wrote_are_named_not_edited(mem, root, three):
 
 
 def test_an_entry_filed_under_another_day_is_found(mem, root, three):
-    """A hand edit moved it to another day file: that file is rewritten (removed when emptied)."""
+    """A hand edit moved it to another day file: that file is rewritten (kept, empty: a clone adding to
+    that day then merges instead of meeting a modify/delete conflict)."""
     day = mem.layout.day_file("2026-03-01")
     entries = read_day(day)
     moved = next(e for e in entries if e.id == three[1])
@@ -122,7 +123,7 @@ def test_an_entry_filed_under_another_day_is_found(mem, root, three):
     atomic_write_text(mem.layout.day_file("2026-02-11"), day_document("2026-02-11", [moved]))
     report = forget(mem.layout, [three[1]], mem.settings.compressor)
     assert "memory/index/2026-02-11.json" in report.rewritten
-    assert not mem.layout.day_file("2026-02-11").exists() and holding(root, SECRET) == []
+    assert read_day(mem.layout.day_file("2026-02-11")) == [] and holding(root, SECRET) == []
 
 
 def test_archived_entries_and_a_copy_both_live_and_archived(mem, root, three):
@@ -262,3 +263,13 @@ def test_cli_at_a_terminal_lists_and_asks(mem, root, three, answer, gone):
     assert f"{three[1]}  2026-03-01T12:01" in done.stdout and "Forget 1 entry for good?" in done.stdout
     assert done.returncode == (0 if gone else 1), done.stderr
     assert (mem.get(three[1]) is None) == gone and (holding(root, SECRET) == []) == gone
+
+
+def test_cli_forget_leaves_a_tombstone_and_says_git_history_keeps_the_bytes(mem, root, three):
+    done = runner.invoke(app, ["forget", three[1], "--yes"])
+    assert done.exit_code == 0, done.stderr
+    assert "memory/index/tombstones.jsonl" in done.stdout
+    assert "git history still holds the old bytes" in done.stderr and "git filter-repo" in done.stderr
+    [tomb] = [json.loads(line) for line in (root / "memory/index/tombstones.jsonl").read_text().splitlines()]
+    assert tomb["id"] == three[1] and tomb["time"] and tomb["who"]
+    assert holding(root, SECRET) == []  # the tombstone names the id, never the text

@@ -15,6 +15,7 @@ from memtool.cli import doctor
 from memtool.cli import serve
 from memtool.cli import hooks
 from memtool.cli import config as config_cli
+from memtool.cli import git as git_cli
 from memtool.cli.common import MemtoolGroup
 
 app = typer.Typer(
@@ -65,6 +66,7 @@ serve.register(app)
 demo.register(app)
 app.add_typer(hooks.app, name="hooks")
 app.add_typer(config_cli.app, name="config")
+git_cli.register(app)
 
 
 def run() -> None:

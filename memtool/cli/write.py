@@ -269,6 +269,12 @@ def forget(
         warn(f"still named in {line}")
     if report.mentions:
         warn("edit those lines by hand if they should go too")
+    if not dry_run:
+        from memtool.tombstones import tombstones_file
+
+        typer.echo(f"recorded in {tombstones_file(Path('.')).as_posix()}: commit it, and every clone's next `memory reindex` removes these entries too")
+        warn("git history still holds the old bytes of these entries. To purge them: `git filter-repo --invert-paths --path <each removed file>` "
+             "and `--replace-text` with the summary text (it is in the day file and index.json), then force-push; every clone must clone again")
 
 
 def _clip(text: str, width: int = 70) -> str:

@@ -180,6 +180,7 @@ class Checker:
                         home = ArchiveLayout(arch.root, path.stem[:4]).day_file(path.stem)
                         add(Problem("misplaced", self.rel(path), f"a day of {path.stem[:4]} in the archive of {arch.year}; "
                                     f"move it to {self.rel(home)} by hand (and its entries' transcripts and embeddings, if they are beside it)"))
+        self._check_merge_conflicts(rep, {path for path, _ in found})
         kept: dict[str, tuple[Path, Entry]] = {}
         for path, e in found:
             if e.day != path.stem:
@@ -200,6 +201,21 @@ class Checker:
                 add(Problem("duplicate", self.rel(lay.day_file(dup.day)), f"entry {dup.id} repeats entry {first.id} (same content)",
                             fix="keep the earlier, quarantine this one"))
         return kept
+
+    def _check_merge_conflicts(self, rep: Report, paths: set[Path]) -> None:
+        """Day files where memtool's merge driver met one entry edited two ways (memtool/gitmerge.py)."""
+        for path in sorted(paths):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if '"conflicts"' not in text:
+                continue
+            data = load_json(path, text)
+            for item in data.get("conflicts") or () if isinstance(data, dict) else ():
+                entry_id = item.get("id") if isinstance(item, dict) else None
+                rep.problems.append(Problem(
+                    "conflict", self.rel(path),
+                    f"entry {entry_id} was edited two ways on the two sides of a git merge: \"entries\" holds one version, "
+                    "\"conflicts\" both (\"ours\", \"theirs\"); put the right one in \"entries\", delete \"conflicts\", "
+                    "then `git add` the file and run `memory reindex`"))
 
     def _check_index(self, rep: Report, entries: dict[str, Entry]) -> None:
         path = self.layout.index_file

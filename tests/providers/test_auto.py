@@ -1,4 +1,5 @@
-"""`embedder: auto`: a store keeps the model its vectors were made with; a new one gets e5 where it runs."""
+"""`embedder: auto`: a store keeps the model its vectors were made with; a new one gets e5 where it runs,
+written into its config by `memory init` (one model for everyone sharing the store)."""
 
 from __future__ import annotations
 
@@ -33,8 +34,28 @@ def test_a_new_store_gets_e5_where_it_runs_else_wordllama(root, runs):
     assert choose_embedder(root) == "wordllama"
 
 
-def test_a_store_keeps_the_model_of_its_search_cache(root, runs):
+def auto_store(root) -> None:
+    """A store whose config leaves the embedder to `auto` (one made before init wrote it)."""
+    from memtool.store import Layout
+    from memtool.sync import persist_embedder
+
     init(root)
+    persist_embedder(Layout(root), "auto")
+
+
+def test_init_writes_the_embedder_into_the_stores_config(root, runs):
+    from memtool.config import load_settings
+
+    runs(False)
+    init(root)
+    assert load_settings(root, env={}).embedder == "wordllama"
+    runs(True)
+    init(root)  # run again: the store's choice stays
+    assert load_settings(root, env={}).embedder == "wordllama"
+
+
+def test_a_store_keeps_the_model_of_its_search_cache(root, runs):
+    auto_store(root)
     mem = open_memory(root, embedder="wordllama")
     mem.compress("Ana: we moved billing to Postgres.", when=WHEN)
     assert stored_model(root) == WordLlamaEmbedder.model
@@ -54,8 +75,8 @@ def test_without_a_cache_the_entry_embedding_files_name_the_model(root, runs):
     doc = json.loads(file.read_text())
     file.write_text(json.dumps({**doc, "model": C.E5_MODEL}))  # compressed on a machine that ran e5
     assert choose_embedder(root) == "e5"
-    runs(False)  # e5 does not run here (Windows, say): this machine's cache uses wordllama
-    assert choose_embedder(root) == "wordllama"
+    runs(False)  # e5 does not run here (Windows, say): still the store's model (build_embedder then searches by words)
+    assert choose_embedder(root) == "e5"
 
 
 def test_a_damaged_embedding_file_or_another_embedders_model_is_passed_over(root, runs):

@@ -1,0 +1,61 @@
+"""`memory git setup` and `memory merge-driver`: a memory shared through git (memtool/gitmerge.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from memtool.cli.common import MemtoolGroup, print_json, root_of
+
+app = typer.Typer(
+    cls=MemtoolGroup,
+    help="Share the memory through git: merge rules and the merge driver.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def register(main: typer.Typer) -> None:
+    main.add_typer(app, name="git")
+    main.command("merge-driver", hidden=True)(merge_driver)
+
+
+@app.command()
+def setup(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
+    """Write .gitattributes (how git merges logs, entries, index.json, MEMORY.md), register memtool's
+    merge driver in this clone's git config and pin the store's embedder in memory/config.yaml when it
+    is left to `auto`. Run once in every fresh clone; safe to run again."""
+    from memtool.app import resolve_root
+    from memtool.gitmerge import setup_git
+    from memtool.store import Layout
+
+    from memtool.providers.auto import pin_embedder
+
+    layout = Layout(resolve_root(root_of(ctx))).require()
+    done = setup_git(layout.root)
+    pinned = pin_embedder(layout.root)  # one model for everyone: written into the shared memory/config.yaml
+    if as_json:
+        print_json({"attributes": str(done.attributes), "wrote_attributes": done.wrote_attributes, "registered": done.registered,
+                    "repository": str(done.repository) if done.repository else None, "embedder_pinned": pinned})
+        return
+    if pinned:
+        typer.echo(f"embedder: {pinned} written to {layout.config_file.relative_to(layout.root)} (commit it: every clone then uses that model)")
+    typer.echo(f"{'wrote' if done.wrote_attributes else 'kept'} {done.attributes}")
+    if done.registered:
+        typer.echo(f"registered the memtool merge driver in {done.repository}/.git/config")
+    else:
+        typer.echo(f"{layout.root} is not inside a git work tree: run `memory git setup` again after `git init` or `git clone`")
+
+
+def merge_driver(
+    base: Path = typer.Argument(..., help="%O: the common ancestor's version."),
+    ours: Path = typer.Argument(..., help="%A: ours; the merge is written here."),
+    theirs: Path = typer.Argument(..., help="%B: theirs."),
+    path: str = typer.Argument(..., help="%P: the file's path in the repository."),
+) -> None:
+    """Run by git (registered by `memory git setup`): merge one file of the memory. Exit 1 on a real conflict."""
+    from memtool.gitmerge import run_driver
+
+    raise typer.Exit(run_driver(base, ours, theirs, path))

@@ -1,0 +1,205 @@
+"""A memory shared through git: how its files merge.
+
+`memory init` (and `memory git setup`, for an existing store or a fresh clone) writes `.gitattributes`
+at the memory root and registers the merge driver `memtool` in the clone's local git config (git
+never copies config from a remote, so each clone runs `memory git setup` once):
+
+- daily logs (memory/YYYY-MM-DD.md) and the tombstones merge line by line (`merge=union`): lines are
+  only ever appended to them;
+- day files, index.json, embedding files and MEMORY.md / USER.md / AGENTS.md go through
+  `memory merge-driver %O %A %B %P` (merge_bytes): entry files three-way by entry id (an entry added,
+  changed or removed on one side is taken from that side; one forgotten anywhere, a tombstone, is
+  dropped), index.json likewise (its header derived from its entries, so it never differs for
+  nothing; never a conflict: it is derived, and the next sync rebuilds it from the day files), an embedding file from either side (derived: a sync re-embeds an entry whose vector
+  does not match it), Markdown by git's own merge, with both sides' lines kept where both only
+  inserted lines at one place.
+
+A real conflict, one entry changed two ways, keeps one version in "entries" and both under
+"conflicts" in the day file, and git reports the file conflicted; `memory doctor` names it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memtool import constants as C
+from memtool.dayfile import DAY_RE
+from memtool.errors import BadInput
+
+DRIVER = "memtool"
+GITATTRIBUTES = f"""# memtool: how git merges this memory (written by `memory init` / `memory git setup`).
+# The `{DRIVER}` driver must be registered in each clone: run `memory git setup` once after cloning.
+{C.MEMORY_DIR}/*.md merge=union
+{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.TOMBSTONES_FILE} merge=union
+{C.MEMORY_DIR}/{C.INDEX_DIR}/*.json merge={DRIVER}
+{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/*.json merge={DRIVER}
+{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.json merge={DRIVER}
+{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.md merge=union
+{chr(10).join(f"/{name} merge={DRIVER}" for name in C.LAYER3_FILES)}
+"""
+# the commits a merge driver's two sides come from: MERGE_HEAD is written only after the files are
+# merged, so a `git pull` is seen through FETCH_HEAD, a `git merge origin/main` through the upstream
+MERGE_SIDES = ("HEAD", "FETCH_HEAD", "@{upstream}", "MERGE_HEAD", "REBASE_HEAD", "CHERRY_PICK_HEAD")
+_HUNK_RE = re.compile(rb"^<{7}[^\n]*\n(.*?)^\|{7}[^\n]*\n(.*?)^={7}\n(.*?)^>{7}[^\n]*\n", re.M | re.S)
+
+
+@dataclass
+class Merged:
+    data: bytes
+    conflicts: list[str] = field(default_factory=list)  # entry ids changed two ways (or "text" for Markdown)
+
+
+def merge_bytes(path: str, base: bytes, ours: bytes, theirs: bytes, tombstoned: set[str] | None = None, prefer: str = "ours") -> Merged:
+    """The merge of one file of the store (`path`: relative to the repository, as git names it)."""
+    name = path.rsplit("/", 1)[-1]
+    if name.endswith(".json") and "/" + C.EMBEDDINGS_DIR + "/" in "/" + path:
+        return Merged(ours if prefer == "ours" else theirs)  # derived from the entry: sync re-embeds a stale one
+    if name == C.INDEX_FILE or (name.endswith(".json") and DAY_RE.match(name[:-5])):
+        try:
+            docs = [json.loads(b.decode("utf-8")) if b.strip() else {} for b in (base, ours, theirs)]
+        except (UnicodeDecodeError, ValueError):
+            return _merge_text(base, ours, theirs)  # not JSON (a hand edit gone wrong): git's own markers
+        return _merge_entries(name, docs, tombstoned or set(), prefer)
+    return _merge_text(base, ours, theirs)
+
+
+def _by_id(doc: object) -> dict[str, dict]:
+    items = doc.get("entries") if isinstance(doc, dict) else doc
+    return {d["id"]: d for d in items or () if isinstance(d, dict) and isinstance(d.get("id"), str)}
+
+
+def _merge_entries(name: str, docs: list, tombstoned: set[str], prefer: str) -> Merged:
+    from memtool.fsutil import dumps_json
+    from memtool.index_json import index_document
+
+    base, ours, theirs = (_by_id(d) for d in docs)
+    merged: dict[str, dict] = {}
+    conflicts: list[dict] = []
+    for i in dict.fromkeys([*ours, *theirs, *base]):
+        if i in tombstoned:
+            continue
+        b, o, t = base.get(i), ours.get(i), theirs.get(i)
+        if o == t or t == b:
+            kept = o
+        elif o == b:
+            kept = t
+        else:
+            conflicts.append({"id": i, "ours": o, "theirs": t})
+            kept = (o if prefer == "ours" else t) or o or t
+        if kept is not None:
+            merged[i] = kept
+    if name == C.INDEX_FILE:  # derived from the day files: the day file reports the conflict, the next sync rebuilds this
+        provider = next((d.get("provider") for d in docs[1:] if isinstance(d, dict) and d.get("provider")), "local")
+        return Merged(index_document(provider, merged.values()))
+    date = next((d.get("date") for d in docs[1:] if isinstance(d, dict) and d.get("date")), name[:-5])
+    entries = sorted(merged.values(), key=lambda d: (str(d.get("timestamp", "")), d["id"]))  # day_document's order
+    doc: dict = {"date": date, "entries": entries}
+    if conflicts:
+        doc["conflicts"] = conflicts
+    return Merged(dumps_json(doc).encode("utf-8"), [c["id"] for c in conflicts])
+
+
+def _merge_text(base: bytes, ours: bytes, theirs: bytes) -> Merged:
+    """git merge-file with base lines shown; a conflict where both sides only inserted lines (base
+    empty: two promotes into one section, two log lines) keeps both, ours first."""
+    with tempfile.TemporaryDirectory(prefix="memtool-merge-") as tmp:
+        files = []
+        for label, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+            (Path(tmp) / label).write_bytes(data)
+            files.append(str(Path(tmp) / label))
+        out = subprocess.run(["git", "merge-file", "-p", "--diff3", "-L", "ours", "-L", "base", "-L", "theirs", *files], capture_output=True)
+    if out.returncode == 0:
+        return Merged(out.stdout)
+    if out.returncode < 0 or out.returncode > 127:
+        raise BadInput(f"git merge-file failed: {out.stderr.decode(errors='replace').strip()}")
+    if all(not m.group(2) for m in _HUNK_RE.finditer(out.stdout)):
+        return Merged(_HUNK_RE.sub(lambda m: m.group(1) + m.group(3), out.stdout))
+    return Merged(out.stdout, ["text"])
+
+
+def tombstoned_ids(prefix: str) -> set[str]:
+    """Ids forgotten on either side of the merge under way: the tombstones of the working tree and of
+    commits either side can be (MERGE_SIDES: git merges files in no set order, so the merged
+    tombstones may not be written yet). `prefix`: the memory root's path in the repository."""
+    from memtool.tombstones import parse_tombstones, read_tombstones
+
+    dead = set(read_tombstones(Path(prefix or ".")))
+    name = f"{prefix}{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.TOMBSTONES_FILE}"
+    for ref in MERGE_SIDES:
+        shown = subprocess.run(["git", "show", f"{ref}:{name}"], capture_output=True)
+        if shown.returncode == 0:
+            dead |= set(parse_tombstones(shown.stdout.decode("utf-8", errors="replace")))
+    return dead
+
+
+def run_driver(base: Path, ours: Path, theirs: Path, path: str) -> int:
+    """`memory merge-driver %O %A %B %P`: merge into `ours` (git's %A); 0 merged, 1 a conflict left."""
+    prefix = path.split(C.MEMORY_DIR + "/", 1)[0] if (C.MEMORY_DIR + "/") in path else ""
+    merged = merge_bytes(path, base.read_bytes(), ours.read_bytes(), theirs.read_bytes(), tombstoned_ids(prefix))
+    ours.write_bytes(merged.data)
+    if merged.conflicts:
+        what = "edited two ways" if merged.conflicts != ["text"] else "changed two ways at one place"
+        ids = "" if merged.conflicts == ["text"] else f" ({', '.join(merged.conflicts)})"
+        print(f"memtool: {path}: {what}{ids}; `memory doctor` explains", file=sys.stderr)
+        return 1
+    return 0
+
+
+def driver_command() -> str:
+    """How git calls the driver on this machine: the `memory` on PATH, else this Python's module."""
+    memory = shutil.which("memory")
+    head = shlex.quote(memory) if memory else f"{shlex.quote(sys.executable)} -m memtool"
+    return f"{head} merge-driver %O %A %B %P"
+
+
+@dataclass
+class GitSetup:
+    attributes: Path
+    wrote_attributes: bool
+    registered: bool  # the driver is in the clone's git config (False: not inside a git work tree)
+    repository: Path | None
+
+
+def _ignore_quarantine(root: Path) -> None:
+    """memory/quarantine/ (copies `memory doctor --fix` set aside) is never committed: added to
+    memory/.gitignore of a store made before it was listed there."""
+    ignore = root / C.MEMORY_DIR / C.GITIGNORE_FILE
+    if not ignore.is_file() or f"{C.QUARANTINE_DIR}/" in ignore.read_text(encoding="utf-8", errors="replace").split():
+        return
+    from memtool.fsutil import append_text
+
+    append_text(ignore, f"{C.QUARANTINE_DIR}/")
+
+
+def setup_git(root: Path) -> GitSetup:
+    """Write .gitattributes at the memory root (kept as is when it already names the driver, else
+    memtool's lines appended) and register the driver in the enclosing git repository's local config."""
+    attributes = root / ".gitattributes"
+    current = attributes.read_text(encoding="utf-8") if attributes.is_file() else ""
+    wrote = GITATTRIBUTES not in current
+    if wrote:
+        from memtool.fsutil import atomic_write_text
+
+        atomic_write_text(attributes, current + ("\n" if current and not current.endswith("\n") else "") + GITATTRIBUTES)
+    _ignore_quarantine(root)
+    try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True)
+    except OSError:  # no git on this machine: the attributes wait for a clone that has it
+        return GitSetup(attributes, wrote, False, None)
+    if top.returncode != 0:
+        return GitSetup(attributes, wrote, False, None)
+    settings = ((f"merge.{DRIVER}.name", "memtool: entries by id, Markdown by line"), (f"merge.{DRIVER}.driver", driver_command()),
+                # `memory archive` moves every file of a folder: git would take it for a renamed folder
+                # and move the other side's new entries after it ("CONFLICT (file location)")
+                ("merge.directoryRenames", "false"))
+    for key, value in settings:
+        subprocess.run(["git", "config", key, value], cwd=root, check=True, capture_output=True)
+    return GitSetup(attributes, wrote, True, Path(top.stdout.strip()))

@@ -1,0 +1,99 @@
+"""Tombstones: the ids `memory forget` removed, kept in memory/index/tombstones.jsonl (one JSON
+object a line: id, time, who), versioned and merged by line (`merge=union`), so a merge with an
+older copy of the store never brings a forgotten entry back: a sync (`memory reindex`, or the
+first search after a pull) and the merge driver drop tombstoned ids wherever they reappear."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import subprocess
+from pathlib import Path
+
+from memtool import constants as C
+from memtool.fsutil import append_text
+from memtool.models import ID_RE, iso, utcnow
+
+
+def tombstones_file(root: Path) -> Path:
+    return root / C.MEMORY_DIR / C.INDEX_DIR / C.TOMBSTONES_FILE
+
+
+def read_tombstones(root: Path) -> dict[str, dict]:
+    """Forgotten id -> its first tombstone. Lines that are not a tombstone (a hand edit, a merge
+    marker) are skipped: a tombstone only ever removes, so a bad line can only keep an entry."""
+    try:
+        text = tombstones_file(root).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return {}
+    return parse_tombstones(text)
+
+
+def parse_tombstones(text: str) -> dict[str, dict]:
+    """read_tombstones for the text of a tombstones file."""
+    out: dict[str, dict] = {}
+    for line in text.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and isinstance(item.get("id"), str) and ID_RE.fullmatch(item["id"]):
+            out.setdefault(item["id"], item)
+    return out
+
+
+def who(root: Path) -> str:
+    """Who forgets: the git identity of the clone (user.email, else user.name), else the login name."""
+    for key in ("user.email", "user.name"):
+        try:
+            out = subprocess.run(["git", "config", key], cwd=root, capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            break
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown"
+
+
+def add_tombstones(root: Path, ids: list[str]) -> Path:
+    """Append a tombstone for each id not already buried. Caller holds the root's lock."""
+    have = read_tombstones(root)
+    name, when = who(root), iso(utcnow())
+    lines = "".join(json.dumps({"id": i, "time": when, "who": name}, ensure_ascii=False) + "\n" for i in ids if i not in have)
+    path = tombstones_file(root)
+    if lines:
+        append_text(path, lines.rstrip("\n"))
+    return path
+
+
+def bury(layout, provider: str) -> list[str]:
+    """Remove what a merge brought back of tombstoned entries: the entries (live or archived, found in
+    the day files their ids name) through `memory forget`, and stray transcript or embedding files.
+    Returns the ids removed. Takes the root's lock (not to be held by the caller)."""
+    from memtool.archive import archive_layouts
+    from memtool.dayfile import id_day
+    from memtool.forget import forget
+    from memtool.store import Store
+
+    dead = read_tombstones(layout.root)
+    if not dead:
+        return []
+    homes = [layout, *archive_layouts(layout)]
+    texts: dict = {}  # day file -> its text, each read once
+
+    def holds(path, entry_id: str) -> bool:
+        if path not in texts:
+            texts[path] = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        return f'"{entry_id}"' in texts[path]
+
+    stored = [i for i in dead if (day := id_day(i)) and any(holds(home.day_file(day), i) for home in homes)]
+    if stored:
+        forget(layout, stored, provider)
+    strays = [p for i in dead for home in homes for p in (home.embedding_file(i), home.transcript_file(i)) if p.is_file()]
+    if strays:
+        with Store(layout).lock():
+            for path in strays:
+                path.unlink(missing_ok=True)
+    return sorted({*stored, *(p.stem for p in strays)})
