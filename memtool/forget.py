@@ -4,8 +4,8 @@ An entry lives in its day file (memory/index/YYYY-MM-DD.json, or memory/archive/
 archived) with its transcript and its embedding beside it; index.json, the generated entity pages and
 the derived caches hold copies of its text. Under the root's lock, forget removes the transcript and
 the embedding, then the entry from its day file, then rewrites index.json, rewrites the entity pages
-that named it, and drops the caches that hold text (the search caches and the compressor's word
-counts, rebuilt from the files on next use). A crash part-way leaves an entry without its transcript
+that named it, deletes their documents and vectors from the derived store (memtool/search/store.py)
+and drops the compressor's word counts (rebuilt from the files on next use). A crash part-way leaves an entry without its transcript
 or vector, a state the store already knows (`--no-transcript`, a pending embedding); forget run again
 finishes the job.
 
@@ -15,7 +15,6 @@ What forget does not change, it names: lines of Markdown files you write (MEMORY
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from memtool.fsutil import atomic_write_text
 from memtool.models import ID_RE, Entry
 from memtool.store import Layout, Store, locate
 
-TEXT_CACHES = (C.SEARCH_DIR, C.ARCHIVE_SEARCH_DIR, C.DOC_FREQ_FILE)  # under memory/.cache: they hold entry text
+TEXT_CACHES = (C.STORE_FILE, C.DOC_FREQ_FILE)  # under memory/.cache: they hold entry text
 
 
 @dataclass
@@ -90,12 +89,10 @@ def forget(layout: Layout, ids: list[str], provider: str, dry_run: bool = False)
             from memtool.entities import collect_entities, write_pages
 
             write_pages(layout, collect_entities(page_entries))
-        for name in TEXT_CACHES:
-            path = layout.cache_dir / name
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink(missing_ok=True)
+        from memtool.search.store import purge_entries
+
+        purge_entries(layout, ids)  # the derived store: their documents and vectors deleted, in one transaction
+        (layout.cache_dir / C.DOC_FREQ_FILE).unlink(missing_ok=True)
     return report
 
 

@@ -67,7 +67,7 @@ def test_forget_removes_the_entry_and_every_copy(mem, root, three):
     assert [e["id"] for e in report.entries] == [three[1]] and not report.entries[0]["archived"]
     assert sorted(report.removed) == [f"memory/index/embeddings/{three[1]}.json", f"memory/transcripts/{three[1]}.md"]
     assert {"memory/index/2026-03-01.json", "memory/index/index.json"} <= set(report.rewritten)
-    assert "memory/.cache/search" in report.caches
+    assert "memory/.cache/memtool.sqlite" in report.caches
     assert holding(root, SECRET) == [] and holding(root, "Bob") == []  # entry, transcript, index.json, pages, caches
     after = files(root)
     for keep in (three[0], three[2]):  # the others' files are untouched, byte for byte
