@@ -7,7 +7,7 @@ nothing changed only stats files. Changed files are re-read and compared by cont
 mtime; only entries whose content hash changed (or whose embedding file is missing, corrupt or from
 another model) are re-embedded. A file that cannot be parsed is reported as path:line and skipped:
 its entries stay in index.json and their embedding files are kept. The search cache
-(`search.index.refresh_index`) is then brought up to date by its own stat fingerprint.
+(`search.store.refresh_index`) is then brought up to date in one transaction.
 
 Embedding runs outside the root's lock and writes each batch as it goes, so an interrupted sync or
 `memory reembed` resumes where it stopped.
