@@ -572,7 +572,7 @@ def _insert_docs(conn: sqlite3.Connection, docs: list[Doc], keys: list[str], col
         for term, tf in counted.items():
             p = postings.setdefault(term, ([], []))
             p[0].append(i)
-            p[1].append(min(tf, 65535))
+            p[1].append(tf)
         surface |= surface_words(ws)
         add[j] = (KIND_CODE[d.kind], IMPORTANCE_CODE.get(d.importance, 1), d.trusted, d.pinned, doc_cues(ws), True,
                   d.source in archived, sum(counted.values()), g, d.ts)
@@ -589,7 +589,7 @@ def _append_postings(conn: sqlite3.Connection, postings: dict[str, tuple[list[in
     inserts = []
     updates = []
     for term, (ids, tfs) in postings.items():
-        d, t = np.asarray(ids, dtype="<i4").tobytes(), np.asarray(tfs, dtype="<u2").tobytes()
+        d, t = np.asarray(ids, dtype="<i4").tobytes(), np.minimum(np.asarray(tfs), 65535).astype("<u2").tobytes()
         tail = None if fresh else conn.execute("SELECT rowid, docs, tfs FROM postings WHERE term = ? ORDER BY rowid DESC LIMIT 1", (term,)).fetchone()
         if tail is not None and len(tail[1]) // 4 < TAIL_POSTINGS:
             updates.append((tail[1] + d, tail[2] + t, tail[0]))
