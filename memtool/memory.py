@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 from memtool import confine
 from memtool import constants as C
-from memtool.budget import fit_to_provider_count
+from memtool.budget import Counting, fit_to_provider_count
 from memtool.config import Settings
 from memtool.access import load_counts, record
 from memtool.context import ContextInput, ContextResult, Section, pack
@@ -317,7 +317,11 @@ class Memory:
     def pack_context(self, given: ContextInput, budget: int | None = None, template: str | None = None) -> ContextResult:
         """`given` packed into `budget` tokens (held to the provider's count when Gemini is configured)."""
         budget = self.settings.budget if budget is None else budget
-        return fit_to_provider_count(self, lambda b: self.pack_offline(given, b, template), budget)
+        return fit_to_provider_count(self.counting(), lambda b: self.pack_offline(given, b, template), budget)
+
+    def counting(self) -> Counting:
+        """What a context is counted with by the provider (memtool.budget); warnings go to this Memory's."""
+        return Counting(self.settings, self.compressor, self.embedder, self.warnings)
 
     def pack_offline(self, given: ContextInput, budget: int, template: str | None = None) -> ContextResult:
         """`given` packed into `budget` tokens by the offline count (no provider request)."""
