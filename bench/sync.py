@@ -31,7 +31,6 @@ from memtool.app import open_memory
 from memtool.dayfile import day_document
 from memtool.models import Entities, Entry
 from memtool.scaffold import init
-from memtool.search.index import fingerprint
 from memtool.store import Layout
 from memtool.sync import sync
 
@@ -80,10 +79,7 @@ PHASES: dict[str, float] = {}
 
 def instrument(embedder) -> None:
     """Time the big steps of a sync (wrapping functions of this process only) to show where time goes."""
-    import bm25s
-
-    import memtool.search.index as index_mod
-    import memtool.search.write as write_mod
+    import memtool.search.store as index_mod
     import memtool.store as store_mod
     import memtool.sync as sync_mod
 
@@ -104,14 +100,13 @@ def instrument(embedder) -> None:
     wrap(store_mod.Store, "rebuild_index", "Store.rebuild_index (index.json from every day file)")
     wrap(sync_mod, "_index_state", "index.json checked against every day file")
     wrap(sync_mod, "_patch_index", "index.json patched for the changed day files")
-    wrap(sync_mod, "refresh_index", "search cache: refresh_index -> build")
-    wrap(index_mod, "collect_docs", "  build: collect_docs (day files as the scan parsed them, Markdown chunked)")
-    wrap(store_mod.Store, "vector_for", "  build: Store.vector_for x entries (reads embedding JSON)")
-    wrap(write_mod, "words", "  build: split docs into words")
-    wrap(write_mod, "terms", "  build: BM25 terms (stopwords out, stemmed)")
-    wrap(write_mod, "doc_cues", "  build: answer cues (memtool.search.cues)")
-    wrap(bm25s.BM25, "index", "  build: bm25s index")
-    wrap(bm25s.BM25, "save", "  build: bm25s save")
+    wrap(sync_mod, "refresh_index", "derived store: refresh_index (one transaction)")
+    wrap(index_mod, "collect_docs", "  collect_docs (day files as the scan parsed them, Markdown chunked)")
+    wrap(store_mod.Store, "vector_for", "  Store.vector_for x entries (reads embedding JSON)")
+    wrap(index_mod, "words", "  split docs into words")
+    wrap(index_mod, "terms", "  BM25 terms (stopwords out, stemmed)")
+    wrap(index_mod, "doc_cues", "  answer cues (memtool.search.cues)")
+    wrap(index_mod, "_append_postings", "  postings written")
 
 
 def show_phases(runs: int = 1) -> None:
@@ -154,9 +149,9 @@ def watch_latency(root: Path, rounds: int) -> tuple[list[float], list[float]]:
                 time.sleep(0.005)
             to_sync.append(synced[0] - t)
             reader = open_memory(root)
-            stamp = reader.layout.cache_dir / "search" / "fingerprint"
-            fresh = stamp.read_text().split("\n")[0] == fingerprint(reader.layout, reader.embedder.model)
-            assert fresh, "the searcher would rebuild"  # its check: the stamp's first line (no transcript stats)
+            from memtool.search.store import refresh_index
+
+            assert not refresh_index(reader.layout, reader.embedder), "the searcher would change the store"  # the watcher did
             assert any(token in h.text for h in reader.search(token, limit=3)), "not found"
             to_search.append(time.perf_counter() - t)
     finally:

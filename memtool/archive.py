@@ -58,11 +58,7 @@ class LiveAndArchive(Layout):
     """The live memory and every archive year read as one folder: what `search --archive` indexes.
 
     Day files and logs are those of both; an entry's transcript and embedding are found where its
-    entry lives; the search cache keeps its chunk vectors apart from the live cache's."""
-
-    @property
-    def cache_dir(self) -> Path:
-        return Layout(self.root).cache_dir / C.ARCHIVE_CHUNK_VECTORS
+    entry lives."""
 
     def day_files(self) -> list[Path]:
         return [*Layout(self.root).day_files(), *(p for a in archive_layouts(self) for p in a.day_files())]

@@ -10,6 +10,7 @@ A count that fails falls back to the offline count with a warning: counting neve
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from memtool.context import ContextResult
@@ -17,7 +18,8 @@ from memtool.errors import ProviderError
 from memtool.providers import TokenCounter
 
 if TYPE_CHECKING:
-    from memtool.memory import Memory
+    from memtool.config import Settings
+    from memtool.providers import Compressor, Embedder
 
 PROVIDER = "gemini"  # the provider whose own count is used
 MAX_COUNT_REQUESTS = 3
@@ -25,24 +27,35 @@ REPACK_MARGIN = 0.97  # aim slightly under the budget when packing again
 MIN_PACK_BUDGET = 50  # pack() refuses smaller budgets
 
 
-def provider_counter(mem: "Memory") -> tuple[TokenCounter, str] | None:
+@dataclass
+class Counting:
+    """What the provider's count is taken with: the settings, the compressor factory and the embedder,
+    and where warnings go (the caller's list). No Memory: budget is below it, not beside it."""
+
+    settings: Settings
+    compressor: Callable[[str], Compressor]
+    embedder: Embedder
+    warnings: list[str]
+
+
+def provider_counter(c: Counting) -> tuple[TokenCounter, str] | None:
     """(counter, model name) when the configured compressor or embedder is Gemini, else None.
 
     Raises ProviderError when the counter cannot be built (no API key)."""
-    s = mem.settings
+    s = c.settings
     if s.compressor == PROVIDER:
-        compressor = mem.compressor(PROVIDER)
+        compressor = c.compressor(PROVIDER)
         if isinstance(compressor, TokenCounter):
             return compressor, compressor.model
     if s.embedder == PROVIDER:
         from memtool.providers.gemini import GeminiEmbedder, GeminiTokenCounter
 
-        if isinstance(mem.embedder, GeminiEmbedder):  # count with the generation model, which reads the context
-            return GeminiTokenCounter(mem.embedder.client, s.gemini_model), s.gemini_model
+        if isinstance(c.embedder, GeminiEmbedder):  # count with the generation model, which reads the context
+            return GeminiTokenCounter(c.embedder.client, s.gemini_model), s.gemini_model
     return None
 
 
-def fit_to_provider_count(mem: "Memory", pack_at: Callable[[int], ContextResult], budget: int) -> ContextResult:
+def fit_to_provider_count(mem: Counting, pack_at: Callable[[int], ContextResult], budget: int) -> ContextResult:
     """pack_at(budget), checked (and re-packed if needed) against the provider's count."""
     res = pack_at(budget)
     if PROVIDER not in (mem.settings.compressor, mem.settings.embedder):

@@ -141,9 +141,7 @@ STATS_WEEKS_SHOWN = 52  # most recent weeks in the `memory stats` sparkline
 STATS_TOP_SHOWN = 8  # topics / people / systems listed by stats and the report
 
 # --- retention, decay with use, duplicates (`memory archive`, `search --archive`, compress) -------
-SEARCH_DIR = "search"  # memory/.cache/search: the search cache over the live files
-ARCHIVE_SEARCH_DIR = "search-archive"  # memory/.cache/search-archive: the search cache over live + archived files
-ARCHIVE_CHUNK_VECTORS = "archive"  # memory/.cache/archive/: chunk vectors of that cache, apart from the live ones
+STORE_FILE = "memtool.sqlite"  # memory/.cache/memtool.sqlite: the derived store (memtool/search/store.py)
 ACCESS_FILE = "access.json"  # memory/.cache/access.json: how often each entry was returned by a query
 LIFECYCLE_EXEMPT_IMPORTANCE = ("high", "critical")  # like pinned entries: never archived, never decayed
 DEFAULT_ACCESS_BOOST = 0.0  # score x (1 + boost * ln(1 + uses)). Off: on LoCoMo 0.05 lowered entries MRR 0.638 -> 0.565

@@ -159,7 +159,7 @@ class Deduper:
     # -- internals -----------------------------------------------------------------------------------
     def _sizes_by_len(self) -> dict[int, list[str]]:
         if self._sizes is None:
-            from memtool.search.index import transcript_sizes  # numpy: only when a check runs
+            from memtool.search.store import transcript_sizes  # numpy: only when a check runs
 
             self._sizes = {}
             for eid, size in transcript_sizes(self.layout).items():

@@ -5,8 +5,9 @@ archived) with its transcript and its embedding beside it; index.json, the gener
 the derived caches hold copies of its text. Under the root's lock, forget first writes a journal
 (memory/.cache/forget-journal.json, atomically: the ids, and the cache keys of their transcript's
 passages), then removes the transcript and the embedding, then the entry from its day file, then
-rewrites index.json, rewrites the entity pages that named it, purges the derived caches
-(`purge_caches`) and removes the journal. A crash part-way leaves the journal: the next `memory
+rewrites index.json, rewrites the entity pages that named it, deletes their documents and vectors
+from the derived store (memtool/search/store.py) and their other cached copies (`purge_caches`), and
+removes the journal. A crash part-way leaves the journal: the next `memory
 forget` (any ids, the same ones included) or `memory doctor --fix` completes it first, and an id the
 interrupted run already removed counts as forgotten, not as unknown.
 
@@ -16,28 +17,23 @@ What forget does not change, it names: lines of Markdown files you write (MEMORY
 
 from __future__ import annotations
 
-import io
 import json
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-
-import numpy as np
 
 from memtool import constants as C
 from memtool.archive import archive_layouts
 from memtool.chunking import chunk_lines
 from memtool.dayfile import day_document, read_day
 from memtool.errors import BadInput, NotFound
-from memtool.fsutil import atomic_write_bytes, atomic_write_text
+from memtool.fsutil import atomic_write_text
 from memtool.models import ID_RE, Entry, iso, utcnow
 from memtool.session_vectors import chunk_key
 from memtool.store import Layout, Store, locate
 from memtool.tombstones import add_tombstones
 
 JOURNAL_FILE = "forget-journal.json"  # memory/.cache/: what an unfinished forget still has to remove
-TEXT_CACHES = (C.SEARCH_DIR, C.ARCHIVE_SEARCH_DIR, C.DOC_FREQ_FILE)  # under memory/.cache: they hold entry text, rebuilt on next use
-VECTOR_CACHE_GLOB = "vectors-*.keys.json"  # search/vectors.py: document vectors by key, under .cache and .cache/archive
+TEXT_CACHES = (C.DOC_FREQ_FILE,)  # under memory/.cache, besides the derived store: they hold entry text, rebuilt on next use
 
 
 @dataclass
@@ -156,30 +152,26 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
 
 
 def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = False) -> list[str]:
-    """Remove every copy of these entries from the derived caches under memory/.cache: the search
-    caches that hold text (live and archive, rebuilt from the files on next use), the compressor's word
-    counts, the document vectors of their passages (`keys`) and of the entries themselves (live and
-    archive vector caches, rows dropped so nothing else is embedded again), their records in the
-    sync manifest (the day files naming them are hashed again) and their use counts.
-    Returns what it touched (with `dry_run`, would touch), relative to the root. The one place that
-    knows the cache's files."""
+    """Remove every copy of these entries from the derived state under memory/.cache: their documents,
+    postings and vectors in the derived store (and the vectors of their passages, `keys`, in one
+    transaction: memtool.search.store.purge_entries), the compressor's word counts (rebuilt on next
+    use), their records in the sync manifest (the day files naming them are hashed again) and their
+    use counts. Returns what it touched (with `dry_run`, would touch), relative to the root. The one
+    place that knows the cache's files."""
     from memtool.access import access_file, load_counts
+    from memtool.search.store import purge_entries, store_path
 
     touched: list[str] = []
-    for name in TEXT_CACHES:
-        path = layout.cache_dir / name
-        if not path.exists():
-            continue
-        if dry_run:
-            pass
-        elif path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
-        touched.append(_rel(layout, path))
-    for keys_file in _vector_caches(layout):
-        if _drop_vectors(keys_file, ids, keys, dry_run):
-            touched.append(_rel(layout, keys_file.with_name(keys_file.name.removesuffix(".keys.json") + ".npy")))
+    for path in (layout.cache_dir / name for name in TEXT_CACHES):
+        if path.exists():
+            if not dry_run:
+                path.unlink()
+            touched.append(_rel(layout, path))
+    store = store_path(layout)
+    if store.is_file():
+        if not dry_run:
+            purge_entries(layout, sorted(ids), sorted(keys))
+        touched.append(_rel(layout, store))
     manifest = layout.cache_dir / C.SYNC_MANIFEST_FILE
     if _drop_from_manifest(manifest, ids, dry_run):
         touched.append(_rel(layout, manifest))
@@ -189,35 +181,6 @@ def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = 
             atomic_write_text(access_file(layout), json.dumps({k: v for k, v in counts.items() if k not in ids}, separators=(",", ":"), sort_keys=True))
         touched.append(_rel(layout, access_file(layout)))
     return touched
-
-
-def _vector_caches(layout: Layout) -> list[Path]:
-    return sorted(p for folder in (layout.cache_dir, layout.cache_dir / C.ARCHIVE_CHUNK_VECTORS) if folder.is_dir() for p in folder.glob(VECTOR_CACHE_GLOB))
-
-
-def _drop_vectors(keys_file: Path, ids: set[str], gone: set[str], dry_run: bool) -> bool:
-    """Rewrite one vector cache (`<base>.keys.json` + `<base>.npy`) without the rows of these entries
-    and passages; a cache that cannot be read is removed (it is rebuilt). True if it changed."""
-    matrix_file = keys_file.with_name(keys_file.name.removesuffix(".keys.json") + ".npy")
-    try:
-        keys = json.loads(keys_file.read_text(encoding="utf-8"))
-        matrix = np.load(matrix_file)
-        readable = isinstance(keys, list) and matrix.ndim == 2 and matrix.shape[0] == len(keys)
-    except (OSError, ValueError):
-        readable = False
-    if not readable:
-        if not dry_run:
-            keys_file.unlink(missing_ok=True)
-            matrix_file.unlink(missing_ok=True)
-        return True
-    keep = [n for n, k in enumerate(keys) if not (k in gone or _names_entry(k, ids))]
-    if len(keep) == len(keys) or dry_run:
-        return len(keep) != len(keys)
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(matrix[keep]))
-    atomic_write_bytes(matrix_file, buf.getvalue())  # a crash between the two: the shapes differ, the cache is not used
-    atomic_write_text(keys_file, json.dumps([keys[n] for n in keep]))
-    return True
 
 
 def _drop_from_manifest(path: Path, ids: set[str], dry_run: bool) -> bool:
@@ -240,12 +203,6 @@ def _drop_from_manifest(path: Path, ids: set[str], dry_run: bool) -> bool:
         data["vectors"] = {k: v for k, v in vectors.items() if k not in ids}
         atomic_write_text(path, json.dumps(data, separators=(",", ":")))
     return True
-
-
-def _names_entry(key: str, ids: set[str]) -> bool:
-    """Whether a vector cache key is one of these entries' own vector ("entry:<id>:<hash>", "text:<id>")."""
-    kind, _, rest = key.partition(":")
-    return kind in ("entry", "text") and rest.split(":", 1)[0] in ids
 
 
 def _passage_keys(transcript: Path) -> list[str]:

@@ -220,7 +220,7 @@ class MemoryTools:
 
         try:
             held = within_cap(min(budget, cap - CONTEXT_WRAPPER)).budget
-            res = fit_to_provider_count(mem, within_cap, held)
+            res = fit_to_provider_count(mem.counting(), within_cap, held)
         except _NoFit:
             answer = {"root": str(self.root), "truncated": True, "tokens": 0, "budget": budget, "template": template or mem.settings.template,
                       "included": [], "dropped": [], "text": "",

@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 from memtool import confine
 from memtool import constants as C
-from memtool.budget import fit_to_provider_count
+from memtool.budget import Counting, fit_to_provider_count
 from memtool.config import Settings
 from memtool.access import load_counts, record
 from memtool.context import ContextInput, ContextResult, Section, pack
@@ -29,10 +29,8 @@ from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.quoting import log_tag_comment
 from memtool.search.docs import superseded_by
 from memtool.search.engine import Hit, Query, Weights, search
-from memtool.search.index import Known, open_index, refresh_index
-from memtool.search.segment import SearchIndex
+from memtool.search.store import Known, SearchIndex, entry_vector_key, open_index, refresh_index
 from memtool.search.typos import query_terms
-from memtool.search.vectors import entry_vector_key
 from memtool.session_vectors import entry_vectors
 from memtool.store import Layout, Store
 from memtool.text import content_words, count_tokens
@@ -285,13 +283,14 @@ class Memory:
         self.warnings = []
         access = load_counts(self.layout) if self.settings.access_boost > 0 else None
         index, weights = self.index(archive=q.archive), self.weights()
-        terms = query_terms(index, q.text, weights.typo_weight)
-        self.typo_fixes = terms.fixes
-        try:
-            hits = search(index, self.embedder, q, weights, access, terms=terms)
-        except ProviderError as exc:  # the query could not be embedded (a remote embedder down): words only
-            self.warnings.append(f"search: the embedder failed ({exc}); these hits come from word matches only")
-            hits = search(index, self.embedder, q, replace(weights, dense=0.0, dense_fallback=False, semantic=0.0), access, terms=terms)
+        with index.reading():  # one committed state of the store for the whole search
+            terms = query_terms(index, q.text, weights.typo_weight)
+            self.typo_fixes = terms.fixes
+            try:
+                hits = search(index, self.embedder, q, weights, access, terms=terms)
+            except ProviderError as exc:  # the query could not be embedded (a remote embedder down): words only
+                self.warnings.append(f"search: the embedder failed ({exc}); these hits come from word matches only")
+                hits = search(index, self.embedder, q, replace(weights, dense=0.0, dense_fallback=False, semantic=0.0), access, terms=terms)
         if access is not None:  # use counts are kept while the boost is on (a write costs ~1 ms on ext4)
             record(self.layout, [h.id for h in hits if h.kind == "entry"])
         return self._newer_items(hits)
@@ -334,7 +333,11 @@ class Memory:
     def pack_context(self, given: ContextInput, budget: int | None = None, template: str | None = None) -> ContextResult:
         """`given` packed into `budget` tokens (held to the provider's count when Gemini is configured)."""
         budget = self.settings.budget if budget is None else budget
-        return fit_to_provider_count(self, lambda b: self.pack_offline(given, b, template), budget)
+        return fit_to_provider_count(self.counting(), lambda b: self.pack_offline(given, b, template), budget)
+
+    def counting(self) -> Counting:
+        """What a context is counted with by the provider (memtool.budget); warnings go to this Memory's."""
+        return Counting(self.settings, self.compressor, self.embedder, self.warnings)
 
     def pack_offline(self, given: ContextInput, budget: int, template: str | None = None) -> ContextResult:
         """`given` packed into `budget` tokens by the offline count (no provider request)."""

@@ -27,7 +27,7 @@ from memtool.store import Layout
 
 
 def chunk_key(text: str) -> str:
-    """How a passage's vector is keyed in the search cache (memtool.search.vectors): its text's hash."""
+    """How a passage's vector is keyed in the derived store (memtool.search.store): its text's hash."""
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -7,7 +7,7 @@ nothing changed only stats files. Changed files are re-read and compared by cont
 mtime; only entries whose content hash changed (or whose embedding file is missing, corrupt or from
 another model) are re-embedded. A file that cannot be parsed is reported as path:line and skipped:
 its entries stay in index.json and their embedding files are kept. The search cache
-(`search.index.refresh_index`) is then brought up to date by its own stat fingerprint.
+(`search.store.refresh_index`) is then brought up to date in one transaction.
 
 Embedding runs outside the root's lock and writes each batch as it goes, so an interrupted sync or
 `memory reembed` resumes where it stopped.
@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,9 +33,7 @@ from memtool.fsutil import atomic_write_text
 from memtool.memory import Memory
 from memtool.models import Entry
 from memtool.search.docs import source_key
-from memtool.search.index import Known, Sigs, chain, refresh_index
-from memtool.search.vectors import entry_vector_key
-from memtool.search.write import manifest
+from memtool.search.store import Known, Sigs, entry_vector_key, refresh_index
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store
 from memtool.tombstones import bury
@@ -324,14 +321,7 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
 
 
 def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: SyncReport, known: Known) -> bool:
-    layout = mem.layout
-    folder = layout.cache_dir / C.SEARCH_DIR
-    if full:  # everything derived from the files goes: the archive search cache and its vectors too
-        shutil.rmtree(folder, ignore_errors=True)
-        shutil.rmtree(layout.cache_dir / C.ARCHIVE_SEARCH_DIR, ignore_errors=True)
-        for old in [*layout.cache_dir.glob("vectors-*"), *(layout.cache_dir / C.ARCHIVE_CHUNK_VECTORS).glob("vectors-*")]:  # search/vectors.py
-            old.unlink()
-    before = _builds(folder)
+    """Bring the derived store (memtool/search/store.py) up to date; whether it changed."""
     if progress and (full or report.changed):
         progress("updating the search cache", 0, 0)
     done = 0
@@ -343,15 +333,10 @@ def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: 
             progress("embedding Markdown and transcript chunks", done, 0)
 
     problems: list[str] = []
-    refresh_index(layout, mem.embedder, step, problems, known=known)
+    changed = refresh_index(mem.layout, mem.embedder, step, problems, known=known, full=full)
     seen = {_path_of(e) for e in report.errors}
     report.errors.extend(p for p in problems if _path_of(p) not in seen)  # the same bad files, reported once
-    return _builds(folder) != before
-
-
-def _builds(folder: Path) -> list[str]:
-    """The build of each segment of the search cache: a sync rebuilt it when one of them changed."""
-    return [manifest(path).get("build_id", "") for path in chain(folder)]
+    return changed
 
 
 def reembed_archive(mem: Memory, errors: list[str] | None = None, batch: int = C.SYNC_EMBED_BATCH) -> list[Path]:

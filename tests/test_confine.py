@@ -12,6 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+
+from memtool import constants as C
 from typer.testing import CliRunner
 
 from memtool import confine
@@ -206,15 +208,21 @@ def test_mcp_memory_get_refuses_a_fifo_without_blocking(store, fake_embedder):
 
 
 def test_a_search_cache_holding_a_fifo_is_rebuilt_not_read(store, fake_embedder):
+    import sqlite3
+
     mem = open_memory(store, embedder=fake_embedder)
     assert mem.search("Postgres billing")
-    manifest = store / "memory" / ".cache" / "search" / "manifest.json"
-    saved = manifest.read_bytes()
-    manifest.unlink()
-    os.mkfifo(manifest)
+    del mem
+    db = store / "memory" / ".cache" / C.STORE_FILE
+    for name in (db, db.with_name(db.name + "-wal")):
+        name.unlink(missing_ok=True)
+    os.mkfifo(db)
     mem = open_memory(store, embedder=fake_embedder)
     assert mem.search("Postgres billing")
-    assert manifest.is_file() and json.loads(manifest.read_bytes())["model"] == json.loads(saved)["model"]
+    assert db.is_file() and not db.is_fifo()
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()[0] == fake_embedder.model
+    conn.close()
 
 
 def test_a_cache_folder_linked_out_of_the_root_is_never_written(store, outside, fake_embedder):

@@ -86,12 +86,20 @@ def stored_model(root: Path) -> str | None:
     """The model of the vectors this store already holds: its search cache's (this machine's), else
     that of an entry embedding file (written on whichever machine compressed it); None for a new store."""
     layout = Layout(root)
-    try:  # read as json, not through memtool.search.write: a `memory log` builds its embedder too
-        meta = json.loads(confine.read_bytes(layout.cache_dir / C.SEARCH_DIR / "manifest.json"))
-        if isinstance(meta, dict) and isinstance(meta.get("model"), str):
-            return meta["model"]
-    except (OSError, ValueError, UnsafePath):
-        pass
+    store = layout.cache_dir / C.STORE_FILE
+    if confine.is_regular(store):  # no link, FIFO or device (a clone's .cache); read with sqlite3 alone, not through memtool.search.store: a `memory log` builds its embedder too
+        import sqlite3
+
+        try:
+            conn = sqlite3.connect(f"{store.as_uri()}?mode=ro", uri=True)
+            try:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
+            finally:
+                conn.close()
+            if row:
+                return row[0]
+        except sqlite3.Error:
+            pass  # damaged or being created: the embedding files say
     try:
         with os.scandir(layout.embeddings_dir) as files:
             for file in files:

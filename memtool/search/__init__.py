@@ -1,1 +1,1 @@
-"""Hybrid search: BM25 (bm25s) + vectors (numpy), fused by weighted reciprocal rank."""
+"""Hybrid search over the derived store (store.py, SQLite): BM25 over our own postings + vectors (numpy), ranked in engine.py."""

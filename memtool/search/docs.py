@@ -1,6 +1,6 @@
 """The searchable documents of a memory: one per entry (its structured fields), one per chunk of
 its kept transcript (pointing at its entry) and one per heading/paragraph chunk of the Markdown
-layers, read from the files. Building them into a segment is memtool/search/index.py's job."""
+layers, read from the files. Storing them is memtool/search/store.py's job."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def entry_search_text(e: Entry) -> str:
 
 
 class Declared(NamedTuple):
-    """An entry that supersedes others, as the base segment records it (supersedes.json)."""
+    """An entry that supersedes others, as the derived store records it (its entries table)."""
 
     id: str
     timestamp: str

@@ -18,7 +18,7 @@ from memtool.access import boost
 from memtool.dates import mentioned_periods
 from memtool.search.cues import asked_cues
 from memtool.search.fusion import sibling_sums, top_ranks, weighted_rrf
-from memtool.search.segment import IMPORTANCE_CODE, KIND_CODE, SearchIndex
+from memtool.search.store import IMPORTANCE_CODE, KIND_CODE, SearchIndex
 from memtool.search.semantic import rescore
 from memtool.search.typos import Terms
 
@@ -87,8 +87,7 @@ def _ts_text(ts: float) -> str:
 
 def allowed_mask(index: SearchIndex, q: Query) -> np.ndarray:
     mask = np.isin(index.kind, [KIND_CODE[k] for k in q.kinds])
-    if index.alive is not None:  # documents a delta segment holds again
-        mask &= index.alive
+    mask &= index.alive  # not deleted since (the store's dead documents), nor archived unless asked for
     if q.since is not None:
         mask &= index.ts >= q.since.timestamp()
     if q.until is not None:
@@ -225,7 +224,7 @@ def _materialise(index: SearchIndex, q: Query, ranked: list[list[tuple[int, floa
         )
         if d["kind"] == "transcript":
             hit.passage = d["text"]
-            hit.text = _entry_summary(index, doc_id, d["entry"])
+            hit.text = index.entry_summary(d["entry"])
         hit.passages = [x["text"] for x in index.docs(i for i, _ in members[1:]) if x["kind"] == "transcript"]
         hits.append(hit)
         ids.add(result_id)
@@ -260,14 +259,3 @@ def newer_first(hits: list[Hit]) -> list[Hit]:
         if h.id not in placed:
             place(h)
     return out
-
-
-def _entry_summary(index: SearchIndex, doc_id: int, entry_id: str) -> str:
-    """The entry document of a transcript chunk's group (built just before its chunks)."""
-    g = index.group[doc_id]
-    for i in range(doc_id, -1, -1):
-        if index.group[i] != g:
-            break
-        if index.kind[i] == KIND_CODE["entry"]:
-            return index.doc(i)["text"]
-    return ""

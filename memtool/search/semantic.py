@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from memtool.search.fusion import sibling_sums
-from memtool.search.segment import KIND_CODE, SearchIndex
+from memtool.search.store import KIND_CODE, SearchIndex
 
 
 def rescore(index: SearchIndex, docs: np.ndarray, scores: np.ndarray, qvec: np.ndarray, allowed: np.ndarray,

@@ -1,9 +1,9 @@
 """Typo tolerance: a query word that no document holds is also searched as the indexed words an edit
 or two away ('postgress' -> 'postgres', 'deploymnet' -> 'deployment').
 
-Each segment keeps its documents' words as written (`SURFACE_FILE`, one per line), since the BM25
-vocabulary holds stems, which a misspelling does not stem like its word. A base segment also keeps
-the whole words of the WordLlama tokenizer's vocabulary (`DICTIONARY_FILE`): a query word common
+The derived store (memtool/search/store.py) keeps its documents' words as written, since the BM25
+vocabulary holds stems, which a misspelling does not stem like its word. It also keeps the whole
+words of the WordLlama tokenizer's vocabulary (`dictionary_text`): a query word common
 enough to be one of them was meant as written ('likely' is not 'lively' misspelled), so it is never
 corrected. Matching uses rapidfuzz's optimal-string-alignment distance (a swap of two neighbours is
 one edit), imported only when a query has an unknown word.
@@ -18,8 +18,6 @@ from pathlib import Path
 
 from memtool.text import STOPWORDS, stem_words, terms, words
 
-SURFACE_FILE = "words.txt"  # inside a segment folder: its documents' distinct words, one per line
-DICTIONARY_FILE = "dictionary.txt"  # inside the base segment: words never corrected, one per line
 TOKENIZER_FILE = "tokenizers/l2_supercat_tokenizer_config.json"  # inside the wordllama package
 WORD_START = "\u2581"  # the tokenizer's mark for a piece that starts a word
 SURFACE_MIN_LEN = 4  # shorter words are neither corrected nor offered as corrections

@@ -1,5 +1,5 @@
-"""The search cache is derived and written without fsync: a file of it cut off by a crash or a power
-cut is noticed when the cache is opened, and the cache is rebuilt from the memory files."""
+"""The derived store is rebuilt from the memory files when it is damaged (cut off, overwritten, a
+table gone): the search answers as before, says so, and the memory itself is untouched."""
 
 from datetime import datetime, timezone
 
@@ -8,7 +8,9 @@ import pytest
 from memtool.app import open_memory
 from memtool.scaffold import init
 from memtool.search.engine import Query
-from memtool.search.segment import DELTA_DIR, FRESH_DIR
+import sqlite3
+
+from memtool.search.store import store_path
 
 
 def snapshot(root):
@@ -23,7 +25,7 @@ def mem(root, fake_embedder):
         m.compress(f"Alice: we worked on the {t} today.", when=datetime(2026, 2, 1 + i, 9, tzinfo=timezone.utc), session=f"s{i}")
     m.index()
     m.compress("Bob: the Kafka consumer lag came back.", when=datetime(2026, 2, 9, 9, tzinfo=timezone.utc), session="s9")
-    m.index()  # a delta on top of the base, a fresh segment on the delta
+    m.index()
     return m
 
 
@@ -31,18 +33,29 @@ def ranked(root, fake_embedder):
     return [(h.id, h.text) for h in open_memory(root, embedder=fake_embedder).search(Query(text="Kafka consumer lag", limit=10))]
 
 
-@pytest.mark.parametrize(
-    "name",
-    ["manifest.json", "vectors.npy", "ts.npy", "cues.npy", "docs.jsonl", "bm25/vocab.index.json", "bm25/data.csc.index.npy",
-     f"{DELTA_DIR}/docs.jsonl", f"{DELTA_DIR}/bm25/indptr.csc.index.npy", f"{DELTA_DIR}/sources.json",
-     f"{FRESH_DIR}/docs.jsonl", f"{FRESH_DIR}/vectors.npy", f"{FRESH_DIR}/sources.json", f"{FRESH_DIR}/manifest.json"],
-)
-def test_a_cut_off_cache_file_is_rebuilt(mem, root, fake_embedder, name):
-    assert all((root / "memory/.cache/search" / d / "manifest.json").is_file() for d in (DELTA_DIR, FRESH_DIR))
-    before, files = ranked(root, fake_embedder), snapshot(root)
-    path = root / "memory/.cache/search" / name
+def cut(path):
     path.write_bytes(path.read_bytes()[: max(1, path.stat().st_size // 3)])
-    assert ranked(root, fake_embedder) == before
+
+
+def overwritten(path):
+    data = bytearray(path.read_bytes())
+    data[:100] = b"\xff" * 100
+    path.write_bytes(bytes(data))
+
+
+def dropped(path):
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE columns")
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("damage", [cut, overwritten, dropped])
+def test_a_damaged_store_is_rebuilt(mem, root, fake_embedder, damage):
+    before, files = ranked(root, fake_embedder), snapshot(root)
+    damage(store_path(mem.layout))
+    m = open_memory(root, embedder=fake_embedder)
+    assert [(h.id, h.text) for h in m.search(Query(text="Kafka consumer lag", limit=10))] == before
     assert snapshot(root) == files  # the memory itself is untouched
 
 

