@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from memtool.archive import archive_layouts
+from memtool.confine import is_regular
 from memtool.dayfile import day_document, load_json
 from memtool.doctor.checks import Checker, readable_text, content_duplicates
 from memtool.doctor.report import Report
@@ -86,7 +87,10 @@ class Doctor(Checker):
                 for e in indexed:
                     if e.day == path.stem:
                         kept.setdefault(e.id, e)
-            q.copy(path)  # the original kept first: a crash leaves it in place or in the quarantine
+            if is_regular(path):
+                q.copy(path)  # the original kept first: a crash leaves it in place or in the quarantine
+            else:
+                q.move(path)  # a link or FIFO is set aside unread: there is nothing in it to lose
             atomic_write_text(path, day_document(path.stem, kept.values()))
             fixed.append(f"rewrote {problem.path} with the {len(kept)} entries that parse; the original is in {q.moved[-1]}")
         return bool(bad)
