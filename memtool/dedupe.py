@@ -37,8 +37,9 @@ from memtool import constants as C
 from memtool.dayfile import id_day, read_day
 from memtool.errors import BadInput, StoreCorrupt, UnsafePath
 from memtool.models import Entry, parse_iso
-from memtool.text import SPEAKER_ROLES, content_words
 from memtool.store import Layout, Store
+from memtool.text import SPEAKER_ROLES, content_words
+
 
 @dataclass
 class Duplicate:

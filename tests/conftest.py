@@ -10,6 +10,7 @@ import pytest
 
 from memtool.errors import ProviderError
 from memtool.providers import Compressed
+from tests.gemini_fake import gemini_server  # noqa: F401  (the fake Gemini server, a fixture for every test)
 
 
 @pytest.fixture(autouse=True)

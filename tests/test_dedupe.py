@@ -21,9 +21,9 @@ from memtool.dedupe import comparable, jaccard
 from memtool.errors import BadInput
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Session
-from memtool.text import content_words
 from memtool.scaffold import init
 from memtool.search.engine import Hit, newer_first
+from memtool.text import content_words
 
 WHEN = datetime(2026, 2, 10, 9, tzinfo=timezone.utc)
 SESSION = """User: the payment webhook keeps timing out when Stripe retries.

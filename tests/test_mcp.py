@@ -24,7 +24,7 @@ from memtool import constants as C
 from memtool.providers.auto import e5_runs
 from memtool.providers.wordllama import WordLlamaEmbedder
 from memtool.text import count_tokens
-from tests.gemini_fake import FAKE_KEY, fake_token_count, gemini_server  # noqa: F401  (fixture)
+from tests.gemini_fake import FAKE_KEY, fake_token_count
 
 EXPORT = """user: The nightly export job keeps timing out on the reporting database.
 assistant: I profiled it. The slow part is the CSV writer, not the query.

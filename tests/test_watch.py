@@ -17,8 +17,8 @@ from types import SimpleNamespace
 import pytest
 
 from memtool.scaffold import init
-from memtool.watch import Watcher, relevant
 from memtool.sync import persist_embedder
+from memtool.watch import Watcher, relevant
 from tests.test_sync import TEXTS, RecordingEmbedder, day_path, mem_with, when
 
 DEBOUNCE, MAX_LATENCY = 0.1, 1.0

@@ -280,7 +280,7 @@ def test_a_resumed_claude_session_supersedes_its_first_part_end_to_end(tmp_path,
     """The real worker and the real `memory compress`, twice on one Claude Code session that grew
     (resumed): the second entry supersedes the first, and the session-start bundle shows only it."""
     from memtool.scaffold import init
-    from memtool.store import Store, Layout
+    from memtool.store import Layout, Store
 
     init(root)
     payload = claude_payload(tmp_path) | {"cwd": str(root)}

@@ -23,10 +23,9 @@ from memtool.errors import (
     ProviderTimeout,
     RateLimited,
 )
-from memtool.providers import Compressor, Embedder, TokenCounter, build_compressor, build_embedder
-from memtool.providers import gemini_schema as S
+from memtool.providers import Compressor, Embedder, TokenCounter, build_compressor, build_embedder, gemini_schema as S
 from memtool.providers.gemini import GeminiClient, GeminiCompressor, GeminiEmbedder, GeminiTokenCounter
-from tests.gemini_fake import FAKE_KEY, FakeGemini, fake_vector, gemini_server  # noqa: F401  (fixture)
+from tests.gemini_fake import FAKE_KEY, FakeGemini, fake_vector
 
 FAST = 0.01  # retry base delay in tests
 
