@@ -22,7 +22,7 @@ The policy, on the transcript as it would be stored (after redaction):
   the longest, then the newest), and `memory context` shows only the newer.
 
 Only kept transcripts are compared: entries compressed with `--no-transcript` never match.
-Distinct conversations between the same people stay far below the threshold (README: LoCoMo).
+Distinct conversations between the same people stay far below the threshold (docs/benchmarks.md: LoCoMo).
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def test_a_weight_set_overrides_the_embedders(root, fake_embedder):
     init(root)
     assert open_memory(root, embedder=fake_embedder).weights().semantic == 0.0  # no semantic_weight: none
     assert open_memory(root, embedder=fake_embedder, semantic_weight=0.3).weights().semantic == 0.3
-    assert open_memory(root, embedder="wordllama").weights().semantic == pytest.approx(0.15)  # earned with session vectors (README)
+    assert open_memory(root, embedder="wordllama").weights().semantic == pytest.approx(0.15)  # earned with session vectors (docs/benchmarks.md)
     assert open_memory(root, embedder="wordllama", semantic_weight=0).weights().semantic == 0.0
 
 
