@@ -425,8 +425,8 @@ WIDGET_QUERY = {"query": "widget alpha beta gamma", "limit": 50}
 @pytest.fixture(scope="module")
 def widgets(tmp_path_factory, home) -> dict[str, Any]:
     """A memory root with 60 short entries, each naming its own widget (widgetN), so the text of a
-    context bundle shows which entries it holds. Stored in one batch with WordLlama (these tests are
-    about packing, not the embedder); the server's `auto` keeps the store's model."""
+    context bundle shows which entries it holds. Stored in one batch (embeddings and the search cache
+    made once, not 60 times), with the real default embedder the server uses too."""
     from memtool.app import open_memory
     from memtool.memory import Session
     from memtool.scaffold import init
@@ -442,7 +442,7 @@ def widgets(tmp_path_factory, home) -> dict[str, Any]:
         for i in range(1, WIDGETS + 1)
     ]
     with home_env(home):
-        mem = open_memory(root, embedder="wordllama")
+        mem = open_memory(root)  # the real default embedder: this module-scoped store is built before the fake applies
         number = {entry.id: i for i, entry in enumerate(mem.compress_many(sessions), start=1)}
         mem.search("warm the search cache")
     assert len(number) == WIDGETS
