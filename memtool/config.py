@@ -29,7 +29,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from memtool import constants as C, trust
+from memtool import constants as C
+from memtool import trust
 from memtool.errors import ConfigError, NotFound
 
 COMPRESSORS = "compressors"  # `choices` of a field naming a registered provider

@@ -18,7 +18,8 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from memtool import __version__, constants as C
+from memtool import __version__
+from memtool import constants as C
 from memtool.errors import MemtoolError, NotFound
 from memtool.mcp_fit import capped_message
 from memtool.mcp_tools import MemoryTools

@@ -9,7 +9,8 @@ import string
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from memtool import constants as C
 from memtool.chunking import HEADING_RE, chunk_lines, chunk_markdown, uncommented

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memtool import redact as redact_mod
 from memtool.errors import ConfigError

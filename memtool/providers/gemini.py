@@ -29,7 +29,8 @@ from memtool.errors import (
     ProviderTimeout,
     RateLimited,
 )
-from memtool.providers import Compressed, Hints, gemini_schema as S
+from memtool.providers import Compressed, Hints
+from memtool.providers import gemini_schema as S
 
 if TYPE_CHECKING:
     from memtool.config import Settings

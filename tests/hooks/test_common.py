@@ -7,7 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memtool import hooks as core
 from memtool.hooks.common import filled_record, installed_semantics, survey, uninstalled_semantics

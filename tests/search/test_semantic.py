@@ -4,7 +4,8 @@ from datetime import datetime, timezone
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memtool.app import open_memory
 from memtool.scaffold import init
