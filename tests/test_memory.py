@@ -6,9 +6,9 @@ from datetime import datetime, timezone
 import pytest
 
 from memtool.app import open_memory
-from memtool.quoting import comment_tags
 from memtool.errors import BadInput, NotAMemoryRoot
 from memtool.memory import Session
+from memtool.quoting import comment_tags
 from memtool.scaffold import init
 from memtool.search.engine import Query
 
