@@ -118,8 +118,14 @@ def fake_auto_embedder(request, monkeypatch):
     def load(group, name, kind):
         return FakeEmbedder if (group, name) == (providers.EMBEDDER_GROUP, "fake") else real_load(group, name, kind)
 
+    real_available = providers.available
+
+    def available(group):  # `memory init` writes the chosen embedder to config.yaml, which is then checked
+        return sorted({*real_available(group), "fake"}) if group == providers.EMBEDDER_GROUP else real_available(group)
+
     monkeypatch.setattr(auto, "choose_embedder", choose_embedder)
     monkeypatch.setattr(providers, "_load", load)
+    monkeypatch.setattr(providers, "available", available)
 
 
 @pytest.fixture

@@ -149,6 +149,7 @@ def test_binary_and_invalid_utf8(ready):
     assert "\ufffd" in json.loads(res.stdout)[0]["summary"]
 
 
+@pytest.mark.real_embedder  # `init` in process writes the embedder the real processes then use
 def test_real_subprocess(ready, env):
     cmd = [sys.executable, "-m", "memtool"]
     done = subprocess.run([*cmd, "compress", "s1.md"], env=env, capture_output=True, text=True, timeout=120)

@@ -33,7 +33,7 @@ def test_lexical_hits_always_rank_before_fallback_hits(mem):
 
 
 def test_no_fallback_when_disabled(root, mem):
-    strict = open_memory(root, dense_fallback=False)
+    strict = open_memory(root, embedder="wordllama", dense_fallback=False)
     assert strict.search(Query(text="children", limit=2, kinds=("entry",))) == []
 
 
