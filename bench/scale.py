@@ -50,7 +50,8 @@ from memtool import constants as C
 from memtool.app import open_memory
 from memtool.memory import Session
 from memtool.providers.auto import e5_runs
-from memtool.providers.e5 import DIM as E5_DIM, E5Embedder
+from memtool.providers.e5 import DIM as E5_DIM
+from memtool.providers.e5 import E5Embedder
 from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.search.store import discard

@@ -70,7 +70,7 @@ class Settings:
     template: str = _f(C.DEFAULT_TEMPLATE, "Default context template: chat, detailed or summary.", choices=C.TEMPLATES)
     search_limit: int = _f(C.DEFAULT_LIMIT, "Default number of hits for `memory search`.", minimum=1)
     bm25_weight: float = _f(1.0, "Weight of the BM25 channel in rank fusion.", minimum=0)
-    dense_weight: float = _f(0.0, "Weight of the vector channel in rank fusion. 0 on the LoCoMo dev sweep: any positive weight lowered MRR there (README).", minimum=0)
+    dense_weight: float = _f(0.0, "Weight of the vector channel in rank fusion. 0 on the LoCoMo dev sweep: any positive weight lowered MRR there (docs/benchmarks.md).", minimum=0)
     dense_fallback: bool = _f(True, "When BM25 finds fewer hits than asked for, fill in with vector-similar results (ranked after every word match).")
     rrf_k: int = _f(C.RRF_K, "RRF constant k: higher flattens the influence of top ranks.", minimum=0)
     date_boost: float = _f(C.DEFAULT_DATE_BOOST, "A query that names a date ('3 June 2023', 'May 2023', 'yesterday'): word-match scores x (1 + date_boost x closeness of the result's date to it). 0 disables.", minimum=0)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from memtool.errors import BadInput
-from memtool.search.engine import Hit
 from memtool.dates import anchor_text
+from memtool.errors import BadInput
 from memtool.models import parse_iso
 from memtool.quoting import inline_code, no_headings, one_line, shown_log
+from memtool.search.engine import Hit
 from memtool.text import count_tokens, tokenize, truncate_to_tokens
 
 

@@ -22,7 +22,7 @@ The policy, on the transcript as it would be stored (after redaction):
   the longest, then the newest), and `memory context` shows only the newer.
 
 Only kept transcripts are compared: entries compressed with `--no-transcript` never match.
-Distinct conversations between the same people stay far below the threshold (README: LoCoMo).
+Distinct conversations between the same people stay far below the threshold (docs/benchmarks.md: LoCoMo).
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ from memtool import constants as C
 from memtool.dayfile import id_day, read_day
 from memtool.errors import BadInput, StoreCorrupt, UnsafePath
 from memtool.models import Entry, parse_iso
-from memtool.text import SPEAKER_ROLES, content_words
 from memtool.store import Layout, Store
+from memtool.text import SPEAKER_ROLES, content_words
+
 
 @dataclass
 class Duplicate:

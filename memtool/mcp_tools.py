@@ -23,8 +23,8 @@ from typing import Any, Iterable
 
 from memtool import constants as C
 from memtool.budget import fit_to_provider_count
-from memtool.context import UNTRUSTED_NOTE, ContextResult
 from memtool.confine import read_bytes as confined_read
+from memtool.context import UNTRUSTED_NOTE, ContextResult
 from memtool.errors import BadInput, NotFound, UnsafePath
 from memtool.mcp_fit import brief, file_head, fit, join_notes, lines_within, log_tail, render, tokens, within
 from memtool.memory import Memory

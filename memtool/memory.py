@@ -15,9 +15,9 @@ from typing import Callable, Iterable
 
 from memtool import confine
 from memtool import constants as C
+from memtool.access import load_counts, record
 from memtool.budget import Counting, fit_to_provider_count
 from memtool.config import Settings
-from memtool.access import load_counts, record
 from memtool.context import ContextInput, ContextResult, Section, pack
 from memtool.dates import anchor
 from memtool.dayfile import read_day

@@ -36,8 +36,8 @@ from memtool.search.docs import source_key
 from memtool.search.store import Known, Sigs, entry_vector_key, refresh_index
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store
-from memtool.tombstones import bury
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files, stat_sig
+from memtool.tombstones import bury
 
 Progress = Callable[[str, int, int], None]  # (task, done, total); total 0 when unknown
 

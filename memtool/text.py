@@ -28,7 +28,7 @@ _MARK_SPANS = ((0x0300, 0x2100), (0x2C00, 0x2E00), (0x3000, 0x3100), (0xA600, 0x
 # Offline token count (`count_tokens`): one token per piece of a word plus one per other character
 # that is not white space. ASCII letters go in pieces of up to 4, digits of up to 3, letters of the
 # Russian alphabet (Russian, Ukrainian, Bulgarian, Serbian) in pieces of up to 2; any other character
-# is a token. Measured against three tokenizers (README "Token counts"): against Llama-2's and
+# is a token. Measured against three tokenizers (docs/benchmarks.md "Token counts"): against Llama-2's and
 # GPT-4's no other script is counted higher than English is, and most are counted low.
 TOKEN_PIECE_RE = re.compile(r"[A-Za-z]{1,4}|\d{1,3}|[^\sA-Za-z\d]")
 # Sentences of ASCII text: after . ! ? (and closing quotes or brackets, which the split drops) and
@@ -153,7 +153,7 @@ def _spaceless_pair(w: str) -> bool:
 
 
 def count_tokens(text: str) -> int:
-    """Offline token estimate (see README for its measured error against real tokenizers). ASCII text
+    """Offline token estimate (see docs/benchmarks.md for its measured error against real tokenizers). ASCII text
     takes TOKEN_PIECE_RE as it always did; other text `_any_token_piece_re`, which counts its ASCII
     parts the same."""
     return len(TOKEN_PIECE_RE.findall(text) if text.isascii() else _any_token_piece_re().findall(text))

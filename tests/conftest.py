@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from memtool.errors import ProviderError
 from memtool.providers import Compressed
+from tests.gemini_fake import gemini_server  # noqa: F401  (the fake Gemini server, a fixture for every test)
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +51,10 @@ class FakeEmbedder:
     def __init__(self, model: str = "fake-hash-64", dim: int = 64):
         self.model, self.dim = model, dim
         self.calls = 0
+
+    @classmethod
+    def from_settings(cls, settings, root) -> "FakeEmbedder":
+        return cls()
 
     def _vec(self, text: str) -> np.ndarray:
         v = np.zeros(self.dim, dtype=np.float32)
@@ -93,6 +99,35 @@ class FakeCompressor:
         return Compressed(summary=first, keywords=words, topics=["general"])
 
 
+@pytest.fixture(autouse=True)
+def fake_auto_embedder(request, monkeypatch):
+    """In this process, `embedder: auto` (the default) builds a FakeEmbedder for a new store or a store of
+    fake vectors, so tests not about the embedder do not run the real e5 model (~50 ms a passage on a busy
+    2-core machine, seconds a test). A store of e5 or WordLlama vectors (made by a `memory` subprocess, which
+    this does not reach) keeps its own. Tests of the real default are marked `real_embedder`."""
+    if request.node.get_closest_marker("real_embedder"):
+        return
+    from memtool import providers
+    from memtool.providers import auto
+
+    real_choice, real_load = auto.choose_embedder, providers._load
+
+    def choose_embedder(root):
+        return "fake" if auto.stored_model(root) in (None, FakeEmbedder.model) else real_choice(root)
+
+    def load(group, name, kind):
+        return FakeEmbedder if (group, name) == (providers.EMBEDDER_GROUP, "fake") else real_load(group, name, kind)
+
+    real_available = providers.available
+
+    def available(group):  # `memory init` writes the chosen embedder to config.yaml, which is then checked
+        return sorted({*real_available(group), "fake"}) if group == providers.EMBEDDER_GROUP else real_available(group)
+
+    monkeypatch.setattr(auto, "choose_embedder", choose_embedder)
+    monkeypatch.setattr(providers, "_load", load)
+    monkeypatch.setattr(providers, "available", available)
+
+
 @pytest.fixture
 def fake_embedder():
     return FakeEmbedder()
@@ -103,16 +138,30 @@ def fake_compressor():
     return FakeCompressor()
 
 
-@pytest.fixture
-def env(root, tmp_path_factory):
-    """Environment for `memory` subprocesses: this root, the offline providers, and a model cache
-    shared by the test session (warmed here, so each process memory-maps it instead of loading WordLlama)."""
-    import os
-
+def shared_model_cache(tmp_path_factory) -> Path:
+    """A model cache shared by the test session, WordLlama's matrix exported there (once)."""
     from memtool.providers.wordllama import WordLlamaEmbedder
 
     cache = tmp_path_factory.getbasetemp() / "xdg-cache"
     WordLlamaEmbedder(cache / "memtool" / "models").embed_documents(["warm up"])  # exports the matrix once
+    return cache
+
+
+@pytest.fixture
+def model_cache(tmp_path_factory, monkeypatch) -> Path:
+    """XDG_CACHE_HOME of this process pointed at the shared model cache: a WordLlama built in the test
+    memory-maps the exported matrix instead of exporting it again into the test's own HOME."""
+    cache = shared_model_cache(tmp_path_factory)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    return cache
+
+
+@pytest.fixture
+def env(root, tmp_path_factory):
+    """Environment for `memory` subprocesses: this root, the offline providers (WordLlama: a subprocess
+    cannot reach the tests' fake embedder), and the shared model cache."""
+    import os
+
     e = dict(os.environ)
-    e.update(MEMTOOL_ROOT=str(root), MEMTOOL_EMBEDDER="wordllama", MEMTOOL_COMPRESSOR="local", XDG_CACHE_HOME=str(cache))
+    e.update(MEMTOOL_ROOT=str(root), MEMTOOL_EMBEDDER="wordllama", MEMTOOL_COMPRESSOR="local", XDG_CACHE_HOME=str(shared_model_cache(tmp_path_factory)))
     return e

@@ -4,9 +4,6 @@ lost at any crash point, and `--archive` searches what moved."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -246,27 +243,26 @@ def test_a_log_written_again_after_its_day_was_archived_is_merged(mem, root):
 
 
 def test_cli_archive_then_search_archive_and_show(root, tmp_path):
-    """As a user runs it: real processes with the default embedder."""
+    """As a user runs it: every step a `memory` command."""
     init(root)
-    env = dict(os.environ, MEMTOOL_ROOT=str(root), XDG_CACHE_HOME=str(tmp_path / "xdg"))
-    run = lambda *args: subprocess.run([sys.executable, "-m", "memtool", *args], env=env, capture_output=True, text=True, timeout=120)  # noqa: E731
+    run = lambda *args: CliRunner().invoke(app, list(args))  # noqa: E731
     session = tmp_path / "s.md"
     session.write_text("User: the ferret build farm moved to arm64 runners.\nAssistant: noted, arm64 it is.\n")
     stored = run("compress", str(session), "--date", "2020-05-04")
-    assert stored.returncode == 0, stored.stderr
+    assert stored.exit_code == 0, stored.output
     entry_id = stored.stdout.split()[0]
 
     dry = run("archive", "--dry-run", "--json")
-    assert dry.returncode == 0 and json.loads(dry.stdout)["entries"] == [entry_id]
+    assert dry.exit_code == 0 and json.loads(dry.stdout)["entries"] == [entry_id]
     done = run("archive")
-    assert done.returncode == 0 and f"moved entry {entry_id}" in done.stdout and "archived 0 daily logs and 1 entries" in done.stdout
+    assert done.exit_code == 0 and f"moved entry {entry_id}" in done.stdout and "archived 0 daily logs and 1 entries" in done.stdout
     assert (root / "memory/archive/2020/index/2020-05-04.json").is_file()
 
     assert json.loads(run("search", "ferret arm64", "--kind", "entry", "--json").stdout) == []
     found = json.loads(run("search", "ferret arm64", "--kind", "entry", "--archive", "--json").stdout)
     assert found[0]["id"] == entry_id
     shown = run("show", entry_id)
-    assert shown.returncode == 0 and "ferret" in shown.stdout and "archived: " in shown.stdout
+    assert shown.exit_code == 0 and "ferret" in shown.stdout and "archived: " in shown.stdout
 
 
 def test_cli_archive_nothing_to_do(root):

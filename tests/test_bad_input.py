@@ -125,9 +125,11 @@ def test_not_a_memory_root(store, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "t.md").write_text(AUTH)
-    for args in (["compress", "t.md"], ["log", "x"], ["search", "x"], ["doctor"]):
-        res = subprocess.run([sys.executable, "-m", "memtool", "--root", str(elsewhere), *args], capture_output=True, text=True, cwd=elsewhere)
-        assert res.returncode == NotAMemoryRoot.exit_code and "is not a memory root" in res.stderr and "memory init" in res.stderr
+    res = subprocess.run([sys.executable, "-m", "memtool", "--root", str(elsewhere), "compress", "t.md"], capture_output=True, text=True, cwd=elsewhere)
+    assert res.returncode == NotAMemoryRoot.exit_code and "is not a memory root" in res.stderr and "memory init" in res.stderr
+    for args in (["compress", "t.md"], ["log", "x"], ["search", "x"], ["doctor"]):  # the same in process
+        res = cli("--root", str(elsewhere), *args)
+        assert res.exit_code == NotAMemoryRoot.exit_code and "is not a memory root" in res.stderr and "memory init" in res.stderr
     assert sorted(p.name for p in elsewhere.iterdir()) == ["t.md"]  # nothing was created there
 
 

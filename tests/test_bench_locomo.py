@@ -219,9 +219,8 @@ def test_main_single_mode_and_question_limit(data, capsys):
 
 
 def test_observation_coverage_counts_the_facts_an_entry_keeps():
-    from memtool.models import Entities, Entry
-
     from bench.locomo import observation_coverage, session_observations
+    from memtool.models import Entities, Entry
 
     sample = {"conversation": {"session_1": [{}], "session_1_observation": {
         "Caroline": [["Caroline went to an LGBTQ support group.", "D1:3"], ["Caroline plans to adopt children.", "D1:5"]],

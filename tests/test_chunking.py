@@ -1,5 +1,5 @@
-from memtool.app import open_memory
 import memtool.chunking
+from memtool.app import open_memory
 from memtool.chunking import chunk_at, chunk_lines, chunk_markdown, uncommented
 from memtool.scaffold import init
 from memtool.text import count_tokens

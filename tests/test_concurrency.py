@@ -14,7 +14,6 @@ import sys
 import textwrap
 import time
 
-
 from memtool.doctor import open_doctor
 from memtool.scaffold import init
 from memtool.store import Layout

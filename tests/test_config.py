@@ -261,5 +261,5 @@ def test_init_writes_the_trust_model_into_the_config_header(root):
     assert "memory config trust" in text and "~/.config/memtool/config.yaml" in text
     assert load_settings(root, env={}) == Settings()  # all commented out
     lines = text.splitlines()
-    marked = [name for name in FIELDS if "[protected unless" in lines[lines.index(next(l for l in lines if l.startswith(f"# {name}: "))) - 1]]
+    marked = [name for name in FIELDS if "[protected unless" in lines[lines.index(next(line for line in lines if line.startswith(f"# {name}: "))) - 1]]
     assert marked == ["compressor", "embedder", "gemini_base_url", "openai_base_url", "redact"]

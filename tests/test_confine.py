@@ -12,11 +12,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-
-from memtool import constants as C
 from typer.testing import CliRunner
 
 from memtool import confine
+from memtool import constants as C
 from memtool.app import open_memory
 from memtool.backup import backup
 from memtool.cli.main import app

@@ -23,7 +23,6 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-
 from memtool.app import open_memory
 from memtool.doctor import Doctor
 from memtool.models import make_id

@@ -4,8 +4,6 @@ supersedes the stored entry; search shows the newer first and marks the older on
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -21,9 +19,9 @@ from memtool.dedupe import comparable, jaccard
 from memtool.errors import BadInput
 from memtool.fsutil import atomic_write_text
 from memtool.memory import Session
-from memtool.text import content_words
 from memtool.scaffold import init
 from memtool.search.engine import Hit, newer_first
+from memtool.text import content_words
 
 WHEN = datetime(2026, 2, 10, 9, tzinfo=timezone.utc)
 SESSION = """User: the payment webhook keeps timing out when Stripe retries.
@@ -221,23 +219,26 @@ def test_newer_first_orders_chains_and_survives_cycles():
 
 
 def test_cli_compress_twice_supersedes_option_and_search_mark(root, tmp_path):
+    from typer.testing import CliRunner
+
+    from memtool.cli.main import app
+
     init(root)
-    env = dict(os.environ, MEMTOOL_ROOT=str(root), XDG_CACHE_HOME=str(tmp_path / "xdg"))
-    run = lambda *args: subprocess.run([sys.executable, "-m", "memtool", *args], env=env, capture_output=True, text=True, timeout=120)  # noqa: E731
+    run = lambda *args: CliRunner().invoke(app, list(args))  # noqa: E731
     first_file, other_file = tmp_path / "webhook.md", tmp_path / "offsite.md"
     first_file.write_text(SESSION)
     other_file.write_text(OTHER)
     first = run("compress", str(first_file), "--date", "2026-02-10")
-    assert first.returncode == 0, first.stderr
+    assert first.exit_code == 0, first.output
     first_id = first.stdout.split()[0]
     again = run("compress", str(first_file), "--date", "2026-02-12")
-    assert again.returncode == 0 and again.stdout.split()[0] == first_id and "[duplicate:" in again.stdout
+    assert again.exit_code == 0 and again.stdout.split()[0] == first_id and "[duplicate:" in again.stdout
 
     linked = run("compress", str(other_file), "--date", "2026-03-01", "--supersedes", first_id, "--json")
-    assert linked.returncode == 0, linked.stderr
+    assert linked.exit_code == 0, linked.output
     assert json.loads(linked.stdout)[0]["supersedes"] == [first_id]
     bad = run("compress", str(other_file), "--supersedes", "ctx-19990101-00000000")
-    assert bad.returncode == BadInput.exit_code and "no entry" in bad.stderr
+    assert bad.exit_code == BadInput.exit_code and "no entry" in bad.stderr
 
     table = run("search", "webhook", "--kind", "entry")
     assert "replaced by" in table.stdout

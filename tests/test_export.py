@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from memtool import constants as C
 from memtool.app import open_memory
+from memtool.backup import backup, restore
 from memtool.cli.main import app
 from memtool.dayfile import sort_entries
 from memtool.errors import BadInput, WouldOverwrite
-from memtool.backup import backup, restore
 from memtool.export import export_text
 from memtool.memory import Session
 from memtool.providers import Compressed

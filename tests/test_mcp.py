@@ -24,7 +24,7 @@ from memtool import constants as C
 from memtool.providers.auto import e5_runs
 from memtool.providers.wordllama import WordLlamaEmbedder
 from memtool.text import count_tokens
-from tests.gemini_fake import FAKE_KEY, fake_token_count, gemini_server  # noqa: F401  (fixture)
+from tests.gemini_fake import FAKE_KEY, fake_token_count
 
 EXPORT = """user: The nightly export job keeps timing out on the reporting database.
 assistant: I profiled it. The slow part is the CSV writer, not the query.
@@ -425,19 +425,27 @@ WIDGET_QUERY = {"query": "widget alpha beta gamma", "limit": 50}
 @pytest.fixture(scope="module")
 def widgets(tmp_path_factory, home) -> dict[str, Any]:
     """A memory root with 60 short entries, each naming its own widget (widgetN), so the text of a
-    context bundle shows which entries it holds."""
+    context bundle shows which entries it holds. Stored in one batch (embeddings and the search cache
+    made once, not 60 times), with the real default embedder the server uses too."""
     from memtool.app import open_memory
+    from memtool.memory import Session
     from memtool.scaffold import init
 
     root = tmp_path_factory.mktemp("widgets")
     init(root)
-    number: dict[str, int] = {}
+    sessions = [
+        Session(
+            f"user: topic number {i} about widget{i} alpha beta.\nassistant: Decided to ship widget{i} with gamma delta epsilon settings number {i}.",
+            when=datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(hours=i),
+            session=f"s{i}",
+        )
+        for i in range(1, WIDGETS + 1)
+    ]
     with home_env(home):
-        mem = open_memory(root)
-        for i in range(1, WIDGETS + 1):
-            text = f"user: topic number {i} about widget{i} alpha beta.\nassistant: Decided to ship widget{i} with gamma delta epsilon settings number {i}."
-            number[mem.compress(text, when=datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(hours=i), session=f"s{i}").id] = i
+        mem = open_memory(root)  # the real default embedder: this module-scoped store is built before the fake applies
+        number = {entry.id: i for i, entry in enumerate(mem.compress_many(sessions), start=1)}
         mem.search("warm the search cache")
+    assert len(number) == WIDGETS
     return {"root": root, "number": number}
 
 
@@ -755,7 +763,7 @@ def test_search_and_context_say_what_they_worked_around(tmp_path, home):
     root = tmp_path / "root"
     init(root)
     with home_env(home):
-        open_memory(root).compress("user: the nightly export to S3 fails on large tables.\nassistant: Decided to stream it in chunks.", session="export")
+        open_memory(root, embedder="wordllama").compress("user: the nightly export to S3 fails on large tables.\nassistant: Decided to stream it in chunks.", session="export")
     (root / "memory/notes.md").write_bytes(b"# Export\n\nthe nightly export \xff\xfe owner is Dana\n")
     (root / "memory/index/2026-01-05.json").write_text('{"date": "2026-01-05", "entries": [', encoding="utf-8")
     with connect(root, home) as c:

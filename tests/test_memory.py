@@ -6,9 +6,9 @@ from datetime import datetime, timezone
 import pytest
 
 from memtool.app import open_memory
-from memtool.quoting import comment_tags
 from memtool.errors import BadInput, NotAMemoryRoot
 from memtool.memory import Session
+from memtool.quoting import comment_tags
 from memtool.scaffold import init
 from memtool.search.engine import Query
 
@@ -174,8 +174,8 @@ def test_a_hand_edited_timestamp_out_of_range_is_reported_not_indexed(mem, root)
     e = mem.compress(AUTH, when=when(7))
     day = root / "memory/index/2026-02-07.json"
     day.write_text(day.read_text().replace("2026-02-07T14:30", "0202-02-07T14:30"))
-    from memtool.errors import StoreCorrupt
     from memtool.dayfile import read_day
+    from memtool.errors import StoreCorrupt
 
     with pytest.raises(StoreCorrupt, match="out of range"):
         read_day(day)

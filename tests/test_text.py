@@ -34,7 +34,7 @@ def test_count_tokens_tracks_length():
 
 def test_count_tokens_of_ascii_text_is_as_it_was():
     """ASCII letters in pieces of up to 4, digits of up to 3, any other character but white space one
-    token: the figures measured on LoCoMo and on the repository (README "Token counts") still hold."""
+    token: the figures measured on LoCoMo and on the repository (docs/benchmarks.md "Token counts") still hold."""
     assert count_tokens("Don't ship v1.2.3 to prod!") == 13  # Don ' t ship v 1 . 2 . 3 to prod !
     assert count_tokens("def count_tokens(text: str) -> int:") == 15
     assert count_tokens("12345 tokens, 2026-02-07") == 11

@@ -17,8 +17,8 @@ from types import SimpleNamespace
 import pytest
 
 from memtool.scaffold import init
-from memtool.watch import Watcher, relevant
 from memtool.sync import persist_embedder
+from memtool.watch import Watcher, relevant
 from tests.test_sync import TEXTS, RecordingEmbedder, day_path, mem_with, when
 
 DEBOUNCE, MAX_LATENCY = 0.1, 1.0
@@ -320,15 +320,15 @@ def _reader(proc) -> queue.Queue:
     return lines
 
 
-def test_cli_watch_once_and_ctrl_c(root):
+def test_cli_watch_once_and_ctrl_c(root, env):
     init(root)
     log = root / "memory/2026-02-03.md"
     log.write_text("# 2026-02-03\n- 09:00 first note\n")
     cmd = [sys.executable, "-m", "memtool.cli.main", "--root", str(root), "watch", "--debounce", "0.05"]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**env, "PYTHONUNBUFFERED": "1"}
     once = subprocess.Popen([*cmd, "--once"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines = _reader(once)
-    first = lines.get(timeout=120)  # the initial sync (loads the default embedder)
+    first = lines.get(timeout=120)  # the initial sync (loads the embedder)
     assert "markdown +" in first, first
     with open(log, "a", encoding="utf-8") as fh:
         fh.write("- 10:00 second note\n")
@@ -347,7 +347,7 @@ def test_cli_watch_once_and_ctrl_c(root):
     assert "stopped" in forever.stderr.read()
 
 
-def test_cli_watch_survives_memory_moved_away_and_back(root, tmp_path):
+def test_cli_watch_survives_memory_moved_away_and_back(root, tmp_path, env):
     """A branch checkout without memory/, `git stash -u` or a `mv`: memory/ is briefly gone. The watch
     warns, keeps running, syncs nothing meanwhile (a sync would make a new memory/ in its place), and
     syncs once memory/ is back and after every later change."""
@@ -355,7 +355,7 @@ def test_cli_watch_survives_memory_moved_away_and_back(root, tmp_path):
     log = root / "memory/2026-02-03.md"
     log.write_text("# 2026-02-03\n- 09:00 first note\n")
     cmd = [sys.executable, "-m", "memtool.cli.main", "--root", str(root), "watch", "--debounce", "0.05"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**env, "PYTHONUNBUFFERED": "1"})
     out, err = _reader(proc), queue.Queue()
     threading.Thread(target=lambda: [*[err.put(ln) for ln in proc.stderr], err.put(None)], daemon=True).start()
     seen_err: list[str] = []
@@ -372,7 +372,7 @@ def test_cli_watch_survives_memory_moved_away_and_back(root, tmp_path):
             seen_err.append(line)
 
     try:
-        assert "markdown +" in out.get(timeout=120)  # the initial sync (loads the default embedder)
+        assert "markdown +" in out.get(timeout=120)  # the initial sync (loads the embedder)
         away = tmp_path / "away"
         os.rename(root / "memory", away)
         stderr_has("warning:")
@@ -394,7 +394,7 @@ def test_cli_watch_survives_memory_moved_away_and_back(root, tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
-    found = subprocess.run([*cmd[:5], "search", "Tardigrade", "--json"], capture_output=True, text=True, timeout=60, check=True)
+    found = subprocess.run([*cmd[:5], "search", "Tardigrade", "--json"], env=env, capture_output=True, text=True, timeout=60, check=True)
     assert "Tardigrade" in found.stdout
 
 

@@ -29,9 +29,8 @@ def setup(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
     is left to `auto`. Run once in every fresh clone; safe to run again."""
     from memtool.app import resolve_root
     from memtool.gitmerge import setup_git
-    from memtool.store import Layout
-
     from memtool.providers.auto import pin_embedder
+    from memtool.store import Layout
 
     layout = Layout(resolve_root(root_of(ctx))).require()
     done = setup_git(layout.root)

@@ -6,16 +6,11 @@ from typing import Optional
 
 import typer
 
-from memtool.cli import demo, read, write
 from memtool.cli import archive as archive_cli
-from memtool.cli import lifecycle
-from memtool.cli import providers
-from memtool.cli import sync as sync_cli
-from memtool.cli import doctor
-from memtool.cli import serve
-from memtool.cli import hooks
 from memtool.cli import config as config_cli
+from memtool.cli import demo, doctor, hooks, lifecycle, providers, read, serve, write
 from memtool.cli import git as git_cli
+from memtool.cli import sync as sync_cli
 from memtool.cli.common import MemtoolGroup
 
 app = typer.Typer(

@@ -21,7 +21,8 @@ def retry(
     """Complete pending entries (saved with a local stand-in when the provider failed) and embed entries saved without vectors.
 
     Exits non-zero when something is still pending, with the reason."""
-    from memtool.retry import retry as run, work
+    from memtool.retry import retry as run
+    from memtool.retry import work
 
     mem = open_from(ctx)
     pending, unembedded = work(mem)

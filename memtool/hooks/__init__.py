@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memtool.errors import BadInput, ConfigError
-from memtool.hooks import claude_code, codex, gemini
-from memtool.hooks import record
+from memtool.hooks import claude_code, codex, gemini, record
 from memtool.hooks.common import AgentSpec, Group, HookPlan, apply, filled_record, merge_in, read_config, survey, take_out
 from memtool.hooks.record import Containers
 

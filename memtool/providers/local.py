@@ -19,7 +19,7 @@ from memtool.models import Entities
 from memtool.providers import Compressed, Hints
 from memtool.providers.local_parts import parts, said_text
 from memtool.providers.local_session import is_agent_session, read_session
-from memtool.text import LETTER, SPACELESS, SPEAKER_ROLES, STOPWORDS, content_words, count_tokens, split_sentences, spaceless_re, stem_words, truncate_to_tokens
+from memtool.text import LETTER, SPACELESS, SPEAKER_ROLES, STOPWORDS, content_words, count_tokens, spaceless_re, split_sentences, stem_words, truncate_to_tokens
 
 TARGET_RATIO = 11.2  # aim above the 10:1 the design promises
 MAX_PEOPLE, MAX_SYSTEMS, MAX_DATES, MAX_TOPICS = 6, 5, 4, 2

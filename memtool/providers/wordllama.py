@@ -80,8 +80,9 @@ class WordLlamaEmbedder:
         self._tokenizer.no_truncation()
 
     def _export(self, files: tuple[Path, Path]) -> None:
-        from memtool.fsutil import atomic_write_bytes, atomic_write_text
         import io
+
+        from memtool.fsutil import atomic_write_bytes, atomic_write_text
 
         buf = io.BytesIO()
         np.save(buf, self._matrix)

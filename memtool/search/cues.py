@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-
 TIME = 1  # the text states a point in time
 DURATION = 2  # the text states a length of time
 

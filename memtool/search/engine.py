@@ -18,8 +18,8 @@ from memtool.access import boost
 from memtool.dates import mentioned_periods
 from memtool.search.cues import asked_cues
 from memtool.search.fusion import sibling_sums, top_ranks, weighted_rrf
-from memtool.search.store import IMPORTANCE_CODE, KIND_CODE, SearchIndex
 from memtool.search.semantic import rescore
+from memtool.search.store import IMPORTANCE_CODE, KIND_CODE, SearchIndex
 from memtool.search.typos import Terms
 
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion

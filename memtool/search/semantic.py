@@ -1,7 +1,7 @@
 """The semantic stage: re-score the results that matched by words with the query's vector.
 
 Rank fusion (RRF) of BM25 with a vector channel keeps only ranks, and on conversation memory it
-lowered recall (README: LoCoMo dev). This stage keeps score sizes instead and works per result (an
+lowered recall (docs/benchmarks.md: LoCoMo). This stage keeps score sizes instead and works per result (an
 entry with its transcript chunks), not per chunk:
 
     score(result) = lexical(result) / best lexical  +  weight * z(result)
@@ -15,7 +15,7 @@ the cost follows the candidates, not the store.
 An entry's own vector stands for its whole session (memtool.session_vectors). It counts only when
 none of the session's passages is a candidate (entries searched alone, or a transcript not kept):
 the best passage is sharper evidence than a session's mean (LoCoMo dev `full` with e5: MRR 0.845
-with the entry counted like a passage, 0.860 without; README).
+with the entry counted like a passage, 0.860 without; docs/benchmarks.md).
 """
 
 from __future__ import annotations

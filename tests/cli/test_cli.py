@@ -1,4 +1,5 @@
-"""Every core command through typer's CliRunner, on a real root with the default providers."""
+"""Every core command through typer's CliRunner, on a real root with the default providers (the tests' fake
+embedder standing for `auto`, tests/conftest.py)."""
 
 import json
 import os
@@ -148,8 +149,8 @@ def test_binary_and_invalid_utf8(ready):
     assert "\ufffd" in json.loads(res.stdout)[0]["summary"]
 
 
-def test_real_subprocess(ready):
-    env = {**os.environ, "MEMTOOL_ROOT": str(ready)}
+@pytest.mark.real_embedder  # `init` in process writes the embedder the real processes then use
+def test_real_subprocess(ready, env):
     cmd = [sys.executable, "-m", "memtool"]
     done = subprocess.run([*cmd, "compress", "s1.md"], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -165,6 +166,7 @@ def test_search_table_shows_brackets_as_typed(ready):
     assert "[bold]render[/bold]" in out and "[red]" in out
 
 
+@pytest.mark.real_embedder  # the cold search loads the default embedder (e5 where it runs) as a user's would
 def test_a_cold_search_stays_light(ready):
     """A cold `memory search` keeps OpenBLAS to one thread (unless the user chose) and never loads
     numpy.ma (np.unique pulls it in: +25 ms per cold search)."""

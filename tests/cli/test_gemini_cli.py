@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memtool.cli.main import app
-from tests.gemini_fake import FAKE_KEY, FakeGemini, fake_token_count, gemini_server  # noqa: F401  (fixture)
+from tests.gemini_fake import FAKE_KEY, FakeGemini, fake_token_count
 
 GEMINI_MODEL = "gemini-2.5-flash"
 EMBED_MODEL = "gemini-embedding-001"

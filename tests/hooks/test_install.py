@@ -17,7 +17,6 @@ from memtool.jsonc import MAX_DEPTH
 from memtool.scaffold import init
 from tests.hooks.conftest import CASES, RUNNER, cli, load, ours, place
 
-
 # --- install ----------------------------------------------------------------------------------
 
 

@@ -276,12 +276,14 @@ RESUMED_TURNS = [
 ]
 
 
-def test_a_resumed_claude_session_supersedes_its_first_part_end_to_end(tmp_path, root):
+def test_a_resumed_claude_session_supersedes_its_first_part_end_to_end(tmp_path, root, model_cache, monkeypatch):
     """The real worker and the real `memory compress`, twice on one Claude Code session that grew
-    (resumed): the second entry supersedes the first, and the session-start bundle shows only it."""
+    (resumed): the second entry supersedes the first, and the session-start bundle shows only it.
+    The processes embed with WordLlama from the shared model cache (this is not about the embedder)."""
     from memtool.scaffold import init
-    from memtool.store import Store, Layout
+    from memtool.store import Layout, Store
 
+    monkeypatch.setenv("MEMTOOL_EMBEDDER", "wordllama")
     init(root)
     payload = claude_payload(tmp_path) | {"cwd": str(root)}
     first = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(payload))

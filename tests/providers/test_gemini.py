@@ -12,7 +12,9 @@ import traceback
 
 import numpy as np
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from memtool.config import Settings
 from memtool.errors import (
@@ -26,7 +28,7 @@ from memtool.errors import (
 from memtool.providers import Compressor, Embedder, TokenCounter, build_compressor, build_embedder
 from memtool.providers import gemini_schema as S
 from memtool.providers.gemini import GeminiClient, GeminiCompressor, GeminiEmbedder, GeminiTokenCounter
-from tests.gemini_fake import FAKE_KEY, FakeGemini, fake_vector, gemini_server  # noqa: F401  (fixture)
+from tests.gemini_fake import FAKE_KEY, FakeGemini, fake_vector
 
 FAST = 0.01  # retry base delay in tests
 

@@ -2,9 +2,9 @@ from importlib.metadata import entry_points
 
 import pytest
 
+from memtool.config import Settings
 from memtool.errors import ConfigError
 from memtool.providers import BUILTINS, COMPRESSOR_GROUP, EMBEDDER_GROUP, available, build_compressor
-from memtool.config import Settings
 
 
 @pytest.mark.parametrize("group", [COMPRESSOR_GROUP, EMBEDDER_GROUP])

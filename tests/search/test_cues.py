@@ -7,8 +7,8 @@ import pytest
 from memtool.app import open_memory
 from memtool.scaffold import init
 from memtool.search.cues import DURATION, TIME, asked_cues, doc_cues
-from memtool.text import words
 from memtool.search.engine import Query
+from memtool.text import words
 
 
 @pytest.mark.parametrize(

