@@ -63,10 +63,11 @@ def test_queries_count_uses_in_the_cache_and_leave_the_files_alone(root, fake_em
     assert versioned(root) == before
 
 
-def test_a_cli_search_does_not_dirty_git(root, tmp_path, fake_compressor, model_cache):
+def test_a_cli_search_does_not_dirty_git(root, tmp_path, fake_compressor, model_cache, monkeypatch):
     git = shutil.which("git")
     if git is None:
         pytest.skip("git not installed")
+    monkeypatch.setenv("MEMTOOL_EMBEDDER", "wordllama")
     init(root)  # a WordLlama store, from the model cache the CLI shares (`auto` keeps the store's model)
     open_memory(root, compressor=fake_compressor, embedder="wordllama").compress("Gizmo cache tuning notes.", when=NOW)
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t", MEMTOOL_ACCESS_BOOST="0.05")

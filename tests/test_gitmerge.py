@@ -24,8 +24,10 @@ def git(cwd, *args, check=True):
 
 
 @pytest.fixture
-def team(tmp_path):
-    """Two clones (a, b) of a bare repository holding a fresh store, each set up with `setup_git`."""
+def team(tmp_path, monkeypatch):
+    """Two clones (a, b) of a bare repository holding a fresh store, each set up with `setup_git`. The
+    store is pinned to WordLlama, so a real `memory` process can read its config (the tests in this
+    process hand it the fake embedder)."""
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
     a, b = tmp_path / "a", tmp_path / "b"
@@ -35,7 +37,9 @@ def team(tmp_path):
         if clone == b:
             git(tmp_path, "clone", "-q", str(origin), str(b))
         else:
-            init(a)
+            with monkeypatch.context() as m:
+                m.setenv("MEMTOOL_EMBEDDER", "wordllama")
+                init(a)
         git(clone, "config", "user.name", who)
         git(clone, "config", "user.email", f"{who}@example.com")
         if clone == a:

@@ -41,13 +41,16 @@ def choose_embedder(root: Path) -> str:
 
 def pin_embedder(root: Path) -> str | None:
     """Write the embedder `auto` stands for into memory/config.yaml (versioned: one model for everyone
-    sharing the store) when the file leaves it to `auto`; returns the name written, None if already set."""
+    sharing the store) when the file leaves it to `auto`: the one the environment names
+    (MEMTOOL_EMBEDDER, the user's explicit choice), else this machine's best. Returns the name written,
+    None if already set."""
     from memtool.config import load_settings
     from memtool.sync import persist_embedder
 
     if load_settings(root, env={}).embedder != C.DEFAULT_EMBEDDER:
         return None
-    name = choose_embedder(root)
+    chosen = load_settings(root).embedder
+    name = chosen if chosen != C.DEFAULT_EMBEDDER else choose_embedder(root)
     persist_embedder(Layout(root), name)
     return name
 

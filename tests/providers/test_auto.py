@@ -43,6 +43,7 @@ def auto_store(root) -> None:
     persist_embedder(Layout(root), "auto")
 
 
+@pytest.mark.real_embedder  # the choice `auto` makes is the subject
 def test_init_writes_the_embedder_into_the_stores_config(root, runs):
     from memtool.config import load_settings
 
