@@ -17,6 +17,7 @@ from memtool.providers.tech import NOT_SYSTEMS, command_systems, known_system, m
 from memtool.text import STOPWORDS, content_words, count_tokens, split_sentences
 
 MAX_DECISIONS, MAX_ACTIONS = 6, 6
+TERSE_CHOICE_WORDS = 5  # a user's choice this short is read with the agent's sentence it answers
 MAX_ITEM_TOKENS = 48  # an item longer than this is cut at a clause
 MIN_ITEM_TOKENS = 150  # a short note's stated decisions and open items are what it is for
 SHORT_ITEM_TOKENS = 20  # ... and one longer than this loses its bracketed asides
@@ -41,6 +42,14 @@ OPEN_RE = re.compile(
     re.I,
 )
 ASSENT_RE = re.compile(r"^(?:yes|yep|agreed|ok(?:ay)?|sure|fine|right|correct|exactly)\b[,:!]?\s+\w", re.I)  # "yes, everything UTC"
+# A user's reply that only approves what the agent proposed ("agreed.", "yes, do that", "sounds good").
+BARE_ASSENT_RE = re.compile(r"^(?:yes|yep|agreed|ok(?:ay)?|sure|fine|sounds good|makes sense|good call|go ahead|do it|do that|let'?s do (?:it|that))\b", re.I)
+# The agent's recommendation, which the user's assent turns into a choice.
+PROPOSAL_RE = re.compile(r"\b(?:i'?d (?:go|do|keep|use|pick|stay|stick|recommend|suggest|rather|leave|not)|i would|i (?:suggest|recommend|propose)|my recommendation|rather than|instead of)\b", re.I)
+# A user's refusal stated as a rule: "Don't touch prod today.", "no, don't cache it", "let's not …".
+REFUSAL_RE = re.compile(r"^(?:(?:no|nope|ok(?:ay)?|fine|agreed)\b[,.:!]?\s+)?(?:don'?t|do not|never|let'?s not|we won'?t|we will not|no need to)\s+\w", re.I)
+# What follows an assent when it is a request to the agent, not a choice ("ok, can you check …").
+REQUEST_RE = re.compile(r"^(?:can|could|would|please|show|check|look|run|try|tell|explain|find|see|what|how|why|where|write|give|go ahead|thanks)\b", re.I)
 LATER_RE = re.compile(r"\b(?:next we need|follow[- ]?up|todo|ticket|later|tomorrow|next week)\b", re.I)  # work left, not a choice
 DONE_RE = re.compile(r"^(?:done|fixed|added|pushed|committed|merged|reverted|removed|updated|created|ran|all \d+)\b|\b(?:is|are|was|were) (?:done|fixed|merged|pushed)\b", re.I)
 OUTCOME_RE = re.compile(r"\b(?:fixed|fix(?:es)?|root cause|caused by|now |committed|pushed|merged|opened|pass(?:es|ed)?|reproduced|added|replaced|switched|rolled back|migrated|upgraded|reduced|dropped from|went from|cut)\b", re.I)
@@ -129,6 +138,11 @@ def _sentences(p: Part) -> list[str]:
     return [_clean(s) for s in split_sentences(text) if len(content_words(s)) >= 3]
 
 
+def _short_sentences(p: Part) -> list[str]:
+    """A user's sentences down to two content words: people answer tersely ("ok, ship 4 shards not 6")."""
+    return [_clean(s) for s in split_sentences(p.text) if len(content_words(s)) >= 2]
+
+
 def _clean(s: str) -> str:
     s = re.sub(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+", "", s)
     return " ".join(s.replace("**", "").replace("`", "").split()).strip()
@@ -201,19 +215,58 @@ def _decisions(st: Stated, said: list[Part]) -> list[str]:
     if len(found) < 2:  # no list of decisions: the choices said in the conversation
         cands = []
         for i, p in enumerate(said):
+            if p.role == "user":
+                cands += [(1, i, c) for c in _user_choices(said, i)]
+                cands += [(0, i - 1, c) for c in _adopted(said, i)]
+                continue
             for s in _sentences(p):
                 if QUESTION_RE.search(s) or not DECISION_RE.search(s):
                     continue
-                if p.role == "assistant" and not re.search(r"\b(?:decided|agreed|going with|settled|we'?ll|chose|instead of|rather than|keep|stay)\b", s, re.I):
+                if not re.search(r"\b(?:decided|agreed|going with|settled|we'?ll|chose|instead of|rather than|keep|stay)\b", s, re.I):
                     continue
                 if re.match(r"^(?:option|options|alternatively|if you|either|i'd|i would|we could|you could)\b", s, re.I):
                     continue
-                clauses = [c for c in _clauses(s) if (DECISION_RE.search(c) or (p.role == "user" and ASSENT_RE.match(c))) and not LATER_RE.search(c)]
-                cands += [(1 if p.role == "user" else 0, i, c) for c in clauses]
+                cands += [(0, i, c) for c in _clauses(s) if DECISION_RE.search(c) and not LATER_RE.search(c)]
         cands.sort(key=lambda c: (-c[0], c[1]))
         found += [_item(s) for _, _, s in cands]
         found += [_item(t) for _, t in st.changes]  # what the agent reports it changed, and how
     return _distinct(found)[:MAX_DECISIONS]
+
+
+def _user_choices(said: list[Part], i: int) -> list[str]:
+    """What a user's turn chose: a sentence with a choice cue, an answer that approves and adds
+    something ("ok, ship 4 shards not 6"), a refusal ("Don't touch prod today"). A terse choice
+    takes the agent's sentence just before that it answers ("keep the Expo push service" ->
+    "… the backend sends through the Expo push service (exponent_server_sdk)")."""
+    out = []
+    for s in _short_sentences(said[i]):
+        if QUESTION_RE.search(s):
+            continue
+        for c in _clauses(s):
+            if LATER_RE.search(c):
+                continue
+            rest = ASSENT_RE.match(c) and c[ASSENT_RE.match(c).end() - 1:]
+            if REFUSAL_RE.match(c) or DECISION_RE.search(c) or (rest and not REQUEST_RE.match(rest) and len(content_words(rest)) >= 2):
+                out.append(_with_context(c, said[i - 1]) if i and said[i - 1].role == "assistant" else c)
+    return out
+
+
+def _with_context(choice: str, before: Part) -> str:
+    """A terse choice followed by the agent's sentence it answers: the one sharing most of its words."""
+    words = set(content_words(choice))
+    if len(words) > TERSE_CHOICE_WORDS:
+        return choice
+    shared, best = max(((len(words & set(content_words(s))), s) for s in _short_sentences(before) if not QUESTION_RE.search(s)), default=(0, ""))
+    return f"{choice} — {best}" if shared >= max(2, len(words) // 2) else choice
+
+
+def _adopted(said: list[Part], i: int) -> list[str]:
+    """The agent's recommendation just before a user turn that only approves it ("agreed.")."""
+    first = _short_sentences(said[i])[:1] or [said[i].text.strip()]
+    if i == 0 or said[i - 1].role != "assistant" or not BARE_ASSENT_RE.match(first[0]):
+        return []
+    return [re.sub(r"^i'?d\s+|^i would\s+", "", s, flags=re.I) for s in _short_sentences(said[i - 1])
+            if PROPOSAL_RE.search(s) and not QUESTION_RE.search(s)][-2:]
 
 
 def _clauses(text: str) -> list[str]:
