@@ -50,6 +50,10 @@ PROPOSAL_RE = re.compile(r"\b(?:i'?d (?:go|do|keep|use|pick|stay|stick|recommend
 REFUSAL_RE = re.compile(r"^(?:(?:no|nope|ok(?:ay)?|fine|agreed)\b[,.:!]?\s+)?(?:don'?t|do not|never|let'?s not|we won'?t|we will not|no need to)\s+\w", re.I)
 # What follows an assent when it is a request to the agent, not a choice ("ok, can you check …").
 REQUEST_RE = re.compile(r"^(?:can|could|would|please|show|check|look|run|try|tell|explain|find|see|what|how|why|where|write|give|go ahead|thanks)\b", re.I)
+# A review asked for: "with Aiko as reviewer", "--reviewer"-less "for Aiko to review", "Priya will review".
+REVIEWER_RE = re.compile(r"\bwith ([A-Z][a-z]{1,15}) as (?:the )?reviewer|\b([A-Z][a-z]{1,15}) (?:will|is going to|to|should|can|needs to) review\b|"
+                         r"\breview(?:er|ed)? (?:by|from) ([A-Z][a-z]{1,15})\b|\bfor ([A-Z][a-z]{1,15}) to review|\bopen the PR for ([A-Z][a-z]{1,15})\b|"
+                         r"\bping ([A-Z][a-z]{1,15})\b[^.]{0,40}\bfor (?:the |a )?review")
 LATER_RE = re.compile(r"\b(?:next we need|follow[- ]?up|todo|ticket|later|tomorrow|next week)\b", re.I)  # work left, not a choice
 DONE_RE = re.compile(r"^(?:done|fixed|added|pushed|committed|merged|reverted|removed|updated|created|ran|all \d+)\b|\b(?:is|are|was|were) (?:done|fixed|merged|pushed)\b", re.I)
 OUTCOME_RE = re.compile(r"\b(?:fixed|fix(?:es)?|root cause|caused by|now |committed|pushed|merged|opened|pass(?:es|ed)?|reproduced|added|replaced|switched|rolled back|migrated|upgraded|reduced|dropped from|went from|cut)\b", re.I)
@@ -108,7 +112,7 @@ def read_session(ps: list[Part], text: str, budget: int, idf) -> SessionReading:
     item_budget = max(int(budget * ITEM_SHARE), MIN_ITEM_TOKENS)
     st = stated(ps)
     decisions = _decisions(st, said)
-    actions = _open_items(st, ps, said)
+    actions = _open_items(st, ps, said, text)
     decisions, actions = _within(decisions, item_budget // 2 + max(0, item_budget // 2 - _cost(actions))), _within(actions, item_budget // 2 + max(0, item_budget // 2 - _cost(decisions)))
     people = _people(text, said)
     systems = _systems(ps, said, people)
@@ -276,7 +280,7 @@ def _clauses(text: str) -> list[str]:
     return out or [text]
 
 
-def _open_items(st: Stated, ps: list[Part], said: list[Part]) -> list[str]:
+def _open_items(st: Stated, ps: list[Part], said: list[Part], text: str = "") -> list[str]:
     found: list[tuple[int, str]] = [(n, t) for n, t in st.open_items]
     inline = re.compile(r"\b(?:open items?|still open|left(?: \(todo\)| for later| to do)?|follow[- ]?ups?|todo(?: for \w+)?|next steps?|remaining)\s*:\s*(.+)$", re.I)
     for n, p in enumerate(ps):
@@ -293,7 +297,32 @@ def _open_items(st: Stated, ps: list[Part], said: list[Part]) -> list[str]:
                 if OPEN_RE.search(s) and not QUESTION_RE.search(s) and not DONE_RE.search(s):
                     found.append((0, s))
     items = [_item(t) for _, t in found if not DONE_RE.search(_clean(t))]
-    return _distinct(items, keep_last=True)[:MAX_ACTIONS]
+    reviews = _reviews(said, text)
+    items = [t for t in _distinct(items, keep_last=True) if not any(_same_review(t, r) for r in reviews)]
+    return reviews + items[:MAX_ACTIONS - len(reviews)]
+
+
+def _reviews(said: list[Part], text: str) -> list[str]:
+    """A review the session asked for and did not see done: "<Name> reviews PR #<n>" (else the
+    session's branch) from "opened PR #877 with Aiko as reviewer", "Priya will review"."""
+    branch = re.search(r"(?m)^session: .*?\bbranch (\S+)", text)
+    out: dict[str, str] = {}
+    for p in said[len(said) // 2:]:
+        for s in _short_sentences(p):
+            for m in REVIEWER_RE.finditer(s):
+                name = next(g for g in m.groups() if g)
+                if name.lower() in SENTENCE_WORDS or known_system(name) or re.search(rf"\b{name} (?:approved|signed off|merged)\b", text):
+                    continue
+                pr = re.search(r"(?:\bPR\s*#?|pull request #?|/pull/|#)(\d{1,6})\b", s)
+                what = f"PR #{pr.group(1)}" if pr else f"the {branch.group(1)} PR" if branch else "the PR"
+                out[name] = f"{name} reviews {what}"
+    return list(out.values())[:2]
+
+
+def _same_review(item: str, review: str) -> bool:
+    """An open item that only names the same review ("Priya's review")."""
+    name = review.split()[0]
+    return name in item and re.search(r"\breview", item, re.I) is not None and len(content_words(item)) <= 4
 
 
 def _found_in(text: str, found: list[tuple[int, str]]) -> bool:
