@@ -84,6 +84,7 @@ MARKUP_WORDS = frozenset(
 )
 
 
+SHORT_HASH_RE = re.compile(r"(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{7}")  # git's short commit id
 TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.#/-]*[A-Za-z0-9]")
 
 
@@ -116,7 +117,7 @@ def read_session(ps: list[Part], text: str, budget: int, idf) -> SessionReading:
     decisions, actions = _within(decisions, item_budget // 2 + max(0, item_budget // 2 - _cost(actions))), _within(actions, item_budget // 2 + max(0, item_budget // 2 - _cost(decisions)))
     people = _people(text, said)
     systems = _systems(ps, said, people)
-    return SessionReading(summary, decisions, actions, people, systems, _keywords(said, idf, people))
+    return SessionReading(summary, decisions, actions, people, systems, _keywords(said, idf, people, text))
 
 
 def _cost(items: list[str]) -> int:
@@ -399,8 +400,10 @@ def _systems(ps: list[Part], said: list[Part], people: list[str]) -> list[str]:
     return ranked[:6]
 
 
-def _keywords(said: list[Part], idf, people: list[str]) -> list[str]:
-    """Words and identifiers frequent in what was said and rare in the store; no markup, no filler."""
+def _keywords(said: list[Part], idf, people: list[str], text: str = "") -> list[str]:
+    """Words and identifiers frequent in what was said and rare in the store; no markup, no filler.
+    The session's branch and short commit hashes are kept first among equals."""
+    branches = {b.lower() for b in re.findall(r"(?m)^session: .*?\bbranch (\S+)", text)}
     named = {w.lower() for n in people for w in n.split()}
     raw = Counter(w.lower() for p in said for w in TOKEN_RE.findall(p.text))
     scored = []
@@ -415,6 +418,7 @@ def _keywords(said: list[Part], idf, people: list[str]) -> list[str]:
         if not pieces or all(x in MARKUP_WORDS for x in pieces):
             continue
         special = any(ch.isdigit() or ch in "_./#-" for ch in low)
-        scored.append(((1.0 + math.log(c)) * idf(low) * (1.3 if special else 1.0) * (1.0 + 0.05 * min(len(low), 10)), low))
+        ref = 2.0 if SHORT_HASH_RE.fullmatch(low) or low in branches else 1.0  # a commit or branch a later session asks for
+        scored.append(((1.0 + math.log(c)) * idf(low) * (1.3 if special else 1.0) * ref * (1.0 + 0.05 * min(len(low), 10)), low))
     scored.sort(reverse=True)
     return [w for _, w in scored]
