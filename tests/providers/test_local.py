@@ -295,3 +295,46 @@ def test_sql_words_and_tool_names_are_not_systems():
     out = LocalCompressor().compress(session)
     assert "PostgreSQL" in out.entities.systems and "psql" in out.entities.systems
     assert not {"SELECT", "ORDER", "LIMIT", "DESC", "Bash", "run_shell_command"} & set(out.entities.systems)
+
+
+TERSE_CHOICES = """user: The nightly export job to the warehouse is slow, it takes 40 minutes. Can you look at exporter/run.py?
+
+assistant: The exporter writes rows one at a time over the HTTP API. The bulk endpoint takes batches of 1,000 rows and would cut the run to a few minutes. We could also cache the customer lookups in Redis, but that adds a moving part.
+
+user: ok, use the bulk endpoint with batches of 1000. Don't cache the customer lookups.
+
+assistant: Switched the exporter to the bulk endpoint. The lookup cache stays out. Tests pass (18). A full run now takes 4 minutes instead of 40. The retry logic could move into a shared helper, but I'd do that in a separate PR rather than in this one.
+
+user: agreed.
+
+assistant: Committed as 3fa9c21 and opened PR #512 with Noor as reviewer.
+"""
+
+
+def test_session_terse_user_choices_refusals_and_adopted_proposals_are_decisions():
+    out = LocalCompressor().compress(TERSE_CHOICES)
+    decisions = " | ".join(out.decisions).lower()
+    assert "use the bulk endpoint with batches of 1000" in decisions  # "ok, …" answered a choice
+    assert "don't cache the customer lookups" in decisions  # a refusal is a decision
+    assert "separate pr rather than in this one" in decisions  # the agent's proposal, approved with "agreed."
+    assert not any(d.lower().startswith(("can you", "the nightly")) for d in out.decisions)
+
+
+def test_session_terse_choice_is_read_with_the_sentence_it_answers():
+    text = """user: Push notifications stopped on new installs. Look at the registration code.
+
+assistant: The token request has no project id. The backend sends through the Acme push relay (relay_sdk in api/notify.py) and rejects other tokens.
+
+user: fine, keep the Acme push relay.
+"""
+    out = LocalCompressor().compress(text * 3)
+    choice = next(d for d in out.decisions if d.lower().startswith("fine, keep the acme push relay"))
+    assert "sends through the Acme push relay" in choice  # the terse answer carries what it chose
+
+
+def test_session_reviewer_becomes_an_open_item_and_commit_id_a_keyword():
+    out = LocalCompressor().compress("session: /home/sam/src/exporter, branch perf/bulk-export\n\n" + TERSE_CHOICES)
+    assert out.action_items[0] == "Noor reviews PR #512"
+    assert "3fa9c21" in out.keywords
+    plain = LocalCompressor().compress(TERSE_CHOICES.replace("with Noor as reviewer", "and merged it myself"))
+    assert not any("review" in a.lower() for a in plain.action_items)
