@@ -54,6 +54,7 @@ REQUEST_RE = re.compile(r"^(?:can|could|would|please|show|check|look|run|try|tel
 REVIEWER_RE = re.compile(r"\bwith ([A-Z][a-z]{1,15}) as (?:the )?reviewer|\b([A-Z][a-z]{1,15}) (?:will|is going to|to|should|can|needs to) review\b|"
                          r"\breview(?:er|ed)? (?:by|from) ([A-Z][a-z]{1,15})\b|\bfor ([A-Z][a-z]{1,15}) to review|\bopen the PR for ([A-Z][a-z]{1,15})\b|"
                          r"\bping ([A-Z][a-z]{1,15})\b[^.]{0,40}\bfor (?:the |a )?review")
+CONDITION_RE = re.compile(r"\b(?:after|once|when|until|before|if|unless)\b[^,.;]*\b(?:is|are|was|were|gets?) (?:done|fixed|merged|pushed)\b", re.I)
 LATER_RE = re.compile(r"\b(?:next we need|follow[- ]?up|todo|ticket|later|tomorrow|next week)\b", re.I)  # work left, not a choice
 DONE_RE = re.compile(r"^(?:done|fixed|added|pushed|committed|merged|reverted|removed|updated|created|ran|all \d+)\b|\b(?:is|are|was|were) (?:done|fixed|merged|pushed)\b", re.I)
 OUTCOME_RE = re.compile(r"\b(?:fixed|fix(?:es)?|root cause|caused by|now |committed|pushed|merged|opened|pass(?:es|ed)?|reproduced|added|replaced|switched|rolled back|migrated|upgraded|reduced|dropped from|went from|cut)\b", re.I)
@@ -277,7 +278,7 @@ def _adopted(said: list[Part], i: int) -> list[str]:
 def _clauses(text: str) -> list[str]:
     """A stated item or sentence split where it says several things: at '. ' (also before a lower-case
     word: people type fast), keeping parts of three content words or more."""
-    out = [c.strip() for c in re.split(r"(?<=[a-z0-9)'\]]\.)\s+(?=\w)", text) if len(content_words(c)) >= 3]
+    out = [c.strip() for c in re.split(r"(?<=[A-Za-z0-9)'\]]\.)\s+(?=\w)", text) if len(content_words(c)) >= 3]
     return out or [text]
 
 
@@ -295,9 +296,9 @@ def _open_items(st: Stated, ps: list[Part], said: list[Part], text: str = "") ->
         tail = said[len(said) * 2 // 3:] if len(said) > 3 else said
         for p in tail:
             for s in _sentences(p):
-                if OPEN_RE.search(s) and not QUESTION_RE.search(s) and not DONE_RE.search(s):
+                if OPEN_RE.search(s) and not QUESTION_RE.search(s) and not _done(s):
                     found.append((0, s))
-    items = [_item(t) for _, t in found if not DONE_RE.search(_clean(t))]
+    items = [_item(t) for _, t in found if not _done(_clean(t))]
     reviews = _reviews(said, text)
     items = [t for t in _distinct(items, keep_last=True) if not any(_same_review(t, r) for r in reviews)]
     return reviews + items[:MAX_ACTIONS - len(reviews)]
@@ -324,6 +325,12 @@ def _same_review(item: str, review: str) -> bool:
     """An open item that only names the same review ("Priya's review")."""
     name = review.split()[0]
     return name in item and re.search(r"\breview", item, re.I) is not None and len(content_words(item)) <= 4
+
+
+def _done(item: str) -> bool:
+    """An item that reports work done ("Pushed the fix", "the PR is merged"), not one that waits for
+    it ("run it against production after the ADR is merged")."""
+    return bool(DONE_RE.search(item)) and not CONDITION_RE.search(item)
 
 
 def _found_in(text: str, found: list[tuple[int, str]]) -> bool:
