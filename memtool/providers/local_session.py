@@ -55,6 +55,7 @@ REVIEWER_RE = re.compile(r"\bwith ([A-Z][a-z]{1,15}) as (?:the )?reviewer|\b([A-
                          r"\breview(?:er|ed)? (?:by|from) ([A-Z][a-z]{1,15})\b|\bfor ([A-Z][a-z]{1,15}) to review|\bopen the PR for ([A-Z][a-z]{1,15})\b|"
                          r"\bping ([A-Z][a-z]{1,15})\b[^.]{0,40}\bfor (?:the |a )?review")
 CONDITION_RE = re.compile(r"\b(?:after|once|when|until|before|if|unless)\b[^,.;]*\b(?:is|are|was|were|gets?) (?:done|fixed|merged|pushed)\b", re.I)
+PROMISE_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|good|great|thanks)[,.!]?\s+)?(?:also\s+)?i'?ll\s+(?!be\b|have\b|need\b|let\b)(.+)$", re.I)
 LATER_RE = re.compile(r"\b(?:next we need|follow[- ]?up|todo|ticket|later|tomorrow|next week)\b", re.I)  # work left, not a choice
 DONE_RE = re.compile(r"^(?:done|fixed|added|pushed|committed|merged|reverted|removed|updated|created|ran|all \d+)\b|\b(?:is|are|was|were) (?:done|fixed|merged|pushed)\b", re.I)
 OUTCOME_RE = re.compile(r"\b(?:fixed|fix(?:es)?|root cause|caused by|now |committed|pushed|merged|opened|pass(?:es|ed)?|reproduced|added|replaced|switched|rolled back|migrated|upgraded|reduced|dropped from|went from|cut)\b", re.I)
@@ -298,6 +299,10 @@ def _open_items(st: Stated, ps: list[Part], said: list[Part], text: str = "") ->
             for s in _sentences(p):
                 if OPEN_RE.search(s) and not QUESTION_RE.search(s) and not _done(s):
                     found.append((0, s))
+    for p in said[len(said) * 2 // 3:] if len(said) > 3 else said:  # the user's own work left: "I'll tell Ruth …"
+        if p.role == "user":
+            found += [(len(ps), re.sub(r"\s+myself\b", "", m.group(1))) for s in _short_sentences(p) for c in _clauses(s)
+                      if (m := PROMISE_RE.match(c)) and len(content_words(m.group(1))) >= 3]
     items = [_item(t) for _, t in found if not _done(_clean(t))]
     reviews = _reviews(said, text)
     items = [t for t in _distinct(items, keep_last=True) if not any(_same_review(t, r) for r in reviews)]
