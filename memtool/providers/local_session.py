@@ -116,25 +116,31 @@ def read_session(ps: list[Part], text: str, budget: int, idf) -> SessionReading:
     st = stated(ps)
     decisions = _decisions(st, said)
     actions = _open_items(st, ps, said, text)
-    decisions, actions = _within(decisions, item_budget // 2 + max(0, item_budget // 2 - _cost(actions))), _within(actions, item_budget // 2 + max(0, item_budget // 2 - _cost(decisions)))
+    decisions, actions = _alternate(decisions, actions, item_budget)
     people = _people(text, said)
     systems = _systems(ps, said, people)
     return SessionReading(summary, decisions, actions, people, systems, _keywords(said, idf, people, text))
 
 
-def _cost(items: list[str]) -> int:
-    return sum(map(count_tokens, items))
-
-
-def _within(items: list[str], budget: int) -> list[str]:
-    out, used = [], 0
-    for item in items:
-        cost = count_tokens(item)
+def _alternate(decisions: list[str], actions: list[str], budget: int) -> tuple[list[str], list[str]]:
+    """Decisions and open items taken in turn, each in its own order, while they fit the budget
+    (the first of each always): a few long decisions do not crowd out the open list."""
+    kept: tuple[list[str], list[str]] = ([], [])
+    used = 0
+    queues = [list(decisions), list(actions)]
+    turn = 0
+    while any(queues):
+        queue, out = queues[turn % 2], kept[turn % 2]
+        turn += 1
+        if not queue:
+            continue
+        cost = count_tokens(queue[0])
         if used + cost > budget and out:
-            break
-        out.append(item)
+            queue.clear()  # the rest of this list is too long: the other list may still fit
+            continue
+        out.append(queue.pop(0))
         used += cost
-    return out
+    return kept
 
 
 # --- summary ----------------------------------------------------------------------------------
