@@ -56,6 +56,10 @@ REVIEWER_RE = re.compile(r"\bwith ([A-Z][a-z]{1,15}) as (?:the )?reviewer|\b([A-
                          r"\bping ([A-Z][a-z]{1,15})\b[^.]{0,40}\bfor (?:the |a )?review")
 CONDITION_RE = re.compile(r"\b(?:after|once|when|until|before|if|unless)\b[^,.;]*\b(?:is|are|was|were|gets?) (?:done|fixed|merged|pushed)\b", re.I)
 PROMISE_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|good|great|thanks)[,.!]?\s+)?(?:also\s+)?i'?ll\s+(?!be\b|have\b|need\b|let\b)(.+)$", re.I)
+# A user's choice said as an order: "Keep net/http, no resty or chi", "Use import blocks, not the CLI".
+CHOICE_VERB_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|right|agreed|good|great)[,.:!]?\s+)?(?:keep|use|stay (?:on|with)|stick (?:with|to)|drop|ship|pin|skip|switch to|go with|prefer)\b", re.I)
+# A user picking one of the options the agent listed: "Option 2.", "ok, option B".
+OPTION_PICK_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|agreed|let'?s (?:go with|do))[,.:!]?\s+)?(?:option|approach|variant)\s+(\d|[a-d])\b", re.I)
 LATER_RE = re.compile(r"\b(?:next we need|follow[- ]?up|todo|ticket|later|tomorrow|next week)\b", re.I)  # work left, not a choice
 DONE_RE = re.compile(r"^(?:done|fixed|added|pushed|committed|merged|reverted|removed|updated|created|ran|all \d+)\b|\b(?:is|are|was|were) (?:done|fixed|merged|pushed)\b", re.I)
 OUTCOME_RE = re.compile(r"\b(?:fixed|fix(?:es)?|root cause|caused by|now |committed|pushed|merged|opened|pass(?:es|ed)?|reproduced|added|replaced|switched|rolled back|migrated|upgraded|reduced|dropped from|went from|cut)\b", re.I)
@@ -252,21 +256,37 @@ def _user_choices(said: list[Part], i: int) -> list[str]:
     takes the agent's sentence just before that it answers ("keep the Expo push service" ->
     "… the backend sends through the Expo push service (exponent_server_sdk)")."""
     out = []
-    for s in _short_sentences(said[i]):
-        if QUESTION_RE.search(s):
+    for s in split_sentences(said[i].text):
+        s = _clean(s)
+        if QUESTION_RE.search(s) or (len(content_words(s)) < 2 and not OPTION_PICK_RE.match(s)):
             continue
         for c in _clauses(s):
             if LATER_RE.search(c):
                 continue
+            pick = OPTION_PICK_RE.match(c)
+            option = pick and _option(said[max(0, i - 4):i], pick.group(1))
+            if option:
+                out.append(option)
+                continue
             rest = ASSENT_RE.match(c) and c[ASSENT_RE.match(c).end() - 1:]
-            if REFUSAL_RE.match(c) or DECISION_RE.search(c) or (rest and not REQUEST_RE.match(rest) and len(content_words(rest)) >= 2):
+            if REFUSAL_RE.match(c) or DECISION_RE.search(c) or CHOICE_VERB_RE.match(c) or (rest and not REQUEST_RE.match(rest) and len(content_words(rest)) >= 2):
                 out.append(_with_context(c, said[i - 1]) if i and said[i - 1].role == "assistant" else c)
     return out
 
 
+def _option(before: list[Part], which: str) -> str:
+    """The agent's option `which` ("2", "b") from the list it offered just before: "1. … / 2. Split …"."""
+    line = re.compile(rf"^\s*(?:[-*]\s*)?(?:\*\*)?(?:option\s+)?{re.escape(which)}(?:[.):]|\*\*)\s*(.+)$", re.I | re.M)
+    for p in reversed(before):
+        m = line.search(p.text) if p.role == "assistant" else None
+        if m:
+            return _clean(m.group(1))
+    return ""
+
+
 def _with_context(choice: str, before: Part) -> str:
     """A terse choice followed by the agent's sentence it answers: the one sharing most of its words."""
-    words = set(content_words(choice))
+    words = set(content_words(re.sub(r"^(?:yes|yep|agreed|ok(?:ay)?|sure|fine|right|correct|exactly)\b[,:!.]?", "", choice, flags=re.I)))
     if len(words) > TERSE_CHOICE_WORDS:
         return choice
     shared, best = max(((len(words & set(content_words(s))), s) for s in _short_sentences(before) if not QUESTION_RE.search(s)), default=(0, ""))
