@@ -19,7 +19,8 @@ from memtool.text import STOPWORDS, content_words, count_tokens, split_sentences
 MAX_DECISIONS, MAX_ACTIONS = 6, 6
 TERSE_CHOICE_WORDS = 5  # a user's choice this short is read with the agent's sentence it answers
 MAX_ITEM_TOKENS = 48  # an item longer than this is cut at a clause
-MIN_ITEM_TOKENS = 150  # a short note's stated decisions and open items are what it is for
+MIN_ITEM_TOKENS = 250  # a short note's stated decisions and open items (lists, "TODO:" lines) are what it is for
+MIN_GUESSED_ITEM_TOKENS = 150  # ... and the floor when the items are read from the conversation
 SHORT_ITEM_TOKENS = 20  # ... and one longer than this loses its bracketed asides
 FIRST_SENTENCE_FLOOR = 40  # tokens the summary's first sentence may take whatever the budget
 SUMMARY_SHARE = 0.45  # of the budget: the request, the outcome
@@ -60,6 +61,7 @@ PROMISE_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|good|great|thanks)[,.!]?\s+)
 CHOICE_VERB_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|right|agreed|good|great)[,.:!]?\s+)?(?:keep|use|stay (?:on|with)|stick (?:with|to)|drop|ship|pin|skip|switch to|go with|prefer)\b", re.I)
 # A user picking one of the options the agent listed: "Option 2.", "ok, option B".
 OPTION_PICK_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|agreed|let'?s (?:go with|do))[,.:!]?\s+)?(?:option|approach|variant)\s+(\d|[a-d])\b", re.I)
+OPTIONS_HEAD_RE = re.compile(r"\b(?:(?:two|three|four|several|a few) (?:ways(?: out)?|options|approaches|choices)|options|alternatives(?: i looked at)?|approaches)\s*:\s*$", re.I | re.M)
 LATER_RE = re.compile(r"\b(?:next we need|follow[- ]?up|todo|ticket|later|tomorrow|next week)\b", re.I)  # work left, not a choice
 DONE_RE = re.compile(r"^(?:done|fixed|added|pushed|committed|merged|reverted|removed|updated|created|ran|all \d+)\b|\b(?:is|are|was|were) (?:done|fixed|merged|pushed)\b", re.I)
 OUTCOME_RE = re.compile(r"\b(?:fixed|fix(?:es)?|root cause|caused by|now |committed|pushed|merged|opened|pass(?:es|ed)?|reproduced|added|replaced|switched|rolled back|migrated|upgraded|reduced|dropped from|went from|cut)\b", re.I)
@@ -116,8 +118,9 @@ def is_agent_session(ps: list[Part], text: str, chat: bool) -> bool:
 def read_session(ps: list[Part], text: str, budget: int, idf) -> SessionReading:
     said = [p for p in ps if p.kind == "said"]
     summary = _summary(said, int(budget * SUMMARY_SHARE), idf)
-    item_budget = max(int(budget * ITEM_SHARE), MIN_ITEM_TOKENS)
     st = stated(ps)
+    written = sum(count_tokens(_item(t)) for _, t in st.decisions + st.open_items)  # items the session lists outright
+    item_budget = max(int(budget * ITEM_SHARE), min(MIN_ITEM_TOKENS, written), MIN_GUESSED_ITEM_TOKENS)
     decisions = _decisions(st, said)
     actions = _open_items(st, ps, said, text)
     decisions, actions = _alternate(decisions, actions, item_budget)
@@ -236,6 +239,8 @@ def _decisions(st: Stated, said: list[Part]) -> list[str]:
                 cands += [(1, i, c) for c in _user_choices(said, i)]
                 cands += [(0, i - 1, c) for c in _adopted(said, i)]
                 continue
+            if OPTIONS_HEAD_RE.search(p.text):
+                continue  # options the agent lays out are weighed, not chosen
             for s in _sentences(p):
                 if QUESTION_RE.search(s) or not DECISION_RE.search(s):
                     continue
@@ -317,6 +322,8 @@ def _open_items(st: Stated, ps: list[Part], said: list[Part], text: str = "") ->
             continue
         for s in _sentences(p):
             m = inline.search(s)
+            if m and re.search(r"(?://|#|[\"'])\s*$", s[: m.start()]):
+                continue  # a TODO comment quoted from code ("// TODO: …") is no open item
             if m and not _found_in(m.group(1), found):
                 found += [(n, x) for x in re.split(r";\s+|,\s+and\s+(?=the\b|a\b|an\b|[a-z]+ing\b|[A-Z])", m.group(1)) if len(content_words(x)) >= 2]
     if not found:  # no list: what is said to be left, in the last part of the session
