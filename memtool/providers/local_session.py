@@ -17,8 +17,10 @@ from memtool.providers.tech import NOT_SYSTEMS, command_systems, known_system, m
 from memtool.text import STOPWORDS, content_words, count_tokens, split_sentences
 
 MAX_DECISIONS, MAX_ACTIONS = 6, 6
+TERSE_CHOICE_WORDS = 5  # a user's choice this short is read with the agent's sentence it answers
 MAX_ITEM_TOKENS = 48  # an item longer than this is cut at a clause
-MIN_ITEM_TOKENS = 150  # a short note's stated decisions and open items are what it is for
+MIN_ITEM_TOKENS = 250  # a short note's stated decisions and open items (lists, "TODO:" lines) are what it is for
+MIN_GUESSED_ITEM_TOKENS = 150  # ... and the floor when the items are read from the conversation
 SHORT_ITEM_TOKENS = 20  # ... and one longer than this loses its bracketed asides
 FIRST_SENTENCE_FLOOR = 40  # tokens the summary's first sentence may take whatever the budget
 SUMMARY_SHARE = 0.45  # of the budget: the request, the outcome
@@ -41,6 +43,25 @@ OPEN_RE = re.compile(
     re.I,
 )
 ASSENT_RE = re.compile(r"^(?:yes|yep|agreed|ok(?:ay)?|sure|fine|right|correct|exactly)\b[,:!]?\s+\w", re.I)  # "yes, everything UTC"
+# A user's reply that only approves what the agent proposed ("agreed.", "yes, do that", "sounds good").
+BARE_ASSENT_RE = re.compile(r"^(?:yes|yep|agreed|ok(?:ay)?|sure|fine|sounds good|makes sense|good call|go ahead|do it|do that|let'?s do (?:it|that))\b", re.I)
+# The agent's recommendation, which the user's assent turns into a choice.
+PROPOSAL_RE = re.compile(r"\b(?:i'?d (?:go|do|keep|use|pick|stay|stick|recommend|suggest|rather|leave|not)|i would|i (?:suggest|recommend|propose)|my recommendation|rather than|instead of)\b", re.I)
+# A user's refusal stated as a rule: "Don't touch prod today.", "no, don't cache it", "let's not …".
+REFUSAL_RE = re.compile(r"^(?:(?:no|nope|ok(?:ay)?|fine|agreed)\b[,.:!]?\s+)?(?:don'?t|do not|never|let'?s not|we won'?t|we will not|no need to)\s+\w", re.I)
+# What follows an assent when it is a request to the agent, not a choice ("ok, can you check …").
+REQUEST_RE = re.compile(r"^(?:can|could|would|please|show|check|look|run|try|tell|explain|find|see|what|how|why|where|write|give|go ahead|thanks)\b", re.I)
+# A review asked for: "with Aiko as reviewer", "--reviewer"-less "for Aiko to review", "Priya will review".
+REVIEWER_RE = re.compile(r"\bwith ([A-Z][a-z]{1,15}) as (?:the )?reviewer|\b([A-Z][a-z]{1,15}) (?:will|is going to|to|should|can|needs to) review\b|"
+                         r"\breview(?:er|ed)? (?:by|from) ([A-Z][a-z]{1,15})\b|\bfor ([A-Z][a-z]{1,15}) to review|\bopen the PR for ([A-Z][a-z]{1,15})\b|"
+                         r"\bping ([A-Z][a-z]{1,15})\b[^.]{0,40}\bfor (?:the |a )?review")
+CONDITION_RE = re.compile(r"\b(?:after|once|when|until|before|if|unless)\b[^,.;]*\b(?:is|are|was|were|gets?) (?:done|fixed|merged|pushed)\b", re.I)
+PROMISE_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|good|great|thanks)[,.!]?\s+)?(?:also\s+)?i'?ll\s+(?!be\b|have\b|need\b|let\b)(.+)$", re.I)
+# A user's choice said as an order: "Keep net/http, no resty or chi", "Use import blocks, not the CLI".
+CHOICE_VERB_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|right|agreed|good|great)[,.:!]?\s+)?(?:keep|use|stay (?:on|with)|stick (?:with|to)|drop|ship|pin|skip|switch to|go with|prefer)\b", re.I)
+# A user picking one of the options the agent listed: "Option 2.", "ok, option B".
+OPTION_PICK_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|agreed|let'?s (?:go with|do))[,.:!]?\s+)?(?:option|approach|variant)\s+(\d|[a-d])\b", re.I)
+OPTIONS_HEAD_RE = re.compile(r"\b(?:(?:two|three|four|several|a few) (?:ways(?: out)?|options|approaches|choices)|options|alternatives(?: i looked at)?|approaches)\s*:\s*$", re.I | re.M)
 LATER_RE = re.compile(r"\b(?:next we need|follow[- ]?up|todo|ticket|later|tomorrow|next week)\b", re.I)  # work left, not a choice
 DONE_RE = re.compile(r"^(?:done|fixed|added|pushed|committed|merged|reverted|removed|updated|created|ran|all \d+)\b|\b(?:is|are|was|were) (?:done|fixed|merged|pushed)\b", re.I)
 OUTCOME_RE = re.compile(r"\b(?:fixed|fix(?:es)?|root cause|caused by|now |committed|pushed|merged|opened|pass(?:es|ed)?|reproduced|added|replaced|switched|rolled back|migrated|upgraded|reduced|dropped from|went from|cut)\b", re.I)
@@ -71,6 +92,7 @@ MARKUP_WORDS = frozenset(
 )
 
 
+SHORT_HASH_RE = re.compile(r"(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{7}")  # git's short commit id
 TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.#/-]*[A-Za-z0-9]")
 
 
@@ -96,29 +118,36 @@ def is_agent_session(ps: list[Part], text: str, chat: bool) -> bool:
 def read_session(ps: list[Part], text: str, budget: int, idf) -> SessionReading:
     said = [p for p in ps if p.kind == "said"]
     summary = _summary(said, int(budget * SUMMARY_SHARE), idf)
-    item_budget = max(int(budget * ITEM_SHARE), MIN_ITEM_TOKENS)
     st = stated(ps)
+    written = sum(count_tokens(_item(t)) for _, t in st.decisions + st.open_items)  # items the session lists outright
+    item_budget = max(int(budget * ITEM_SHARE), min(MIN_ITEM_TOKENS, written), MIN_GUESSED_ITEM_TOKENS)
     decisions = _decisions(st, said)
-    actions = _open_items(st, ps, said)
-    decisions, actions = _within(decisions, item_budget // 2 + max(0, item_budget // 2 - _cost(actions))), _within(actions, item_budget // 2 + max(0, item_budget // 2 - _cost(decisions)))
+    actions = _open_items(st, ps, said, text)
+    decisions, actions = _alternate(decisions, actions, item_budget)
     people = _people(text, said)
     systems = _systems(ps, said, people)
-    return SessionReading(summary, decisions, actions, people, systems, _keywords(said, idf, people))
+    return SessionReading(summary, decisions, actions, people, systems, _keywords(said, idf, people, text))
 
 
-def _cost(items: list[str]) -> int:
-    return sum(map(count_tokens, items))
-
-
-def _within(items: list[str], budget: int) -> list[str]:
-    out, used = [], 0
-    for item in items:
-        cost = count_tokens(item)
+def _alternate(decisions: list[str], actions: list[str], budget: int) -> tuple[list[str], list[str]]:
+    """Decisions and open items taken in turn, each in its own order, while they fit the budget
+    (the first of each always): a few long decisions do not crowd out the open list."""
+    kept: tuple[list[str], list[str]] = ([], [])
+    used = 0
+    queues = [list(decisions), list(actions)]
+    turn = 0
+    while any(queues):
+        queue, out = queues[turn % 2], kept[turn % 2]
+        turn += 1
+        if not queue:
+            continue
+        cost = count_tokens(queue[0])
         if used + cost > budget and out:
-            break
-        out.append(item)
+            queue.clear()  # the rest of this list is too long: the other list may still fit
+            continue
+        out.append(queue.pop(0))
         used += cost
-    return out
+    return kept
 
 
 # --- summary ----------------------------------------------------------------------------------
@@ -127,6 +156,11 @@ def _within(items: list[str], budget: int) -> list[str]:
 def _sentences(p: Part) -> list[str]:
     text = "\n".join(line for line in p.text.splitlines() if not line.lstrip().startswith(("|", "```")))
     return [_clean(s) for s in split_sentences(text) if len(content_words(s)) >= 3]
+
+
+def _short_sentences(p: Part) -> list[str]:
+    """A user's sentences down to two content words: people answer tersely ("ok, ship 4 shards not 6")."""
+    return [_clean(s) for s in split_sentences(p.text) if len(content_words(s)) >= 2]
 
 
 def _clean(s: str) -> str:
@@ -201,29 +235,86 @@ def _decisions(st: Stated, said: list[Part]) -> list[str]:
     if len(found) < 2:  # no list of decisions: the choices said in the conversation
         cands = []
         for i, p in enumerate(said):
+            if p.role == "user":
+                cands += [(1, i, c) for c in _user_choices(said, i)]
+                cands += [(0, i - 1, c) for c in _adopted(said, i)]
+                continue
+            if OPTIONS_HEAD_RE.search(p.text):
+                continue  # options the agent lays out are weighed, not chosen
             for s in _sentences(p):
                 if QUESTION_RE.search(s) or not DECISION_RE.search(s):
                     continue
-                if p.role == "assistant" and not re.search(r"\b(?:decided|agreed|going with|settled|we'?ll|chose|instead of|rather than|keep|stay)\b", s, re.I):
+                if not re.search(r"\b(?:decided|agreed|going with|settled|we'?ll|chose|instead of|rather than|keep|stay)\b", s, re.I):
                     continue
                 if re.match(r"^(?:option|options|alternatively|if you|either|i'd|i would|we could|you could)\b", s, re.I):
                     continue
-                clauses = [c for c in _clauses(s) if (DECISION_RE.search(c) or (p.role == "user" and ASSENT_RE.match(c))) and not LATER_RE.search(c)]
-                cands += [(1 if p.role == "user" else 0, i, c) for c in clauses]
+                cands += [(0, i, c) for c in _clauses(s) if DECISION_RE.search(c) and not LATER_RE.search(c)]
         cands.sort(key=lambda c: (-c[0], c[1]))
         found += [_item(s) for _, _, s in cands]
         found += [_item(t) for _, t in st.changes]  # what the agent reports it changed, and how
     return _distinct(found)[:MAX_DECISIONS]
 
 
+def _user_choices(said: list[Part], i: int) -> list[str]:
+    """What a user's turn chose: a sentence with a choice cue, an answer that approves and adds
+    something ("ok, ship 4 shards not 6"), a refusal ("Don't touch prod today"). A terse choice
+    takes the agent's sentence just before that it answers ("keep the Expo push service" ->
+    "… the backend sends through the Expo push service (exponent_server_sdk)")."""
+    out = []
+    for s in split_sentences(said[i].text):
+        s = _clean(s)
+        if QUESTION_RE.search(s) or (len(content_words(s)) < 2 and not OPTION_PICK_RE.match(s)):
+            continue
+        for c in _clauses(s):
+            if LATER_RE.search(c):
+                continue
+            pick = OPTION_PICK_RE.match(c)
+            option = pick and _option(said[max(0, i - 4):i], pick.group(1))
+            if option:
+                out.append(option)
+                continue
+            rest = ASSENT_RE.match(c) and c[ASSENT_RE.match(c).end() - 1:]
+            if REFUSAL_RE.match(c) or DECISION_RE.search(c) or CHOICE_VERB_RE.match(c) or (rest and not REQUEST_RE.match(rest) and len(content_words(rest)) >= 2):
+                out.append(_with_context(c, said[i - 1]) if i and said[i - 1].role == "assistant" else c)
+    return out
+
+
+def _option(before: list[Part], which: str) -> str:
+    """The agent's option `which` ("2", "b") from the list it offered just before: "1. … / 2. Split …"."""
+    line = re.compile(rf"^\s*(?:[-*]\s*)?(?:\*\*)?(?:option\s+)?{re.escape(which)}(?:[.):]|\*\*)\s*(.+)$", re.I | re.M)
+    for p in reversed(before):
+        m = line.search(p.text) if p.role == "assistant" else None
+        if m:
+            return _clean(m.group(1))
+    return ""
+
+
+def _with_context(choice: str, before: Part) -> str:
+    """A terse choice followed by the agent's sentence it answers: the one sharing most of its words."""
+    words = set(content_words(re.sub(r"^(?:yes|yep|agreed|ok(?:ay)?|sure|fine|right|correct|exactly)\b[,:!.]?", "", choice, flags=re.I)))
+    if len(words) > TERSE_CHOICE_WORDS:
+        return choice
+    shared, best = max(((len(words & set(content_words(s))), s) for s in _short_sentences(before) if not QUESTION_RE.search(s)), default=(0, ""))
+    return f"{choice} — {best}" if shared >= max(2, len(words) // 2) else choice
+
+
+def _adopted(said: list[Part], i: int) -> list[str]:
+    """The agent's recommendation just before a user turn that only approves it ("agreed.")."""
+    first = _short_sentences(said[i])[:1] or [said[i].text.strip()]
+    if i == 0 or said[i - 1].role != "assistant" or not BARE_ASSENT_RE.match(first[0]):
+        return []
+    return [re.sub(r"^i'?d\s+|^i would\s+", "", s, flags=re.I) for s in _short_sentences(said[i - 1])
+            if PROPOSAL_RE.search(s) and not QUESTION_RE.search(s)][-2:]
+
+
 def _clauses(text: str) -> list[str]:
     """A stated item or sentence split where it says several things: at '. ' (also before a lower-case
     word: people type fast), keeping parts of three content words or more."""
-    out = [c.strip() for c in re.split(r"(?<=[a-z0-9)'\]]\.)\s+(?=\w)", text) if len(content_words(c)) >= 3]
+    out = [c.strip() for c in re.split(r"(?<=[A-Za-z0-9)'\]]\.)\s+(?=\w)", text) if len(content_words(c)) >= 3]
     return out or [text]
 
 
-def _open_items(st: Stated, ps: list[Part], said: list[Part]) -> list[str]:
+def _open_items(st: Stated, ps: list[Part], said: list[Part], text: str = "") -> list[str]:
     found: list[tuple[int, str]] = [(n, t) for n, t in st.open_items]
     inline = re.compile(r"\b(?:open items?|still open|left(?: \(todo\)| for later| to do)?|follow[- ]?ups?|todo(?: for \w+)?|next steps?|remaining)\s*:\s*(.+)$", re.I)
     for n, p in enumerate(ps):
@@ -231,16 +322,53 @@ def _open_items(st: Stated, ps: list[Part], said: list[Part]) -> list[str]:
             continue
         for s in _sentences(p):
             m = inline.search(s)
+            if m and re.search(r"(?://|#|[\"'])\s*$", s[: m.start()]):
+                continue  # a TODO comment quoted from code ("// TODO: …") is no open item
             if m and not _found_in(m.group(1), found):
                 found += [(n, x) for x in re.split(r";\s+|,\s+and\s+(?=the\b|a\b|an\b|[a-z]+ing\b|[A-Z])", m.group(1)) if len(content_words(x)) >= 2]
     if not found:  # no list: what is said to be left, in the last part of the session
         tail = said[len(said) * 2 // 3:] if len(said) > 3 else said
         for p in tail:
             for s in _sentences(p):
-                if OPEN_RE.search(s) and not QUESTION_RE.search(s) and not DONE_RE.search(s):
+                if OPEN_RE.search(s) and not QUESTION_RE.search(s) and not _done(s):
                     found.append((0, s))
-    items = [_item(t) for _, t in found if not DONE_RE.search(_clean(t))]
-    return _distinct(items, keep_last=True)[:MAX_ACTIONS]
+    for p in said[len(said) * 2 // 3:] if len(said) > 3 else said:  # the user's own work left: "I'll tell Ruth …"
+        if p.role == "user":
+            found += [(len(ps), re.sub(r"\s+myself\b", "", m.group(1))) for s in _short_sentences(p) for c in _clauses(s)
+                      if (m := PROMISE_RE.match(c)) and len(content_words(m.group(1))) >= 3]
+    items = [_item(t) for _, t in found if not _done(_clean(t))]
+    reviews = _reviews(said, text)
+    items = [t for t in _distinct(items, keep_last=True) if not any(_same_review(t, r) for r in reviews)]
+    return reviews + items[:MAX_ACTIONS - len(reviews)]
+
+
+def _reviews(said: list[Part], text: str) -> list[str]:
+    """A review the session asked for and did not see done: "<Name> reviews PR #<n>" (else the
+    session's branch) from "opened PR #877 with Aiko as reviewer", "Priya will review"."""
+    branch = re.search(r"(?m)^session: .*?\bbranch (\S+)", text)
+    out: dict[str, str] = {}
+    for p in said[len(said) // 2:]:
+        for s in _short_sentences(p):
+            for m in REVIEWER_RE.finditer(s):
+                name = next(g for g in m.groups() if g)
+                if name.lower() in SENTENCE_WORDS or known_system(name) or re.search(rf"\b{name} (?:approved|signed off|merged)\b", text):
+                    continue
+                pr = re.search(r"(?:\bPR\s*#?|pull request #?|/pull/|#)(\d{1,6})\b", s)
+                what = f"PR #{pr.group(1)}" if pr else f"the {branch.group(1)} PR" if branch else "the PR"
+                out[name] = f"{name} reviews {what}"
+    return list(out.values())[:2]
+
+
+def _same_review(item: str, review: str) -> bool:
+    """An open item that only names the same review ("Priya's review")."""
+    name = review.split()[0]
+    return name in item and re.search(r"\breview", item, re.I) is not None and len(content_words(item)) <= 4
+
+
+def _done(item: str) -> bool:
+    """An item that reports work done ("Pushed the fix", "the PR is merged"), not one that waits for
+    it ("run it against production after the ADR is merged")."""
+    return bool(DONE_RE.search(item)) and not CONDITION_RE.search(item)
 
 
 def _found_in(text: str, found: list[tuple[int, str]]) -> bool:
@@ -317,8 +445,10 @@ def _systems(ps: list[Part], said: list[Part], people: list[str]) -> list[str]:
     return ranked[:6]
 
 
-def _keywords(said: list[Part], idf, people: list[str]) -> list[str]:
-    """Words and identifiers frequent in what was said and rare in the store; no markup, no filler."""
+def _keywords(said: list[Part], idf, people: list[str], text: str = "") -> list[str]:
+    """Words and identifiers frequent in what was said and rare in the store; no markup, no filler.
+    The session's branch and short commit hashes are kept first among equals."""
+    branches = {b.lower() for b in re.findall(r"(?m)^session: .*?\bbranch (\S+)", text)}
     named = {w.lower() for n in people for w in n.split()}
     raw = Counter(w.lower() for p in said for w in TOKEN_RE.findall(p.text))
     scored = []
@@ -333,6 +463,7 @@ def _keywords(said: list[Part], idf, people: list[str]) -> list[str]:
         if not pieces or all(x in MARKUP_WORDS for x in pieces):
             continue
         special = any(ch.isdigit() or ch in "_./#-" for ch in low)
-        scored.append(((1.0 + math.log(c)) * idf(low) * (1.3 if special else 1.0) * (1.0 + 0.05 * min(len(low), 10)), low))
+        ref = 2.0 if SHORT_HASH_RE.fullmatch(low) or low in branches else 1.0  # a commit or branch a later session asks for
+        scored.append(((1.0 + math.log(c)) * idf(low) * (1.3 if special else 1.0) * ref * (1.0 + 0.05 * min(len(low), 10)), low))
     scored.sort(reverse=True)
     return [w for _, w in scored]

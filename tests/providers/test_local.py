@@ -295,3 +295,88 @@ def test_sql_words_and_tool_names_are_not_systems():
     out = LocalCompressor().compress(session)
     assert "PostgreSQL" in out.entities.systems and "psql" in out.entities.systems
     assert not {"SELECT", "ORDER", "LIMIT", "DESC", "Bash", "run_shell_command"} & set(out.entities.systems)
+
+
+TERSE_CHOICES = """user: The nightly export job to the warehouse is slow, it takes 40 minutes. Can you look at exporter/run.py?
+
+assistant: The exporter writes rows one at a time over the HTTP API. The bulk endpoint takes batches of 1,000 rows and would cut the run to a few minutes. We could also cache the customer lookups in Redis, but that adds a moving part.
+
+user: ok, use the bulk endpoint with batches of 1000. Don't cache the customer lookups.
+
+assistant: Switched the exporter to the bulk endpoint. The lookup cache stays out. Tests pass (18). A full run now takes 4 minutes instead of 40. The retry logic could move into a shared helper, but I'd do that in a separate PR rather than in this one.
+
+user: agreed.
+
+assistant: Committed as 3fa9c21 and opened PR #512 with Noor as reviewer.
+"""
+
+
+def test_session_terse_user_choices_refusals_and_adopted_proposals_are_decisions():
+    out = LocalCompressor().compress(TERSE_CHOICES)
+    decisions = " | ".join(out.decisions).lower()
+    assert "use the bulk endpoint with batches of 1000" in decisions  # "ok, …" answered a choice
+    assert "don't cache the customer lookups" in decisions  # a refusal is a decision
+    assert "separate pr rather than in this one" in decisions  # the agent's proposal, approved with "agreed."
+    assert not any(d.lower().startswith(("can you", "the nightly")) for d in out.decisions)
+
+
+def test_session_terse_choice_is_read_with_the_sentence_it_answers():
+    text = """user: Push notifications stopped on new installs. Look at the registration code.
+
+assistant: The token request has no project id. The backend sends through the Acme push relay (relay_sdk in api/notify.py) and rejects other tokens.
+
+user: fine, keep the Acme push relay.
+"""
+    out = LocalCompressor().compress(text * 3)
+    choice = next(d for d in out.decisions if d.lower().startswith("fine, keep the acme push relay"))
+    assert "sends through the Acme push relay" in choice  # the terse answer carries what it chose
+
+
+def test_session_reviewer_becomes_an_open_item_and_commit_id_a_keyword():
+    out = LocalCompressor().compress("session: /home/sam/src/exporter, branch perf/bulk-export\n\n" + TERSE_CHOICES)
+    assert out.action_items[0] == "Noor reviews PR #512"
+    assert "3fa9c21" in out.keywords
+    plain = LocalCompressor().compress(TERSE_CHOICES.replace("with Noor as reviewer", "and merged it myself"))
+    assert not any("review" in a.lower() for a in plain.action_items)
+
+
+OPTIONS_SESSION = """user: The staging deploy of the image service fails on the new base image. Can you find out why and fix it?
+
+assistant: The new base image drops libvips, which the thumbnailer links against. Two ways out:
+1. Pin the old base image digest in the Dockerfile: quick, but we stay on an unpatched OS.
+2. Install libvips from the distro packages in the build stage and keep the new base image.
+
+user: Option 2. Keep the slim variant, not the full one.
+
+assistant: Done: the build stage installs libvips and the runtime stage copies it over. The image builds and the thumbnail tests pass (31). Left to do:
+- Run the staging deploy once the pipeline is green again.
+
+user: thanks. I'll tell Marta the thumbnails are back after the deploy is merged. The old `# TODO: drop libvips` comment can stay.
+"""
+
+
+def test_session_option_pick_and_ordered_choice_are_decisions():
+    out = LocalCompressor().compress(OPTIONS_SESSION * 2)
+    assert any(d.startswith("Install libvips from the distro packages") for d in out.decisions)  # "Option 2." is option 2
+    assert any(d.startswith("Keep the slim variant, not the full one") for d in out.decisions)
+    assert not any(d.startswith("Pin the old base image") for d in out.decisions)  # the option not taken
+
+
+def test_session_open_items_include_the_users_promise_and_conditional_work():
+    out = LocalCompressor().compress(OPTIONS_SESSION * 2)
+    items = " | ".join(out.action_items)
+    assert "Run the staging deploy once the pipeline is green again" in items
+    assert "tell Marta the thumbnails are back after the deploy is merged" in items  # waits for a merge: not done
+    assert "drop libvips" not in items  # a TODO comment quoted from code is no open item
+
+
+def test_session_long_decision_list_and_open_list_both_kept():
+    decisions = "\n".join(f"- {d}" for d in (
+        "Billing moves to the eu-west-1 cluster in March, keeping its Grafana dashboards and PagerDuty routes as they are.",
+        "Search stays on dedicated c6i.4xlarge nodes because Elasticsearch heap pressure spikes during reindexing at night.",
+        "Checkout gets a second replica set behind the ingress so a rollout never drops below two healthy pods.",
+        "Reports run on spot instances with a fallback to on-demand capacity when the interruption rate exceeds 5 percent.",
+        "Mail leaves Kubernetes for the managed SMTP relay, retiring the postfix sidecar and its TLS certificate rotation."))
+    text = f"user: Plan the cluster move.\n\nassistant: Decisions:\n{decisions}\n\nNext steps:\n- Move the billing queue after the freeze.\n- Ask Ines to resize the node pool.\n"
+    out = LocalCompressor().compress(text)
+    assert len(out.decisions) >= 2 and len(out.action_items) == 2
