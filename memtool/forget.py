@@ -21,11 +21,12 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from memtool import confine
 from memtool import constants as C
 from memtool.archive import archive_layouts
 from memtool.chunking import chunk_lines
 from memtool.dayfile import day_document, read_day
-from memtool.errors import BadInput, NotFound
+from memtool.errors import BadInput, NotFound, UnsafePath
 from memtool.fsutil import atomic_write_text
 from memtool.models import ID_RE, Entry, iso, utcnow
 from memtool.session_vectors import chunk_key
@@ -58,10 +59,10 @@ def read_journal(layout: Layout) -> tuple[list[str], list[str]]:
     """(ids, vector keys) an interrupted forget still has to remove; empty when none is pending. A
     journal that cannot be read names no ids (its ids are then found, if still stored, by the ids given)."""
     try:
-        data = json.loads(journal_file(layout).read_text(encoding="utf-8"))
+        data = json.loads(confine.read_text(journal_file(layout)))
         ids = [i for i in data.get("ids", []) if isinstance(i, str) and ID_RE.fullmatch(i)]
         keys = [k for k in data.get("keys", []) if isinstance(k, str)]
-    except (OSError, ValueError, AttributeError):
+    except (OSError, UnsafePath, ValueError, AttributeError):
         return [], []
     return ids, keys
 
@@ -187,12 +188,12 @@ def _drop_from_manifest(path: Path, ids: set[str], dry_run: bool) -> bool:
     """`memory reindex`'s manifest (sync_scan.Manifest) without these ids: their vector records, and the
     records of the day files that listed them. One that cannot be read is removed. True if it changed."""
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(confine.read_bytes(path))
         days, vectors = data["days"], data["vectors"]
         listed = {name for name, rec in days.items() if len(rec) > 3 and isinstance(rec[3], dict) and ids & rec[3].keys()}
     except FileNotFoundError:
         return False
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, UnsafePath, ValueError, KeyError, TypeError, AttributeError):
         if not dry_run:
             path.unlink(missing_ok=True)
         return True
@@ -207,20 +208,14 @@ def _drop_from_manifest(path: Path, ids: set[str], dry_run: bool) -> bool:
 
 def _passage_keys(transcript: Path) -> list[str]:
     """The vector cache keys of a kept transcript's passages (as the search cache keys them)."""
-    try:
-        text = transcript.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    return [chunk_key(c.text) for c in chunk_lines(text)]
+    text = _text(transcript)
+    return [chunk_key(c.text) for c in chunk_lines(text)] if text else []
 
 
 def _indexed(layout: Layout, ids: list[str]) -> bool:
     """Whether index.json names one of these ids (it is then rebuilt)."""
-    try:
-        data = layout.index_file.read_bytes()
-    except OSError:
-        return False
-    return any(i.encode() in data for i in ids)
+    data = _text(layout.index_file)
+    return any(i in data for i in ids)
 
 
 def _entries_for_pages(store: Store, gone: set[str]) -> list[Entry] | None:
@@ -239,7 +234,7 @@ def _pages_naming(layout: Layout, ids: set[str]) -> list[Path]:
     """Generated entity pages (memory/areas/) that name one of these entries (as `id`)."""
     folder = layout.memory_dir / C.AREAS_DIR
     pages = sorted(folder.rglob("*.md")) if folder.is_dir() else []
-    return [p for p in pages if any(f"`{i}`" in p.read_text(encoding="utf-8", errors="replace") for i in ids)]
+    return [p for p in pages if any(f"`{i}`" in _text(p) for i in ids)]
 
 
 def _mentions(layout: Layout, ids: set[str], extra: list[Path]) -> list[str]:
@@ -248,12 +243,21 @@ def _mentions(layout: Layout, ids: set[str], extra: list[Path]) -> list[str]:
     files = [*layout.markdown_files(), *(p for a in archive_layouts(layout) for p in a.markdown_files()), *extra]
     out: list[str] = []
     for path in files:
-        for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        for n, line in enumerate(_text(path).splitlines(), 1):
             if any(i in line for i in ids):
                 out.append(f"{_rel(layout, path)}:{n}: {line.strip()[:120]}")
     quarantined = sorted(p for p in layout.quarantine_dir.rglob("*") if p.is_file()) if layout.quarantine_dir.is_dir() else []
-    out += [f"{_rel(layout, p)}: a copy `memory doctor` set aside" for p in quarantined if any(i.encode() in p.read_bytes() for i in ids)]
+    out += [f"{_rel(layout, p)}: a copy `memory doctor` set aside" for p in quarantined if any(i in _text(p) for i in ids)]
     return out
+
+
+def _text(path: Path) -> str:
+    """A file's text as forget reads it (memtool/confine.py: no link out of the root, no FIFO, capped);
+    "" when it cannot be read, so a file someone planted never stops or blocks a forget."""
+    try:
+        return confine.read_text(path, errors="replace")
+    except (OSError, UnsafePath):
+        return ""
 
 
 __all__ = ["ForgetReport", "finish_interrupted", "forget", "purge_caches", "read_journal"]

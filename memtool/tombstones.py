@@ -10,6 +10,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from memtool import confine
 from memtool import constants as C
 from memtool.fsutil import append_text
 from memtool.models import ID_RE, iso, utcnow
@@ -23,7 +24,7 @@ def read_tombstones(root: Path) -> dict[str, dict]:
     """Forgotten id -> its first tombstone. Lines that are not a tombstone (a hand edit, a merge
     marker) are skipped: a tombstone only ever removes, so a bad line can only keep an entry."""
     try:
-        text = tombstones_file(root).read_text(encoding="utf-8", errors="replace")
+        text = confine.read_text(tombstones_file(root), errors="replace")
     except FileNotFoundError:
         return {}
     return parse_tombstones(text)
@@ -85,7 +86,7 @@ def bury(layout, provider: str) -> list[str]:
 
     def holds(path, entry_id: str) -> bool:
         if path not in texts:
-            texts[path] = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+            texts[path] = confine.read_text(path, errors="replace") if confine.is_regular(path) else ""
         return f'"{entry_id}"' in texts[path]
 
     stored = [i for i in dead if (day := id_day(i)) and any(holds(home.day_file(day), i) for home in homes)]

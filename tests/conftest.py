@@ -123,6 +123,13 @@ def fake_auto_embedder(request, monkeypatch):
     def available(group):  # `memory init` writes the chosen embedder to config.yaml, which is then checked
         return sorted({*real_available(group), "fake"}) if group == providers.EMBEDDER_GROUP else real_available(group)
 
+    def pin_embedder(root):  # `memory init` pins `auto`'s choice; "fake" would stop a real `memory` process
+        from memtool.config import load_settings
+
+        return None if load_settings(root).embedder == "auto" and choose_embedder(root) == "fake" else real_pin(root)
+
+    real_pin = auto.pin_embedder
+    monkeypatch.setattr(auto, "pin_embedder", pin_embedder)
     monkeypatch.setattr(auto, "choose_embedder", choose_embedder)
     monkeypatch.setattr(providers, "_load", load)
     monkeypatch.setattr(providers, "available", available)

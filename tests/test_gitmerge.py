@@ -256,6 +256,7 @@ def test_merge_bytes_by_id():
     assert merged.conflicts == [] and [e["id"][-4:] for e in json.loads(merged.data)["entries"]] == ["0001", "0004"]
 
 
+@pytest.mark.real_embedder  # what `memory init` pins is the subject
 def test_the_embedder_is_the_stores_and_a_machine_without_it_searches_by_words(tmp_path, monkeypatch):
     """init writes the model into the shared config; a clone that cannot run e5 keeps e5 (its vectors
     stay valid), stores entries without vectors and searches by words, saying why."""

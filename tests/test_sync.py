@@ -383,6 +383,7 @@ def test_batch_embedding_files_match_single_writes(root):
     assert [p.read_bytes() for p in paths] == singles
 
 
+@pytest.mark.real_embedder  # what `memory init` pins is the subject
 def test_persist_embedder_keeps_comments(root):
     init(root)
     layout = mem_with(root).layout
