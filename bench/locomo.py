@@ -308,7 +308,7 @@ def context_text(mem: Memory, query: str, mode: str) -> str:
     """`full`: the product's own `Memory.context`. `entries`: the same packer fed entry-only hits."""
     if mode == "full":
         return mem.context(query, budget=CONTEXT_BUDGET).text
-    hits = mem.search(Query(text=query, limit=CONTEXT_HITS, kinds=MODES["entries"]))
+    hits = mem.search(Query(text=query, limit=CONTEXT_HITS, kinds=MODES["entries"])).hits
     return pack([], hits, None, CONTEXT_BUDGET, mem.settings.template).text
 
 
@@ -325,7 +325,7 @@ def run_conversation(conv: Conversation, root: Path, modes: list[str], limit: in
     entries = []
     kept = [0, 0]  # observations present in their session's entry, observations
     for n, when, lines in conv.sessions:
-        made = mem.compress_many([Session(text="\n".join(lines), when=when, session=str(n), name=f"session_{n}")])
+        made = mem.compress_many([Session(text="\n".join(lines), when=when, session=str(n), name=f"session_{n}")]).entries
         entries.extend(made)
         if made and n in conv.observations:
             present, total = observation_coverage(conv.observations[n], made[0])
@@ -357,7 +357,7 @@ def run_conversation(conv: Conversation, root: Path, modes: list[str], limit: in
         recs["bm25_windows_context"].append({**base, "rank": None, "aic": answer_in(q.answer, window_context(win_bm25, win_texts, q.text))})
         for mode in modes:
             t = time.perf_counter()
-            hits = mem.search(Query(text=q.text, limit=SEARCH_LIMIT, kinds=MODES[mode]))
+            hits = mem.search(Query(text=q.text, limit=SEARCH_LIMIT, kinds=MODES[mode])).hits
             ms = (time.perf_counter() - t) * 1000
             if first_search_ms is None:
                 first_search_ms = ms  # builds the search cache: reported apart

@@ -152,7 +152,7 @@ def watch_latency(root: Path, rounds: int) -> tuple[list[float], list[float]]:
             from memtool.search.store import refresh_index
 
             assert not refresh_index(reader.layout, reader.embedder), "the searcher would change the store"  # the watcher did
-            assert any(token in h.text for h in reader.search(token, limit=3)), "not found"
+            assert any(token in h.text for h in reader.search(token, limit=3).hits), "not found"
             to_search.append(time.perf_counter() - t)
     finally:
         stop.set()

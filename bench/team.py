@@ -181,7 +181,7 @@ class Person:
         mem = self.memory()
         ids = {e.id for e in mem.store.iter_entries()}
         ids |= {e.id for a in archive_layouts(mem.layout) for e in Store(a).iter_entries()}
-        results = [[h.id for h in mem.search(q, limit=5, archive=True)] for q in ("auth cache", "deploy rollout", "billing webhook", "vector ranking")]
+        results = [[h.id for h in mem.search(q, limit=5, archive=True).hits] for q in ("auth cache", "deploy rollout", "billing webhook", "vector ranking")]
         return ids, results
 
 

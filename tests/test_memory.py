@@ -189,7 +189,7 @@ def test_context_without_query_skips_an_unreadable_day_file(mem, root):
     (root / "memory/index/2026-02-04.json").write_text('{"date": "2026-02-04", "entries": [ {broken')
     res = mem.context()
     assert "invoices" in res.text and "Auth0" not in res.text
-    assert any("2026-02-04.json" in w and "memory doctor" in w for w in mem.warnings)
+    assert any("2026-02-04.json" in w and "memory doctor" in w for w in res.warnings)
 
 
 def test_context_budget_zero_is_refused_not_defaulted(mem):

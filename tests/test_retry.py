@@ -8,6 +8,7 @@ import pytest
 from memtool.app import open_memory
 from memtool.config import Settings
 from memtool.errors import BadModelOutput, ProviderError, RateLimited
+from memtool.memory import Session
 from memtool.models import Entities
 from memtool.providers import Compressed
 from memtool.retry import retry, work
@@ -51,9 +52,10 @@ def setup(root, fake_embedder):
 
 def stand_ins(comp: Scripted, mem, n: int = 3):
     comp.script = [ProviderError("down")] * n
-    entries = [mem.compress(t, session=f"s{i}", importance="high" if i == 0 else None) for i, t in enumerate(TEXTS[:n])]
-    assert all(e.pending for e in entries) and len(mem.warnings) == 1  # warnings of the last call
-    assert "down" in mem.warnings[0] and "memory retry" in mem.warnings[0]
+    results = [mem.compress_many([Session(t, session=f"s{i}", importance="high" if i == 0 else None)]) for i, t in enumerate(TEXTS[:n])]
+    entries = [r.entries[0] for r in results]
+    assert all(e.pending for e in entries) and all(len(r.warnings) == 1 for r in results)  # each call's own warnings
+    assert "down" in results[-1].warnings[0] and "memory retry" in results[-1].warnings[0]
     comp.calls.clear()
     return entries
 

@@ -51,7 +51,7 @@ def demo(
             for p in examples
         ]
         out.print(f"[bold]1. compress[/bold] {len(sessions)} example sessions into {root}")
-        entries = mem.compress_many(sessions)
+        entries = mem.compress_many(sessions).entries
         table = Table(box=None)
         table.add_column("id", no_wrap=True, min_width=len(entries[0].id) if entries else None)
         for col in ("session", "ratio", "summary"):
@@ -61,7 +61,7 @@ def demo(
         out.print(table)
         mem.log("Demo: started work on refresh token rotation tests.", agent="demo")
         out.print(f"\n[bold]2. search[/bold] {query!r}")
-        hits = mem.search(query, limit=3)
+        hits = mem.search(query, limit=3).hits
         shown = relevant(hits)
         for h in shown:
             out.print(f"  {h.score:.3f}  {h.kind:6} {h.id}  {escape(h.text[:100])}", overflow="ellipsis", no_wrap=True, crop=True)

@@ -54,12 +54,13 @@ def search(
     if limit is None:  # an explicit --limit wins over the setting (at least 1: memtool.config checks it)
         limit = mem.settings.search_limit
     q = Query(text=query, limit=limit, kinds=chosen, since=start, until=end, topic=topic, min_importance=importance, trusted_only=trusted_only, archive=archive)
-    hits = mem.search(q)
-    for message in mem.warnings:  # a file read with replacement characters, an embedder that is down
+    found = mem.search(q)
+    hits = found.hits
+    for message in found.warnings:  # a file read with replacement characters, an embedder that is down
         warn(message)
     from memtool.search.typos import fix_notes
 
-    for note in fix_notes(mem.typo_fixes):  # on stderr: --json output stays the hits alone
+    for note in fix_notes(found.typo_fixes):  # on stderr: --json output stays the hits alone
         typer.echo(note, err=True)
     if as_json:
         print_json([h.to_dict() for h in hits])
@@ -97,7 +98,7 @@ def context(
     """The session-start bundle: MEMORY.md, USER.md, top hits and today's log, within the budget."""
     mem = open_from(ctx)
     res = mem.context(query, budget=budget, template=template, limit=limit)
-    for message in mem.warnings:  # e.g. the provider's token count failed; the offline count was used
+    for message in res.warnings:  # e.g. the provider's token count failed; the offline count was used
         warn(message)
     if as_json:
         print_json(res.__dict__)

@@ -162,15 +162,16 @@ def compress(
 
         with Progress(console=console(), transient=True) as bar:
             task = bar.add_task("compressing", total=len(files))
-            entries = mem.compress_many(sessions(), provider=provider, progress=lambda n: bar.advance(task, n))
+            stored = mem.compress_many(sessions(), provider=provider, progress=lambda n: bar.advance(task, n))
     else:
-        entries = mem.compress_many(sessions(), provider=provider)
-    for message in dict.fromkeys(mem.warnings):  # provider fallbacks: stored, but pending or without vectors
+        stored = mem.compress_many(sessions(), provider=provider)
+    entries = stored.entries
+    for message in dict.fromkeys(stored.warnings):  # provider fallbacks: stored, but pending or without vectors
         warn(message)
-    repeats = _repeats(entries, mem.duplicates)
+    repeats = _repeats(entries, stored.duplicates)
     if as_json:
         print_json(_outcomes(entries, repeats, names))
-        for dup in mem.duplicates:
+        for dup in stored.duplicates:
             typer.echo(f"note: {dup.message()}", err=True)
     for i, e in enumerate([] if as_json else entries):
         flag = "  [pending: compressed locally, run `memory retry`]" if e.pending else ""

@@ -10,6 +10,7 @@ import pytest
 from memtool.app import open_memory
 from memtool.config import Settings
 from memtool.errors import BadModelOutput, MissingCredentials, MissingExtra, ProviderError, ProviderTimeout, RateLimited
+from memtool.memory import Session
 from memtool.providers import Compressor, Hints, build_compressor
 from memtool.providers.openai import NO_KEY, OpenAICompressor, api_key_from_env
 from memtool.retry import retry
@@ -138,9 +139,10 @@ def test_a_failure_loses_nothing_and_retry_completes_the_entry(openai_server, ke
     settings = Settings(compressor="openai", openai_base_url=openai_server.url, openai_max_retries=0, openai_timeout_s=5)
     mem = open_memory(root, settings=settings, embedder=fake_embedder)
     openai_server.fail_next(503)
-    entry = mem.compress(TRANSCRIPT)
-    assert entry.pending and entry.model.startswith("local") and "memory retry" in mem.warnings[0]
-    assert FAKE_OPENAI_KEY not in mem.warnings[0]
+    stored = mem.compress_many([Session(TRANSCRIPT)])
+    entry = stored.entries[0]
+    assert entry.pending and entry.model.startswith("local") and "memory retry" in stored.warnings[0]
+    assert FAKE_OPENAI_KEY not in stored.warnings[0]
     report = retry(mem)
     assert list(report.completed) == [entry.id]
     done = mem.get(entry.id)

@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from memtool.app import open_memory
+from memtool.memory import Session
 from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.search.store import store_path
@@ -64,7 +65,7 @@ def test_a_markdown_file_with_bad_bytes_is_searched_and_named(mem, root):
     mem.invalidate()
     hits = mem.search(Query(text="quetzal sighting", kinds=("log",)))
     assert [h.kind for h in hits] == ["log"] and "\ufffd" in hits[0].text
-    assert any("2026-02-03.md" in w and "not valid UTF-8" in w for w in mem.warnings)
+    assert any("2026-02-03.md" in w and "not valid UTF-8" in w for w in hits.warnings)
 
 
 def test_a_log_named_like_an_impossible_date_is_plain_markdown(mem, root):
@@ -87,10 +88,12 @@ def test_an_embedder_that_is_down_leaves_word_search_working(root, fake_embedder
 
     init(root)
     m = open_memory(root, embedder=Down())
-    e = m.compress("Alice: the quokka webhook retries now back off exponentially.", when=datetime(2026, 2, 1, 9, tzinfo=timezone.utc))
-    assert any("embedding failed" in w for w in m.warnings)
-    assert any("no vector yet" in w for w in m.warnings)  # compress updated the search cache: its chunk has none either
+    stored = m.compress_many([Session("Alice: the quokka webhook retries now back off exponentially.", when=datetime(2026, 2, 1, 9, tzinfo=timezone.utc))])
+    e = stored.entries[0]
+    assert any("embedding failed" in w for w in stored.warnings)
+    assert any("no vector yet" in w for w in stored.warnings)  # compress updated the search cache: its chunk has none either
     hits = m.search(Query(text="quokka webhook retries"))
     assert [h.id for h in hits][:1] == [e.id]
-    assert m.search(Query(text="zebra giraffe")) == []  # too few word matches: the vector fallback fails, words only
-    assert any("word matches only" in w for w in m.warnings)
+    none = m.search(Query(text="zebra giraffe"))
+    assert none.hits == []  # too few word matches: the vector fallback fails, words only
+    assert any("word matches only" in w for w in none.warnings)

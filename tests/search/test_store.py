@@ -240,14 +240,15 @@ def test_a_search_does_not_wait_for_another_process_writing(root, fake_embedder)
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        assert ranked(m, "Quokkadb Helm chart") == []  # the store as it was: the log is not in it yet
+        busy = m.search(Query(text="Quokkadb Helm chart", limit=10))
+        assert busy.hits == []  # the store as it was: the log is not in it yet
         assert holder.poll() is None
-        assert any("being updated by another memtool process" in w for w in m.warnings)
+        assert any("being updated by another memtool process" in w for w in busy.warnings)
     finally:
         holder.kill()
         holder.wait()
-    got = ranked(m, "Quokkadb Helm chart")
-    assert got and got[0][1] == "log" and not m.warnings
+    free = m.search(Query(text="Quokkadb Helm chart", limit=10))
+    assert free.hits and free.hits[0].kind == "log" and not free.warnings
 
 
 def test_a_failed_change_set_leaves_the_last_committed_state(mem, root, fake_embedder, monkeypatch):

@@ -36,6 +36,11 @@ def sessions(m, text, **kw):
     return [h.source_session for h in m.search(Query(text=text, **kw))]
 
 
+def fixes(m, text: str) -> dict[str, list[str]]:
+    """What the search of `text` says it searched instead of a query word no document holds."""
+    return m.search(Query(text=text)).typo_fixes
+
+
 @pytest.mark.parametrize("query, session", [
     ("postgress", "db"),  # a letter added
     ("databse", "db"),  # a letter dropped
@@ -46,13 +51,13 @@ def sessions(m, text, **kw):
 ])
 def test_a_misspelled_word_finds_the_session(mem, query, session):
     assert sessions(mem, query)[:1] == [session]
-    assert mem.typo_fixes  # and says what it searched instead
+    assert fixes(mem, query)  # and says what it searched instead
 
 
 def test_without_typo_weight_a_misspelled_word_finds_nothing(root, mem, fake_embedder):
     plain = open_memory(root, embedder=fake_embedder, dense_fallback=False, typo_weight=0)
     assert sessions(plain, "postgress") == []
-    assert plain.typo_fixes == {}
+    assert fixes(plain, "postgress") == {}
 
 
 @pytest.mark.parametrize("query", [
@@ -65,14 +70,14 @@ def test_edit_limits_follow_word_length(mem, query):
     if query == "clustr":
         assert found == ["k8s"]  # ... so it is found
     else:
-        assert found == [] and mem.typo_fixes == {}
+        assert found == [] and fixes(mem, query) == {}
 
 
 def test_short_words_and_known_words_are_never_corrected(mem):
     assert sessions(mem, "mod") == []  # 3 letters: 'mode' is one edit away, but short words are too ambiguous
-    assert mem.typo_fixes == {}
+    assert fixes(mem, "mod") == {}
     assert sessions(mem, "billing") == ["db"]
-    assert mem.typo_fixes == {}  # an indexed word is searched as it is
+    assert fixes(mem, "billing") == {}  # an indexed word is searched as it is
 
 
 def test_a_common_word_is_meant_as_written(root, fake_embedder):
@@ -80,13 +85,12 @@ def test_a_common_word_is_meant_as_written(root, fake_embedder):
     m = open_memory(root, embedder=fake_embedder, dense_fallback=False)
     m.compress("Hal: the launch party was lively and the statue in the lobby got a hat.", when=when(1), session="party")
     assert sessions(m, "likely status") == []  # one edit from 'lively' and 'statue', but words of their own
-    assert m.typo_fixes == {}
+    assert fixes(m, "likely status") == {}
     assert sessions(m, "livley") == ["party"]  # not a word: corrected
 
 
 def test_a_word_whose_stem_is_indexed_is_not_corrected(mem):
-    sessions(mem, "deployments")  # not written anywhere, but it stems like 'deployment'
-    assert mem.typo_fixes == {}
+    assert fixes(mem, "deployments") == {}  # not written anywhere, but it stems like 'deployment'
 
 
 def test_corrections_count_less_than_the_word_itself(mem):
