@@ -33,7 +33,7 @@ from memtool.search.engine import Hit, Query
 from memtool.search.typos import fix_notes
 from memtool.store import Layout
 from memtool.text import count_tokens
-from memtool.transcripts import JSON_SUFFIXES, convert_transcript, decode, has_text_bom
+from memtool.transcripts import format_of, transcript_from_bytes
 
 FILE_REF_RE = re.compile(r"^(?P<path>[^#]+\.md)(?:#L(?P<line>\d+))?$")
 META_FIELDS = ("source_session", "agent", "source")  # entry fields naming where it came from: shown on one line
@@ -260,10 +260,10 @@ class MemoryTools:
         return answer
 
     def _entry(self, entry_id: str) -> dict[str, Any]:
-        mem = self.memory()
-        entry = mem.get(entry_id)
-        if entry is None:
+        shown = self.memory().show(entry_id)  # live, or archived by `memory archive`
+        if shown is None:
             raise NotFound(f"no entry with id {brief(entry_id)!r}. Ids come from memory_search (ctx-YYYYMMDD-xxxxxxxx, or path.md#L12 for a file).")
+        entry = shown.entry
         data = entry.to_dict()
         answer: dict[str, Any] = {"id": entry.id, "kind": "entry", "truncated": False}
         for key in META_FIELDS:  # metadata on one line, whoever wrote it
@@ -273,9 +273,10 @@ class MemoryTools:
             answer["warning"] = UNTRUSTED_NOTE
             _quote_fields(data)
         answer["entry"] = data
-        transcript = mem.layout.transcript_file(entry.id)
-        if transcript.is_file():
-            answer["transcript"] = self._rel(transcript)
+        if shown.archived:
+            answer["archived"] = self._rel(shown.day_file)
+        if shown.transcript is not None:
+            answer["transcript"] = self._rel(shown.transcript)
         return answer
 
     def _file_ref(self, given: str, line_digits: str, cap: int) -> dict[str, Any]:
@@ -357,13 +358,9 @@ class MemoryTools:
         return answer
 
     def _read_transcript(self, given: str, max_bytes: int) -> str:
+        """A transcript file inside the root, read as `memory compress FILE` reads one (memtool.transcripts)."""
         _, data = read_inside(self.root, given, max_bytes)
-        if b"\x00" in data[:8192] and not has_text_bom(data):
-            raise BadInput(f"{brief(given)}: looks like a binary file (NUL bytes); give a text transcript")
-        text = decode(data)
-        if Path(given).suffix.lower() in JSON_SUFFIXES:  # as `memory compress FILE`: JSON of no known format is refused
-            text = convert_transcript(text, name=brief(given), strict=True)
-        return text
+        return transcript_from_bytes(data, brief(given), format_of(given)).render()
 
     def log(self, text: str, agent: str = "") -> dict[str, Any]:
         path = self.memory().log(text, source="ai_inferred", agent=agent)

@@ -34,6 +34,7 @@ from memtool.search.typos import query_terms
 from memtool.session_vectors import entry_vectors
 from memtool.store import Layout, Store
 from memtool.text import content_words, count_tokens
+from memtool.transcripts import check_size
 
 
 @dataclass
@@ -92,6 +93,16 @@ class SearchResult:
         return self.hits[i]
 
 
+@dataclass
+class Shown:
+    """One entry by id, live or archived, and where its files are (`memory show`, MCP memory_get)."""
+
+    entry: Entry
+    day_file: Path
+    transcript: Path | None  # the kept transcript, when there is one
+    archived: bool  # moved to memory/archive/YYYY/ by `memory archive`
+
+
 class Memory:
     def __init__(self, layout: Layout, settings: Settings, compressor_factory: Callable[[str], Compressor], embedder: Embedder):
         self.layout = layout
@@ -111,13 +122,8 @@ class Memory:
         return text
 
     def check_size(self, size: int, name: str = "<text>", whole: bool = True) -> None:
-        """Refuse a transcript over the limit; callers check a file's size before reading it. `whole`:
-        `size` is the real size (a stream read up to the limit + 1 knows only that it is larger)."""
-        limit = self.settings.max_transcript_bytes
-        if size > limit:
-            mib = f"{limit / 2**20:g} MiB, " if limit >= 2**20 else ""
-            what = f"{size:,} bytes is over" if whole else "more than"
-            raise BadInput(f"{name}: {what} the limit of {limit:,} bytes ({mib}setting max_transcript_bytes). Split it or raise the limit.")
+        """Refuse a transcript over the limit (memtool.transcripts.check_size)."""
+        check_size(size, self.settings.max_transcript_bytes, name, whole)
 
     def redact(self, text: str) -> str:
         if not self.settings.redact:
@@ -426,6 +432,20 @@ class Memory:
 
     def get(self, entry_id: str) -> Entry | None:
         return self.store.get(entry_id)
+
+    def show(self, entry_id: str) -> Shown | None:
+        """The entry with this id, live or else archived, or None."""
+        from memtool.archive import ArchiveLayout, get_archived
+
+        home: Layout = self.layout
+        entry = self.store.get(entry_id)
+        if entry is None:
+            entry = get_archived(self.layout, entry_id)
+            if entry is None:
+                return None
+            home = ArchiveLayout(self.layout.root, entry.day[:4])
+        transcript = home.transcript_file(entry.id)
+        return Shown(entry, home.day_file(entry.day), transcript if transcript.is_file() else None, archived=home is not self.layout)
 
     def compressor(self, name: str | None = None) -> Compressor:
         """The compressor registered as `name` (default: the configured one), built once."""

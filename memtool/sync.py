@@ -339,6 +339,16 @@ def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: 
     return changed
 
 
+def reembed(mem: Memory, progress: Progress | None = None) -> SyncReport:
+    """`memory reembed`: the live store synced (a vector of another model or stale is computed again)
+    and the archives' vectors too, which a sync never looks at."""
+    report = sync(mem, progress=progress)
+    archived = reembed_archive(mem, report.errors)
+    report.embedded += len(archived)
+    report.touched += archived
+    return report
+
+
 def reembed_archive(mem: Memory, errors: list[str] | None = None, batch: int = C.SYNC_EMBED_BATCH) -> list[Path]:
     """Embed the archived entries (memory/archive/YYYY/) whose vector is missing, stale or another
     model's, as `memory reembed` does for the live store after an embedder switch; a sync never looks

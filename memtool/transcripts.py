@@ -143,15 +143,54 @@ def has_text_bom(data: bytes) -> bool:
     return data[:2] in (b"\xff\xfe", b"\xfe\xff") or data[:4] == b"\x00\x00\xfe\xff"
 
 
-def load_transcript(path: str | Path) -> Transcript:
-    """Read and parse a transcript file (see the module docstring). A file named .json/.jsonl of no
-    known format, or JSON too deeply nested to read, is BadInput."""
+def format_of(name: str | Path) -> str:
+    """How a transcript file is read, by its name: "json" (.json/.jsonl: a known format, else BadInput),
+    "text" (Markdown or plain text, kept as written) or "sniff" (parsed when it is JSON of a known
+    format, else text)."""
+    suffix = Path(name).suffix.lower()
+    return "json" if suffix in JSON_SUFFIXES else "text" if suffix in PASSTHROUGH_SUFFIXES else "sniff"
+
+
+def check_size(size: int, limit: int, name: str, whole: bool = True) -> None:
+    """Refuse a transcript over `limit` bytes (setting max_transcript_bytes). `whole`: `size` is the
+    real size (a stream read up to the limit + 1 knows only that it is larger)."""
+    if size > limit:
+        mib = f"{limit / 2**20:g} MiB, " if limit >= 2**20 else ""
+        what = f"{size:,} bytes is over" if whole else "more than"
+        raise BadInput(f"{name}: {what} the limit of {limit:,} bytes ({mib}setting max_transcript_bytes). Split it or raise the limit.")
+
+
+def transcript_from_bytes(data: bytes, name: str, form: str = "sniff") -> Transcript:
+    """The transcript in a file's (or stdin's) bytes: the one loader `memory compress`, MCP
+    memory_compress and the agent hooks share. Binary data (NUL bytes without a UTF-16/32 BOM) is
+    BadInput; UTF-16/32 with a BOM is read as such; invalid UTF-8 is replaced, with a warning in the
+    transcript's `warnings`. `form`: as format_of says."""
+    if b"\x00" in data[:8192] and not has_text_bom(data):
+        raise BadInput(f"{name}: looks like a binary file (NUL bytes); give a text transcript")
+    warnings: list[str] = []
+    if has_text_bom(data):
+        text = decode(data)
+    else:
+        try:
+            text = data.decode("utf-8").removeprefix("\ufeff")
+        except UnicodeDecodeError as exc:
+            warnings.append(f"{name}: invalid UTF-8 at byte {exc.start}; undecodable bytes replaced with U+FFFD")
+            text = decode(data)
+    out = text_transcript(text) if form == "text" else parse_transcript(text, name=name, strict=form == "json")
+    out.warnings = warnings + out.warnings
+    return out
+
+
+def load_transcript(path: str | Path, max_bytes: int | None = None, form: str | None = None) -> Transcript:
+    """Read and parse a transcript file (see the module docstring and transcript_from_bytes). A file
+    named .json/.jsonl of no known format, or JSON too deeply nested to read, is BadInput. `max_bytes`:
+    a text file over it is refused before it is read; JSON is measured after conversion (tool output
+    shrinks a lot), by the compress that stores it. `form`: as format_of says (default: by the name)."""
     p = Path(path)
-    text = decode(p.read_bytes())
-    suffix = p.suffix.lower()
-    if suffix in PASSTHROUGH_SUFFIXES:
-        return text_transcript(text)
-    return parse_transcript(text, name=str(p), strict=suffix in JSON_SUFFIXES)
+    form = form or format_of(p)
+    if max_bytes is not None and form != "json":
+        check_size(p.stat().st_size, max_bytes, str(p))
+    return transcript_from_bytes(p.read_bytes(), str(p), form)
 
 
 def read_transcript(path: str | Path) -> str:

@@ -354,6 +354,31 @@ def test_resources_are_listed_and_readable(client, seeded):
     assert client.read("memory://USER.md") == (seeded["root"] / "USER.md").read_text()
 
 
+# -- an archived entry ------------------------------------------------------------------------------
+def test_get_finds_an_archived_entry_as_memory_show_does(tmp_path_factory, home):
+    """`memory archive` moves an old entry to memory/archive/YYYY/: memory_get still shows it (the same
+    core use case as `memory show`), saying where it now lives."""
+    from memtool.app import open_memory
+    from memtool.archive import archive
+    from memtool.scaffold import init
+
+    root = tmp_path_factory.mktemp("archived")
+    init(root)
+    old = datetime(2024, 1, 5, 10, tzinfo=timezone.utc)
+    with home_env(home):
+        mem = open_memory(root)
+        entry_id = mem.compress(EXPORT, when=old, session="export-fix").id
+        moved = archive(mem.layout, mem.settings, now=old + timedelta(days=800))
+    assert moved.entries == [entry_id] and mem.get(entry_id) is None  # no longer live
+    with connect(root, home) as c:
+        got = c.ok("memory_get", {"id": entry_id})
+        assert got["entry"]["id"] == entry_id and got["entry"]["source_session"] == "export-fix"
+        assert got["archived"] == "memory/archive/2024/index/2024-01-05.json"
+        assert got["transcript"] == f"memory/archive/2024/transcripts/{entry_id}.md"
+        assert (root / got["transcript"]).is_file()
+        assert "no entry with id" in c.error("memory_get", {"id": "ctx-20240105-00000000"})
+
+
 # -- an empty store ----------------------------------------------------------------------------------
 def test_empty_store_searches_to_nothing_and_context_still_works(tmp_path_factory, home):
     root = tmp_path_factory.mktemp("empty")

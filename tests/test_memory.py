@@ -248,3 +248,38 @@ def test_session_and_agent_names_are_redacted_before_anything_is_written(mem, ro
     day_log = next((root / "memory").glob("*.md")).read_text(encoding="utf-8")
     line = next(x for x in day_log.splitlines() if "rotated the deploy key" in x)  # tag values are escaped (tests/test_quoting.py)
     assert comment_tags(line)["session"] == "deploy [REDACTED:github_token]" and "[REDACTED:anthropic_key]" in day_log
+
+
+# -- typed results ---------------------------------------------------------------------------------
+def test_compress_many_returns_what_it_stored_and_the_duplicates_it_found(mem):
+    first = mem.compress_many([Session(AUTH, when=when(2), session="a")])
+    assert [e.source_session for e in first.entries] == ["a"] and first.duplicates == [] and first.warnings == []
+    again = mem.compress_many([Session(AUTH, when=when(9), session="b"), Session(DB, when=when(9), session="db")])
+    assert [e.id for e in again.entries][:1] == [first.entries[0].id]  # the stored entry the repeat names
+    assert [(d.kind, d.existing, d.name) for d in again.duplicates] == [("same", first.entries[0].id, "<text>")]
+    assert again.superseded == [] and len(list(mem.store.iter_entries())) == 2
+    assert list(again) == again.entries and len(again) == 2  # iterating a result iterates its entries
+
+
+def test_compress_many_names_the_entries_a_session_supersedes(mem):
+    old = mem.compress(AUTH, when=when(2), session="a")
+    new = mem.compress_many([Session(DB, when=when(3), session="b", supersedes=[old.id])])
+    assert new.entries[0].supersedes == [old.id] and new.superseded == [old.id]
+
+
+def test_search_returns_its_typo_fixes_and_warnings_with_the_hits(mem):
+    mem.compress(DB, when=when(5), session="db")
+    fixed = mem.search(Query(text="postgrse"))
+    assert [h.source_session for h in fixed.hits][:1] == ["db"]
+    assert fixed.typo_fixes == {"postgrse": ["postgres"]} and fixed.warnings == []
+    plain = mem.search(Query(text="invoices"))
+    assert plain.typo_fixes == {} and [h.id for h in plain] == [h.id for h in plain.hits]  # one search's fixes, not the last one's
+
+
+def test_context_carries_its_own_warnings(mem, root):
+    mem.compress(DB, when=when(5))
+    (root / "memory/index/2026-02-05.json").write_text("{broken")
+    bad = mem.context()
+    assert any("2026-02-05.json" in w for w in bad.warnings)
+    (root / "memory/index/2026-02-05.json").unlink()
+    assert mem.context().warnings == []  # a later call does not inherit the earlier one's

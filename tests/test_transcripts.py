@@ -277,3 +277,34 @@ def test_markdown_and_text_are_dated_by_their_first_lines(head, day):
 
 def test_a_date_deep_in_the_text_is_not_the_start():
     assert text_transcript("user: hi\n" * 30 + "we shipped on 2024-01-05\n").started is None
+
+
+# -- the one loader (memory compress, MCP memory_compress, the hooks) ------------------------------
+def test_the_loader_reads_utf16_refuses_binary_and_warns_about_bad_utf8(tmp_path):
+    from memtool.transcripts import transcript_from_bytes
+
+    utf16 = "user: hello ünïcode\n".encode("utf-16")  # with its BOM: NUL bytes that are text
+    assert transcript_from_bytes(utf16, "a.md", "text").render() == "user: hello ünïcode\n"
+    with pytest.raises(BadInput, match="b.md: looks like a binary file"):
+        transcript_from_bytes(b"user: hi\x00\x01", "b.md", "text")
+    bad = transcript_from_bytes(b"user: caf\xe9 ok\n", "c.md", "text")
+    assert bad.render() == "user: caf\ufffd ok\n" and bad.warnings == ["c.md: invalid UTF-8 at byte 9; undecodable bytes replaced with U+FFFD"]
+
+
+def test_the_loader_caps_text_files_before_reading_and_json_after_conversion(tmp_path):
+    big = tmp_path / "big.md"
+    big.write_text("user: " + "word " * 100 + "\n")
+    with pytest.raises(BadInput, match="over the limit of 100 bytes"):
+        load_transcript(big, max_bytes=100)
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_bytes((FIXTURES / "claude_transcript.jsonl").read_bytes())
+    assert load_transcript(jsonl, max_bytes=100).render() == read_transcript(FIXTURES / "claude_transcript.jsonl")
+
+
+def test_a_json_transcript_under_another_name_is_still_recognised(tmp_path):
+    log = tmp_path / "session.log"  # neither .jsonl nor Markdown: parsed when it is a known format
+    log.write_bytes((FIXTURES / "claude_transcript.jsonl").read_bytes())
+    assert load_transcript(log).render() == read_transcript(FIXTURES / "claude_transcript.jsonl")
+    notes = tmp_path / "notes.md"  # Markdown is kept as written, even when it looks like JSON
+    notes.write_text('[{"role": "user", "content": "hi"}]\n')
+    assert load_transcript(notes).render() == '[{"role": "user", "content": "hi"}]\n'

@@ -111,18 +111,11 @@ def context(
 
 
 def show(ctx: typer.Context, entry_id: str = typer.Argument(..., help="Entry id, e.g. ctx-20260207-1a2b3c4d."), as_json: bool = typer.Option(False, "--json")) -> None:
-    """Show one entry."""
-    from memtool.archive import ArchiveLayout, get_archived
-
-    mem = open_from(ctx)
-    entry = mem.get(entry_id)
-    home = mem.layout
-    if entry is None:
-        entry = get_archived(mem.layout, entry_id)
-        home = ArchiveLayout(mem.layout.root, entry.day[:4]) if entry is not None else home
-    if entry is None:
+    """Show one entry (an archived one too)."""
+    shown = open_from(ctx).show(entry_id)
+    if shown is None:
         raise NotFound(f"no entry with id {entry_id}. `memory search` lists ids (`--archive`: archived ones too).")
-    data = entry.to_dict()
+    data = shown.entry.to_dict()
     if as_json:
         print_json(data)
         return
@@ -130,11 +123,10 @@ def show(ctx: typer.Context, entry_id: str = typer.Argument(..., help="Entry id,
         if value in ("", [], False) or (isinstance(value, dict) and not any(value.values())):
             continue
         typer.echo(f"{key}: {value}")
-    if home is not mem.layout:
-        typer.echo(f"archived: {home.day_file(entry.day)}")
-    transcript = home.transcript_file(entry_id)
-    if transcript.is_file():
-        typer.echo(f"transcript: {transcript}")
+    if shown.archived:
+        typer.echo(f"archived: {shown.day_file}")
+    if shown.transcript is not None:
+        typer.echo(f"transcript: {shown.transcript}")
 
 
 def stats(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> None:

@@ -85,7 +85,7 @@ def reembed(
 
     from memtool.app import resolve_root
     from memtool.config import load, load_settings
-    from memtool.sync import persist_embedder, reembed_archive, sync
+    from memtool.sync import persist_embedder, reembed as run
 
     root = resolve_root(root_of(ctx))
     settings = load_settings(root)
@@ -100,10 +100,7 @@ def reembed(
         if origin.startswith("environment"):
             warn(f"{origin} ({load_settings(root).embedder}) overrides the config; searches will use it")
     with _progress(not as_json) as progress:
-        report = sync(mem, progress=progress)
-    archived = reembed_archive(mem, report.errors)  # archives are not synced: switched here
-    report.embedded += len(archived)
-    report.touched += archived
+        report = run(mem, progress=progress)
     _render(report, as_json)
 
 

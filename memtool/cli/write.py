@@ -62,11 +62,11 @@ def read_input(path: str, mem=None, convert: bool = True) -> tuple[str, str, dat
     format (anything else on stdin is text). With `mem`, text over its max_transcript_bytes is
     refused before it is read into memory; JSON is measured after conversion (tool output shrinks a
     lot), so it is read whole. Lines of a JSONL transcript that are not JSON are skipped with a warning."""
-    from memtool.transcripts import JSON_SUFFIXES, decode, has_text_bom, looks_like_json, parse_transcript, text_transcript
+    from memtool.transcripts import load_transcript, looks_like_json, transcript_from_bytes
 
     limit = None if mem is None else mem.settings.max_transcript_bytes
     if path == "-":
-        name, strict = "<stdin>", False
+        name = "<stdin>"
         stream = sys.stdin.buffer
         data = stream.read(-1 if limit is None else limit + 1)
         is_json = convert and looks_like_json(data)
@@ -74,31 +74,16 @@ def read_input(path: str, mem=None, convert: bool = True) -> tuple[str, str, dat
             if not is_json:  # reading stopped at the limit: the real size is unknown
                 mem.check_size(len(data), name, whole=False)
             data += stream.read()
+        transcript = transcript_from_bytes(data, name, "sniff" if is_json else "text")
     else:
         p = Path(path)
         if not p.is_file():
             raise BadInput(f"{path}: no such file")
         name = str(p)
-        is_json = strict = convert and p.suffix.lower() in JSON_SUFFIXES
-        if mem is not None and not is_json:
-            mem.check_size(p.stat().st_size, name)
-        data = p.read_bytes()
-    if b"\x00" in data[:8192] and not has_text_bom(data):
-        raise BadInput(f"{name}: looks like a binary file (NUL bytes); give a text transcript")
-    if has_text_bom(data):
-        text = decode(data)
-    else:
-        try:
-            text = data.decode("utf-8").removeprefix("\ufeff")
-        except UnicodeDecodeError as exc:
-            warn(f"{name}: invalid UTF-8 at byte {exc.start}; undecodable bytes replaced with U+FFFD")
-            text = decode(data)
-    if not convert:
-        return text, name, None
-    transcript = parse_transcript(text, name=name, strict=strict) if is_json else text_transcript(text)
+        transcript = load_transcript(p, limit, None if convert else "text")
     for message in transcript.warnings:
         warn(message)
-    return transcript.render(), name, transcript.started
+    return transcript.render(), name, transcript.started if convert else None
 
 
 def expand(paths: list[str]) -> list[str]:

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from memtool import constants as C
 from memtool.errors import BadInput, NotAMemoryRoot, StorageError
 from memtool.hooks import spec
-from memtool.transcripts import read_transcript
+from memtool.transcripts import load_transcript
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ def prepare_transcript(payload: HookPayload, agent: str, out_dir: Path | None = 
     if payload.transcript_path is None:
         raise BadInput(f"{spec(agent).label} sent no transcript_path; nothing to compress")
     try:
-        text = read_transcript(payload.transcript_path)
+        text = load_transcript(payload.transcript_path).render()
     except FileNotFoundError:
         raise BadInput(f"transcript not found: {payload.transcript_path}") from None
     except OSError as err:
