@@ -55,15 +55,15 @@ def provider_counter(c: Counting) -> tuple[TokenCounter, str] | None:
     return None
 
 
-def fit_to_provider_count(mem: Counting, pack_at: Callable[[int], ContextResult], budget: int) -> ContextResult:
+def fit_to_provider_count(counting: Counting, pack_at: Callable[[int], ContextResult], budget: int) -> ContextResult:
     """pack_at(budget), checked (and re-packed if needed) against the provider's count."""
     res = pack_at(budget)
-    if PROVIDER not in (mem.settings.compressor, mem.settings.embedder):
+    if PROVIDER not in (counting.settings.compressor, counting.settings.embedder):
         return res
     try:
-        found = provider_counter(mem)
+        found = provider_counter(counting)
     except ProviderError as exc:
-        mem.warnings.append(f"context: cannot count tokens with Gemini ({exc}); used the offline count")
+        counting.warnings.append(f"context: cannot count tokens with Gemini ({exc}); used the offline count")
         return res
     if found is None:
         return res
@@ -73,7 +73,7 @@ def fit_to_provider_count(mem: Counting, pack_at: Callable[[int], ContextResult]
         try:
             counted = counter.count_tokens(res.text)
         except ProviderError as exc:
-            mem.warnings.append(f"context: Gemini token count failed ({exc}); used the offline count")
+            counting.warnings.append(f"context: Gemini token count failed ({exc}); used the offline count")
             return res
         if counted <= budget:
             res.tokens, res.counter = counted, model
@@ -81,7 +81,7 @@ def fit_to_provider_count(mem: Counting, pack_at: Callable[[int], ContextResult]
         ratio = counted / max(res.tokens, 1)  # provider tokens per offline token, for this text
         smaller = min(target - 1, int(budget / ratio * REPACK_MARGIN))
         if smaller < MIN_PACK_BUDGET:
-            mem.warnings.append(f"context: {counted} tokens by {model}'s count, over the budget of {budget}; the budget is too small to fit")
+            counting.warnings.append(f"context: {counted} tokens by {model}'s count, over the budget of {budget}; the budget is too small to fit")
             res.tokens, res.counter = counted, model
             return res
         target = smaller
