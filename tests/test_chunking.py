@@ -70,7 +70,7 @@ def test_a_log_lines_provenance_tag_is_not_searched(root):
     mem = open_memory(root, dense_fallback=False)
     mem.log("Rotated the staging database password.", agent="claude-code", source="ai_inferred")
     assert "agent=claude-code" in next((root / "memory").glob("*.md")).read_text()  # provenance stays in the file
-    assert mem.search("claude", kinds=("log",)) == []  # but is not what the line says
+    assert mem.search("claude", kinds=("log",)).hits == []  # but is not what the line says
     hit = mem.search("staging password", kinds=("log",))[0]
     assert "Rotated" in hit.text and "<!--" not in hit.text
 

@@ -72,7 +72,7 @@ def test_search_finds_and_filters(mem):
     assert [h.id for h in mem.search(Query(text="Auth0 Postgres", since=when(4), kinds=("entry",)))] == [d.id]
     assert [h.id for h in mem.search(Query(text="Auth0 Postgres", until=when(3), kinds=("entry",)))] == [a.id]
     assert [h.id for h in mem.search(Query(text="Auth0 Postgres", min_importance="high", kinds=("entry",)))] == [d.id]
-    assert mem.search("zzzz qqqq") == [] or all(h.score > 0 for h in mem.search("zzzz qqqq"))
+    assert mem.search("zzzz qqqq").hits == [] or all(h.score > 0 for h in mem.search("zzzz qqqq"))
 
 
 def test_transcript_hit_returns_entry_with_passage(mem):
@@ -179,7 +179,7 @@ def test_a_hand_edited_timestamp_out_of_range_is_reported_not_indexed(mem, root)
 
     with pytest.raises(StoreCorrupt, match="out of range"):
         read_day(day)
-    assert mem.search("Auth0") == [] or all(h.id != e.id for h in mem.search("Auth0"))
+    assert mem.search("Auth0").hits == [] or all(h.id != e.id for h in mem.search("Auth0"))
 
 
 def test_context_without_query_skips_an_unreadable_day_file(mem, root):

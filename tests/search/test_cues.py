@@ -63,4 +63,4 @@ def test_a_when_question_lifts_the_passage_that_says_when(root, gym):
 
 
 def test_a_cue_alone_creates_no_hit(gym):
-    assert gym.search(Query(text="When did it happen?", kinds=("transcript",))) == []
+    assert gym.search(Query(text="When did it happen?", kinds=("transcript",))).hits == []

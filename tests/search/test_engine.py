@@ -34,7 +34,7 @@ def test_lexical_hits_always_rank_before_fallback_hits(mem):
 
 def test_no_fallback_when_disabled(root, mem):
     strict = open_memory(root, embedder="wordllama", dense_fallback=False)
-    assert strict.search(Query(text="children", limit=2, kinds=("entry",))) == []
+    assert strict.search(Query(text="children", limit=2, kinds=("entry",))).hits == []
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def test_a_date_alone_finds_what_was_written_then(root, dated):
     assert [h.source_session for h in dated.search(Query(text="what happened on 3 June 2023", kinds=("entry",)))] == ["june", "late-june"]
     assert [h.source_session for h in dated.search(Query(text="what did we do in March 2023?", kinds=("entry",)))] == ["march"]
     off = open_memory(root, dense_fallback=False, date_match=0.0)
-    assert off.search(Query(text="what happened on 3 June 2023", kinds=("entry",))) == []
+    assert off.search(Query(text="what happened on 3 June 2023", kinds=("entry",))).hits == []
 
 
 def test_a_named_date_brings_in_that_days_results_whose_words_differ(root):
