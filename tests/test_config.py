@@ -196,7 +196,7 @@ def test_the_users_own_config_may_be_a_link_but_not_to_a_device(root, tmp_path):
     ("redact_patterns: ['ok', '(unclosed']", "setting 'redact_patterns' item 2 '(unclosed' is not a valid regular expression"),
     ("template: fancy", "setting 'template' must be one of chat, detailed, summary, got 'fancy'"),
     ("compressor: nope", "setting 'compressor' must be one of gemini, local, openai, got 'nope'"),
-    ("embedder: nope", "setting 'embedder' must be one of auto, e5, gemini, wordllama, got 'nope'"),
+    ("embedder: nope", "setting 'embedder' must be one of auto, e5, fake, gemini, wordllama, got 'nope'"),  # fake: conftest's, registered here
     ("gemini_embed_dim: 5000", "setting 'gemini_embed_dim' must be at most 3072, got 5000"),
     ("sibling_weight: 1.5", "setting 'sibling_weight' must be at most 1, got 1.5"),
     ("gemini_timeout_s: .inf", "setting 'gemini_timeout_s' must be at most 3600, got inf"),
