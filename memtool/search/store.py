@@ -26,7 +26,6 @@ import math
 import os
 import sqlite3
 import uuid
-from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -558,8 +557,9 @@ def _insert_docs(conn: sqlite3.Connection, docs: list[Doc], keys: list[str], col
     next_group = max(groups.values(), default=-1) + 1
     new_groups: list[tuple[int, str]] = []
     rows = []
-    postings: dict[str, tuple[list[int], list[int]]] = {}
-    surface: set[str] = set()
+    flat: list[str] = []  # every document's terms, one after another
+    lengths = np.zeros(len(docs), dtype=np.int64)
+    seen: set[str] = set()
     for j, (d, key) in enumerate(zip(docs, keys)):
         i = first + j
         gkey = d.entry or d.ref
@@ -569,29 +569,48 @@ def _insert_docs(conn: sqlite3.Connection, docs: list[Doc], keys: list[str], col
             new_groups.append((g, gkey))
             next_group += 1
         ws = words(d.index_text)
-        counted = Counter(terms(ws) or [""])
-        for term, tf in counted.items():
-            p = postings.setdefault(term, ([], []))
-            p[0].append(i)
-            p[1].append(tf)
-        surface |= surface_words(ws)
+        ts = terms(ws) or [""]
+        flat += ts
+        lengths[j] = len(ts)
+        seen.update(ws)
         add[j] = (KIND_CODE[d.kind], IMPORTANCE_CODE.get(d.importance, 1), d.trusted, d.pinned, doc_cues(ws), True,
-                  d.source in archived, sum(counted.values()), g, d.ts)
+                  d.source in archived, len(ts), g, d.ts)
         rows.append((i, d.source, d.kind, d.ref, d.entry, d.text, d.session, d.ts, d.importance, json.dumps(list(d.topics), ensure_ascii=False),
                      int(d.trusted), d.line, d.superseded_by, key))
     conn.executemany("INSERT INTO groups VALUES (?, ?)", new_groups)
     conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in surface])
-    _append_postings(conn, postings, fresh=first == 0)
+    conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in surface_words(list(seen))])
+    _append_postings(conn, _postings(flat, lengths, first), fresh=first == 0)
     return np.concatenate([cols, add])
 
 
-def _append_postings(conn: sqlite3.Connection, postings: dict[str, tuple[list[int], list[int]]], fresh: bool) -> None:
+def _postings(flat: list[str], lengths: np.ndarray, first: int) -> Iterator[tuple[str, bytes, bytes]]:
+    """(term, its document ids ascending, how often each holds it) of documents first, first + 1, ...
+    whose terms are `flat` in turn (`lengths` of them each): counted in numpy over (term id, document)
+    pairs, no loop per posting."""
+    vocab: dict[str, int] = {}
+    tid = np.fromiter((vocab.setdefault(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat))
+    n = max(lengths.size, 1)
+    pairs, tfs = np.unique(tid * n + np.repeat(np.arange(lengths.size, dtype=np.int64), lengths), return_counts=True)
+    term_of = pairs // n
+    docs = (pairs % n + first).astype("<i4")
+    tfs = np.minimum(tfs, 65535).astype("<u2")
+    bounds = np.flatnonzero(np.diff(term_of)) + 1
+    names = list(vocab)
+    for lo, hi in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [pairs.size])).tolist()):
+        if hi > lo:
+            yield names[term_of[lo]], docs[lo:hi].tobytes(), tfs[lo:hi].tobytes()
+
+
+def _append_postings(conn: sqlite3.Connection, postings: Iterator[tuple[str, bytes, bytes]], fresh: bool) -> None:
+    """Into a new store, one row per term; else a term's newest block is extended while short."""
+    if fresh:
+        conn.executemany("INSERT INTO postings VALUES (?, ?, ?)", postings)
+        return
     inserts = []
     updates = []
-    for term, (ids, tfs) in postings.items():
-        d, t = np.asarray(ids, dtype="<i4").tobytes(), np.minimum(np.asarray(tfs), 65535).astype("<u2").tobytes()
-        tail = None if fresh else conn.execute("SELECT rowid, docs, tfs FROM postings WHERE term = ? ORDER BY rowid DESC LIMIT 1", (term,)).fetchone()
+    for term, d, t in postings:
+        tail = conn.execute("SELECT rowid, docs, tfs FROM postings WHERE term = ? ORDER BY rowid DESC LIMIT 1", (term,)).fetchone()
         if tail is not None and len(tail[1]) // 4 < TAIL_POSTINGS:
             updates.append((tail[1] + d, tail[2] + t, tail[0]))
         else:
