@@ -453,10 +453,11 @@ def _keywords(said: list[Part], idf, people: list[str], text: str = "") -> list[
     raw = Counter(w.lower() for p in said for w in TOKEN_RE.findall(p.text))
     scored = []
     for low, c in raw.items():
-        if len(low) < 3 or low in named or low in SENTENCE_WORDS or low in MONTHS_DAYS or low in STOPWORDS or low in MARKUP_WORDS:
+        number = bool(re.fullmatch(r"\d[\d.]*", low))
+        if (len(low) < 3 and not number) or low in named or low in SENTENCE_WORDS or low in MONTHS_DAYS or low in STOPWORDS or low in MARKUP_WORDS:
             continue
-        if re.fullmatch(r"[\d.,]+", low):
-            continue  # '0.820' or '312' says nothing on its own (the summary keeps it in context)
+        if number and (len(low) > 7 or not _measured(low, said)):
+            continue  # a bare number counts only where it is a measurement ("38 ms", "from 71% to 64%")
         if "/" in low and (low.startswith(("/", "home", "tmp", "usr")) or low.count("/") > 3):
             continue
         pieces = [x for x in re.split(r"[^a-z0-9_]+", low) if x]
@@ -467,3 +468,12 @@ def _keywords(said: list[Part], idf, people: list[str], text: str = "") -> list[
         scored.append(((1.0 + math.log(c)) * idf(low) * (1.3 if special else 1.0) * ref * (1.0 + 0.05 * min(len(low), 10)), low))
     scored.sort(reverse=True)
     return [w for _, w in scored]
+
+
+def _measured(number: str, said: list[Part]) -> bool:
+    """Whether a number is said with a unit ("38 ms", "4,210 ms", "64%"), or as one side of a change
+    ("500 -> 100", "from 71% to 64%")."""
+    n = rf"(?<![\w.,])(?:\d{{1,3}},)?{re.escape(number)}(?![\d,])"
+    unit = r"(?:[.,]\d+)?\s?(?:%|(?:ms|s|sec|seconds?|minutes?|hours?|days?|mi?b|gi?b|mib/s|mb/s|mi|gi|rows|tests?|x|files?|warnings?|partitions?|shards?)\b)"
+    pattern = re.compile(rf"{n}{unit}|(?:->|→|\bto\b|\bfrom\b)\s*{n}|{n}\s*(?:->|→)", re.I)
+    return any(pattern.search(p.text) for p in said)
