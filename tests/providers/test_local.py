@@ -401,3 +401,17 @@ def test_session_keywords_keep_measured_numbers_not_bare_ones():
     assert {"210", "57", "48"} <= ranked  # said with a unit or as the two sides of a change
     assert "12" not in ranked and "40" not in ranked  # a page number is no measurement
     assert "57" in LocalCompressor().compress(MEASURED_SESSION).keywords
+
+
+def test_session_summary_keeps_the_measured_outcome():
+    session = MEASURED_SESSION + """
+user: good. Also the export job logs a warning about the connection pool every night, what is that about?
+
+assistant: The pool warning comes from the reporting client, which opens its own connections and never returns them to the shared pool that the export job also uses every night.
+
+user: leave that for another day.
+
+assistant: Understood, the pool warning stays as it is and the index change is committed on branch perf/shipments-index together with the migration file and the updated export documentation for the team.
+"""
+    summary = LocalCompressor().compress(session).summary
+    assert "4,210 ms -> 57 ms" in summary
