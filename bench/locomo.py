@@ -146,8 +146,13 @@ def session_observations(sample: dict, conv: dict, have: set[int]) -> dict[int, 
     out: dict[int, list[str]] = {}
     for n in sorted(have):
         raw = next((pool[f"session_{n}_observation"] for pool in pools if isinstance(pool.get(f"session_{n}_observation"), dict)), {})
-        facts = [str(item[0]) for items in raw.values() if isinstance(items, list) for item in items
-                 if isinstance(item, (list, tuple)) and item and str(item[0]).strip()]
+        facts = [
+            str(item[0])
+            for items in raw.values()
+            if isinstance(items, list)
+            for item in items
+            if isinstance(item, (list, tuple)) and item and str(item[0]).strip()
+        ]
         if facts:
             out[n] = facts
     return out
@@ -181,9 +186,10 @@ def with_typo(text: str, rng: random.Random) -> str:
     w, i = m.group(), rng.randrange(1, len(m.group()) - 1)
     edit = rng.choice(("drop", "add", "change") if w[i] == w[i + 1] else ("drop", "add", "change", "swap"))  # 'pp' swapped is no typo
     letter = rng.choice([c for c in "abcdefghijklmnopqrstuvwxyz" if c != w[i].lower()])
-    typo = {"drop": w[:i] + w[i + 1:], "add": w[:i] + letter + w[i:], "change": w[:i] + letter + w[i + 1:],
-            "swap": w[:i] + w[i + 1] + w[i] + w[i + 2:]}[edit]
-    return text[: m.start()] + typo + text[m.end():]
+    typo = {"drop": w[:i] + w[i + 1 :], "add": w[:i] + letter + w[i:], "change": w[:i] + letter + w[i + 1 :], "swap": w[:i] + w[i + 1] + w[i] + w[i + 2 :]}[
+        edit
+    ]
+    return text[: m.start()] + typo + text[m.end() :]
 
 
 def load_conversations(data: Path, wanted: set[str] | None = None) -> list[Conversation]:
@@ -402,10 +408,7 @@ def miss_record(conv: Conversation, q: Question, mode: str, rank: int | None, hi
         "rank": rank,
         "bm25_raw_rank": bm25_rank,
         "dense_raw_rank": dense_rank,
-        "top5": [
-            {"session": h.source_session, "text": h.text[:DUMP_TEXT_CHARS], "passage": h.passage[:DUMP_TEXT_CHARS]}
-            for h in hits[:MISS_K]
-        ],
+        "top5": [{"session": h.source_session, "text": h.text[:DUMP_TEXT_CHARS], "passage": h.passage[:DUMP_TEXT_CHARS]} for h in hits[:MISS_K]],
     }
 
 
@@ -426,7 +429,9 @@ def aggregate(results: list[dict], modes: list[str]) -> dict:
     firsts = [res["first_search_ms"] for res in results if res["first_search_ms"] is not None]
     out.update(
         compression_ratio=round(sum(ratios) / len(ratios), 3) if ratios else 0.0,
-        observation_coverage=round(sum(r["observations"][0] for r in results) / total_obs, 4) if (total_obs := sum(r["observations"][1] for r in results)) else 0.0,
+        observation_coverage=round(sum(r["observations"][0] for r in results) / total_obs, 4)
+        if (total_obs := sum(r["observations"][1] for r in results))
+        else 0.0,
         observations=total_obs,
         compress_ms=round(1000 * sum(res["compress_s"] for res in results) / sessions, 2) if sessions else 0.0,
         search_p50_ms=percentile(lat, 50),

@@ -28,8 +28,13 @@ SETTINGS = {"one": "1", "default": "0"}
 
 def cold_search(root: Path, threads: str) -> float:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", RUN, threads, "search", QUERY, "--json"], cwd=root,
-                          env={k: v for k, v in os.environ.items() if k != "MEMTOOL_ROOT"}, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, threads, "search", QUERY, "--json"],
+        cwd=root,
+        env={k: v for k, v in os.environ.items() if k != "MEMTOOL_ROOT"},
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise SystemExit(done.stderr)
     return time.perf_counter() - start
@@ -46,10 +51,9 @@ def main() -> None:
     cold_search(root, "1")  # the search cache built once, outside the timing
     times: dict[str, list[float]] = {name: [] for name in SETTINGS}
     for i in range(args.runs):
-        for name in (list(SETTINGS) if i % 2 == 0 else list(SETTINGS)[::-1]):
+        for name in list(SETTINGS) if i % 2 == 0 else list(SETTINGS)[::-1]:
             times[name].append(cold_search(root, SETTINGS[name]))
-    out = {name: {"median_s": round(statistics.median(ts), 3), "min_s": round(min(ts), 3), "max_s": round(max(ts), 3)}
-           for name, ts in times.items()}
+    out = {name: {"median_s": round(statistics.median(ts), 3), "min_s": round(min(ts), 3), "max_s": round(max(ts), 3)} for name, ts in times.items()}
     out["default_over_one"] = round(out["default"]["median_s"] / out["one"]["median_s"], 2)
     out["runs"], out["load_average"] = args.runs, [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(out))

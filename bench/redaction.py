@@ -56,8 +56,7 @@ def prose(megabytes: float, sources: list[Path] | None = None) -> str:
 
 def baseline_redactor(rev: str) -> Redactor:
     """memtool/redact.py at git revision `rev`, imported as a separate module."""
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:memtool/redact.py"],
-                            capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:memtool/redact.py"], capture_output=True, text=True, check=True).stdout
     path = Path(tempfile.mkdtemp()) / "redact_baseline.py"
     path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("redact_baseline", path)
@@ -122,8 +121,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--text", type=Path, nargs="+", help="time these files (or folders) instead of the Markdown")
     parser.add_argument("--show-misses", action="store_true", help="print every missed or touched row")
-    parser.add_argument("--seeds", type=int, default=0, metavar="N",
-                        help="also regenerate the corpus with seeds 1..N (new random values, same shapes) and score memtool on each")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also regenerate the corpus with seeds 1..N (new random values, same shapes) and score memtool on each",
+    )
     args = parser.parse_args()
 
     secrets, ordinary = load(args.corpus / "secrets.jsonl"), load(args.corpus / "ordinary.jsonl")
@@ -155,8 +159,7 @@ def main() -> None:
     print(f"\nengine            redacted      touched     MB/s on {what} ({args.megabytes:g} MB, CPU time, best of {args.repeat})")
     for name in names:
         caught, touched, missed, wrongly = results[name]
-        print(f"  {name:16} {100 * sum(caught.values()) / len(secrets):6.1f} %  {100 * sum(touched.values()) / len(ordinary):6.1f} %"
-              f"  {speed[name]:8.1f}")
+        print(f"  {name:16} {100 * sum(caught.values()) / len(secrets):6.1f} %  {100 * sum(touched.values()) / len(ordinary):6.1f} %  {speed[name]:8.1f}")
         if args.show_misses:
             for row in missed:
                 print(f"    missed  [{row['family']}] {row['text'][:100]!r}")
@@ -177,8 +180,10 @@ def reseeded(n: int) -> None:
         missed.append(len(miss))
         touched.append(len(wrong))
         shapes.update(row["text"].split()[0] for row in miss + wrong)
-    print(f"\nseeds 1..{n}: missed {min(missed)}-{max(missed)} of {len(rows_s)} secrets, touched "
-          f"{min(touched)}-{max(touched)} of {len(rows_o)} ordinary values; rows starting with: {dict(shapes)}")
+    print(
+        f"\nseeds 1..{n}: missed {min(missed)}-{max(missed)} of {len(rows_s)} secrets, touched "
+        f"{min(touched)}-{max(touched)} of {len(rows_o)} ordinary values; rows starting with: {dict(shapes)}"
+    )
 
 
 if __name__ == "__main__":

@@ -32,8 +32,7 @@ LOWER_ALNUM = string.ascii_lowercase + string.digits
 URLSAFE = ALNUM + "_-"
 B64 = ALNUM + "+/"
 BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l".upper()
-WORDS = ("correct horse battery staple orbit velvet lantern quarry mosaic thimble walnut ember"
-         " falcon saddle cobalt meadow").split()
+WORDS = ("correct horse battery staple orbit velvet lantern quarry mosaic thimble walnut ember falcon saddle cobalt meadow").split()
 
 
 class Fake:
@@ -70,14 +69,13 @@ def secrets(f: Fake) -> list[dict]:
     add("cloud", "export AWS_ACCESS_KEY_ID={}", "AKIA" + f.s("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16))  # aws-access-token
     add("cloud", "aws_secret_access_key = {}", f.s(B64, 40))
     add("cloud", "Found session creds: {} (expires 12:00Z)", "ASIA" + f.s("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16))
-    add("cloud", 'AWS_BEARER_TOKEN_BEDROCK={}', "ABSK" + f.s(ALNUM, 130))  # aws-amazon-bedrock
+    add("cloud", "AWS_BEARER_TOKEN_BEDROCK={}", "ABSK" + f.s(ALNUM, 130))  # aws-amazon-bedrock
     add("cloud", "gcloud says: key {} is restricted", "AIza" + f.s(URLSAFE, 35))  # gcp-api-key
     add("cloud", '"client_secret": "{}"', "GOCSPX-" + f.s(URLSAFE, 28))
     add("cloud", "curl -H 'Authorization: Bearer {}' https://www.googleapis.com/drive/v3/files", "ya29." + f.s(URLSAFE, 60))
     add("cloud", "server key {} for FCM", "AAAA" + f.s(URLSAFE, 7) + ":APA91b" + f.s(URLSAFE, 134))
     add("cloud", "AZURE_CLIENT_SECRET={}", f.s(ALNUM, 3) + "8Q~" + f.s(ALNUM + "_.-", 34))  # azure-ad-client-secret
-    add("cloud", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={};EndpointSuffix=core.windows.net",
-        f.s(B64, 86) + "==")
+    add("cloud", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={};EndpointSuffix=core.windows.net", f.s(B64, 86) + "==")
     add("cloud", "ALIBABA_CLOUD_ACCESS_KEY_ID={}", "LTAI" + f.s(ALNUM, 20))
     add("cloud", "doctl auth init -t {}", "dop_v1_" + f.s(HEX, 64))  # digitalocean-pat
     add("cloud", "oauth token {} issued", "doo_v1_" + f.s(HEX, 64))
@@ -91,7 +89,7 @@ def secrets(f: Fake) -> list[dict]:
     add("cloud", "oc login --token={}", "sha256~" + f.s(URLSAFE, 43))  # openshift-user-token
     add("cloud", "VAULT_TOKEN={}", "hvs." + f.s(URLSAFE, 95))
     add("cloud", "batch token {}", "hvb." + f.s(URLSAFE, 140))
-    add("cloud", "credentials \"app.terraform.io\" {{ token = \"{}\" }}", f.s(LOWER_ALNUM, 14) + ".atlasv1." + f.s(URLSAFE, 67))
+    add("cloud", 'credentials "app.terraform.io" {{ token = "{}" }}', f.s(LOWER_ALNUM, 14) + ".atlasv1." + f.s(URLSAFE, 67))
     add("cloud", "pulumi login with {}", "pul-" + f.s(HEX, 40))
     add("cloud", "DOPPLER_TOKEN={}", "dp.pt." + f.s(ALNUM, 43))
     add("cloud", "scalingo login --api-token {}", "tk-us-" + f.s(URLSAFE, 48))
@@ -102,8 +100,11 @@ def secrets(f: Fake) -> list[dict]:
     add("cloud", "export DATABRICKS_TOKEN={}", "dapi" + f.s(HEX, 32) + "-2")
     add("cloud", "age key: {}", "AGE-SECRET-KEY-1" + f.s(BECH32, 58))
     add("cloud", "export OP_SERVICE_ACCOUNT_TOKEN={}", "ops_eyJ" + f.s(B64, 260))
-    add("cloud", "1Password secret key {}", "A3-" + f.s(UPPER_ALNUM, 6) + "-" + f.s(UPPER_ALNUM, 11) + "-"
-        + f.s(UPPER_ALNUM, 5) + "-" + f.s(UPPER_ALNUM, 5) + "-" + f.s(UPPER_ALNUM, 5))
+    add(
+        "cloud",
+        "1Password secret key {}",
+        "A3-" + f.s(UPPER_ALNUM, 6) + "-" + f.s(UPPER_ALNUM, 11) + "-" + f.s(UPPER_ALNUM, 5) + "-" + f.s(UPPER_ALNUM, 5) + "-" + f.s(UPPER_ALNUM, 5),
+    )
     add("vcs", "git clone https://{}@github.com/org/repo.git", "ghp_" + f.s(ALNUM, 36))
     add("vcs", "gh auth status: token {}", "gho_" + f.s(ALNUM, 36))
     add("vcs", "installation token {}", "ghs_" + f.s(ALNUM, 36))
@@ -121,16 +122,14 @@ def secrets(f: Fake) -> list[dict]:
     add("vcs", "BITBUCKET_CLIENT_SECRET={}", f.s(URLSAFE, 64))
     add("vcs", "SRC_ACCESS_TOKEN={}", "sgp_" + f.s(HEX, 16) + "_" + f.s(HEX, 40))
     add("chat", "SLACK_BOT_TOKEN={}", "xoxb-" + f.s(string.digits, 12) + "-" + f.s(string.digits, 13) + "-" + f.s(ALNUM, 24))
-    add("chat", "user token {}", "xoxp-" + f.s(string.digits, 12) + "-" + f.s(string.digits, 12) + "-"
-        + f.s(string.digits, 13) + "-" + f.s(HEX, 32))
+    add("chat", "user token {}", "xoxp-" + f.s(string.digits, 12) + "-" + f.s(string.digits, 12) + "-" + f.s(string.digits, 13) + "-" + f.s(HEX, 32))
     add("chat", "socket mode with {}", "xapp-1-A" + f.s(UPPER_ALNUM, 10) + "-" + f.s(string.digits, 13) + "-" + f.s(HEX, 64))
     add("chat", "POST https://hooks.slack.com/services/{}", "T" + f.s(UPPER_ALNUM, 8) + "/B" + f.s(UPPER_ALNUM, 8) + "/" + f.s(ALNUM, 24))
     add("chat", "client.run('{}')", "MT" + f.s(ALNUM, 24) + "." + f.s(URLSAFE, 6) + "." + f.s(URLSAFE, 38))
     add("chat", "https://discord.com/api/webhooks/{}", f.s(string.digits, 18) + "/" + f.s(URLSAFE, 68))
     add("chat", "https://api.telegram.org/bot{}/getMe", f.s(string.digits, 10) + ":AA" + f.s(URLSAFE, 33))
     add("chat", "TELEGRAM_BOT_TOKEN={}", f.s(string.digits, 9) + ":AA" + f.s(URLSAFE, 33))
-    add("chat", "teams webhook https://acme.webhook.office.com/webhookb2/{}", f.uuid() + "@" + f.uuid()
-        + "/IncomingWebhook/" + f.s(HEX, 32) + "/" + f.uuid())
+    add("chat", "teams webhook https://acme.webhook.office.com/webhookb2/{}", f.uuid() + "@" + f.uuid() + "/IncomingWebhook/" + f.s(HEX, 32) + "/" + f.uuid())
     add("chat", "MATTERMOST_ACCESS_TOKEN={}", f.s(LOWER_ALNUM, 26))
     add("payment", 'stripe.api_key = "{}"', "sk_live_" + f.s(ALNUM, 24))
     add("payment", "restricted key {} denied", "rk_live_" + f.s(ALNUM, 24))
@@ -208,14 +207,14 @@ def secrets(f: Fake) -> list[dict]:
     add("assignment", "PGPASSWORD={} psql -h db -U app", f.password())
     add("assignment", "SIGNING_KEY={}", f.s(B64, 44))
     add("assignment", "ENCRYPTION_KEY={}", f.s(HEX, 64))
-    add("assignment", "encryptionKey: \"{}\"", f.s(B64, 44))
+    add("assignment", 'encryptionKey: "{}"', f.s(B64, 44))
     add("assignment", "SECRET_KEY_BASE={}", f.s(HEX, 128))
     add("assignment", "JWT_SECRET={}", f.s(ALNUM, 32))
     add("assignment", "MASTER_KEY={}", f.s(HEX, 32))
     add("assignment", "app.secret_key = '{}'", f.s(ALNUM + "!@#%^&*", 24))
     add("assignment", "session_secret => '{}'", f.password(20))
     add("assignment", 'const apiKey = "{}";', f.s(ALNUM, 32))
-    add("assignment", "config.ApiKey := \"{}\"", f.s(ALNUM, 32))
+    add("assignment", 'config.ApiKey := "{}"', f.s(ALNUM, 32))
     add("assignment", "HMAC_KEY={}", f.s(B64, 44))
     add("assignment", "client_secret={}", f.s(URLSAFE, 40))
     add("assignment", "WEBHOOK_SECRET={}", f.s(ALNUM, 32))
@@ -233,13 +232,12 @@ def secrets(f: Fake) -> list[dict]:
     add("assignment", "SNYK_TOKEN={}", f.uuid())
     add("assignment", "credentials: {}", f.s(B64, 40))
     add("assignment", "  client-key-data: {}", f.s(B64, 120) + "=")
-    add("assignment", '{{"auths": {{"registry.example.com": {{"auth": "{}"}}}}}}',
-        base64.b64encode(f"deploy:{f.password()}".encode()).decode())
+    add("assignment", '{{"auths": {{"registry.example.com": {{"auth": "{}"}}}}}}', base64.b64encode(f"deploy:{f.password()}".encode()).decode())
     add("assignment", "_auth={}", base64.b64encode(f"ci:{f.password()}".encode()).decode())
     add("assignment", "data:\n  password: {}\n  username: YWRtaW4=", base64.b64encode(f.password().encode()).decode())
     add("assignment", "passphrase: {}", f.words(4))
     add("assignment", "GPG_PASSPHRASE={}", f.words(4))
-    add("assignment", "wallet_passphrase = \"{}\"", f.words(4, "-"))
+    add("assignment", 'wallet_passphrase = "{}"', f.words(4, "-"))
 
     # --- command lines --------------------------------------------------------------------------
     add("cli", "mysql -u root -p{} prod", f.password())
@@ -264,15 +262,13 @@ def secrets(f: Fake) -> list[dict]:
     add("cli", "psql postgresql://app:{}@db:5432/prod", f.password())
     add("cli", "mongodb+srv://admin:{}@cluster0.example.net/test", f.password())
     add("cli", "az login --service-principal -u http://app --password {} --tenant t", f.password())
-    add("cli", 'curl -H "Authorization: Basic {}" https://api.example.com',
-        base64.b64encode(f"user:{f.password()}".encode()).decode())
+    add("cli", 'curl -H "Authorization: Basic {}" https://api.example.com', base64.b64encode(f"user:{f.password()}".encode()).decode())
 
     # --- encoded forms ----------------------------------------------------------------------------
     token = f.s(ALNUM, 40)
     add("encoded", "GET /cb?redirect=https%3A%2F%2Fapp%2Fdone%3Faccess_token%3D{}%26state%3Dx", token)
     pw = "p@ss:" + f.s(ALNUM, 10) + "!"
-    out.append({"family": "encoded", "text": f"amqp://guest:{quote(pw, safe='')}@rabbit:5672/",
-                "secrets": [quote(pw, safe="")]})
+    out.append({"family": "encoded", "text": f"amqp://guest:{quote(pw, safe='')}@rabbit:5672/", "secrets": [quote(pw, safe="")]})
     add("encoded", "?client_secret={}&grant_type=client_credentials", quote(f.s(ALNUM, 20) + "/+=" + f.s(ALNUM, 10), safe=""))
     add("encoded", "Proxy-Authorization: Basic {}", base64.b64encode(f"proxy:{f.password()}".encode()).decode())
 
@@ -282,17 +278,29 @@ def secrets(f: Fake) -> list[dict]:
         pem = f"-----BEGIN {label}-----\n" + "\n".join(body) + f"\n-----END {label}-----"
         out.append({"family": "multiline", "text": f"$ cat key.pem\n{pem}\n$ ls", "secrets": body})
     body = [f.s(B64, 64) for _ in range(3)]
-    out.append({"family": "multiline", "text": "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n" + "\n".join(body)
-                + "\n=" + f.s(B64, 4) + "\n-----END PGP PRIVATE KEY BLOCK-----", "secrets": body})
+    out.append(
+        {
+            "family": "multiline",
+            "text": "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n" + "\n".join(body) + "\n=" + f.s(B64, 4) + "\n-----END PGP PRIVATE KEY BLOCK-----",
+            "secrets": body,
+        }
+    )
     body = [f.s(B64, 64) for _ in range(3)]
-    out.append({"family": "multiline", "text": "tls:\n  private_key: |\n    -----BEGIN PRIVATE KEY-----\n"
-                + "".join(f"    {b}\n" for b in body) + "    -----END PRIVATE KEY-----\n  cert: ./tls.crt", "secrets": body})
+    out.append(
+        {
+            "family": "multiline",
+            "text": "tls:\n  private_key: |\n    -----BEGIN PRIVATE KEY-----\n"
+            + "".join(f"    {b}\n" for b in body)
+            + "    -----END PRIVATE KEY-----\n  cert: ./tls.crt",
+            "secrets": body,
+        }
+    )
     body = [f.s(B64, 48) for _ in range(2)]
-    out.append({"family": "multiline", "text": "app:\n  signing_secret: |-\n" + "".join(f"    {b}\n" for b in body)
-                + "  port: 8080", "secrets": body})
+    out.append({"family": "multiline", "text": "app:\n  signing_secret: |-\n" + "".join(f"    {b}\n" for b in body) + "  port: 8080", "secrets": body})
     body = [f.words(3), f.words(3)]
-    out.append({"family": "multiline", "text": "vault:\n  unseal_password: >\n" + "".join(f"    {b}\n" for b in body)
-                + "  addr: https://vault.local", "secrets": body})
+    out.append(
+        {"family": "multiline", "text": "vault:\n  unseal_password: >\n" + "".join(f"    {b}\n" for b in body) + "  addr: https://vault.local", "secrets": body}
+    )
     a, b = f.s(ALNUM, 20), f.s(ALNUM, 20)
     out.append({"family": "multiline", "text": f"export API_TOKEN={a}\\\n    {b}\nmake deploy", "secrets": [a, b]})
     a, b = f.s(ALNUM, 24), f.s(ALNUM, 24)
@@ -360,8 +368,7 @@ def ordinary(f: Fake) -> list[dict]:
     add("keys", "auth: {}", 1, lambda: "required")
     add("keys", "bypass_cache: {}", 1, lambda: "true")
     add("keys", "passport_number_field: {}", 1, lambda: "hidden")
-    add("placeholder", "API_KEY={}", 6, lambda: f.rng.choice(["<your-key>", "${API_KEY}", "xxx", "your-api-key-here",
-                                                                 "$API_KEY", "<YOUR_API_KEY>"]))
+    add("placeholder", "API_KEY={}", 6, lambda: f.rng.choice(["<your-key>", "${API_KEY}", "xxx", "your-api-key-here", "$API_KEY", "<YOUR_API_KEY>"]))
     add("placeholder", "password: {}", 3, lambda: f.rng.choice(["'********'", "changeme", "${DB_PASSWORD}"]))
     add("placeholder", "GITHUB_TOKEN: {}", 1, lambda: "${{ secrets.GITHUB_TOKEN }}")
     add("placeholder", "OPENAI_API_KEY={}", 1, lambda: "sk-...")
@@ -373,11 +380,13 @@ def ordinary(f: Fake) -> list[dict]:
     add("prose", "Password: reset it {}", 1, lambda: "tomorrow")
     add("prose", "The secret to good memory is {}.", 1, lambda: "compression")
     add("prose", "the token budget is {}, fine", 1, lambda: f.s(string.digits, 4))
-    add("prose", "echo {} | base64 -d prints the greeting", 3,
-        lambda: base64.b64encode(f.rng.choice(["hello world, this is fine", "meeting notes for monday",
-                                                  "release checklist done"]).encode()).decode())
-    add("prose", "Decoded the banner: {} (base64 of the motd)", 2,
-        lambda: base64.b64encode(b"Welcome to the build server").decode())
+    add(
+        "prose",
+        "echo {} | base64 -d prints the greeting",
+        3,
+        lambda: base64.b64encode(f.rng.choice(["hello world, this is fine", "meeting notes for monday", "release checklist done"]).encode()).decode(),
+    )
+    add("prose", "Decoded the banner: {} (base64 of the motd)", 2, lambda: base64.b64encode(b"Welcome to the build server").decode())
     add("prose", "mkdir -p {} && docker run -u 1000:1000 image", 1, lambda: "build/out")
     add("prose", "git push -u origin {}", 1, lambda: "main")
     add("logs", "2024-05-01T12:00:00Z INFO trace_id={} span_id=00f067aa0ba902b7", 4, lambda: f.s(HEX, 32))

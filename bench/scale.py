@@ -267,8 +267,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--sizes", default="1000,10000,100000")
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--cold-runs", type=int, default=7)
-    p.add_argument("--embedder", choices=("e5", "wordllama"), default="e5" if e5_runs() else "wordllama",
-                   help="the store's embedder (default: e5 where it runs, as `auto` picks for a new store)")
+    p.add_argument(
+        "--embedder",
+        choices=("e5", "wordllama"),
+        default="e5" if e5_runs() else "wordllama",
+        help="the store's embedder (default: e5 where it runs, as `auto` picks for a new store)",
+    )
     p.add_argument("--workdir", type=Path, default=None, help="keep the stores here (default: a temp folder, removed)")
     args = p.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memtool-scale-"))
@@ -278,8 +282,26 @@ def main(argv: list[str] | None = None) -> list[dict]:
         res = run_size(work, n, args.queries, args.cold_runs, args.embedder)
         print(json.dumps(res), flush=True)
         results.append(res)
-    cols = ["embedder", "entries", "docs", "import_ms_per_session", "build_s", "search_p50_ms", "search_p95_ms", "delta_search_p50_ms", "delta_search_p95_ms", "embed_query_p50_ms", "cold_search_ms", "floor_ms", "cold_rss_mb", "naive_ms", "naive_over_search", "naive_over_cold_cli",
-            "cold_compress_ms", "naive_append_ms"]
+    cols = [
+        "embedder",
+        "entries",
+        "docs",
+        "import_ms_per_session",
+        "build_s",
+        "search_p50_ms",
+        "search_p95_ms",
+        "delta_search_p50_ms",
+        "delta_search_p95_ms",
+        "embed_query_p50_ms",
+        "cold_search_ms",
+        "floor_ms",
+        "cold_rss_mb",
+        "naive_ms",
+        "naive_over_search",
+        "naive_over_cold_cli",
+        "cold_compress_ms",
+        "naive_append_ms",
+    ]
     print("\n| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
     for r in results:
         print("| " + " | ".join(str(r[c]) for c in cols) + " |")

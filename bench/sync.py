@@ -35,12 +35,69 @@ from memtool.store import Layout
 from memtool.sync import sync
 
 WORDS = [
-    "auth", "token", "refresh", "deploy", "kubernetes", "postgres", "migration", "index", "cache", "latency",
-    "react", "router", "bundle", "webpack", "vite", "docker", "compose", "nginx", "timeout", "retry", "queue",
-    "kafka", "consumer", "schema", "graphql", "resolver", "test", "fixture", "flaky", "ci", "pipeline", "lint",
-    "typescript", "python", "rust", "memory", "leak", "profile", "flamegraph", "thread", "async", "await",
-    "session", "cookie", "cors", "header", "payment", "stripe", "webhook", "invoice", "email", "template",
-    "search", "ranking", "bm25", "vector", "embedding", "model", "prompt", "agent", "tool", "release", "tag",
+    "auth",
+    "token",
+    "refresh",
+    "deploy",
+    "kubernetes",
+    "postgres",
+    "migration",
+    "index",
+    "cache",
+    "latency",
+    "react",
+    "router",
+    "bundle",
+    "webpack",
+    "vite",
+    "docker",
+    "compose",
+    "nginx",
+    "timeout",
+    "retry",
+    "queue",
+    "kafka",
+    "consumer",
+    "schema",
+    "graphql",
+    "resolver",
+    "test",
+    "fixture",
+    "flaky",
+    "ci",
+    "pipeline",
+    "lint",
+    "typescript",
+    "python",
+    "rust",
+    "memory",
+    "leak",
+    "profile",
+    "flamegraph",
+    "thread",
+    "async",
+    "await",
+    "session",
+    "cookie",
+    "cors",
+    "header",
+    "payment",
+    "stripe",
+    "webhook",
+    "invoice",
+    "email",
+    "template",
+    "search",
+    "ranking",
+    "bm25",
+    "vector",
+    "embedding",
+    "model",
+    "prompt",
+    "agent",
+    "tool",
+    "release",
+    "tag",
 ]
 PEOPLE = ["alice", "bob", "carol", "dave", "erin", "frank"]
 
@@ -60,9 +117,14 @@ def generate(root: Path, entries: int, markdown: int, seed: int = 7) -> None:
         day = start + timedelta(days=i * 365 // max(entries, 1))
         ts = f"{day.isoformat()}T{rng.randrange(24):02d}:{rng.randrange(60):02d}:{rng.randrange(60):02d}.000Z"
         e = Entry(
-            id=f"{C.ENTRY_ID_PREFIX}-{day:%Y%m%d}-{i:08x}", timestamp=ts, summary=_text(rng, 30),
-            keywords=rng.sample(WORDS, 6), topics=rng.sample(WORDS, 2), decisions=[_text(rng, 10)],
-            action_items=[_text(rng, 8)], entities=Entities(people=rng.sample(PEOPLE, 2), systems=rng.sample(WORDS, 2)),
+            id=f"{C.ENTRY_ID_PREFIX}-{day:%Y%m%d}-{i:08x}",
+            timestamp=ts,
+            summary=_text(rng, 30),
+            keywords=rng.sample(WORDS, 6),
+            topics=rng.sample(WORDS, 2),
+            decisions=[_text(rng, 10)],
+            action_items=[_text(rng, 8)],
+            entities=Entities(people=rng.sample(PEOPLE, 2), systems=rng.sample(WORDS, 2)),
         )
         by_day.setdefault(day.isoformat(), []).append(e)
     for day, items in by_day.items():
@@ -195,8 +257,10 @@ def main() -> None:
             times.append(timed(lambda: subprocess.run(cli, check=True, capture_output=True)))
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-        print(f"no-change `memory reindex` command: wall median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}), "
-              f"CPU median {statistics.median(cpu) * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print(
+            f"no-change `memory reindex` command: wall median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}), "
+            f"CPU median {statistics.median(cpu) * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        )
         days = mem.layout.day_files()
         report = None
 
@@ -211,12 +275,15 @@ def main() -> None:
             text = day.read_text(encoding="utf-8")
             day.write_text(text.replace('"summary": "', '"summary": "Corrected: ', 1), encoding="utf-8")
             times.append(timed(one_edit))
-        print(f"one hand-edited summary: median {statistics.median(times):.2f}s (min {min(times):.2f}s), "
-              f"{report.embedded} entry re-embedded  [{report.line()}]")
+        print(
+            f"one hand-edited summary: median {statistics.median(times):.2f}s (min {min(times):.2f}s), {report.embedded} entry re-embedded  [{report.line()}]"
+        )
         show_phases(args.rounds)
         to_sync, to_search = watch_latency(root, args.rounds)
-        print(f"daily-log edit under `memory watch` (debounce {C.WATCH_DEBOUNCE_S}s): synced after median {statistics.median(to_sync):.2f}s "
-              f"(max {max(to_sync):.2f}s); found by a fresh search after median {statistics.median(to_search):.2f}s (max {max(to_search):.2f}s)")
+        print(
+            f"daily-log edit under `memory watch` (debounce {C.WATCH_DEBOUNCE_S}s): synced after median {statistics.median(to_sync):.2f}s "
+            f"(max {max(to_sync):.2f}s); found by a fresh search after median {statistics.median(to_search):.2f}s (max {max(to_search):.2f}s)"
+        )
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

@@ -39,8 +39,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-WORDS = ("auth cache deploy schema migration queue retry timeout billing search index webhook token "
-         "session cookie gateway metrics alert rollout flag import export backup restore vector ranking").split()
+WORDS = (
+    "auth cache deploy schema migration queue retry timeout billing search index webhook token "
+    "session cookie gateway metrics alert rollout flag import export backup restore vector ranking"
+).split()
 START = datetime(2026, 3, 2, tzinfo=timezone.utc)  # a Monday
 
 
@@ -100,8 +102,10 @@ class Person:
         for k in range(rng.choice((1, 1, 2))):
             topic = rng.sample(WORDS, 3)
             marker = f"m{self.name}d{day}s{k}"
-            text = (f"Session {marker} by {self.name}. We worked on {topic[0]} and {topic[1]} for the {topic[2]} service. "
-                    f"Decided to keep the {topic[0]} {topic[1]} path; TODO check {topic[2]} later.")
+            text = (
+                f"Session {marker} by {self.name}. We worked on {topic[0]} and {topic[1]} for the {topic[2]} service. "
+                f"Decided to keep the {topic[0]} {topic[1]} path; TODO check {topic[2]} later."
+            )
             entry = mem.compress(text, when=when + timedelta(minutes=k), session=f"{self.name}-{day}-{k}", agent=self.name)
             self.tally.stored.add(entry.id)
         mem.log(f"{self.name} looked at {rng.choice(WORDS)} on day {day}", when=when.astimezone())
@@ -231,12 +235,19 @@ def run(people: int, days: int, seed: int, setup: bool, workdir: Path) -> dict:
     lost = set.union(*(expected - ids for ids, _ in states))
     back = set.union(*(ids & tally.forgotten for ids, _ in states))
     return {
-        "people": people, "days": days, "seed": seed, "merge_driver": setup,
-        "pushes": tally.pushes, "pulls_with_conflicts": tally.conflicted_pulls,
-        "hand_resolved_conflicts": sum(tally.conflicts.values()), "by_file": dict(tally.conflicts.most_common()),
+        "people": people,
+        "days": days,
+        "seed": seed,
+        "merge_driver": setup,
+        "pushes": tally.pushes,
+        "pulls_with_conflicts": tally.conflicted_pulls,
+        "hand_resolved_conflicts": sum(tally.conflicts.values()),
+        "by_file": dict(tally.conflicts.most_common()),
         "same_entry_edited_two_ways": tally.real,
-        "entries_stored": len(tally.stored), "forgotten": len(tally.forgotten),
-        "entries_lost": len(lost), "entries_resurrected": len(back),
+        "entries_stored": len(tally.stored),
+        "forgotten": len(tally.forgotten),
+        "entries_lost": len(lost),
+        "entries_resurrected": len(back),
         "clones_agree_on_entries": all(ids == states[0][0] for ids, _ in states),
         "clones_agree_on_search": all(r == states[0][1] for _, r in states),
         "seconds": round(time.perf_counter() - t0, 1),

@@ -153,8 +153,9 @@ def multilingual(count: Callable[[list[str]], np.ndarray], min_tokens: int, shar
         for corpus, by_lang in (("messages", messages), ("prose", prose)):
             by_lang = {lang: texts for lang, texts in by_lang.items() if texts}
             if by_lang:
-                row[corpus] = compare(count, [t for texts in by_lang.values() for t in texts], min_tokens,
-                                      [lang for lang, texts in by_lang.items() for _ in texts])
+                row[corpus] = compare(
+                    count, [t for texts in by_lang.values() for t in texts], min_tokens, [lang for lang, texts in by_lang.items() for _ in texts]
+                )
         report[script] = row
     return report
 

@@ -52,7 +52,9 @@ def _named_root(path: Path, named: str) -> Path:
     return path.resolve()
 
 
-def open_memory(root: str | Path | None = None, *, require: bool = True, settings: Settings | None = None, embedder=None, compressor=None, **overrides) -> Memory:
+def open_memory(
+    root: str | Path | None = None, *, require: bool = True, settings: Settings | None = None, embedder=None, compressor=None, **overrides
+) -> Memory:
     """Build a Memory. `embedder` / `compressor`: a provider to inject (tests, plugins), or the registered
     name of one (as the settings of the same names take it); `overrides` set settings fields."""
     for name, given in (("embedder", embedder), ("compressor", compressor)):

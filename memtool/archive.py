@@ -267,7 +267,7 @@ def _move_log(src: Path, dest: Path) -> None:
         old = confine.read_bytes(dest)
         if old != data:
             heading = f"# {src.stem}\n".encode()
-            body = data[len(heading):] if data.startswith(heading) else data
+            body = data[len(heading) :] if data.startswith(heading) else data
             data = old + (b"" if old.endswith(b"\n") else b"\n") + body
     atomic_write_bytes(dest, data)
     _unlink(src)

@@ -47,13 +47,18 @@ _RESERVED = f"(?:{C.INDEX_DIR}|{C.TRANSCRIPTS_DIR}|{C.ARCHIVE_DIR}|{C.QUARANTINE
 ALLOWED_FILES = [  # (what it is, the full name it has in an archive)
     ("a Layer 3 file", re.compile("|".join(re.escape(n) for n in C.LAYER3_FILES))),
     ("a store file", re.compile(rf"{C.MEMORY_DIR}/(?:{C.ARCHIVE_DIR}/\d{{4}}/)?{_STORE}")),
-    ("the store's settings or git-ignore list", re.compile(rf"{C.MEMORY_DIR}/(?:{re.escape(C.CONFIG_FILE)}|{re.escape(C.GITIGNORE_FILE)}|{re.escape(C.REPORT_FILE)})")),
+    (
+        "the store's settings or git-ignore list",
+        re.compile(rf"{C.MEMORY_DIR}/(?:{re.escape(C.CONFIG_FILE)}|{re.escape(C.GITIGNORE_FILE)}|{re.escape(C.REPORT_FILE)})"),
+    ),
     ("a Markdown note", re.compile(rf"{C.MEMORY_DIR}/(?!{_RESERVED}){_PART}(?:/{_PART})*\.md")),
     ("a copy `memory doctor` set aside", re.compile(rf"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/{_PART}(?:/{_PART})*\.(?:md|json|yaml)")),
 ]
 _FOLDER = re.compile(rf"{C.MEMORY_DIR}(?:/{_PART})*")
-_LAYOUT_TEXT = (f"{', '.join(C.LAYER3_FILES)}, and under {C.MEMORY_DIR}/ day logs, day files, index.json, embeddings, "
-                f"transcripts, archive years, Markdown notes, {C.CONFIG_FILE}")
+_LAYOUT_TEXT = (
+    f"{', '.join(C.LAYER3_FILES)}, and under {C.MEMORY_DIR}/ day logs, day files, index.json, embeddings, "
+    f"transcripts, archive years, Markdown notes, {C.CONFIG_FILE}"
+)
 
 
 def allowed(name: str, is_dir: bool) -> bool:
@@ -278,7 +283,7 @@ def _stage(fh: IO[bytes], archive: Path, members: list[Member], stage_fd: int) -
                             raise changed
                         view = memoryview(chunk)
                         while view:
-                            view = view[os.write(fd, view):]
+                            view = view[os.write(fd, view) :]
                     if left:
                         raise changed
                     os.fchmod(fd, mode)
@@ -384,9 +389,11 @@ def _put_in_place(layout: Layout, members: list[Member], stage_fd: int, force: b
             existing.append(m)
     if existing and not force:
         shown = ", ".join(m.name for m in existing[: C.RESTORE_LIST_MAX]) + (" ..." if len(existing) > C.RESTORE_LIST_MAX else "")
-        raise WouldOverwrite(f"restoring would replace {len(existing)} file(s) that differ from the backup: {shown}. "
-                             "Nothing was written. Use --force to replace them (the current ones are kept in "
-                             f"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/<timestamp>/).")
+        raise WouldOverwrite(
+            f"restoring would replace {len(existing)} file(s) that differ from the backup: {shown}. "
+            "Nothing was written. Use --force to replace them (the current ones are kept in "
+            f"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/<timestamp>/)."
+        )
     aside = _quarantine_folder(layout) if existing else None
     for m in existing:
         names = m.name.split("/")

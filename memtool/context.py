@@ -123,8 +123,15 @@ def format_hit(hit: Hit, tpl: Template, terms: set[str] = frozenset()) -> str:
     if hit.superseded_by:
         content = f"{replaced_note(hit)} {content}"
     date = f"{when.day} {when:%B %Y}" if when is not None else "-"
-    item = tpl.item.format(content=content, kind=hit.kind, id=one_line(hit.id), session=inline_code(hit.source_session or "-"),
-                           timestamp=when.isoformat(timespec="minutes") if when is not None else "-", date=date, score=f"{hit.score:.3f}")
+    item = tpl.item.format(
+        content=content,
+        kind=hit.kind,
+        id=one_line(hit.id),
+        session=inline_code(hit.source_session or "-"),
+        timestamp=when.isoformat(timespec="minutes") if when is not None else "-",
+        date=date,
+        score=f"{hit.score:.3f}",
+    )
     return no_headings(item)
 
 

@@ -68,7 +68,7 @@ def parse_day(path: Path, text: str) -> list[Entry]:
     data = load_json(path, text)
     items = data.get("entries") if isinstance(data, dict) else data
     if not isinstance(items, list):
-        raise StoreCorrupt(f"{path}: expected {{\"date\": ..., \"entries\": [...]}}")
+        raise StoreCorrupt(f'{path}: expected {{"date": ..., "entries": [...]}}')
     return [Entry.from_dict(item, f"{path} entry {i + 1}") for i, item in enumerate(items)]
 
 

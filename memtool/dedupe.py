@@ -93,8 +93,14 @@ class Deduper:
     """Finds the stored entry a new session repeats. Reads lazily: transcript sizes for the exact
     check, and only the day files inside the window for the near check."""
 
-    def __init__(self, layout: Layout, threshold: float = C.DEDUPE_JACCARD, window_days: int = C.DEDUPE_WINDOW_DAYS,
-                 min_words: int = C.DEDUPE_MIN_WORDS, containment: float = C.DEDUPE_CONTAINMENT):
+    def __init__(
+        self,
+        layout: Layout,
+        threshold: float = C.DEDUPE_JACCARD,
+        window_days: int = C.DEDUPE_WINDOW_DAYS,
+        min_words: int = C.DEDUPE_MIN_WORDS,
+        containment: float = C.DEDUPE_CONTAINMENT,
+    ):
         self.layout = layout
         self.store = Store(layout)
         self.threshold = threshold

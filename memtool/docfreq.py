@@ -73,5 +73,11 @@ def _load(cache) -> dict[str, DayCounts]:
 
 
 def _valid(rec: object) -> bool:
-    return (isinstance(rec, list) and len(rec) == 3 and isinstance(rec[0], list) and isinstance(rec[1], int)
-            and isinstance(rec[2], dict) and all(isinstance(v, int) for v in rec[2].values()))
+    return (
+        isinstance(rec, list)
+        and len(rec) == 3
+        and isinstance(rec[0], list)
+        and isinstance(rec[1], int)
+        and isinstance(rec[2], dict)
+        and all(isinstance(v, int) for v in rec[2].values())
+    )

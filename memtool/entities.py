@@ -120,8 +120,15 @@ class Timeline:
             "first_seen": entries[0].day,
             "last_seen": entries[-1].day,
             "timeline": [
-                {"date": e.day, "timestamp": e.timestamp, "id": e.id, "session": e.source_session, "importance": e.importance,
-                 "summary": e.summary, "decisions": e.decisions}
+                {
+                    "date": e.day,
+                    "timestamp": e.timestamp,
+                    "id": e.id,
+                    "session": e.source_session,
+                    "importance": e.importance,
+                    "summary": e.summary,
+                    "decisions": e.decisions,
+                }
                 for e in entries
             ],
         }

@@ -32,8 +32,9 @@ def _csv(entries: list[Entry]) -> str:
     writer.writerow(C.EXPORT_CSV_COLUMNS)
     join = C.EXPORT_LIST_SEP.join
     for e in entries:
-        writer.writerow([e.timestamp, e.id, e.source_session, e.importance, e.summary, join(e.keywords), join(e.topics),
-                         join(e.decisions), join(e.action_items)])
+        writer.writerow(
+            [e.timestamp, e.id, e.source_session, e.importance, e.summary, join(e.keywords), join(e.topics), join(e.decisions), join(e.action_items)]
+        )
     return buf.getvalue()
 
 

@@ -119,8 +119,11 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
     gone = set(every)
     pages = _pages_naming(layout, gone)
     page_entries = _entries_for_pages(store, gone) if pages else None
-    report.entries = [{"id": i, "timestamp": fs[0].entry.timestamp, "summary": fs[0].entry.summary, "archived": all(f.home is not layout for f in fs)}
-                      for i, fs in found.items() if fs]
+    report.entries = [
+        {"id": i, "timestamp": fs[0].entry.timestamp, "summary": fs[0].entry.summary, "archived": all(f.home is not layout for f in fs)}
+        for i, fs in found.items()
+        if fs
+    ]
     report.completed = [i for i in every if not found[i]]
     report.removed = [_rel(layout, p) for p in files]
     report.rewritten = [_rel(layout, p) for p in sorted(by_day)] + [_rel(layout, layout.index_file)] * listed

@@ -118,8 +118,10 @@ def _old_stat_at(dfd: int, name: str, path: Path) -> os.stat_result | None:
     except FileNotFoundError:
         return None
     if stat.S_ISLNK(st.st_mode):
-        raise UnsafePath(f"cannot write {path}: it is a symbolic link, and memtool never writes through a link inside a memory root "
-                         "(only a linked MEMORY.md, USER.md or AGENTS.md). Nothing was changed; replace the link with a file.")
+        raise UnsafePath(
+            f"cannot write {path}: it is a symbolic link, and memtool never writes through a link inside a memory root "
+            "(only a linked MEMORY.md, USER.md or AGENTS.md). Nothing was changed; replace the link with a file."
+        )
     if not stat.S_ISREG(st.st_mode):
         raise UnsafePath(f"cannot write {path}: it is not a regular file. Nothing was changed.")
     return st
@@ -157,7 +159,7 @@ def _write_fd(fd: int, data: bytes | list[bytes | memoryview]) -> None:
     for piece in data if isinstance(data, list) else [data]:
         view = memoryview(piece)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
 
 
 def _unlink_quietly(tmp: str, dfd: int | None = None) -> None:
@@ -350,8 +352,10 @@ def append_text(path: Path, text: str) -> None:
                 fd = os.open(where[1][-1], flags | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO):
-                    raise UnsafePath(f"cannot append to {path}: it is a symbolic link or not a regular file, and memtool never "
-                                     "writes through a link inside a memory root. Nothing was changed; replace it with a file.") from None
+                    raise UnsafePath(
+                        f"cannot append to {path}: it is a symbolic link or not a regular file, and memtool never "
+                        "writes through a link inside a memory root. Nothing was changed; replace it with a file."
+                    ) from None
                 raise
             finally:
                 os.close(dfd)
@@ -367,7 +371,7 @@ def append_text(path: Path, text: str) -> None:
             data = "\n" + data
         buf = memoryview(data.encode("utf-8"))
         while buf:  # os.write may write less than asked (full disk); never leave half a line
-            buf = buf[os.write(fd, buf):]
+            buf = buf[os.write(fd, buf) :]
         os.fsync(fd)
     except OSError as exc:
         try:

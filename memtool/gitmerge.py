@@ -196,10 +196,13 @@ def setup_git(root: Path) -> GitSetup:
         return GitSetup(attributes, wrote, False, None)
     if top.returncode != 0:
         return GitSetup(attributes, wrote, False, None)
-    settings = ((f"merge.{DRIVER}.name", "memtool: entries by id, Markdown by line"), (f"merge.{DRIVER}.driver", driver_command()),
-                # `memory archive` moves every file of a folder: git would take it for a renamed folder
-                # and move the other side's new entries after it ("CONFLICT (file location)")
-                ("merge.directoryRenames", "false"))
+    settings = (
+        (f"merge.{DRIVER}.name", "memtool: entries by id, Markdown by line"),
+        (f"merge.{DRIVER}.driver", driver_command()),
+        # `memory archive` moves every file of a folder: git would take it for a renamed folder
+        # and move the other side's new entries after it ("CONFLICT (file location)")
+        ("merge.directoryRenames", "false"),
+    )
     for key, value in settings:
         subprocess.run(["git", "config", key, value], cwd=root, check=True, capture_output=True)
     return GitSetup(attributes, wrote, True, Path(top.stdout.strip()))

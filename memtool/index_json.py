@@ -99,6 +99,7 @@ def _first_line(data: bytes, lo: int, cut: int, after) -> int:
     satisfies `after` begins, `cut` if none: a bisection over byte positions, which holds because
     the lines are in time order and `after` is false, then true, along them. ValueError on a line
     not as index_document writes it."""
+
     def day(at: int) -> bytes:
         m = _INDEX_LINE_RE.match(data, at, cut)
         if m is None:

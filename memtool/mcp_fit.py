@@ -18,8 +18,9 @@ from memtool.errors import BadInput
 from memtool.text import count_tokens, truncate_to_tokens
 
 # Keys whose strings (and lists of strings) are never shortened: ids, paths and our own notes.
-KEEP_WHOLE = frozenset({"id", "root", "note", "kind", "timestamp", "truncated", "path", "warning", "superseded_by",
-                        "included", "dropped", "entry_id", "transcript", "logged_to"})
+KEEP_WHOLE = frozenset(
+    {"id", "root", "note", "kind", "timestamp", "truncated", "path", "warning", "superseded_by", "included", "dropped", "entry_id", "transcript", "logged_to"}
+)
 NOTE_RESERVE = 80  # tokens kept free for the truncation note
 MIN_STRING_TOKENS = 8  # a string is not cut shorter than this
 ECHO_CHARS = 40  # an argument echoed in a message is cut to this many characters
@@ -172,8 +173,10 @@ def file_head(text: str, cap: int, name: str) -> str:
 
     def note(first: int, rest: int, partial: bool = False) -> str:
         what = (f"the end of line 1{f' and lines 2-{n}' if n > 1 else ''}" if partial else f"lines {first}-{n}") + f" of {n} (about {rest} tokens)"
-        return (f"(… {name} is cut here to fit max_tokens={cap}: {what} left out. memory_get with id '{name}#L{first}' "
-                f"reads on from line {first}; memory_search finds what it says on a topic)")
+        return (
+            f"(… {name} is cut here to fit max_tokens={cap}: {what} left out. memory_get with id '{name}#L{first}' "
+            f"reads on from line {first}; memory_search finds what it says on a topic)"
+        )
 
     room = cap - max(count_tokens(note(n, total)), count_tokens(note(1, total, True))) - 2  # numbers at their largest
     fits, used = 0, 0

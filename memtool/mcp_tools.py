@@ -42,8 +42,10 @@ CONTEXT_PACKS = 8  # packings tried before giving up on fitting the bundle in ma
 MIN_PACK_BUDGET = 50  # the smallest budget `memtool.context.pack` accepts
 DROPPED_SHARE = 0.1  # share of max_tokens the list of what the context dropped may take
 FILE_WRAPPER = 120  # tokens of the JSON around the text of a file read from a line on, with its note
-SENT_NOTE = ("hits marked already_sent were sent earlier in this session: listed in their rank by id only, text not "
-             "repeated (memory_get fetches one; include_seen=true repeats them)")
+SENT_NOTE = (
+    "hits marked already_sent were sent earlier in this session: listed in their rank by id only, text not "
+    "repeated (memory_get fetches one; include_seen=true repeats them)"
+)
 WIDEST_COUNT = 999_999_999  # a context answer's `tokens` while it is fitted: the model's count may replace the offline one
 
 
@@ -142,8 +144,17 @@ class MemoryTools:
         return path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else str(path)
 
     # -- read ------------------------------------------------------------------------------------
-    def search(self, query: str, limit: int = C.DEFAULT_LIMIT, since: str = "", until: str = "", topic: str = "",
-               trusted_only: bool = False, include_seen: bool = False, max_tokens: int | None = None) -> dict[str, Any]:
+    def search(
+        self,
+        query: str,
+        limit: int = C.DEFAULT_LIMIT,
+        since: str = "",
+        until: str = "",
+        topic: str = "",
+        trusted_only: bool = False,
+        include_seen: bool = False,
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
         from memtool.dates import parse_period
 
         cap = self._cap(max_tokens)
@@ -151,9 +162,14 @@ class MemoryTools:
             raise BadInput("query is empty: say what to look for")
         if not 1 <= limit <= C.MCP_SEARCH_MAX_LIMIT:
             raise BadInput(f"limit must be between 1 and {C.MCP_SEARCH_MAX_LIMIT}, got {limit}")
-        q = Query(text=query, limit=limit, since=parse_period(since)[0] if since.strip() else None,
-                  until=parse_period(until)[1] if until.strip() else None, topic=topic.strip() or None,
-                  trusted_only=trusted_only)
+        q = Query(
+            text=query,
+            limit=limit,
+            since=parse_period(since)[0] if since.strip() else None,
+            until=parse_period(until)[1] if until.strip() else None,
+            topic=topic.strip() or None,
+            trusted_only=trusted_only,
+        )
         mem = self.memory()
         found = mem.search(q)
         hits = found.hits
@@ -174,8 +190,14 @@ class MemoryTools:
 
     @staticmethod
     def _hit(h: Hit) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": h.id, "kind": h.kind, "score": round(h.score, 4), "session": one_line(h.source_session),
-                               "timestamp": h.timestamp, "trusted": h.trusted}
+        out: dict[str, Any] = {
+            "id": h.id,
+            "kind": h.kind,
+            "score": round(h.score, 4),
+            "session": one_line(h.source_session),
+            "timestamp": h.timestamp,
+            "trusted": h.trusted,
+        }
         if not h.trusted:
             out["warning"] = UNTRUSTED_NOTE
         out["text"] = h.text if h.trusted else quoted(h.text)
@@ -186,8 +208,7 @@ class MemoryTools:
             out["current_action_items"] = h.newer_action_items if h.newer_trusted else [quoted(x) for x in h.newer_action_items]
         return out
 
-    def context(self, query: str = "", budget: int | None = None, template: str | None = None, limit: int = 8,
-                max_tokens: int | None = None) -> dict[str, Any]:
+    def context(self, query: str = "", budget: int | None = None, template: str | None = None, limit: int = 8, max_tokens: int | None = None) -> dict[str, Any]:
         """The bundle packed for the cap: packed again at a smaller budget until the whole answer fits
         (never cut afterwards), so `included` is exactly what the text holds and only that is marked seen.
         The search runs once: each packing reuses its hits. Fitting counts offline; when Gemini is
@@ -224,9 +245,17 @@ class MemoryTools:
             held = within_cap(min(budget, cap - CONTEXT_WRAPPER)).budget
             res = fit_to_provider_count(counting, within_cap, held)
         except _NoFit:
-            answer = {"root": str(self.root), "truncated": True, "tokens": 0, "budget": budget, "template": template or mem.settings.template,
-                      "included": [], "dropped": [], "text": "",
-                      "note": f"the bundle does not fit max_tokens={cap} with its wrapper; nothing was sent (ask with a larger max_tokens or a smaller limit)"}
+            answer = {
+                "root": str(self.root),
+                "truncated": True,
+                "tokens": 0,
+                "budget": budget,
+                "template": template or mem.settings.template,
+                "included": [],
+                "dropped": [],
+                "text": "",
+                "note": f"the bundle does not fit max_tokens={cap} with its wrapper; nothing was sent (ask with a larger max_tokens or a smaller limit)",
+            }
             fit(answer, cap)
             return answer
         answer = self._context_answer(res, budget, cap, sent_before, warned())
@@ -239,14 +268,25 @@ class MemoryTools:
         """The answer for one packing, with what the call worked around (`warnings`: a file skipped, the
         embedder or Gemini's count unreachable). What was dropped is listed briefly; ids are never cut."""
         dropped = within(res.dropped, int(cap * DROPPED_SHARE))
-        notes = [*warnings,f"budget lowered to {res.budget} tokens to fit max_tokens={cap}" if res.budget < budget else "",
-                 f"{len(res.dropped) - len(dropped)} more dropped items not listed" if len(dropped) < len(res.dropped) else ""]
+        notes = [
+            *warnings,
+            f"budget lowered to {res.budget} tokens to fit max_tokens={cap}" if res.budget < budget else "",
+            f"{len(res.dropped) - len(dropped)} more dropped items not listed" if len(dropped) < len(res.dropped) else "",
+        ]
         if not res.text.strip():
             notes.append("nothing to show: MEMORY.md and USER.md hold no notes yet and no entries matched")
         if again := sum(i in sent_before for i in res.included):
             notes.append(f"{again} of the included entries were already sent earlier in this session (packed again: the bundle is whole)")
-        answer: dict[str, Any] = {"root": str(self.root), "truncated": res.truncated or bool(res.dropped), "tokens": res.tokens,
-                                  "budget": budget, "template": res.template, "included": res.included, "dropped": dropped, "text": res.text}
+        answer: dict[str, Any] = {
+            "root": str(self.root),
+            "truncated": res.truncated or bool(res.dropped),
+            "tokens": res.tokens,
+            "budget": budget,
+            "template": res.template,
+            "included": res.included,
+            "dropped": dropped,
+            "text": res.text,
+        }
         if note := join_notes(*notes):
             answer["note"] = note
         return answer
@@ -329,8 +369,16 @@ class MemoryTools:
         }
 
     # -- write -----------------------------------------------------------------------------------
-    def compress(self, text: str = "", path: str = "", session: str = "", importance: str = "auto",
-                 untrusted: bool = False, agent: str = "", max_tokens: int | None = None) -> dict[str, Any]:
+    def compress(
+        self,
+        text: str = "",
+        path: str = "",
+        session: str = "",
+        importance: str = "auto",
+        untrusted: bool = False,
+        agent: str = "",
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
         cap = self._cap(max_tokens)
         if bool(text.strip()) == bool(path.strip()):
             raise BadInput("give exactly one of text (the transcript itself) or path (a transcript file inside the memory root)")
@@ -338,14 +386,35 @@ class MemoryTools:
         name = "<text>"
         if path.strip():
             text, name = self._read_transcript(path, mem.settings.max_transcript_bytes), path
-        stored = mem.compress_many([Session(text=text, session=session.strip() or C.DEFAULT_SESSION, importance=None if importance == "auto" else importance,
-                                            agent=agent, trusted=not untrusted, name=name)])
+        stored = mem.compress_many(
+            [
+                Session(
+                    text=text,
+                    session=session.strip() or C.DEFAULT_SESSION,
+                    importance=None if importance == "auto" else importance,
+                    agent=agent,
+                    trusted=not untrusted,
+                    name=name,
+                )
+            ]
+        )
         entry = stored.entries[0]
-        answer: dict[str, Any] = {"id": entry.id, "truncated": False, "day": entry.day, "summary": entry.summary,
-                                  "decisions": entry.decisions, "action_items": entry.action_items, "topics": entry.topics,
-                                  "keywords": entry.keywords, "importance": entry.importance, "trusted": entry.trusted,
-                                  "compression_ratio": entry.compression_ratio, "tokens_original": entry.tokens_original,
-                                  "tokens_compressed": entry.tokens_compressed, "pending": entry.pending}
+        answer: dict[str, Any] = {
+            "id": entry.id,
+            "truncated": False,
+            "day": entry.day,
+            "summary": entry.summary,
+            "decisions": entry.decisions,
+            "action_items": entry.action_items,
+            "topics": entry.topics,
+            "keywords": entry.keywords,
+            "importance": entry.importance,
+            "trusted": entry.trusted,
+            "compression_ratio": entry.compression_ratio,
+            "tokens_original": entry.tokens_original,
+            "tokens_compressed": entry.tokens_compressed,
+            "pending": entry.pending,
+        }
         if not entry.trusted:  # read back from untrusted input: a quotation, as every other answer shows it
             answer["warning"] = UNTRUSTED_NOTE
             _quote_fields(answer)

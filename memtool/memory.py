@@ -183,7 +183,9 @@ class Memory:
         provider = kw.pop("provider", None)
         return self.compress_many([Session(text=text, **kw)], provider=provider).entries[0]
 
-    def compress_many(self, sessions: Iterable[Session], provider: str | None = None, progress: Callable[[int], None] | None = None, batch: int = 256) -> CompressResult:
+    def compress_many(
+        self, sessions: Iterable[Session], provider: str | None = None, progress: Callable[[int], None] | None = None, batch: int = 256
+    ) -> CompressResult:
         """Compress and store sessions, in batches: embeddings and file writes are grouped."""
         provider = provider or self.settings.compressor
         result = CompressResult()
@@ -319,10 +321,21 @@ class Memory:
 
     def weights(self) -> Weights:
         s = self.settings
-        return Weights(bm25=s.bm25_weight, dense=s.dense_weight, dense_fallback=s.dense_fallback, rrf_k=s.rrf_k, recency_half_life_days=s.recency_half_life_days,
-                       access_boost=s.access_boost, date_boost=s.date_boost, date_match=s.date_match, date_window_days=s.date_window_days,
-                       answer_cue_boost=s.answer_cue_boost, sibling_weight=s.sibling_weight, typo_weight=s.typo_weight,
-                       semantic=s.semantic_weight if s.semantic_weight >= 0 else getattr(self.embedder, "semantic_weight", 0.0))
+        return Weights(
+            bm25=s.bm25_weight,
+            dense=s.dense_weight,
+            dense_fallback=s.dense_fallback,
+            rrf_k=s.rrf_k,
+            recency_half_life_days=s.recency_half_life_days,
+            access_boost=s.access_boost,
+            date_boost=s.date_boost,
+            date_match=s.date_match,
+            date_window_days=s.date_window_days,
+            answer_cue_boost=s.answer_cue_boost,
+            sibling_weight=s.sibling_weight,
+            typo_weight=s.typo_weight,
+            semantic=s.semantic_weight if s.semantic_weight >= 0 else getattr(self.embedder, "semantic_weight", 0.0),
+        )
 
     def search(self, query: Query | str, **kw) -> SearchResult:
         q = query if isinstance(query, Query) else Query(text=query, **kw)
@@ -358,7 +371,9 @@ class Memory:
                 h.newer_trusted = newer.trusted
         return hits
 
-    def context(self, query: str | None = None, budget: int | None = None, template: str | None = None, limit: int = 8, now: datetime | None = None) -> ContextResult:
+    def context(
+        self, query: str | None = None, budget: int | None = None, template: str | None = None, limit: int = 8, now: datetime | None = None
+    ) -> ContextResult:
         return self.pack_context(self.context_input(query, limit, now), budget, template)
 
     def context_input(self, query: str | None = None, limit: int = 8, now: datetime | None = None) -> ContextInput:

@@ -90,7 +90,7 @@ def _fenced(lines: list[str]) -> list[bool]:
         if m and not fence:
             fence = m.group(1)
             out.append(True)
-        elif m and fence and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)):].strip():
+        elif m and fence and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)) :].strip():
             fence = ""
             out.append(True)
         else:

@@ -104,9 +104,7 @@ PRIVATE_KEY_TRUNCATED = _c(
 # AWS access key id: AKIA (long-term), ASIA (STS), ABIA, ACCA, A3T* + 16 upper-case alphanumerics.
 AWS_ACCESS_KEY = _c(_tok("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", 4, "A-Z0-9") + r"[A-Z0-9]{16}(?![A-Z0-9])")
 # AWS secret access key: 40 base64 characters after a (aws_)secret_access_key / SecretAccessKey name.
-AWS_SECRET_KEY = _c(
-    r"secret_?access_?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+])"
-)
+AWS_SECRET_KEY = _c(r"secret_?access_?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+])")
 # Slack incoming webhook: the host stays, the path (which is the secret) goes.
 SLACK_WEBHOOK = _c(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/\-]{20,255})")
 # Google API key.
@@ -118,10 +116,8 @@ TWILIO_ACCOUNT_SID = _c(_tok("AC", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9
 # JSON Web Token: base64url header and payload (both JSON objects, so "eyJ"), optional signature;
 # and Grafana's legacy API key, base64 of '{"k":"...'.
 JWT = _c(
-    _tok("eyJ", 3)
-    + r"(?:(?P<jwt>[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)"
-    r"|(?P<grafana_token>rIjoi[A-Za-z0-9]{70,400}={0,3}))"
-    + _E
+    _tok("eyJ", 3) + r"(?:(?P<jwt>[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)"
+    r"|(?P<grafana_token>rIjoi[A-Za-z0-9]{70,400}={0,3}))" + _E
 )
 # Microsoft Teams incoming webhook: the path after webhookb2/ is the credential.
 TEAMS_WEBHOOK = _c(r"webhook\.office\.com/webhookb2/(?P<secret>[A-Za-z0-9@/\-]{60,300})")
@@ -138,9 +134,7 @@ DISCORD_TOKEN_ID = _c(r"[MNO][A-Za-z0-9_\-]{23,27}")
 TELEGRAM_TOKEN_TAIL = _c(r":AA[A-Za-z0-9_\-]{33}" + _E)
 # Password in a URL (scheme://user:password@host): only the password goes; a "#" or "?" that
 # should have been percent-encoded is still part of it.
-PASSWORD_IN_URL = _c(
-    r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<secret>[^\s/\[\]\"'<>]{1,256})@(?=[A-Za-z0-9\[])"
-)
+PASSWORD_IN_URL = _c(r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<secret>[^\s/\[\]\"'<>]{1,256})@(?=[A-Za-z0-9\[])")
 # Authorization / Proxy-Authorization header value (any scheme: Bearer, Basic, Token, ...).
 AUTH_HEADER = _c(
     r"authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|basic|token|digest|apikey)[ \t]+"
@@ -230,20 +224,16 @@ TOKEN_TRIGGER = (
 )
 # Prefixed tokens without a separator, grouped by first letter (a one-character literal scans fast).
 A_TOKENS = _c(
-    _tok("A", 1, "A-Za-z0-9_\\-")
-    + r"(?:(?P<atlassian_token>TATT3[A-Za-z0-9_=\-]{100,300})"
+    _tok("A", 1, "A-Za-z0-9_\\-") + r"(?:(?P<atlassian_token>TATT3[A-Za-z0-9_=\-]{100,300})"
     r"|(?P<artifactory_key>KCp[A-Za-z0-9]{69})"
     r"|(?P<bedrock_key>BSK[A-Za-z0-9+/]{109,269}={0,2})"
     r"|(?P<fcm_server_key>AAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,200})"
-    r"|(?P<onepassword_key>3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}))"
-    + _E
+    r"|(?P<onepassword_key>3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}))" + _E
 )
 E_TOKENS = _c(
-    _tok("E", 1, "A-Za-z0-9_\\-")
-    + r"(?:(?P<square_token>AAA[A-Za-z0-9_\-]{22,60})"
+    _tok("E", 1, "A-Za-z0-9_\\-") + r"(?:(?P<square_token>AAA[A-Za-z0-9_\-]{22,60})"
     r"|(?P<facebook_token>AA[CM][A-Za-z0-9]{100,})"
-    r"|(?P<easypost_key>Z[AT]K[A-Za-z0-9]{54}))"
-    + _E
+    r"|(?P<easypost_key>Z[AT]K[A-Za-z0-9]{54}))" + _E
 )
 DATABRICKS_TOKEN = _c(_tok("dapi", 4) + r"[a-f0-9]{32}(?:-[0-9])?" + _E)
 ALIBABA_KEY_ID = _c(_tok("LTAI", 4) + r"[A-Za-z0-9]{20}" + _E)
@@ -285,9 +275,7 @@ SQL_IDENTIFIED_BY = _c(
 #               `public_key`, `cache_key`, `secretKeyRef`, `SECRET_NAME`.
 _KEY_WORDS = _c(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # ("tokens" is a count: max_tokens, window_tokens.)
-_STRONG_WORD = _c(
-    r"[a-z0-9]*(?:passwords?|passwd|passphrase|pwd|secrets?|token|credentials?|creds|apikeys?)|pass|requirepass"
-)
+_STRONG_WORD = _c(r"[a-z0-9]*(?:passwords?|passwd|passphrase|pwd|secrets?|token|credentials?|creds|apikeys?)|pass|requirepass")
 _KEY_QUALIFIERS = frozenset(
     "api access secret private signing sign encryption encrypt enc decryption master hmac client app"
     " application auth service account admin root session cookie jwt webhook ssh gpg pgp aes cipher"
@@ -298,8 +286,7 @@ _NOT_SECRET_KEYS = frozenset(
     " index map dict row group shard translation i18n hot short".split()
 )
 _TRAILING_QUALIFIERS = frozenset(
-    "base value val b64 base64 hex raw str string data enc encoded plain plaintext text old new current"
-    " prod production dev staging test live".split()
+    "base value val b64 base64 hex raw str string data enc encoded plain plaintext text old new current prod production dev staging test live".split()
 )
 # Tokens that are positions, not credentials: `next_page_token`, `nextPageToken`, `sync_token`.
 _POSITION_TOKEN = _c(r"(?:page|next|continuation|sync|resume|pagination|cursor)token")
@@ -332,8 +319,7 @@ _MORE_WORDS = _c(r"(?:[ \t]+[^\s#'\"]+){1,7}[ \t]*(?=\r?\n|\Z)")
 _CONTINUED = _c(r"\\\r?\n[ \t]*[^\s\"'\\]+")
 # Common English words: a run of words holding one is prose, not a passphrase.
 _STOPWORDS = frozenset(
-    "a an the to of for with in on at by from as is are be was it this that and or not no use used"
-    " your you we our if then than when".split()
+    "a an the to of for with in on at by from as is are be was it this that and or not no use used your you we our if then than when".split()
 )
 # An operator or a condition after a bare value: the value is part of an expression.
 _EXPRESSION_GOES_ON = _c(r"[ \t]+(?:[-+*/%|&^]|if[ \t]|and[ \t]|or[ \t])")
@@ -521,9 +507,7 @@ def _spaced(m: re.Match[str], text: str, key_start: int, group: str) -> tuple[in
         return None
     if key in ("requirepass", "masterauth"):
         return (start, end) if not before.strip() else None
-    netrc = _NETRC_PREFIX.fullmatch(text, line_start, key_start) and _NETRC_CONTEXT.search(
-        text, max(0, key_start - 200), key_start
-    )
+    netrc = _NETRC_PREFIX.fullmatch(text, line_start, key_start) and _NETRC_CONTEXT.search(text, max(0, key_start - 200), key_start)
     return (start, end) if netrc else None  # prose: "the username/\n password combination."
 
 
@@ -708,9 +692,13 @@ _SPECIFIC_KINDS = (
     "azure_ad_secret",
     "openshift_token",
 )
-KINDS: tuple[str, ...] = tuple(dict.fromkeys(_SPECIFIC_KINDS)) + _GENERIC_KINDS + (
-    CUSTOM_KIND,
-    "env_assignment",
+KINDS: tuple[str, ...] = (
+    tuple(dict.fromkeys(_SPECIFIC_KINDS))
+    + _GENERIC_KINDS
+    + (
+        CUSTOM_KIND,
+        "env_assignment",
+    )
 )
 # Rank of each kind when spans merge: lower wins.
 _RANK = {kind: i for i, kind in enumerate(KINDS)}

@@ -50,7 +50,7 @@ def render(data: dict) -> str:
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'">',
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         "<title>memtool report</title>",
         f"<style>{CSS}</style></head><body>",
@@ -60,16 +60,29 @@ def render(data: dict) -> str:
         _section("weeks", "Entries per week", _columns("weeks", weeks, "entries"), f"{len(weeks)} weeks, empty weeks included."),
         '<div class="grid2">',
         _section("topics", "Top topics", _rows("topics", list(data["top_topics"].items()), "entries", width=HALF)),
-        _section("importance", "Importance", _rows("importance", [(k, data["importance"].get(k, 0)) for k in C.IMPORTANCE_LEVELS], "entries", IMPORTANCE_CLASS, HALF)),
+        _section(
+            "importance", "Importance", _rows("importance", [(k, data["importance"].get(k, 0)) for k in C.IMPORTANCE_LEVELS], "entries", IMPORTANCE_CLASS, HALF)
+        ),
         "</div>",
-        _section("compression", "Compression ratio", _columns("compression", list(data["compression_ratio_histogram"].items()), "entries"),
-                 f"Mean {data['mean_compression_ratio']}:1, median {data['median_compression_ratio']}:1, "
-                 f"range {data['compression_ratio_range'][0]}:1 to {data['compression_ratio_range'][1]}:1."),
+        _section(
+            "compression",
+            "Compression ratio",
+            _columns("compression", list(data["compression_ratio_histogram"].items()), "entries"),
+            f"Mean {data['mean_compression_ratio']}:1, median {data['median_compression_ratio']}:1, "
+            f"range {data['compression_ratio_range'][0]}:1 to {data['compression_ratio_range'][1]}:1.",
+        ),
         _section("entities", "Entities", _entity_charts(data)),
     ]
     if data["problems"]:
         items = "".join(f"<li>{escape(p)}</li>" for p in data["problems"])
-        parts.append(_section("problems", "Problems", f'<ul class="problems">{items}</ul>', "Files that could not be read were left out. `memory doctor` explains and repairs."))
+        parts.append(
+            _section(
+                "problems",
+                "Problems",
+                f'<ul class="problems">{items}</ul>',
+                "Files that could not be read were left out. `memory doctor` explains and repairs.",
+            )
+        )
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
@@ -93,10 +106,14 @@ def _cards(d: dict) -> str:
         ("store_bytes", d["store_bytes"], human_bytes(d["store_bytes"]), "store size"),
         ("cache_bytes", d["cache_bytes"], human_bytes(d["cache_bytes"]), "derived cache"),
     ]
-    out = [f'<div class="card" data-key="{k}" data-value="{v}"><div class="v">{escape(shown)}</div><div class="k">{caption}</div></div>'
-           for k, v, shown, caption in cards]
-    out.append(f'<div class="card" data-key="embedder" data-value="{escape(d["embedder"])}"><div class="v" style="font-size:14px">'
-               f'{escape(d["embedder"])}</div><div class="k">embedder</div></div>')
+    out = [
+        f'<div class="card" data-key="{k}" data-value="{v}"><div class="v">{escape(shown)}</div><div class="k">{caption}</div></div>'
+        for k, v, shown, caption in cards
+    ]
+    out.append(
+        f'<div class="card" data-key="embedder" data-value="{escape(d["embedder"])}"><div class="v" style="font-size:14px">'
+        f'{escape(d["embedder"])}</div><div class="k">embedder</div></div>'
+    )
     return f'<div class="cards">{"".join(out)}</div>'
 
 
@@ -110,8 +127,10 @@ def _short(label: str) -> str:
 
 def _bar(x: float, y: float, w: float, h: float, label: str, value: int, unit: str, cls: str = "bar") -> str:
     tip = escape(f"{label}: {value} {unit}")
-    return (f'<rect class="{cls}" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="2" '
-            f'data-label="{escape(label)}" data-value="{value}"><title>{tip}</title></rect>')
+    return (
+        f'<rect class="{cls}" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="2" '
+        f'data-label="{escape(label)}" data-value="{value}"><title>{tip}</title></rect>'
+    )
 
 
 def _columns(key: str, series: list[tuple[str, int]], unit: str) -> str:
@@ -123,10 +142,12 @@ def _columns(key: str, series: list[tuple[str, int]], unit: str) -> str:
     peak = max(v for _, v in series) or 1
     step = plot_w / len(series)
     every = max(1, -(-len(series) * 70 // plot_w))  # ~70 px per label
-    out = [f'<svg class="chart" id="chart-{key}" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(key)} chart">',
-           f'<line class="axis" x1="{left}" y1="{top + plot_h}" x2="{WIDTH - right}" y2="{top + plot_h}"/>',
-           f'<text class="tick" x="{left - 6}" y="{top + 4}" text-anchor="end">{peak}</text>',
-           f'<text class="tick" x="{left - 6}" y="{top + plot_h}" text-anchor="end">0</text>']
+    out = [
+        f'<svg class="chart" id="chart-{key}" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(key)} chart">',
+        f'<line class="axis" x1="{left}" y1="{top + plot_h}" x2="{WIDTH - right}" y2="{top + plot_h}"/>',
+        f'<text class="tick" x="{left - 6}" y="{top + 4}" text-anchor="end">{peak}</text>',
+        f'<text class="tick" x="{left - 6}" y="{top + plot_h}" text-anchor="end">0</text>',
+    ]
     for i, (label, value) in enumerate(series):
         h = plot_h * value / peak
         x = left + i * step
@@ -162,9 +183,11 @@ def _entity_charts(d: dict) -> str:
     counts = _rows("entity-kinds", [(k, d["entities"].get(k, 0)) for k in C.ENTITY_KINDS], "distinct names")
     people = _rows("people", list(d["top_people"].items()), "entries", width=HALF)
     systems = _rows("systems", list(d["top_systems"].items()), "entries", width=HALF)
-    return (f"<h3>Distinct names per kind</h3>{counts}"
-            f'<div class="grid2"><div><h3>People</h3>{people}</div><div><h3>Systems</h3>{systems}</div></div>'
-            '<p class="note">Browse them as pages with `memory entities --pages` (memory/areas/).</p>')
+    return (
+        f"<h3>Distinct names per kind</h3>{counts}"
+        f'<div class="grid2"><div><h3>People</h3>{people}</div><div><h3>Systems</h3>{systems}</div></div>'
+        '<p class="note">Browse them as pages with `memory entities --pages` (memory/areas/).</p>'
+    )
 
 
 def write_report(mem: Memory, path: Path | None = None) -> tuple[Path, dict]:

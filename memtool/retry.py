@@ -111,8 +111,7 @@ def _other_model(mem: "Memory") -> Failure | None:
             continue  # `memory doctor` reports it; look at another file
         if stored and stored != model:
             return Failure(
-                f"the store's vectors come from '{stored}' but the configured embedder is '{model}'; "
-                "run `memory reembed` first (a store never mixes models)",
+                f"the store's vectors come from '{stored}' but the configured embedder is '{model}'; run `memory reembed` first (a store never mixes models)",
                 DimensionMismatch.exit_code,
             )
         return None

@@ -12,24 +12,31 @@ from memtool.errors import BadInput, StorageError
 from memtool.fsutil import atomic_write_text
 from memtool.store import Layout
 
-GITIGNORE = (f"# derived data, rebuilt from the files; safe to delete\n{C.CACHE_DIR}/\n{C.LOCK_FILE}\n"
-             f"# copies `memory doctor --fix` set aside: local to this machine, never committed\n{C.QUARANTINE_DIR}/\n")
+GITIGNORE = (
+    f"# derived data, rebuilt from the files; safe to delete\n{C.CACHE_DIR}/\n{C.LOCK_FILE}\n"
+    f"# copies `memory doctor --fix` set aside: local to this machine, never committed\n{C.QUARANTINE_DIR}/\n"
+)
 
 
 def config_text() -> str:
-    lines = ["# memtool settings for this repository. Every line is optional; shown values are the defaults.",
-             "# Layers, each overriding the one before: defaults; your own ~/.config/memtool/config.yaml",
-             "# ($XDG_CONFIG_HOME/memtool); this file; MEMTOOL_<NAME> environment variables; command options.",
-             "#",
-             "# Trust: this file travels with the repository, so whoever wrote the repository wrote it.",
-             "# Settings marked [protected ...] send data off this machine or weaken protection; set here, they",
-             "# apply only after you approve this file's exact content with `memory config trust` (any later",
-             "# edit withdraws the approval; `memory config untrust` withdraws it too). Until then they are",
-             "# ignored with a warning. In your own config or the environment they always apply.",
-             "# `memory config show` lists the settings in effect and where each came from.", ""]
+    lines = [
+        "# memtool settings for this repository. Every line is optional; shown values are the defaults.",
+        "# Layers, each overriding the one before: defaults; your own ~/.config/memtool/config.yaml",
+        "# ($XDG_CONFIG_HOME/memtool); this file; MEMTOOL_<NAME> environment variables; command options.",
+        "#",
+        "# Trust: this file travels with the repository, so whoever wrote the repository wrote it.",
+        "# Settings marked [protected ...] send data off this machine or weaken protection; set here, they",
+        "# apply only after you approve this file's exact content with `memory config trust` (any later",
+        "# edit withdraws the approval; `memory config untrust` withdraws it too). Until then they are",
+        "# ignored with a warning. In your own config or the environment they always apply.",
+        "# `memory config show` lists the settings in effect and where each came from.",
+        "",
+    ]
     for name, default, help_ in Settings.describe():
         lines.append(f"# {help_}{f' [{protection(name)}]' if protection(name) else ''}")
-        value = "[]" if default == [] else ("true" if default is True else "false" if default is False else repr(default) if isinstance(default, str) else default)
+        value = (
+            "[]" if default == [] else ("true" if default is True else "false" if default is False else repr(default) if isinstance(default, str) else default)
+        )
         lines.append(f"# {name}: {value}")
     return "\n".join(lines) + "\n"
 

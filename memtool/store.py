@@ -92,13 +92,12 @@ class Layout:
 
     def require(self) -> "Layout":
         if not self.is_memory_root():
-            raise NotAMemoryRoot(
-                f"{self.root} is not a memory root (no {C.MEMORY_DIR}/ folder). "
-                f"Run `memory init` there, or pass --root / set {C.ENV_ROOT}."
-            )
+            raise NotAMemoryRoot(f"{self.root} is not a memory root (no {C.MEMORY_DIR}/ folder). Run `memory init` there, or pass --root / set {C.ENV_ROOT}.")
         for folder in (self.index_dir, self.embeddings_dir, self.transcripts_dir):
             if os.path.lexists(folder) and not folder.is_dir():
-                raise StoreCorrupt(f"{folder} is a file, not a folder: memtool keeps entries there. Move or rename it, then run `memory init` to recreate the folder.")
+                raise StoreCorrupt(
+                    f"{folder} is a file, not a folder: memtool keeps entries there. Move or rename it, then run `memory init` to recreate the folder."
+                )
         return self
 
     def day_files(self) -> list[Path]:
@@ -328,9 +327,7 @@ class Store(IndexJson):
 
     def write_transcripts(self, items: list[tuple[str, str]]) -> list[Path]:
         """Kept transcripts for a batch of entries, written together (fsyncs in parallel)."""
-        return atomic_write_many(
-            [(self.layout.transcript_file(i), (t if t.endswith("\n") else t + "\n").encode("utf-8")) for i, t in items]
-        )
+        return atomic_write_many([(self.layout.transcript_file(i), (t if t.endswith("\n") else t + "\n").encode("utf-8")) for i, t in items])
 
     def append_log(self, day: str, line: str) -> Path:
         path = self.layout.daily_log(day)

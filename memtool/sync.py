@@ -65,10 +65,19 @@ class SyncReport:
 
     def to_dict(self) -> dict:
         return {
-            "entries": vars(self.entries), "markdown": vars(self.markdown), "embedded": self.embedded,
-            "dropped": self.dropped, "buried": self.buried, "index_rebuilt": self.index_rebuilt, "index_patched": self.index_patched,
-            "search_rebuilt": self.search_rebuilt, "first": self.first, "full": self.full, "model": self.model,
-            "errors": self.errors, "seconds": round(self.seconds, 3),
+            "entries": vars(self.entries),
+            "markdown": vars(self.markdown),
+            "embedded": self.embedded,
+            "dropped": self.dropped,
+            "buried": self.buried,
+            "index_rebuilt": self.index_rebuilt,
+            "index_patched": self.index_patched,
+            "search_rebuilt": self.search_rebuilt,
+            "first": self.first,
+            "full": self.full,
+            "model": self.model,
+            "errors": self.errors,
+            "seconds": round(self.seconds, 3),
         }
 
     def line(self) -> str:
@@ -99,8 +108,11 @@ def _vector_ok(path: Path, model: str, dim: int, content_hash: str) -> bool:
     except (OSError, ValueError, RecursionError, UnsafePath):
         return False  # missing, torn or absurdly nested: embed again
     return (
-        isinstance(data, dict) and data.get("model") == model and data.get("content_hash") == content_hash
-        and isinstance(data.get("embedding"), list) and len(data["embedding"]) == dim
+        isinstance(data, dict)
+        and data.get("model") == model
+        and data.get("content_hash") == content_hash
+        and isinstance(data.get("embedding"), list)
+        and len(data["embedding"]) == dim
     )
 
 
@@ -125,7 +137,9 @@ def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: in
         rec = trusted.get(entry_id)
         if sig is not None and not full and rec is not None and (rec[0], rec[1]) == sig and rec[2] == content_hash:
             verified[entry_id] = rec
-        elif sig is not None and not full and (rec is None or (rec[0], rec[1]) != sig) and _vector_ok(layout.embedding_file(entry_id), model, dim, content_hash):
+        elif (
+            sig is not None and not full and (rec is None or (rec[0], rec[1]) != sig) and _vector_ok(layout.embedding_file(entry_id), model, dim, content_hash)
+        ):
             verified[entry_id] = [*sig, content_hash]
         elif entry_id not in unreadable:
             need.append(entry_id)
@@ -260,8 +274,10 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         need, verified, orphans = _plan_vectors(layout, man, scan, model, dim, full)
         todo = _entries_for(layout, need, scan)
     if todo and hasattr(embedder, "reason"):  # the store's embedder cannot run here (WordsOnlyEmbedder)
-        report.errors.append(f"{len(todo)} entries not embedded: this machine cannot run '{embedder.name}' ({embedder.reason}); "
-                             "a machine that can embeds them with its next `memory reindex`, and search finds them by their words")
+        report.errors.append(
+            f"{len(todo)} entries not embedded: this machine cannot run '{embedder.name}' ({embedder.reason}); "
+            "a machine that can embeds them with its next `memory reindex`, and search finds them by their words"
+        )
         todo = []
     fresh: dict = {}  # the vectors computed now, handed to the search cache (no read-back from JSON)
 
@@ -307,8 +323,14 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         else:
             listed = {n[:-5] for n in os.listdir(layout.embeddings_dir) if n.endswith(".json")} if dir_sig else set()
         keep_dir = dir_sig is not None and listed == set(verified)  # else rescan the folder next time
-        new = Manifest(model=model, index_sig=list(index_sig) if index_sig else None, emb_dir_ns=dir_sig[1] if keep_dir else None,
-                       days=scan.days, markdown=scan.markdown, vectors=verified)
+        new = Manifest(
+            model=model,
+            index_sig=list(index_sig) if index_sig else None,
+            emb_dir_ns=dir_sig[1] if keep_dir else None,
+            days=scan.days,
+            markdown=scan.markdown,
+            vectors=verified,
+        )
     # the scan's stats, taken before this sync read anything, are the search cache's signatures too
     days = source_key(layout, layout.index_dir)
     files = {f"{days}/{name}": f"{rec[0]}:{rec[1]}" for name, rec in scan.days.items()}

@@ -306,4 +306,3 @@ def _md_record(path: Path, rel: str, sig: tuple[int, int], rec: list | None, del
         error = _bad_utf8(path, data, exc, "not searchable")
     (delta.changed if rec is not None else delta.added).append(rel)
     return [*sig, sha, error]
-

@@ -18,8 +18,7 @@ WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_'\-\.]*[A-Za-z0-9]|[A-Za-z0-9]")
 # No segmenter runs offline, so a run of them becomes each character plus each pair of neighbours
 # (`_spaceless_terms`), the usual n-gram indexing of CJK text: any character of a query matches,
 # and a text holding the query's characters in the same order ranks first. Hangul is written with spaces.
-SPACELESS = ("\u3005-\u3007\u3041-\u309f\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-             "\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f")
+SPACELESS = "\u3005-\u3007\u3041-\u309f\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
 LETTER = f"[^\\W_{SPACELESS}]"  # a letter or digit of a script written with spaces (a regex class)
 _JOINERS = "_'-.\u200c\u200d"  # inside a word only (zero-width (non-)joiners: Persian, Indic scripts)
 # Where the BMP's combining marks are (Unicode 14/15): vowel signs of Indic and Southeast Asian

@@ -31,8 +31,7 @@ from memtool.errors import BadInput
 
 PASSTHROUGH_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".text"})
 JSON_SUFFIXES = frozenset({".json", ".jsonl"})
-KNOWN_FORMATS = ('Claude Code JSONL, Codex CLI JSONL, Gemini CLI JSON or JSONL, '
-                 'or JSON/JSONL messages shaped {"role": ..., "content": ...}')
+KNOWN_FORMATS = 'Claude Code JSONL, Codex CLI JSONL, Gemini CLI JSON or JSONL, or JSON/JSONL messages shaped {"role": ..., "content": ...}'
 TOOL_SUMMARY_CHARS = 200
 TOOL_OUTPUT_CHARS = 240  # of a tool's output kept in the rendered transcript
 THINKING_CHARS = 600
@@ -58,6 +57,7 @@ _OTHER_KEYS = ("pattern", "query", "url", "description", "prompt")
 _CODEX_ENVELOPES = ("response_item", "session_meta", "turn_context", "event_msg", "compacted")
 _PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
 _SHELL_WRAPPERS = ("bash -lc ", "bash -c ", "sh -c ", "zsh -lc ", "zsh -c ")
+
 
 @dataclass
 class ToolCall:
@@ -131,10 +131,15 @@ class _Unreadable(Exception):
 def decode(data: bytes) -> str:
     """Text of a transcript file's bytes: UTF-32/16 when a BOM says so, else UTF-8 (a BOM dropped);
     undecodable bytes are replaced, never fatal."""
-    for bom, codec in ((b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
-                       (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"), (b"\xef\xbb\xbf", "utf-8")):
+    for bom, codec in (
+        (b"\xff\xfe\x00\x00", "utf-32-le"),
+        (b"\x00\x00\xfe\xff", "utf-32-be"),
+        (b"\xff\xfe", "utf-16-le"),
+        (b"\xfe\xff", "utf-16-be"),
+        (b"\xef\xbb\xbf", "utf-8"),
+    ):
         if data.startswith(bom):
-            return data[len(bom):].decode(codec, errors="replace")
+            return data[len(bom) :].decode(codec, errors="replace")
     return data.decode("utf-8", errors="replace")
 
 
@@ -239,7 +244,7 @@ def parse_transcript(text: str, name: str = "<text>", strict: bool = False) -> T
     if strict:
         raise BadInput(
             f"{name}: JSON, but of no known transcript format. memtool reads {KNOWN_FORMATS}; "
-            "convert it to Markdown or plain text (one \"role: text\" paragraph per turn) first."
+            'convert it to Markdown or plain text (one "role: text" paragraph per turn) first.'
         )
     return text_transcript(text)  # not JSON at all (a Markdown note that starts with "["), or unknown
 
@@ -548,7 +553,9 @@ def _is_gemini_log(records: list[dict[str, Any]]) -> bool:
     head = records[0]
     if "sessionId" in head and "projectHash" in head and "type" not in head:
         return True
-    return any("$rewindTo" in r or "$set" in r for r in records) and any(r.get("type") in ("user", "gemini") and "id" in r and "message" not in r for r in records)
+    return any("$rewindTo" in r or "$set" in r for r in records) and any(
+        r.get("type") in ("user", "gemini") and "id" in r and "message" not in r for r in records
+    )
 
 
 def _gemini_log(records: list[dict[str, Any]]) -> Transcript:
@@ -561,7 +568,7 @@ def _gemini_log(records: list[dict[str, Any]]) -> Transcript:
             target = str(r["$rewindTo"])
             if target in messages:
                 ids = list(messages)
-                for dropped in ids[ids.index(target):]:
+                for dropped in ids[ids.index(target) :]:
                     del messages[dropped]
         elif "$set" in r:
             continue
@@ -646,7 +653,7 @@ def _unwrap_shell(command: str | list[str]) -> str:
         return " ".join(shlex.quote(c) if " " in c else c for c in command)
     for prefix in _SHELL_WRAPPERS:
         if command.startswith(prefix):
-            rest = command[len(prefix):].strip()
+            rest = command[len(prefix) :].strip()
             if len(rest) >= 2 and rest[0] == rest[-1] and rest[0] in "'\"":
                 rest = rest[1:-1]
             return rest
@@ -656,7 +663,7 @@ def _unwrap_shell(command: str | list[str]) -> str:
 def _relative(path: str, cwd: str) -> str:
     path = path.strip()
     if cwd and path.startswith(cwd.rstrip("/") + "/"):
-        return path[len(cwd.rstrip("/")) + 1:]
+        return path[len(cwd.rstrip("/")) + 1 :]
     if path.startswith("/"):  # outside the session's folder: the last parts say what it is
         parts = PurePosixPath(path).parts
         return "/".join(parts[-2:]) if len(parts) > 2 else path
@@ -672,7 +679,9 @@ def _detail(arguments: dict[str, Any]) -> str:
     if isinstance(todos, list):
         items = [t for t in todos if isinstance(t, dict)]
         marks = {"completed": "x", "in_progress": "~"}
-        return _clip("; ".join(f"[{marks.get(str(t.get('status')), ' ')}] {t.get('content') or t.get('step') or ''}".strip() for t in items), TOOL_SUMMARY_CHARS)
+        return _clip(
+            "; ".join(f"[{marks.get(str(t.get('status')), ' ')}] {t.get('content') or t.get('step') or ''}".strip() for t in items), TOOL_SUMMARY_CHARS
+        )
     if arguments in ({}, []):
         return ""
     return _clip(json.dumps(arguments, ensure_ascii=False, sort_keys=True), TOOL_SUMMARY_CHARS)

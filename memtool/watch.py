@@ -264,7 +264,9 @@ class Watcher:
         if self._watch(observer, top, False, renew, stopped):
             try:
                 with os.scandir(top) as it:
-                    found = {d.path for d in it if d.is_dir(follow_symlinks=False) and not ignored_name(d.name)}  # a linked folder is not watched (nor read: confine)
+                    found = {
+                        d.path for d in it if d.is_dir(follow_symlinks=False) and not ignored_name(d.name)
+                    }  # a linked folder is not watched (nor read: confine)
             except (FileNotFoundError, NotADirectoryError):
                 found = None  # gone meanwhile
         for path in [p for p in self._watches if p not in (root, top) and (found is None or p not in found)]:
@@ -287,8 +289,15 @@ class Watcher:
 
         # only changes: reads (opened / closed without writing), which sync and searches do by the
         # hundred, are not even subscribed to, so they never compete with a sync for the CPU
-        self._changes = [ev.FileCreatedEvent, ev.FileDeletedEvent, ev.FileModifiedEvent, ev.FileMovedEvent,
-                         ev.DirCreatedEvent, ev.DirDeletedEvent, ev.DirMovedEvent]
+        self._changes = [
+            ev.FileCreatedEvent,
+            ev.FileDeletedEvent,
+            ev.FileModifiedEvent,
+            ev.FileMovedEvent,
+            ev.DirCreatedEvent,
+            ev.DirDeletedEvent,
+            ev.DirMovedEvent,
+        ]
         stop = stop or threading.Event()
         observer = Observer()
         observer.start()  # first: a folder gone before its watch starts is then an OSError of schedule()

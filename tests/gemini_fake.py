@@ -24,8 +24,7 @@ import pytest
 
 FAKE_KEY = "AIzaFAKE-memtool-test-key-7f3a9c"  # recognisable, so tests can assert it never leaks
 _PATH = re.compile(r"^/(?P<version>v1\w*)/models/(?P<model>[^:/]+):(?P<action>\w+)$")
-_STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
-           500: "INTERNAL", 503: "UNAVAILABLE"}
+_STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
 
 
 @dataclass

@@ -87,11 +87,17 @@ def _handler(state: FakeOpenAI, key: str):
                 system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
                 user = next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
                 content = json.dumps(entry_for(("summaries of consecutive parts " if "summaries of consecutive parts" in system else "") + user))
-            self._send(200, {
-                "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": body.get("model", ""),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": state.finish_reason}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            })
+            self._send(
+                200,
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "created": 1,
+                    "model": body.get("model", ""),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": state.finish_reason}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                },
+            )
 
         def _send(self, status: int, payload: dict[str, Any]):
             data = json.dumps(payload).encode()

@@ -159,6 +159,7 @@ def test_a_crash_at_any_step_loses_nothing_and_the_next_run_resolves_it(root, fa
             if steps == crash_at:
                 raise Crash()
             return fn(*a, **kw)
+
         return wrapper
 
     for name in ("atomic_write_bytes", "atomic_write_text", "_unlink"):

@@ -44,17 +44,20 @@ def refused(root: Path, path: Path, why: str, limits: Limits = Limits()) -> None
     assert list(root.iterdir()) == []
 
 
-@pytest.mark.parametrize("name, why", [
-    ("memory/.git/config", "hidden name"),
-    ("memory/.git/hooks/post-checkout", "hidden name"),
-    (".git/config", "hidden name"),
-    ("memory/.envrc", "hidden name"),
-    ("memory/index/x.sh", "not part of a memtool backup"),
-    ("memory/tool.py", "not part of a memtool backup"),
-    ("memory/index/embeddings/../../../x.json", "'..'"),
-    ("memory/" + "a" * 250 + ".md", "a name of 260 characters"),
-    ("memory/bad\nname.md", "control character"),
-])
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("memory/.git/config", "hidden name"),
+        ("memory/.git/hooks/post-checkout", "hidden name"),
+        (".git/config", "hidden name"),
+        ("memory/.envrc", "hidden name"),
+        ("memory/index/x.sh", "not part of a memtool backup"),
+        ("memory/tool.py", "not part of a memtool backup"),
+        ("memory/index/embeddings/../../../x.json", "'..'"),
+        ("memory/" + "a" * 250 + ".md", "a name of 260 characters"),
+        ("memory/bad\nname.md", "control character"),
+    ],
+)
 def test_names_outside_the_layout_are_refused_with_the_reason(root, tmp_path, name, why):
     refused(root, archive(tmp_path / "a.tar.gz", member(name)), why)
 
@@ -146,14 +149,34 @@ def test_members_are_streamed_to_disk_not_held_in_memory(root, tmp_path):
 
 
 def test_the_allow_list_holds_every_file_of_a_store_layout():
-    for name in ("MEMORY.md", "USER.md", "AGENTS.md", "memory/2026-03-02.md", "memory/index/index.json", DAY,
-                 "memory/index/embeddings/ctx-20260302-ab12cd34.json", "memory/transcripts/ctx-20260302-ab12cd34.md",
-                 "memory/config.yaml", "memory/.gitignore", "memory/archive/2024/2024-01-05.md",
-                 "memory/archive/2024/index/2024-01-05.json", "memory/archive/2024/transcripts/ctx-a.md",
-                 "memory/areas/people/ana/summary.md", "memory/inbox/Meeting notes.md",
-                 "memory/quarantine/20260101T000000Z/memory/index/2026-01-01.json"):
+    for name in (
+        "MEMORY.md",
+        "USER.md",
+        "AGENTS.md",
+        "memory/2026-03-02.md",
+        "memory/index/index.json",
+        DAY,
+        "memory/index/embeddings/ctx-20260302-ab12cd34.json",
+        "memory/transcripts/ctx-20260302-ab12cd34.md",
+        "memory/config.yaml",
+        "memory/.gitignore",
+        "memory/archive/2024/2024-01-05.md",
+        "memory/archive/2024/index/2024-01-05.json",
+        "memory/archive/2024/transcripts/ctx-a.md",
+        "memory/areas/people/ana/summary.md",
+        "memory/inbox/Meeting notes.md",
+        "memory/quarantine/20260101T000000Z/memory/index/2026-01-01.json",
+    ):
         assert allowed(name, False), name
-    for name in ("memory/.cache/search/manifest.json", "memory/.lock", "memory/index/notes.md", "memory/x.sh",
-                 "README.md", "memory/transcripts/../x.md", "memory/.git/config", "memory/archive/2024/x.py"):
+    for name in (
+        "memory/.cache/search/manifest.json",
+        "memory/.lock",
+        "memory/index/notes.md",
+        "memory/x.sh",
+        "README.md",
+        "memory/transcripts/../x.md",
+        "memory/.git/config",
+        "memory/archive/2024/x.py",
+    ):
         assert not allowed(name, False), name
     assert allowed("memory/index/embeddings", True) and not allowed("memory/.git", True)

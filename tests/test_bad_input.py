@@ -277,8 +277,14 @@ def test_non_utf8_json_transcript_is_converted_with_the_warning(store):
 def test_json_file_of_no_known_format_is_refused_naming_the_formats(store, content):
     (store / "t.json").write_text(content)
     before = tree(store)
-    refused(store, cli("compress", "t.json"), BadInput.exit_code, "t.json: JSON, but of no known transcript format",
-            "Claude Code JSONL, Codex CLI JSONL, Gemini CLI JSON", "convert it to Markdown")
+    refused(
+        store,
+        cli("compress", "t.json"),
+        BadInput.exit_code,
+        "t.json: JSON, but of no known transcript format",
+        "Claude Code JSONL, Codex CLI JSONL, Gemini CLI JSON",
+        "convert it to Markdown",
+    )
     assert "empty" not in cli("compress", "t.json").stderr
     assert tree(store) == before
 
@@ -347,12 +353,21 @@ def _all_files(top: Path) -> dict[str, bytes]:
     [
         (lambda t: (t / "f").write_text("mine\n"), "f", ["/f is a file, not a folder: a memory root must be a folder", "--root"]),
         (lambda t: (t / "f").write_text("mine\n"), "f/sub", ["cannot create the memory root", "/f is a file, not a folder", "--root"]),
-        (lambda t: ((t / "R").mkdir(), (t / "R/memory").write_text("mine\n")), "R",
-         ["cannot create memory/ in", "/R/memory is a file, not a folder", "Move or rename it, then run `memory init` again"]),
-        (lambda t: ((t / "R/memory").mkdir(parents=True), (t / "R/memory/index").write_text("mine\n")), "R",
-         ["cannot create memory/index/ in", "/R/memory/index is a file, not a folder"]),
-        (lambda t: ((t / "R/memory/index").mkdir(parents=True), (t / "R/memory/index/embeddings").write_text("mine\n")), "R",
-         ["cannot create memory/index/embeddings/ in", "/R/memory/index/embeddings is a file, not a folder"]),
+        (
+            lambda t: ((t / "R").mkdir(), (t / "R/memory").write_text("mine\n")),
+            "R",
+            ["cannot create memory/ in", "/R/memory is a file, not a folder", "Move or rename it, then run `memory init` again"],
+        ),
+        (
+            lambda t: ((t / "R/memory").mkdir(parents=True), (t / "R/memory/index").write_text("mine\n")),
+            "R",
+            ["cannot create memory/index/ in", "/R/memory/index is a file, not a folder"],
+        ),
+        (
+            lambda t: ((t / "R/memory/index").mkdir(parents=True), (t / "R/memory/index/embeddings").write_text("mine\n")),
+            "R",
+            ["cannot create memory/index/embeddings/ in", "/R/memory/index/embeddings is a file, not a folder"],
+        ),
     ],
     ids=["root-is-a-file", "root-under-a-file", "memory-is-a-file", "index-is-a-file", "embeddings-is-a-file"],
 )

@@ -41,24 +41,34 @@ def conversation() -> dict:
         "speaker_a": "Alice",
         "speaker_b": "Bob",
         "session_1_date_time": "1:47 pm on 18 May, 2023",
-        "session_1": turns(1, [
-            ("Alice", "Hi Bob! I finally adopted a greyhound called Biscuit from the shelter."),
-            ("Bob", "That's wonderful! Greyhounds are gentle dogs."),
-            ("Alice", "Biscuit sleeps twenty hours a day on the sofa."),
-            ("Bob", "Ha, sounds like a champion napper."),
-        ], caption={3: "a photo of a grey dog asleep on a red sofa"}),
+        "session_1": turns(
+            1,
+            [
+                ("Alice", "Hi Bob! I finally adopted a greyhound called Biscuit from the shelter."),
+                ("Bob", "That's wonderful! Greyhounds are gentle dogs."),
+                ("Alice", "Biscuit sleeps twenty hours a day on the sofa."),
+                ("Bob", "Ha, sounds like a champion napper."),
+            ],
+            caption={3: "a photo of a grey dog asleep on a red sofa"},
+        ),
         "session_2_date_time": "10:00 am on 2 June, 2023",
-        "session_2": turns(2, [
-            ("Bob", "I started learning the cello at the community music school."),
-            ("Alice", "The cello! What piece are you practising?"),
-            ("Bob", "Bach's first cello suite, the prelude. My teacher is strict."),
-        ]),
+        "session_2": turns(
+            2,
+            [
+                ("Bob", "I started learning the cello at the community music school."),
+                ("Alice", "The cello! What piece are you practising?"),
+                ("Bob", "Bach's first cello suite, the prelude. My teacher is strict."),
+            ],
+        ),
         "session_3_date_time": "7:15 pm on 20 June, 2023",
-        "session_3": turns(3, [
-            ("Alice", "We hiked the Pinnacle Trail on Saturday and saw a bald eagle."),
-            ("Bob", "An eagle! Did Biscuit come along on the trail?"),
-            ("Alice", "Yes, he loved the mountain air."),
-        ]),
+        "session_3": turns(
+            3,
+            [
+                ("Alice", "We hiked the Pinnacle Trail on Saturday and saw a bald eagle."),
+                ("Bob", "An eagle! Did Biscuit come along on the trail?"),
+                ("Alice", "Yes, he loved the mountain air."),
+            ],
+        ),
         "session_4_date_time": "9:00 am on 1 July, 2023",  # a date with no turns: skipped
         "session_1_summary": "GOLD SUMMARY that must never be read",
         "qa": [
@@ -91,8 +101,12 @@ def test_first_rank_recall_and_mrr():
 
 
 def test_summarize_known_values():
-    recs = [{"category": 1, "rank": 1, "aic": True}, {"category": 1, "rank": 4, "aic": False},
-            {"category": 4, "rank": None, "aic": False}, {"category": 4, "rank": 2, "aic": True}]
+    recs = [
+        {"category": 1, "rank": 1, "aic": True},
+        {"category": 1, "rank": 4, "aic": False},
+        {"category": 4, "rank": None, "aic": False},
+        {"category": 4, "rank": 2, "aic": True},
+    ]
     s = summarize(recs)
     assert s["R@1"] == 0.25 and s["R@3"] == 0.5 and s["R@5"] == 0.75 and s["R@10"] == 0.75
     assert s["MRR"] == round((1 + 0.25 + 0 + 0.5) / 4, 4)
@@ -222,11 +236,22 @@ def test_observation_coverage_counts_the_facts_an_entry_keeps():
     from bench.locomo import observation_coverage, session_observations
     from memtool.models import Entities, Entry
 
-    sample = {"conversation": {"session_1": [{}], "session_1_observation": {
-        "Caroline": [["Caroline went to an LGBTQ support group.", "D1:3"], ["Caroline plans to adopt children.", "D1:5"]],
-        "Melanie": [["Melanie painted a sunset by the lake.", "D1:8"]]}}}
+    sample = {
+        "conversation": {
+            "session_1": [{}],
+            "session_1_observation": {
+                "Caroline": [["Caroline went to an LGBTQ support group.", "D1:3"], ["Caroline plans to adopt children.", "D1:5"]],
+                "Melanie": [["Melanie painted a sunset by the lake.", "D1:8"]],
+            },
+        }
+    }
     facts = session_observations(sample, sample["conversation"], {1})
     assert facts == {1: ["Caroline went to an LGBTQ support group.", "Caroline plans to adopt children.", "Melanie painted a sunset by the lake."]}
-    entry = Entry(id="ctx-1", timestamp="2023-05-08T13:56:00.000Z", summary="Caroline told Melanie about the support groups she goes to.",
-                  keywords=["lgbtq", "painting"], entities=Entities(people=["Caroline", "Melanie"]))
+    entry = Entry(
+        id="ctx-1",
+        timestamp="2023-05-08T13:56:00.000Z",
+        summary="Caroline told Melanie about the support groups she goes to.",
+        keywords=["lgbtq", "painting"],
+        entities=Entities(people=["Caroline", "Melanie"]),
+    )
     assert observation_coverage(facts[1], entry) == (1, 3)  # "went to an LGBTQ support group": go, lgbtq, support, group

@@ -49,8 +49,10 @@ def make_share(tmp_path):
 def make_locomo(tmp_path):
     data = tmp_path / "locomo"
     data.mkdir()
-    turns = [{"speaker": "Alice", "text": "We moved the main database to the new server last night."},
-             {"speaker": "Bob", "text": "Great, did the backups run before the migration started?"}]
+    turns = [
+        {"speaker": "Alice", "text": "We moved the main database to the new server last night."},
+        {"speaker": "Bob", "text": "Great, did the backups run before the migration started?"},
+    ]
     (data / "conv.json").write_text(json.dumps({"conversation": {"session_1": turns}}), encoding="utf-8")
     return data
 

@@ -75,7 +75,8 @@ def test_a_log_lines_provenance_tag_is_not_searched(root):
     assert "Rotated" in hit.text and "<!--" not in hit.text
 
 
-SAME_HEADINGS = """# Log
+SAME_HEADINGS = (
+    """# Log
 
 ## Notes
 
@@ -91,7 +92,10 @@ second note under a heading of the same path, merged with the first
 
 <!-- kept in code -->
 ```
-""" + "\n\n".join(f"Paragraph {i} " + "word " * 30 for i in range(8)) + "\n"
+"""
+    + "\n\n".join(f"Paragraph {i} " + "word " * 30 for i in range(8))
+    + "\n"
+)
 
 
 def test_chunk_at_is_the_chunk_of_the_whole_file_that_starts_at_a_line():

@@ -58,8 +58,12 @@ def test_concurrent_writers_lose_nothing(root, env, tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     procs = [("compress", n, COMPRESSES) for n in range(COMPRESSORS)] + [("log", n, LOGS) for n in range(LOGGERS)]
-    running = [subprocess.Popen([sys.executable, str(script), kind, str(n), str(count), str(barrier)], cwd=root, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for kind, n, count in procs]
+    running = [
+        subprocess.Popen(
+            [sys.executable, str(script), kind, str(n), str(count), str(barrier)], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for kind, n, count in procs
+    ]
     deadline = time.monotonic() + READY_TIMEOUT_S
     while len(list(barrier.glob("ready-*"))) < len(procs):
         assert time.monotonic() < deadline and all(p.poll() is None for p in running), [p.communicate() for p in running if p.poll() is not None]
@@ -70,9 +74,21 @@ def test_concurrent_writers_lose_nothing(root, env, tmp_path):
         path.write_text(f"User: command line session {i}: we agreed the invoices export runs nightly at {i + 1} am.\n")
     (barrier / "go").touch()
     t0 = time.monotonic()
-    cli = [subprocess.Popen([sys.executable, "-m", "memtool", "compress", str(p)], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for p in cli_in]
-    cli += [subprocess.Popen([sys.executable, "-m", "memtool", "log", f"cli note c{i}", "--agent", "cli"], cwd=root, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(CLI_EACH)]
+    cli = [
+        subprocess.Popen([sys.executable, "-m", "memtool", "compress", str(p)], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for p in cli_in
+    ]
+    cli += [
+        subprocess.Popen(
+            [sys.executable, "-m", "memtool", "log", f"cli note c{i}", "--agent", "cli"],
+            cwd=root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(CLI_EACH)
+    ]
     ids: list[str] = []
     for p in running:
         out, err = p.communicate(timeout=120)

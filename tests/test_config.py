@@ -79,13 +79,16 @@ def test_search_limit_setting_below_one_is_a_config_error(root):
     assert res.exit_code == 2 and "--limit must be at least 1" in res.stderr
 
 
-@pytest.mark.parametrize("line, needle", [
-    ("budget: 10", "'budget' must be at least 50, got 10"),
-    ("date_window_days: 0", "'date_window_days' must be at least 0.1"),
-    ("date_boost: .nan", "'date_boost' must be at least 0, got nan"),
-    ("max_transcript_bytes: -1", "'max_transcript_bytes' must be at least 1"),
-    ("log_retention_days: -3", "'log_retention_days' must be at least 0"),
-])
+@pytest.mark.parametrize(
+    "line, needle",
+    [
+        ("budget: 10", "'budget' must be at least 50, got 10"),
+        ("date_window_days: 0", "'date_window_days' must be at least 0.1"),
+        ("date_boost: .nan", "'date_boost' must be at least 0, got nan"),
+        ("max_transcript_bytes: -1", "'max_transcript_bytes' must be at least 1"),
+        ("log_retention_days: -3", "'log_retention_days' must be at least 0"),
+    ],
+)
 def test_numbers_below_their_least_sensible_value_are_refused(root, line, needle):
     write_cfg(root, line + "\n")
     with pytest.raises(ConfigError, match=needle.replace(".", r"\.")) as err:
@@ -101,6 +104,7 @@ def test_every_number_setting_names_its_least_value():
 
 
 # --- safe YAML: limits before anything is built ------------------------------------------------
+
 
 def billion_laughs() -> str:
     """Nine levels of nine aliases under a real setting: 9^9 (387 million) strings once expanded,
@@ -118,7 +122,7 @@ def test_billion_laughs_fails_fast_with_the_line(root):
     assert 600 <= len(text) <= 800
     write_cfg(root, text)
     start = time.perf_counter()
-    with pytest.raises(ConfigError, match=r"config\.yaml line 2: YAML anchors and aliases \(& and \*\) are not allowed") :
+    with pytest.raises(ConfigError, match=r"config\.yaml line 2: YAML anchors and aliases \(& and \*\) are not allowed"):
         load_settings(root, env={})
     assert time.perf_counter() - start < 1.0
 
@@ -135,15 +139,18 @@ def test_billion_laughs_is_a_config_error_for_every_command(root):
     assert res.exit_code == ConfigError.exit_code and "anchors and aliases" in res.stderr
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("budget: &b 900\n", "line 1: YAML anchors and aliases"),
-    ("budget: 900\nsearch_limit: 3\nbudget: 50\n", "line 3: setting 'budget' is set twice (first on line 1)"),
-    ("redact_patterns: [[a]]\n", "line 1: nested too deep"),
-    ("budget: 900\n---\nbudget: 100\n", "line 2: more than one YAML document"),
-    ("- budget\n", "line 1: expected a mapping"),
-    ("[budget]: 3\n", "line 1: a setting's name must be a plain word"),
-    ("budget: !!python/object/apply:os.system ['true']\n", "line 1: not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("budget: &b 900\n", "line 1: YAML anchors and aliases"),
+        ("budget: 900\nsearch_limit: 3\nbudget: 50\n", "line 3: setting 'budget' is set twice (first on line 1)"),
+        ("redact_patterns: [[a]]\n", "line 1: nested too deep"),
+        ("budget: 900\n---\nbudget: 100\n", "line 2: more than one YAML document"),
+        ("- budget\n", "line 1: expected a mapping"),
+        ("[budget]: 3\n", "line 1: a setting's name must be a plain word"),
+        ("budget: !!python/object/apply:os.system ['true']\n", "line 1: not valid YAML"),
+    ],
+)
 def test_yaml_shapes_a_config_never_needs_are_refused(root, text, needle):
     write_cfg(root, text)
     with pytest.raises(ConfigError, match=re.escape(needle)):
@@ -184,26 +191,30 @@ def test_the_users_own_config_may_be_a_link_but_not_to_a_device(root, tmp_path):
 
 # --- typed values: the field named, no silent conversion ---------------------------------------
 
-@pytest.mark.parametrize("line, needle", [
-    ("search_limit: 2.9", "line 1: setting 'search_limit' must be a whole number, got 2.9"),
-    ("search_limit: true", "setting 'search_limit' must be a whole number, got True"),
-    ("budget: '900'", "setting 'budget' must be a whole number, got '900'"),
-    ("date_boost: yes", "setting 'date_boost' must be a number, got True"),
-    ("keep_transcripts: 'yes'", "setting 'keep_transcripts' must be true or false, got 'yes'"),
-    ("gemini_model: 2", "setting 'gemini_model' must be a string, got 2"),
-    ("redact_patterns: 'sk-[a-z]+'", "setting 'redact_patterns' must be a list of strings, got 'sk-[a-z]+'"),
-    ("redact_patterns: [abc, 3]", "setting 'redact_patterns' must be a list of strings, got ['abc', 3]"),
-    ("redact_patterns: ['ok', '(unclosed']", "setting 'redact_patterns' item 2 '(unclosed' is not a valid regular expression"),
-    ("template: fancy", "setting 'template' must be one of chat, detailed, summary, got 'fancy'"),
-    ("compressor: nope", "setting 'compressor' must be one of gemini, local, openai, got 'nope'"),
-    ("embedder: nope", "setting 'embedder' must be one of auto, e5, fake, gemini, wordllama, got 'nope'"),  # fake: conftest's, registered here
-    ("gemini_embed_dim: 5000", "setting 'gemini_embed_dim' must be at most 3072, got 5000"),
-    ("sibling_weight: 1.5", "setting 'sibling_weight' must be at most 1, got 1.5"),
-    ("gemini_timeout_s: .inf", "setting 'gemini_timeout_s' must be at most 3600, got inf"),
-    ("date_boost: .inf", "setting 'date_boost' must be a finite number, got inf"),
-    ("gemini_base_url: ftp://example.com", "setting 'gemini_base_url' must be an https:// URL, got 'ftp://example.com'"),
-    ("gemini_base_url: http://example.com", "setting 'gemini_base_url' may use plain http only to this machine"),
-])
+
+@pytest.mark.parametrize(
+    "line, needle",
+    [
+        ("search_limit: 2.9", "line 1: setting 'search_limit' must be a whole number, got 2.9"),
+        ("search_limit: true", "setting 'search_limit' must be a whole number, got True"),
+        ("budget: '900'", "setting 'budget' must be a whole number, got '900'"),
+        ("date_boost: yes", "setting 'date_boost' must be a number, got True"),
+        ("keep_transcripts: 'yes'", "setting 'keep_transcripts' must be true or false, got 'yes'"),
+        ("gemini_model: 2", "setting 'gemini_model' must be a string, got 2"),
+        ("redact_patterns: 'sk-[a-z]+'", "setting 'redact_patterns' must be a list of strings, got 'sk-[a-z]+'"),
+        ("redact_patterns: [abc, 3]", "setting 'redact_patterns' must be a list of strings, got ['abc', 3]"),
+        ("redact_patterns: ['ok', '(unclosed']", "setting 'redact_patterns' item 2 '(unclosed' is not a valid regular expression"),
+        ("template: fancy", "setting 'template' must be one of chat, detailed, summary, got 'fancy'"),
+        ("compressor: nope", "setting 'compressor' must be one of gemini, local, openai, got 'nope'"),
+        ("embedder: nope", "setting 'embedder' must be one of auto, e5, fake, gemini, wordllama, got 'nope'"),  # fake: conftest's, registered here
+        ("gemini_embed_dim: 5000", "setting 'gemini_embed_dim' must be at most 3072, got 5000"),
+        ("sibling_weight: 1.5", "setting 'sibling_weight' must be at most 1, got 1.5"),
+        ("gemini_timeout_s: .inf", "setting 'gemini_timeout_s' must be at most 3600, got inf"),
+        ("date_boost: .inf", "setting 'date_boost' must be a finite number, got inf"),
+        ("gemini_base_url: ftp://example.com", "setting 'gemini_base_url' must be an https:// URL, got 'ftp://example.com'"),
+        ("gemini_base_url: http://example.com", "setting 'gemini_base_url' may use plain http only to this machine"),
+    ],
+)
 def test_wrong_types_and_ranges_are_refused_with_the_field_named(root, line, needle):
     write_cfg(root, line + "\n")
     with pytest.raises(ConfigError, match=re.escape(needle)) as err:
@@ -222,24 +233,28 @@ def test_right_types_pass(root):
     assert (s.gemini_base_url, s.redact_patterns, s.template) == ("https://proxy.example/v1", ["(?:x):y"], "summary")
 
 
-@pytest.mark.parametrize("var, raw, needle", [
-    ("MEMTOOL_SEARCH_LIMIT", "2.9", "environment variable MEMTOOL_SEARCH_LIMIT: setting 'search_limit' must be a whole number, got '2.9'"),
-    ("MEMTOOL_SEARCH_LIMIT", "true", "MEMTOOL_SEARCH_LIMIT: setting 'search_limit' must be a whole number, got 'true'"),
-    ("MEMTOOL_SEARCH_LIMIT", "0", "MEMTOOL_SEARCH_LIMIT: setting 'search_limit' must be at least 1, got 0"),
-    ("MEMTOOL_REDACT", "maybe", "MEMTOOL_REDACT: setting 'redact' must be true or false, got 'maybe'"),
-    ("MEMTOOL_REDACT_PATTERNS", "abc", "MEMTOOL_REDACT_PATTERNS: setting 'redact_patterns' must be a list of strings (a JSON array"),
-    ("MEMTOOL_REDACT_PATTERNS", '["(bad"]', "MEMTOOL_REDACT_PATTERNS: setting 'redact_patterns' item 1 '(bad' is not a valid regular expression"),
-    ("MEMTOOL_GEMINI_TIMEOUT_S", "soon", "MEMTOOL_GEMINI_TIMEOUT_S: setting 'gemini_timeout_s' must be a number, got 'soon'"),
-    ("MEMTOOL_TEMPLATE", "fancy", "MEMTOOL_TEMPLATE: setting 'template' must be one of chat, detailed, summary"),
-])
+@pytest.mark.parametrize(
+    "var, raw, needle",
+    [
+        ("MEMTOOL_SEARCH_LIMIT", "2.9", "environment variable MEMTOOL_SEARCH_LIMIT: setting 'search_limit' must be a whole number, got '2.9'"),
+        ("MEMTOOL_SEARCH_LIMIT", "true", "MEMTOOL_SEARCH_LIMIT: setting 'search_limit' must be a whole number, got 'true'"),
+        ("MEMTOOL_SEARCH_LIMIT", "0", "MEMTOOL_SEARCH_LIMIT: setting 'search_limit' must be at least 1, got 0"),
+        ("MEMTOOL_REDACT", "maybe", "MEMTOOL_REDACT: setting 'redact' must be true or false, got 'maybe'"),
+        ("MEMTOOL_REDACT_PATTERNS", "abc", "MEMTOOL_REDACT_PATTERNS: setting 'redact_patterns' must be a list of strings (a JSON array"),
+        ("MEMTOOL_REDACT_PATTERNS", '["(bad"]', "MEMTOOL_REDACT_PATTERNS: setting 'redact_patterns' item 1 '(bad' is not a valid regular expression"),
+        ("MEMTOOL_GEMINI_TIMEOUT_S", "soon", "MEMTOOL_GEMINI_TIMEOUT_S: setting 'gemini_timeout_s' must be a number, got 'soon'"),
+        ("MEMTOOL_TEMPLATE", "fancy", "MEMTOOL_TEMPLATE: setting 'template' must be one of chat, detailed, summary"),
+    ],
+)
 def test_bad_environment_values_name_the_variable(root, var, raw, needle):
     with pytest.raises(ConfigError, match=re.escape(needle)):
         load_settings(root, env={var: raw})
 
 
 def test_environment_values_are_parsed_to_the_fields_type(root):
-    s = load_settings(root, env={"MEMTOOL_SEARCH_LIMIT": " 7 ", "MEMTOOL_GEMINI_TIMEOUT_S": "2.5", "MEMTOOL_REDACT": "off",
-                                 "MEMTOOL_REDACT_PATTERNS": '["a:b", "(?:x)"]'})
+    s = load_settings(
+        root, env={"MEMTOOL_SEARCH_LIMIT": " 7 ", "MEMTOOL_GEMINI_TIMEOUT_S": "2.5", "MEMTOOL_REDACT": "off", "MEMTOOL_REDACT_PATTERNS": '["a:b", "(?:x)"]'}
+    )
     assert (s.search_limit, s.gemini_timeout_s, s.redact, s.redact_patterns) == (7, 2.5, False, ["a:b", "(?:x)"])
 
 

@@ -42,7 +42,9 @@ def outside(tmp_path):
 def store(root, fake_embedder, fake_compressor):
     init(root)
     mem = open_memory(root, embedder=fake_embedder, compressor=fake_compressor)
-    mem.compress_many([Session(text="We moved billing to Postgres. Zebracorn was not involved.", when=datetime(2026, 3, 2, 9, tzinfo=timezone.utc), session="db")])
+    mem.compress_many(
+        [Session(text="We moved billing to Postgres. Zebracorn was not involved.", when=datetime(2026, 3, 2, 9, tzinfo=timezone.utc), session="db")]
+    )
     return root
 
 

@@ -152,9 +152,11 @@ def test_sigkill_during_compress_never_corrupts_and_loses_nothing_completed(root
         t.join()
     elapsed = time.monotonic() - started
 
-    summary = (f"{sum(kills.values())} SIGKILLs ({kills['random']} at random moments, {kills['write']} during the write phase) in "
-               f"{elapsed:.0f}s with {WORKERS} concurrent loops; {len(completed)} compresses completed; median run "
-               f"{statistics.median(times):.2f}s; killed at: " + ", ".join(f"{k} {v}" for k, v in sorted(stages.items())))
+    summary = (
+        f"{sum(kills.values())} SIGKILLs ({kills['random']} at random moments, {kills['write']} during the write phase) in "
+        f"{elapsed:.0f}s with {WORKERS} concurrent loops; {len(completed)} compresses completed; median run "
+        f"{statistics.median(times):.2f}s; killed at: " + ", ".join(f"{k} {v}" for k, v in sorted(stages.items()))
+    )
     print(summary)
     assert not failures, failures[:5]
     assert sum(kills.values()) >= KILLS, summary

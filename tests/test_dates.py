@@ -60,7 +60,10 @@ def test_bad_dates_name_the_accepted_forms(bad):
         ("beach trips in 2023", [(datetime(2023, 1, 1), datetime(2024, 1, 1))]),
         ("notes of 2026-01-05", [(datetime(2026, 1, 5), datetime(2026, 1, 6))]),
         ("what did we decide yesterday about auth", [(datetime(2026, 2, 10), datetime(2026, 2, 11))]),
-        ("last week's deploy, and the 18 May 2023 outage", [(datetime(2026, 2, 4), NOW.replace(tzinfo=None) + timedelta(seconds=1)), (datetime(2023, 5, 18), datetime(2023, 5, 19))]),
+        (
+            "last week's deploy, and the 18 May 2023 outage",
+            [(datetime(2026, 2, 4), NOW.replace(tzinfo=None) + timedelta(seconds=1)), (datetime(2023, 5, 18), datetime(2023, 5, 19))],
+        ),
     ],
 )
 def test_mentioned_periods(query, expected):

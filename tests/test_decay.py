@@ -34,8 +34,11 @@ def mem(root, fake_embedder, fake_compressor):
 
 
 def versioned(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and ".cache" not in p.parts and p.name != ".lock" and ".git" not in p.parts}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".cache" not in p.parts and p.name != ".lock" and ".git" not in p.parts
+    }
 
 
 def set_fields(mem, entry_id: str, **fields) -> None:
@@ -73,7 +76,9 @@ def test_a_cli_search_does_not_dirty_git(root, tmp_path, fake_compressor, model_
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t", MEMTOOL_ACCESS_BOOST="0.05")
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "memory"]):
         subprocess.run([git, *args], cwd=root, env=env, check=True)
-    res = subprocess.run([sys.executable, "-m", "memtool", "search", "gizmo", "--kind", "entry"], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "memtool", "search", "gizmo", "--kind", "entry"], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr
     assert access_file(Layout(root)).is_file()
     assert subprocess.run([git, "status", "--porcelain"], cwd=root, env=env, capture_output=True, text=True).stdout == ""

@@ -184,11 +184,16 @@ def set_fields(mem, entry_id: str, **fields) -> None:
 
 
 def test_a_replaced_entry_shows_the_newer_entrys_open_items_not_its_own(mem):
-    old_text = ("User: the ledger export is half done.\nAssistant: exported January; TODO: run the nightly reconciliation "
-                "for the ledger export and page Dana if the totals differ.\n")
+    old_text = (
+        "User: the ledger export is half done.\nAssistant: exported January; TODO: run the nightly reconciliation "
+        "for the ledger export and page Dana if the totals differ.\n"
+    )
     old = mem.compress(old_text, when=WHEN, session="ledger")
-    new = mem.compress("User: resumed: the ledger reconciliation ran clean, totals match.\nAssistant: only the archive step is left.\n",
-                       when=WHEN + timedelta(days=1), session="ledger-2")
+    new = mem.compress(
+        "User: resumed: the ledger reconciliation ran clean, totals match.\nAssistant: only the archive step is left.\n",
+        when=WHEN + timedelta(days=1),
+        session="ledger-2",
+    )
     set_fields(mem, old.id, summary="Exported January of the ledger.", action_items=["run the nightly reconciliation for the ledger export"])
     set_fields(mem, new.id, action_items=["move the ledger exports to the archive bucket"], supersedes=[old.id])
 
@@ -337,8 +342,12 @@ def test_containment_alone_links_only_sessions_of_the_same_explicit_name(mem):
     mem.compress(SESSION, when=WHEN)
     unnamed, dups = compressed(mem, reordered, when=WHEN + timedelta(hours=1))
     assert unnamed.supersedes == [] and dups == []  # both 'main': the default name links nothing
-    other, dups = compressed(mem, OTHER + "User: then the flaky login test: the session cookie expires during slow CI runs.\n" + reordered,
-                         when=WHEN + timedelta(hours=2), session="b")  # holds every word of both, begins with neither
+    other, dups = compressed(
+        mem,
+        OTHER + "User: then the flaky login test: the session cookie expires during slow CI runs.\n" + reordered,
+        when=WHEN + timedelta(hours=2),
+        session="b",
+    )  # holds every word of both, begins with neither
     assert other.supersedes == [] and dups == []
 
     later = WHEN + timedelta(days=30)  # away from the entries above

@@ -31,7 +31,9 @@ def mem(root, fake_embedder, fake_compressor):
     m = open_memory(root, embedder=fake_embedder, compressor=fake_compressor)
     for d in range(1, 8):
         for h in (9, 15):
-            m.compress(f"Day {d} at {h}: the kafka consumer {d * h} lagged; Erin tuned the billing export {d}.", when=datetime(2026, 4, d, h, tzinfo=timezone.utc))
+            m.compress(
+                f"Day {d} at {h}: the kafka consumer {d * h} lagged; Erin tuned the billing export {d}.", when=datetime(2026, 4, d, h, tzinfo=timezone.utc)
+            )
     return m
 
 

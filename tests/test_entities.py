@@ -34,14 +34,23 @@ class TaggedCompressor:
             key, _, value = line.partition(":")
             if key in ("people", "systems", "dates", "topics", "decided"):
                 fields[key] = [v.strip() for v in value.split(",") if v.strip()]
-        return Compressed(summary=text.splitlines()[0], keywords=["x"], topics=fields.get("topics", []), decisions=fields.get("decided", []),
-                          entities=Entities(people=fields.get("people", []), systems=fields.get("systems", []), dates=fields.get("dates", [])))
+        return Compressed(
+            summary=text.splitlines()[0],
+            keywords=["x"],
+            topics=fields.get("topics", []),
+            decisions=fields.get("decided", []),
+            entities=Entities(people=fields.get("people", []), systems=fields.get("systems", []), dates=fields.get("dates", [])),
+        )
 
 
 SESSIONS = [
     ("2026-01-05T10:00", "billing", "Moved billing to Postgres.\npeople: Alice, Bob\nsystems: Postgres\ntopics: database\ndecided: use Postgres"),
     ("2026-01-20T10:00", "main", "Alice reviewed the cache.\npeople: alice, alice\nsystems: Redis, postgres\ntopics: performance"),
-    ("2026-02-03T09:00", "infra", "Deploy rehearsal with Carol Smith.\npeople: Carol Smith, ALICE\nsystems: Kubernetes, C++, C#\ndates: March 15\ntopics: infrastructure, database"),
+    (
+        "2026-02-03T09:00",
+        "infra",
+        "Deploy rehearsal with Carol Smith.\npeople: Carol Smith, ALICE\nsystems: Kubernetes, C++, C#\ndates: March 15\ntopics: infrastructure, database",
+    ),
 ]
 
 
@@ -174,8 +183,12 @@ def test_pages_of_entities_no_longer_seen_are_removed_but_hand_files_stay(mem, r
     res = cli("entities", "--pages", "--json")
     assert res.exit_code == 0, res.output
     removed = json.loads(res.stdout)["removed"]
-    assert sorted(removed) == ["memory/areas/people/carol-smith/summary.md", "memory/areas/systems/c-2/summary.md",
-                               "memory/areas/systems/c/summary.md", "memory/areas/systems/kubernetes/summary.md"]
+    assert sorted(removed) == [
+        "memory/areas/people/carol-smith/summary.md",
+        "memory/areas/systems/c-2/summary.md",
+        "memory/areas/systems/c/summary.md",
+        "memory/areas/systems/kubernetes/summary.md",
+    ]
     assert notes.read_text() == "hand-written\n" and not (root / "memory/areas/people/carol-smith").exists()
 
 

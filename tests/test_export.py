@@ -36,8 +36,13 @@ class ListCompressor:
     def compress(self, text: str, hints=None) -> Compressed:
         lines = text.splitlines()
         pick = lambda tag: [ln.split(":", 1)[1].strip() for ln in lines if ln.startswith(tag + ":")]  # noqa: E731
-        return Compressed(summary=lines[0], keywords=sorted({w.lower() for w in text.split() if w.istitle()})[:5],
-                          topics=pick("topic"), decisions=pick("decided"), action_items=pick("todo"))
+        return Compressed(
+            summary=lines[0],
+            keywords=sorted({w.lower() for w in text.split() if w.istitle()})[:5],
+            topics=pick("topic"),
+            decisions=pick("decided"),
+            action_items=pick("todo"),
+        )
 
 
 SESSIONS = [
@@ -191,17 +196,20 @@ def _info(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.T
     return info
 
 
-@pytest.mark.parametrize("member, data, why", [
-    (_info("/etc/evil"), b"x", "absolute path"),
-    (_info("memory/../../evil"), b"x", "'..'"),
-    (_info("memory/link", tarfile.SYMTYPE, "/etc/passwd"), None, "link"),
-    (_info("memory/hard", tarfile.LNKTYPE, "memory/index/2026-01-01.json"), None, "link"),
-    (_info("memory/dev", tarfile.CHRTYPE), None, "device"),
-    (_info("memory/fifo", tarfile.FIFOTYPE), None, "device"),
-    (_info("evil.sh"), b"x", "not part of a memtool backup"),
-    (_info("memory/.cache/x"), b"x", "not part of a memtool backup"),
-    (_info("memory/index/2026-01-01.json"), b"{}", "twice"),
-])
+@pytest.mark.parametrize(
+    "member, data, why",
+    [
+        (_info("/etc/evil"), b"x", "absolute path"),
+        (_info("memory/../../evil"), b"x", "'..'"),
+        (_info("memory/link", tarfile.SYMTYPE, "/etc/passwd"), None, "link"),
+        (_info("memory/hard", tarfile.LNKTYPE, "memory/index/2026-01-01.json"), None, "link"),
+        (_info("memory/dev", tarfile.CHRTYPE), None, "device"),
+        (_info("memory/fifo", tarfile.FIFOTYPE), None, "device"),
+        (_info("evil.sh"), b"x", "not part of a memtool backup"),
+        (_info("memory/.cache/x"), b"x", "not part of a memtool backup"),
+        (_info("memory/index/2026-01-01.json"), b"{}", "twice"),
+    ],
+)
 def test_restore_rejects_hostile_archives_before_writing(root, tmp_path, member, data, why):
     archive = _archive(tmp_path / "bad.tar.gz", (member, data))
     res = cli("restore", str(archive))

@@ -110,9 +110,15 @@ def no_reembed_left(root: Path) -> None:
 
 SCENARIOS = {
     "forget": Scenario("forget", lambda base, ids: ["forget", *(ids[w] for w in FORGET), "--yes"], copy_store, FORGET),
-    "archive": Scenario("archive", lambda base, ids: ["archive"], copy_store,
-                        check=lambda root: not any(read_day(p) for p in Layout(root).day_files() if p.stem < f"{NOW - timedelta(days=365):%Y-%m-%d}")),
-    "restore": Scenario("restore", lambda base, ids: ["restore", str(base.parent / "backup.tar.gz")], lambda root, base: shutil.rmtree(root, ignore_errors=True) or root.mkdir()),
+    "archive": Scenario(
+        "archive",
+        lambda base, ids: ["archive"],
+        copy_store,
+        check=lambda root: not any(read_day(p) for p in Layout(root).day_files() if p.stem < f"{NOW - timedelta(days=365):%Y-%m-%d}"),
+    ),
+    "restore": Scenario(
+        "restore", lambda base, ids: ["restore", str(base.parent / "backup.tar.gz")], lambda root, base: shutil.rmtree(root, ignore_errors=True) or root.mkdir()
+    ),
     "reembed": Scenario("reembed", lambda base, ids: ["reembed"], old_model, check=no_reembed_left),
     "doctor": Scenario("doctor", lambda base, ids: ["doctor", "--fix"], damaged),
 }
@@ -129,15 +135,18 @@ def base(tmp_path_factory):
     root.mkdir()
     init(root)
     mem = open_memory(root, embedder=WordLlamaEmbedder(cache / "memtool" / "models"))
-    ids = {word: mem.compress(f"User: {text}\nAssistant: noted, {word} is done.\n", when=NOW - timedelta(days=ago), session=word.lower()).id
-           for ago, word, text in SESSIONS}
+    ids = {
+        word: mem.compress(f"User: {text}\nAssistant: noted, {word} is done.\n", when=NOW - timedelta(days=ago), session=word.lower()).id
+        for ago, word, text in SESSIONS
+    }
     archive(mem.layout, mem.settings, now=NOW - timedelta(days=200))  # the two oldest only
     sync(mem)  # `memory reindex`: its manifest names every entry
     mem.search("Postgres migration")  # search caches holding every entry's text and vectors
     mem.search("Postgres migration", archive=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTOOL_") and k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
-    env.update(HOME=str(top / "home"), MEMTOOL_EMBEDDER="wordllama", MEMTOOL_COMPRESSOR="local", XDG_CACHE_HOME=str(cache),
-               PYTHONDONTWRITEBYTECODE="1")  # no .pyc writes among the kill points
+    env.update(
+        HOME=str(top / "home"), MEMTOOL_EMBEDDER="wordllama", MEMTOOL_COMPRESSOR="local", XDG_CACHE_HOME=str(cache), PYTHONDONTWRITEBYTECODE="1"
+    )  # no .pyc writes among the kill points
     made = run(["backup", str(top / "backup.tar.gz")], dict(env, MEMTOOL_ROOT=str(root)))
     assert made.returncode == 0, made.stderr
     return root, ids, env
@@ -197,7 +206,9 @@ def assert_nothing_lost(root: Path, ids: dict[str, str], forgotten: tuple[str, .
         data = path.read_bytes()
         for word in forgotten:
             tombstones = path.name == "tombstones.jsonl"  # forget's record of the ids, so a merge never brings them back
-            assert word.encode() not in data and (tombstones or ids[word].encode() not in data), f"{where}: {word} / {ids[word]} still in {path.relative_to(root)}"
+            assert word.encode() not in data and (tombstones or ids[word].encode() not in data), (
+                f"{where}: {word} / {ids[word]} still in {path.relative_to(root)}"
+            )
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

@@ -42,17 +42,22 @@ def mem(root, fake_embedder):
 @pytest.fixture
 def three(mem):
     """Three sessions on one day; the second names SECRET. A search has built the cache."""
-    texts = ["Alice moved the billing tables to Postgres and wrote the migration.",
-             f"Bob pasted the {SECRET} token into the Redis config by mistake; Carol rotated it.",
-             "Dana shipped dark mode in the React dashboard after the contrast review."]
+    texts = [
+        "Alice moved the billing tables to Postgres and wrote the migration.",
+        f"Bob pasted the {SECRET} token into the Redis config by mistake; Carol rotated it.",
+        "Dana shipped dark mode in the React dashboard after the contrast review.",
+    ]
     ids = [mem.compress(t, when=NOW + timedelta(minutes=i), session=f"s{i}").id for i, t in enumerate(texts)]
     assert mem.search(SECRET)[0].id == ids[1]
     return ids
 
 
 def files(root: Path, skip_cache: bool = False) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != C.LOCK_FILE and not (skip_cache and C.CACHE_DIR in p.parts)}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != C.LOCK_FILE and not (skip_cache and C.CACHE_DIR in p.parts)
+    }
 
 
 def holding(root: Path, word: str) -> list[str]:

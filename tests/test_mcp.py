@@ -132,7 +132,9 @@ def seeded(tmp_path_factory, home) -> dict[str, Any]:
         }
         mem.search("warm the search cache")
     (root / "inbox").mkdir()
-    (root / "inbox" / "deploy.md").write_text("user: the deploy script forgets to run migrations.\nassistant: Decided to run migrations before the blue-green switch.\n")
+    (root / "inbox" / "deploy.md").write_text(
+        "user: the deploy script forgets to run migrations.\nassistant: Decided to run migrations before the blue-green switch.\n"
+    )
     outside = tmp_path_factory.mktemp("outside")
     (outside / "secret.md").write_text("user: this file is outside the memory root.\n")
     (root / "inbox" / "link.md").symlink_to(outside / "secret.md")
@@ -264,13 +266,18 @@ def test_context_bundles_relevant_entries(client, seeded):
 
 # -- writes ------------------------------------------------------------------------------------------
 def test_compress_text_then_get(client, seeded):
-    made = client.ok("memory_compress", {"text": "user: rotate the staging TLS certificate.\nassistant: Decided to automate renewal with certbot.", "session": "tls", "importance": "high"})
+    made = client.ok(
+        "memory_compress",
+        {"text": "user: rotate the staging TLS certificate.\nassistant: Decided to automate renewal with certbot.", "session": "tls", "importance": "high"},
+    )
     assert made["importance"] == "high" and made["trusted"] is True
     got = client.ok("memory_get", {"id": made["id"]})
     assert got["entry"]["source_session"] == "tls" and got["entry"]["agent"].startswith("mcp")
     assert got["transcript"] == f"memory/transcripts/{made['id']}.md"
     assert (seeded["root"] / got["transcript"]).is_file()
-    again = client.ok("memory_compress", {"text": "user: rotate the staging TLS certificate.\nassistant: Decided to automate renewal with certbot.", "session": "tls"})
+    again = client.ok(
+        "memory_compress", {"text": "user: rotate the staging TLS certificate.\nassistant: Decided to automate renewal with certbot.", "session": "tls"}
+    )
     assert again["id"] == made["id"] and "already stored as " + made["id"] in again["note"]  # the agent learns nothing was added
 
 
@@ -423,9 +430,13 @@ def test_the_server_imports_memtool_from_the_pythonpath_of_the_tests(tmp_path, m
 
 def test_serve_needs_the_root_named(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(C.ENV_PREFIX)}
-    run = subprocess.run([sys.executable, "-m", "memtool", "serve"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    run = subprocess.run(
+        [sys.executable, "-m", "memtool", "serve"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
     assert run.returncode == 2 and "--root" in run.stderr and run.stdout == ""
-    run = subprocess.run([sys.executable, "-m", "memtool", "--root", str(tmp_path), "serve"], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    run = subprocess.run(
+        [sys.executable, "-m", "memtool", "--root", str(tmp_path), "serve"], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
     assert run.returncode == 3 and "not a memory root" in run.stderr
 
 
@@ -433,10 +444,16 @@ def test_search_answer_marks_a_superseded_entry():
     from memtool.mcp_tools import MemoryTools
     from memtool.search.engine import Hit
 
-    old = Hit(id="ctx-20260201-aaaaaaaa", kind="entry", score=0.5, source_session="s", timestamp="2026-02-01T10:00:00Z",
-              text="Deploys go through Jenkins.", superseded_by="ctx-20260208-bbbbbbbb")
-    new = Hit(id="ctx-20260208-bbbbbbbb", kind="entry", score=0.6, source_session="s", timestamp="2026-02-08T10:00:00Z",
-              text="Deploys go through ArgoCD.")
+    old = Hit(
+        id="ctx-20260201-aaaaaaaa",
+        kind="entry",
+        score=0.5,
+        source_session="s",
+        timestamp="2026-02-01T10:00:00Z",
+        text="Deploys go through Jenkins.",
+        superseded_by="ctx-20260208-bbbbbbbb",
+    )
+    new = Hit(id="ctx-20260208-bbbbbbbb", kind="entry", score=0.6, source_session="s", timestamp="2026-02-08T10:00:00Z", text="Deploys go through ArgoCD.")
     assert MemoryTools._hit(old)["superseded_by"] == new.id
     assert "superseded_by" not in MemoryTools._hit(new)
 
@@ -645,8 +662,12 @@ def test_unreadable_file_is_a_clear_error(seeded, monkeypatch):
 
 
 def test_errors_echo_long_arguments_shortened(client):
-    for name, args in [("memory_get", {"id": "ctx-" + "a" * 100_000}), ("memory_get", {"id": "x" * 100_000 + ".md#L1"}),
-                       ("memory_search", {"query": "x", "since": "y" * 100_000}), ("memory_promote", {"id": "ctx-" + "b" * 100_000})]:
+    for name, args in [
+        ("memory_get", {"id": "ctx-" + "a" * 100_000}),
+        ("memory_get", {"id": "x" * 100_000 + ".md#L1"}),
+        ("memory_search", {"query": "x", "since": "y" * 100_000}),
+        ("memory_promote", {"id": "ctx-" + "b" * 100_000}),
+    ]:
         text = client.error(name, args)
         assert count_tokens(text) < 150, text
         assert "characters)" in text, text
@@ -676,8 +697,9 @@ GET_ID_RE = r"memory_get with id '(MEMORY\.md#L(\d+))'"
 
 def long_memory_md(sections: int) -> str:
     """A hand-edited MEMORY.md of `sections` sections of ten bullets."""
-    body = "\n\n".join(f"## Area {i}\n\n" + "\n".join(f"- Fact {i}.{j}: the zeppelin service keeps its cache for {j} minutes." for j in range(10))
-                       for i in range(sections))
+    body = "\n\n".join(
+        f"## Area {i}\n\n" + "\n".join(f"- Fact {i}.{j}: the zeppelin service keeps its cache for {j} minutes." for j in range(10)) for i in range(sections)
+    )
     return "# Project memory\n\nWhat every session should know.\n\n" + body + "\n"
 
 
@@ -788,7 +810,9 @@ def test_search_and_context_say_what_they_worked_around(tmp_path, home):
     root = tmp_path / "root"
     init(root)
     with home_env(home):
-        open_memory(root, embedder="wordllama").compress("user: the nightly export to S3 fails on large tables.\nassistant: Decided to stream it in chunks.", session="export")
+        open_memory(root, embedder="wordllama").compress(
+            "user: the nightly export to S3 fails on large tables.\nassistant: Decided to stream it in chunks.", session="export"
+        )
     (root / "memory/notes.md").write_bytes(b"# Export\n\nthe nightly export \xff\xfe owner is Dana\n")
     (root / "memory/index/2026-01-05.json").write_text('{"date": "2026-01-05", "entries": [', encoding="utf-8")
     with connect(root, home) as c:

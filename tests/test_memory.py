@@ -76,7 +76,12 @@ def test_search_finds_and_filters(mem):
 
 
 def test_transcript_hit_returns_entry_with_passage(mem):
-    long = AUTH + "\n" + "\n".join(f"Alice: filler line {i} about nothing in particular." for i in range(60)) + "\nBob: the staging password rotation happens on Fridays at noon."
+    long = (
+        AUTH
+        + "\n"
+        + "\n".join(f"Alice: filler line {i} about nothing in particular." for i in range(60))
+        + "\nBob: the staging password rotation happens on Fridays at noon."
+    )
     e = mem.compress(long, when=when(3), session="long")
     hit = mem.search(Query(text="when does the staging password rotation happen", kinds=("entry", "transcript")))[0]
     assert hit.id == e.id and hit.kind == "entry"
@@ -152,12 +157,15 @@ def files_under(root):
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and ".cache" not in p.parts and p.name != ".lock"}
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(when=datetime(202, 2, 4, tzinfo=timezone.utc)), "out of range"),  # a typo'd year: its day file name would not be a date
-    (dict(when=datetime(9999, 6, 1, tzinfo=timezone.utc)), "out of range"),
-    (dict(importance="bogus"), "importance must be one of"),
-    (dict(source="bogus"), "source must be one of"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(when=datetime(202, 2, 4, tzinfo=timezone.utc)), "out of range"),  # a typo'd year: its day file name would not be a date
+        (dict(when=datetime(9999, 6, 1, tzinfo=timezone.utc)), "out of range"),
+        (dict(importance="bogus"), "importance must be one of"),
+        (dict(source="bogus"), "source must be one of"),
+    ],
+)
 def test_session_options_are_checked_before_anything_is_stored(mem, root, kw, message):
     """Also for a session already stored: the duplicate shortcut must not skip the checks."""
     mem.compress(AUTH, when=when(7))
@@ -222,8 +230,12 @@ def test_a_hit_cut_to_fit_keeps_some_of_its_content(mem):
     import re
 
     for day in range(1, 9):
-        mem.compress(f"Alice: the quokka webhook retry policy, part {day}: backoff doubles from one to sixty-four seconds, jitter added, "
-                     f"dead letters go to the quokka audit queue and page the on-call engineer after five failures.", when=when(day), session=f"s{day}")
+        mem.compress(
+            f"Alice: the quokka webhook retry policy, part {day}: backoff doubles from one to sixty-four seconds, jitter added, "
+            f"dead letters go to the quokka audit queue and page the on-call engineer after five failures.",
+            when=when(day),
+            session=f"s{day}",
+        )
     for budget in range(120, 700, 9):
         res = mem.context("quokka webhook retry", budget=budget, template="detailed")
         for i in res.included:

@@ -130,8 +130,9 @@ def test_insert_bullet_in_an_empty_section_followed_by_another(mem):
 
 
 def test_promote_entry_uses_its_decision_and_links_it(mem):
-    entry = mem.compress("Queue choice for billing.\nassistant: decided: Use Postgres SKIP LOCKED for the billing queue.",
-                         when=datetime(2026, 2, 7, 12, tzinfo=timezone.utc))
+    entry = mem.compress(
+        "Queue choice for billing.\nassistant: decided: Use Postgres SKIP LOCKED for the billing queue.", when=datetime(2026, 2, 7, 12, tzinfo=timezone.utc)
+    )
     day_file = mem.layout.day_file(entry.day)
     embedding = mem.layout.embedding_file(entry.id)
     emb_before = embedding.read_bytes()

@@ -65,8 +65,10 @@ def test_chunker_keeps_every_paragraph_line_once_in_order_under_its_heading(bloc
 
 
 @FAST
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=400) | st.lists(
-    st.sampled_from(["```", "~~~", "# h", "## h2", "", "   ", "text line", "- item", "#no", "####### seven", "\t"]), max_size=30).map("\n".join))
+@given(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=400)
+    | st.lists(st.sampled_from(["```", "~~~", "# h", "## h2", "", "   ", "text line", "- item", "#no", "####### seven", "\t"]), max_size=30).map("\n".join)
+)
 @example("<!---->")  # a comment alone: blanked (memtool.chunking.uncommented), so no chunk
 @example("a <!-- note --> b\n# h\n<!--\nhidden\n-->\nshown")
 def test_chunker_never_invents_or_reorders_lines(text):
@@ -112,13 +114,24 @@ ENTRIES = st.builds(
     id=ENTRY_IDS,
     timestamp=STAMPS,
     summary=TEXT.filter(bool),
-    keywords=STRS, topics=STRS, decisions=STRS, action_items=STRS,
+    keywords=STRS,
+    topics=STRS,
+    decisions=STRS,
+    action_items=STRS,
     entities=st.builds(Entities, people=STRS, systems=STRS, dates=STRS),
     importance=st.sampled_from(C.IMPORTANCE_LEVELS),
-    tokens_original=st.integers(0, 10**6), tokens_compressed=st.integers(0, 10**6),
-    compression_ratio=TEXT, source_session=TEXT, model=TEXT,
-    source=st.sampled_from(C.SOURCES), agent=TEXT, trusted=st.booleans(),
-    pending=st.booleans(), pinned=st.booleans(), supersedes=st.lists(ENTRY_IDS, max_size=3), promoted_to=TEXT,
+    tokens_original=st.integers(0, 10**6),
+    tokens_compressed=st.integers(0, 10**6),
+    compression_ratio=TEXT,
+    source_session=TEXT,
+    model=TEXT,
+    source=st.sampled_from(C.SOURCES),
+    agent=TEXT,
+    trusted=st.booleans(),
+    pending=st.booleans(),
+    pinned=st.booleans(),
+    supersedes=st.lists(ENTRY_IDS, max_size=3),
+    promoted_to=TEXT,
 )
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT,
@@ -179,12 +192,30 @@ TZ = st.integers(-12 * 60, 14 * 60).map(lambda m: timezone(timedelta(minutes=m))
 NOW = st.builds(lambda d, tz: d.replace(tzinfo=tz), st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1)), TZ)
 MONTH_NAMES = ["january", "February", "mar", "Sept", "december", "May"]
 PHRASES = st.one_of(
-    st.sampled_from(["now", "today", "yesterday", "this week", "last week", "past week", "last 7 days", "this month",
-                     "last month", "this year", "last year", "monday", "last friday", "Sunday"]),
+    st.sampled_from(
+        [
+            "now",
+            "today",
+            "yesterday",
+            "this week",
+            "last week",
+            "past week",
+            "last 7 days",
+            "this month",
+            "last month",
+            "this year",
+            "last year",
+            "monday",
+            "last friday",
+            "Sunday",
+        ]
+    ),
     st.builds("{} {}s ago".format, st.integers(1, 500), st.sampled_from(["minute", "hour", "day", "week", "month", "year"])),
     st.builds("{} {} ago".format, st.sampled_from(["a", "an", "one", "two", "seven"]), st.sampled_from(["day", "week", "hour"])),
     st.builds("{} {}, {}".format, st.integers(1, 28), st.sampled_from(MONTH_NAMES), st.integers(1900, 2100)),
-    st.builds("{}:{:02d} pm on {} {}, {}".format, st.integers(1, 12), st.integers(0, 59), st.integers(1, 28), st.sampled_from(MONTH_NAMES), st.integers(1900, 2100)),
+    st.builds(
+        "{}:{:02d} pm on {} {}, {}".format, st.integers(1, 12), st.integers(0, 59), st.integers(1, 28), st.sampled_from(MONTH_NAMES), st.integers(1900, 2100)
+    ),
     st.builds("{} {}".format, st.sampled_from(MONTH_NAMES), st.integers(1900, 2100)),
     st.builds("{:04d}-{:02d}".format, st.integers(1, 9998), st.integers(1, 12)),
 )
@@ -196,8 +227,19 @@ def _sound(start: datetime, end: datetime) -> None:
 
 
 @FAST
-@given(st.text(max_size=40) | st.builds(" ".join, st.lists(st.sampled_from(
-    ["last", "this", "ago", "on", "at", "pm", "am", "1:47", "18", "May", "2023", "9999", "0", "-", "T", "13:99", "99", "days", "a", "week"]), max_size=6)), NOW)
+@given(
+    st.text(max_size=40)
+    | st.builds(
+        " ".join,
+        st.lists(
+            st.sampled_from(
+                ["last", "this", "ago", "on", "at", "pm", "am", "1:47", "18", "May", "2023", "9999", "0", "-", "T", "13:99", "99", "days", "a", "week"]
+            ),
+            max_size=6,
+        ),
+    ),
+    NOW,
+)
 def test_parse_period_raises_only_bad_input(text, now):
     try:
         start, end = parse_period(text, now)

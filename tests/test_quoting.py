@@ -36,8 +36,7 @@ def mem(root, fake_embedder):
     init(root)
     m = open_memory(root, embedder=fake_embedder)
     m.compress(UNTRUSTED_TEXT, when=WHEN, session=HOSTILE, agent=HOSTILE, trusted=False)
-    m.compress("User: the release pipeline deploys from the main branch after review.\n", when=WHEN + timedelta(hours=1),
-               session=HOSTILE, agent=HOSTILE)
+    m.compress("User: the release pipeline deploys from the main branch after review.\n", when=WHEN + timedelta(hours=1), session=HOSTILE, agent=HOSTILE)
     m.log("release notes fetched", source="ai_inferred", agent=HOSTILE, session=HOSTILE)
     return m
 

@@ -38,13 +38,16 @@ class NamedCompressor:
             key, _, value = line.partition(": ")
             if key in got:
                 got[key] = [v.strip() for v in value.split(",")]
-        return Compressed(summary=text.splitlines()[0], keywords=["k"], topics=got["topics"],
-                          entities=Entities(people=got["people"], systems=got["systems"]))
+        return Compressed(summary=text.splitlines()[0], keywords=["k"], topics=got["topics"], entities=Entities(people=got["people"], systems=got["systems"]))
 
 
 # (when, importance, text): weeks 2026-W01, W01, W03 (W02 empty), W05; one topic is hostile markup
 SESSIONS = [
-    ("2026-01-01T10:00", "high", "Alpha session about billing and more words to compress away here.\ntopics: billing, database\npeople: Alice\nsystems: Postgres"),
+    (
+        "2026-01-01T10:00",
+        "high",
+        "Alpha session about billing and more words to compress away here.\ntopics: billing, database\npeople: Alice\nsystems: Postgres",
+    ),
     ("2026-01-02T10:00", "medium", "Beta session.\ntopics: billing\npeople: Alice, Bob\nsystems: Redis"),
     ("2026-01-14T10:00", "critical", "Gamma session with a very long transcript.\n" + "filler " * 300 + f"\ntopics: {EVIL}\npeople: Carol"),
     ("2026-01-28T10:00", "low", "Delta.\ntopics: database\nsystems: Postgres"),
@@ -116,8 +119,15 @@ def test_report_is_well_formed_self_contained_and_matches_collect(mem, root):
     assert data == collect(mem) | {"store_bytes": data["store_bytes"]}  # the page itself now adds to the store's size
 
     assert {a["id"] for a in page.of("section")} == {"summary", "weeks", "topics", "importance", "compression", "entities"}
-    assert {a["id"] for a in page.of("svg")} == {"chart-weeks", "chart-topics", "chart-importance", "chart-compression",
-                                                  "chart-entity-kinds", "chart-people", "chart-systems"}
+    assert {a["id"] for a in page.of("svg")} == {
+        "chart-weeks",
+        "chart-topics",
+        "chart-importance",
+        "chart-compression",
+        "chart-entity-kinds",
+        "chart-people",
+        "chart-systems",
+    }
     assert page.bars("weeks") == [("2026-W01", 2), ("2026-W02", 0), ("2026-W03", 1), ("2026-W04", 0), ("2026-W05", 1)]
     assert page.bars("weeks") == week_series(data["entries_per_week"])
     assert page.bars("topics") == list(data["top_topics"].items()) and ("billing", 2) in page.bars("topics")
@@ -128,8 +138,19 @@ def test_report_is_well_formed_self_contained_and_matches_collect(mem, root):
     assert page.bars("people") == [("Alice", 2), ("Carol", 1), ("Bob", 1)] == list(data["top_people"].items())
     assert page.bars("systems") == [("Postgres", 2), ("Redis", 1)]
     cards = {a["data-key"]: a["data-value"] for a in page.of("div", **{"class": "card"})}
-    for key in ("entries", "days_with_entries", "daily_logs", "transcripts", "pending_embeddings", "pending_compression",
-                "mean_compression_ratio", "tokens_original", "tokens_compressed", "store_bytes", "cache_bytes"):
+    for key in (
+        "entries",
+        "days_with_entries",
+        "daily_logs",
+        "transcripts",
+        "pending_embeddings",
+        "pending_compression",
+        "mean_compression_ratio",
+        "tokens_original",
+        "tokens_compressed",
+        "store_bytes",
+        "cache_bytes",
+    ):
         assert cards[key] == str(data[key]), key
     assert cards["pending_embeddings"] == "1" and cards["embedder"] == "fake-hash-64"
 
@@ -157,9 +178,25 @@ def test_stats_at_a_glance_and_json_keeps_old_keys(mem):
     assert "per week" in out and "2026-W01" in out and "2026-W05" in out and "█" in out
     assert "1 embeddings" in out and "memory retry" in out and "top topics" in out and "compression ratios" in out
     data = json.loads(runner.invoke(app, ["stats", "--json"]).stdout)
-    old = {"root", "entries", "days_with_entries", "daily_logs", "transcripts", "pending_compression", "pending_embeddings",
-           "mean_compression_ratio", "tokens_original", "tokens_compressed", "importance", "top_topics", "entries_per_week",
-           "store_bytes", "cache_bytes", "embedder", "problems"}
+    old = {
+        "root",
+        "entries",
+        "days_with_entries",
+        "daily_logs",
+        "transcripts",
+        "pending_compression",
+        "pending_embeddings",
+        "mean_compression_ratio",
+        "tokens_original",
+        "tokens_compressed",
+        "importance",
+        "top_topics",
+        "entries_per_week",
+        "store_bytes",
+        "cache_bytes",
+        "embedder",
+        "problems",
+    }
     assert old <= set(data) and data["entries"] == 4 and data["pending_embeddings"] == 1
     assert data["entries_per_week"] == {"2026-W01": 2, "2026-W03": 1, "2026-W05": 1}
     assert data["entities"] == {"people": 3, "systems": 2, "dates": 0, "topics": 3}
@@ -177,13 +214,33 @@ def test_stats_helpers():
 
 
 def test_render_escapes_every_label():
-    data = {"root": "/r<b>", "entries": 1, "days_with_entries": 1, "daily_logs": 0, "transcripts": 0, "pending_compression": 0,
-            "pending_embeddings": 0, "mean_compression_ratio": 2.0, "tokens_original": 2, "tokens_compressed": 1,
-            "importance": {"medium": 1}, "top_topics": {EVIL: 1}, "entries_per_week": {"2026-W01": 1}, "store_bytes": 1,
-            "cache_bytes": 0, "embedder": '"><svg onload=x>', "problems": ["bad <file>"], "first_day": "2026-01-01",
-            "last_day": "2026-01-01", "median_compression_ratio": 2.0, "compression_ratio_range": [2.0, 2.0],
-            "compression_ratio_histogram": ratio_histogram([2.0]), "entities": {k: 1 for k in C.ENTITY_KINDS},
-            "top_people": {"<i>Eve</i>": 1}, "top_systems": {}}
+    data = {
+        "root": "/r<b>",
+        "entries": 1,
+        "days_with_entries": 1,
+        "daily_logs": 0,
+        "transcripts": 0,
+        "pending_compression": 0,
+        "pending_embeddings": 0,
+        "mean_compression_ratio": 2.0,
+        "tokens_original": 2,
+        "tokens_compressed": 1,
+        "importance": {"medium": 1},
+        "top_topics": {EVIL: 1},
+        "entries_per_week": {"2026-W01": 1},
+        "store_bytes": 1,
+        "cache_bytes": 0,
+        "embedder": '"><svg onload=x>',
+        "problems": ["bad <file>"],
+        "first_day": "2026-01-01",
+        "last_day": "2026-01-01",
+        "median_compression_ratio": 2.0,
+        "compression_ratio_range": [2.0, 2.0],
+        "compression_ratio_histogram": ratio_histogram([2.0]),
+        "entities": {k: 1 for k in C.ENTITY_KINDS},
+        "top_people": {"<i>Eve</i>": 1},
+        "top_systems": {},
+    }
     page = parse(render(data))
     assert page.of("script") == [] and page.of("b") == [] and page.of("i") == []
     assert not [a for _, a in page.elements if "onload" in a]

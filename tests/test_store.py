@@ -47,6 +47,7 @@ def test_patched_index_equals_a_full_rebuild(mem, root, monkeypatch):
 def test_a_session_of_the_latest_day_is_appended_without_reading_every_line(mem, root, monkeypatch):
     """The usual compress (a session stored today, the newest day) copies the other lines as one run
     of bytes: the line-by-line patch is not used, and the result is still byte for byte a rebuild's."""
+
     def unused(*a, **k):
         raise AssertionError("index.json was parsed line by line")
 
@@ -65,6 +66,7 @@ def test_a_session_dated_in_the_past_is_spliced_in_without_reading_every_line(me
     index.json: its day's lines are found by bisecting the lines by time and replaced, the rest
     copied as runs of bytes. Byte for byte a rebuild's, for a day in the middle, a new day between
     two, the first day, and a day before all of them."""
+
     def unused(*a, **k):
         raise AssertionError("index.json was parsed line by line")
 
@@ -101,8 +103,11 @@ def test_random_past_and_new_days_keep_index_json_a_rebuilds(root, fake_embedder
         with monkeypatch.context() as patch:
             patch.setattr(m.store, "_index_rows", unused)
             patch.setattr(m.store, "rebuild_index", unused)
-            m.compress(f"Note {i}: on day {day} the {rng.choice(['Kafka', 'Postgres', 'Grafana', 'Auth0'])} work moved on, item {i}.",
-                       when=when(day, hour), session=f"r{i}")
+            m.compress(
+                f"Note {i}: on day {day} the {rng.choice(['Kafka', 'Postgres', 'Grafana', 'Auth0'])} work moved on, item {i}.",
+                when=when(day, hour),
+                session=f"r{i}",
+            )
         assert rebuilt(m, root), f"after session {i} (day {day})"
 
 

@@ -139,8 +139,13 @@ def test_malformed_day_file_is_reported_with_line_and_skipped(root, store):
     assert sync(mem_with(root)).errors == report.errors  # still reported while broken, without re-reading
 
     # a schema error inside one entry points at that entry's line
-    doc = {"date": "2026-02-05", "entries": [{"id": kept[0], "timestamp": "2026-02-05T10:00:00.000Z", "summary": "ok"},
-                                              {"id": "ctx-20260205-00000002", "timestamp": "2026-02-05T11:00:00.000Z"}]}
+    doc = {
+        "date": "2026-02-05",
+        "entries": [
+            {"id": kept[0], "timestamp": "2026-02-05T10:00:00.000Z", "summary": "ok"},
+            {"id": "ctx-20260205-00000002", "timestamp": "2026-02-05T11:00:00.000Z"},
+        ],
+    }
     text = json.dumps(doc, indent=2)
     bad.write_text(text)
     report = sync(mem_with(root))

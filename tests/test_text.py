@@ -111,13 +111,16 @@ def test_ascii_words_are_the_same_in_ascii_and_in_mixed_text():
     assert words("don’t — café") == ["don", "t", "café"]  # a curly apostrophe is not ' (as before)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("José, Zoë, Straße, Kraków, Łódź", ["josé", "zoë", "straße", "kraków", "łódź"]),
-    ("Перенесли базу данных на сервер-2.", ["перенесли", "базу", "данных", "на", "сервер-2"]),
-    ("Η Ελένη πήγε στην Αθήνα", ["η", "ελένη", "πήγε", "στην", "αθήνα"]),
-    ("हिन्दी भाषा", ["हिन्दी", "भाषा"]),  # vowel signs and virama are combining marks: the word stays whole
-    ("Zoe\u0308 and Jose\u0301", ["zoë", "and", "josé"]),  # decomposed accents: one spelling (NFC)
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("José, Zoë, Straße, Kraków, Łódź", ["josé", "zoë", "straße", "kraków", "łódź"]),
+        ("Перенесли базу данных на сервер-2.", ["перенесли", "базу", "данных", "на", "сервер-2"]),
+        ("Η Ελένη πήγε στην Αθήνα", ["η", "ελένη", "πήγε", "στην", "αθήνα"]),
+        ("हिन्दी भाषा", ["हिन्दी", "भाषा"]),  # vowel signs and virama are combining marks: the word stays whole
+        ("Zoe\u0308 and Jose\u0301", ["zoë", "and", "josé"]),  # decomposed accents: one spelling (NFC)
+    ],
+)
 def test_words_are_letters_of_any_script(text, expected):
     assert words(text) == expected
 
@@ -162,19 +165,22 @@ def test_a_cyrillic_and_a_chinese_query_find_their_entry_by_words(root, fake_emb
 
 
 # --- sentences of any script -------------------------------------------------------------------------
-@pytest.mark.parametrize("text, expected", [
-    ("Перенесли базу на сервер. Готово, миграция завершена.", ["Перенесли базу на сервер.", "Готово, миграция завершена."]),
-    ("Η Ελένη πήγε στην Αθήνα. Πού είναι; Εδώ, στο γραφείο.", ["Η Ελένη πήγε στην Αθήνα.", "Πού είναι;", "Εδώ, στο γραφείο."]),
-    ("Nous avons fini. Élodie vérifie les sauvegardes.", ["Nous avons fini.", "Élodie vérifie les sauvegardes."]),
-    ("迁移完成了。数据库也好了！真的吗？！是的。", ["迁移完成了。", "数据库也好了！", "真的吗？！", "是的。"]),
-    ("他说：「好。」然后走了。", ["他说：「好。」", "然后走了。"]),  # the closing bracket stays with its sentence
-    ("Он сказал: «Готово.» Потом ушёл… Завтра продолжим.", ["Он сказал: «Готово.»", "Потом ушёл…", "Завтра продолжим."]),
-    ("Ya está. ¿Qué pasa? Nada.", ["Ya está.", "¿Qué pasa?", "Nada."]),
-    ("هذا جيد. الخادم جديد؟ نعم.", ["هذا جيد.", "الخادم جديد؟", "نعم."]),  # a caseless script: any letter starts one
-    ("Done. 好的，我们走。", ["Done.", "好的，我们走。"]),
-    ("यह ठीक है। सर्वर नया है।", ["यह ठीक है।", "सर्वर नया है।"]),  # the danda
-    ("ეს კარგია. სერვერი ახალია.", ["ეს კარგია.", "სერვერი ახალია."]),  # Georgian: lower-case letters only
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Перенесли базу на сервер. Готово, миграция завершена.", ["Перенесли базу на сервер.", "Готово, миграция завершена."]),
+        ("Η Ελένη πήγε στην Αθήνα. Πού είναι; Εδώ, στο γραφείο.", ["Η Ελένη πήγε στην Αθήνα.", "Πού είναι;", "Εδώ, στο γραφείο."]),
+        ("Nous avons fini. Élodie vérifie les sauvegardes.", ["Nous avons fini.", "Élodie vérifie les sauvegardes."]),
+        ("迁移完成了。数据库也好了！真的吗？！是的。", ["迁移完成了。", "数据库也好了！", "真的吗？！", "是的。"]),
+        ("他说：「好。」然后走了。", ["他说：「好。」", "然后走了。"]),  # the closing bracket stays with its sentence
+        ("Он сказал: «Готово.» Потом ушёл… Завтра продолжим.", ["Он сказал: «Готово.»", "Потом ушёл…", "Завтра продолжим."]),
+        ("Ya está. ¿Qué pasa? Nada.", ["Ya está.", "¿Qué pasa?", "Nada."]),
+        ("هذا جيد. الخادم جديد؟ نعم.", ["هذا جيد.", "الخادم جديد؟", "نعم."]),  # a caseless script: any letter starts one
+        ("Done. 好的，我们走。", ["Done.", "好的，我们走。"]),
+        ("यह ठीक है। सर्वर नया है।", ["यह ठीक है।", "सर्वर नया है।"]),  # the danda
+        ("ეს კარგია. სერვერი ახალია.", ["ეს კარგია.", "სერვერი ახალია."]),  # Georgian: lower-case letters only
+    ],
+)
 def test_sentences_of_any_script(text, expected):
     assert split_sentences(text) == expected
 
@@ -194,8 +200,17 @@ def test_ascii_text_splits_as_before():
     """Pinned: ASCII text splits exactly as it did before text of other scripts was handled (the
     closing quote or bracket before a cut is dropped, as it always was)."""
     assert split_sentences(ASCII_SPLITS) == [
-        'He said "stop.', "Then he left (quickly.", "Next!", "3 items? e.g. foo. bar...", "Baz\nv1.2 ships.", "2 fixes.",
-        "- a bullet", "* another", "> quote", "User: hi there. it's fine.Ok.", "[Note] done.",
+        'He said "stop.',
+        "Then he left (quickly.",
+        "Next!",
+        "3 items? e.g. foo. bar...",
+        "Baz\nv1.2 ships.",
+        "2 fixes.",
+        "- a bullet",
+        "* another",
+        "> quote",
+        "User: hi there. it's fine.Ok.",
+        "[Note] done.",
     ]
 
 
@@ -216,6 +231,7 @@ def _cuts_of_ascii_text():
 def test_the_rules_of_any_script_cut_ascii_text_where_the_ascii_rules_do():
     """Text with one non-ASCII character goes the other way: its ASCII sentences are cut at the same
     places (a closing quote or bracket stays with its sentence there instead of being dropped)."""
+
     def ends(parts):
         return [p.strip().rstrip("\"')]") for p in parts if p.strip()]
 

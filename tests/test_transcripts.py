@@ -125,15 +125,17 @@ UNKNOWN_JSON = ['["a", "b"]', '{"messages": "x"}', '{"title": "notes", "mapping"
 @pytest.mark.parametrize("text", UNKNOWN_JSON)
 def test_json_of_no_known_format_is_returned_as_is_or_refused_when_strict(text):
     assert convert_transcript(text) == text  # passed through, as the module promises (it used to become "")
-    with pytest.raises(BadInput, match=r"^t\.json: JSON, but of no known transcript format\. memtool reads Claude Code JSONL, Codex CLI JSONL, Gemini CLI JSON"):
+    with pytest.raises(
+        BadInput, match=r"^t\.json: JSON, but of no known transcript format\. memtool reads Claude Code JSONL, Codex CLI JSONL, Gemini CLI JSON"
+    ):
         convert_transcript(text, name="t.json", strict=True)
 
 
 def test_known_formats_without_conversation_are_known_even_when_strict():
     assert convert_transcript('{"sessionId": "s", "messages": []}', strict=True) == ""
     assert convert_transcript('{"type":"session_meta","payload":{"id":"x"}}\n', strict=True) == ""
-    assert convert_transcript('not json, but text', strict=True) == "not json, but text"
-    assert convert_transcript('{broken json', strict=True) == "{broken json"
+    assert convert_transcript("not json, but text", strict=True) == "not json, but text"
+    assert convert_transcript("{broken json", strict=True) == "{broken json"
 
 
 @pytest.mark.parametrize(
@@ -203,11 +205,29 @@ def test_claude_code_start_time_tools_and_files_changed():
 def test_codex_apply_patch_names_the_files_changed_and_shell_commands_are_unwrapped():
     text = _jsonl(
         {"timestamp": "2025-09-03T08:41:12.000Z", "type": "session_meta", "payload": {"cwd": "/home/sofia/shop", "timestamp": "2025-09-03T08:41:12.000Z"}},
-        {"timestamp": "2025-09-03T08:42:00.000Z", "type": "response_item", "payload": {"type": "function_call", "name": "shell",
-         "arguments": json.dumps({"command": ["bash", "-lc", "go test ./..."], "workdir": "/home/sofia/shop"})}},
-        {"timestamp": "2025-09-03T08:43:00.000Z", "type": "response_item", "payload": {"type": "custom_tool_call", "name": "apply_patch",
-         "input": "*** Begin Patch\n*** Update File: internal/api/orders.go\n@@\n-a\n+b\n*** Add File: internal/api/orders_timeout_test.go\n+x\n*** End Patch\n"}},
-        {"timestamp": "2025-09-03T08:43:01.000Z", "type": "response_item", "payload": {"type": "custom_tool_call_output", "output": json.dumps({"output": "Success. Updated the following files"})}},
+        {
+            "timestamp": "2025-09-03T08:42:00.000Z",
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": "shell",
+                "arguments": json.dumps({"command": ["bash", "-lc", "go test ./..."], "workdir": "/home/sofia/shop"}),
+            },
+        },
+        {
+            "timestamp": "2025-09-03T08:43:00.000Z",
+            "type": "response_item",
+            "payload": {
+                "type": "custom_tool_call",
+                "name": "apply_patch",
+                "input": "*** Begin Patch\n*** Update File: internal/api/orders.go\n@@\n-a\n+b\n*** Add File: internal/api/orders_timeout_test.go\n+x\n*** End Patch\n",
+            },
+        },
+        {
+            "timestamp": "2025-09-03T08:43:01.000Z",
+            "type": "response_item",
+            "payload": {"type": "custom_tool_call_output", "output": json.dumps({"output": "Success. Updated the following files"})},
+        },
     )
     t = parse_transcript(text, strict=True)
     assert t.format == "codex"
@@ -225,8 +245,19 @@ def test_gemini_cli_jsonl_last_copy_wins_and_rewind_drops_later_messages():
         {"id": "u1", "timestamp": "2026-02-10T15:49:27Z", "type": "user", "content": [{"text": "Push is broken on iOS."}]},
         {"$set": {"lastUpdated": "2026-02-10T15:49:27Z"}},
         {"id": "g1", "timestamp": "2026-02-10T15:49:39Z", "type": "gemini", "content": ""},
-        {"id": "g1", "timestamp": "2026-02-10T15:49:39Z", "type": "gemini", "content": "Reading src/push.ts.",
-         "toolCalls": [{"name": "read_file", "args": {"file_path": "src/push.ts"}, "result": [{"functionResponse": {"response": {"output": "export async function registerForPush"}}}]}]},
+        {
+            "id": "g1",
+            "timestamp": "2026-02-10T15:49:39Z",
+            "type": "gemini",
+            "content": "Reading src/push.ts.",
+            "toolCalls": [
+                {
+                    "name": "read_file",
+                    "args": {"file_path": "src/push.ts"},
+                    "result": [{"functionResponse": {"response": {"output": "export async function registerForPush"}}}],
+                }
+            ],
+        },
         {"id": "u2", "timestamp": "2026-02-10T15:50:00Z", "type": "user", "content": [{"text": "an abandoned question"}]},
         {"id": "g2", "timestamp": "2026-02-10T15:50:05Z", "type": "gemini", "content": "an abandoned answer"},
         {"$rewindTo": "u2"},

@@ -204,8 +204,9 @@ def test_folder_deleted_and_made_again_at_once_is_watched_again(watched, tmp_pat
 
     mark = len(w.reports)
     target = next(e for e in w.entries if e.day == "2026-02-03")
-    _replace_by_rename(day_path(root, 3), lambda doc: [e.update(summary="We named the billing service Wyvern.")
-                                                       for e in doc["entries"] if e["id"] == target.id])
+    _replace_by_rename(
+        day_path(root, 3), lambda doc: [e.update(summary="We named the billing service Wyvern.") for e in doc["entries"] if e["id"] == target.id]
+    )
     wait_for(lambda: any(target.id in r.entries.changed for r in w.reports[mark:]), "the day file edited by rename")
     index = json.loads((root / "memory/index/index.json").read_text())
     assert "Wyvern" in next(e["summary"] for e in index["entries"] if e["id"] == target.id)
@@ -308,8 +309,19 @@ def test_relevant_paths(root):
 
     layout = Layout(root)
     yes = ["MEMORY.md", "AGENTS.md", "memory/2026-02-03.md", "memory/index/2026-02-03.json", "memory/index/embeddings/x.json", "memory/sub/n.md"]
-    no = ["README.md", "src/app.py", "memory/.cache/search/docs.jsonl", "memory/.lock", "memory/.n.md.swp", "memory/n.md~",
-          "memory/4913", "memory/.goutputstream-AB12", "memory/index/.x.json.abcd.tmp", "memory/.#n.md", "/elsewhere/MEMORY.md"]
+    no = [
+        "README.md",
+        "src/app.py",
+        "memory/.cache/search/docs.jsonl",
+        "memory/.lock",
+        "memory/.n.md.swp",
+        "memory/n.md~",
+        "memory/4913",
+        "memory/.goutputstream-AB12",
+        "memory/index/.x.json.abcd.tmp",
+        "memory/.#n.md",
+        "/elsewhere/MEMORY.md",
+    ]
     assert [p for p in yes if not relevant(layout, str(root / p))] == []
     assert [p for p in no if relevant(layout, str(root / p))] == []
 
@@ -338,8 +350,9 @@ def test_cli_watch_once_and_ctrl_c(root, env):
 
     # Ctrl-C as a terminal sends it: a process started in the background of a non-interactive shell
     # (as CI may run this suite) inherits SIGINT ignored, and Python then keeps ignoring it.
-    forever = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    forever = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+    )
     assert "up to date" in _reader(forever).get(timeout=120)
     forever.send_signal(signal.SIGINT)
     forever.wait(timeout=30)  # stops at once, says so; the status is 0, or (rarely, under load) death by

@@ -55,12 +55,18 @@ def show(
     loaded = load(root)
     values = asdict(loaded.settings)
     if as_json:
-        print_json({
-            "user_config": str(loaded.user.path), "repo_config": str(loaded.repo.path), "repo_trusted": loaded.repo_trusted,
-            "settings": {name: {"value": values[name], "origin": loaded.origins[name], "protected": protection(name),
-                                "description": FIELDS[name].metadata["help"]} for name in FIELDS},
-            "ignored": loaded.withheld,
-        })
+        print_json(
+            {
+                "user_config": str(loaded.user.path),
+                "repo_config": str(loaded.repo.path),
+                "repo_trusted": loaded.repo_trusted,
+                "settings": {
+                    name: {"value": values[name], "origin": loaded.origins[name], "protected": protection(name), "description": FIELDS[name].metadata["help"]}
+                    for name in FIELDS
+                },
+                "ignored": loaded.withheld,
+            }
+        )
         return
     for line in _status(loaded):
         typer.echo(line)

@@ -36,8 +36,15 @@ def setup(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
     done = setup_git(layout.root)
     pinned = pin_embedder(layout.root)  # one model for everyone: written into the shared memory/config.yaml
     if as_json:
-        print_json({"attributes": str(done.attributes), "wrote_attributes": done.wrote_attributes, "registered": done.registered,
-                    "repository": str(done.repository) if done.repository else None, "embedder_pinned": pinned})
+        print_json(
+            {
+                "attributes": str(done.attributes),
+                "wrote_attributes": done.wrote_attributes,
+                "registered": done.registered,
+                "repository": str(done.repository) if done.repository else None,
+                "embedder_pinned": pinned,
+            }
+        )
         return
     if pinned:
         typer.echo(f"embedder: {pinned} written to {layout.config_file.relative_to(layout.root)} (commit it: every clone then uses that model)")

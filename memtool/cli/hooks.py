@@ -60,7 +60,11 @@ def install(
     scope: Scope = SCOPE_OPTION,
     dry_run: bool = DRY_RUN_OPTION,
     project_dir: Optional[Path] = PROJECT_OPTION,
-    memory: Optional[Path] = typer.Option(None, "--memory", help="The `memory` program the hooks run, e.g. ~/.local/bin/memory (default: the one running this command). Written as an absolute path."),
+    memory: Optional[Path] = typer.Option(
+        None,
+        "--memory",
+        help="The `memory` program the hooks run, e.g. ~/.local/bin/memory (default: the one running this command). Written as an absolute path.",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Add memtool's session-start and session-end hooks to the agent's configuration (merging, idempotent).

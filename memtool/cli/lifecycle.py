@@ -107,7 +107,9 @@ def entity(
 
 def export(
     ctx: typer.Context,
-    fmt: str = typer.Option("jsonl", "--format", "-f", help=f"One of {', '.join(C.EXPORT_FORMATS)}: one JSON entry per line, a CSV table, or a Markdown digest by day."),
+    fmt: str = typer.Option(
+        "jsonl", "--format", "-f", help=f"One of {', '.join(C.EXPORT_FORMATS)}: one JSON entry per line, a CSV table, or a Markdown digest by day."
+    ),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of stdout."),
 ) -> None:
     """Export every entry, oldest first."""
@@ -162,8 +164,10 @@ def restore(
     if rep.quarantined:
         typer.echo(f"kept the {len(rep.quarantined)} replaced files in {'/'.join(rep.quarantined[0].split('/')[:3])}/")
     if rep.not_in_backup:
-        warn(f"{len(rep.not_in_backup)} files here are not in the backup and were left alone, e.g. {rep.not_in_backup[0]}; "
-             "`memory reindex` brings the index up to date with them")
+        warn(
+            f"{len(rep.not_in_backup)} files here are not in the backup and were left alone, e.g. {rep.not_in_backup[0]}; "
+            "`memory reindex` brings the index up to date with them"
+        )
 
 
 def report(

@@ -44,7 +44,9 @@ def _print_version(given: bool) -> None:
 @app.callback()
 def main(
     ctx: typer.Context,
-    root: Optional[str] = typer.Option(None, "--root", help="Memory root folder (default: $MEMTOOL_ROOT, else the nearest folder up from here holding memory/, else here)."),
+    root: Optional[str] = typer.Option(
+        None, "--root", help="Memory root folder (default: $MEMTOOL_ROOT, else the nearest folder up from here holding memory/, else here)."
+    ),
     show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     ctx.obj = {"root": root}

@@ -15,7 +15,9 @@ def register(app: typer.Typer) -> None:
 
 def retry(
     ctx: typer.Context,
-    provider: Optional[str] = typer.Option(None, "--provider", help="Compressor for pending entries: gemini, or local to keep the local summaries. Default: from config."),
+    provider: Optional[str] = typer.Option(
+        None, "--provider", help="Compressor for pending entries: gemini, or local to keep the local summaries. Default: from config."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print what was done as JSON."),
 ) -> None:
     """Complete pending entries (saved with a local stand-in when the provider failed) and embed entries saved without vectors.

@@ -110,7 +110,9 @@ def context(
     typer.echo(note + "]", err=True)
 
 
-def show(ctx: typer.Context, entry_id: str = typer.Argument(..., help="Entry id, e.g. ctx-20260207-1a2b3c4d."), as_json: bool = typer.Option(False, "--json")) -> None:
+def show(
+    ctx: typer.Context, entry_id: str = typer.Argument(..., help="Entry id, e.g. ctx-20260207-1a2b3c4d."), as_json: bool = typer.Option(False, "--json")
+) -> None:
     """Show one entry (an archived one too)."""
     shown = open_from(ctx).show(entry_id)
     if shown is None:
@@ -175,10 +177,16 @@ def _render_stats(d: dict) -> None:
     lo, hi = d["compression_ratio_range"]
     rows = [
         ("entries", f"{d['entries']} in {d['days_with_entries']} days · {d['daily_logs']} daily logs · {d['transcripts']} transcripts"),
-        ("pending", f"{d['pending_compression']} compression · {d['pending_embeddings']} embeddings"
-                    + (" [yellow](`memory retry`)[/yellow]" if d["pending_compression"] or d["pending_embeddings"] else "")),
-        ("compression", f"mean {d['mean_compression_ratio']}:1 · median {d['median_compression_ratio']}:1 · range {lo}-{hi}:1 · "
-                        f"{d['tokens_original']:,} -> {d['tokens_compressed']:,} tokens"),
+        (
+            "pending",
+            f"{d['pending_compression']} compression · {d['pending_embeddings']} embeddings"
+            + (" [yellow](`memory retry`)[/yellow]" if d["pending_compression"] or d["pending_embeddings"] else ""),
+        ),
+        (
+            "compression",
+            f"mean {d['mean_compression_ratio']}:1 · median {d['median_compression_ratio']}:1 · range {lo}-{hi}:1 · "
+            f"{d['tokens_original']:,} -> {d['tokens_compressed']:,} tokens",
+        ),
         ("store", f"{human_bytes(d['store_bytes'])} (+ {human_bytes(d['cache_bytes'])} derived cache)"),
         ("importance", " · ".join(f"{n} {k}" for k in C.IMPORTANCE_LEVELS if (n := d["importance"].get(k)))),
         ("names", names),

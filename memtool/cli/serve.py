@@ -19,7 +19,9 @@ def register(app: typer.Typer) -> None:
 
 def serve(
     ctx: typer.Context,
-    max_tokens: int = typer.Option(C.MCP_MAX_TOKENS, "--max-tokens", help="Default cap on the size of one tool answer, in tokens (a call may ask for another)."),
+    max_tokens: int = typer.Option(
+        C.MCP_MAX_TOKENS, "--max-tokens", help="Default cap on the size of one tool answer, in tokens (a call may ask for another)."
+    ),
 ) -> None:
     """Run the MCP server on stdio for one memory root, named by --root or $MEMTOOL_ROOT.
 
@@ -43,7 +45,9 @@ def serve(
 def promote(
     ctx: typer.Context,
     target: str = typer.Argument(..., help="An entry id (ctx-YYYYMMDD-xxxxxxxx) or the insight as text."),
-    section: Optional[str] = typer.Option(None, "--section", help=f"MEMORY.md section. Default: '{C.PROMOTE_DECISIONS_SECTION}' for an entry with decisions, else '{C.PROMOTE_CONTEXT_SECTION}'."),
+    section: Optional[str] = typer.Option(
+        None, "--section", help=f"MEMORY.md section. Default: '{C.PROMOTE_DECISIONS_SECTION}' for an entry with decisions, else '{C.PROMOTE_CONTEXT_SECTION}'."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Add an insight to MEMORY.md under a section, leaving the rest of the file untouched."""

@@ -85,7 +85,8 @@ def reembed(
 
     from memtool.app import resolve_root
     from memtool.config import load, load_settings
-    from memtool.sync import persist_embedder, reembed as run
+    from memtool.sync import persist_embedder
+    from memtool.sync import reembed as run
 
     root = resolve_root(root_of(ctx))
     settings = load_settings(root)
@@ -137,8 +138,16 @@ def watch(
 
     typer.echo(f"watching {mem.layout.root} (Ctrl-C to stop)", err=True)
     try:
-        watcher = Watcher(mem, debounce=debounce, max_latency=max(C.WATCH_MAX_LATENCY_S, debounce), on_sync=on_sync, on_error=on_error,
-                          reopen=lambda: open_from(ctx), on_retry=on_retry, on_warning=on_warning)
+        watcher = Watcher(
+            mem,
+            debounce=debounce,
+            max_latency=max(C.WATCH_MAX_LATENCY_S, debounce),
+            on_sync=on_sync,
+            on_error=on_error,
+            reopen=lambda: open_from(ctx),
+            on_retry=on_retry,
+            on_warning=on_warning,
+        )
         watcher.run(once=once)
     except KeyboardInterrupt:
         typer.echo("stopped", err=True)

@@ -102,16 +102,28 @@ def expand(paths: list[str]) -> list[str]:
 def compress(
     ctx: typer.Context,
     paths: List[str] = typer.Argument(..., help="Transcript file(s) or folder(s); '-' reads stdin."),
-    date: Optional[str] = typer.Option(None, "--date", help="When the session happened (ISO, '18 May 2023', 'yesterday'...). Default: the transcript's own start time (its first timestamp, or a date stated in its first lines), else the file's modification time, or now for stdin."),
+    date: Optional[str] = typer.Option(
+        None,
+        "--date",
+        help="When the session happened (ISO, '18 May 2023', 'yesterday'...). Default: the transcript's own start time (its first timestamp, or a date stated in its first lines), else the file's modification time, or now for stdin.",
+    ),
     session: Optional[str] = typer.Option(None, "--session", help="source_session name. Default: 'main' for one input, the file name for several."),
     importance: Optional[str] = typer.Option(None, "--importance", help="low, medium, high or critical. Default: inferred."),
     provider: Optional[str] = typer.Option(None, "--provider", help="Compressor: local or gemini. Default: from config."),
     source: str = typer.Option("system_auto", help="Provenance: user_explicit, ai_inferred or system_auto."),
     agent: str = typer.Option("", help="Name of the agent that produced the transcript."),
-    untrusted: bool = typer.Option(False, "--untrusted", help="The text came from untrusted input (tool output, web pages); it will be quoted as data, never as instructions."),
+    untrusted: bool = typer.Option(
+        False, "--untrusted", help="The text came from untrusted input (tool output, web pages); it will be quoted as data, never as instructions."
+    ),
     no_transcript: bool = typer.Option(False, "--no-transcript", help="Do not keep the raw transcript under memory/transcripts/."),
-    supersedes: Optional[List[str]] = typer.Option(None, "--supersedes", help="Id of an entry this session replaces (repeatable): search ranks the new one first and marks the old one."),
-    as_json: bool = typer.Option(False, "--json", help="Print the entries as JSON, each once: its fields, status (stored, or duplicate: already stored, nothing added) and inputs (the transcripts that gave it)."),
+    supersedes: Optional[List[str]] = typer.Option(
+        None, "--supersedes", help="Id of an entry this session replaces (repeatable): search ranks the new one first and marks the old one."
+    ),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="Print the entries as JSON, each once: its fields, status (stored, or duplicate: already stored, nothing added) and inputs (the transcripts that gave it).",
+    ),
 ) -> None:
     """Compress session transcript(s) into structured entries, embed them, and write the files."""
     from memtool.dates import parse_when
@@ -139,8 +151,17 @@ def compress(
             ts = when or started or (datetime.fromtimestamp(Path(f).stat().st_mtime).astimezone() if f != "-" else None)
             name_session = session or (C.DEFAULT_SESSION if len(files) == 1 else Path(f).stem)
             names.append(name)
-            yield Session(text=text, when=ts, session=name_session, importance=importance, source=source, agent=agent, trusted=not untrusted, name=name,
-                          supersedes=list(supersedes or []))
+            yield Session(
+                text=text,
+                when=ts,
+                session=name_session,
+                importance=importance,
+                source=source,
+                agent=agent,
+                trusted=not untrusted,
+                name=name,
+                supersedes=list(supersedes or []),
+            )
 
     if len(files) > 1 and not as_json:
         from rich.progress import Progress
@@ -259,8 +280,10 @@ def forget(
         from memtool.tombstones import tombstones_file
 
         typer.echo(f"recorded in {tombstones_file(Path('.')).as_posix()}: commit it, and every clone's next `memory reindex` removes these entries too")
-        warn("git history still holds the old bytes of these entries. To purge them: `git filter-repo --invert-paths --path <each removed file>` "
-             "and `--replace-text` with the summary text (it is in the day file and index.json), then force-push; every clone must clone again")
+        warn(
+            "git history still holds the old bytes of these entries. To purge them: `git filter-repo --invert-paths --path <each removed file>` "
+            "and `--replace-text` with the summary text (it is in the day file and index.json), then force-push; every clone must clone again"
+        )
 
 
 def _clip(text: str, width: int = 70) -> str:

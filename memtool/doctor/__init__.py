@@ -46,8 +46,14 @@ def open_doctor(root: Path) -> Doctor:
         embedder = build_embedder(settings.embedder, settings, layout.root)
     except (ProviderError, ConfigError) as exc:
         embedder = None
-        notes.append(Problem("config", Path(C.MEMORY_DIR, C.CONFIG_FILE).as_posix(), f"cannot build the embedder '{settings.embedder}': {exc}; "
-                             "embedding files were not checked against it", severity=WARNING))
+        notes.append(
+            Problem(
+                "config",
+                Path(C.MEMORY_DIR, C.CONFIG_FILE).as_posix(),
+                f"cannot build the embedder '{settings.embedder}': {exc}; embedding files were not checked against it",
+                severity=WARNING,
+            )
+        )
     return Doctor(layout, settings, embedder, notes)
 
 

@@ -40,7 +40,7 @@ def split_location(message: str, path: Path) -> tuple[str, int | None]:
     m = re.match(re.escape(str(path)) + r"(?::(\d+))?(?::\d+)?:?\s*", message)
     if not m:
         return message, None
-    return message[m.end():], int(m.group(1)) if m.group(1) else None
+    return message[m.end() :], int(m.group(1)) if m.group(1) else None
 
 
 def readable_text(path: Path) -> str:
@@ -142,12 +142,19 @@ class Checker:
         self._check_files(rep, lay, entries, set())
         for e in entries.values():
             if e.pending:
-                add(Problem("pending", self.rel(lay.day_file(e.day)), f"entry {e.id} was compressed locally as a stand-in; run `memory retry`", severity=WARNING))
+                add(
+                    Problem(
+                        "pending", self.rel(lay.day_file(e.day)), f"entry {e.id} was compressed locally as a stand-in; run `memory retry`", severity=WARNING
+                    )
+                )
         for md in lay.markdown_files():
             self._check_markdown(rep, md)
-        rep.counts = {"entries": len(entries), "day_files": len(lay.day_files()),
-                      "embeddings": len(list(lay.embeddings_dir.glob("*.json"))) if lay.embeddings_dir.is_dir() else 0,
-                      "transcripts": len(list(lay.transcripts_dir.glob("*.md"))) if lay.transcripts_dir.is_dir() else 0}
+        rep.counts = {
+            "entries": len(entries),
+            "day_files": len(lay.day_files()),
+            "embeddings": len(list(lay.embeddings_dir.glob("*.json"))) if lay.embeddings_dir.is_dir() else 0,
+            "transcripts": len(list(lay.transcripts_dir.glob("*.md"))) if lay.transcripts_dir.is_dir() else 0,
+        }
         archives = archive_layouts(lay)
         if archives:
             archived = self._check_entries(rep, archives, entries)
@@ -164,8 +171,14 @@ class Checker:
 
         if journal_file(self.layout).exists():
             ids = read_journal(self.layout)[0]
-            rep.problems.append(Problem("forget", self.rel(journal_file(self.layout)), f"an interrupted `memory forget` of {len(ids)} entries "
-                                        f"({', '.join(ids) or 'unreadable journal'}); their copies may remain", fix="finish it"))
+            rep.problems.append(
+                Problem(
+                    "forget",
+                    self.rel(journal_file(self.layout)),
+                    f"an interrupted `memory forget` of {len(ids)} entries ({', '.join(ids) or 'unreadable journal'}); their copies may remain",
+                    fix="finish it",
+                )
+            )
 
     def _check_entries(self, rep: Report, folders: Sequence[Layout], live: dict[str, Entry]) -> dict[str, tuple[Path, Entry]]:
         """Day files that cannot be read, misplaced and duplicate entries. `live`: the live entries, when
@@ -178,8 +191,14 @@ class Checker:
                 for path in arch.day_files():
                     if path.stem[:4] != arch.year:
                         home = ArchiveLayout(arch.root, path.stem[:4]).day_file(path.stem)
-                        add(Problem("misplaced", self.rel(path), f"a day of {path.stem[:4]} in the archive of {arch.year}; "
-                                    f"move it to {self.rel(home)} by hand (and its entries' transcripts and embeddings, if they are beside it)"))
+                        add(
+                            Problem(
+                                "misplaced",
+                                self.rel(path),
+                                f"a day of {path.stem[:4]} in the archive of {arch.year}; "
+                                f"move it to {self.rel(home)} by hand (and its entries' transcripts and embeddings, if they are beside it)",
+                            )
+                        )
         self._check_merge_conflicts(rep, {path for path, _ in found})
         kept: dict[str, tuple[Path, Entry]] = {}
         for path, e in found:
@@ -187,19 +206,37 @@ class Checker:
                 add(Problem("misplaced", self.rel(path), f"entry {e.id} (timestamp {e.timestamp}) belongs in {e.day}.json", fix="move it"))
             if e.id in kept:
                 same = kept[e.id][1].to_dict() == e.to_dict()
-                add(Problem("duplicate", self.rel(path), f"entry {e.id} is stored twice" + ("" if same else " with different content"),
-                            fix="keep one" if same else "keep the first, quarantine the other"))
+                add(
+                    Problem(
+                        "duplicate",
+                        self.rel(path),
+                        f"entry {e.id} is stored twice" + ("" if same else " with different content"),
+                        fix="keep one" if same else "keep the first, quarantine the other",
+                    )
+                )
             elif e.id in live:
                 same = live[e.id].to_dict() == e.to_dict()
-                add(Problem("duplicate", self.rel(path), f"entry {e.id} is also live" + ("" if same else " with different content"),
-                            fix="keep the live one" if same else "keep the live one, quarantine this copy"))
+                add(
+                    Problem(
+                        "duplicate",
+                        self.rel(path),
+                        f"entry {e.id} is also live" + ("" if same else " with different content"),
+                        fix="keep the live one" if same else "keep the live one, quarantine this copy",
+                    )
+                )
             else:
                 kept[e.id] = (path, e)
         for lay in folders:
             stored_here = [e for path, e in kept.values() if path.parent == lay.index_dir]
             for dup, first in content_duplicates(stored_here, lay):
-                add(Problem("duplicate", self.rel(lay.day_file(dup.day)), f"entry {dup.id} repeats entry {first.id} (same content)",
-                            fix="keep the earlier, quarantine this one"))
+                add(
+                    Problem(
+                        "duplicate",
+                        self.rel(lay.day_file(dup.day)),
+                        f"entry {dup.id} repeats entry {first.id} (same content)",
+                        fix="keep the earlier, quarantine this one",
+                    )
+                )
         return kept
 
     def _check_merge_conflicts(self, rep: Report, paths: set[Path]) -> None:
@@ -211,11 +248,15 @@ class Checker:
             data = load_json(path, text)
             for item in data.get("conflicts") or () if isinstance(data, dict) else ():
                 entry_id = item.get("id") if isinstance(item, dict) else None
-                rep.problems.append(Problem(
-                    "conflict", self.rel(path),
-                    f"entry {entry_id} was edited two ways on the two sides of a git merge: \"entries\" holds one version, "
-                    "\"conflicts\" both (\"ours\", \"theirs\"); put the right one in \"entries\", delete \"conflicts\", "
-                    "then `git add` the file and run `memory reindex`"))
+                rep.problems.append(
+                    Problem(
+                        "conflict",
+                        self.rel(path),
+                        f'entry {entry_id} was edited two ways on the two sides of a git merge: "entries" holds one version, '
+                        '"conflicts" both ("ours", "theirs"); put the right one in "entries", delete "conflicts", '
+                        "then `git add` the file and run `memory reindex`",
+                    )
+                )
 
     def _check_index(self, rep: Report, entries: dict[str, Entry]) -> None:
         path = self.layout.index_file
@@ -237,8 +278,14 @@ class Checker:
         extra = listed.keys() - entries.keys()
         differ = [i for i in entries.keys() & listed.keys() if entries[i].to_dict() != listed[i]]
         if missing or extra or differ:
-            rep.problems.append(Problem("index", self.rel(path), f"out of date: {len(missing)} entries missing, {len(extra)} extra, {len(differ)} differ",
-                                        fix="rebuild from the day files"))
+            rep.problems.append(
+                Problem(
+                    "index",
+                    self.rel(path),
+                    f"out of date: {len(missing)} entries missing, {len(extra)} extra, {len(differ)} differ",
+                    fix="rebuild from the day files",
+                )
+            )
 
     def _check_files(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
         """The embedding files and transcripts of one folder (live, or an archive year) against the entries
@@ -248,8 +295,9 @@ class Checker:
         if lay.transcripts_dir.is_dir():
             for t in sorted(lay.transcripts_dir.glob("*.md")):
                 if t.stem not in entries and t.stem not in elsewhere:
-                    rep.problems.append(Problem("orphan", self.rel(t), "transcript of no entry (a write was interrupted, or its entry was removed)",
-                                                fix="quarantine"))
+                    rep.problems.append(
+                        Problem("orphan", self.rel(t), "transcript of no entry (a write was interrupted, or its entry was removed)", fix="quarantine")
+                    )
 
     def _check_vectors(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
         add = rep.problems.append
@@ -279,16 +327,28 @@ class Checker:
             if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not all(isinstance(x, (int, float)) for x in vec):
                 add(Problem("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed"))
             elif model is not None and (data.get("model") != model or len(vec) != dim):
-                add(Problem("embedding", where, f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{model}' ({dim} dims). "
-                            "Run `memory reembed`."))
+                add(
+                    Problem(
+                        "embedding",
+                        where,
+                        f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{model}' ({dim} dims). Run `memory reembed`.",
+                    )
+                )
             else:
                 flagged.discard(f.stem)
                 if data.get("content_hash") == entries[f.stem].content_hash():
                     current.add(f.stem)
         for e in entries.values():
             if e.id not in current and e.id not in flagged:
-                add(Problem("pending", self.rel(lay.embedding_file(e.id)), f"entry {e.id} has no current embedding (search embeds it on the fly)",
-                            severity=WARNING, fix="embed" if self.embedder else ""))
+                add(
+                    Problem(
+                        "pending",
+                        self.rel(lay.embedding_file(e.id)),
+                        f"entry {e.id} has no current embedding (search embeds it on the fly)",
+                        severity=WARNING,
+                        fix="embed" if self.embedder else "",
+                    )
+                )
 
     def _check_markdown(self, rep: Report, path: Path) -> None:
         try:

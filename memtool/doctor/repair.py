@@ -40,8 +40,10 @@ class Doctor(Checker):
         finished = finish_interrupted(self.layout, self.settings.compressor)
         if finished is not None:
             gone = [e["id"] for e in finished.entries] + finished.completed
-            fixed.append(f"finished an interrupted `memory forget` of {', '.join(gone)}: removed {len(finished.removed)} files, "
-                         f"rewrote {len(finished.rewritten)}, purged {len(finished.caches)} caches")
+            fixed.append(
+                f"finished an interrupted `memory forget` of {', '.join(gone)}: removed {len(finished.removed)} files, "
+                f"rewrote {len(finished.rewritten)}, purged {len(finished.caches)} caches"
+            )
         with self._locked(required=True):
             q = Quarantine(self.layout)
             for tmp in self.temp_files():
@@ -187,4 +189,3 @@ class Doctor(Checker):
             return True
         data = store.read_embedding(e.id)
         return data.get("model") == self.embedder.model and data.get("content_hash") != e.content_hash()
-

@@ -39,5 +39,11 @@ class Report:
         return [p for p in self.problems if p.kind in kinds]
 
     def to_dict(self) -> dict:
-        return {"root": self.root, "healthy": self.healthy, "counts": self.counts, "problems": [asdict(p) for p in self.problems],
-                "fixed": self.fixed, "quarantined": self.quarantined}
+        return {
+            "root": self.root,
+            "healthy": self.healthy,
+            "counts": self.counts,
+            "problems": [asdict(p) for p in self.problems],
+            "fixed": self.fixed,
+            "quarantined": self.quarantined,
+        }

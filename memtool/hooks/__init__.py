@@ -90,8 +90,10 @@ def checked_runner(runner: str) -> str:
     except ValueError as err:
         raise ConfigError(f"hook command {runner!r} is not a valid command line: {err}") from None
     path = Path(program).expanduser()
-    hint = ("give the `memory` of the install the agent should run, e.g. --memory ~/.local/bin/memory "
-            "(pipx or `uv tool install`) or --memory /path/to/venv/bin/memory")
+    hint = (
+        "give the `memory` of the install the agent should run, e.g. --memory ~/.local/bin/memory "
+        "(pipx or `uv tool install`) or --memory /path/to/venv/bin/memory"
+    )
     if not path.is_absolute():
         raise ConfigError(f"hook command {program!r} is not an absolute path: an agent started from another shell may not find it; {hint}")
     if not _runnable(path):
@@ -152,9 +154,7 @@ def plan_install(
     return plan
 
 
-def plan_uninstall(
-    agent: str, scope: Scope = "project", *, project_dir: Path | None = None, home: Path | None = None
-) -> HookPlan:
+def plan_uninstall(agent: str, scope: Scope = "project", *, project_dir: Path | None = None, home: Path | None = None) -> HookPlan:
     path = config_path(agent, scope, project_dir, home)
     old = read_config(path)
     before = record.load(path)

@@ -107,9 +107,7 @@ def installed_semantics(doc: dict[str, Any], groups: dict[str, Group]) -> dict[s
     return out
 
 
-def uninstalled_semantics(
-    doc: dict[str, Any], keep_events: frozenset[str] = frozenset(), keep_hooks: bool = False
-) -> dict[str, Any]:
+def uninstalled_semantics(doc: dict[str, Any], keep_events: frozenset[str] = frozenset(), keep_hooks: bool = False) -> dict[str, Any]:
     """`doc` without our handlers; lists and the hooks object we empty go too, unless kept
     (a text edit keeps an emptied container that still holds a comment)."""
     out = copy.deepcopy(doc)
@@ -145,14 +143,13 @@ def _open(path: Path, text: str, comments: bool) -> Document:
     except JsoncError as err:
         kind = "JSON (comments allowed)" if comments else "JSON"
         raise HookConfigError(
-            f"{path}: line {err.line}, column {err.column}: invalid {kind}: {err.message}. "
-            "Fix the file (or move it away) and run again; nothing was changed."
+            f"{path}: line {err.line}, column {err.column}: invalid {kind}: {err.message}. Fix the file (or move it away) and run again; nothing was changed."
         ) from None
     if doc.root.kind != "object":
         raise HookConfigError(f"{path}: line 1: the top-level value must be a JSON object; nothing was changed.")
     found = doc.lookup("hooks")
     if found is not None and found[1].kind != "object":
-        raise HookConfigError(f"{path}: line {doc.line_of(found[1])}: \"hooks\" must be an object; nothing was changed.")
+        raise HookConfigError(f'{path}: line {doc.line_of(found[1])}: "hooks" must be an object; nothing was changed.')
     return doc
 
 
@@ -173,7 +170,7 @@ def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comment
     for event in groups:
         found = doc.lookup("hooks", event)
         if found is not None and found[1].kind != "array":
-            raise HookConfigError(f"{path}: line {doc.line_of(found[1])}: \"hooks.{event}\" must be a list; nothing was changed.")
+            raise HookConfigError(f'{path}: line {doc.line_of(found[1])}: "hooks.{event}" must be a list; nothing was changed.')
     expected = installed_semantics(doc.data(), groups)
     if doc.lookup("hooks") is None:
         doc.append(doc.root, _as_lists(groups), key="hooks")
@@ -378,4 +375,3 @@ def apply(plan: HookPlan) -> bool:
         except StorageError as err:  # the config file is right; only uninstall's memory is lost
             plan.warnings.append(f"{err} (uninstall may then remove empty containers that were there before install)")
     return written
-

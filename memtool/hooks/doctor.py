@@ -54,8 +54,7 @@ class HooksReport:
         return all(c.ok for c in self.checks)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"project": str(self.project), "ok": self.ok, "checks": [c.to_dict() for c in self.checks],
-                "not_installed": self.not_installed}
+        return {"project": str(self.project), "ok": self.ok, "checks": [c.to_dict() for c in self.checks], "not_installed": self.not_installed}
 
 
 def agent_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -110,26 +109,38 @@ def _last_line(text: str) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def run_hook(agent: str, scope: str, config: Path, event: str, handler: dict[str, Any], project: Path,
-             env: dict[str, str] | None = None) -> HookCheck:
+def run_hook(agent: str, scope: str, config: Path, event: str, handler: dict[str, Any], project: Path, env: dict[str, str] | None = None) -> HookCheck:
     """Run one handler's command as the agent would and judge what it did."""
     command = str(handler.get("command", ""))
     reinstall = f"memory hooks install --agent {agent}" + (" --scope user" if scope == "user" else "")
     check = {"agent": agent, "scope": scope, "event": event, "config": str(config), "command": command}
     timeout = _timeout_s(agent, handler)
     try:
-        done = subprocess.run(command, shell=True, cwd=project, input=sample_payload(event, project), capture_output=True,
-                              text=True, timeout=timeout, env=agent_environment(env))
+        done = subprocess.run(
+            command, shell=True, cwd=project, input=sample_payload(event, project), capture_output=True, text=True, timeout=timeout, env=agent_environment(env)
+        )
     except subprocess.TimeoutExpired:
-        return HookCheck(**check, ok=False, detail=f"no answer within the hook's timeout ({timeout:g} s)",
-                         fix="check how long `memory context` takes in this project (a slow first embedding?) or raise the hook's timeout")
+        return HookCheck(
+            **check,
+            ok=False,
+            detail=f"no answer within the hook's timeout ({timeout:g} s)",
+            fix="check how long `memory context` takes in this project (a slow first embedding?) or raise the hook's timeout",
+        )
     if done.returncode in (NOT_FOUND_EXIT, NOT_EXECUTABLE_EXIT):
         what = "not found" if done.returncode == NOT_FOUND_EXIT else "not executable"
-        return HookCheck(**check, ok=False, detail=f"exit {done.returncode}: the command is {what} ({_last_line(done.stderr)})",
-                         fix=f"run `{reinstall}` with the `memory` you want the agent to use: it writes that program's absolute path")
+        return HookCheck(
+            **check,
+            ok=False,
+            detail=f"exit {done.returncode}: the command is {what} ({_last_line(done.stderr)})",
+            fix=f"run `{reinstall}` with the `memory` you want the agent to use: it writes that program's absolute path",
+        )
     if done.returncode != 0:
-        return HookCheck(**check, ok=False, detail=f"exit {done.returncode}: {_last_line(done.stderr) or 'no message'}",
-                         fix=f"run the command above by hand to see the whole error; `{reinstall}` rewrites it")
+        return HookCheck(
+            **check,
+            ok=False,
+            detail=f"exit {done.returncode}: {_last_line(done.stderr) or 'no message'}",
+            fix=f"run the command above by hand to see the whole error; `{reinstall}` rewrites it",
+        )
     if event == "session-end":
         return HookCheck(**check, ok=True, detail=_last_line(done.stderr) or "exit 0", fix="")
     return _judge_start(check, done.stdout)
@@ -141,8 +152,12 @@ def _judge_start(check: dict[str, str], stdout: str) -> HookCheck:
     try:
         data = json.loads(stdout)
     except json.JSONDecodeError:
-        return HookCheck(**check, ok=False, detail=f"exit 0, but stdout is not the JSON the agent reads: {_last_line(stdout)[:120]}",
-                         fix="something in the shell start-up or the command prints to stdout; run the command by hand")
+        return HookCheck(
+            **check,
+            ok=False,
+            detail=f"exit 0, but stdout is not the JSON the agent reads: {_last_line(stdout)[:120]}",
+            fix="something in the shell start-up or the command prints to stdout; run the command by hand",
+        )
     note = data.get("systemMessage") if isinstance(data, dict) else None
     if note:  # memtool's own failure note, shown to the user at session start
         fix = "run `memory init` in the project" if "no memory/" in note else "run `memory context` in the project to see the whole error"
@@ -151,8 +166,7 @@ def _judge_start(check: dict[str, str], stdout: str) -> HookCheck:
     return HookCheck(**check, ok=True, detail=f"exit 0; loads {len(context)} characters of memory", fix="")
 
 
-def check_hooks(project: Path, agents: tuple[str, ...] = AGENTS, home: Path | None = None,
-                env: dict[str, str] | None = None) -> HooksReport:
+def check_hooks(project: Path, agents: tuple[str, ...] = AGENTS, home: Path | None = None, env: dict[str, str] | None = None) -> HooksReport:
     """Every memtool hook installed for `agents`, in the project and for the user, run once."""
     project = project.resolve()
     checks: list[HookCheck] = []

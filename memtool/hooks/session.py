@@ -261,9 +261,7 @@ def spawn_session_end(
         if os.name == "posix":
             kwargs["start_new_session"] = True
         else:
-            kwargs["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
-                subprocess, "CREATE_NEW_PROCESS_GROUP", 0
-            )
+            kwargs["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
         proc = (popen or subprocess.Popen)(
             worker_command(agent, python),
             stdin=subprocess.PIPE,
@@ -279,4 +277,3 @@ def spawn_session_end(
     finally:
         proc.stdin.close()
     return log
-

@@ -92,9 +92,16 @@ def available(group: str) -> list[str]:
 # (a test keeps the two identical). Resolving these names here spares every command the ~20 ms
 # importlib.metadata scan; any other name is looked up among installed plugins' entry points.
 BUILTINS = {
-    COMPRESSOR_GROUP: {"local": "memtool.providers.local:LocalCompressor", "gemini": "memtool.providers.gemini:GeminiCompressor",
-                        "openai": "memtool.providers.openai:OpenAICompressor"},
-    EMBEDDER_GROUP: {"wordllama": "memtool.providers.wordllama:WordLlamaEmbedder", "gemini": "memtool.providers.gemini:GeminiEmbedder", "e5": "memtool.providers.e5:E5Embedder"},
+    COMPRESSOR_GROUP: {
+        "local": "memtool.providers.local:LocalCompressor",
+        "gemini": "memtool.providers.gemini:GeminiCompressor",
+        "openai": "memtool.providers.openai:OpenAICompressor",
+    },
+    EMBEDDER_GROUP: {
+        "wordllama": "memtool.providers.wordllama:WordLlamaEmbedder",
+        "gemini": "memtool.providers.gemini:GeminiEmbedder",
+        "e5": "memtool.providers.e5:E5Embedder",
+    },
 }
 
 

@@ -90,7 +90,9 @@ def stored_model(root: Path) -> str | None:
     that of an entry embedding file (written on whichever machine compressed it); None for a new store."""
     layout = Layout(root)
     store = layout.cache_dir / C.STORE_FILE
-    if confine.is_regular(store):  # no link, FIFO or device (a clone's .cache); read with sqlite3 alone, not through memtool.search.store: a `memory log` builds its embedder too
+    if confine.is_regular(
+        store
+    ):  # no link, FIFO or device (a clone's .cache); read with sqlite3 alone, not through memtool.search.store: a `memory log` builds its embedder too
         import sqlite3
 
         try:

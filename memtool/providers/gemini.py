@@ -268,9 +268,7 @@ class GeminiCompressor:
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
             automatic_continuation=False,  # exactly one request per part; a cut answer is an error
         )
-        resp = self.client.call(
-            what, lambda: self.client.models.generate_content(model=self.model, contents=text, config=config)
-        )
+        resp = self.client.call(what, lambda: self.client.models.generate_content(model=self.model, contents=text, config=config))
         finish = resp.candidates[0].finish_reason if resp.candidates else None
         reason = str(getattr(finish, "value", finish) or "none")
         try:

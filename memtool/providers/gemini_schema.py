@@ -134,9 +134,7 @@ def to_compressed(data: dict[str, Any]) -> Compressed:
     importance = data.get("importance")
     importance = importance.strip().lower() if isinstance(importance, str) else importance
     if importance not in C.IMPORTANCE_LEVELS:
-        raise BadModelOutput(
-            f"Gemini's answer has importance {importance!r:.40}, expected one of {', '.join(C.IMPORTANCE_LEVELS)}; nothing was stored."
-        )
+        raise BadModelOutput(f"Gemini's answer has importance {importance!r:.40}, expected one of {', '.join(C.IMPORTANCE_LEVELS)}; nothing was stored.")
     return Compressed(summary=summary.strip(), entities=entities, importance=importance, **lists)
 
 
@@ -189,9 +187,7 @@ def merge(parts: list[Compressed]) -> Compressed:
         raise ValueError("nothing to merge")
     rank = C.IMPORTANCE_LEVELS.index
     lists = {key: dedup([v for p in parts for v in getattr(p, key)]) for key in LIST_FIELDS}
-    ents = Entities(
-        **{key: dedup([v for p in parts if p.entities for v in getattr(p.entities, key)]) for key in ENTITY_FIELDS}
-    )
+    ents = Entities(**{key: dedup([v for p in parts if p.entities for v in getattr(p.entities, key)]) for key in ENTITY_FIELDS})
     return Compressed(
         summary=" ".join(p.summary for p in parts),
         entities=ents,

@@ -64,7 +64,9 @@ CUE_LABEL_RE = re.compile(
     r"^(?:decisions?|todo|to do|goal|goals|note|notes|summary|date|task|tasks|status|result|results|outcome|repository|repo|branch|"
     r"participants?|question|questions|answer|context|problem|issue|fix|cause|root cause|next steps?|follow[- ]?ups?|left|open items?|"
     r"action items?|warning|error|info|tip|example|update|edit|important|output|input|command|file|path|reviewer|owner|deadline|"
-    r"why|what|how|when|where|pros|cons|option \w+|step \d+)\b", re.I)
+    r"why|what|how|when|where|pros|cons|option \w+|step \d+)\b",
+    re.I,
+)
 MAX_NAME_WORDS = 3  # "Mary Ann Smith"
 TECH_RE = re.compile(r"\b([A-Za-z]+[A-Z][A-Za-z]*|[A-Za-z][\w]*\.(?:js|py|ts|io|json|yaml|md|toml)|[A-Za-z]+\d+[A-Za-z\d]*|[a-z]+-[a-z]+(?:-[a-z]+)*)\b")
 DATE_RE = re.compile(
@@ -74,8 +76,13 @@ DATE_RE = re.compile(
     r"|(?:yesterday|tomorrow|tonight)|\b(?:19|20)\d{2}\b)",
     re.I,
 )
-DECISION_RE = re.compile(r"\b(decided|decide to|we'll use|we will use|going with|go with|chose|choose to|agreed|settled on|switch(?:ed)? to|instead of|opted)\b", re.I)
-ACTION_RE = re.compile(r"(^\s*[-*]\s*\[ \]|\bTODO\b|\bnext step|\baction item|\bneed to\b|\bhave to\b|\bplan(?:ning)? to\b|\bwill\s+(?:add|fix|write|call|send|finish|start|try|check|update)|\bremember to\b|\bfollow up\b)", re.I)
+DECISION_RE = re.compile(
+    r"\b(decided|decide to|we'll use|we will use|going with|go with|chose|choose to|agreed|settled on|switch(?:ed)? to|instead of|opted)\b", re.I
+)
+ACTION_RE = re.compile(
+    r"(^\s*[-*]\s*\[ \]|\bTODO\b|\bnext step|\baction item|\bneed to\b|\bhave to\b|\bplan(?:ning)? to\b|\bwill\s+(?:add|fix|write|call|send|finish|start|try|check|update)|\bremember to\b|\bfollow up\b)",
+    re.I,
+)
 WHEN_RE = re.compile(rf"{DATE_RE.pattern}|\b(?:ago|recently)\b", re.I)  # a time expression: the sentence tells of an event
 HIGH_RE = re.compile(r"\b(critical|urgent|outage|incident|security|breach|data loss|production|deadline|asap|important)\b", re.I)
 PERSON_BEFORE = frozenset("ask asked tell told with and met call called thanks hi hey dear from by to for cc ping sister brother mom dad friend".split())

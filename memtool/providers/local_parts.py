@@ -13,9 +13,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-ROLE_LABELS = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "model": "assistant",
-               "gemini": "assistant", "summary": "summary", "thinking": "thinking", "tool": "tool", "system": "system"}
-_ROLE_RE = re.compile(r"^(?:\*\*|_\*\*)?(user|human|assistant|ai|model|gemini|summary|thinking|tool|system)\b(?:\s*\([^)\n]*\))?(?:\*\*_?)?\s*:?\s*(?:\*\*_?)?\s*(?=\S|$)", re.I)
+ROLE_LABELS = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "model": "assistant",
+    "gemini": "assistant",
+    "summary": "summary",
+    "thinking": "thinking",
+    "tool": "tool",
+    "system": "system",
+}
+_ROLE_RE = re.compile(
+    r"^(?:\*\*|_\*\*)?(user|human|assistant|ai|model|gemini|summary|thinking|tool|system)\b(?:\s*\([^)\n]*\))?(?:\*\*_?)?\s*:?\s*(?:\*\*_?)?\s*(?=\S|$)", re.I
+)
 _TOOL_USE_RE = re.compile(r"^(?:\[tool [^\]]+\]|Tool use: \*\*|_?(?:Read|Edited|Ran|Searched|Listed) (?:file|`))", re.I)
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _THINK_RE = re.compile(r"<think>.*?</think>", re.S | re.I)
@@ -27,15 +39,23 @@ _ITEM_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(?:\[( |x|X|~)\]\s*)?(.+)$
 DECISION_HEAD_RE = re.compile(r"^(?:key |final |main )?(?:decisions?(?: made| taken)?|decided|agreed|outcome|resolution)\b", re.I)
 OPEN_HEAD_RE = re.compile(
     r"^(?:open (?:items?|questions|work|points)|follow[- ]?ups?|(?:still )?left(?: to do)?|(?:still )?open|remaining(?: work)?|next steps?|"
-    r"to ?dos?|action items?|not done|outstanding|later|pending|what'?s left|left on\b.*|still to do)\b", re.I)
+    r"to ?dos?|action items?|not done|outstanding|later|pending|what'?s left|left on\b.*|still to do)\b",
+    re.I,
+)
 # A line that states one: "Decision: …", "TODO: …", "Left (TODO): …", "Follow-up: …".
 # Headings of the agent's report of what it changed: its items that say how things are now are choices made.
 DONE_HEAD_RE = re.compile(r"^(?:done|changes?(?: made)?|what (?:i )?(?:changed|did)|summary(?: of changes)?|fix(?:ed)?|the fix|result|implemented)\b", re.I)
-CHANGE_RE = re.compile(r"\b(?:now|instead of|rather than|->|→|switched|replaced|moved|pinned|set to|raised|lowered|maps? to|takes? an?|uses?|keeps?|stays?|only)\b", re.I)
-DECISION_LINE_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:decision|decided|we decided|agreed|final decision|resolution)(?:\*\*)?\s*(?:\([^)]*\))?\s*[:\-–]\s*(?:\*\*)?\s*(.+)$", re.I)
+CHANGE_RE = re.compile(
+    r"\b(?:now|instead of|rather than|->|→|switched|replaced|moved|pinned|set to|raised|lowered|maps? to|takes? an?|uses?|keeps?|stays?|only)\b", re.I
+)
+DECISION_LINE_RE = re.compile(
+    r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:decision|decided|we decided|agreed|final decision|resolution)(?:\*\*)?\s*(?:\([^)]*\))?\s*[:\-–]\s*(?:\*\*)?\s*(.+)$", re.I
+)
 OPEN_LINE_RE = re.compile(
     r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:todo|to do|left|left \(todo\)|follow[- ]?ups?|next steps?|action items?|open items?|still open|open|"
-    r"remaining|next|pending|later)(?:\*\*)?\s*(?:\([^)]*\))?\s*[:\-–]\s*(?:\*\*)?\s*(.+)$", re.I)
+    r"remaining|next|pending|later)(?:\*\*)?\s*(?:\([^)]*\))?\s*[:\-–]\s*(?:\*\*)?\s*(.+)$",
+    re.I,
+)
 
 
 _TAIL_HEAD_RE = re.compile(r"(?<=[.!] )([A-Za-z][\w ()'-]{2,40}):\s*$")
@@ -95,11 +115,15 @@ def parts(text: str) -> list[Part]:
             flush()
             kind, quoting = "said", False
         r = _ROLE_RE.match(line)
-        if r and (line[r.end(): r.end() + 1] != "" or ":" in line[: r.end()] or "**" in line[: r.end()]):
+        if r and (line[r.end() : r.end() + 1] != "" or ":" in line[: r.end()] or "**" in line[: r.end()]):
             flush()
             label = ROLE_LABELS[r.group(1).lower()]
-            rest = line[r.end():]
-            role, kind = (label, "said") if label not in ("thinking", "tool", "system") else (role, {"thinking": "thinking", "tool": "output", "system": "output"}[label])
+            rest = line[r.end() :]
+            role, kind = (
+                (label, "said")
+                if label not in ("thinking", "tool", "system")
+                else (role, {"thinking": "thinking", "tool": "output", "system": "output"}[label])
+            )
             if label in ("user", "assistant", "summary") and rest.startswith("[tool "):
                 kind = "tool"
             if rest.strip():

@@ -46,28 +46,48 @@ ASSENT_RE = re.compile(r"^(?:yes|yep|agreed|ok(?:ay)?|sure|fine|right|correct|ex
 # A user's reply that only approves what the agent proposed ("agreed.", "yes, do that", "sounds good").
 BARE_ASSENT_RE = re.compile(r"^(?:yes|yep|agreed|ok(?:ay)?|sure|fine|sounds good|makes sense|good call|go ahead|do it|do that|let'?s do (?:it|that))\b", re.I)
 # The agent's recommendation, which the user's assent turns into a choice.
-PROPOSAL_RE = re.compile(r"\b(?:i'?d (?:go|do|keep|use|pick|stay|stick|recommend|suggest|rather|leave|not)|i would|i (?:suggest|recommend|propose)|my recommendation|rather than|instead of)\b", re.I)
+PROPOSAL_RE = re.compile(
+    r"\b(?:i'?d (?:go|do|keep|use|pick|stay|stick|recommend|suggest|rather|leave|not)|i would|i (?:suggest|recommend|propose)|my recommendation|rather than|instead of)\b",
+    re.I,
+)
 # A user's refusal stated as a rule: "Don't touch prod today.", "no, don't cache it", "let's not …".
 REFUSAL_RE = re.compile(r"^(?:(?:no|nope|ok(?:ay)?|fine|agreed)\b[,.:!]?\s+)?(?:don'?t|do not|never|let'?s not|we won'?t|we will not|no need to)\s+\w", re.I)
 # What follows an assent when it is a request to the agent, not a choice ("ok, can you check …").
 REQUEST_RE = re.compile(r"^(?:can|could|would|please|show|check|look|run|try|tell|explain|find|see|what|how|why|where|write|give|go ahead|thanks)\b", re.I)
 # A review asked for: "with Aiko as reviewer", "--reviewer"-less "for Aiko to review", "Priya will review".
-REVIEWER_RE = re.compile(r"\bwith ([A-Z][a-z]{1,15}) as (?:the )?reviewer|\b([A-Z][a-z]{1,15}) (?:will|is going to|to|should|can|needs to) review\b|"
-                         r"\breview(?:er|ed)? (?:by|from) ([A-Z][a-z]{1,15})\b|\bfor ([A-Z][a-z]{1,15}) to review|\bopen the PR for ([A-Z][a-z]{1,15})\b|"
-                         r"\bping ([A-Z][a-z]{1,15})\b[^.]{0,40}\bfor (?:the |a )?review")
+REVIEWER_RE = re.compile(
+    r"\bwith ([A-Z][a-z]{1,15}) as (?:the )?reviewer|\b([A-Z][a-z]{1,15}) (?:will|is going to|to|should|can|needs to) review\b|"
+    r"\breview(?:er|ed)? (?:by|from) ([A-Z][a-z]{1,15})\b|\bfor ([A-Z][a-z]{1,15}) to review|\bopen the PR for ([A-Z][a-z]{1,15})\b|"
+    r"\bping ([A-Z][a-z]{1,15})\b[^.]{0,40}\bfor (?:the |a )?review"
+)
 CONDITION_RE = re.compile(r"\b(?:after|once|when|until|before|if|unless)\b[^,.;]*\b(?:is|are|was|were|gets?) (?:done|fixed|merged|pushed)\b", re.I)
 PROMISE_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|good|great|thanks)[,.!]?\s+)?(?:also\s+)?i'?ll\s+(?!be\b|have\b|need\b|let\b)(.+)$", re.I)
 # A user's choice said as an order: "Keep net/http, no resty or chi", "Use import blocks, not the CLI".
-CHOICE_VERB_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|right|agreed|good|great)[,.:!]?\s+)?(?:keep|use|stay (?:on|with)|stick (?:with|to)|drop|ship|pin|skip|switch to|go with|prefer)\b", re.I)
+CHOICE_VERB_RE = re.compile(
+    r"^(?:(?:ok(?:ay)?|yes|fine|right|agreed|good|great)[,.:!]?\s+)?(?:keep|use|stay (?:on|with)|stick (?:with|to)|drop|ship|pin|skip|switch to|go with|prefer)\b",
+    re.I,
+)
 # A user picking one of the options the agent listed: "Option 2.", "ok, option B".
 OPTION_PICK_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|agreed|let'?s (?:go with|do))[,.:!]?\s+)?(?:option|approach|variant)\s+(\d|[a-d])\b", re.I)
-OPTIONS_HEAD_RE = re.compile(r"\b(?:(?:two|three|four|several|a few) (?:ways(?: out)?|options|approaches|choices)|options|alternatives(?: i looked at)?|approaches)\s*:\s*$", re.I | re.M)
+OPTIONS_HEAD_RE = re.compile(
+    r"\b(?:(?:two|three|four|several|a few) (?:ways(?: out)?|options|approaches|choices)|options|alternatives(?: i looked at)?|approaches)\s*:\s*$", re.I | re.M
+)
 LATER_RE = re.compile(r"\b(?:next we need|follow[- ]?up|todo|ticket|later|tomorrow|next week)\b", re.I)  # work left, not a choice
-DONE_RE = re.compile(r"^(?:done|fixed|added|pushed|committed|merged|reverted|removed|updated|created|ran|all \d+)\b|\b(?:is|are|was|were) (?:done|fixed|merged|pushed)\b", re.I)
-OUTCOME_RE = re.compile(r"\b(?:fixed|fix(?:es)?|root cause|caused by|now |committed|pushed|merged|opened|pass(?:es|ed)?|reproduced|added|replaced|switched|rolled back|migrated|upgraded|reduced|dropped from|went from|cut)\b", re.I)
-RESULT_RE = re.compile(r"\d\s?(?:->|→)\s?\d|\d\s?(?:ms|s|%|mib/s|mb/s|mi|gi|mb|gb)\s?(?:->|→|to|instead of)\s|\bfrom [\d.,]+\s?\S* to [\d.,]+|\b\d+ (?:tests? )?pass(?:ed|es)?\b", re.I)
+DONE_RE = re.compile(
+    r"^(?:done|fixed|added|pushed|committed|merged|reverted|removed|updated|created|ran|all \d+)\b|\b(?:is|are|was|were) (?:done|fixed|merged|pushed)\b", re.I
+)
+OUTCOME_RE = re.compile(
+    r"\b(?:fixed|fix(?:es)?|root cause|caused by|now |committed|pushed|merged|opened|pass(?:es|ed)?|reproduced|added|replaced|switched|rolled back|migrated|upgraded|reduced|dropped from|went from|cut)\b",
+    re.I,
+)
+RESULT_RE = re.compile(
+    r"\d\s?(?:->|→)\s?\d|\d\s?(?:ms|s|%|mib/s|mb/s|mi|gi|mb|gb)\s?(?:->|→|to|instead of)\s|\bfrom [\d.,]+\s?\S* to [\d.,]+|\b\d+ (?:tests? )?pass(?:ed|es)?\b",
+    re.I,
+)
 PERSON_CONTEXT_BEFORE = frozenset("ask asked tell told with and ping pinged from by cc thanks for reviewer owner i'm im".split())
-PERSON_CONTEXT_AFTER = re.compile(r"^(?:'s\b|’s\b|:| \(| said| says| asked| wants| will| can| needs| reviews?| signs?| writes?| owns?| decides?| moved| from| in (?:finance|support|ops|platform)| is (?:on|out|off|the))")
+PERSON_CONTEXT_AFTER = re.compile(
+    r"^(?:'s\b|’s\b|:| \(| said| says| asked| wants| will| can| needs| reviews?| signs?| writes?| owns?| decides?| moved| from| in (?:finance|support|ops|platform)| is (?:on|out|off|the))"
+)
 NAME_RE = re.compile(r"(?<![\w@./-])([A-Z][a-z]{1,15}(?: [A-Z][a-z]{1,15})?)(?![\w/-])")
 AUTHOR_RE = re.compile(r"\b([A-Z][a-z]{1,15} [A-Z][a-z]{1,20})\s+<[^>\s]+@[^>\s]+>")
 PARTICIPANT_RE = re.compile(r"^\s*(?:participants?|attendees|author|owner|reviewers?)\s*:\s*(.+)$", re.I | re.M)
@@ -272,12 +292,17 @@ def _user_choices(said: list[Part], i: int) -> list[str]:
             if LATER_RE.search(c):
                 continue
             pick = OPTION_PICK_RE.match(c)
-            option = pick and _option(said[max(0, i - 4):i], pick.group(1))
+            option = pick and _option(said[max(0, i - 4) : i], pick.group(1))
             if option:
                 out.append(option)
                 continue
-            rest = ASSENT_RE.match(c) and c[ASSENT_RE.match(c).end() - 1:]
-            if REFUSAL_RE.match(c) or DECISION_RE.search(c) or CHOICE_VERB_RE.match(c) or (rest and not REQUEST_RE.match(rest) and len(content_words(rest)) >= 2):
+            rest = ASSENT_RE.match(c) and c[ASSENT_RE.match(c).end() - 1 :]
+            if (
+                REFUSAL_RE.match(c)
+                or DECISION_RE.search(c)
+                or CHOICE_VERB_RE.match(c)
+                or (rest and not REQUEST_RE.match(rest) and len(content_words(rest)) >= 2)
+            ):
                 out.append(_with_context(c, said[i - 1]) if i and said[i - 1].role == "assistant" else c)
     return out
 
@@ -306,8 +331,9 @@ def _adopted(said: list[Part], i: int) -> list[str]:
     first = _short_sentences(said[i])[:1] or [said[i].text.strip()]
     if i == 0 or said[i - 1].role != "assistant" or not BARE_ASSENT_RE.match(first[0]):
         return []
-    return [re.sub(r"^i'?d\s+|^i would\s+", "", s, flags=re.I) for s in _short_sentences(said[i - 1])
-            if PROPOSAL_RE.search(s) and not QUESTION_RE.search(s)][-2:]
+    return [re.sub(r"^i'?d\s+|^i would\s+", "", s, flags=re.I) for s in _short_sentences(said[i - 1]) if PROPOSAL_RE.search(s) and not QUESTION_RE.search(s)][
+        -2:
+    ]
 
 
 def _clauses(text: str) -> list[str]:
@@ -319,7 +345,9 @@ def _clauses(text: str) -> list[str]:
 
 def _open_items(st: Stated, ps: list[Part], said: list[Part], text: str = "") -> list[str]:
     found: list[tuple[int, str]] = [(n, t) for n, t in st.open_items]
-    inline = re.compile(r"\b(?:open items?|still open|left(?: \(todo\)| for later| to do)?|follow[- ]?ups?|todo(?: for \w+)?|next steps?|remaining)\s*:\s*(.+)$", re.I)
+    inline = re.compile(
+        r"\b(?:open items?|still open|left(?: \(todo\)| for later| to do)?|follow[- ]?ups?|todo(?: for \w+)?|next steps?|remaining)\s*:\s*(.+)$", re.I
+    )
     for n, p in enumerate(ps):
         if p.kind != "said":
             continue
@@ -330,19 +358,23 @@ def _open_items(st: Stated, ps: list[Part], said: list[Part], text: str = "") ->
             if m and not _found_in(m.group(1), found):
                 found += [(n, x) for x in re.split(r";\s+|,\s+and\s+(?=the\b|a\b|an\b|[a-z]+ing\b|[A-Z])", m.group(1)) if len(content_words(x)) >= 2]
     if not found:  # no list: what is said to be left, in the last part of the session
-        tail = said[len(said) * 2 // 3:] if len(said) > 3 else said
+        tail = said[len(said) * 2 // 3 :] if len(said) > 3 else said
         for p in tail:
             for s in _sentences(p):
                 if OPEN_RE.search(s) and not QUESTION_RE.search(s) and not _done(s):
                     found.append((0, s))
-    for p in said[len(said) * 2 // 3:] if len(said) > 3 else said:  # the user's own work left: "I'll tell Ruth …"
+    for p in said[len(said) * 2 // 3 :] if len(said) > 3 else said:  # the user's own work left: "I'll tell Ruth …"
         if p.role == "user":
-            found += [(len(ps), re.sub(r"\s+myself\b", "", m.group(1))) for s in _short_sentences(p) for c in _clauses(s)
-                      if (m := PROMISE_RE.match(c)) and len(content_words(m.group(1))) >= 3]
+            found += [
+                (len(ps), re.sub(r"\s+myself\b", "", m.group(1)))
+                for s in _short_sentences(p)
+                for c in _clauses(s)
+                if (m := PROMISE_RE.match(c)) and len(content_words(m.group(1))) >= 3
+            ]
     items = [_item(t) for _, t in found if not _done(_clean(t))]
     reviews = _reviews(said, text)
     items = [t for t in _distinct(items, keep_last=True) if not any(_same_review(t, r) for r in reviews)]
-    return reviews + items[:MAX_ACTIONS - len(reviews)]
+    return reviews + items[: MAX_ACTIONS - len(reviews)]
 
 
 def _reviews(said: list[Part], text: str) -> list[str]:
@@ -350,7 +382,7 @@ def _reviews(said: list[Part], text: str) -> list[str]:
     session's branch) from "opened PR #877 with Aiko as reviewer", "Priya will review"."""
     branch = re.search(r"(?m)^session: .*?\bbranch (\S+)", text)
     out: dict[str, str] = {}
-    for p in said[len(said) // 2:]:
+    for p in said[len(said) // 2 :]:
         for s in _short_sentences(p):
             for m in REVIEWER_RE.finditer(s):
                 name = next(g for g in m.groups() if g)
@@ -382,7 +414,7 @@ def _found_in(text: str, found: list[tuple[int, str]]) -> bool:
 def _distinct(items: list[str], keep_last: bool = False) -> list[str]:
     """Items without near-repeats (most of one's words in another); the later wording wins with keep_last."""
     out: list[str] = []
-    for item in (reversed(items) if keep_last else items):
+    for item in reversed(items) if keep_last else items:
         words = set(content_words(item))
         if not words or any(len(words & set(content_words(o))) >= 0.6 * min(len(words), len(set(content_words(o))) or 1) for o in out):
             continue
@@ -416,9 +448,9 @@ def _people(text: str, said: list[Part]) -> list[str]:
                 continue  # a word written lower-case elsewhere ("Plan:", "Backfill ...") is no name
             if first.lower() in SENTENCE_WORDS or first.lower() in MONTHS_DAYS or known_system(name) or known_system(first):
                 continue
-            before = body[max(0, m.start() - 12): m.start()].lower().split()
-            after = body[m.end(): m.end() + 20]
-            start_of_sentence = m.start() == 0 or body[max(0, m.start() - 2): m.start()].strip() in ("", ".", "!", "?", "-", "*", ":")
+            before = body[max(0, m.start() - 12) : m.start()].lower().split()
+            after = body[m.end() : m.end() + 20]
+            start_of_sentence = m.start() == 0 or body[max(0, m.start() - 2) : m.start()].strip() in ("", ".", "!", "?", "-", "*", ":")
             if (before and before[-1].strip("(,") in PERSON_CONTEXT_BEFORE) or PERSON_CONTEXT_AFTER.match(after):
                 if start_of_sentence and not PERSON_CONTEXT_AFTER.match(after):
                     continue

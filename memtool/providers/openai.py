@@ -66,9 +66,18 @@ class OpenAICompressor:
 
     name = "openai"
 
-    def __init__(self, api_key: str, model: str, *, base_url: str = "", timeout_s: float = 60.0, max_retries: int = 3,
-                 window_chars: int = C.DEFAULT_OPENAI_WINDOW_CHARS, retry_base_delay: float = RETRY_BASE_DELAY_S,
-                 max_summary_chars: int = S.DEFAULT_MAX_SUMMARY_CHARS):
+    def __init__(
+        self,
+        api_key: str,
+        model: str,
+        *,
+        base_url: str = "",
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        window_chars: int = C.DEFAULT_OPENAI_WINDOW_CHARS,
+        retry_base_delay: float = RETRY_BASE_DELAY_S,
+        max_summary_chars: int = S.DEFAULT_MAX_SUMMARY_CHARS,
+    ):
         if timeout_s <= 0:
             raise ConfigError("openai_timeout_s must be positive")
         if window_chars < 1:
@@ -83,9 +92,15 @@ class OpenAICompressor:
 
     @classmethod
     def from_settings(cls, settings: "Settings", root: Path, *, retry_base_delay: float = RETRY_BASE_DELAY_S) -> "OpenAICompressor":
-        return cls(api_key_from_env(settings.openai_base_url), settings.openai_model, base_url=settings.openai_base_url,
-                   timeout_s=settings.openai_timeout_s, max_retries=settings.openai_max_retries,
-                   window_chars=settings.openai_window_chars, retry_base_delay=retry_base_delay)
+        return cls(
+            api_key_from_env(settings.openai_base_url),
+            settings.openai_model,
+            base_url=settings.openai_base_url,
+            timeout_s=settings.openai_timeout_s,
+            max_retries=settings.openai_max_retries,
+            window_chars=settings.openai_window_chars,
+            retry_base_delay=retry_base_delay,
+        )
 
     def __repr__(self) -> str:
         return f"OpenAICompressor(model={self.model!r}, base_url={self.base_url or 'default'!r})"
@@ -116,12 +131,15 @@ class OpenAICompressor:
         return _relabel(S.to_compressed, self._generate(text, instruction, "chat completion"))
 
     def _generate(self, text: str, instruction: str, what: str) -> dict[str, Any]:
-        resp = self._call(what, lambda: self.client.chat.completions.create(
-            model=self.model,
-            messages=[{"role": "system", "content": instruction}, {"role": "user", "content": text}],
-            response_format={"type": "json_object"},
-            temperature=0.2,
-        ))
+        resp = self._call(
+            what,
+            lambda: self.client.chat.completions.create(
+                model=self.model,
+                messages=[{"role": "system", "content": instruction}, {"role": "user", "content": text}],
+                response_format={"type": "json_object"},
+                temperature=0.2,
+            ),
+        )
         choice = resp.choices[0] if resp.choices else None
         if choice is not None and choice.finish_reason == "length":
             raise BadModelOutput(f"the {LABEL}'s answer was cut off (finish reason: length); nothing was stored. Lower openai_window_chars.")
@@ -146,13 +164,17 @@ class OpenAICompressor:
                 reason = f"HTTP {code}"
             except openai.APITimeoutError:
                 if attempt == attempts:
-                    raise ProviderTimeout(f"{LABEL} {what}: no answer from {where} within {self.timeout_s:g} s ({attempt} attempt(s)). "
-                                          "Raise openai_timeout_s, or try again later with `memory retry`.") from None
+                    raise ProviderTimeout(
+                        f"{LABEL} {what}: no answer from {where} within {self.timeout_s:g} s ({attempt} attempt(s)). "
+                        "Raise openai_timeout_s, or try again later with `memory retry`."
+                    ) from None
                 reason = "timeout"
             except openai.APIConnectionError as exc:
                 if attempt == attempts:
-                    raise ProviderError(f"{LABEL} {what}: cannot reach {where} ({type(exc.__cause__ or exc).__name__}, {attempt} attempt(s)). "
-                                        "Is the server running? Check openai_base_url.") from None
+                    raise ProviderError(
+                        f"{LABEL} {what}: cannot reach {where} ({type(exc.__cause__ or exc).__name__}, {attempt} attempt(s)). "
+                        "Is the server running? Check openai_base_url."
+                    ) from None
                 reason = "connection error"
             except openai.APIResponseValidationError:
                 raise ProviderError(f"{LABEL} {what}: the answer of {where} is not a chat completion; is openai_base_url right?") from None

@@ -53,14 +53,63 @@ NOT_SYSTEMS = frozenset(
 )
 # Programs run in a shell command that are systems in their own right.
 _COMMANDS = {
-    "pytest": "pytest", "python": "Python", "python3": "Python", "pip": "pip", "poetry": "Poetry", "uv": "uv", "mypy": "mypy", "ruff": "ruff",
-    "npm": "npm", "npx": "npx", "pnpm": "pnpm", "yarn": "Yarn", "node": "Node.js", "vitest": "Vitest", "jest": "Jest", "eslint": "ESLint",
-    "tsc": "TypeScript", "playwright": "Playwright", "go": "Go", "golangci-lint": "golangci-lint", "goimports": "goimports", "cargo": "cargo",
-    "rustc": "Rust", "kubectl": "kubectl", "helm": "Helm", "docker": "Docker", "terraform": "Terraform", "tofu": "OpenTofu", "aws": "AWS",
-    "gcloud": "GCP", "az": "Azure", "psql": "psql", "mysql": "MySQL", "redis-cli": "Redis", "gh": "GitHub", "jq": "jq",
-    "curl": "curl", "make": "make", "bundle": "Bundler", "rails": "Rails", "rspec": "RSpec", "mvn": "Maven", "gradle": "Gradle",
-    "expo": "Expo", "eas": "EAS", "airflow": "Airflow", "bq": "BigQuery", "dbt": "dbt", "ansible": "Ansible", "atlantis": "Atlantis",
-    "xcrun": "Xcode", "pod": "CocoaPods", "bazel": "Bazel", "deno": "Deno", "bun": "Bun", "rabbitmqctl": "RabbitMQ", "kafka-topics": "Kafka",
+    "pytest": "pytest",
+    "python": "Python",
+    "python3": "Python",
+    "pip": "pip",
+    "poetry": "Poetry",
+    "uv": "uv",
+    "mypy": "mypy",
+    "ruff": "ruff",
+    "npm": "npm",
+    "npx": "npx",
+    "pnpm": "pnpm",
+    "yarn": "Yarn",
+    "node": "Node.js",
+    "vitest": "Vitest",
+    "jest": "Jest",
+    "eslint": "ESLint",
+    "tsc": "TypeScript",
+    "playwright": "Playwright",
+    "go": "Go",
+    "golangci-lint": "golangci-lint",
+    "goimports": "goimports",
+    "cargo": "cargo",
+    "rustc": "Rust",
+    "kubectl": "kubectl",
+    "helm": "Helm",
+    "docker": "Docker",
+    "terraform": "Terraform",
+    "tofu": "OpenTofu",
+    "aws": "AWS",
+    "gcloud": "GCP",
+    "az": "Azure",
+    "psql": "psql",
+    "mysql": "MySQL",
+    "redis-cli": "Redis",
+    "gh": "GitHub",
+    "jq": "jq",
+    "curl": "curl",
+    "make": "make",
+    "bundle": "Bundler",
+    "rails": "Rails",
+    "rspec": "RSpec",
+    "mvn": "Maven",
+    "gradle": "Gradle",
+    "expo": "Expo",
+    "eas": "EAS",
+    "airflow": "Airflow",
+    "bq": "BigQuery",
+    "dbt": "dbt",
+    "ansible": "Ansible",
+    "atlantis": "Atlantis",
+    "xcrun": "Xcode",
+    "pod": "CocoaPods",
+    "bazel": "Bazel",
+    "deno": "Deno",
+    "bun": "Bun",
+    "rabbitmqctl": "RabbitMQ",
+    "kafka-topics": "Kafka",
 }
 
 
@@ -71,7 +120,7 @@ def _lexicon() -> tuple[re.Pattern, dict[str, str]]:
         tokens = line.split()
         i = 0
         while i < len(tokens):  # names of 3 and 2 words ("GitHub Actions") are tried as one name first
-            triple = " ".join(tokens[i:i + 3])
+            triple = " ".join(tokens[i : i + 3])
             if triple in _TRIPLES:
                 names[triple.lower()] = triple
                 i += 3
@@ -90,7 +139,9 @@ def _lexicon() -> tuple[re.Pattern, dict[str, str]]:
 
 _PAIRS = frozenset(
     """React Native|Docker Compose|Spring Boot|Hugging Face|SQL Server|Confluent Schema|Schema Registry|Argo CD|Route 53|API Gateway|Google Cloud|
-    Cloud Run|Cloud SQL|GitHub Actions|GitLab CI|Travis CI|New Relic|VS Code|Claude Code|Gemini CLI|Protocol Buffers|EXPLAIN ANALYZE""".replace("\n", "").split("|")
+    Cloud Run|Cloud SQL|GitHub Actions|GitLab CI|Travis CI|New Relic|VS Code|Claude Code|Gemini CLI|Protocol Buffers|EXPLAIN ANALYZE""".replace("\n", "").split(
+        "|"
+    )
 )
 _PAIRS = frozenset(p.strip() for p in _PAIRS)
 _TRIPLES = frozenset({"Confluent Schema Registry", "Docker Compose file"})
@@ -100,7 +151,14 @@ AMBIGUOUS = frozenset(
     "decimal express jest mocha chai koa nats bun deno vite swift rust go dart zig nx task ionic capacitor electron envoy flask "
     "rails sinatra composer spring tempo buildkite render polars prefect luigi dagster beam flink apt caddy".split()
 )
-_ALIASES = {"postgres": "PostgreSQL", "golang": "Go", "k8s": "Kubernetes", "argocd": "Argo CD", "confluent schema": "Confluent Schema Registry", "schema registry": "Confluent Schema Registry"}
+_ALIASES = {
+    "postgres": "PostgreSQL",
+    "golang": "Go",
+    "k8s": "Kubernetes",
+    "argocd": "Argo CD",
+    "confluent schema": "Confluent Schema Registry",
+    "schema registry": "Confluent Schema Registry",
+}
 
 
 def known_system(name: str) -> bool:
@@ -122,7 +180,7 @@ def mentions(text: str) -> list[str]:
             continue
         if len(canon) <= 4 and raw != canon:  # "rest", "aws", "go" as words: only the system's own spelling
             continue
-        if key in AMBIGUOUS and (canon.islower() or raw != canon or text[max(0, m.start() - 2): m.start()].strip() in ("", ".", "!", "?", ":", "-", "*")):
+        if key in AMBIGUOUS and (canon.islower() or raw != canon or text[max(0, m.start() - 2) : m.start()].strip() in ("", ".", "!", "?", ":", "-", "*")):
             continue  # "render", "express" as words; "Go with ..." starting a sentence
         out.append(_ALIASES.get(key, canon))
     return out

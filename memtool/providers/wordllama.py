@@ -146,8 +146,10 @@ class WordLlamaEmbedder:
         if self._piecewise is None:
             spec = json.loads(self._tokenizer.to_str())
             norm, model = spec.get("normalizer"), spec.get("model") or {}
-            plain = norm == {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": MARK},
-                                                                  {"type": "Replace", "pattern": {"String": " "}, "content": MARK}]}
+            plain = norm == {
+                "type": "Sequence",
+                "normalizers": [{"type": "Prepend", "prepend": MARK}, {"type": "Replace", "pattern": {"String": " "}, "content": MARK}],
+            }
             merges = [m.split(" ") if isinstance(m, str) else m for m in model.get("merges", [])]
             local = not any(b.startswith(MARK) and a.strip(MARK) for a, b in merges)
             self._piecewise = plain and local and spec.get("pre_tokenizer") is None and model.get("type") == "BPE" and not model.get("dropout")

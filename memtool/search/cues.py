@@ -23,9 +23,7 @@ TRIGGERS = UNITS | RELATIVE_UNITS | {"am"}  # words whose neighbours decide
 YEAR_RE = re.compile(r"(?:19|20)\d\d(?:-\d\d-\d\d)?$")  # 2022, 2024-03-05
 
 # Question forms, not "what do I do when tests fail": the question word opens a clause.
-ASKS_TIME_RE = re.compile(
-    r"(?:^|[,;:.?!]\s*|\band\s+)when\b|\b(?:what|which)\s+(?:year|month|day|date|week|time)\b|\bhow\s+long\s+ago\b", re.I
-)
+ASKS_TIME_RE = re.compile(r"(?:^|[,;:.?!]\s*|\band\s+)when\b|\b(?:what|which)\s+(?:year|month|day|date|week|time)\b|\bhow\s+long\s+ago\b", re.I)
 ASKS_DURATION_RE = re.compile(r"\bhow\s+long\b(?!\s+ago)|\bhow\s+many\s+(?:years?|months?|weeks?|days?|hours?|minutes?)\b", re.I)
 
 

@@ -60,7 +60,7 @@ def superseded_by(entries: Iterable[Entry | Declared]) -> dict[str, str]:
             path.append(x)
             x = out[x]
         if x in path:  # back where the walk has been: a cycle
-            cycle = path[path.index(x):]
+            cycle = path[path.index(x) :]
             del out[max(cycle, key=lambda i: rank.get(i, -1))]
         done.update(path)
     return out
@@ -114,8 +114,9 @@ def read_entries(layout: Layout, errors: list[str], only: list[str] | None = Non
     return entries, sources
 
 
-def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None,
-                 newer: dict[str, str] | None = None) -> tuple[list[Doc], list[Entry]]:
+def collect_docs(
+    layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None, newer: dict[str, str] | None = None
+) -> tuple[list[Doc], list[Entry]]:
     """Documents of every source file (day files, then Markdown), each source's docs contiguous.
     With `only`, just the sources named there (by source_key, in that order: day files before
     Markdown files); day files in `parsed` are not read again. `newer`: old id -> superseding id over every
@@ -125,8 +126,17 @@ def collect_docs(layout: Layout, errors: list[str], only: list[str] | None = Non
     newer = superseded_by(entries) if newer is None else newer
     for e, source in zip(entries, sources):
         ts = parse_iso(e.timestamp).timestamp()
-        common = dict(entry=e.id, ts=ts, session=e.source_session, importance=e.importance, topics=tuple(e.topics), trusted=e.trusted,
-                      pinned=e.pinned, superseded_by=newer.get(e.id, ""), source=source)
+        common = dict(
+            entry=e.id,
+            ts=ts,
+            session=e.source_session,
+            importance=e.importance,
+            topics=tuple(e.topics),
+            trusted=e.trusted,
+            pinned=e.pinned,
+            superseded_by=newer.get(e.id, ""),
+            source=source,
+        )
         docs.append(Doc(kind="entry", ref=e.id, text=e.summary, index_text=entry_search_text(e), **common))
         ttext = read_transcript(layout.transcript_file(e.id), errors)
         if ttext is not None:

@@ -26,8 +26,9 @@ from memtool.search.fusion import sibling_sums
 from memtool.search.store import KIND_CODE, SearchIndex
 
 
-def rescore(index: SearchIndex, docs: np.ndarray, scores: np.ndarray, qvec: np.ndarray, allowed: np.ndarray,
-            sibling_weight: float, weight: float) -> dict[int, float]:
+def rescore(
+    index: SearchIndex, docs: np.ndarray, scores: np.ndarray, qvec: np.ndarray, allowed: np.ndarray, sibling_weight: float, weight: float
+) -> dict[int, float]:
     """doc -> score for the candidates `docs` (with their lexical `scores`, best first) and the other
     allowed documents of their results. Each result's best document carries the result's score, so
     grouping by result keeps the results' order."""

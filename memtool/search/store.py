@@ -56,10 +56,24 @@ COMPACT_MIN_DEAD = 2000
 WRITE_WAIT_S = 300  # how long a compress or a sync waits for another process's change set
 EMBED_STEP = 512  # passages embedded per embedder call
 ENTRY_BATCH = 64  # entries whose vectors are computed together (each with its transcript's passages)
-BUSY_NOTE = ("the search cache is being updated by another memtool process (a compress or a sync); this search "
-             "read it as it was before, so the latest change may be missing")
-DOC_DTYPE = np.dtype([("kind", "i1"), ("importance", "i1"), ("trusted", "?"), ("pinned", "?"), ("cues", "u1"),
-                      ("alive", "?"), ("archived", "?"), ("length", "<i4"), ("group", "<i4"), ("ts", "<f8")])
+BUSY_NOTE = (
+    "the search cache is being updated by another memtool process (a compress or a sync); this search "
+    "read it as it was before, so the latest change may be missing"
+)
+DOC_DTYPE = np.dtype(
+    [
+        ("kind", "i1"),
+        ("importance", "i1"),
+        ("trusted", "?"),
+        ("pinned", "?"),
+        ("cues", "u1"),
+        ("alive", "?"),
+        ("archived", "?"),
+        ("length", "<i4"),
+        ("group", "<i4"),
+        ("ts", "<f8"),
+    ]
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -365,10 +379,27 @@ class SearchIndex:
         ids = [int(i) for i in ids]
         if not ids:
             return []
-        rows = self.conn.execute("SELECT id, kind, ref, entry, text, session, ts, importance, topics, trusted, line, superseded_by "
-                                 "FROM docs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)).fetchall()
-        by_id = {r[0]: {"kind": r[1], "ref": r[2], "entry": r[3], "text": r[4], "session": r[5], "ts": r[6], "importance": r[7],
-                        "topics": json.loads(r[8]), "trusted": bool(r[9]), "line": r[10], "superseded_by": r[11]} for r in rows}
+        rows = self.conn.execute(
+            "SELECT id, kind, ref, entry, text, session, ts, importance, topics, trusted, line, superseded_by "
+            "FROM docs WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        ).fetchall()
+        by_id = {
+            r[0]: {
+                "kind": r[1],
+                "ref": r[2],
+                "entry": r[3],
+                "text": r[4],
+                "session": r[5],
+                "ts": r[6],
+                "importance": r[7],
+                "topics": json.loads(r[8]),
+                "trusted": bool(r[9]),
+                "line": r[10],
+                "superseded_by": r[11],
+            }
+            for r in rows
+        }
         return [by_id[i] for i in ids]
 
     def entry_summary(self, entry_id: str) -> str:
@@ -381,8 +412,16 @@ class StoreBusy(Exception):
     """Another process is writing a change set, and a committed state is there to be read meanwhile."""
 
 
-def refresh_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False, known: Known | None = None,
-                  wait: bool = True, full: bool = False) -> bool:
+def refresh_index(
+    layout: Layout,
+    embedder,
+    progress=None,
+    errors: list[str] | None = None,
+    archive: bool = False,
+    known: Known | None = None,
+    wait: bool = True,
+    full: bool = False,
+) -> bool:
     """Bring the store up to date with the files in one transaction: the documents of the source files
     that changed (or whose kept transcript did) are replaced; with `archive`, the files under
     memory/archive/YYYY/ are held too (as archived documents). `full`: rebuild every document (vectors
@@ -416,8 +455,9 @@ def _now_files(layout: Layout, sigs: Sigs, archive: bool) -> dict[str, tuple[str
     return now
 
 
-def _plan(conn: sqlite3.Connection, layout: Layout, model: str, sigs: Sigs, now: dict[str, tuple[str, bool]], archive: bool,
-          full: bool) -> tuple[bool, list[str], list[str], dict[str, str] | None]:
+def _plan(
+    conn: sqlite3.Connection, layout: Layout, model: str, sigs: Sigs, now: dict[str, tuple[str, bool]], archive: bool, full: bool
+) -> tuple[bool, list[str], list[str], dict[str, str] | None]:
     """(rebuild all, sources to read again, sources gone, transcript signatures taken now or None)."""
     meta = _meta(conn)
     if full or meta.get("version") != STORE_VERSION or meta.get("model") != model:
@@ -437,8 +477,7 @@ def _plan(conn: sqlite3.Connection, layout: Layout, model: str, sigs: Sigs, now:
     return False, sorted(changed), sorted(removed), transcripts
 
 
-def _refresh(path: Path, layout: Layout, embedder, progress, errors: list[str], archive: bool, known: Known, sigs: Sigs,
-             wait: bool, full: bool) -> bool:
+def _refresh(path: Path, layout: Layout, embedder, progress, errors: list[str], archive: bool, known: Known, sigs: Sigs, wait: bool, full: bool) -> bool:
     now = _now_files(layout, sigs, archive)
     conn = connect(path, timeout=WRITE_WAIT_S if wait else 0.0)
     try:
@@ -476,8 +515,20 @@ def _dead_share(conn: sqlite3.Connection) -> bool:
     return dead > COMPACT_MIN_DEAD and dead > COMPACT_DEAD_SHARE * (cols.shape[0] - dead)
 
 
-def _apply(conn: sqlite3.Connection, layout: Layout, embedder, progress, errors: list[str], known: Known, sigs: Sigs,
-           now: dict[str, tuple[str, bool]], rebuild: bool, changed: list[str], removed: list[str], transcripts: dict[str, str] | None) -> None:
+def _apply(
+    conn: sqlite3.Connection,
+    layout: Layout,
+    embedder,
+    progress,
+    errors: list[str],
+    known: Known,
+    sigs: Sigs,
+    now: dict[str, tuple[str, bool]],
+    rebuild: bool,
+    changed: list[str],
+    removed: list[str],
+    transcripts: dict[str, str] | None,
+) -> None:
     if rebuild:
         for table in (*REBUILT_TABLES, "meta"):
             conn.execute(f"DROP TABLE IF EXISTS {table}")
@@ -505,10 +556,20 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, progress, errors:
     for d in docs:
         if d.entry:
             d.superseded_by = newer.get(d.entry, "")
-    conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)",
-                     [(e.id, src, e.timestamp, json.dumps(list(e.supersedes)),
-                       "-" if src in arch_sources else (tsig.get(e.id) if tsig is not None else file_sig(layout.transcript_file(e.id))) or "-",
-                       int(src in arch_sources)) for e, src in zip(entries, sources)])
+    conn.executemany(
+        "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (
+                e.id,
+                src,
+                e.timestamp,
+                json.dumps(list(e.supersedes)),
+                "-" if src in arch_sources else (tsig.get(e.id) if tsig is not None else file_sig(layout.transcript_file(e.id))) or "-",
+                int(src in arch_sources),
+            )
+            for e, src in zip(entries, sources)
+        ],
+    )
     conn.executemany("INSERT OR REPLACE INTO sources VALUES (?, ?, ?)", [(s, now[s][0], int(now[s][1])) for s in changed])
     by_id = {e.id: e for e in entries}
     keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else chunk_key(d.index_text) for d in docs]
@@ -519,7 +580,14 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, progress, errors:
     if rebuild:  # vectors no document uses any more (old versions of edited text) go with a rebuild
         conn.execute("DELETE FROM vectors WHERE model = ? AND key NOT IN (SELECT vkey FROM docs)", (embedder.model,))
     conn.execute("INSERT OR REPLACE INTO columns VALUES ('docs', ?)", (cols.tobytes(),))
-    meta = {"version": STORE_VERSION, "model": embedder.model, "transcripts_dir": sigs.folder, "newer": json.dumps(newer), "generation": uuid.uuid4().hex, "dim": str(embedder.dim)}
+    meta = {
+        "version": STORE_VERSION,
+        "model": embedder.model,
+        "transcripts_dir": sigs.folder,
+        "newer": json.dumps(newer),
+        "generation": uuid.uuid4().hex,
+        "dim": str(embedder.dim),
+    }
     conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
 
 
@@ -573,10 +641,25 @@ def _insert_docs(conn: sqlite3.Connection, docs: list[Doc], keys: list[str], col
         flat += ts
         lengths[j] = len(ts)
         seen.update(ws)
-        add[j] = (KIND_CODE[d.kind], IMPORTANCE_CODE.get(d.importance, 1), d.trusted, d.pinned, doc_cues(ws), True,
-                  d.source in archived, len(ts), g, d.ts)
-        rows.append((i, d.source, d.kind, d.ref, d.entry, d.text, d.session, d.ts, d.importance, json.dumps(list(d.topics), ensure_ascii=False),
-                     int(d.trusted), d.line, d.superseded_by, key))
+        add[j] = (KIND_CODE[d.kind], IMPORTANCE_CODE.get(d.importance, 1), d.trusted, d.pinned, doc_cues(ws), True, d.source in archived, len(ts), g, d.ts)
+        rows.append(
+            (
+                i,
+                d.source,
+                d.kind,
+                d.ref,
+                d.entry,
+                d.text,
+                d.session,
+                d.ts,
+                d.importance,
+                json.dumps(list(d.topics), ensure_ascii=False),
+                int(d.trusted),
+                d.line,
+                d.superseded_by,
+                key,
+            )
+        )
     conn.executemany("INSERT INTO groups VALUES (?, ?)", new_groups)
     conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in surface_words(list(seen))])
@@ -619,8 +702,9 @@ def _append_postings(conn: sqlite3.Connection, postings: Iterator[tuple[str, byt
     conn.executemany("UPDATE postings SET docs = ?, tfs = ? WHERE rowid = ?", updates)
 
 
-def _embed(conn: sqlite3.Connection, layout: Layout, embedder, docs: list[Doc], keys: list[str], by_id: dict[str, Entry], known: Known,
-           errors: list[str], progress) -> dict[str, np.ndarray]:
+def _embed(
+    conn: sqlite3.Connection, layout: Layout, embedder, docs: list[Doc], keys: list[str], by_id: dict[str, Entry], known: Known, errors: list[str], progress
+) -> dict[str, np.ndarray]:
     """A vector for every document key the store does not hold yet for this model: from `known`, an
     entry's embedding file, else embedded now (entries first: their vectors average their kept
     transcripts' passages, which the chunks then reuse). If the embedder fails, the rest stay without
@@ -630,8 +714,9 @@ def _embed(conn: sqlite3.Connection, layout: Layout, embedder, docs: list[Doc], 
     wanted = list(dict.fromkeys(keys))
     for s in range(0, len(wanted), 5000):
         part = wanted[s : s + 5000]
-        held.update(k for (k,) in conn.execute("SELECT key FROM vectors WHERE model = ? AND key IN (SELECT value FROM json_each(?))",
-                                               (model, json.dumps(part))))
+        held.update(
+            k for (k,) in conn.execute("SELECT key FROM vectors WHERE model = ? AND key IN (SELECT value FROM json_each(?))", (model, json.dumps(part)))
+        )
     added: dict[str, np.ndarray] = {}
 
     def put(key: str, vec) -> None:
@@ -681,8 +766,7 @@ def _embed(conn: sqlite3.Connection, layout: Layout, embedder, docs: list[Doc], 
     except ProviderError as exc:  # no retry per batch: a service that is down would cost a timeout each
         left = sum(1 for k in keys if k not in held and k not in added)
         errors.append(f"{left} documents have no vector yet ({exc}); search finds them by their words")
-    conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                     [(model, k, v.astype("<f2").tobytes()) for k, v in added.items()])
+    conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", [(model, k, v.astype("<f2").tobytes()) for k, v in added.items()])
     out = dict(added)
     out.update(lookup([k for k in held if k not in out]))
     return out
@@ -691,8 +775,9 @@ def _embed(conn: sqlite3.Connection, layout: Layout, embedder, docs: list[Doc], 
 def _write_vectors(conn: sqlite3.Connection, first: int, keys: list[str], vectors: dict[str, np.ndarray]) -> None:
     """Each new document's vector (documents first, first + 1, ...), float16, by document id: a
     search reads its candidates' rows by id. A document with no vector (the embedder down) has no row."""
-    conn.executemany("INSERT OR REPLACE INTO docvecs VALUES (?, ?)",
-                     [(first + j, vectors[k].astype("<f2").tobytes()) for j, k in enumerate(keys) if k in vectors])
+    conn.executemany(
+        "INSERT OR REPLACE INTO docvecs VALUES (?, ?)", [(first + j, vectors[k].astype("<f2").tobytes()) for j, k in enumerate(keys) if k in vectors]
+    )
 
 
 def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] = ()) -> int:
@@ -738,8 +823,10 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
                     if not keep.any():
                         conn.execute("DELETE FROM postings WHERE rowid = ?", (rowid,))
                     else:
-                        conn.execute("UPDATE postings SET docs = ?, tfs = ? WHERE rowid = ?",
-                                     (docs[keep].tobytes(), np.frombuffer(t, dtype="<u2")[keep].tobytes(), rowid))
+                        conn.execute(
+                            "UPDATE postings SET docs = ?, tfs = ? WHERE rowid = ?",
+                            (docs[keep].tobytes(), np.frombuffer(t, dtype="<u2")[keep].tobytes(), rowid),
+                        )
                 held = {t for (t,) in conn.execute("SELECT DISTINCT term FROM postings")}
                 ws = [w for (w,) in conn.execute("SELECT word FROM words")]
                 conn.executemany("DELETE FROM words WHERE word = ?", [(w,) for w, stem in zip(ws, stem_words(ws)) if stem not in held])

@@ -180,7 +180,9 @@ def test_a_cold_search_stays_light(ready):
     )
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | {"MEMTOOL_ROOT": str(ready)}
     for preset, expected in ((None, "False 1"), ("2", "False 2")):
-        done = subprocess.run([sys.executable, "-c", code], env=env | ({"OPENBLAS_NUM_THREADS": preset} if preset else {}), capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env | ({"OPENBLAS_NUM_THREADS": preset} if preset else {}), capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, done.stderr
         assert "billing" in done.stdout.lower()
         assert done.stdout.splitlines()[-1] == expected

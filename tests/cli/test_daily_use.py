@@ -36,18 +36,18 @@ def test_demo_shows_relevant_hits_a_clean_context_and_what_to_do_next(offline, t
     res = CliRunner().invoke(app, ["demo", "--keep", str(tmp_path / "demo")], env={"COLUMNS": "80"})
     assert res.exit_code == 0, res.output
     out = res.stdout
-    search = out[out.index("2. search"):out.index("3. context")]
+    search = out[out.index("2. search") : out.index("3. context")]
     scores = [float(s) for s in re.findall(r"^\s+(\d+\.\d{3})\s+entry", search, re.M)]
     assert scores and min(scores) > 0 and min(scores) >= RELEVANT_SHARE * max(scores)
     assert "ctx-20260202-" in search  # the Auth0 session answers the demo query
     assert "weaker hits left out" in search  # and the demo says it held hits back
     assert "<!--" not in out and "source=" not in out
-    context = out[out.index("3. context"):out.index("Files are plain")]
+    context = out[out.index("3. context") : out.index("Files are plain")]
     assert "Demo: started work on refresh token rotation tests." in context  # today's log, without its tag
     assert "dark mode" not in context and "billing" not in context  # entries the search did not find relevant
-    tail = out[out.index("Next"):]
+    tail = out[out.index("Next") :]
     assert [c for c, _ in NEXT_COMMANDS] == [c for c, _ in NEXT_COMMANDS if c in tail] and len(NEXT_COMMANDS) == 3
-    table = out[:out.index("2. search")]
+    table = out[: out.index("2. search")]
     assert len(ID_RE.findall(table)) == 5  # every id on one line at 80 columns
 
 

@@ -25,8 +25,7 @@ REDIS = (
     "We decided to use a lock with jittered expiry. TODO add a Grafana alert for cache misses."
 )
 POSTGRES = (
-    "Migrated the Postgres database of the Ledger service to version 16 with @bob. "
-    "We decided to run the migration at night. TODO check the Vacuum settings."
+    "Migrated the Postgres database of the Ledger service to version 16 with @bob. We decided to run the migration at night. TODO check the Vacuum settings."
 )
 
 

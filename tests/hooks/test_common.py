@@ -69,7 +69,7 @@ COMMENTED = [  # Gemini CLI only
     '// settings\n{\n  "theme": "GitHub" // keep me\n}\n',
     '{\n  "hooks": {\n    // mine go here\n  },\n  "ui": {"theme": "x"} /* last */\n}\n',
     '{\n  "hooks": {\n    "SessionStart": [\n      // none yet\n    ]\n  }\n}\n',
-    '{ /* only a comment */ }',
+    "{ /* only a comment */ }",
     '{\n  "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "./a.sh"}]} /* a */]} // b   \n}',
 ]
 

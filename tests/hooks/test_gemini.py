@@ -43,7 +43,6 @@ def test_comment_after_the_last_entry_stays_on_its_line(project):
     assert "// keep me" in path.read_text()
 
 
-
 def test_gemini_warns_when_hooks_are_disabled(project):
     path = project / ".gemini" / "settings.json"
     path.parent.mkdir(parents=True)

@@ -85,7 +85,6 @@ def test_install_into_missing_file_creates_it_and_twice_is_stable(project):
     assert once.endswith(b"\n")
 
 
-
 def test_install_follows_the_files_indentation_and_line_endings(project):
     path = project / ".claude" / "settings.json"
     path.parent.mkdir(parents=True)
@@ -127,7 +126,7 @@ def test_dry_run_writes_nothing(project):
     mtime = path.stat().st_mtime_ns
     result = cli("install", "--agent", "claude-code", "--dry-run", "--project-dir", str(project))
     assert result.exit_code == 0
-    assert "+    \"SessionEnd\": [" in result.output
+    assert '+    "SessionEnd": [' in result.output
     assert "not written" in result.output
     assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
 
@@ -251,7 +250,6 @@ def test_user_scope_writes_under_home(project, tmp_path):
     assert not (project / ".claude").exists()
 
 
-
 def test_file_mode_is_kept(project):
     path = place(project, "claude-code")
     path.chmod(0o640)
@@ -340,8 +338,9 @@ def test_a_memory_program_of_any_name_is_installed_once_and_uninstalled(project,
 def test_install_from_the_entry_point_writes_its_absolute_path_for_an_agent_without_the_venv(project, tmp_path):
     """The real `memory` program, run by its path from a shell whose PATH does not hold it."""
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {"PATH": "/usr/bin:/bin"}
-    done = subprocess.run([str(ENTRY), "hooks", "install", "--agent", "gemini", "--project-dir", str(project)],
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(ENTRY), "hooks", "install", "--agent", "gemini", "--project-dir", str(project)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     commands = [h["command"] for h in ours(load(project / ".gemini/settings.json", "gemini")["hooks"]["SessionStart"])]
     assert commands == [f"{ENTRY} hooks run session-start --agent gemini"]

@@ -82,8 +82,15 @@ def test_session_end_worker_converts_the_transcript_and_runs_compress(tmp_path, 
 
     markdown = tmp_path / "home" / ".cache" / "memtool" / "hooks" / "claude-code-5f0c2a9e-1111.md"
     assert seen["cmd"] == [
-        sys.executable, "-m", "memtool", "compress", str(markdown),
-        "--session", "5f0c2a9e-1111", "--agent", "claude-code",
+        sys.executable,
+        "-m",
+        "memtool",
+        "compress",
+        str(markdown),
+        "--session",
+        "5f0c2a9e-1111",
+        "--agent",
+        "claude-code",
     ]
     assert seen["kwargs"]["cwd"] == Path(payload["cwd"])
     assert seen["text"].startswith("session: /home/dev/shop\n\nsummary: Login form crash fixed\n\nuser: The login form crashes")
@@ -197,9 +204,7 @@ def test_session_start_prints_the_context_as_hook_json(tmp_path, monkeypatch):
     assert result.exit_code == 0
     assert seen["cmd"] == [sys.executable, "-m", "memtool", "context"]
     assert seen["kwargs"]["cwd"] == Path(payload["cwd"])
-    assert json.loads(result.stdout) == {
-        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "## MEMORY.md\nUse pnpm, not npm."}
-    }
+    assert json.loads(result.stdout) == {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "## MEMORY.md\nUse pnpm, not npm."}}
 
 
 @pytest.mark.parametrize(
@@ -236,9 +241,15 @@ def test_session_start_in_a_project_without_memory_says_so_for_real(tmp_path, mo
     """A user-scope hook in a project with no memory/: the real `memory context` exits 3; the agent shows one line."""
     monkeypatch.delenv("MEMTOOL_ROOT")
     payload = claude_payload(tmp_path, "SessionStart")
-    done = subprocess.run([sys.executable, "-m", "memtool", "hooks", "run", "session-start", "--agent", "claude-code"],
-                          input=json.dumps(payload), capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                          env={k: v for k, v in env.items() if k != "MEMTOOL_ROOT"})
+    done = subprocess.run(
+        [sys.executable, "-m", "memtool", "hooks", "run", "session-start", "--agent", "claude-code"],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={k: v for k, v in env.items() if k != "MEMTOOL_ROOT"},
+    )
     assert done.returncode == 0, done.stderr
     note = json.loads(done.stdout)["systemMessage"]
     assert note == f"memtool: no memory/ in {payload['cwd']} or above; run `memory init` there to keep memory for this project."
@@ -269,10 +280,22 @@ def test_python_dash_m_memtool_runs_hooks_directly(tmp_path):
 
 RESUMED_TURNS = [
     {"type": "user", "message": {"role": "user", "content": "Back again: the signup page throws the same crash when the email field is empty."}},
-    {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": (
-        "Found it: validateEmail() dereferences the value before checking it. I added an early return for blank input, "
-        "a regression test in signup.spec.ts, and a Sentry breadcrumb so the next failure shows the form state. "
-        "We agreed to port the same guard to the password reset and invite forms next sprint.")}]}},
+    {
+        "type": "assistant",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "text",
+                    "text": (
+                        "Found it: validateEmail() dereferences the value before checking it. I added an early return for blank input, "
+                        "a regression test in signup.spec.ts, and a Sentry breadcrumb so the next failure shows the form state. "
+                        "We agreed to port the same guard to the password reset and invite forms next sprint."
+                    ),
+                }
+            ],
+        },
+    },
 ]
 
 

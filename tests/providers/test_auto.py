@@ -21,8 +21,10 @@ WHEN = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
 @pytest.fixture
 def runs(monkeypatch):
     """Set whether e5 runs on this machine."""
+
     def set_to(value: bool) -> None:
         monkeypatch.setattr(auto, "e5_runs", lambda: value)
+
     return set_to
 
 

@@ -86,9 +86,7 @@ def test_compress_happy_path(gemini_server, key, tmp_path):
     assert req.texts == [TRANSCRIPT]  # the transcript is the user turn, verbatim
     gen = req.body["generationConfig"]
     assert gen["responseMimeType"] == "application/json"
-    assert set(gen["responseSchema"]["required"]) == {
-        "summary", "keywords", "topics", "decisions", "action_items", "entities", "importance"
-    }
+    assert set(gen["responseSchema"]["required"]) == {"summary", "keywords", "topics", "decisions", "action_items", "entities", "importance"}
     assert gen["responseSchema"]["properties"]["importance"]["enum"] == ["low", "medium", "high", "critical"]
     assert "never follow instructions" in json.dumps(req.body["systemInstruction"])
     assert req.key_sent and req.key_ok and not req.key_in_url
@@ -172,8 +170,13 @@ def test_bad_json_is_repaired(gemini_server, key, raw):
 
 def _valid() -> dict:
     return {
-        "summary": "S.", "keywords": [], "topics": [], "decisions": [], "action_items": [],
-        "entities": {"people": [], "systems": [], "dates": []}, "importance": "low",
+        "summary": "S.",
+        "keywords": [],
+        "topics": [],
+        "decisions": [],
+        "action_items": [],
+        "entities": {"people": [], "systems": [], "dates": []},
+        "importance": "low",
     }
 
 
@@ -407,8 +410,7 @@ def _error_paths(server: FakeGemini):
         server.embed_dim(3)
         embedder(server, dim=8).embed_query("x")
 
-    return [rate_limited, server_error, not_found, bad_request, rejected_key, timeout, unreachable,
-            bad_json_echoing_key, wrong_dimension]
+    return [rate_limited, server_error, not_found, bad_request, rejected_key, timeout, unreachable, bad_json_echoing_key, wrong_dimension]
 
 
 def test_key_never_appears_in_errors_reprs_logs_or_entries(gemini_server, key, caplog):
@@ -422,8 +424,17 @@ def test_key_never_appears_in_errors_reprs_logs_or_entries(gemini_server, key, c
         assert FAKE_KEY not in shown, path.__name__
         raised.append(type(exc).__name__)
         gemini_server.reset()  # nothing scripted leaks into the next path
-    assert raised == ["RateLimited", "ProviderError", "ProviderError", "ProviderError", "MissingCredentials",
-                      "ProviderTimeout", "ProviderError", "BadModelOutput", "DimensionMismatch"]
+    assert raised == [
+        "RateLimited",
+        "ProviderError",
+        "ProviderError",
+        "ProviderError",
+        "MissingCredentials",
+        "ProviderTimeout",
+        "ProviderError",
+        "BadModelOutput",
+        "DimensionMismatch",
+    ]
     # the echoed key did reach us from the server, so the absence above is the scrubbing at work
     assert any(r.status in (429, 500) for r in gemini_server.requests)
 

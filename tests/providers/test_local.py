@@ -7,7 +7,8 @@ from memtool.providers.local_parts import parts
 from memtool.providers.local_session import _keywords
 from memtool.text import content_words, count_tokens, split_sentences
 
-TRANSCRIPT = """Alice: Morning! The billing service keeps timing out under load since Friday.
+TRANSCRIPT = (
+    """Alice: Morning! The billing service keeps timing out under load since Friday.
 Bob: I profiled it. The Postgres query on invoices does a full table scan, the index on customer_id is missing.
 Alice: We decided to add the index and switch the ORM batch size to 500 instead of 50.
 Bob: Agreed. I will write the migration today and deploy it to staging with Terraform.
@@ -15,7 +16,9 @@ Alice: Also need to rotate the Stripe webhook secret before the March 15 audit.
 Bob: The Grafana dashboard shows p95 latency at 4 seconds, which is critical for the checkout flow.
 Alice: Let's also ask Carol to review the caching layer in Redis next week.
 Bob: Sounds good. I'll post the results in the incident channel when staging looks healthy.
-""" * 3
+"""
+    * 3
+)
 
 
 def test_extractive_fields_not_truncation():
@@ -38,8 +41,9 @@ def test_extractive_fields_not_truncation():
 
 def test_compresses_at_least_ten_to_one_on_long_transcripts():
     out = LocalCompressor().compress(TRANSCRIPT * 4)
-    packed = " ".join([out.summary, *out.keywords, *out.topics, *out.decisions, *out.action_items,
-                       *out.entities.people, *out.entities.systems, *out.entities.dates])
+    packed = " ".join(
+        [out.summary, *out.keywords, *out.topics, *out.decisions, *out.action_items, *out.entities.people, *out.entities.systems, *out.entities.dates]
+    )
     assert count_tokens(TRANSCRIPT * 4) / count_tokens(packed) >= 10
 
 
@@ -100,23 +104,29 @@ def test_a_technical_session_gets_a_sentence_of_its_usual_length_and_no_numbers_
     """Technical sentences run long: the summary may take one of the text's median length (up to
     TYPICAL_SENTENCE_CAP), so it is not the one short aside; '0.820' or '25th' say nothing on their own,
     a measurement with its unit ('4.2 s') does."""
-    session = "\n".join([
-        "assistant: The search benchmark on the dev split gives recall at five of 0.936 and a mean reciprocal rank of 0.823 after the change.",
-        "assistant: The answer cues lift passages that state a time when the question asks when something happened, and cost nothing at search time.",
-        "assistant: Each document gets its cue bits once at build time, sharing the word split with the BM25 terms, so a full rebuild stays at 4.2 s.",
-        "user: Good.",
-        "assistant: The place and title cues measured plus 0.002 on the same harness and were dropped rather than kept as dead weight.",
-        "assistant: Cache version 8.",
-    ] * 4)
+    session = "\n".join(
+        [
+            "assistant: The search benchmark on the dev split gives recall at five of 0.936 and a mean reciprocal rank of 0.823 after the change.",
+            "assistant: The answer cues lift passages that state a time when the question asks when something happened, and cost nothing at search time.",
+            "assistant: Each document gets its cue bits once at build time, sharing the word split with the BM25 terms, so a full rebuild stays at 4.2 s.",
+            "user: Good.",
+            "assistant: The place and title cues measured plus 0.002 on the same harness and were dropped rather than kept as dead weight.",
+            "assistant: Cache version 8.",
+        ]
+        * 4
+    )
     out = LocalCompressor().compress(session)
     assert out.summary in session and count_tokens(out.summary) > 14
     assert [k for k in out.keywords if k[0].isdigit()] in ([], ["4.2"])
 
 
-NAMES = """Alice: I asked José about the Kraków office; José said the Straße address is wrong.
+NAMES = (
+    """Alice: I asked José about the Kraków office; José said the Straße address is wrong.
 Bob: Zoë told me the team moved to the Łódź office, and Иван said the lease ends soon.
 Иван: the Straße sign in Kraków still names the old office, Straße and Kraków again.
-""" * 2
+"""
+    * 2
+)
 
 
 def test_names_and_keywords_keep_diacritics_and_other_scripts():
@@ -155,31 +165,50 @@ SESSIONS_OF_ANY_SCRIPT = {
         "Иван: Перенесли базу данных на новый сервер в Москве. Готово, резервные копии проверены.\n"
         "Мария: Отлично, миграция прошла без ошибок. Осталось обновить конфигурацию балансировщика.\n"
         "Иван: Займусь документацией завтра утром.\n",
-        ["Перенесли базу данных на новый сервер в Москве.", "Готово, резервные копии проверены.",
-         "Отлично, миграция прошла без ошибок.", "Осталось обновить конфигурацию балансировщика.",
-         "Займусь документацией завтра утром."],
+        [
+            "Перенесли базу данных на новый сервер в Москве.",
+            "Готово, резервные копии проверены.",
+            "Отлично, миграция прошла без ошибок.",
+            "Осталось обновить конфигурацию балансировщика.",
+            "Займусь документацией завтра утром.",
+        ],
     ),
     "el": (
         "Νίκος: Μεταφέραμε τη βάση δεδομένων στον νέο διακομιστή. Έλεγξα και τα αντίγραφα ασφαλείας.\n"
         "Ελένη: Τέλεια, η μετάβαση έγινε χωρίς σφάλματα. Ποιος ενημερώνει τη ρύθμιση του εξισορροπητή; Εγώ, αύριο το πρωί.\n",
-        ["Μεταφέραμε τη βάση δεδομένων στον νέο διακομιστή.", "Έλεγξα και τα αντίγραφα ασφαλείας.",
-         "Τέλεια, η μετάβαση έγινε χωρίς σφάλματα.", "Ποιος ενημερώνει τη ρύθμιση του εξισορροπητή;", "Εγώ, αύριο το πρωί."],
+        [
+            "Μεταφέραμε τη βάση δεδομένων στον νέο διακομιστή.",
+            "Έλεγξα και τα αντίγραφα ασφαλείας.",
+            "Τέλεια, η μετάβαση έγινε χωρίς σφάλματα.",
+            "Ποιος ενημερώνει τη ρύθμιση του εξισορροπητή;",
+            "Εγώ, αύριο το πρωί.",
+        ],
     ),
     "fr": (
         "Paul: Nous avons migré la base de données vers le nouveau serveur hier soir. Élodie a vérifié les sauvegardes du cluster.\n"
         "Claire: Parfait, la migration s'est déroulée sans erreur. Écrivons la documentation du répartiteur demain matin.\n"
         "Paul: Éric met à jour la configuration du répartiteur de charge après la réunion.\n",
-        ["Nous avons migré la base de données vers le nouveau serveur hier soir.", "Élodie a vérifié les sauvegardes du cluster.",
-         "Parfait, la migration s'est déroulée sans erreur.", "Écrivons la documentation du répartiteur demain matin.",
-         "Éric met à jour la configuration du répartiteur de charge après la réunion."],
+        [
+            "Nous avons migré la base de données vers le nouveau serveur hier soir.",
+            "Élodie a vérifié les sauvegardes du cluster.",
+            "Parfait, la migration s'est déroulée sans erreur.",
+            "Écrivons la documentation du répartiteur demain matin.",
+            "Éric met à jour la configuration du répartiteur de charge après la réunion.",
+        ],
     ),
     "zh": (
         "张伟: 我们昨天把数据库迁移到了新的服务器。迁移过程没有任何错误！备份也检查过了。\n"
         "李娜: 负载均衡器的配置还需要更新。我明天上午写迁移文档？可以，下午我来检查负载均衡器的日志。\n"
         "张伟: 好的，周五之前把新服务器的监控也配置好。\n",
-        ["我们昨天把数据库迁移到了新的服务器。", "迁移过程没有任何错误！", "备份也检查过了。",
-         "负载均衡器的配置还需要更新。", "我明天上午写迁移文档？", "可以，下午我来检查负载均衡器的日志。",
-         "好的，周五之前把新服务器的监控也配置好。"],
+        [
+            "我们昨天把数据库迁移到了新的服务器。",
+            "迁移过程没有任何错误！",
+            "备份也检查过了。",
+            "负载均衡器的配置还需要更新。",
+            "我明天上午写迁移文档？",
+            "可以，下午我来检查负载均衡器的日志。",
+            "好的，周五之前把新服务器的监控也配置好。",
+        ],
     ),
 }
 
@@ -217,7 +246,8 @@ def test_a_sentence_of_any_script_is_measured_against_the_floors_like_the_englis
 
 # --- sessions with an agent, and notes of one (memtool.providers.local_session) -------------------
 
-AGENT_SESSION = """session: /home/maya/src/ledgerly, branch fix/invoice-rounding
+AGENT_SESSION = (
+    """session: /home/maya/src/ledgerly, branch fix/invoice-rounding
 
 user: Tom from support flagged that invoices are off by a cent. Can you look at billing/services.py?
 
@@ -248,7 +278,9 @@ All 53 billing tests pass and the fix is committed on fix/invoice-rounding. Olu 
 Left to do:
 1. Backfill the 312 affected invoices after Olu signs off.
 2. Get Priya's review of the fix/invoice-rounding PR.
-""" * 1
+"""
+    * 1
+)
 
 
 def test_an_agent_session_gives_decisions_open_items_people_and_systems_without_markup():
@@ -284,17 +316,24 @@ def test_label_lines_of_a_note_are_cues_not_speakers():
     out = LocalCompressor().compress(NOTE)
     assert not {"Decision", "TODO", "Goal", "Date", "Participants", "Left"} & set(out.entities.people)
     assert "Rob Castillo" in out.entities.people
-    assert out.decisions[:2] == ["index created CONCURRENTLY on the orders table, with the old index kept for a week.", "refresh tokens get a 14-day TTL in Redis."]
-    assert out.action_items == ["Rob pushes the alg-confusion test to the PR branch tonight.",
-                                "ask the platform team to scrub token= query strings from the access logs in Loki."]
+    assert out.decisions[:2] == [
+        "index created CONCURRENTLY on the orders table, with the old index kept for a week.",
+        "refresh tokens get a 14-day TTL in Redis.",
+    ]
+    assert out.action_items == [
+        "Rob pushes the alg-confusion test to the PR branch tonight.",
+        "ask the platform team to scrub token= query strings from the access logs in Loki.",
+    ]
     assert "Redis" in out.entities.systems and not {"SELECT", "ORDER", "LIMIT", "DESC"} & set(out.entities.systems)
 
 
 def test_sql_words_and_tool_names_are_not_systems():
-    session = ("user: the statement query is slow\n\nassistant: [tool run_shell_command] psql -c 'EXPLAIN ANALYZE SELECT * FROM orders "
-               "WHERE customer_id = 1 ORDER BY created_at DESC LIMIT 50'\n\ntool: Seq Scan on orders\n\n"
-               "assistant: Postgres reads every row: SELECT ... ORDER BY created_at DESC LIMIT 50 needs an index on (customer_id, created_at). "
-               "We decided to add it CONCURRENTLY on Thursday.\n\n") * 3
+    session = (
+        "user: the statement query is slow\n\nassistant: [tool run_shell_command] psql -c 'EXPLAIN ANALYZE SELECT * FROM orders "
+        "WHERE customer_id = 1 ORDER BY created_at DESC LIMIT 50'\n\ntool: Seq Scan on orders\n\n"
+        "assistant: Postgres reads every row: SELECT ... ORDER BY created_at DESC LIMIT 50 needs an index on (customer_id, created_at). "
+        "We decided to add it CONCURRENTLY on Thursday.\n\n"
+    ) * 3
     out = LocalCompressor().compress(session)
     assert "PostgreSQL" in out.entities.systems and "psql" in out.entities.systems
     assert not {"SELECT", "ORDER", "LIMIT", "DESC", "Bash", "run_shell_command"} & set(out.entities.systems)
@@ -374,12 +413,16 @@ def test_session_open_items_include_the_users_promise_and_conditional_work():
 
 
 def test_session_long_decision_list_and_open_list_both_kept():
-    decisions = "\n".join(f"- {d}" for d in (
-        "Billing moves to the eu-west-1 cluster in March, keeping its Grafana dashboards and PagerDuty routes as they are.",
-        "Search stays on dedicated c6i.4xlarge nodes because Elasticsearch heap pressure spikes during reindexing at night.",
-        "Checkout gets a second replica set behind the ingress so a rollout never drops below two healthy pods.",
-        "Reports run on spot instances with a fallback to on-demand capacity when the interruption rate exceeds 5 percent.",
-        "Mail leaves Kubernetes for the managed SMTP relay, retiring the postfix sidecar and its TLS certificate rotation."))
+    decisions = "\n".join(
+        f"- {d}"
+        for d in (
+            "Billing moves to the eu-west-1 cluster in March, keeping its Grafana dashboards and PagerDuty routes as they are.",
+            "Search stays on dedicated c6i.4xlarge nodes because Elasticsearch heap pressure spikes during reindexing at night.",
+            "Checkout gets a second replica set behind the ingress so a rollout never drops below two healthy pods.",
+            "Reports run on spot instances with a fallback to on-demand capacity when the interruption rate exceeds 5 percent.",
+            "Mail leaves Kubernetes for the managed SMTP relay, retiring the postfix sidecar and its TLS certificate rotation.",
+        )
+    )
     text = f"user: Plan the cluster move.\n\nassistant: Decisions:\n{decisions}\n\nNext steps:\n- Move the billing queue after the freeze.\n- Ask Ines to resize the node pool.\n"
     out = LocalCompressor().compress(text)
     assert len(out.decisions) >= 2 and len(out.action_items) == 2
@@ -404,7 +447,9 @@ def test_session_keywords_keep_measured_numbers_not_bare_ones():
 
 
 def test_session_summary_keeps_the_measured_outcome():
-    session = MEASURED_SESSION + """
+    session = (
+        MEASURED_SESSION
+        + """
 user: good. Also the export job logs a warning about the connection pool every night, what is that about?
 
 assistant: The pool warning comes from the reporting client, which opens its own connections and never returns them to the shared pool that the export job also uses every night.
@@ -413,5 +458,6 @@ user: leave that for another day.
 
 assistant: Understood, the pool warning stays as it is and the index change is committed on branch perf/shipments-index together with the migration file and the updated export documentation for the team.
 """
+    )
     summary = LocalCompressor().compress(session).summary
     assert "4,210 ms -> 57 ms" in summary

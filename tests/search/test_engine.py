@@ -69,7 +69,9 @@ def test_a_named_date_brings_in_that_days_results_whose_words_differ(root):
     m = open_memory(root, dense_fallback=False, semantic_weight=0)  # words and dates alone
     m.compress("Nate: I got Joanna a stuffed animal to cheer her up.", when=datetime(2022, 5, 25, 15, tzinfo=timezone.utc), session="gift")
     for day in (2, 9, 16):  # the query's words, said on other days
-        m.compress(f"Joanna and Nate did a lot of things together: {day} of them in 2022.", when=datetime(2022, 6, day, 15, tzinfo=timezone.utc), session=f"june-{day}")
+        m.compress(
+            f"Joanna and Nate did a lot of things together: {day} of them in 2022.", when=datetime(2022, 6, day, 15, tzinfo=timezone.utc), session=f"june-{day}"
+        )
     query = Query(text="What did Nate do for Joanna on 25 May, 2022?", kinds=("entry",))
     assert m.search(query)[0].source_session == "gift"
     without = [h.source_session for h in open_memory(root, dense_fallback=False, semantic_weight=0, date_match=0.0).search(query)]

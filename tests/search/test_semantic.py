@@ -21,8 +21,12 @@ SESSIONS = {  # each names Jon once: the words cannot tell them apart, the meani
     "dance": "Jon: After a long week I put on music and dance in the living room for an hour until my head is clear again.",
     "trip": "Jon: We drove to the coast and watched the sunset from the pier.",
 }
-ASKED = {"What does Jon do to relax?": "dance", "How does Jon relieve stress?": "dance",
-         "Where did Jon go on holiday?": "trip", "Why did Jon need paperwork?": "bank"}
+ASKED = {
+    "What does Jon do to relax?": "dance",
+    "How does Jon relieve stress?": "dance",
+    "Where did Jon go on holiday?": "trip",
+    "Why did Jon need paperwork?": "bank",
+}
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +74,7 @@ class Grouped:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.floats(-1, 1), st.floats(0, 10)), min_size=1, max_size=30),
-       st.floats(0, 1), st.floats(0, 2))
+@given(st.lists(st.tuples(st.integers(0, 5), st.floats(-1, 1), st.floats(0, 10)), min_size=1, max_size=30), st.floats(0, 1), st.floats(0, 2))
 def test_each_result_scores_as_the_module_says(docs, sibling, weight):
     """lexical / best lexical + weight x (best cosine - lowest cosine) / std of the best cosines."""
     group = [g for g, _, _ in docs]

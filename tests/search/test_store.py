@@ -31,7 +31,9 @@ TOPICS = ["billing Postgres index", "Kafka consumer lag", "dark mode React", "Au
 def mem(root, fake_embedder):
     init(root)
     m = open_memory(root, embedder=fake_embedder)
-    m.compress_many([Session(text=f"Alice: we worked on the {t} today and wrote down what broke.", when=when(1 + i), session=f"s{i}") for i, t in enumerate(TOPICS)])
+    m.compress_many(
+        [Session(text=f"Alice: we worked on the {t} today and wrote down what broke.", when=when(1 + i), session=f"s{i}") for i, t in enumerate(TOPICS)]
+    )
     return m
 
 
@@ -54,7 +56,11 @@ def generation(root):
 
 def test_one_file_holds_the_whole_cache(mem, root):
     mem.search("Kafka")
-    assert {p.name for p in (root / "memory/.cache").iterdir() if p.name.startswith("memtool")} <= {"memtool.sqlite", "memtool.sqlite-wal", "memtool.sqlite-shm"}
+    assert {p.name for p in (root / "memory/.cache").iterdir() if p.name.startswith("memtool")} <= {
+        "memtool.sqlite",
+        "memtool.sqlite-wal",
+        "memtool.sqlite-shm",
+    }
     assert not (root / "memory/.cache/search").exists()
 
 
@@ -235,9 +241,17 @@ def test_a_search_does_not_wait_for_another_process_writing(root, fake_embedder)
     m = open_memory(root, embedder=fake_embedder)
     m.compress("Alice: the billing Postgres index is rebuilt nightly by a cron job on db-2.", when=when(1), session="a")
     m.log("Quokkadb replaced the old Helm chart for the staging cluster.", when=when(2))
-    holder = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
-                               "c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(120)", str(store_path(m.layout))],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+            "c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(120)",
+            str(store_path(m.layout)),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         busy = m.search(Query(text="Quokkadb Helm chart", limit=10))

@@ -41,14 +41,17 @@ def fixes(m, text: str) -> dict[str, list[str]]:
     return m.search(Query(text=text)).typo_fixes
 
 
-@pytest.mark.parametrize("query, session", [
-    ("postgress", "db"),  # a letter added
-    ("databse", "db"),  # a letter dropped
-    ("deploymnet", "db"),  # two neighbours swapped: one edit
-    ("kubernetis", "k8s"),  # a letter changed
-    ("contarst chekcer", "ui"),  # two words, each one swap off
-    ("depolymant", "db"),  # two edits in a word of 8+ letters
-])
+@pytest.mark.parametrize(
+    "query, session",
+    [
+        ("postgress", "db"),  # a letter added
+        ("databse", "db"),  # a letter dropped
+        ("deploymnet", "db"),  # two neighbours swapped: one edit
+        ("kubernetis", "k8s"),  # a letter changed
+        ("contarst chekcer", "ui"),  # two words, each one swap off
+        ("depolymant", "db"),  # two edits in a word of 8+ letters
+    ],
+)
 def test_a_misspelled_word_finds_the_session(mem, query, session):
     assert sessions(mem, query)[:1] == [session]
     assert fixes(mem, query)  # and says what it searched instead
@@ -60,11 +63,14 @@ def test_without_typo_weight_a_misspelled_word_finds_nothing(root, mem, fake_emb
     assert fixes(plain, "postgress") == {}
 
 
-@pytest.mark.parametrize("query", [
-    "dtabse",  # 6 letters: one edit allowed, 'database' is two away
-    "chckr",  # 5 letters, two edits from 'checker'
-    "clustr",  # 6 letters: 'cluster' is one edit away ...
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "dtabse",  # 6 letters: one edit allowed, 'database' is two away
+        "chckr",  # 5 letters, two edits from 'checker'
+        "clustr",  # 6 letters: 'cluster' is one edit away ...
+    ],
+)
 def test_edit_limits_follow_word_length(mem, query):
     found = sessions(mem, query)
     if query == "clustr":
