@@ -160,6 +160,19 @@ def read_text(path: Path | str, cap: int = C.MAX_STORE_FILE_BYTES, errors: str =
     return read_bytes(path, cap).decode("utf-8", errors=errors)
 
 
+def read_optional_text(path: Path | str, cap: int, problems: list[str], message: str = "{}") -> str | None:
+    """A Markdown or transcript file's text (invalid UTF-8 replaced), None when it does not exist; one
+    that is a link out of the root, not a regular file or over `cap` is reported into `problems`
+    (`message` with the reason in its {}) and read as None."""
+    try:
+        return read_text(path, cap, errors="replace")
+    except FileNotFoundError:
+        return None
+    except UnsafePath as exc:
+        problems.append(message.format(exc))
+        return None
+
+
 def is_regular(path: Path | str) -> bool:
     """`path` is a regular file that reads would open: no link below the root (but a Layer 3 one), no FIFO or device."""
     try:

@@ -23,7 +23,7 @@ from memtool.dates import anchor
 from memtool.dayfile import read_day
 from memtool.dedupe import Deduper, Duplicate
 from memtool.docfreq import recent_doc_freq
-from memtool.errors import BadInput, ProviderError, StorageError, StoreCorrupt, UnsafePath
+from memtool.errors import BadInput, ProviderError, StorageError, StoreCorrupt
 from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.quoting import log_tag_comment
@@ -423,13 +423,7 @@ class Memory:
     def _read_doc(self, path: Path, warnings: list[str]) -> str | None:
         """A Markdown file for the context, or None if missing; a link out of the root, a FIFO, a device
         or one over the size cap is skipped with a warning (memtool/confine.py)."""
-        try:
-            return confine.read_bytes(path, C.MAX_DOC_BYTES).decode("utf-8", errors="replace")
-        except FileNotFoundError:
-            return None
-        except UnsafePath as exc:
-            warnings.append(f"skipped: {exc}")
-            return None
+        return confine.read_optional_text(path, C.MAX_DOC_BYTES, warnings, "skipped: {}")
 
     def recent(self, limit: int, warnings: list[str]) -> list[Hit]:
         """Without a query: the most recent entries, most important first among equals, leaving out

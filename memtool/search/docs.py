@@ -168,13 +168,7 @@ def collect_docs(
 def read_transcript(path: Path, errors: list[str]) -> str | None:
     """A kept transcript's text, or None when there is none; one that is a link, not a regular file or too
     large is reported into `errors` and skipped."""
-    try:
-        return confine.read_bytes(path, C.MAX_DOC_BYTES).decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        return None
-    except UnsafePath as exc:
-        errors.append(f"{exc}; not searchable")
-        return None
+    return confine.read_optional_text(path, C.MAX_DOC_BYTES, errors, "{}; not searchable")
 
 
 def _untouched_template(name: str, text: str) -> bool:
