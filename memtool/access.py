@@ -1,67 +1,49 @@
 """Use counts: how often each entry was returned by a query (search, context, the MCP tools).
 
-Kept in the derived cache (memory/.cache/access.json), never in the versioned files, so reading
-memory never dirties git. Writers replace the file atomically without taking a lock: two searches
-at once may lose an increment, never corrupt the file. A file that cannot be read counts as empty.
+Kept in the derived store (memory/.cache/memtool.sqlite, table `access`), never in the versioned
+files, so reading memory never dirties git. An increment is one upsert: concurrent searches never
+lose each other's counts, except when one gives up waiting for another process's change set
+(STATE_WAIT_S). The counts are the one thing in the store the files cannot give back: they survive
+every rebuild of the search tables, and are lost only with a store discarded as damaged (or
+deleted). They only tune ranking (`access_boost`, off by default), so that loss costs nothing else.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from pathlib import Path
+import sqlite3
 from typing import Iterable
 
 import numpy as np
 
-from memtool import confine
-from memtool import constants as C
-from memtool.errors import UnsafePath
+from memtool.search.store import open_state, write_state
 from memtool.store import Layout
 
 
-def access_file(layout: Layout) -> Path:
-    return layout.cache_dir / C.ACCESS_FILE
-
-
 def load_counts(layout: Layout) -> dict[str, int]:
-    """id -> times returned. Missing, torn or foreign content reads as no counts at all."""
+    """id -> times returned; none when the store cannot be read."""
+    conn = open_state(layout, create=False)
+    if conn is None:
+        return {}
     try:
-        data = json.loads(confine.read_bytes(access_file(layout)))
-    except (OSError, ValueError, UnsafePath):  # ValueError covers JSON and UTF-8 decoding errors
+        return dict(conn.execute("SELECT id, uses FROM access").fetchall())
+    except sqlite3.Error:
         return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    finally:
+        conn.close()
 
 
 def record(layout: Layout, ids: Iterable[str]) -> None:
-    """Add one use to each id. Skipped quietly when the cache cannot be written (read-only
-    checkout): counts only tune ranking, and a search must not fail for them."""
+    """Add one use to each id (an id repeated in one answer counts once). Skipped quietly when the
+    store cannot be written (read-only checkout): counts only tune ranking, and a search must not
+    fail for them."""
     ids = list(dict.fromkeys(ids))
-    if not ids:
-        return
-    counts = load_counts(layout)
-    for i in ids:
-        counts[i] = counts.get(i, 0) + 1
-    path = access_file(layout)
-    data = json.dumps(counts, separators=(",", ":"), sort_keys=True).encode("utf-8")
-    try:
-        confine.safe_folder(path.parent, create=True)  # memory/.cache reached without a link
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except (OSError, UnsafePath):
+    conn = open_state(layout) if ids else None
+    if conn is None:
         return
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)  # no fsync: a crash may lose counts (derived data), the rename never tears the file
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass  # never created, or already renamed
-        return
+        write_state(conn, [("INSERT INTO access VALUES (?, 1) ON CONFLICT(id) DO UPDATE SET uses = uses + 1", [(i,) for i in ids])])
+    finally:
+        conn.close()
 
 
 def boost(counts: np.ndarray, factor: float) -> np.ndarray:
@@ -69,4 +51,4 @@ def boost(counts: np.ndarray, factor: float) -> np.ndarray:
     return 1.0 + factor * np.log1p(np.asarray(counts, dtype=np.float64))
 
 
-__all__ = ["access_file", "load_counts", "record", "boost"]
+__all__ = ["load_counts", "record", "boost"]

@@ -18,7 +18,6 @@ CONFIG_MAX_DEPTH = 2  # settings are single values or lists of strings: a mappin
 USER_CONFIG_DIR = "memtool"  # $XDG_CONFIG_HOME/memtool (default ~/.config/memtool): the user's own config
 TRUST_FILE = "trusted.json"  # $XDG_CONFIG_HOME/memtool/trusted.json: approved repository configs, path -> sha256
 INDEX_STATE_FILE = "index-state.json"  # memory/.cache: the file stats index.json was last written from
-DOC_FREQ_FILE = "doc-freq.json"  # memory/.cache: word counts per recent day file (the compressor's rarity hint)
 GITIGNORE_FILE = ".gitignore"  # memory/.gitignore
 TOMBSTONES_FILE = "tombstones.jsonl"  # memory/index/tombstones.jsonl: forgotten ids (id, time, who), versioned, merged by line
 GITATTRIBUTES_FILE = ".gitattributes"  # at the memory root: how git merges the store (memtool/gitmerge.py)
@@ -104,7 +103,6 @@ MCP_MIN_TOKENS = 500  # smallest max_tokens a tool call may ask for
 MCP_SEARCH_MAX_LIMIT = 50  # most hits one memory_search call may ask for
 
 # --- sync and watch -------------------------------------------------------------
-SYNC_MANIFEST_FILE = "sync.json"  # memory/.cache/sync.json: per-file stat + content hash seen by the last sync
 SYNC_EMBED_BATCH = 256  # entries embedded (and their files written) per batch; the resume granularity
 SYNC_RACY_NS = 2_000_000_000  # files modified this close to the last sync are re-hashed (coarse mtimes)
 WATCH_DEBOUNCE_S = 0.3  # quiet period after the last change before a sync
@@ -142,7 +140,6 @@ STATS_TOP_SHOWN = 8  # topics / people / systems listed by stats and the report
 
 # --- retention, decay with use, duplicates (`memory archive`, `search --archive`, compress) -------
 STORE_FILE = "memtool.sqlite"  # memory/.cache/memtool.sqlite: the derived store (memtool/search/store.py)
-ACCESS_FILE = "access.json"  # memory/.cache/access.json: how often each entry was returned by a query
 LIFECYCLE_EXEMPT_IMPORTANCE = ("high", "critical")  # like pinned entries: never archived, never decayed
 DEFAULT_ACCESS_BOOST = 0.0  # score x (1 + boost * ln(1 + uses)). Off: on LoCoMo 0.05 lowered entries MRR 0.638 -> 0.565
 DEDUPE_JACCARD = 0.8  # content-word Jaccard at which a new transcript supersedes a stored one

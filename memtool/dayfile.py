@@ -11,7 +11,7 @@ from typing import Iterable
 from memtool import confine
 from memtool import constants as C
 from memtool.errors import StoreCorrupt, UnsafePath
-from memtool.fsutil import dumps_json
+from memtool.fsutil import dumps_json, stat_sig
 from memtool.models import Entry
 
 DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -20,11 +20,9 @@ CONFLICT_RE = re.compile(r"^(<{7}|={7}|>{7})( |$)", re.M)
 
 
 def file_sig(path: Path) -> list[int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return [st.st_size, st.st_mtime_ns]
+    """fsutil.stat_sig as the JSON list index-state.json keeps (memtool/index_json.py)."""
+    sig = stat_sig(path)
+    return list(sig) if sig else None
 
 
 def read_store_text(path: Path) -> str:

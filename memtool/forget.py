@@ -5,9 +5,8 @@ archived) with its transcript and its embedding beside it; index.json, the gener
 the derived caches hold copies of its text. Under the root's lock, forget first writes a journal
 (memory/.cache/forget-journal.json, atomically: the ids, and the cache keys of their transcript's
 passages), then removes the transcript and the embedding, then the entry from its day file, then
-rewrites index.json, rewrites the entity pages that named it, deletes their documents and vectors
-from the derived store (memtool/search/store.py) and their other cached copies (`purge_caches`), and
-removes the journal. A crash part-way leaves the journal: the next `memory
+rewrites index.json, rewrites the entity pages that named it, deletes everything the derived store
+(memtool/search/store.py) holds of it (`purge_caches`), and removes the journal. A crash part-way leaves the journal: the next `memory
 forget` (any ids, the same ones included) or `memory doctor --fix` completes it first, and an id the
 interrupted run already removed counts as forgotten, not as unknown.
 
@@ -34,7 +33,6 @@ from memtool.store import Layout, Store, locate
 from memtool.tombstones import add_tombstones
 
 JOURNAL_FILE = "forget-journal.json"  # memory/.cache/: what an unfinished forget still has to remove
-TEXT_CACHES = (C.DOC_FREQ_FILE,)  # under memory/.cache, besides the derived store: they hold entry text, rebuilt on next use
 
 
 @dataclass
@@ -156,57 +154,21 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
 
 
 def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = False) -> list[str]:
-    """Remove every copy of these entries from the derived state under memory/.cache: their documents,
-    postings and vectors in the derived store (and the vectors of their passages, `keys`, in one
-    transaction: memtool.search.store.purge_entries), the compressor's word counts (rebuilt on next
-    use), their records in the sync manifest (the day files naming them are hashed again) and their
-    use counts. Returns what it touched (with `dry_run`, would touch), relative to the root. The one
-    place that knows the cache's files."""
-    from memtool.access import access_file, load_counts
+    """Remove every copy of these entries from the derived store under memory/.cache: their records
+    in the sync manifest (the day files naming them are hashed again), then, in one transaction, their
+    documents, postings and vectors (and the vectors of their passages, `keys`), their use counts and
+    the compressor's word counts (memtool.search.store.purge_entries). Returns what it touched (with
+    `dry_run`, would touch), relative to the root."""
     from memtool.search.store import purge_entries, store_path
+    from memtool.sync_scan import Manifest
 
-    touched: list[str] = []
-    for path in (layout.cache_dir / name for name in TEXT_CACHES):
-        if path.exists():
-            if not dry_run:
-                path.unlink()
-            touched.append(_rel(layout, path))
     store = store_path(layout)
-    if store.is_file():
-        if not dry_run:
-            purge_entries(layout, sorted(ids), sorted(keys))
-        touched.append(_rel(layout, store))
-    manifest = layout.cache_dir / C.SYNC_MANIFEST_FILE
-    if _drop_from_manifest(manifest, ids, dry_run):
-        touched.append(_rel(layout, manifest))
-    counts = load_counts(layout)
-    if ids & counts.keys():
-        if not dry_run:
-            atomic_write_text(access_file(layout), json.dumps({k: v for k, v in counts.items() if k not in ids}, separators=(",", ":"), sort_keys=True))
-        touched.append(_rel(layout, access_file(layout)))
-    return touched
-
-
-def _drop_from_manifest(path: Path, ids: set[str], dry_run: bool) -> bool:
-    """`memory reindex`'s manifest (sync_scan.Manifest) without these ids: their vector records, and the
-    records of the day files that listed them. One that cannot be read is removed. True if it changed."""
-    try:
-        data = json.loads(confine.read_bytes(path))
-        days, vectors = data["days"], data["vectors"]
-        listed = {name for name, rec in days.items() if len(rec) > 3 and isinstance(rec[3], dict) and ids & rec[3].keys()}
-    except FileNotFoundError:
-        return False
-    except (OSError, UnsafePath, ValueError, KeyError, TypeError, AttributeError):
-        if not dry_run:
-            path.unlink(missing_ok=True)
-        return True
-    if not (listed or ids & vectors.keys()):
-        return False
+    if not store.is_file():
+        return []
     if not dry_run:
-        data["days"] = {k: v for k, v in days.items() if k not in listed}
-        data["vectors"] = {k: v for k, v in vectors.items() if k not in ids}
-        atomic_write_text(path, json.dumps(data, separators=(",", ":")))
-    return True
+        Manifest.drop(layout, ids)
+        purge_entries(layout, sorted(ids), sorted(keys))
+    return [_rel(layout, store)]
 
 
 def _passage_keys(transcript: Path) -> list[str]:

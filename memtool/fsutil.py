@@ -231,6 +231,16 @@ def _atomic_write_followed(path: Path, data: bytes | list[bytes | memoryview], d
         _fsync_dir(target.parent)
 
 
+def stat_sig(path: str | Path) -> tuple[int, int] | None:
+    """(size, mtime_ns) of a file or folder, None when it cannot be stat-ed (not there): the one
+    signature by which memtool tells that a file changed since it last read it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
 def _stat_or_none(path: Path) -> os.stat_result | None:
     try:
         return os.stat(path)

@@ -1,7 +1,7 @@
 """Incremental sync: make index.json, the embedding files and the search cache match the files.
 
-The per-day entry files and the Markdown files are the truth. A small manifest in the derived cache
-(memory/.cache/sync.json, kept by `memtool.sync_scan`) remembers, per file, (size, mtime_ns, content
+The per-day entry files and the Markdown files are the truth. A small manifest in the derived store
+(memory/.cache/memtool.sqlite, kept by `memtool.sync_scan`) remembers, per file, (size, mtime_ns, content
 hash) and, per entry, the content hash its embedding file was verified against, so a sync with
 nothing changed only stats files. Changed files are re-read and compared by content hash, not by
 mtime; only entries whose content hash changed (or whose embedding file is missing, corrupt or from
@@ -29,14 +29,14 @@ from memtool import constants as C
 from memtool.archive import archive_layouts
 from memtool.dayfile import CONFLICT_RE, read_day
 from memtool.errors import StoreCorrupt, UnsafePath
-from memtool.fsutil import atomic_write_text
+from memtool.fsutil import atomic_write_text, stat_sig
 from memtool.memory import Memory
 from memtool.models import Entry
 from memtool.search.docs import source_key
 from memtool.search.store import Known, Sigs, entry_vector_key, refresh_index
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store
-from memtool.sync_scan import Delta, Manifest, Scan, scan_files, stat_sig
+from memtool.sync_scan import Delta, Manifest, Scan, scan_files
 from memtool.tombstones import bury
 
 Progress = Callable[[str, int, int], None]  # (task, done, total); total 0 when unknown

@@ -1,8 +1,8 @@
 """What changed on disk since the last sync: the manifest, and the scans that compare the files with it.
 
 `memory reindex` and `memory watch` must not re-read 10,000 entries to find one edit. The manifest
-(memory/.cache/sync.json) records, per day file and per Markdown file, the (size, mtime_ns, content
-hash) a sync last saw, and per day file the content hash of each of its entries. A scan stats every
+(table sync_state of the derived store, memory/.cache/memtool.sqlite) records, per day file and per
+Markdown file, the (size, mtime_ns, content hash) a sync last saw, and per day file the content hash of each of its entries. A scan stats every
 file and reads only those whose stat no longer matches (or was taken too close to a change to trust),
 comparing them by content hash, so a touched-but-unchanged file is no change. The scans know nothing
 of embedding or index.json: they say what is there, what changed and which files cannot be read
@@ -15,7 +15,9 @@ import hashlib
 import json
 import os
 import re
+import sqlite3
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,8 +25,9 @@ from memtool import confine
 from memtool import constants as C
 from memtool.dayfile import ParsedDays, load_json, parse_day
 from memtool.errors import StoreCorrupt, UnsafePath
-from memtool.fsutil import atomic_write_text
+from memtool.fsutil import stat_sig
 from memtool.models import Entry
+from memtool.search.store import open_state, write_state
 from memtool.store import Layout
 
 MANIFEST_VERSION = 1
@@ -54,69 +57,86 @@ class Manifest:
     markdown: dict[str, list] = field(default_factory=dict)  # rel path -> [size, mtime_ns, sha, error]
     vectors: dict[str, list] = field(default_factory=dict)  # id -> [size, mtime_ns, content_hash] verified for model
     encoded: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # JSON of the tables as saved here
-
-    @staticmethod
-    def path(layout: Layout) -> Path:
-        return layout.cache_dir / C.SYNC_MANIFEST_FILE
+    generation: str = field(default="", repr=False, compare=False)  # of the saved manifest this one was read or written as
 
     @classmethod
     def load(cls, layout: Layout) -> "Manifest | None":
-        """The saved manifest; the very object this process last read or wrote while the file is
-        unchanged (`memory watch` syncs again and again: no re-parse). Shared, so read-only."""
-        path = cls.path(layout)
-        try:
-            sig = _file_id(path)
-            recent = _RECENT.get(str(path))
-            if recent is not None and recent[0] == sig:
-                return recent[1]
-            data = json.loads(confine.read_bytes(path))
-        except (OSError, ValueError, UnsafePath):
-            return None  # missing or damaged: it is derived, start over
-        if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
+        """The saved manifest (derived store, table sync_state); the very object this process last
+        read or wrote while it is unchanged (`memory watch` syncs again and again: no re-parse).
+        Shared, so read-only. None when there is none, or it cannot be read: start over."""
+        conn = open_state(layout, create=False)
+        if conn is None:
             return None
-        data.pop("version")
         try:
-            man = cls(**data)
-        except TypeError:
-            return None
-        _RECENT[str(path)] = (sig, man)
+            conn.execute("BEGIN")
+            try:
+                row = conn.execute("SELECT data FROM sync_state WHERE name = 'generation'").fetchone()
+                recent = _RECENT.get(str(layout.root))
+                if row is None or (recent is not None and recent.generation == row[0]):
+                    return recent if row is not None else None
+                saved = dict(conn.execute("SELECT name, data FROM sync_state").fetchall())
+            finally:
+                conn.execute("COMMIT")
+            head = json.loads(saved.pop("head"))
+            if head.pop("version", None) != MANIFEST_VERSION:
+                return None
+            tables = {key: json.loads(saved[key]) for key in TABLES}
+            man = cls(**head, **tables, encoded={key: saved[key] for key in TABLES}, generation=saved["generation"])
+        except (sqlite3.Error, ValueError, KeyError, TypeError):
+            return None  # damaged or of another layout: it is derived, start over
+        finally:
+            conn.close()
+        _RECENT[str(layout.root)] = man
         return man
 
     def state(self) -> tuple:
         return self.model, self.index_sig, self.emb_dir_ns, self.days, self.markdown, self.vectors
 
     def save(self, layout: Layout, previous: "Manifest | None" = None) -> None:
-        """Write it; a record table equal to the one `previous` saved is not encoded again (a daily-log
-        edit changes one Markdown record, not the 10,000 entry records)."""
+        """Write it; a record table equal to the one `previous` saved is not encoded or written again
+        (a daily-log edit changes one Markdown record, not the 10,000 entry records). Skipped when the
+        store cannot be written: every file is then hashed again next time."""
         self.written_ns = time.time_ns()
-        fields = {"version": MANIFEST_VERSION, **{k: v for k, v in vars(self).items() if k != "encoded"}}
-        for key in ("days", "markdown", "vectors"):
-            same = previous is not None and key in previous.encoded and getattr(previous, key) == fields[key]
-            self.encoded[key] = previous.encoded[key] if same else json.dumps(fields[key], separators=(",", ":"))
-        text = "{" + ",".join(f"{json.dumps(k)}:{self.encoded.get(k) or json.dumps(v, separators=(',', ':'))}" for k, v in fields.items()) + "}"
-        path = self.path(layout)
-        atomic_write_text(path, text, durable=False)  # derived: a damaged one fails to load, and every file is hashed again
-        _RECENT[str(path)] = (_file_id(path), self)
+        for key in TABLES:
+            same = previous is not None and key in previous.encoded and getattr(previous, key) == getattr(self, key)
+            self.encoded[key] = previous.encoded[key] if same else json.dumps(getattr(self, key), separators=(",", ":"))
+        head = {"version": MANIFEST_VERSION, "model": self.model, "written_ns": self.written_ns, "index_sig": self.index_sig, "emb_dir_ns": self.emb_dir_ns}
+        conn = open_state(layout)
+        if conn is None:
+            return
+        try:
+            row = conn.execute("SELECT data FROM sync_state WHERE name = 'generation'").fetchone()
+            kept = previous is not None and row is not None and row[0] == previous.generation  # the rows are those `previous` holds
+            tables = [(key, self.encoded[key]) for key in TABLES if not (kept and self.encoded[key] is previous.encoded[key])]
+            self.generation = uuid.uuid4().hex
+            rows = [("generation", self.generation), ("head", json.dumps(head)), *tables]
+            if write_state(conn, [("INSERT OR REPLACE INTO sync_state VALUES (?, ?)", rows)]):
+                _RECENT[str(layout.root)] = self
+        except sqlite3.Error:
+            return  # derived: every file is hashed again next time
+        finally:
+            conn.close()
+
+    @staticmethod
+    def drop(layout: Layout, ids: set[str], dry_run: bool = False) -> bool:
+        """The saved manifest without these ids (`memory forget`): their vector records, and the records
+        of the day files that listed them (hashed again by the next sync). True if it held them."""
+        man = Manifest.load(layout)
+        listed = {name for name, rec in man.days.items() if ids & rec[3].keys()} if man else set()
+        if man is None or not (listed or ids & man.vectors.keys()):
+            return False
+        if not dry_run:
+            days = {k: v for k, v in man.days.items() if k not in listed}
+            vectors = {k: v for k, v in man.vectors.items() if k not in ids}
+            Manifest(man.model, man.written_ns, man.index_sig, man.emb_dir_ns, days, man.markdown, vectors).save(layout, man)
+        return True
 
 
-# The manifest each root's file held when this process last read or wrote it, by the file's
-# (inode, size, mtime_ns). Every record in a manifest is keyed by a file's stat, so even one that
-# another process has since replaced says nothing false: at worst a file is hashed again.
-_RECENT: dict[str, tuple[tuple[int, int, int], Manifest]] = {}
-
-
-def _file_id(path: Path) -> tuple[int, int, int]:
-    st = path.stat()
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def stat_sig(path: Path) -> tuple[int, int] | None:
-    """(size, mtime_ns) of a file or folder; None if it is not there."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns
+TABLES = ("days", "markdown", "vectors")  # the manifest's record tables, one row each in sync_state
+# The manifest each root's store held when this process last read or wrote it, by its generation.
+# Every record in a manifest is keyed by a file's stat, so even one that another process has since
+# replaced says nothing false: at worst a file is hashed again.
+_RECENT: dict[str, Manifest] = {}
 
 
 def _fresh(rec: list | None, size: int, mtime_ns: int, man: Manifest) -> bool:

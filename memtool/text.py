@@ -7,7 +7,7 @@ import unicodedata
 from functools import lru_cache
 
 # Bump when `words` or `content_words` split the same text differently: caches of counted words
-# (memory/.cache/doc-freq.json) are counted afresh then.
+# (table day_words of memory/.cache/memtool.sqlite) are counted afresh then.
 WORDS_VERSION = 2
 
 # A word is a run of letters and digits of any script; ' - . _ may join its parts ("don't",

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Callable
 
 from memtool import constants as C
 from memtool.errors import MemtoolError
+from memtool.fsutil import stat_sig
 from memtool.memory import Memory
 from memtool.store import Layout
 from memtool.sync import SyncReport, sync
@@ -97,20 +98,12 @@ def relevant(layout: Layout, path: str) -> bool:
     return parts[0] == C.MEMORY_DIR and not any(ignored_name(p) for p in parts[1:])
 
 
-def _sig(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns
-
-
 def _settings_sig(layout: Layout) -> tuple:
     """What a change of settings shows in: memory/config.yaml, the user's own config, and the list of
     approved repository configs (`memory config trust`)."""
     from memtool.trust import trust_file, user_config_file
 
-    return tuple(_sig(str(path)) for path in (layout.config_file, user_config_file(), trust_file()))
+    return tuple(stat_sig(path) for path in (layout.config_file, user_config_file(), trust_file()))
 
 
 def _ident(path: str) -> tuple[int, int] | None:
@@ -166,7 +159,7 @@ class Watcher:
             self.debouncer.poke(paths)
 
     def _ours(self, path: str) -> bool:
-        return path in self._own and self._own[path] == _sig(path)
+        return path in self._own and self._own[path] == stat_sig(path)
 
     def _warn(self, message: str) -> None:
         if self.on_warning is not None:
@@ -196,7 +189,7 @@ class Watcher:
                 raise
             self._missing()  # memory/ went away during the sync; the next burst follows it
             return None
-        own = {str(p): _sig(str(p)) for p in report.touched}
+        own = {str(p): stat_sig(p) for p in report.touched}
         self._own = own if len(self._own) > C.WATCH_OWN_WRITES_KEPT else {**self._own, **own}  # late events of earlier syncs too
         self.syncs += 1
         if self.on_sync:

@@ -1,6 +1,7 @@
-"""The compressor's rarity hint: counted per day file, cached by stat, always equal to counting afresh."""
+"""The compressor's rarity hint: counted per day file, kept by stat in the derived store, always equal to counting afresh."""
 
 import json
+import sqlite3
 from collections import Counter
 from datetime import datetime, timezone
 
@@ -10,6 +11,7 @@ from memtool.app import open_memory
 from memtool.dayfile import read_day
 from memtool.docfreq import recent_doc_freq
 from memtool.scaffold import init
+from memtool.search.store import STATE_VERSION, store_path
 from memtool.text import WORDS_VERSION, content_words
 
 
@@ -37,10 +39,26 @@ def mem(root, fake_embedder, fake_compressor):
     return m
 
 
+def rows(layout) -> dict[str, tuple]:
+    conn = sqlite3.connect(store_path(layout))
+    try:
+        return {day: (sig, n, json.loads(counts)) for day, sig, n, counts in conn.execute("SELECT day, sig, entries, counts FROM day_words")}
+    finally:
+        conn.close()
+
+
+def execute(layout, sql: str, *args) -> None:
+    conn = sqlite3.connect(store_path(layout))
+    try:
+        with conn:
+            conn.execute(sql, args)
+    finally:
+        conn.close()
+
+
 def test_cached_counts_equal_a_fresh_count_through_writes_and_hand_edits(mem, root):
-    cache = root / "memory/.cache/doc-freq.json"
-    cache.unlink(missing_ok=True)
-    assert recent_doc_freq(mem.layout, sample=6) == afresh(mem.layout, 6) and cache.is_file()
+    execute(mem.layout, "DELETE FROM day_words")
+    assert recent_doc_freq(mem.layout, sample=6) == afresh(mem.layout, 6) and rows(mem.layout)
     assert recent_doc_freq(mem.layout, sample=6)[1] == 6  # three newest day files of two entries
 
     mem.compress("Day 7 again: Zanzibar mirror moved to the new bucket.", when=datetime(2026, 4, 7, 20, tzinfo=timezone.utc))
@@ -53,42 +71,66 @@ def test_cached_counts_equal_a_fresh_count_through_writes_and_hand_edits(mem, ro
     day6.write_text(json.dumps(doc, indent=2))
     got = recent_doc_freq(mem.layout, sample=6)
     assert got == afresh(mem.layout, 6) and got[0]["quokka"] == 1
-
-    days = json.loads(cache.read_text())["days"]
-    assert sorted(days) == ["2026-04-05.json", "2026-04-06.json", "2026-04-07.json"]  # only the sample is kept
+    assert sorted(rows(mem.layout)) == ["2026-04-05.json", "2026-04-06.json", "2026-04-07.json"]  # only the sample is kept
 
 
-def test_a_damaged_cache_is_counted_afresh(mem, root):
+def test_a_damaged_store_or_record_is_counted_afresh(mem, root):
     recent_doc_freq(mem.layout)
-    cache = root / "memory/.cache/doc-freq.json"
-    for bad in ("{", '{"version": 1, "days": {"2026-04-07.json": [[1, 2], "x", {}]}}', "[]"):
-        cache.write_text(bad)
-        assert recent_doc_freq(mem.layout) == afresh(mem.layout, 5000)
+    execute(mem.layout, "UPDATE day_words SET counts = '{' WHERE day = '2026-04-07.json'")
+    assert recent_doc_freq(mem.layout) == afresh(mem.layout, 5000)
+    mem.invalidate()
+    for suffix in ("-wal", "-shm", ""):
+        path = store_path(mem.layout).with_name(store_path(mem.layout).name + suffix)
+        path.unlink(missing_ok=True)
+    store_path(mem.layout).write_bytes(b"not a database" * 100)
+    assert recent_doc_freq(mem.layout) == afresh(mem.layout, 5000)
 
 
 def test_a_stale_record_under_the_same_name_is_not_trusted(mem, root):
-    """A cached count whose stat no longer matches its file (a git checkout, a restore) is recounted."""
+    """A kept count whose stat no longer matches its file (a git checkout, a restore) is recounted."""
     recent_doc_freq(mem.layout)
-    cache = root / "memory/.cache/doc-freq.json"
-    data = json.loads(cache.read_text())
-    data["days"]["2026-04-07.json"][2] = {"phantom": 2}  # what the file held before, say
-    data["days"]["2026-04-07.json"][0][1] -= 1
-    cache.write_text(json.dumps(data))
+    sig = rows(mem.layout)["2026-04-07.json"][0]
+    words, size, mtime = sig.split(":")
+    execute(mem.layout, "UPDATE day_words SET sig = ?, counts = ? WHERE day = '2026-04-07.json'", f"{words}:{size}:{int(mtime) - 1}", '{"phantom": 2}')
     got = recent_doc_freq(mem.layout)
     assert "phantom" not in got[0] and got == afresh(mem.layout, 5000)
 
 
-def test_a_cache_counted_with_other_words_is_counted_afresh(mem, root):
-    """Counts of another `words` (an ASCII-only tokeniser wrote version 1 without a words field) are
-    not reused even though every day file's stat still matches."""
+def test_counts_of_other_words_are_counted_afresh(mem, root):
+    """Counts made by another `words` (text.WORDS_VERSION) are not reused even though every day
+    file's stat still matches."""
     recent_doc_freq(mem.layout)
-    cache = root / "memory/.cache/doc-freq.json"
-    data = json.loads(cache.read_text())
-    assert data["words"] == WORDS_VERSION
-    for rec in data["days"].values():
-        rec[2] = {"phantom": rec[1]}  # what another tokeniser counted, say
-    for stale in ({"version": 1, "days": data["days"]}, {**data, "words": WORDS_VERSION - 1}):
-        cache.write_text(json.dumps(stale))
-        got = recent_doc_freq(mem.layout)
-        assert "phantom" not in got[0] and got == afresh(mem.layout, 5000)
-        assert json.loads(cache.read_text())["words"] == WORDS_VERSION  # rewritten with today's words
+    for day, (sig, n, _) in rows(mem.layout).items():
+        execute(
+            mem.layout,
+            "UPDATE day_words SET sig = ?, counts = ? WHERE day = ?",
+            sig.replace(f"{WORDS_VERSION}:", f"{WORDS_VERSION - 1}:", 1),
+            '{"phantom": 1}',
+            day,
+        )
+    got = recent_doc_freq(mem.layout)
+    assert "phantom" not in got[0] and got == afresh(mem.layout, 5000)
+    assert all(sig.startswith(f"{WORDS_VERSION}:") for sig, _, _ in rows(mem.layout).values())  # counted again with today's words
+
+
+def test_the_files_of_the_old_cache_are_removed_on_first_use(root, fake_embedder, fake_compressor):
+    """A .cache written before the state moved into the store: its JSON files and segment folders go."""
+    init(root)
+    cache = root / "memory/.cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    for name in ("doc-freq.json", "access.json", "sync.json"):
+        (cache / name).write_text('{"version": 1}')
+    for folder in ("search", "search-archive", "vectors-old-model"):
+        (cache / folder).mkdir()
+        (cache / folder / "docs.jsonl").write_text("old text")
+    (cache / "forget-journal.json").write_text("{}")  # not the cache's: kept
+    m = open_memory(root, embedder=fake_embedder, compressor=fake_compressor)
+    m.compress("Kafka consumer lag after the deploy.", when=datetime(2026, 4, 1, 9, tzinfo=timezone.utc))
+    left = {p.name for p in cache.iterdir()}
+    assert not left & {"doc-freq.json", "access.json", "sync.json", "search", "search-archive", "vectors-old-model"}
+    assert {"forget-journal.json", "memtool.sqlite"} <= left
+    conn = sqlite3.connect(store_path(m.layout))
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == STATE_VERSION
+    finally:
+        conn.close()

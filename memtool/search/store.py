@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import sqlite3
 import uuid
 from contextlib import contextmanager
@@ -36,7 +37,8 @@ import numpy as np
 from memtool import confine
 from memtool import constants as C
 from memtool.dayfile import ParsedDays
-from memtool.errors import LockBusy, ProviderError
+from memtool.errors import LockBusy, ProviderError, UnsafePath
+from memtool.fsutil import stat_sig
 from memtool.models import Entry
 from memtool.search.cues import doc_cues
 from memtool.search.docs import Declared, Doc, collect_docs, source_key, superseded_by
@@ -102,11 +104,9 @@ def store_path(layout: Layout) -> Path:
 
 
 def file_sig(path: Path) -> str:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return "-"
-    return f"{st.st_size}:{st.st_mtime_ns}"
+    """fsutil.stat_sig as the text the store keeps: "size:mtime_ns", "-" when not there."""
+    sig = stat_sig(path)
+    return f"{sig[0]}:{sig[1]}" if sig else "-"
 
 
 def connect(path: Path, timeout: float = 0.0) -> sqlite3.Connection:
@@ -124,7 +124,90 @@ def connect(path: Path, timeout: float = 0.0) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")  # derived: a power cut may lose the last commit, never tear one
     conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: a forgotten entry's text outlives no change set
+    _ensure_state(conn, path.parent)
     return conn
+
+
+# -- derived state besides the search: its own tables, kept across rebuilds of the search tables --------
+# The compressor's word counts per day file (memtool/docfreq.py), how often each entry was returned
+# (memtool/access.py) and what the last sync saw of each file (memtool/sync_scan.py). A rebuild of the
+# search tables (another STORE_VERSION or model, `reindex --full`, compaction) leaves them alone, so
+# their layout has its own version, PRAGMA user_version; only a store discarded as damaged loses them.
+STATE_VERSION = 1
+STATE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS day_words(day TEXT PRIMARY KEY, sig TEXT NOT NULL, entries INTEGER NOT NULL, counts TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sync_state(name TEXT PRIMARY KEY, data TEXT NOT NULL);
+"""
+STATE_TABLES = ("day_words", "access", "sync_state")
+STATE_WAIT_S = 0.5  # how long a write of this state waits for another process's change set before it is skipped
+# what this state and the search cache were kept in before they moved into the store: removed once
+LEGACY_CACHE = ("doc-freq.json", "access.json", "sync.json", "build.lock", "search", "search-archive", "archive")
+
+
+def _ensure_state(conn: sqlite3.Connection, folder: Path) -> None:
+    """Create the state tables (dropping those of another STATE_VERSION) and remove the files they
+    replace. Skipped while another process writes: the next connection does it."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] == STATE_VERSION:
+        return
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc):
+            return
+        raise
+    try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] != STATE_VERSION:
+            for table in STATE_TABLES:
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+            for statement in STATE_SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {STATE_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    for name in [*LEGACY_CACHE, *(p.name for p in folder.glob("vectors-*"))]:
+        path = folder / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            path.unlink()
+
+
+def open_state(layout: Layout, create: bool = True) -> sqlite3.Connection | None:
+    """The store, to read or write the state above; None when it cannot be opened (a read-only or
+    damaged cache; not there, unless `create`): the caller then works the state out afresh, and a
+    search rebuilds the store."""
+    path = store_path(layout)
+    if not create and not path.is_file():
+        return None
+    try:
+        return connect(path, timeout=STATE_WAIT_S)
+    except (sqlite3.Error, OSError, UnsafePath):
+        return None
+
+
+def write_state(conn: sqlite3.Connection, changes: list[tuple[str, list[tuple]]]) -> bool:
+    """Run each (statement, rows) in one transaction. False, nothing written, when another process
+    held the store longer than STATE_WAIT_S or it cannot be written: the state is derived, and a
+    reader works it out again."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError:
+        return False
+    try:
+        for statement, rows in changes:
+            conn.executemany(statement, rows)
+        conn.execute("COMMIT")
+    except sqlite3.OperationalError:  # disk full, read-only
+        conn.execute("ROLLBACK")
+        return False
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return True
 
 
 def discard(layout: Layout) -> None:
@@ -784,10 +867,11 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
     """Delete what the store holds of these entries in one transaction, so no copy of their text
     outlives `memory forget`: their documents and records, the vectors only they used, every posting
     of a document not live (so a term only they held goes), and the words as written whose stem no
-    live document holds any more. Deleted content is overwritten (secure_delete) and the WAL
-    truncated when no reader holds it. `passage_keys`: vector keys of their transcripts' passages
-    (forget's journal), deleted too when no live document uses them, so a refresh that already dropped
-    the documents leaves no vector behind. The day files they came from are marked as changed, so the
+    live document holds any more, with their use counts and the compressor's word counts (counted
+    again at the next compress). Deleted content is overwritten (secure_delete) and the WAL truncated
+    when no reader holds it. `passage_keys`: vector keys of their transcripts' passages (forget's
+    journal), deleted too when no live document uses them, so a refresh that already dropped the
+    documents leaves no vector behind. The day files they came from are marked as changed, so the
     next refresh reads them again. Returns the documents removed. No store: nothing to do."""
     from memtool.text import stem_words
 
@@ -831,6 +915,8 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
                 ws = [w for (w,) in conn.execute("SELECT word FROM words")]
                 conn.executemany("DELETE FROM words WHERE word = ?", [(w,) for w, stem in zip(ws, stem_words(ws)) if stem not in held])
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (uuid.uuid4().hex,))
+            conn.execute("DELETE FROM access WHERE id IN (SELECT value FROM json_each(?))", (ids,))
+            conn.execute("DELETE FROM day_words")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
