@@ -26,7 +26,7 @@ DayCounts = tuple  # per day file: (its signature and WORDS_VERSION, its number 
 def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Counter, int]:
     """(word -> how many of the newest day files' entries contain it, how many entries were counted):
     whole day files, newest first, until `sample` entries are counted."""
-    conn = open_state(layout)
+    conn = open_state(layout, create=False)  # made by the first search or compress, not by a hint
     known = _load(conn)
     used: dict[str, DayCounts] = {}
     df: Counter = Counter()

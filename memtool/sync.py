@@ -58,6 +58,8 @@ class SyncReport:
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
     touched: list[Path] = field(default_factory=list)  # files this sync wrote or deleted
+    embedder_set: str = ""  # `memory reembed --provider`: the config file it set the embedder in, relative to the root
+    warnings: list[str] = field(default_factory=list)  # not problems, but worth knowing (an environment variable overriding the switch)
 
     @property
     def changed(self) -> bool:
@@ -78,6 +80,8 @@ class SyncReport:
             "model": self.model,
             "errors": self.errors,
             "seconds": round(self.seconds, 3),
+            "embedder_set": self.embedder_set,
+            "warnings": self.warnings,
         }
 
     def line(self) -> str:
@@ -361,10 +365,27 @@ def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: 
     return changed
 
 
-def reembed(mem: Memory, progress: Progress | None = None) -> SyncReport:
-    """`memory reembed`: the live store synced (a vector of another model or stale is computed again)
-    and the archives' vectors too, which a sync never looks at."""
+def reembed(mem: Memory, provider: str | None = None, progress: Progress | None = None) -> SyncReport:
+    """`memory reembed` and MCP memory_reembed: the live store synced (a vector of another model or
+    stale is computed again) and the archives' vectors too, which a sync never looks at. `provider`:
+    the embedder `mem` was opened with, to switch the store to: it is tried on one text first (a
+    missing key or a bad model fails here, the config untouched), then written to memory/config.yaml
+    (`report.embedder_set`), so a running `memory watch` switches too."""
+    from memtool.config import load, load_settings
+
+    root = mem.layout.root
+    written = ""
+    if provider and load_settings(root, env={}).embedder != provider:
+        mem.embedder.embed_documents(["memtool reembed probe"])
+        written = persist_embedder(mem.layout, provider).relative_to(root).as_posix()
+    overridden = ""
+    if provider and load_settings(root).embedder != provider:  # load_settings names a setting an unapproved config may not make
+        origin = load(root).origins["embedder"]
+        if origin.startswith("environment"):
+            overridden = f"{origin} ({load_settings(root).embedder}) overrides the config; searches will use it"
     report = sync(mem, progress=progress)
+    report.embedder_set = written
+    report.warnings += [overridden] if overridden else []
     archived = reembed_archive(mem, report.errors)
     report.embedded += len(archived)
     report.touched += archived
@@ -420,4 +441,4 @@ def persist_embedder(layout: Layout, name: str) -> Path:
     return path
 
 
-__all__ = ["sync", "SyncReport", "persist_embedder", "reembed_archive"]
+__all__ = ["sync", "SyncReport", "persist_embedder", "reembed", "reembed_archive"]

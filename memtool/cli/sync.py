@@ -9,7 +9,7 @@ from typing import Iterator, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import open_from, print_json, root_of, warn
+from memtool.cli.common import open_from, print_json, warn
 
 PROGRESS_AFTER = 64  # show a progress bar only for work at least this large
 
@@ -56,7 +56,7 @@ def _render(report, as_json: bool) -> None:
         print_json(report.to_dict())
         return
     typer.echo(report.line())
-    for problem in report.errors:
+    for problem in [*report.warnings, *report.errors]:
         warn(problem)
 
 
@@ -81,27 +81,13 @@ def reembed(
 ) -> None:
     """Re-embed every entry whose vector is not from the embedder. With --provider, switch to it (written to
     memory/config.yaml first, so a running `memory watch` follows). Incremental and resumable: run it again."""
-    from dataclasses import replace
-
-    from memtool.app import resolve_root
-    from memtool.config import load, load_settings
-    from memtool.sync import persist_embedder
     from memtool.sync import reembed as run
 
-    root = resolve_root(root_of(ctx))
-    settings = load_settings(root)
-    mem = open_from(ctx, settings=replace(settings, embedder=provider) if provider else settings)
-    if provider and load_settings(root, env={}).embedder != provider:
-        mem.embedder.embed_documents(["memtool reembed probe"])  # a missing key or bad model fails here, config untouched
-        path = persist_embedder(mem.layout, provider)  # first, so a running `memory watch` switches too
-        if not as_json:
-            typer.echo(f"{path}: embedder set to {provider}")
-    if provider and load_settings(root).embedder != provider:  # load_settings names a setting an unapproved config may not make
-        origin = load(root).origins["embedder"]
-        if origin.startswith("environment"):
-            warn(f"{origin} ({load_settings(root).embedder}) overrides the config; searches will use it")
+    mem = open_from(ctx, embedder=provider) if provider else open_from(ctx)
     with _progress(not as_json) as progress:
-        report = run(mem, progress=progress)
+        report = run(mem, provider, progress=progress)
+    if report.embedder_set and not as_json:
+        typer.echo(f"{report.embedder_set}: embedder set to {provider}")
     _render(report, as_json)
 
 
