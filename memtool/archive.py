@@ -110,6 +110,8 @@ class ArchiveReport:
     kept_pinned: list[str] = field(default_factory=list)  # old enough, but pinned
     kept_important: list[str] = field(default_factory=list)  # old enough, but high or critical
     resolved: list[str] = field(default_factory=list)  # leftovers of an interrupted run, put right
+    log_retention_days: int = 0  # the settings it ran with
+    entry_retention_days: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -155,7 +157,7 @@ class Archiver:
 
     # -- running -------------------------------------------------------------------------------------
     def run(self, dry_run: bool = False) -> ArchiveReport:
-        report = ArchiveReport(dry_run=dry_run)
+        report = ArchiveReport(dry_run, log_retention_days=self.settings.log_retention_days, entry_retention_days=self.settings.entry_retention_days)
         with self.store.lock():
             self.resolve(report, dry_run)
             logs = self.old_logs()
@@ -251,6 +253,7 @@ class Archiver:
 
 
 def archive(layout: Layout, settings: Settings, dry_run: bool = False, now: datetime | None = None) -> ArchiveReport:
+    """`memory archive` and MCP memory_archive."""
     return Archiver(layout, settings, now).run(dry_run)
 
 

@@ -38,7 +38,7 @@ JOURNAL_FILE = "forget-journal.json"  # memory/.cache/: what an unfinished forge
 @dataclass
 class ForgetReport:
     dry_run: bool
-    entries: list[dict] = field(default_factory=list)  # id, timestamp, summary, archived
+    entries: list[dict] = field(default_factory=list)  # id, timestamp, summary, trusted, archived
     completed: list[str] = field(default_factory=list)  # ids an interrupted forget had already removed; finished now
     removed: list[str] = field(default_factory=list)  # files removed, relative to the root
     rewritten: list[str] = field(default_factory=list)  # files rewritten without the entries
@@ -118,7 +118,13 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
     pages = _pages_naming(layout, gone)
     page_entries = _entries_for_pages(store, gone) if pages else None
     report.entries = [
-        {"id": i, "timestamp": fs[0].entry.timestamp, "summary": fs[0].entry.summary, "archived": all(f.home is not layout for f in fs)}
+        {
+            "id": i,
+            "timestamp": fs[0].entry.timestamp,
+            "summary": fs[0].entry.summary,
+            "trusted": fs[0].entry.trusted,
+            "archived": all(f.home is not layout for f in fs),
+        }
         for i, fs in found.items()
         if fs
     ]

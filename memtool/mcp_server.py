@@ -63,7 +63,9 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
     for handler in logging.getLogger().handlers:  # stderr is the client's log: libraries (bm25s) log DEBUG on their own
         handler.setLevel(log_level)
 
-    def tool(name: str, description: str, read_only: bool) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
+    def tool(
+        name: str, description: str, read_only: bool, destructive: bool = False
+    ) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
         """Register fn as a tool: calls serialised, MemtoolError -> tool error result (long arguments it
         echoes shortened, within the call's max_tokens). The SDK sends the dict as indented JSON text plus
         structured content; its schema comes from fn's signature."""
@@ -80,7 +82,10 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
                     raise ToolError(capped_message(str(exc), kwargs, cap)) from exc
 
             server.add_tool(
-                run, name=name, description=description, annotations=ToolAnnotations(read_only_hint=read_only, destructive_hint=False, open_world_hint=False)
+                run,
+                name=name,
+                description=description,
+                annotations=ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, open_world_hint=False),
             )
             return run
 
@@ -244,6 +249,56 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
     )
     def memory_status() -> dict[str, Any]:
         return tools.status()
+
+    @tool(
+        "memory_forget",
+        (
+            "When to use: only when the user asks to remove a memory for good (a wrong memory, a secret that got stored). "
+            "Removes entries (live or archived) and every copy memtool keeps: the entry, its transcript and vector, "
+            "index.json, entity pages and the derived store. Without confirm=true nothing changes: the answer lists what "
+            "would go; call again with confirm=true to remove. Returns JSON {forgotten (false for the preview), entries: "
+            "[{id, timestamp, summary, trusted, archived}], completed (ids an interrupted forget had removed), removed "
+            "(files), rewritten (files), caches, mentions (lines people wrote that still name an id: not edited), note}."
+        ),
+        read_only=False,
+        destructive=True,
+    )
+    def memory_forget(
+        ids: Annotated[list[str], Field(min_length=1, max_length=100, description="Entry ids to forget, e.g. ['ctx-20260207-1a2b3c4d'].")],
+        confirm: Annotated[bool, Field(description="true to remove them for good; false (default) only lists what would go.")] = False,
+    ) -> dict[str, Any]:
+        return tools.forget(ids, confirm)
+
+    @tool(
+        "memory_archive",
+        (
+            "When to use: when the user asks to tidy old memory. Moves daily logs older than log_retention_days and entries "
+            "older than entry_retention_days to memory/archive/YYYY/ (pinned, high and critical entries stay); nothing is "
+            "deleted and memory_get still finds an archived entry by id. Returns JSON {dry_run, logs (moves), entries (ids "
+            "moved), kept_pinned, kept_important, resolved (leftovers of an interrupted run put right), log_retention_days, "
+            "entry_retention_days}."
+        ),
+        read_only=False,
+    )
+    def memory_archive(dry_run: Annotated[bool, Field(description="true: only list what would move.")] = False) -> dict[str, Any]:
+        return tools.archive(dry_run)
+
+    @tool(
+        "memory_reembed",
+        (
+            "When to use: when memory_status or a search says vectors are from another embedder or missing. Computes again "
+            "every vector that is missing, stale or of another model (live and archived entries), keeping the rest; "
+            "resumable. provider switches the store to that embedder (written to memory/config.yaml). Returns JSON {model, "
+            "embedded, dropped, summary, embedder_set, problems, warnings}."
+        ),
+        read_only=False,
+    )
+    def memory_reembed(
+        provider: Annotated[
+            Literal["", "e5", "wordllama"], Field(description="Embedder to switch the store to (runs on this machine). Empty: the configured one.")
+        ] = "",
+    ) -> dict[str, Any]:
+        return tools.reembed(provider)
 
     def resource(uri: str, name: str, description: str, read: Callable[[], str]) -> None:
         def fn() -> str:

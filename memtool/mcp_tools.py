@@ -46,6 +46,7 @@ SENT_NOTE = (
     "hits marked already_sent were sent earlier in this session: listed in their rank by id only, text not "
     "repeated (memory_get fetches one; include_seen=true repeats them)"
 )
+FORGET_CONFIRM_NOTE = "nothing was removed: this is what would go. Call memory_forget again with confirm=true to remove these entries for good."
 WIDEST_COUNT = 999_999_999  # a context answer's `tokens` while it is fitted: the model's count may replace the offline one
 
 
@@ -447,6 +448,65 @@ class MemoryTools:
             answer["entry_id"] = p.entry_id
         if not p.added:
             answer["note"] = "already in MEMORY.md; nothing added"
+        return answer
+
+    # -- lifecycle: the same core use cases as `memory forget`, `memory archive`, `memory reembed` --
+    def forget(self, ids: list[str], confirm: bool = False) -> dict[str, Any]:
+        """Without `confirm`, what would go (nothing changes); with it, the entries go for good."""
+        from memtool.forget import forget
+
+        if not ids:
+            raise BadInput("ids is empty: name the entries to forget (ctx-YYYYMMDD-xxxxxxxx, from memory_search)")
+        mem = self.memory()
+        report = forget(mem.layout, ids, mem.settings.compressor, dry_run=not confirm)
+        entries = [e | {"summary": e["summary"] if e["trusted"] else quoted(e["summary"])} for e in report.entries]
+        answer: dict[str, Any] = {"forgotten": confirm, "truncated": False, **report.to_dict(), "entries": entries}
+        del answer["dry_run"]
+        notes = [
+            "" if confirm else FORGET_CONFIRM_NOTE,
+            "the mentions are lines people wrote that name these ids: left as they are" if report.mentions else "",
+            "git history still holds the old bytes of the removed files" if confirm else "",
+        ]
+        if note := join_notes(*notes):
+            answer["note"] = note
+        if confirm:
+            self.seen.difference_update(ids)
+        fit(answer, self.max_tokens, "mentions")
+        return answer
+
+    def archive(self, dry_run: bool = False) -> dict[str, Any]:
+        from memtool.archive import archive
+
+        mem = self.memory()
+        answer: dict[str, Any] = {"truncated": False, **archive(mem.layout, mem.settings, dry_run=dry_run).to_dict()}
+        fit(answer, self.max_tokens, "entries")
+        return answer
+
+    def reembed(self, provider: str = "") -> dict[str, Any]:
+        """Vectors of another model or stale computed again; `provider` switches the store to an
+        embedder that runs on this machine (one that sends text away is the user's choice: the CLI)."""
+        from memtool.sync import reembed
+
+        provider = provider.strip()
+        if provider and provider not in C.OFFLINE_EMBEDDERS:
+            raise BadInput(
+                f"provider must be one of {', '.join(C.OFFLINE_EMBEDDERS)} (an embedder that sends text away is switched to with `memory reembed --provider`)"
+            )
+        mem = self._open(self.root, embedder=provider) if provider else self.memory()
+        report = reembed(mem, provider or None)
+        if provider:
+            self.embedder = mem.embedder  # later calls search with the vectors just made
+        answer: dict[str, Any] = {
+            "model": report.model,
+            "embedded": report.embedded,
+            "dropped": report.dropped,
+            "summary": report.line(),
+            "embedder_set": report.embedder_set,
+            "problems": report.errors,
+            "warnings": report.warnings,
+            "truncated": False,
+        }
+        fit(answer, self.max_tokens, "problems")
         return answer
 
     # -- resources: capped at the server's max_tokens like the tools ------------------------------

@@ -28,7 +28,7 @@ def archive(
     settings = load_settings(layout.root)
     report = run(layout, settings, dry_run=dry_run)
     if as_json:
-        print_json({**report.to_dict(), "log_retention_days": settings.log_retention_days, "entry_retention_days": settings.entry_retention_days})
+        print_json(report.to_dict())
         return
     verb = "would move" if dry_run else "moved"
     for line in report.resolved:
