@@ -97,11 +97,6 @@ def get_archived(layout: Layout, entry_id: str) -> Entry | None:
     return next((e for e in read_day(path) if e.id == entry_id), None) if path.is_file() else None
 
 
-def is_exempt(entry: Entry) -> bool:
-    """Pinned entries and important ones are never archived and never decay."""
-    return entry.pinned or entry.importance in C.LIFECYCLE_EXEMPT_IMPORTANCE
-
-
 @dataclass
 class ArchiveReport:
     dry_run: bool
@@ -307,4 +302,4 @@ def _unlink(path: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["ArchiveLayout", "ArchiveReport", "Archiver", "archive", "archive_layouts", "get_archived", "is_exempt"]
+__all__ = ["ArchiveLayout", "ArchiveReport", "Archiver", "archive", "archive_layouts", "get_archived"]

@@ -303,21 +303,6 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
     return out
 
 
-def stored_model(layout: Layout) -> str | None:
-    """The embedder model the store was built with, or None (no store, or unreadable)."""
-    path = store_path(layout)
-    if not path.is_file():
-        return None
-    try:
-        conn = connect(path)
-        try:
-            return _meta(conn).get("model")
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return None
-
-
 def _meta(conn: sqlite3.Connection) -> dict[str, str]:
     try:
         return dict(conn.execute("SELECT key, value FROM meta").fetchall())
