@@ -147,15 +147,14 @@ LEGACY_CACHE = ("doc-freq.json", "access.json", "sync.json", "build.lock", "sear
 
 def _ensure_state(conn: sqlite3.Connection, folder: Path) -> None:
     """Create the state tables (dropping those of another STATE_VERSION) and remove the files they
-    replace. Skipped while another process writes: the next connection does it."""
+    replace. Skipped while another process writes (the next connection does it) and in a read-only
+    store (searched as it is)."""
     if conn.execute("PRAGMA user_version").fetchone()[0] == STATE_VERSION:
         return
     try:
         conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as exc:
-        if "locked" in str(exc):
-            return
-        raise
+    except sqlite3.OperationalError:
+        return
     try:
         if conn.execute("PRAGMA user_version").fetchone()[0] != STATE_VERSION:
             for table in STATE_TABLES:
