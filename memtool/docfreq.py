@@ -16,6 +16,7 @@ from collections import Counter
 from memtool import constants as C
 from memtool.dayfile import read_day
 from memtool.errors import StoreCorrupt
+from memtool.fsutil import stat_sig
 from memtool.search.store import open_state, write_state
 from memtool.store import Layout
 from memtool.text import WORDS_VERSION, content_words
@@ -34,11 +35,10 @@ def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Co
     for path in reversed(layout.day_files()):
         if n >= sample:
             break
-        try:
-            st = path.stat()  # before the read: a change made meanwhile shows next time
-        except FileNotFoundError:
+        stat = stat_sig(path)  # before the read: a change made meanwhile shows next time
+        if stat is None:
             continue
-        sig = f"{WORDS_VERSION}:{st.st_size}:{st.st_mtime_ns}"
+        sig = f"{WORDS_VERSION}:{stat[0]}:{stat[1]}"
         rec = known.get(path.name)
         if rec is None or rec[0] != sig:
             try:
