@@ -454,6 +454,7 @@ class MemoryTools:
     def forget(self, ids: list[str], confirm: bool = False) -> dict[str, Any]:
         """Without `confirm`, what would go (nothing changes); with it, the entries go for good."""
         from memtool.forget import forget
+        from memtool.tombstones import tombstones_file
 
         if not ids:
             raise BadInput("ids is empty: name the entries to forget (ctx-YYYYMMDD-xxxxxxxx, from memory_search)")
@@ -465,6 +466,7 @@ class MemoryTools:
         notes = [
             "" if confirm else FORGET_CONFIRM_NOTE,
             "the mentions are lines people wrote that name these ids: left as they are" if report.mentions else "",
+            f"recorded in {self._rel(tombstones_file(self.root))}: commit it, and every clone's next reindex removes these entries too" if confirm else "",
             "git history still holds the old bytes of the removed files" if confirm else "",
         ]
         if note := join_notes(*notes):

@@ -69,7 +69,7 @@ def test_forget_needs_confirm_and_then_removes_every_copy(tmp_path, home):
 
         done = c.ok("memory_forget", {"ids": [ids["web"]], "confirm": True})
         assert done["forgotten"] is True and [e["id"] for e in done["entries"]] == [ids["web"]]
-        assert "memory/.cache/memtool.sqlite" in done["caches"]
+        assert "memory/.cache/memtool.sqlite" in done["caches"] and "memory/index/tombstones.jsonl: commit it" in done["note"]
         assert [name for name, data in files(root).items() if SECRET.lower().encode() in data.lower()] == []
         assert ids["web"] not in [h["id"] for h in c.ok("memory_search", query)["hits"]]
         assert "no entry with id" in c.error("memory_forget", {"ids": [ids["web"]], "confirm": True})  # once gone, unknown
