@@ -44,7 +44,9 @@ OPEN_HEAD_RE = re.compile(
 )
 # A line that states one: "Decision: …", "TODO: …", "Left (TODO): …", "Follow-up: …".
 # Headings of the agent's report of what it changed: its items that say how things are now are choices made.
-DONE_HEAD_RE = re.compile(r"^(?:done|changes?(?: made)?|what (?:i )?(?:changed|did)|summary(?: of changes)?|fix(?:ed)?|the fix|result|implemented)\b", re.I)
+DONE_HEAD_RE = re.compile(
+    r"^(?:done|changes?(?: made)?|what (?:i )?(?:changed|did)|summary(?: of changes)?|fix(?:ed)?|the fix|result|implemented)(?![\w-])", re.I
+)
 CHANGE_RE = re.compile(
     r"\b(?:now|instead of|rather than|->|→|switched|replaced|moved|pinned|set to|raised|lowered|maps? to|takes? an?|uses?|keeps?|stays?|only)\b", re.I
 )
@@ -169,14 +171,16 @@ def stated(ps: list[Part]) -> Stated:
         if p.kind != "said":
             continue
         section = ""
-        lines = [_EMPHASIS_RE.sub("", line) for line in p.text.splitlines()]
+        raw = p.text.splitlines()
+        lines = [_EMPHASIS_RE.sub("", line) for line in raw]
         for i, line in enumerate(lines):
             bare = line.strip()
             if not bare or _UNDERLINE_RE.match(bare):
                 continue
             nxt = lines[i + 1] if i + 1 < len(lines) else ""
             head = _HEADING_RE.match(bare)
-            is_heading = head and (bare.startswith(("#", "**")) or bare.endswith(":") or _UNDERLINE_RE.match(nxt))
+            bold = raw[i].strip().startswith("**") and raw[i].strip().endswith("**")  # "**Left to do**" alone on its line
+            is_heading = head and (bare.startswith("#") or bold or bare.endswith(":") or _UNDERLINE_RE.match(nxt))
             if is_heading and not _ITEM_RE.match(bare):
                 title = head.group(1).strip(" *_#:")
                 section = _section(title)

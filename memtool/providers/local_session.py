@@ -19,12 +19,12 @@ from memtool.text import STOPWORDS, content_words, count_tokens, split_sentences
 MAX_DECISIONS, MAX_ACTIONS = 6, 6
 TERSE_CHOICE_WORDS = 5  # a user's choice this short is read with the agent's sentence it answers
 MAX_ITEM_TOKENS = 48  # an item longer than this is cut at a clause
-MIN_ITEM_TOKENS = 250  # a short note's stated decisions and open items (lists, "TODO:" lines) are what it is for
-MIN_GUESSED_ITEM_TOKENS = 150  # ... and the floor when the items are read from the conversation
+MIN_ITEM_TOKENS = 125  # a short note's stated decisions, and its open items (lists, "TODO:" lines), are what it is for
+MIN_GUESSED_ITEM_TOKENS = 100  # ... and the floor of each when the items are read from the conversation
 SHORT_ITEM_TOKENS = 20  # ... and one longer than this loses its bracketed asides
 FIRST_SENTENCE_FLOOR = 40  # tokens the summary's first sentence may take whatever the budget
 SUMMARY_SHARE = 0.45  # of the budget: the request, the outcome
-ITEM_SHARE = 0.45  # decisions and open items together
+ITEM_SHARE = 0.3  # decisions, and open items: each its own share, so neither crowds out the other
 QUESTION_RE = re.compile(r"\?\s*$|^(?:should|could|couldn't|can|do|does|would|shall|want me|or|maybe|which|what|how|why|is|are)\b", re.I)
 # A choice made (said by the person, or reported by the agent).
 DECISION_RE = re.compile(
@@ -71,6 +71,28 @@ CHOICE_VERB_RE = re.compile(
 OPTION_PICK_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|agreed|let'?s (?:go with|do))[,.:!]?\s+)?(?:option|approach|variant)\s+(\d|[a-d])\b", re.I)
 OPTIONS_HEAD_RE = re.compile(
     r"\b(?:(?:two|three|four|several|a few) (?:ways(?: out)?|options|approaches|choices)|options|alternatives(?: i looked at)?|approaches)\s*:\s*$", re.I | re.M
+)
+PLAN_HEAD_RE = re.compile(
+    r"(?:^|[.!] )(?:[\w-]+ )?(?:plan|proposal|proposed (?:fix|changes?)|suggested (?:fix|changes?))(?: \([^)\n]*\))?\s*:\s*$", re.I | re.M
+)
+PLAN_REFUSED_RE = re.compile(r"^(?:no|nope|wait|hold on|stop|instead|not|don'?t|let'?s not)\b", re.I)
+LIST_ITEM_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(.+)$", re.M)
+# The agent offering to do something: "Want me to roll back?", "Shall I try it on staging?"
+OFFER_RE = re.compile(r"^(?:do you )?(?:want me to|shall i|should i|ok(?:ay)? if i)\s+(.+?)\??$", re.I)
+# A choice not to do something now: "let's not do that now", "not in this PR".
+NOT_NOW_RE = re.compile(r"\blet'?s not\b", re.I)
+# Work asked of the agent in the session, not a choice: "Write the script", "Commit this and …".
+REQUEST_CLAUSE_RE = re.compile(
+    r"^(?:(?:ok(?:ay)?|yes|fine|agreed|good|great|thanks)[,.:!]?\s+)?(?:write|commit|push|check|look|show|explain|find|give|tell me|send|draft|"
+    r"open the pr|fix it|run the tests|try)\b",
+    re.I,
+)
+UNIT_VALUE_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|s|m|h|min|mi|gi|mib|gib|mb|gb|%)(?!\w)", re.I)  # "800ms", "2s", "768Mi"
+MEASURED_RE = re.compile(r"\b(?:instead of|rather than|from)\s+[~≈]?\d", re.I)  # "4 minutes instead of 40": a result, not a choice
+# A setting given a value: "keep the limit at 512Mi", "raise the limit to 768Mi", "set prefetch to 100".
+SETTING_RE = re.compile(
+    r"\b(?:keep|set|raise|lower|bump|increase|decrease|reduce|leave|stay|pin|make)\b[^.;,]{0,30}?\b([a-z_][\w-]*)\s+(?:at|to|on)\s+[~>=<\s]*(v?\d[\w.]*\w|\d)",
+    re.I,
 )
 LATER_RE = re.compile(r"\b(?:next we need|follow[- ]?up|todo|ticket|later|tomorrow|next week)\b", re.I)  # work left, not a choice
 DONE_RE = re.compile(
@@ -140,33 +162,29 @@ def read_session(ps: list[Part], text: str, budget: int, idf) -> SessionReading:
     said = [p for p in ps if p.kind == "said"]
     summary = _summary(said, int(budget * SUMMARY_SHARE), idf)
     st = stated(ps)
-    written = sum(count_tokens(_item(t)) for _, t in st.decisions + st.open_items)  # items the session lists outright
-    item_budget = max(int(budget * ITEM_SHARE), min(MIN_ITEM_TOKENS, written), MIN_GUESSED_ITEM_TOKENS)
-    decisions = _decisions(st, said)
-    actions = _open_items(st, ps, said, text)
-    decisions, actions = _alternate(decisions, actions, item_budget)
+    decisions = _fit(_decisions(st, said), _item_budget(budget, st.decisions))
+    actions = _fit(_open_items(st, ps, said, text), _item_budget(budget, st.open_items))
     people = _people(text, said)
     systems = _systems(ps, said, people)
     return SessionReading(summary, decisions, actions, people, systems, _keywords(said, idf, people, text))
 
 
-def _alternate(decisions: list[str], actions: list[str], budget: int) -> tuple[list[str], list[str]]:
-    """Decisions and open items taken in turn, each in its own order, while they fit the budget
-    (the first of each always): a few long decisions do not crowd out the open list."""
-    kept: tuple[list[str], list[str]] = ([], [])
+def _item_budget(budget: int, written: list[tuple[int, str]]) -> int:
+    """Tokens for one list (decisions, or open items): its share of the budget, at least what the
+    session lists outright up to a floor (a short note keeps its stated items)."""
+    listed = sum(count_tokens(_item(t)) for _, t in written)
+    return max(int(budget * ITEM_SHARE), min(MIN_ITEM_TOKENS, listed), MIN_GUESSED_ITEM_TOKENS)
+
+
+def _fit(items: list[str], budget: int) -> list[str]:
+    """The items, in order, while they fit the budget (the first always)."""
+    kept: list[str] = []
     used = 0
-    queues = [list(decisions), list(actions)]
-    turn = 0
-    while any(queues):
-        queue, out = queues[turn % 2], kept[turn % 2]
-        turn += 1
-        if not queue:
-            continue
-        cost = count_tokens(queue[0])
-        if used + cost > budget and out:
-            queue.clear()  # the rest of this list is too long: the other list may still fit
-            continue
-        out.append(queue.pop(0))
+    for item in items:
+        cost = count_tokens(item)
+        if kept and used + cost > budget:
+            break
+        kept.append(item)
         used += cost
     return kept
 
@@ -245,65 +263,184 @@ def _cut(s: str, budget: int) -> str:
 # --- decisions and open items -------------------------------------------------------------------
 
 
-def _item(s: str) -> str:
-    """An item as short as it can say itself: asides in brackets dropped once it runs long."""
+def _item(s: str, asides: bool = False) -> str:
+    """An item as short as it can say itself: asides in brackets dropped once it runs long (kept with
+    `asides` while it fits: in a report of a change they say how)."""
     s = _clean(s)
-    if count_tokens(s) > SHORT_ITEM_TOKENS:
+    if count_tokens(s) > (MAX_ITEM_TOKENS if asides else SHORT_ITEM_TOKENS):
         s = " ".join(re.sub(r"\s*\([^()]{3,}\)", "", s).split())
     return _cut(s, MAX_ITEM_TOKENS) if count_tokens(s) > MAX_ITEM_TOKENS else s
 
 
 def _decisions(st: Stated, said: list[Part]) -> list[str]:
-    found = [_item(c) for _, t in st.decisions for c in _clauses(t)]
+    found = [_item(c) for _, t in st.decisions for c in _clauses(t) if not _request(c)]
     if len(found) < 2:  # no list of decisions: the choices said in the conversation
         cands = []
         for i, p in enumerate(said):
             if p.role == "user":
-                cands += [(1, i, c) for c in _user_choices(said, i)]
-                cands += [(0, i - 1, c) for c in _adopted(said, i)]
+                approved = _adopted(said, i) + _accepted_offer(said, i)
+                # an assent that only approves what the agent said is read as what it approved
+                cands += [(1, i, c) for c in _user_choices(said, i) if not (approved and _only_assent(c))]
+                cands += [(1, i - 1, c) for c in approved + _planned(said, i)]
                 continue
-            if OPTIONS_HEAD_RE.search(p.text):
-                continue  # options the agent lays out are weighed, not chosen
+            if OPTIONS_HEAD_RE.search(p.text) or PLAN_HEAD_RE.search(p.text):
+                continue  # options the agent lays out are weighed, not chosen; a plan counts once approved
             for s in _sentences(p):
-                if QUESTION_RE.search(s) or not DECISION_RE.search(s):
+                if QUESTION_RE.search(s) or not DECISION_RE.search(s) or MEASURED_RE.search(s):
                     continue
                 if not re.search(r"\b(?:decided|agreed|going with|settled|we'?ll|chose|instead of|rather than|keep|stay)\b", s, re.I):
                     continue
                 if re.match(r"^(?:option|options|alternatively|if you|either|i'd|i would|we could|you could)\b", s, re.I):
                     continue
                 cands += [(0, i, c) for c in _clauses(s) if DECISION_RE.search(c) and not LATER_RE.search(c)]
+        cands = _superseded(cands)
         cands.sort(key=lambda c: (-c[0], c[1]))
-        found += [_item(s) for _, _, s in cands]
-        found += [_item(t) for _, t in st.changes]  # what the agent reports it changed, and how
-    return _distinct(found)[:MAX_DECISIONS]
+        found += [_item(s, asides=True) for _, _, s in cands]
+        found += [_item(c, asides=True) for _, t in st.changes for c in _clauses(t, at_semicolons=True)]  # what the agent reports it changed
+    return _unrepeated(_distinct(found))[:MAX_DECISIONS]
+
+
+def _unrepeated(items: list[str]) -> list[str]:
+    """Items without those that only restate an earlier one's measures ("Make it 2s overall and 800ms
+    per call", then "each call gets its own 800ms timeout")."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for item in items:
+        values = {v.lower() for v in UNIT_VALUE_RE.findall(item)}
+        if values and values <= seen:
+            continue
+        seen |= values
+        out.append(item)
+    return out
+
+
+def _request(clause: str) -> bool:
+    """A clause that asks the agent for work in this session ("Write the script", "Commit this"), or
+    holds work off only for now ("Don't fix them yet"): no decision."""
+    return bool(REQUEST_CLAUSE_RE.match(clause)) or (REFUSAL_RE.match(clause) is not None and re.search(r"\byet\b", clause, re.I) is not None)
+
+
+def _agent_turn(said: list[Part], i: int) -> list[Part]:
+    """The agent's paragraphs just before turn i (back to the previous user turn)."""
+    j = i
+    while j > 0 and said[j - 1].role == "assistant":
+        j -= 1
+    return said[j:i]
+
+
+def _words(text: str) -> set[str]:
+    """Content words, with each pair of neighbours also joined ("roll back" ~ "rollback")."""
+    ws = content_words(text)
+    return set(ws) | {a + b for a, b in zip(ws, ws[1:])} | set(re.findall(r"(?<![\w.])\d[\w.]*\w|(?<![\w.])\d", text))
 
 
 def _user_choices(said: list[Part], i: int) -> list[str]:
     """What a user's turn chose: a sentence with a choice cue, an answer that approves and adds
-    something ("ok, ship 4 shards not 6"), a refusal ("Don't touch prod today"). A terse choice
-    takes the agent's sentence just before that it answers ("keep the Expo push service" ->
+    something ("ok, ship 4 shards not 6"), a refusal ("Don't touch prod today"). A choice that names
+    one of the options the agent listed takes that option ("Go with Decimal …" -> "… — Keep Decimal
+    end to end and quantize each line …"; "… let's not do that" -> "Rejected: <option>"); a terse
+    choice takes the agent's sentence just before that it answers ("keep the Expo push service" ->
     "… the backend sends through the Expo push service (exponent_server_sdk)")."""
     out = []
+    turn = _agent_turn(said, i)
+    options = _listed_options(turn)
     for s in split_sentences(said[i].text):
         s = _clean(s)
         if QUESTION_RE.search(s) or (len(content_words(s)) < 2 and not OPTION_PICK_RE.match(s)):
             continue
         for c in _clauses(s):
-            if LATER_RE.search(c):
+            if LATER_RE.search(c) or _request(c):
                 continue
             pick = OPTION_PICK_RE.match(c)
             option = pick and _option(said[max(0, i - 4) : i], pick.group(1))
             if option:
-                out.append(option)
+                out.append((split_sentences(option) or [option])[0] if option in " ".join(options) else option)
                 continue
             rest = ASSENT_RE.match(c) and c[ASSENT_RE.match(c).end() - 1 :]
-            if (
-                REFUSAL_RE.match(c)
-                or DECISION_RE.search(c)
-                or CHOICE_VERB_RE.match(c)
-                or (rest and not REQUEST_RE.match(rest) and len(content_words(rest)) >= 2)
-            ):
-                out.append(_with_context(c, said[i - 1]) if i and said[i - 1].role == "assistant" else c)
+            refused = REFUSAL_RE.match(c) or NOT_NOW_RE.search(c)
+            if refused or DECISION_RE.search(c) or CHOICE_VERB_RE.match(c) or (rest and not REQUEST_RE.match(rest) and len(content_words(rest)) >= 2):
+                named = _named_option(c, options)
+                if named and refused:
+                    out.append(f"Rejected: {named}")
+                elif named and named not in out:  # the option says what was chosen; a terse choice leads it
+                    out.append(f"{c} — {named}" if len(content_words(c)) <= TERSE_CHOICE_WORDS else named)
+                else:  # a refusal names what it refuses; a terse choice is read with what it answers
+                    out.append(_with_context(c, turn[-1]) if turn and not refused else c)
+    return out
+
+
+def _listed_options(turn: list[Part]) -> list[str]:
+    """The items of the options the agent laid out ("Options:", "Two ways out:") in its turn."""
+    out = []
+    for p in turn:
+        m = OPTIONS_HEAD_RE.search(p.text)
+        if m:
+            out += [_clean(x) for x in LIST_ITEM_RE.findall(p.text[m.end() :])]
+    return out
+
+
+def _named_option(choice: str, options: list[str]) -> str:
+    """The one option a choice speaks of (two content words or more in common, more than any other);
+    its first sentence."""
+    words = _words(choice)
+    ranked = sorted(((len(words & _words(o)), o) for o in options), reverse=True)
+    if not ranked or ranked[0][0] < 2 or (len(ranked) > 1 and ranked[1][0] == ranked[0][0]):
+        return ""
+    return (split_sentences(ranked[0][1]) or [ranked[0][1]])[0]
+
+
+def _planned(said: list[Part], i: int) -> list[str]:
+    """The items of the agent's plan or proposal ("Plan:", "Fix-forward proposal (v2.15.1):") when
+    the user's next turn goes ahead with it rather than refusing it."""
+    turn = _agent_turn(said, i)
+    first = (_short_sentences(said[i]) or [said[i].text.strip()])[0]
+    if not turn or PLAN_REFUSED_RE.match(first):
+        return []
+    out = []
+    for p in turn:
+        m = PLAN_HEAD_RE.search(p.text)
+        if m:
+            out += [x for x in LIST_ITEM_RE.findall(p.text[m.end() :]) if not QUESTION_RE.search(x)]
+    return out
+
+
+def _accepted_offer(said: list[Part], i: int) -> list[str]:
+    """An offer the user says yes to ("Want me to roll back?" -> "Yes, …"): the agent's sentence that
+    says what the offer is (the one sharing most words with the offer and the answer)."""
+    turn = _agent_turn(said, i)
+    first = (_short_sentences(said[i]) or [said[i].text.strip()])[0]
+    if not turn or not BARE_ASSENT_RE.match(first):
+        return []
+    sentences = [s for p in turn for s in _short_sentences(p)]
+    offer = next((m.group(1) for s in reversed(sentences) if (m := OFFER_RE.match(s))), "")
+    if not offer:
+        return []
+    words = _words(offer) | _words(first)
+    shared, best = max(((len(words & _words(s)), s) for s in sentences if not QUESTION_RE.search(s)), default=(0, ""))
+    if shared < 2:
+        return []
+    return [f"{first} — {best}" if _only_assent(first) and len(content_words(first)) > 1 else best]
+
+
+def _only_assent(clause: str) -> bool:
+    """A short reply that starts by saying yes ("agreed, stay on v5", "Yes, roll back to 39 now")."""
+    return bool(ASSENT_RE.match(clause) or BARE_ASSENT_RE.match(clause)) and len(content_words(clause)) <= TERSE_CHOICE_WORDS
+
+
+def _superseded(cands: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Choices without those a later one changed: the same setting given another value ("we'll keep
+    the limit at 512Mi", later "raise the limit to 768Mi")."""
+
+    def settings(text: str) -> dict[str, str]:
+        return {m.group(1).lower(): m.group(2).lower() for m in SETTING_RE.finditer(text)}
+
+    out = []
+    for k, (_, i, c) in enumerate(cands):
+        mine = settings(c)
+        later = [settings(d) for _, j, d in cands[k + 1 :] if j > i]
+        if any(name in other and other[name] != value for name, value in mine.items() for other in later):
+            continue
+        out.append(cands[k])
     return out
 
 
@@ -322,7 +459,8 @@ def _with_context(choice: str, before: Part) -> str:
     words = set(content_words(re.sub(r"^(?:yes|yep|agreed|ok(?:ay)?|sure|fine|right|correct|exactly)\b[,:!.]?", "", choice, flags=re.I)))
     if len(words) > TERSE_CHOICE_WORDS:
         return choice
-    shared, best = max(((len(words & set(content_words(s))), s) for s in _short_sentences(before) if not QUESTION_RE.search(s)), default=(0, ""))
+    words = _words(" ".join(words))
+    shared, best = max(((len(words & _words(s)), s) for s in _short_sentences(before) if not QUESTION_RE.search(s)), default=(0, ""))
     return f"{choice} — {best}" if shared >= max(2, len(words) // 2) else choice
 
 
@@ -331,15 +469,18 @@ def _adopted(said: list[Part], i: int) -> list[str]:
     first = _short_sentences(said[i])[:1] or [said[i].text.strip()]
     if i == 0 or said[i - 1].role != "assistant" or not BARE_ASSENT_RE.match(first[0]):
         return []
-    return [re.sub(r"^i'?d\s+|^i would\s+", "", s, flags=re.I) for s in _short_sentences(said[i - 1]) if PROPOSAL_RE.search(s) and not QUESTION_RE.search(s)][
-        -2:
-    ]
+    return [
+        re.sub(r"^i'?d\s+|^i would\s+", "", s, flags=re.I)
+        for s in _short_sentences(said[i - 1])
+        if PROPOSAL_RE.search(s) and not QUESTION_RE.search(s) and not MEASURED_RE.search(s)
+    ][-2:]
 
 
-def _clauses(text: str) -> list[str]:
+def _clauses(text: str, at_semicolons: bool = False) -> list[str]:
     """A stated item or sentence split where it says several things: at '. ' (also before a lower-case
-    word: people type fast), keeping parts of three content words or more."""
-    out = [c.strip() for c in re.split(r"(?<=[A-Za-z0-9)'\]]\.)\s+(?=\w)", text) if len(content_words(c)) >= 3]
+    word: people type fast), and at '; ' when asked, keeping parts of three content words or more."""
+    pattern = r"(?<=[A-Za-z0-9)'\]]\.)\s+(?=\w)" + (r"|;\s+" if at_semicolons else "")
+    out = [c.strip() for c in re.split(pattern, text) if len(content_words(c)) >= 3]
     return out or [text]
 
 
@@ -395,9 +536,10 @@ def _reviews(said: list[Part], text: str) -> list[str]:
 
 
 def _same_review(item: str, review: str) -> bool:
-    """An open item that only names the same review ("Priya's review")."""
+    """An open item that only names the same review ("Priya's review", "ping Priya tomorrow for the review")."""
     name = review.split()[0]
-    return name in item and re.search(r"\breview", item, re.I) is not None and len(content_words(item)) <= 4
+    rest = set(content_words(item)) - set(content_words(review)) - {w.lower() for w in MONTHS_DAYS} - {"ping", "ask", "morning", "afternoon"}
+    return name in item and re.search(r"\breview", item, re.I) is not None and len(rest) <= 2
 
 
 def _done(item: str) -> bool:
