@@ -288,9 +288,10 @@ def stated_start(text: str) -> datetime | None:
     for m in _STATED_RE.finditer(head):
         iso, dmy, mdy = m.groups()
         if iso:
-            stamp = parse_timestamp(iso.replace(" ", "T") if re.search(r"\d:\d", iso) else iso)
+            timed = re.search(r"\d:\d", iso) is not None
+            stamp = parse_timestamp(iso.replace(" ", "T") if timed else iso)
             if stamp is not None:
-                return stamp
+                return stamp if timed else stamp + timedelta(hours=12)  # a day without a time: its middle
             continue
         try:
             when = parse_when(re.sub(r"(?<=\d)(st|nd|rd|th)\b", "", (dmy or mdy).replace(",", " ")), now=datetime.now(timezone.utc))

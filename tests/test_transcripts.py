@@ -306,6 +306,12 @@ def test_markdown_and_text_are_dated_by_their_first_lines(head, day):
     assert t.started is not None and t.started.date().isoformat() == day
 
 
+def test_a_stated_day_without_a_time_is_taken_at_noon_and_a_stated_time_is_kept():
+    assert text_transcript("# Session 2026-11-26\n\nDone: moved the export.\n").started.isoformat() == "2026-11-26T12:00:00+00:00"
+    assert text_transcript("Date: 2 December 2025\n").started.isoformat() == "2025-12-02T12:00:00+00:00"
+    assert text_transcript("# aider chat started at 2025-03-20 09:14:02\n").started.isoformat() == "2025-03-20T09:14:02+00:00"
+
+
 def test_a_date_deep_in_the_text_is_not_the_start():
     assert text_transcript("user: hi\n" * 30 + "we shipped on 2024-01-05\n").started is None
 

@@ -179,7 +179,8 @@ def stated(ps: list[Part]) -> Stated:
                 continue
             nxt = lines[i + 1] if i + 1 < len(lines) else ""
             head = _HEADING_RE.match(bare)
-            bold = raw[i].strip().startswith("**") and raw[i].strip().endswith("**")  # "**Left to do**" alone on its line
+            line_raw = raw[i].strip()  # "**Left to do**" alone on its line (the first line may have lost "**" to its role label)
+            bold = line_raw.endswith("**") and (line_raw.startswith("**") or i == 0)
             is_heading = head and (bare.startswith("#") or bold or bare.endswith(":") or _UNDERLINE_RE.match(nxt))
             if is_heading and not _ITEM_RE.match(bare):
                 title = head.group(1).strip(" *_#:")

@@ -75,6 +75,14 @@ OPTIONS_HEAD_RE = re.compile(
 PLAN_HEAD_RE = re.compile(
     r"(?:^|[.!] )(?:[\w-]+ )?(?:plan|proposal|proposed (?:fix|changes?)|suggested (?:fix|changes?))(?: \([^)\n]*\))?\s*:\s*$", re.I | re.M
 )
+# A note's cue label before a sentence: "Done: …", "Decision: …", "TODO: …", "Left (TODO): …".
+CUE_LABEL_RE = re.compile(
+    r"^(done|decision|decided|decisions|todo|to do|left|follow[- ]?ups?|next steps?|next|open|still open|action items?|note|notes|goal|outcome|result|"
+    r"status|fixed|fix|change|changes)(?:\s*\([^)]*\))?\s*[:\-–]\s+(?=\S)",
+    re.I,
+)
+OPEN_LABELS = frozenset("todo|to do|left|follow-up|followup|follow up|follow-ups|next step|next steps|next|open|still open|action item|action items".split("|"))
+DONE_LABELS = frozenset("done fixed fix change changes outcome result".split())
 PLAN_REFUSED_RE = re.compile(r"^(?:no|nope|wait|hold on|stop|instead|not|don'?t|let'?s not)\b", re.I)
 LIST_ITEM_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(.+)$", re.M)
 # The agent offering to do something: "Want me to roll back?", "Shall I try it on staging?"
@@ -219,17 +227,23 @@ def _summary(said: list[Part], budget: int, idf) -> str:
     late_agent = set(agents[-3:])
     for i, p in enumerate(said):
         for j, s in enumerate(_sentences(p)):
-            if QUESTION_RE.search(s) and p.role != "summary":
+            label = CUE_LABEL_RE.match(s)
+            if label:  # "Done: moved the export" reads "Moved the export"; the label is a cue, not prose
+                s = s[label.end() :]
+                s = s[:1].upper() + s[1:]
+            if (QUESTION_RE.search(s) and p.role != "summary") or len(content_words(s)) < 3:
                 continue
             cw = set(content_words(s))
             score = sum(weight.get(w, 0.0) for w in cw) / math.sqrt(count_tokens(s) + 5)
+            if label and label.group(1).lower() in OPEN_LABELS:
+                score *= 0.5  # work left is an open item, not what the session did
             if p.role == "summary":
                 score *= 3.0
             elif i == first_user and j == 0:
                 score *= 2.0
             elif i in late_agent and OUTCOME_RE.search(s):
                 score *= 2.0
-            elif OUTCOME_RE.search(s):
+            elif OUTCOME_RE.search(s) or (label and label.group(1).lower() in DONE_LABELS):
                 score *= 1.3
             if p.role == "assistant" and RESULT_RE.search(s):
                 score *= 1.5  # a measured outcome: "4,210 ms -> 57 ms", "212 tests passed", "from 71% to 64%"

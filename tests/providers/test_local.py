@@ -461,3 +461,96 @@ assistant: Understood, the pool warning stays as it is and the index change is c
     )
     summary = LocalCompressor().compress(session).summary
     assert "4,210 ms -> 57 ms" in summary
+
+
+CUE_NOTE = """# Session 2026-11-26
+
+Done: moved the billing export to the nightly job and added retries around the S3 upload.
+Done: the flaky export test now uses a frozen clock instead of the wall clock.
+Decision: keep the CSV format for the finance team rather than switching to Parquet.
+TODO: ask Dana whether finance wants the old columns kept for another quarter.
+TODO: delete the legacy cron entry on the ops box after one clean week.
+"""
+
+
+def test_a_note_of_cue_lines_is_summed_up_as_prose_without_its_labels():
+    out = LocalCompressor().compress(CUE_NOTE * 2)
+    assert out.summary.startswith(("Moved the billing export", "The flaky export test"))  # what was done, not what is left
+    assert not any(label in out.summary for label in ("Done:", "Decision:", "TODO:", "Dana"))
+    assert out.decisions[0] == "keep the CSV format for the finance team rather than switching to Parquet."
+    assert out.action_items[0] == "ask Dana whether finance wants the old columns kept for another quarter."
+
+
+NAMED_OPTIONS = """user: Invoice totals are off by a cent against the PDF. Can you look at billing/services.py?
+
+assistant: The total rounds once at the end, the PDF rounds each line. Options:
+1. Store money as integer cents everywhere. Cleanest long-term, but it touches every model and the public API.
+2. Keep Decimal end to end and quantize each line with ROUND_HALF_UP before summing, as the PDF does.
+
+user: Integer cents would touch every model and the API, let's not do that now. Go with Decimal and round per line, that is what accounting expects.
+
+assistant: Changed compute_line to quantize each line. All 53 billing tests pass.
+"""
+
+
+def test_a_choice_that_names_a_listed_option_takes_the_option_and_a_refused_one_is_rejected():
+    out = LocalCompressor().compress(NAMED_OPTIONS)
+    assert "Rejected: Store money as integer cents everywhere." in out.decisions
+    assert "Keep Decimal end to end and quantize each line with ROUND_HALF_UP before summing, as the PDF does." in out.decisions
+    assert not any(d.startswith("Store money") for d in out.decisions)  # the refused option is no choice
+
+
+PLAN_SESSION = """user: The worker is OOMKilled since the release. Find out why, read-only.
+
+assistant: The consumer buffers 500 full graphs before it flushes. Fastest mitigation: helm rollback worker 39 (prefetch 50). Want me to roll back?
+
+user: Yes, roll back to 39 now.
+
+assistant: Rolled back. Fix-forward proposal:
+- Set PREFETCH_COUNT to 100 in values-prod.yaml.
+- Buffer only ids in the consumer and load the graphs per chunk in flush().
+- Memory: we'll keep the limit at 512Mi so a regression is not hidden.
+
+user: go ahead on a branch, don't deploy.
+
+assistant: Done on the branch fix/prefetch; tests pass.
+
+user: The SRE lead wants headroom anyway: we'll keep the limit at 768Mi instead, in the same PR.
+
+assistant: Raised it and opened PR #1301.
+"""
+
+
+def test_an_approved_plan_an_accepted_offer_and_the_last_value_of_a_setting_are_the_decisions():
+    out = LocalCompressor().compress(PLAN_SESSION)
+    decisions = " | ".join(out.decisions)
+    assert "helm rollback worker 39" in decisions  # "Yes, …" to "Want me to roll back?" chose the rollback
+    assert "Set PREFETCH_COUNT to 100 in values-prod.yaml." in out.decisions  # the plan the user went ahead with
+    assert "keep the limit at 768Mi" in decisions
+    assert "512Mi" not in decisions  # the setting a later choice changed
+
+
+def test_a_refused_plan_is_no_decision():
+    refused = PLAN_SESSION.replace("user: go ahead on a branch, don't deploy.", "user: no, wait for the SRE lead.")
+    out = LocalCompressor().compress(refused)
+    assert "Set PREFETCH_COUNT to 100 in values-prod.yaml." not in out.decisions
+
+
+def test_a_bold_heading_opens_a_list_of_open_items_and_a_restated_measure_is_no_second_decision():
+    text = """user: p99 spikes when inventory is slow. Make it 2s overall and 800ms per upstream call.
+
+assistant: Done:
+- GetOrder runs both calls concurrently under a 2s budget; each call gets its own 800ms timeout.
+- A deadline maps to 504 upstream timeout.
+
+assistant: **Left to do**
+1. Atlantis apply in staging on Thursday, approved by Ravi.
+2. Update the storage module README: it still documents the inline blocks.
+"""
+    out = LocalCompressor().compress(text * 2)
+    assert out.action_items[:2] == [
+        "Atlantis apply in staging on Thursday, approved by Ravi.",
+        "Update the storage module README: it still documents the inline blocks.",
+    ]
+    assert "A deadline maps to 504 upstream timeout." in out.decisions
+    assert not any("800ms timeout" in d for d in out.decisions)  # restates the user's "800ms per upstream call"
