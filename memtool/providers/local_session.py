@@ -11,6 +11,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memtool.providers.local_parts import Part, Stated, stated
 from memtool.providers.tech import NOT_SYSTEMS, command_systems, known_system, mentions
@@ -201,13 +202,23 @@ def _fit(items: list[str], budget: int) -> list[str]:
 
 
 def _sentences(p: Part) -> list[str]:
-    text = "\n".join(line for line in p.text.splitlines() if not line.lstrip().startswith(("|", "```")))
-    return [_clean(s) for s in split_sentences(text) if len(content_words(s)) >= 3]
+    return list(_sentences_of(p.text))
+
+
+@lru_cache(maxsize=4096)
+def _sentences_of(text: str) -> tuple[str, ...]:  # the summary, decisions and open items all read a paragraph: split it once
+    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(("|", "```")))
+    return tuple(_clean(s) for s in split_sentences(text) if len(content_words(s)) >= 3)
 
 
 def _short_sentences(p: Part) -> list[str]:
     """A user's sentences down to two content words: people answer tersely ("ok, ship 4 shards not 6")."""
-    return [_clean(s) for s in split_sentences(p.text) if len(content_words(s)) >= 2]
+    return list(_short_sentences_of(p.text))
+
+
+@lru_cache(maxsize=4096)
+def _short_sentences_of(text: str) -> tuple[str, ...]:  # a turn is read by several rules: split it once
+    return tuple(_clean(s) for s in split_sentences(text) if len(content_words(s)) >= 2)
 
 
 def _clean(s: str) -> str:
@@ -231,7 +242,7 @@ def _summary(said: list[Part], budget: int, idf) -> str:
             if label:  # "Done: moved the export" reads "Moved the export"; the label is a cue, not prose
                 s = s[label.end() :]
                 s = s[:1].upper() + s[1:]
-            if (QUESTION_RE.search(s) and p.role != "summary") or len(content_words(s)) < 3:
+            if (QUESTION_RE.search(s) and p.role != "summary") or (label and len(content_words(s)) < 3):
                 continue
             cw = set(content_words(s))
             score = sum(weight.get(w, 0.0) for w in cw) / math.sqrt(count_tokens(s) + 5)
@@ -342,10 +353,11 @@ def _agent_turn(said: list[Part], i: int) -> list[Part]:
     return said[j:i]
 
 
-def _words(text: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
     """Content words, with each pair of neighbours also joined ("roll back" ~ "rollback")."""
     ws = content_words(text)
-    return set(ws) | {a + b for a, b in zip(ws, ws[1:])} | set(re.findall(r"(?<![\w.])\d[\w.]*\w|(?<![\w.])\d", text))
+    return frozenset(ws) | {a + b for a, b in zip(ws, ws[1:])} | set(re.findall(r"(?<![\w.])\d[\w.]*\w|(?<![\w.])\d", text))
 
 
 def _user_choices(said: list[Part], i: int) -> list[str]:
