@@ -85,6 +85,14 @@ CUE_LABEL_RE = re.compile(
 OPEN_LABELS = frozenset("todo|to do|left|follow-up|followup|follow up|follow-ups|next step|next steps|next|open|still open|action item|action items".split("|"))
 DONE_LABELS = frozenset("done fixed fix change changes outcome result".split())
 PLAN_REFUSED_RE = re.compile(r"^(?:no|nope|wait|hold on|stop|instead|not|don'?t|let'?s not)\b", re.I)
+# A step of a plan that only looks ("Reproduce the bug", "Read the logs"): how the agent works, not a choice.
+LOOKING_RE = re.compile(
+    r"^(?:first,? |then,? )?(?:read|look|check|reproduce|investigate|find|inspect|grep|search|understand|figure out|profile|measure|run the (?:tests|suite)|confirm|verify)\b",
+    re.I,
+)
+CHANGED_RE = re.compile(r"^(?:changed|switched|replaced|moved)\b.*\b(?:to|with|instead of)\b", re.I)  # "Changed registerForPush to pass projectId …"
+SHOULD_WE_RE = re.compile(r"^(?:\w+[,.]\s+)?(?:should|shall|do|can) we (?:also |just |still )?(.+?)\s*\?$", re.I)  # the user asking whether to do something
+ADVISED_AGAINST_RE = re.compile(r"\b(?:not|n't|out of|leave (?:it|that|this) (?:alone|out)|skip|hold off|keep (?:it|that|this) out)\b", re.I)
 LIST_ITEM_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(.+)$", re.M)
 # The agent offering to do something: "Want me to roll back?", "Shall I try it on staging?"
 OFFER_RE = re.compile(r"^(?:do you )?(?:want me to|shall i|should i|ok(?:ay)? if i)\s+(.+?)\??$", re.I)
@@ -322,6 +330,7 @@ def _decisions(st: Stated, said: list[Part]) -> list[str]:
         cands.sort(key=lambda c: (-c[0], c[1]))
         found += [_item(s, asides=True) for _, _, s in cands]
         found += [_item(c, asides=True) for _, t in st.changes for c in _clauses(t, at_semicolons=True)]  # what the agent reports it changed
+        found += [_item(s, asides=True) for p in said[len(said) // 2 :] if p.role == "assistant" for s in _sentences(p) if CHANGED_RE.match(s)]
     return _unrepeated(_distinct(found))[:MAX_DECISIONS]
 
 
@@ -426,7 +435,7 @@ def _planned(said: list[Part], i: int) -> list[str]:
     for p in turn:
         m = PLAN_HEAD_RE.search(p.text)
         if m:
-            out += [x for x in LIST_ITEM_RE.findall(p.text[m.end() :]) if not QUESTION_RE.search(x)]
+            out += [x for x in LIST_ITEM_RE.findall(p.text[m.end() :]) if not QUESTION_RE.search(x) and not LOOKING_RE.match(_clean(x))]
     return out
 
 
@@ -491,15 +500,34 @@ def _with_context(choice: str, before: Part) -> str:
 
 
 def _adopted(said: list[Part], i: int) -> list[str]:
-    """The agent's recommendation just before a user turn that only approves it ("agreed.")."""
+    """The agent's recommendation just before a user turn that only approves it ("agreed."). When it
+    answers the user's "Should we also cache the totals?" with "that", "it" or "this", the question
+    says what: "Cache the totals: no — keep that out of this change."."""
     first = _short_sentences(said[i])[:1] or [said[i].text.strip()]
     if i == 0 or said[i - 1].role != "assistant" or not BARE_ASSENT_RE.match(first[0]):
         return []
-    return [
-        re.sub(r"^i'?d\s+|^i would\s+", "", s, flags=re.I)
+    proposals = [
+        re.sub(r"^i'?d\s+|^i would\s+", "", next((c for c in re.split(r"(?<=[.;])\s+", s) if PROPOSAL_RE.search(c)), s), flags=re.I)  # the clause that proposes
         for s in _short_sentences(said[i - 1])
         if PROPOSAL_RE.search(s) and not QUESTION_RE.search(s) and not MEASURED_RE.search(s)
     ][-2:]
+    asked = _asked(said, i - len(_agent_turn(said, i)))
+    if not asked:
+        return proposals
+    return [f"{asked}: {'no' if ADVISED_AGAINST_RE.search(s) else 'yes'} — {s}" if re.search(r"\b(?:that|it|this)\b", s, re.I) else s for s in proposals]
+
+
+def _asked(said: list[Part], j: int) -> str:
+    """What the user asked whether to do in the turn before index j ("Should we also cache the
+    computed totals while we're at it?" -> "Cache the computed totals"), else ""."""
+    if j <= 0 or said[j - 1].role != "user":
+        return ""
+    for s in reversed(_short_sentences(said[j - 1])):
+        m = SHOULD_WE_RE.match(s)
+        if m:
+            what = re.sub(r"\s*(?:,?\s*while we'?re at it|,? too|,? as well)$", "", m.group(1))
+            return what[:1].upper() + what[1:]
+    return ""
 
 
 def _clauses(text: str, at_semicolons: bool = False) -> list[str]:

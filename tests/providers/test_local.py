@@ -530,6 +530,23 @@ def test_an_approved_plan_an_accepted_offer_and_the_last_value_of_a_setting_are_
     assert "512Mi" not in decisions  # the setting a later choice changed
 
 
+def test_the_looking_steps_of_an_approved_plan_are_no_decisions():
+    text = """user: The export job fails every night since Monday. Can you fix it?
+
+assistant: Plan:
+1. Reproduce the failure with yesterday's input file.
+2. Check the worker logs around 02:00.
+3. Retry the S3 upload three times with backoff instead of failing the run.
+
+user: sounds good, go ahead.
+
+assistant: Reproduced and fixed: the upload now retries. Tests pass (14).
+"""
+    out = LocalCompressor().compress(text * 2)
+    assert "Retry the S3 upload three times with backoff instead of failing the run." in out.decisions
+    assert not any(d.startswith(("Reproduce", "Check the worker logs")) for d in out.decisions)
+
+
 def test_a_refused_plan_is_no_decision():
     refused = PLAN_SESSION.replace("user: go ahead on a branch, don't deploy.", "user: no, wait for the SRE lead.")
     out = LocalCompressor().compress(refused)
@@ -554,3 +571,24 @@ assistant: **Left to do**
     ]
     assert "A deadline maps to 504 upstream timeout." in out.decisions
     assert not any("800ms timeout" in d for d in out.decisions)  # restates the user's "800ms per upstream call"
+
+
+ADVISED = """user: The invoice list endpoint is slow. Should we also cache the computed totals on the Invoice model while we're at it?
+
+assistant: I'd keep that out of this change. The total is already a stored column; a cached copy would be a second source of truth.
+
+user: Fair. Ok, ship the rounding fix alone.
+
+assistant: Changed invoice_total to sum the rounded lines instead of rounding once. All 53 billing tests pass.
+"""
+
+
+def test_advice_on_the_users_should_we_question_approved_is_a_decision_on_that_question():
+    out = LocalCompressor().compress(ADVISED * 2)
+    assert "Cache the computed totals on the Invoice model: no — keep that out of this change." in out.decisions
+    assert not any(d.startswith(("Should we", "keep that out")) for d in out.decisions)
+
+
+def test_the_agents_report_of_what_it_changed_is_a_decision():
+    out = LocalCompressor().compress(ADVISED * 2)
+    assert "Changed invoice_total to sum the rounded lines instead of rounding once." in out.decisions
