@@ -91,7 +91,9 @@ LOOKING_RE = re.compile(
     re.I,
 )
 CHANGED_RE = re.compile(r"^(?:changed|switched|replaced|moved)\b.*\b(?:to|with|instead of)\b", re.I)  # "Changed registerForPush to pass projectId …"
-SHOULD_WE_RE = re.compile(r"^(?:\w+[,.]\s+)?(?:should|shall|do|can) we (?:also |just |still )?(.+?)\s*\?$", re.I)  # the user asking whether to do something
+SHOULD_WE_RE = re.compile(
+    r"^(?:(?:and|so|also|ok(?:ay)?|hm+|nice|great|right)[,.]?\s+)?(?:should|shall|do|can) we (?:also |just |still )?(.+?)\s*\?$", re.I
+)  # the user asking whether to do something
 ADVISED_AGAINST_RE = re.compile(r"\b(?:not|n't|out of|leave (?:it|that|this) (?:alone|out)|skip|hold off|keep (?:it|that|this) out)\b", re.I)
 LIST_ITEM_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(.+)$", re.M)
 # The agent offering to do something: "Want me to roll back?", "Shall I try it on staging?"
@@ -179,7 +181,7 @@ def read_session(ps: list[Part], text: str, budget: int, idf) -> SessionReading:
     said = [p for p in ps if p.kind == "said"]
     summary = _summary(said, int(budget * SUMMARY_SHARE), idf)
     st = stated(ps)
-    decisions = _fit(_decisions(st, said), _item_budget(budget, st.decisions))
+    decisions = _fit(_decisions(st, said), _item_budget(budget, st.decisions), skip_long=True)
     actions = _fit(_open_items(st, ps, said, text), _item_budget(budget, st.open_items))
     people = _people(text, said)
     systems = _systems(ps, said, people)
@@ -193,13 +195,17 @@ def _item_budget(budget: int, written: list[tuple[int, str]]) -> int:
     return max(int(budget * ITEM_SHARE), min(MIN_ITEM_TOKENS, listed), MIN_GUESSED_ITEM_TOKENS)
 
 
-def _fit(items: list[str], budget: int) -> list[str]:
-    """The items, in order, while they fit the budget (the first always)."""
+def _fit(items: list[str], budget: int, skip_long: bool = False) -> list[str]:
+    """The items, in order, while they fit the budget (the first always); with `skip_long` one that
+    does not fit is passed over for shorter ones after it (decisions are ranked candidates, an open
+    list is a list: it is cut where it stops fitting)."""
     kept: list[str] = []
     used = 0
     for item in items:
         cost = count_tokens(item)
         if kept and used + cost > budget:
+            if skip_long:
+                continue
             break
         kept.append(item)
         used += cost
@@ -507,14 +513,28 @@ def _adopted(said: list[Part], i: int) -> list[str]:
     if i == 0 or said[i - 1].role != "assistant" or not BARE_ASSENT_RE.match(first[0]):
         return []
     proposals = [
-        re.sub(r"^i'?d\s+|^i would\s+", "", next((c for c in re.split(r"(?<=[.;])\s+", s) if PROPOSAL_RE.search(c)), s), flags=re.I)  # the clause that proposes
+        re.sub(r"^i'?d\s+|^i would\s+", "", next((c for c in re.split(r"(?<=\.)\s+", s) if PROPOSAL_RE.search(c)), s), flags=re.I)  # the clause that proposes
         for s in _short_sentences(said[i - 1])
         if PROPOSAL_RE.search(s) and not QUESTION_RE.search(s) and not MEASURED_RE.search(s)
     ][-2:]
     asked = _asked(said, i - len(_agent_turn(said, i)))
-    if not asked:
-        return proposals
-    return [f"{asked}: {'no' if ADVISED_AGAINST_RE.search(s) else 'yes'} — {s}" if re.search(r"\b(?:that|it|this)\b", s, re.I) else s for s in proposals]
+    said_too = frozenset() if _only_assent(first[0]) else _words(first[0])  # a reply that says more is kept as the user's choice
+    return [a for a in (_answer(asked, s) if asked else s for s in proposals) if len(said_too & _words(a)) < 2]
+
+
+def _answer(asked: str, advice: str) -> str:
+    """The agent's advice on a question the user asked, as the decision on that question when the
+    advice speaks of it ("that", "it", or the question's own words): "<question>: no — <advice>"."""
+    instead = re.split(r"\binstead of\b", asked, maxsplit=1, flags=re.I)
+    ours = _words(advice)
+    if len(instead) == 2:  # "pin exactly 5.81.0 instead of ~> 5.70?" answered "keep ~> 5.70; …": no
+        head = _words(re.split(r"[;,:]|\b(?:because|since|as)\b", advice, maxsplit=1)[0])  # what the advice chooses, before its reasons
+        against = bool(head & _words(instead[1])) and not head & _words(instead[0])
+    else:
+        against = ADVISED_AGAINST_RE.search(advice) is not None
+    if not re.search(r"\b(?:that|it|this)\b", advice, re.I) and not ours & _words(asked):
+        return advice
+    return f"{asked}: {'no' if against else 'yes'} — {advice}"
 
 
 def _asked(said: list[Part], j: int) -> str:

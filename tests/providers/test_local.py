@@ -592,3 +592,17 @@ def test_advice_on_the_users_should_we_question_approved_is_a_decision_on_that_q
 def test_the_agents_report_of_what_it_changed_is_a_decision():
     out = LocalCompressor().compress(ADVISED * 2)
     assert "Changed invoice_total to sum the rounded lines instead of rounding once." in out.decisions
+
+
+def test_a_terse_yes_to_advice_on_an_instead_of_question_is_the_answer_to_that_question():
+    text = """user: The plan is clean on staging. And should we pin exactly 5.81.0 instead of ~> 5.70?
+
+assistant: The lock file already pins 5.81.0 with hashes. I'd keep ~> 5.70; an exact pin makes every minor bump a code change.
+
+user: Ok keep ~> 5.70. Don't touch prod today.
+
+assistant: Committed and pushed; PR #2214 is open.
+"""
+    out = LocalCompressor().compress(text * 2)
+    assert out.decisions[0] == "Pin exactly 5.81.0 instead of ~> 5.70: no — keep ~> 5.70; an exact pin makes every minor bump a code change."
+    assert "Don't touch prod today." in out.decisions  # a short decision after a long one still fits
