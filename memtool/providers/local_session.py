@@ -435,8 +435,8 @@ def _planned(said: list[Part], i: int) -> list[str]:
     the user's next turn goes ahead with it rather than refusing it."""
     turn = _agent_turn(said, i)
     first = (_short_sentences(said[i]) or [said[i].text.strip()])[0]
-    if not turn or PLAN_REFUSED_RE.match(first):
-        return []
+    if not turn or PLAN_REFUSED_RE.match(first) or QUESTION_RE.search(first):
+        return []  # refused, or answered with a question: not (yet) approved
     out = []
     for p in turn:
         m = PLAN_HEAD_RE.search(p.text)

@@ -547,8 +547,9 @@ assistant: Reproduced and fixed: the upload now retries. Tests pass (14).
     assert not any(d.startswith(("Reproduce", "Check the worker logs")) for d in out.decisions)
 
 
-def test_a_refused_plan_is_no_decision():
-    refused = PLAN_SESSION.replace("user: go ahead on a branch, don't deploy.", "user: no, wait for the SRE lead.")
+@pytest.mark.parametrize("reply", ["no, wait for the SRE lead.", "why 100 and not 200?"])
+def test_a_refused_or_questioned_plan_is_no_decision(reply):
+    refused = PLAN_SESSION.replace("user: go ahead on a branch, don't deploy.", f"user: {reply}")
     out = LocalCompressor().compress(refused)
     assert "Set PREFETCH_COUNT to 100 in values-prod.yaml." not in out.decisions
 
