@@ -1,7 +1,7 @@
 """Retention: `memory archive` moves old daily logs and entries to memory/archive/YYYY/.
 
 memory/archive/YYYY/ is laid out like memory/ (YYYY-MM-DD.md logs, index/YYYY-MM-DD.json day files,
-index/embeddings/<id>.json, transcripts/<id>.md), so `ArchiveLayout` lets the same code read both.
+index/embeddings/YYYY-MM/<id>.vec, transcripts/YYYY-MM/<id>.md), so `ArchiveLayout` lets the same code read both.
 Nothing is deleted: every file is copied (written to a temp file, fsynced, renamed) before its live
 source is removed, all under the root's lock. A crash therefore leaves every entry in exactly one
 place or, at worst, in both; the next run resolves "both" by keeping the live copy. Pinned entries
@@ -186,11 +186,9 @@ class Archiver:
             current.update((e.id, e) for e in moved)
             atomic_write_text(dest, day_document(day, current.values()))
         for live in sorted({path for path, _ in entries}):
-            staying = [e for e in read_day(live) if e.id not in moving]
-            if staying:  # a day file is split when only some of its entries move
-                atomic_write_text(live, day_document(live.stem, staying))
-            else:
-                _unlink(live)
+            # kept even when every entry moves: a teammate's concurrent change to that day then merges
+            # in git instead of meeting a deleted file (modify/delete)
+            atomic_write_text(live, day_document(live.stem, [e for e in read_day(live) if e.id not in moving]))
         for _, e in entries:
             for src, _ in self._files(e.id, ArchiveLayout(self.layout.root, e.day[:4])):
                 _unlink(src)
@@ -225,8 +223,8 @@ class Archiver:
                         atomic_write_text(path, day_document(path.stem, rest))
                     else:
                         _unlink(path)
-            for folder, live_file, suffix in ((arch.transcripts_dir, lay.transcript_file, ".md"), (arch.embeddings_dir, lay.embedding_file, ".json")):
-                for copy in sorted(folder.glob(f"*{suffix}")) if folder.is_dir() else []:
+            for files, live_file in ((arch.transcript_files, lay.transcript_file), (arch.embedding_files, lay.embedding_file)):
+                for copy in sorted(Path(de.path) for de in files()):
                     if copy.stem not in live or dry_run:
                         continue
                     if live_file(copy.stem).is_file():  # copied ahead of its entry by a run that was cut short

@@ -42,7 +42,13 @@ from memtool.store import Layout
 _DAY = r"\d{4}-\d{2}-\d{2}"
 _ID = r"[A-Za-z0-9][A-Za-z0-9._-]*"  # models.ID_RE: ids name files
 _PART = r"[^./\\\x00-\x1f\x7f][^/\\\x00-\x1f\x7f]*"  # a name a person gave a folder or note: never hidden
-_STORE = rf"(?:{_DAY}\.md|{C.INDEX_DIR}/{C.INDEX_FILE}|{C.INDEX_DIR}/{_DAY}\.json|{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/{_ID}\.json|{C.TRANSCRIPTS_DIR}/{_ID}\.md)"
+_SHARD = rf"(?:\d{{4}}-\d{{2}}|{C.UNDATED_SHARD})"  # store.shard_of: an entry's month folder
+_STORE = (
+    rf"(?:{_DAY}\.md|{C.INDEX_DIR}/{C.INDEX_FILE}|{C.INDEX_DIR}/{re.escape(C.TOMBSTONES_FILE)}|{C.INDEX_DIR}/{_DAY}\.json"
+    rf"|{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/{_SHARD}/{_ID}{re.escape(C.VECTOR_SUFFIX)}|{C.TRANSCRIPTS_DIR}/{_SHARD}/{_ID}\.md"
+    # the layout before month folders (`memory migrate` moves them): a backup of an older store restores
+    rf"|{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/{_ID}\.json|{C.TRANSCRIPTS_DIR}/{_ID}\.md)"
+)
 _RESERVED = f"(?:{C.INDEX_DIR}|{C.TRANSCRIPTS_DIR}|{C.ARCHIVE_DIR}|{C.QUARANTINE_DIR})/"
 ALLOWED_FILES = [  # (what it is, the full name it has in an archive)
     ("a Layer 3 file", re.compile("|".join(re.escape(n) for n in C.LAYER3_FILES))),
@@ -123,8 +129,9 @@ def backup_members(layout: Layout, skip: list[Path] | None = None, skipped: list
 
 def backup(layout: Layout, dest: Path) -> BackupReport:
     """Write the archive to a temp file next to `dest`, then rename it: a failed backup leaves no half archive.
-    Holds the store's lock, so the files are a consistent snapshot (no write in the middle)."""
-    layout.require()
+    Holds the store's lock, so the files are a consistent snapshot (no write in the middle). A store in
+    the layout before month folders is backed up as it is (before `memory migrate`, say)."""
+    layout.require(legacy_ok=True)
     dest = Path(dest)
     if dest.is_dir():
         raise BadInput(f"{dest} is a folder; name the archive file, e.g. {dest / 'memory-backup.tar.gz'}")

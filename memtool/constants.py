@@ -6,8 +6,12 @@ from __future__ import annotations
 MEMORY_DIR = "memory"  # Layer 1 daily logs live directly in here
 INDEX_DIR = "index"  # memory/index: Layer 2
 INDEX_FILE = "index.json"  # memory/index/index.json: master index
-EMBEDDINGS_DIR = "embeddings"  # memory/index/embeddings/<id>.json
-TRANSCRIPTS_DIR = "transcripts"  # memory/transcripts/<id>.md
+EMBEDDINGS_DIR = "embeddings"  # memory/index/embeddings/YYYY-MM/<id>.vec
+TRANSCRIPTS_DIR = "transcripts"  # memory/transcripts/YYYY-MM/<id>.md
+VECTOR_SUFFIX = ".vec"  # an entry's vector: a header line, then float16 little-endian (memtool/store.py)
+LEGACY_VECTOR_SUFFIX = ".json"  # vectors as JSON floats, before `memory migrate`
+TRANSCRIPT_SUFFIX = ".md"
+UNDATED_SHARD = "undated"  # the month folder of ids that name no day (ids made by compress name one)
 ARCHIVE_DIR = "archive"  # memory/archive/YYYY/
 QUARANTINE_DIR = "quarantine"  # memory/quarantine/: what doctor could not repair
 CACHE_DIR = ".cache"  # memory/.cache: derived, git-ignored, rebuildable

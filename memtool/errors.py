@@ -25,6 +25,13 @@ class StoreCorrupt(MemtoolError):
     exit_code = 4
 
 
+class OldLayout(MemtoolError):
+    """The store is laid out as an older memtool laid it out (flat embeddings/ and transcripts/, JSON
+    vectors): `memory migrate` moves it; nothing is read or written until then."""
+
+    exit_code = 13
+
+
 class ConfigError(MemtoolError):
     exit_code = 5
 

@@ -6,13 +6,14 @@ never copies config from a remote, so each clone runs `memory git setup` once):
 
 - daily logs (memory/YYYY-MM-DD.md) and the tombstones merge line by line (`merge=union`): lines are
   only ever appended to them;
-- day files, index.json, embedding files and MEMORY.md / USER.md / AGENTS.md go through
-  `memory merge-driver %O %A %B %P` (merge_bytes): entry files three-way by entry id (an entry added,
-  changed or removed on one side is taken from that side; one forgotten anywhere, a tombstone, is
-  dropped), index.json likewise (its header derived from its entries, so it never differs for
-  nothing; never a conflict: it is derived, and the next sync rebuilds it from the day files), an embedding file from either side (derived: a sync re-embeds an entry whose vector
-  does not match it), Markdown by git's own merge, with both sides' lines kept where both only
-  inserted lines at one place.
+- day files, index.json (when a store still versions it), vector files and MEMORY.md / USER.md /
+  AGENTS.md go through `memory merge-driver %O %A %B %P` (merge_bytes): entry files three-way by
+  entry id (an entry added, changed or removed on one side is taken from that side; one forgotten
+  anywhere, a tombstone, is dropped), index.json likewise (never a conflict: it is derived), a
+  vector file (binary, `-diff`) from either side (derived: a sync re-embeds an entry whose vector
+  does not match it; the same bytes on both sides never reach the driver), Markdown by git's own
+  merge, with both sides' lines kept where both only inserted lines at one place;
+- index.json itself is git-ignored (memory/.gitignore): every clone derives it from the day files.
 
 A real conflict, one entry changed two ways, keeps one version in "entries" and both under
 "conflicts" in the day file, and git reports the file conflicted; `memory doctor` names it.
@@ -40,6 +41,18 @@ GITATTRIBUTES = f"""# memtool: how git merges this memory (written by `memory in
 {C.MEMORY_DIR}/*.md merge=union
 {C.MEMORY_DIR}/{C.INDEX_DIR}/{C.TOMBSTONES_FILE} merge=union
 {C.MEMORY_DIR}/{C.INDEX_DIR}/*.json merge={DRIVER}
+{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/**/*{C.VECTOR_SUFFIX} -diff -text merge={DRIVER}
+{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.json merge={DRIVER}
+{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*{C.VECTOR_SUFFIX} -diff -text merge={DRIVER}
+{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.md merge=union
+{chr(10).join(f"/{name} merge={DRIVER}" for name in C.LAYER3_FILES)}
+"""
+# what `memory git setup` wrote before binary vectors: replaced by GITATTRIBUTES where it is found
+PREVIOUS_GITATTRIBUTES = f"""# memtool: how git merges this memory (written by `memory init` / `memory git setup`).
+# The `{DRIVER}` driver must be registered in each clone: run `memory git setup` once after cloning.
+{C.MEMORY_DIR}/*.md merge=union
+{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.TOMBSTONES_FILE} merge=union
+{C.MEMORY_DIR}/{C.INDEX_DIR}/*.json merge={DRIVER}
 {C.MEMORY_DIR}/{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/*.json merge={DRIVER}
 {C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.json merge={DRIVER}
 {C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.md merge=union
@@ -60,7 +73,7 @@ class Merged:
 def merge_bytes(path: str, base: bytes, ours: bytes, theirs: bytes, tombstoned: set[str] | None = None, prefer: str = "ours") -> Merged:
     """The merge of one file of the store (`path`: relative to the repository, as git names it)."""
     name = path.rsplit("/", 1)[-1]
-    if name.endswith(".json") and "/" + C.EMBEDDINGS_DIR + "/" in "/" + path:
+    if name.endswith((C.VECTOR_SUFFIX, C.LEGACY_VECTOR_SUFFIX)) and "/" + C.EMBEDDINGS_DIR + "/" in "/" + path:
         return Merged(ours if prefer == "ours" else theirs)  # derived from the entry: sync re-embeds a stale one
     if name == C.INDEX_FILE or (name.endswith(".json") and DAY_RE.match(name[:-5])):
         try:
@@ -166,17 +179,25 @@ class GitSetup:
     wrote_attributes: bool
     registered: bool  # the driver is in the clone's git config (False: not inside a git work tree)
     repository: Path | None
+    index_built: bool = False  # index.json (git-ignored) was missing, as in a fresh clone: derived from the day files
 
 
-def _ignore_quarantine(root: Path) -> None:
-    """memory/quarantine/ (copies `memory doctor --fix` set aside) is never committed: added to
-    memory/.gitignore of a store made before it was listed there."""
+IGNORED = (f"{C.QUARANTINE_DIR}/", f"{C.INDEX_DIR}/{C.INDEX_FILE}")  # in memory/.gitignore: local to each clone
+
+
+def _ignore_local_files(root: Path) -> None:
+    """memory/quarantine/ (copies `memory doctor --fix` set aside) and index/index.json (derived from
+    the day files, rebuilt by every clone) are never committed: added to memory/.gitignore of a store
+    made before they were listed there."""
     ignore = root / C.MEMORY_DIR / C.GITIGNORE_FILE
-    if not ignore.is_file() or f"{C.QUARANTINE_DIR}/" in ignore.read_text(encoding="utf-8", errors="replace").split():
+    if not ignore.is_file():
         return
-    from memtool.fsutil import append_text
+    have = ignore.read_text(encoding="utf-8", errors="replace").split()
+    missing = [line for line in IGNORED if line not in have]
+    if missing:
+        from memtool.fsutil import append_text
 
-    append_text(ignore, f"{C.QUARANTINE_DIR}/")
+        append_text(ignore, "\n".join(missing))
 
 
 def setup_git(root: Path) -> GitSetup:
@@ -186,16 +207,18 @@ def setup_git(root: Path) -> GitSetup:
     current = attributes.read_text(encoding="utf-8") if attributes.is_file() else ""
     wrote = GITATTRIBUTES not in current
     if wrote:
+        current = current.replace(PREVIOUS_GITATTRIBUTES, "")
         from memtool.fsutil import atomic_write_text
 
         atomic_write_text(attributes, current + ("\n" if current and not current.endswith("\n") else "") + GITATTRIBUTES)
-    _ignore_quarantine(root)
+    _ignore_local_files(root)
+    built = _derive_index(root)
     try:
         top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True)
     except OSError:  # no git on this machine: the attributes wait for a clone that has it
-        return GitSetup(attributes, wrote, False, None)
+        return GitSetup(attributes, wrote, False, None, built)
     if top.returncode != 0:
-        return GitSetup(attributes, wrote, False, None)
+        return GitSetup(attributes, wrote, False, None, built)
     settings = (
         (f"merge.{DRIVER}.name", "memtool: entries by id, Markdown by line"),
         (f"merge.{DRIVER}.driver", driver_command()),
@@ -205,4 +228,19 @@ def setup_git(root: Path) -> GitSetup:
     )
     for key, value in settings:
         subprocess.run(["git", "config", key, value], cwd=root, check=True, capture_output=True)
-    return GitSetup(attributes, wrote, True, Path(top.stdout.strip()))
+    return GitSetup(attributes, wrote, True, Path(top.stdout.strip()), built)
+
+
+def _derive_index(root: Path) -> bool:
+    """index.json is git-ignored, so a fresh clone has none: derive it from the day files (as any
+    write or `memory reindex` would). False when it is already there."""
+    from memtool.config import load_settings
+    from memtool.store import Layout, Store
+
+    layout = Layout(root)
+    if layout.index_file.exists() or not layout.index_dir.is_dir():
+        return False
+    store = Store(layout)
+    with store.lock():
+        store.rebuild_index(load_settings(root).compressor)
+    return True

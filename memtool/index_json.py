@@ -1,6 +1,7 @@
 """index.json, the master index of Layer 2, kept in step with the day files it is derived from:
 one compact line per entry in time order, patched where the written days' lines are (found by
-bisecting the lines by time) and the rest copied as bytes, or rebuilt when anything else moved."""
+bisecting the lines by time) and the rest copied as bytes, or rebuilt when anything else moved.
+It is git-ignored (memory/.gitignore): each clone derives its own, so no commit carries it."""
 
 from __future__ import annotations
 

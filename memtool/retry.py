@@ -104,9 +104,9 @@ def retry(mem: "Memory", provider: str | None = None, progress: Callable[[int], 
 def _other_model(mem: "Memory") -> Failure | None:
     """A reason not to embed when the stored vectors come from another model: never mix models."""
     model = mem.embedder.model
-    for path in mem.layout.embeddings_dir.glob("*.json") if mem.layout.embeddings_dir.is_dir() else ():
+    for file in mem.layout.embedding_files():
         try:
-            stored = (mem.store.read_embedding(path.stem) or {}).get("model")
+            stored = (mem.store.read_embedding(file.name[: -len(C.VECTOR_SUFFIX)]) or {}).get("model")
         except StoreCorrupt:
             continue  # `memory doctor` reports it; look at another file
         if stored and stored != model:
@@ -212,7 +212,7 @@ def _save(mem: "Memory", pairs: list[tuple[Entry, Entry]], report: RetryReport, 
                 report.skipped.append(old.id)
                 continue
             if vectors is not None:
-                mem.store.write_embedding(new, mem.embedder.model, vectors[i])
+                mem.store.write_embedding(new, mem.embedder.model, vectors[i], replace=True)  # the stand-in's vector goes
                 report.embedded.append(new.id)
             else:
                 report.unembedded[new.id] = stop  # type: ignore[assignment]

@@ -13,7 +13,7 @@ from memtool.fsutil import atomic_write_text
 from memtool.store import Layout
 
 GITIGNORE = (
-    f"# derived data, rebuilt from the files; safe to delete\n{C.CACHE_DIR}/\n{C.LOCK_FILE}\n"
+    f"# derived data, rebuilt from the files; safe to delete\n{C.CACHE_DIR}/\n{C.LOCK_FILE}\n{C.INDEX_DIR}/{C.INDEX_FILE}\n"
     f"# copies `memory doctor --fix` set aside: local to this machine, never committed\n{C.QUARANTINE_DIR}/\n"
 )
 

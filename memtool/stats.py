@@ -30,7 +30,7 @@ def collect(mem: Memory) -> dict:
     layout = mem.layout
     errors: list[str] = []
     entries = list(mem.store.iter_entries(errors))
-    embedded = {p.stem for p in layout.embeddings_dir.glob("*.json")} if layout.embeddings_dir.is_dir() else set()
+    embedded = {de.name[: -len(C.VECTOR_SUFFIX)] for de in layout.embedding_files()}
     weeks: Counter = Counter()
     for e in entries:
         y, w, _ = date.fromisoformat(e.day).isocalendar()
@@ -43,7 +43,7 @@ def collect(mem: Memory) -> dict:
         "entries": len(entries),
         "days_with_entries": len({e.day for e in entries}),
         "daily_logs": sum(1 for p in layout.memory_dir.glob("*.md") if DAY_RE.match(p.stem)),
-        "transcripts": len(list(layout.transcripts_dir.glob("*.md"))) if layout.transcripts_dir.is_dir() else 0,
+        "transcripts": sum(1 for _ in layout.transcript_files()),
         "pending_compression": sum(e.pending for e in entries),
         "pending_embeddings": sum(e.id not in embedded for e in entries),
         "mean_compression_ratio": round(sum(ratios) / len(ratios), 1) if ratios else 0.0,

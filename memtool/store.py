@@ -1,14 +1,18 @@
 """The files: where everything lives and how it is read and written.
 
 Per-day entry files (memory/index/YYYY-MM-DD.json, memtool/dayfile.py) are the source of truth for
-Layer 2; index.json is the master index derived from them (memtool/index_json.py); one embedding
-file per entry.
+Layer 2; index.json is the master index derived from them (memtool/index_json.py), git-ignored. Each
+entry's vector (memory/index/embeddings/YYYY-MM/<id>.vec, float16) and kept transcript
+(memory/transcripts/YYYY-MM/<id>.md) live in the folder of the month its id names, so no folder
+grows past a month's entries.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -16,11 +20,12 @@ from typing import Iterator
 
 import numpy as np
 
+from memtool import confine
 from memtool import constants as C
 from memtool.confine import register_root
-from memtool.dayfile import DAY_RE, day_document, id_day, load_json, read_day
-from memtool.errors import DimensionMismatch, NotAMemoryRoot, StoreCorrupt
-from memtool.fsutil import append_text, atomic_write_many, atomic_write_text, locked, write_json
+from memtool.dayfile import DAY_RE, day_document, id_day, read_day
+from memtool.errors import DimensionMismatch, NotAMemoryRoot, OldLayout, StoreCorrupt, UnsafePath
+from memtool.fsutil import append_text, atomic_write_many, atomic_write_text, locked
 from memtool.index_json import IndexJson
 from memtool.models import Entry
 
@@ -82,15 +87,46 @@ class Layout:
         return self.memory_dir / f"{day}.md"
 
     def embedding_file(self, entry_id: str) -> Path:
-        return self.embeddings_dir / f"{entry_id}.json"
+        return self.embeddings_dir / shard_of(entry_id) / f"{entry_id}{C.VECTOR_SUFFIX}"
 
     def transcript_file(self, entry_id: str) -> Path:
-        return self.transcripts_dir / f"{entry_id}.md"
+        return self.transcripts_dir / shard_of(entry_id) / f"{entry_id}{C.TRANSCRIPT_SUFFIX}"
+
+    def embedding_files(self) -> Iterator[os.DirEntry]:
+        """Every entry vector file (<id>.vec in a month folder); the id is the name without the suffix."""
+        return _shard_files(self.embeddings_dir, C.VECTOR_SUFFIX)
+
+    def transcript_files(self) -> Iterator[os.DirEntry]:
+        """Every kept transcript (<id>.md in a month folder)."""
+        return _shard_files(self.transcripts_dir, C.TRANSCRIPT_SUFFIX)
+
+    def embeddings_stamp(self) -> int | None:
+        """Changes when a vector file is added, removed or replaced (the folder's and its month folders'
+        stats); None without the folder."""
+        return _tree_stamp(self.embeddings_dir)
+
+    def transcripts_stamp(self) -> int | None:
+        """Changes when a kept transcript is added or removed; None without the folder."""
+        return _tree_stamp(self.transcripts_dir)
+
+    def legacy_files(self) -> list[Path]:
+        """Files of the layout before month folders and binary vectors (`memory migrate` moves them):
+        JSON vectors anywhere under embeddings/, and transcripts directly in transcripts/."""
+        out = [Path(de.path) for de in _scan(self.transcripts_dir) if de.name.endswith(C.TRANSCRIPT_SUFFIX) and _is_file(de)]
+        out += [Path(de.path) for de in _scan(self.embeddings_dir) if de.name.endswith(C.LEGACY_VECTOR_SUFFIX) and _is_file(de)]
+        out += [Path(de.path) for de in _shard_files(self.embeddings_dir, C.LEGACY_VECTOR_SUFFIX)]
+        return sorted(out)
+
+    def has_legacy_files(self) -> bool:
+        """legacy_files() is not empty, answered from the top folders alone (what an old store holds)."""
+        return any(_is_file(de) and not de.name.startswith(".") for folder in (self.transcripts_dir, self.embeddings_dir) for de in _scan(folder))
 
     def is_memory_root(self) -> bool:
         return self.memory_dir.is_dir()
 
-    def require(self) -> "Layout":
+    def require(self, legacy_ok: bool = False) -> "Layout":
+        """This root, checked: a memory root whose folders are folders and, unless `legacy_ok`, laid out as
+        this version lays it out (an older layout raises OldLayout: run `memory migrate`)."""
         if not self.is_memory_root():
             raise NotAMemoryRoot(f"{self.root} is not a memory root (no {C.MEMORY_DIR}/ folder). Run `memory init` there, or pass --root / set {C.ENV_ROOT}.")
         for folder in (self.index_dir, self.embeddings_dir, self.transcripts_dir):
@@ -98,7 +134,20 @@ class Layout:
                 raise StoreCorrupt(
                     f"{folder} is a file, not a folder: memtool keeps entries there. Move or rename it, then run `memory init` to recreate the folder."
                 )
+        if not legacy_ok:
+            self.require_current()
         return self
+
+    def require_current(self) -> None:
+        """OldLayout when the live store or an archive year still holds files of the layout before month
+        folders (flat embeddings/ and transcripts/, JSON vectors)."""
+        old = [lay for lay in (self, *_archive_years(self)) if lay.has_legacy_files()]
+        if old:
+            where = ", ".join(str(lay.memory_dir.relative_to(self.root)) for lay in old)
+            raise OldLayout(
+                f"{where} holds vectors or transcripts in the layout before month folders (one flat folder, JSON vectors). "
+                "Run `memory migrate` to move them (lossless; `memory migrate --dry-run` shows the plan)."
+            )
 
     def day_files(self) -> list[Path]:
         if not self.index_dir.is_dir():
@@ -120,60 +169,117 @@ class Layout:
         return out
 
 
-def round6(values: np.ndarray) -> np.ndarray:
-    """round(float(x), 6) for every x (any shape, as float64), vectorised: numpy rounds, and the rare
-    values whose scaled fraction sits next to .5 (where x*1e6 may round the other way) go through round()."""
-    v = np.asarray(values, dtype=np.float64)
-    scaled = v * 1e6
-    out = np.rint(scaled) / 1e6
-    with np.errstate(invalid="ignore"):  # inf - inf: those go through round() below
-        odd = (np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6) | ~np.isfinite(v) | (np.abs(v) >= 1e9)
-    for i in zip(*np.nonzero(odd)):
-        out[i] = round(float(v[i]), 6)
-    return out
+SHARD_RE = re.compile(rf"^(?:\d{{4}}-\d{{2}}|{C.UNDATED_SHARD})$")  # month folders: YYYY-MM, and one for ids naming no day
 
 
-_DIGITS3 = np.array([list(f"{i:03d}".encode()) for i in range(1000)], np.uint8)  # "000" .. "999"
-_SHORT3 = np.array([list(f"{i:03d}".rstrip("0").ljust(3, "\0").encode()) for i in range(1000)], np.uint8)  # "25\0", "\0\0\0"
+def shard_of(entry_id: str) -> str:
+    """The month folder of an entry's vector and transcript: YYYY-MM of the day its id names
+    (ctx-YYYYMMDD-...), the same on every clone and for ever; ids naming no day share one folder."""
+    day = id_day(entry_id)
+    return day[:7] if day else C.UNDATED_SHARD
 
 
-def json_floats(values: np.ndarray, sep: str) -> list[str]:
-    """sep.join(json.dumps(x) for x in round6(row)) for each row of a 2-D array, built with array
-    operations (~2.5x faster than printing every float). A rounded value is k/1e6 and Python prints
-    it with the digits of k, trailing zeros dropped: "0.25", "-0.000123", "0.0", "-0.0", and below
-    1e-4 with an exponent: "5e-06", "1.2e-05". Each value gets a fixed-width cell whose unused bytes
-    are NUL, dropped at the end; rows holding a value >= 1 (or inf, nan) go to json.dumps."""
-    rounded = round6(np.atleast_2d(values))
-    n, d = rounded.shape
-    if not d:
-        return [""] * n
-    simple = (np.abs(rounded) < 1).all(axis=1)  # False for nan too
-    r = np.where(simple[:, None], rounded, 0.0).ravel()
-    k = np.rint(np.abs(r) * 1e6).astype(np.int64)
-    hi, lo = np.divmod(k, 1000)
-    cells = np.empty((k.size, 9 + len(sep)), np.uint8)  # "-0.dddddd" + sep
-    cells[:, 0] = np.where(np.signbit(r), ord("-"), 0)
-    cells[:, 1:3] = np.frombuffer(b"0.", np.uint8)
-    cells[:, 3:6] = np.where((lo > 0)[:, None], _DIGITS3[hi], _SHORT3[hi])
-    cells[:, 6:9] = _SHORT3[lo]
-    cells[k == 0, 3] = ord("0")  # "0.0"
-    tiny = np.flatnonzero((k > 0) & (k < 100))
-    if tiny.size:
-        kt = k[tiny]
-        text = np.tile(np.frombuffer(b"0.0e-05\0", np.uint8), (tiny.size, 1))
-        text[:, 0] = 48 + np.where(kt < 10, kt, kt // 10)
-        text[:, 2] = 48 + np.where(kt < 10, 0, kt % 10)
-        whole = text[:, 2] == ord("0")  # "7e-06", "1e-05": no decimal
-        text[whole, 1:] = np.frombuffer(b"e-05\0\0\0", np.uint8)
-        text[kt < 10, 4] = ord("6")
-        cells[tiny, 1:9] = text
-    cells[:, 9:] = np.frombuffer(sep.encode("ascii"), np.uint8)
-    cells[d - 1 :: d, 9:] = 0
-    cells[d - 1 :: d, 9] = ord("|")  # ends each row
-    rows = cells.tobytes().translate(None, b"\0").decode("ascii").split("|")[:-1]
-    for i in np.flatnonzero(~simple).tolist():
-        rows[i] = sep.join(json.dumps(x) for x in rounded[i].tolist())
-    return rows
+def _archive_years(layout: Layout) -> list[Layout]:
+    from memtool.archive import archive_layouts  # archive.py builds on this module
+
+    return [] if type(layout) is not Layout else archive_layouts(layout)
+
+
+def _scan(folder: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _is_file(de: os.DirEntry) -> bool:
+    try:
+        return de.is_file(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _shard_files(folder: Path, suffix: str) -> Iterator[os.DirEntry]:
+    for shard in sorted(_scan(folder), key=lambda de: de.name):
+        if SHARD_RE.match(shard.name) and shard.is_dir(follow_symlinks=False):
+            yield from (de for de in _scan(Path(shard.path)) if de.name.endswith(suffix) and not de.name.startswith("."))
+
+
+def _tree_stamp(folder: Path) -> int | None:
+    """A number that changes when a file is added to, removed from or renamed into `folder` or one of
+    its month folders (their sizes and mtimes); None when the folder is not there."""
+    try:
+        top = folder.stat()
+    except OSError:
+        return None
+    parts = [f"{top.st_size}:{top.st_mtime_ns}"]
+    for de in sorted(_scan(folder), key=lambda de: de.name):
+        if SHARD_RE.match(de.name) and de.is_dir(follow_symlinks=False):
+            try:
+                st = de.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            parts.append(f"{de.name}:{st.st_size}:{st.st_mtime_ns}")
+    return int.from_bytes(hashlib.blake2b("|".join(parts).encode(), digest_size=7).digest(), "big")
+
+
+def _holds_model(path: Path, model: str) -> bool:
+    try:
+        data = read_vector_file(path)
+    except (StoreCorrupt, OSError):
+        return False
+    return data is not None and data.get("model") == model
+
+
+# -- vector files ------------------------------------------------------------------------------------
+# <id>.vec: one header line, then the vector as float16 little-endian (2 bytes a dimension):
+#   memtool-vector 1 {"content_hash": "...", "dim": 384, "id": "ctx-...", "model": "..."}\n<dim * 2 bytes>
+# The header names the model and the text embedded (content_hash); `head -1` shows it. A vector of
+# 384 dims is 768 bytes plus the header, against ~4.4 KB as JSON floats.
+VECTOR_MAGIC = b"memtool-vector 1 "
+
+
+def vector_bytes(entry_id: str, model: str, content_hash: str, vector: np.ndarray) -> bytes:
+    vec = np.asarray(vector, dtype="<f2").ravel()
+    head = json.dumps({"content_hash": content_hash, "dim": int(vec.shape[0]), "id": entry_id, "model": model}, ensure_ascii=False, sort_keys=True)
+    return VECTOR_MAGIC + head.encode("utf-8") + b"\n" + vec.tobytes()
+
+
+def parse_vector(path: Path, data: bytes) -> dict:
+    """{"id", "model", "dim", "content_hash", "embedding" (float32 array)} of a vector file's bytes;
+    StoreCorrupt naming what is wrong."""
+    end = data.find(b"\n")
+    if not data.startswith(VECTOR_MAGIC) or end < 0:
+        raise StoreCorrupt(f"{path}: not a memtool vector file (it starts {data[:20]!r})")
+    try:
+        head = json.loads(data[len(VECTOR_MAGIC) : end].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise StoreCorrupt(f"{path}: unreadable header") from None
+    body = data[end + 1 :]
+    if not isinstance(head, dict) or not isinstance(head.get("dim"), int) or head["dim"] * 2 != len(body):
+        raise StoreCorrupt(f"{path}: header and vector disagree ({len(body)} bytes for dim {head.get('dim') if isinstance(head, dict) else None!r})")
+    return {**head, "embedding": np.frombuffer(body, dtype="<f2").astype(np.float32)}
+
+
+def read_vector_file(path: Path) -> dict | None:
+    """parse_vector of the file at `path` (opened by confine: no link, no FIFO); None if it is not there."""
+    try:
+        data = confine.read_bytes(path)
+    except FileNotFoundError:
+        return None
+    except UnsafePath as exc:
+        raise StoreCorrupt(str(exc)) from None
+    return parse_vector(path, data)
+
+
+def vector_file_ok(path: Path, model: str, dim: int, content_hash: str) -> bool:
+    """The file at `path` holds a vector of `model`, `dim` dimensions, made from the text `content_hash` names."""
+    try:
+        data = read_vector_file(path)
+    except (StoreCorrupt, OSError):
+        return False
+    return data is not None and data.get("model") == model and data.get("content_hash") == content_hash and data["dim"] == dim
 
 
 @dataclass
@@ -270,37 +376,26 @@ class Store(IndexJson):
             atomic_write_text(path, day_document(day, current.values()))
 
     # -- embeddings --------------------------------------------------------------------------------
-    def write_embedding(self, entry: Entry, model: str, vector: np.ndarray) -> None:
-        doc = {
-            "id": entry.id,
-            "model": model,
-            "dim": int(vector.shape[0]),
-            "content_hash": entry.content_hash(),
-            "embedding": [round(float(x), 6) for x in vector],
-        }
-        write_json(self.layout.embedding_file(entry.id), doc)
+    def write_embedding(self, entry: Entry, model: str, vector: np.ndarray, replace: bool = False) -> None:
+        self.write_embeddings([entry], model, np.asarray(vector)[None, :], replace)
 
-    def write_embeddings(self, entries: list[Entry], model: str, vectors: np.ndarray) -> list[Path]:
-        """write_embedding for a batch: the same bytes, files already identical left alone, fsyncs in
-        parallel. Returns the paths written."""
-        vectors = np.asarray(vectors)
+    def write_embeddings(self, entries: list[Entry], model: str, vectors: np.ndarray, replace: bool = False) -> list[Path]:
+        """Vector files for a batch of entries, fsyncs in parallel; returns the paths written. An entry's
+        file is written once per model: one already holding a readable vector of `model` is kept even
+        when the entry was edited since (unless `replace`), so a summary correction never rewrites a
+        versioned file a teammate's forget deletes (git's modify/delete); the edited entry's vector lives
+        in the search cache (keyed by its content hash), and `memory reembed` to another model rewrites all."""
         items = []
-        model_json = json.dumps(model, ensure_ascii=False)
-        for entry, floats in zip(entries, json_floats(vectors, ",\n    ")):
-            head = f'{{\n  "id": {json.dumps(entry.id, ensure_ascii=False)},\n  "model": {model_json},\n  "dim": {vectors.shape[1]},\n  '
-            body = "[\n    " + floats + "\n  ]" if floats else "[]"
-            text = f'{head}"content_hash": "{entry.content_hash()}",\n  "embedding": {body}\n}}\n'
-            items.append((self.layout.embedding_file(entry.id), text.encode("utf-8")))
+        for e, v in zip(entries, np.asarray(vectors)):
+            path = self.layout.embedding_file(e.id)
+            if not replace and _holds_model(path, model):
+                continue
+            items.append((path, vector_bytes(e.id, model, e.content_hash(), v)))
         return atomic_write_many(items)
 
     def read_embedding(self, entry_id: str) -> dict | None:
-        path = self.layout.embedding_file(entry_id)
-        if not path.is_file():
-            return None
-        data = load_json(path)
-        if not isinstance(data, dict) or not isinstance(data.get("embedding"), list):
-            raise StoreCorrupt(f"{path}: expected an object with an 'embedding' list")
-        return data
+        """The entry's vector file as {"id", "model", "dim", "content_hash", "embedding"}; None if none."""
+        return read_vector_file(self.layout.embedding_file(entry_id))
 
     def vector_for(self, entry: Entry, model: str, dim: int) -> np.ndarray | None:
         """The stored vector if it is current for this model; None if it must be (re)computed (also when
@@ -316,7 +411,7 @@ class Store(IndexJson):
                 f"entry {entry.id} was embedded with '{data.get('model')}' ({data.get('dim')} dims) but the "
                 f"configured embedder is '{model}' ({dim} dims). Run `memory reembed` to re-embed the store."
             )
-        vec = np.asarray(data["embedding"], dtype=np.float32)
+        vec = data["embedding"]
         if vec.shape != (dim,):
             raise DimensionMismatch(f"{self.layout.embedding_file(entry.id)}: {vec.shape[0]} dims, expected {dim}. Run `memory reembed`.")
         return vec

@@ -16,7 +16,6 @@ Embedding runs outside the root's lock and writes each batch as it goes, so an i
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +34,7 @@ from memtool.models import Entry
 from memtool.search.docs import source_key
 from memtool.search.store import Known, Sigs, entry_vector_key, refresh_index
 from memtool.session_vectors import entry_vectors, kept_sessions
-from memtool.store import Layout, Store
+from memtool.store import Layout, Store, vector_file_ok
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files
 from memtool.tombstones import bury
 
@@ -106,33 +105,17 @@ class SyncReport:
 
 
 # -- embeddings --------------------------------------------------------------------------------------
-def _vector_ok(path: Path, model: str, dim: int, content_hash: str) -> bool:
-    try:
-        data = json.loads(confine.read_bytes(path))
-    except (OSError, ValueError, RecursionError, UnsafePath):
-        return False  # missing, torn or absurdly nested: embed again
-    return (
-        isinstance(data, dict)
-        and data.get("model") == model
-        and data.get("content_hash") == content_hash
-        and isinstance(data.get("embedding"), list)
-        and len(data["embedding"]) == dim
-    )
-
-
 def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: int, full: bool) -> tuple[list[str], dict[str, list], list[str]]:
     """(ids to embed, verified vector records, orphan embedding files to drop). `full`: embed all."""
     trusted = man.vectors if man.model == model else {}
-    dir_sig = stat_sig(layout.embeddings_dir)
+    stamp = layout.embeddings_stamp()
     present: dict[str, tuple[int, int]] = {}
-    if dir_sig is not None and dir_sig[1] == man.emb_dir_ns and man.model == model:
-        present = {i: (r[0], r[1]) for i, r in trusted.items()}  # folder untouched since: same files
-    elif dir_sig is not None:
-        with os.scandir(layout.embeddings_dir) as it:
-            for de in it:
-                if de.name.endswith(".json") and not de.name.startswith("."):
-                    st = de.stat()
-                    present[de.name[:-5]] = (st.st_size, st.st_mtime_ns)
+    if stamp is not None and stamp == man.emb_dir_ns and man.model == model:
+        present = {i: (r[0], r[1]) for i, r in trusted.items()}  # folders untouched since: same files
+    elif stamp is not None:
+        for de in layout.embedding_files():
+            st = de.stat()
+            present[de.name[: -len(C.VECTOR_SUFFIX)]] = (st.st_size, st.st_mtime_ns)
     unreadable = {i for rec in scan.days.values() if rec[4] for i in rec[3]}  # kept, but cannot be embedded now
     need: list[str] = []
     verified: dict[str, list] = {}
@@ -142,7 +125,10 @@ def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: in
         if sig is not None and not full and rec is not None and (rec[0], rec[1]) == sig and rec[2] == content_hash:
             verified[entry_id] = rec
         elif (
-            sig is not None and not full and (rec is None or (rec[0], rec[1]) != sig) and _vector_ok(layout.embedding_file(entry_id), model, dim, content_hash)
+            sig is not None
+            and not full
+            and (rec is None or (rec[0], rec[1]) != sig)
+            and vector_file_ok(layout.embedding_file(entry_id), model, dim, content_hash)
         ):
             verified[entry_id] = [*sig, content_hash]
         elif entry_id not in unreadable:
@@ -321,16 +307,16 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
             report.dropped += 1
         _sync_index(mem, man, scan, full, report, progress)
         index_sig = stat_sig(layout.index_file)
-        dir_sig = stat_sig(layout.embeddings_dir)
-        if dir_sig is not None and dir_sig[1] == man.emb_dir_ns and not (report.embedded or report.dropped):
-            listed = set(man.vectors)  # the folder as the last sync left it, when it listed exactly these
+        stamp = layout.embeddings_stamp()
+        if stamp is not None and stamp == man.emb_dir_ns and not (report.embedded or report.dropped):
+            listed = set(man.vectors)  # the folders as the last sync left them, when they held exactly these
         else:
-            listed = {n[:-5] for n in os.listdir(layout.embeddings_dir) if n.endswith(".json")} if dir_sig else set()
-        keep_dir = dir_sig is not None and listed == set(verified)  # else rescan the folder next time
+            listed = {de.name[: -len(C.VECTOR_SUFFIX)] for de in layout.embedding_files()}
+        keep_dir = stamp is not None and listed == set(verified)  # else rescan the folders next time
         new = Manifest(
             model=model,
             index_sig=list(index_sig) if index_sig else None,
-            emb_dir_ns=dir_sig[1] if keep_dir else None,
+            emb_dir_ns=stamp if keep_dir else None,
             days=scan.days,
             markdown=scan.markdown,
             vectors=verified,
@@ -403,7 +389,7 @@ def reembed_archive(mem: Memory, errors: list[str] | None = None, batch: int = C
         todo: list[Entry] = []
         for path in lay.day_files():
             try:
-                todo += [e for e in read_day(path) if not _vector_ok(lay.embedding_file(e.id), model, dim, e.content_hash())]
+                todo += [e for e in read_day(path) if not vector_file_ok(lay.embedding_file(e.id), model, dim, e.content_hash())]
             except (StoreCorrupt, UnicodeDecodeError) as exc:
                 if errors is None:
                     raise

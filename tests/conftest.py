@@ -172,3 +172,23 @@ def env(root, tmp_path_factory):
     e = dict(os.environ)
     e.update(MEMTOOL_ROOT=str(root), MEMTOOL_EMBEDDER="wordllama", MEMTOOL_COMPRESSOR="local", XDG_CACHE_HOME=str(shared_model_cache(tmp_path_factory)))
     return e
+
+
+# -- where an entry's files live (memtool.store.Layout: month folders, binary vectors) -----------------
+def embedding_path(root, entry_id: str) -> Path:
+    from memtool.store import Layout
+
+    return Layout(Path(root)).embedding_file(entry_id)
+
+
+def transcript_path(root, entry_id: str) -> Path:
+    from memtool.store import Layout
+
+    return Layout(Path(root)).transcript_file(entry_id)
+
+
+def read_vector_at(path: Path) -> dict:
+    """A vector file's header fields and its "embedding" (float32 array)."""
+    from memtool.store import parse_vector
+
+    return parse_vector(path, Path(path).read_bytes())

@@ -19,6 +19,7 @@ from memtool.dayfile import day_document, read_day
 from memtool.doctor import Doctor
 from memtool.fsutil import atomic_write_text
 from memtool.scaffold import init
+from tests.conftest import read_vector_at
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
 OLD = NOW - timedelta(days=400)  # older than the default 365-day entry window
@@ -79,7 +80,7 @@ def test_moves_old_logs_and_entries_keeps_exempt_and_splits_the_day(mem, root):
     for key in ("zebra", "quokka"):
         assert arch.transcript_file(ids[key]).is_file() and arch.embedding_file(ids[key]).is_file()
         assert not mem.layout.transcript_file(ids[key]).exists() and not mem.layout.embedding_file(ids[key]).exists()
-    assert root.joinpath(f"memory/archive/{YEAR}/index/embeddings/{ids['zebra']}.json").is_file()  # the documented layout
+    assert root.joinpath(f"memory/archive/{YEAR}/index/embeddings/{YEAR}-01/{ids['zebra']}.vec").is_file()  # the documented layout
     index = json.loads(mem.layout.index_file.read_text())
     assert {e["id"] for e in index["entries"]} == {ids["pinned"], ids["critical"], ids["recent"]}
     assert get_archived(mem.layout, ids["zebra"]).summary.startswith("Zebra migration")
@@ -290,7 +291,7 @@ def test_reembed_switches_archived_entries_too(mem, root):
     assert [p.kind for p in stale] == ["embedding", "embedding"] and all("Run `memory reembed`" in p.message for p in stale)
     moved = reembed_archive(switched)
     assert sorted(p.stem for p in moved) == sorted([ids["zebra"], ids["quokka"]])
-    data = json.loads(ArchiveLayout(root, YEAR).embedding_file(ids["zebra"]).read_text())
+    data = read_vector_at(ArchiveLayout(root, YEAR).embedding_file(ids["zebra"]))
     assert (data["model"], data["dim"], len(data["embedding"])) == ("other", 32, 32)
     switched.invalidate()
     assert switched.search("zebra billing", archive=True)[0].id == ids["zebra"]
@@ -307,6 +308,6 @@ def test_cli_reembed_counts_archived_entries(mem, root, monkeypatch):
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     assert data["embedded"] == 3 + 2 and data["model"].startswith("wordllama")  # three live entries, two archived
-    assert json.loads(ArchiveLayout(root, YEAR).embedding_file(ids["zebra"]).read_text())["model"] == data["model"]
+    assert read_vector_at(ArchiveLayout(root, YEAR).embedding_file(ids["zebra"]))["model"] == data["model"]
     again = json.loads(CliRunner().invoke(app, ["reembed", "--json"]).stdout)
     assert again["embedded"] == 0

@@ -156,6 +156,13 @@ def test_the_allow_list_holds_every_file_of_a_store_layout():
         "memory/2026-03-02.md",
         "memory/index/index.json",
         DAY,
+        "memory/index/embeddings/2026-03/ctx-20260302-ab12cd34.vec",
+        "memory/transcripts/2026-03/ctx-20260302-ab12cd34.md",
+        "memory/index/embeddings/undated/hand-made.vec",
+        "memory/index/tombstones.jsonl",
+        "memory/archive/2024/index/embeddings/2024-01/ctx-20240105-ab12cd34.vec",
+        "memory/archive/2024/transcripts/2024-01/ctx-20240105-ab12cd34.md",
+        # the layout before month folders: an old backup restores, then `memory migrate` moves it
         "memory/index/embeddings/ctx-20260302-ab12cd34.json",
         "memory/transcripts/ctx-20260302-ab12cd34.md",
         "memory/config.yaml",
@@ -175,8 +182,34 @@ def test_the_allow_list_holds_every_file_of_a_store_layout():
         "memory/x.sh",
         "README.md",
         "memory/transcripts/../x.md",
+        "memory/transcripts/2026/ctx-a.md",
+        "memory/index/embeddings/2026-03/ctx-a.json",
+        "memory/index/embeddings/2026-03/ctx-a.sh",
+        "memory/index/embeddings/2026-03/sub/ctx-a.vec",
         "memory/.git/config",
         "memory/archive/2024/x.py",
     ):
         assert not allowed(name, False), name
     assert allowed("memory/index/embeddings", True) and not allowed("memory/.git", True)
+
+
+def test_a_backup_of_a_store_in_month_folders_restores_every_file_and_searches(root, tmp_path):
+    from memtool.app import open_memory
+    from memtool.backup import backup
+    from memtool.scaffold import init
+    from tests.conftest import FakeCompressor, FakeEmbedder
+
+    store = tmp_path / "store"
+    init(store)
+    mem = open_memory(store, embedder=FakeEmbedder(), compressor=FakeCompressor())
+    entry = mem.compress("user: we moved billing to Postgres and Alice owns the migration")
+    files = {p.relative_to(store).as_posix(): p.read_bytes() for p in (mem.layout.embedding_file(entry.id), mem.layout.transcript_file(entry.id))}
+    assert all("/20" in name for name in files)  # in month folders
+    backup(mem.layout, tmp_path / "b.tar.gz")
+    restored = tmp_path / "restored"
+    restored.mkdir()
+    report = restore(Layout(restored), tmp_path / "b.tar.gz")
+    assert set(files) <= set(report.restored)
+    assert all((restored / name).read_bytes() == data for name, data in files.items())
+    again = open_memory(restored, embedder=FakeEmbedder(), compressor=FakeCompressor())
+    assert [h.id for h in again.search("billing Postgres")] == [entry.id]

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from memtool.cli.main import app
 from memtool.errors import BadInput, ConfigError, NotAMemoryRoot, StorageError, StoreCorrupt
+from tests.conftest import transcript_path
 
 AUTH = "Alice: We decided to use Auth0 instead of custom JWT handling. Sarah owns the migration before March 15."
 BIG_MB = 50
@@ -80,7 +81,7 @@ def test_invalid_utf8_is_replaced_with_a_warning(store):
     res = cli("compress", "t.md")
     assert res.exit_code == 0 and "warning: t.md: invalid UTF-8 at byte 12; undecodable bytes replaced with U+FFFD" in res.output
     entry_id = res.stdout.split()[0]
-    assert "caf\ufffd menu" in (store / f"memory/transcripts/{entry_id}.md").read_text()
+    assert "caf\ufffd menu" in transcript_path(store, entry_id).read_text()
     res = cli("log", "-", input=b"caf\xe9 note\n")
     assert res.exit_code == 0 and "invalid UTF-8" in res.output
 
@@ -270,7 +271,7 @@ def test_non_utf8_json_transcript_is_converted_with_the_warning(store):
     res = cli("compress", "t.jsonl")
     assert res.exit_code == 0 and "warning: t.jsonl: invalid UTF-8 at byte 36; undecodable bytes replaced with U+FFFD" in res.stderr
     entry_id = res.stdout.split()[0]
-    assert (store / f"memory/transcripts/{entry_id}.md").read_text() == "user: the caf\ufffd menu goes to Postgres\n"
+    assert transcript_path(store, entry_id).read_text() == "user: the caf\ufffd menu goes to Postgres\n"
 
 
 @pytest.mark.parametrize("content", ['["a", "b"]', '{"messages": "x"}', '{"a": 1}\n{"b": 2}\n'])
@@ -312,7 +313,7 @@ def test_deeply_nested_json_is_refused_without_a_traceback(store, how):
         res = cli("compress", "-", "--json", input=(store / "deep.json").read_bytes())
         assert res.exit_code == 0 and "Traceback" not in res.output
         [entry] = json.loads(res.stdout)
-        assert (store / f"memory/transcripts/{entry['id']}.md").read_text().startswith("[[[[")
+        assert transcript_path(store, entry["id"]).read_text().startswith("[[[[")
 
 
 def test_oversized_stdin_reports_what_it_knows_of_the_size(store):
@@ -337,7 +338,7 @@ def test_json_on_stdin_under_the_limit_after_conversion_is_stored(store):
     res = cli("compress", "-", "--json", input=raw)
     assert res.exit_code == 0, res.output
     [entry] = json.loads(res.stdout)
-    kept = (store / f"memory/transcripts/{entry['id']}.md").read_text()
+    kept = transcript_path(store, entry["id"]).read_text()
     assert kept.startswith("session: /home/dev/shop\n\nsummary: Login form crash fixed\n\nuser: The login form crashes") and '"type"' not in kept
 
 

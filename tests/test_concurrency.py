@@ -18,6 +18,7 @@ from memtool.doctor import open_doctor
 from memtool.scaffold import init
 from memtool.store import Layout
 from memtool.sync import persist_embedder
+from tests.conftest import embedding_path, transcript_path
 
 COMPRESSORS, COMPRESSES = 4, 10
 LOGGERS, LOGS = 4, 20
@@ -108,7 +109,7 @@ def test_concurrent_writers_lose_nothing(root, env, tmp_path):
     index = json.loads((root / "memory/index/index.json").read_text())
     assert sorted(e["id"] for e in index["entries"]) == sorted(ids)
     for entry_id in ids:
-        assert (root / f"memory/index/embeddings/{entry_id}.json").is_file() and (root / f"memory/transcripts/{entry_id}.md").is_file()
+        assert embedding_path(root, entry_id).is_file() and transcript_path(root, entry_id).is_file()
 
     # every log line exactly once, whole, with its provenance; no torn or interleaved lines
     logs = [p for p in (root / "memory").glob("????-??-??.md")]

@@ -28,6 +28,7 @@ from memtool.doctor import Doctor
 from memtool.models import make_id
 from memtool.providers.wordllama import WordLlamaEmbedder
 from memtool.scaffold import init
+from tests.conftest import embedding_path, transcript_path
 
 KILLS = 100  # at least this many SIGKILLs
 WORKERS = 2  # concurrent kill loops (the lock is contended too)
@@ -69,7 +70,7 @@ def test_sigkill_during_compress_never_corrupts_and_loses_nothing_completed(root
         return make_id(datetime.fromtimestamp(path.stat().st_mtime).astimezone(), path.read_text())
 
     def writing(entry_id: str) -> bool:
-        folder = root / "memory/transcripts"
+        folder = transcript_path(root, entry_id).parent
         return folder.is_dir() and any(n.startswith((f".{entry_id}.md.", f"{entry_id}.md")) for n in os.listdir(folder))
 
     def run_once(mode: str, delay: float = 0.0) -> tuple[int, str]:
@@ -175,5 +176,5 @@ def test_sigkill_during_compress_never_corrupts_and_loses_nothing_completed(root
     assert len(stored) == len(set(stored)) and sorted(stored) == sorted(indexed)
     assert set(completed) <= set(stored) and len(completed) == len(set(completed))
     for entry_id in completed:
-        assert (root / f"memory/index/embeddings/{entry_id}.json").is_file()
-        assert (root / f"memory/transcripts/{entry_id}.md").is_file()
+        assert embedding_path(root, entry_id).is_file()
+        assert transcript_path(root, entry_id).is_file()

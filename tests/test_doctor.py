@@ -20,7 +20,8 @@ from memtool.doctor.salvage import conflict_sides
 from memtool.errors import StoreCorrupt
 from memtool.scaffold import init
 from memtool.search.engine import Query
-from tests.conftest import FakeEmbedder
+from memtool.store import vector_bytes
+from tests.conftest import FakeEmbedder, embedding_path, read_vector_at, transcript_path
 
 AUTH = "Alice: We decided to use Auth0 instead of custom JWT handling. Sarah owns the migration."
 DB = "Bob: The invoices query in Postgres was slow; we added an index on customer_id."
@@ -69,16 +70,16 @@ def test_a_fresh_and_a_used_store_are_healthy(mem, doctor, root):
     assert report.healthy and report.problems == []
     assert report.counts == {"entries": 2, "day_files": 2, "embeddings": 2, "transcripts": 2}
     assert doctor.repair().fixed == []  # nothing to do, nothing touched
-    assert (root / f"memory/transcripts/{a.id}.md").is_file()
+    assert transcript_path(root, a.id).is_file()
 
 
 def test_temp_files_and_orphans_are_removed_or_quarantined(mem, doctor, root):
     e = mem.compress(AUTH, when=when(7))
     tmp = root / "memory/index/.2026-02-07.json.k3j2.tmp"
     tmp.write_text('{"date": "2026-02-07", "entr')  # what a killed writer leaves
-    orphan_vec = root / "memory/index/embeddings/ctx-20260207-deadbeef.json"
-    orphan_vec.write_text('{"id": "ctx-20260207-deadbeef", "model": "fake-hash-64", "dim": 1, "embedding": [1.0]}')
-    orphan_tr = root / "memory/transcripts/ctx-20260207-deadbeef.md"
+    orphan_vec = mem.layout.embedding_file("ctx-20260207-deadbeef")
+    orphan_vec.write_bytes(vector_bytes("ctx-20260207-deadbeef", "fake-hash-64", "0" * 16, [1.0]))
+    orphan_tr = mem.layout.transcript_file("ctx-20260207-deadbeef")
     orphan_tr.write_text("a transcript whose entry never made it\n")
     before = contents(root / "memory")
 
@@ -89,11 +90,11 @@ def test_temp_files_and_orphans_are_removed_or_quarantined(mem, doctor, root):
     assert not tmp.exists() and not orphan_vec.exists() and not orphan_tr.exists()
     moved = sorted(fixed.quarantined)
     assert len(moved) == 2 and all(m.startswith("memory/quarantine/") for m in moved)
-    assert moved[0].endswith("/index/embeddings/ctx-20260207-deadbeef.json") and moved[1].endswith("/transcripts/ctx-20260207-deadbeef.md")
+    assert moved[0].endswith("/index/embeddings/2026-02/ctx-20260207-deadbeef.vec") and moved[1].endswith("/transcripts/2026-02/ctx-20260207-deadbeef.md")
     assert (root / moved[1]).read_text() == "a transcript whose entry never made it\n"
     del before[hashlib.sha256(b'{"date": "2026-02-07", "entr').hexdigest()]  # the temp file is the only thing removed
     assert kept_everything(before, contents(root / "memory"))
-    assert mem.get(e.id) is not None and (root / f"memory/transcripts/{e.id}.md").is_file()
+    assert mem.get(e.id) is not None and transcript_path(root, e.id).is_file()
 
 
 def test_invalid_index_json_is_reported_search_still_works_and_fix_rebuilds(mem, doctor, root):
@@ -206,15 +207,15 @@ def test_the_same_transcript_stored_twice_keeps_the_earlier(mem, doctor, root, t
     laptop = tmp_path / "laptop"
     init(laptop)
     again = open_memory(laptop, embedder=FakeEmbedder()).compress(AUTH, when=when(9, 9))
-    for rel in ("memory/index/2026-02-09.json", f"memory/transcripts/{again.id}.md", f"memory/index/embeddings/{again.id}.json"):
+    for rel in ("memory/index/2026-02-09.json", f"memory/transcripts/2026-02/{again.id}.md", f"memory/index/embeddings/2026-02/{again.id}.vec"):
         (root / rel).write_bytes((laptop / rel).read_bytes())
     assert first.id != again.id
     [dup] = [p for p in doctor.diagnose().problems if p.kind == "duplicate"]
     assert again.id in dup.message and first.id in dup.message
     fixed = doctor.repair()
     assert fixed.healthy and [e.id for e in mem.store.iter_entries()] == [first.id]
-    assert any(m.endswith(f"transcripts/{again.id}.md") for m in fixed.quarantined)
-    assert any(m.endswith(f"embeddings/{again.id}.json") for m in fixed.quarantined)
+    assert any(m.endswith(f"transcripts/2026-02/{again.id}.md") for m in fixed.quarantined)
+    assert any(m.endswith(f"embeddings/2026-02/{again.id}.vec") for m in fixed.quarantined)
 
 
 def test_misplaced_entry_moves_to_its_day(mem, doctor, root):
@@ -237,14 +238,14 @@ def test_embedding_model_and_dimension_are_checked(mem, root):
     assert not other.repair().healthy  # --fix does not re-embed a whole store behind your back
 
     doctor = Doctor(mem.layout, mem.settings, FakeEmbedder())
-    vec = root / f"memory/index/embeddings/{a.id}.json"
-    data = json.loads(vec.read_text())
-    vec.write_text(json.dumps(dict(data, content_hash="0" * 16)))  # the entry was edited since
-    (root / f"memory/index/embeddings/{b.id}.json").unlink()  # never embedded (provider was down)
+    vec = embedding_path(root, a.id)
+    data = read_vector_at(vec)
+    vec.write_bytes(vector_bytes(a.id, data["model"], "0" * 16, data["embedding"]))  # the entry was edited since: kept (written once)
+    embedding_path(root, b.id).unlink()  # never embedded (provider was down)
     report = doctor.diagnose()
-    assert report.healthy and sorted(p.kind for p in report.problems) == ["pending", "pending"]
+    assert report.healthy and sorted(p.kind for p in report.problems) == ["pending"]
     fixed = doctor.repair()
-    assert fixed.problems == [] and "embedded 2 entries with fake-hash-64" in fixed.fixed
+    assert fixed.problems == [] and "embedded 1 entries with fake-hash-64" in fixed.fixed
 
 
 def test_markdown_conflicts_and_bad_config_need_a_person(mem, doctor, root):
@@ -293,13 +294,15 @@ def test_a_good_archive_is_checked_and_left_byte_for_byte(archived, doctor, root
     a, b, c, arch = archived
     report = doctor.diagnose()
     assert report.healthy and report.problems == []
-    assert report.counts == {"entries": 1, "day_files": 1, "embeddings": 1, "transcripts": 1, "archived_entries": 2, "archived_day_files": 1}
-    orphan = root / "memory/transcripts/ctx-20270101-deadbeef.md"
+    # day_files 2: a live day whose entries all moved keeps its (empty) file, so a teammate's change to it merges
+    assert report.counts == {"entries": 1, "day_files": 2, "embeddings": 1, "transcripts": 1, "archived_entries": 2, "archived_day_files": 1}
+    orphan = transcript_path(root, "ctx-20270101-deadbeef")
+    orphan.parent.mkdir()
     orphan.write_text("a transcript whose entry never made it\n")  # something live for --fix to do
     before = tree(root / "memory/archive")
     fixed = doctor.repair()
     [moved] = fixed.quarantined
-    assert fixed.healthy and moved.endswith("/transcripts/ctx-20270101-deadbeef.md") and not orphan.exists()
+    assert fixed.healthy and moved.endswith("/transcripts/2027-01/ctx-20270101-deadbeef.md") and not orphan.exists()
     assert tree(root / "memory/archive") == before
 
 
@@ -325,7 +328,7 @@ def test_a_broken_archive_day_file_is_reported_with_its_path_and_quarantined(arc
     [original] = [m for m in fixed.quarantined if m.endswith("/archive/2026/index/2026-02-07.json")]
     assert (root / original).read_text() == broken
     assert not arch.transcript_file(b.id).exists()  # the cut-off entry's files went to quarantine with it
-    assert any(m.endswith(f"/archive/2026/transcripts/{b.id}.md") for m in fixed.quarantined)
+    assert any(m.endswith(f"/archive/2026/transcripts/2026-02/{b.id}.md") for m in fixed.quarantined)
     assert kept_everything(before, contents(root / "memory"))
     assert [e.id for e in mem_entries(root)] == [c.id]  # the live store was not touched
 
@@ -337,10 +340,10 @@ def mem_entries(root: Path):
 def test_archive_embeddings_orphan_malformed_and_of_another_model(archived, root):
     a, b, c, arch = archived
     orphan = arch.embedding_file("ctx-20260207-deadbeef")
-    orphan.write_text('{"id": "ctx-20260207-deadbeef", "model": "fake-hash-64", "dim": 1, "embedding": [1.0]}')
+    orphan.write_bytes(vector_bytes("ctx-20260207-deadbeef", "fake-hash-64", "0" * 16, [1.0]))
     vec = arch.embedding_file(a.id)
-    data = json.loads(vec.read_text())
-    vec.write_text(json.dumps(dict(data, dim=3)))  # says 3 dims, holds 64
+    data = read_vector_at(vec)
+    vec.write_bytes(vector_bytes(a.id, data["model"], data["content_hash"], data["embedding"]).replace(b'"dim": 64', b'"dim": 3'))  # says 3 dims, holds 64
     tmp = arch.index_dir / ".2026-02-07.json.x1y2.tmp"
     tmp.write_text("{")
     mem = open_memory(root, embedder=FakeEmbedder())
@@ -348,16 +351,16 @@ def test_archive_embeddings_orphan_malformed_and_of_another_model(archived, root
 
     report = doctor.diagnose()
     assert {(p.kind, p.path) for p in report.problems} == {
-        ("orphan", "memory/archive/2026/index/embeddings/ctx-20260207-deadbeef.json"),
-        ("embedding", f"memory/archive/2026/index/embeddings/{a.id}.json"),
+        ("orphan", "memory/archive/2026/index/embeddings/2026-02/ctx-20260207-deadbeef.vec"),
+        ("unparsable", f"memory/archive/2026/index/embeddings/2026-02/{a.id}.vec"),
         ("temp", "memory/archive/2026/index/.2026-02-07.json.x1y2.tmp"),
     }
     fixed = doctor.repair()
     assert fixed.healthy and fixed.problems == [], fixed.problems
     assert "removed temp file memory/archive/2026/index/.2026-02-07.json.x1y2.tmp" in fixed.fixed
     assert "embedded 1 entries with fake-hash-64" in fixed.fixed  # the malformed one, re-embedded in the archive
-    assert json.loads(vec.read_text())["dim"] == 64 and not orphan.exists()
-    assert sorted(m.rsplit("/", 1)[1] for m in fixed.quarantined) == sorted([f"{a.id}.json", "ctx-20260207-deadbeef.json"])
+    assert read_vector_at(vec)["dim"] == 64 and not orphan.exists()
+    assert sorted(m.rsplit("/", 1)[1] for m in fixed.quarantined) == sorted([f"{a.id}.vec", "ctx-20260207-deadbeef.vec"])
 
     other = Doctor(mem.layout, mem.settings, FakeEmbedder(model="other-model", dim=32))
     mismatched = [p for p in other.diagnose().problems if p.path.startswith("memory/archive/")]
@@ -403,14 +406,15 @@ def test_live_versus_archived_keeps_the_only_transcript_and_says_where_it_went(a
     fixed = doctor.repair()
     assert fixed.healthy and fixed.problems == [], fixed.problems
     assert mem.layout.transcript_file(a.id).read_bytes() == transcript and mem.layout.embedding_file(a.id).is_file()
-    assert f"moved memory/archive/2026/transcripts/{a.id}.md to memory/transcripts/{a.id}.md, beside its entry" in fixed.fixed
+    assert f"moved memory/archive/2026/transcripts/2026-02/{a.id}.md to memory/transcripts/2026-02/{a.id}.md, beside its entry" in fixed.fixed
     assert not any(a.id in m for m in fixed.quarantined), fixed.quarantined
     assert mem.get(a.id) is not None and [e.id for e in read_day(arch.day_file("2026-02-07"))] == [b.id]
 
 
 def test_an_archived_entrys_transcript_left_live_moves_to_the_archive(archived, doctor, root):
     a, b, c, arch = archived
-    live_copy = root / "memory/transcripts" / f"{b.id}.md"
+    live_copy = transcript_path(root, b.id)
+    live_copy.parent.mkdir(parents=True, exist_ok=True)
     arch.transcript_file(b.id).rename(live_copy)  # a restore or a hand move put it back in the live folder
     fixed = doctor.repair()
     assert fixed.healthy and arch.transcript_file(b.id).is_file() and not live_copy.exists() and fixed.quarantined == []
@@ -449,7 +453,8 @@ def test_cli_reports_and_fixes_with_exit_codes(root, monkeypatch, tmp_path_facto
     assert res.exit_code == 0 and "healthy" in res.output
 
     (root / "memory/index/index.json").write_text("{ not json")
-    (root / "memory/transcripts/ctx-20260101-00000000.md").write_text("orphan\n")
+    (root / "memory/transcripts/2026-01").mkdir()
+    (root / "memory/transcripts/2026-01/ctx-20260101-00000000.md").write_text("orphan\n")
     res = runner.invoke(app, ["doctor"])
     assert res.exit_code == StoreCorrupt.exit_code
     assert "memory/index/index.json:1: invalid JSON" in res.output and "[--fix: quarantine]" in res.output
@@ -492,9 +497,9 @@ def test_json_nested_thousands_deep_is_damage_not_a_crash(mem, doctor, root):
 def test_a_torn_embedding_file_does_not_stop_search(mem, doctor, root):
     """The vector is recomputed for the search cache; doctor reports the file and --fix rewrites it."""
     e = mem.compress(AUTH, when=when(4))
-    mem.layout.embedding_file(e.id).write_text('{"id": "torn')
+    mem.layout.embedding_file(e.id).write_bytes(b'memtool-vector 1 {"id": "torn')
     mem.invalidate()
     assert [h.id for h in mem.search("Auth0")] == [e.id]
     assert not doctor.diagnose().healthy
     doctor.repair()
-    assert doctor.diagnose().healthy and json.loads(mem.layout.embedding_file(e.id).read_text())["id"] == e.id
+    assert doctor.diagnose().healthy and read_vector_at(mem.layout.embedding_file(e.id))["id"] == e.id

@@ -33,8 +33,9 @@ from memtool.archive import archive, archive_layouts
 from memtool.dayfile import read_day
 from memtool.providers.wordllama import WordLlamaEmbedder
 from memtool.scaffold import init
-from memtool.store import Layout
+from memtool.store import Layout, vector_bytes
 from memtool.sync import sync
+from tests.conftest import read_vector_at
 
 MUTATING = ("rename", "renameat", "renameat2", "unlink", "unlinkat", "rmdir", "mkdir", "mkdirat", "fsync", "fdatasync", "ftruncate", "link", "linkat")
 FAULT_POINTS = os.environ.get("MEMTOOL_FAULT_POINTS", "3")  # kill points tried per command (about 2 s each), or "all"
@@ -80,10 +81,10 @@ def old_model(root: Path, base: Path) -> None:
     """Every embedding file made by another model (each replaced by a rename, as git or another memtool
     writes it): `memory reembed` rewrites them all."""
     copy_store(root, base)
-    for f in (root / "memory").rglob("embeddings/*.json"):
-        data = json.loads(f.read_text())
+    for f in (root / "memory").rglob("embeddings/*/*.vec"):
+        data = read_vector_at(f)
         tmp = f.with_name(f".{f.name}.new")
-        tmp.write_text(json.dumps(dict(data, model="old-model")))
+        tmp.write_bytes(vector_bytes(data["id"], "old-model", data["content_hash"], data["embedding"]))
         os.replace(tmp, f)
 
 
@@ -100,11 +101,13 @@ def damaged(root: Path, base: Path) -> None:
     text = recent.read_text()
     recent.write_text(text[: len(text) * 2 // 3])  # index.json still holds its entries
     (layout.index_dir / ".2026-01-01.json.tmp").write_text("{")
-    (layout.transcripts_dir / "ctx-20200101-00000000.md").write_text("User: an orphan\n")
+    orphan = layout.transcript_file("ctx-20200101-00000000")
+    orphan.parent.mkdir(parents=True, exist_ok=True)
+    orphan.write_text("User: an orphan\n")
 
 
 def no_reembed_left(root: Path) -> None:
-    models = {json.loads(f.read_text())["model"] for f in (root / "memory").rglob("embeddings/*.json")}
+    models = {read_vector_at(f)["model"] for f in (root / "memory").rglob("embeddings/*/*.vec")}
     assert models == {WordLlamaEmbedder().model}, models
 
 

@@ -70,13 +70,14 @@ def test_forget_removes_the_entry_and_every_copy(mem, root, three):
     before = files(root)
     report = forget(mem.layout, [three[1]], mem.settings.compressor)
     assert [e["id"] for e in report.entries] == [three[1]] and not report.entries[0]["archived"]
-    assert sorted(report.removed) == [f"memory/index/embeddings/{three[1]}.json", f"memory/transcripts/{three[1]}.md"]
+    month = f"{three[1][4:8]}-{three[1][8:10]}"
+    assert sorted(report.removed) == [f"memory/index/embeddings/{month}/{three[1]}.vec", f"memory/transcripts/{month}/{three[1]}.md"]
     assert {"memory/index/2026-03-01.json", "memory/index/index.json"} <= set(report.rewritten)
     assert "memory/.cache/memtool.sqlite" in report.caches
     assert holding(root, SECRET) == [] and holding(root, "Bob") == []  # entry, transcript, index.json, pages, caches
     after = files(root)
     for keep in (three[0], three[2]):  # the others' files are untouched, byte for byte
-        for name in (f"memory/transcripts/{keep}.md", f"memory/index/embeddings/{keep}.json"):
+        for name in (f"memory/transcripts/{keep[4:8]}-{keep[8:10]}/{keep}.md", f"memory/index/embeddings/{keep[4:8]}-{keep[8:10]}/{keep}.vec"):
             assert after[name] == before[name]
     assert [e.id for e in read_day(mem.layout.day_file("2026-03-01"))] == [three[0], three[2]]
     assert [e["id"] for e in json.loads((root / "memory/index/index.json").read_text())["entries"]] == [three[0], three[2]]
@@ -140,7 +141,7 @@ def test_archived_entries_and_a_copy_both_live_and_archived(mem, root, three):
     atomic_write_text(arch, day_document("2026-03-01", [mem.store.get(three[1])]))
     report = forget(mem.layout, [old.id, three[1]], mem.settings.compressor)
     assert [e["archived"] for e in report.entries] == [True, False]
-    assert f"memory/archive/{old.day[:4]}/transcripts/{old.id}.md" in report.removed
+    assert f"memory/archive/{old.day[:4]}/transcripts/{old.day[:7]}/{old.id}.md" in report.removed
     assert get_archived(mem.layout, old.id) is None and not arch.exists() and mem.get(three[1]) is None
     assert holding(root, SECRET) == []
     mem.invalidate()
@@ -225,7 +226,7 @@ def test_forget_purges_passage_and_entry_vectors_live_and_archived(mem, root, th
     mem.invalidate()
     assert mem.search(SECRET, archive=True) and mem.search(SECRET)
     arch_id = next(h.id for h in mem.search(SECRET, archive=True) if h.id != three[1])
-    transcripts = {i: (root / "memory/transcripts" / f"{i}.md") for i in (three[1],)}
+    transcripts = {i: mem.layout.transcript_file(i) for i in (three[1],)}
     arch_t = next((root / "memory/archive").rglob(f"{arch_id}.md"))
     passages = {chunk_key(c.text) for t in [*transcripts.values(), arch_t] for c in chunk_lines(t.read_text())}
     held = vector_keys(root)

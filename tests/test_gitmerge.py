@@ -15,7 +15,7 @@ from memtool.gitmerge import GITATTRIBUTES, merge_bytes, setup_git
 from memtool.memory import Session
 from memtool.scaffold import init
 from memtool.sync import sync
-from tests.conftest import FakeEmbedder
+from tests.conftest import FakeEmbedder, embedding_path, transcript_path
 
 DAY = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)
 
@@ -155,21 +155,23 @@ def test_a_forgotten_entry_never_comes_back(team, rebase):
     assert share(a, b, rebase).returncode == 0
     for clone in (a, b):
         assert ids(clone) == {other}
-        assert not (clone / f"memory/index/embeddings/{secret}.json").exists()
+        assert not embedding_path(clone, secret).exists()
         assert secret not in (clone / "memory/index/index.json").read_text()
         tomb = [json.loads(line) for line in (clone / "memory/index/tombstones.jsonl").read_text().splitlines()]
         assert [(t["id"], t["who"]) for t in tomb] == [(secret, "a@example.com")]
 
 
 def test_forget_against_an_edit_of_the_same_entry_forget_wins(team):
-    """a forgets an entry b corrects: the day file merges without it (the tombstone), the embedding
-    file b rewrote is a modify/delete git cannot hand to a driver; kept, the next sync removes it."""
+    """a forgets an entry b corrects: the day file merges without it (the tombstone), and the vector
+    file, written once per entry (an edit's vector lives in the search cache), is removed on one side
+    and untouched on the other: no modify/delete conflict, nothing for a person to do."""
     from memtool.forget import forget
 
     a, b = team
     secret = compress(a, "Alice stored a Token by mistake.")
     commit(a)
     share(a, b, rebase=False)
+    vector = embedding_path(b, secret).read_bytes()
     m = mem(a)
     forget(m.layout, [secret], m.settings.compressor)
     commit(a, "forget")
@@ -180,14 +182,11 @@ def test_forget_against_an_edit_of_the_same_entry_forget_wins(team):
     with mb.store.lock():
         mb.store.update_entries([e])
     commit(b, "edit")
+    assert embedding_path(b, secret).read_bytes() == vector  # the correction did not rewrite it
     pulled = git(b, "pull", "-q", "--no-rebase", "origin", "main", check=False)
-    conflicted = git(b, "diff", "--name-only", "--diff-filter=U").stdout.split()
-    assert conflicted == [f"memory/index/embeddings/{secret}.json"], pulled.stdout
-    git(b, "add", "-A")
-    git(b, "commit", "-q", "--no-edit")
-    report = sync(mem(b))
-    assert report.buried == [secret]
-    assert secret not in ids(b) and not (b / f"memory/index/embeddings/{secret}.json").exists()
+    assert pulled.returncode == 0 and not git(b, "diff", "--name-only", "--diff-filter=U").stdout.split(), pulled.stdout
+    sync(mem(b))
+    assert secret not in ids(b) and not embedding_path(b, secret).exists() and not transcript_path(b, secret).exists()
 
 
 def test_the_same_summary_edited_two_ways_is_a_real_conflict_doctor_explains(team):
@@ -225,10 +224,21 @@ def test_init_writes_attributes_registers_the_driver_and_ignores_quarantine(team
         assert git(clone, "status", "--porcelain", "--untracked-files=all").stdout == ""
     assert git(a, "check-attr", "merge", "memory/2026-03-02.md").stdout.strip().endswith("union")
     assert git(a, "check-attr", "merge", "memory/index/index.json").stdout.strip().endswith("memtool")
+    vec = "memory/index/embeddings/2026-03/ctx-20260302-ab12cd34.vec"
+    assert git(a, "check-attr", "diff", "merge", "text", "--", vec).stdout.split("\n")[:3] == [
+        f"{vec}: diff: unset",
+        f"{vec}: merge: memtool",
+        f"{vec}: text: unset",
+    ]
+    assert git(a, "check-ignore", "memory/index/index.json").stdout.strip() == "memory/index/index.json"  # derived: never versioned
+    assert git(a, "ls-files", "memory/index/index.json").stdout == ""
 
 
 def test_git_setup_command_in_a_fresh_clone(team, tmp_path, env):
     a, _ = team
+    compress(a, "Alice chose Kafka for the event Queue.")
+    commit(a)
+    git(a, "push", "-q", "origin", "HEAD:main")
     c = tmp_path / "c"
     git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(c))
     assert git(c, "config", "merge.memtool.driver", check=False).returncode != 0
@@ -236,6 +246,23 @@ def test_git_setup_command_in_a_fresh_clone(team, tmp_path, env):
     assert out.returncode == 0, out.stderr
     assert "registered the memtool merge driver" in out.stdout and "kept" in out.stdout
     assert git(c, "config", "merge.memtool.driver").stdout.strip()
+    assert "derived memory/index/index.json" in out.stdout and (c / "memory/index/index.json").is_file()  # git-ignored: each clone builds it
+
+
+def test_a_vector_changed_on_both_sides_merges_to_one_and_the_same_bytes_never_conflict(team):
+    """Two clones embed the same new entry (a day file pulled, then synced on both): add/add with the
+    same bytes is no conflict; with different bytes (another machine's rounding) the driver keeps one."""
+    a, b = team
+    x = compress(a, "Alice chose Kafka for the event Queue.")
+    commit(a)
+    share(a, b, rebase=False)
+    path = embedding_path(a, x).relative_to(a).as_posix()
+    assert git(b, "ls-files", path).stdout.strip() == path  # versioned, pulled by b
+    from memtool.gitmerge import merge_bytes
+
+    base = embedding_path(a, x).read_bytes()
+    other = base[:-2] + b"\x00\x3c"
+    assert merge_bytes(path, base, other, base).data == other and merge_bytes(path, base, base, other, prefer="theirs").data == other
 
 
 def test_merge_bytes_by_id():

@@ -287,7 +287,7 @@ def test_compress_text_then_get(client, seeded):
     assert made["importance"] == "high" and made["trusted"] is True
     got = client.ok("memory_get", {"id": made["id"]})
     assert got["entry"]["source_session"] == "tls" and got["entry"]["agent"].startswith("mcp")
-    assert got["transcript"] == f"memory/transcripts/{made['id']}.md"
+    assert got["transcript"] == f"memory/transcripts/{made['id'][4:8]}-{made['id'][8:10]}/{made['id']}.md"
     assert (seeded["root"] / got["transcript"]).is_file()
     again = client.ok(
         "memory_compress", {"text": "user: rotate the staging TLS certificate.\nassistant: Decided to automate renewal with certbot.", "session": "tls"}
@@ -395,7 +395,7 @@ def test_get_finds_an_archived_entry_as_memory_show_does(tmp_path_factory, home)
         got = c.ok("memory_get", {"id": entry_id})
         assert got["entry"]["id"] == entry_id and got["entry"]["source_session"] == "export-fix"
         assert got["archived"] == "memory/archive/2024/index/2024-01-05.json"
-        assert got["transcript"] == f"memory/archive/2024/transcripts/{entry_id}.md"
+        assert got["transcript"] == f"memory/archive/2024/transcripts/2024-{entry_id[8:10]}/{entry_id}.md"
         assert (root / got["transcript"]).is_file()
         assert "no entry with id" in c.error("memory_get", {"id": "ctx-20240105-00000000"})
 

@@ -11,6 +11,7 @@ from memtool.memory import Session
 from memtool.quoting import comment_tags
 from memtool.scaffold import init
 from memtool.search.engine import Query
+from tests.conftest import embedding_path, read_vector_at, transcript_path
 
 AUTH = "Alice: We decided to use Auth0 instead of custom JWT handling. Sarah owns the migration to Auth0 before the March 15 deadline."
 DB = "Bob: The invoices query in Postgres was slow; we added an index on customer_id and the report now loads in 0.8 seconds."
@@ -34,10 +35,10 @@ def test_compress_writes_every_layer2_file(mem, root):
     assert [x["id"] for x in day["entries"]] == [e.id]
     index = json.loads((root / "memory/index/index.json").read_text())
     assert index["version"] == "2.0" and index["provider"] == "local" and [x["id"] for x in index["entries"]] == [e.id]
-    emb = json.loads((root / f"memory/index/embeddings/{e.id}.json").read_text())
+    emb = read_vector_at(embedding_path(root, e.id))
     assert (emb["model"], emb["dim"], len(emb["embedding"])) == ("fake-hash-64", 64, 64)
     assert emb["content_hash"] == e.content_hash()
-    assert (root / f"memory/transcripts/{e.id}.md").read_text().strip() == AUTH
+    assert transcript_path(root, e.id).read_text().strip() == AUTH
     assert e.tokens_compressed > 0 and e.compression_ratio.endswith(":1")
     assert list(day["entries"][0])[:3] == ["id", "timestamp", "summary"]  # seed 003 key order
 
@@ -59,7 +60,7 @@ def test_batch_import(mem, root):
     entries = mem.compress_many(sessions, batch=7)
     assert len(entries) == 30 == len({e.id for e in entries})
     assert len(json.loads((root / "memory/index/index.json").read_text())["entries"]) == 30
-    assert len(list((root / "memory/index/embeddings").glob("*.json"))) == 30
+    assert len(list((root / "memory/index/embeddings").rglob("*.vec"))) == 30
 
 
 def test_search_finds_and_filters(mem):

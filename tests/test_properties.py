@@ -4,9 +4,9 @@ the printing of embedding vectors."""
 from __future__ import annotations
 
 import json
-import math
 import string
 from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -18,7 +18,7 @@ from memtool.dates import parse_period
 from memtool.dayfile import DAY_RE
 from memtool.errors import BadInput, StoreCorrupt
 from memtool.models import Entities, Entry, iso
-from memtool.store import json_floats
+from memtool.store import parse_vector, vector_bytes
 from memtool.text import count_tokens
 
 EXAMPLES = 200
@@ -283,19 +283,15 @@ def test_parse_period_names_the_accepted_forms():
 
 # --- embedding vectors as JSON text -----------------------------------------------------------------
 
-VALUE = st.one_of(
-    st.floats(-1, 1),
-    st.floats(-2e-4, 2e-4),  # printed with an exponent below 1e-4
-    st.integers(-(10**6), 10**6).map(lambda k: k / 1e6),  # exact 6-decimal values
-    st.integers(-(10**6), 10**6).map(lambda k: (k + 0.5) / 1e6),  # ties at the 7th decimal
-    st.sampled_from([0.0, -0.0, 1.0, -1.0, 1e9, math.inf, -math.inf, math.nan, 123.4567891]),
-)
-
 
 @FAST
-@given(st.integers(1, 12).flatmap(lambda d: st.lists(st.lists(VALUE, min_size=d, max_size=d), min_size=1, max_size=6)))
-def test_json_floats_prints_what_json_dumps_prints(rows):
+@given(st.lists(st.floats(-1, 1, width=16), min_size=1, max_size=64), st.text(min_size=1, max_size=20), st.from_regex(r"[0-9a-f]{16}", fullmatch=True))
+def test_a_vector_file_gives_back_its_float16_vector_and_header(values, model, content_hash):
     import numpy as np
 
-    expected = [",\n    ".join(json.dumps(round(x, 6)) for x in row) for row in rows]
-    assert json_floats(np.array(rows), ",\n    ") == expected
+    vec = np.array(values, dtype=np.float32)
+    data = vector_bytes("ctx-20260302-ab12cd34", model, content_hash, vec)
+    back = parse_vector(Path("x.vec"), data)
+    assert (back["id"], back["model"], back["dim"], back["content_hash"]) == ("ctx-20260302-ab12cd34", model, len(values), content_hash)
+    assert np.array_equal(back["embedding"], vec.astype(np.float16).astype(np.float32))
+    assert len(data) - data.index(b"\n") - 1 == 2 * len(values)

@@ -1,6 +1,5 @@
 """An entry's vector is made from its whole session (memtool.session_vectors)."""
 
-import json
 from datetime import datetime, timezone
 
 import numpy as np
@@ -12,7 +11,7 @@ from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
 from memtool.sync import sync
-from tests.conftest import FakeCompressor, FakeEmbedder, RecordingEmbedder
+from tests.conftest import FakeCompressor, FakeEmbedder, RecordingEmbedder, embedding_path, read_vector_at, transcript_path
 
 # Long enough for several passages; "museum" is said once, in a line the fake compressor's summary
 # (the first sentence) and keywords (capitalised words) leave out.
@@ -34,7 +33,7 @@ def entry(i: str, summary: str) -> Entry:
 
 
 def stored_vector(root, entry_id: str) -> np.ndarray:
-    return np.array(json.loads((root / f"memory/index/embeddings/{entry_id}.json").read_text())["embedding"], dtype=np.float32)
+    return np.array(read_vector_at(embedding_path(root, entry_id))["embedding"], dtype=np.float32)
 
 
 def test_the_vector_is_the_mean_of_the_sessions_passages_or_the_entrys_own_text():
@@ -65,7 +64,7 @@ def test_compress_stores_the_session_vector_and_the_search_cache_embeds_each_pas
     mem = open_memory(root, embedder=emb, compressor=FakeCompressor())
     e = mem.compress(MUSEUM, when=datetime(2026, 2, 1, 10, tzinfo=timezone.utc))
     chunks = [c.text for c in chunk_lines(MUSEUM)]
-    assert np.allclose(stored_vector(root, e.id), unit(FakeEmbedder().embed_documents(chunks).mean(axis=0)), atol=1e-5)
+    assert np.allclose(stored_vector(root, e.id), unit(FakeEmbedder().embed_documents(chunks).mean(axis=0)), atol=1e-3)  # stored as float16
     assert sorted(emb.texts) == sorted(chunks)  # not the entry's fields, and no chunk twice
     mem.search("museum")  # the cache is already up to date: nothing more to embed
     assert sorted(emb.texts) == sorted(chunks)
@@ -75,9 +74,9 @@ def test_the_session_vector_is_kept_when_the_transcript_is_not(root):
     init(root)
     mem = open_memory(root, embedder=FakeEmbedder(), compressor=FakeCompressor(), keep_transcripts=False)
     e = mem.compress(MUSEUM, when=datetime(2026, 2, 1, 10, tzinfo=timezone.utc))
-    assert not (root / f"memory/transcripts/{e.id}.md").exists() and kept_sessions(mem.layout, [e]) == {}
+    assert not transcript_path(root, e.id).exists() and kept_sessions(mem.layout, [e]) == {}
     chunks = [c.text for c in chunk_lines(MUSEUM)]
-    assert np.allclose(stored_vector(root, e.id), unit(FakeEmbedder().embed_documents(chunks).mean(axis=0)), atol=1e-5)
+    assert np.allclose(stored_vector(root, e.id), unit(FakeEmbedder().embed_documents(chunks).mean(axis=0)), atol=1e-3)  # stored as float16
 
 
 def test_an_entries_only_search_finds_a_session_by_a_word_its_entry_left_out(root):
@@ -95,10 +94,10 @@ def test_a_resync_makes_the_vector_again_from_the_kept_transcript(root):
     mem = open_memory(root, embedder=FakeEmbedder(), compressor=FakeCompressor())
     e = mem.compress(MUSEUM, when=datetime(2026, 2, 1, 10, tzinfo=timezone.utc))
     before = stored_vector(root, e.id)
-    (root / f"memory/index/embeddings/{e.id}.json").unlink()
+    embedding_path(root, e.id).unlink()
     assert sync(open_memory(root, embedder=FakeEmbedder(), compressor=FakeCompressor())).embedded == 1
     assert np.allclose(stored_vector(root, e.id), before, atol=1e-6)
-    (root / f"memory/transcripts/{e.id}.md").unlink()  # no transcript left: the entry's own fields
-    (root / f"memory/index/embeddings/{e.id}.json").unlink()
+    transcript_path(root, e.id).unlink()  # no transcript left: the entry's own fields
+    embedding_path(root, e.id).unlink()
     sync(open_memory(root, embedder=FakeEmbedder(), compressor=FakeCompressor()))
     assert np.allclose(stored_vector(root, e.id), FakeEmbedder()._vec(e.embed_text()), atol=1e-5)

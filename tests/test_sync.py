@@ -19,7 +19,7 @@ from memtool.errors import DimensionMismatch, ProviderError
 from memtool.scaffold import init
 from memtool.store import Store
 from memtool.sync import persist_embedder, sync
-from tests.conftest import FakeCompressor, FakeEmbedder, RecordingEmbedder
+from tests.conftest import FakeCompressor, FakeEmbedder, RecordingEmbedder, embedding_path, read_vector_at, transcript_path
 
 TEXTS = [
     "We decided to move billing to Postgres. Alice owns the migration.",
@@ -31,7 +31,7 @@ TEXTS = [
 
 def stands_for(root, e) -> list[str]:
     """The texts an entry's vector is made from: its kept transcript's passages, else its own fields."""
-    path = root / f"memory/transcripts/{e.id}.md"
+    path = transcript_path(root, e.id)
     return [c.text for c in chunk_lines(path.read_text())] if path.is_file() else [e.embed_text()]
 
 
@@ -95,8 +95,11 @@ def test_hand_edited_summary_reembeds_that_entry_only(root, store):
     report = sync(mem_with(root, emb))
     assert report.entries.changed == [target.id] and not report.entries.added and not report.entries.removed
     assert report.embedded == 1 and emb.texts == stands_for(root, target)  # made again, from its transcript
-    stored = json.loads((root / f"memory/index/embeddings/{target.id}.json").read_text())
-    assert stored["content_hash"] == Store(mem_with(root).layout).get(target.id).content_hash()
+    # the versioned vector file is written once (a correction never rewrites what a teammate's forget
+    # deletes); the edit's vector is in the search cache, and a second sync embeds nothing
+    stored = read_vector_at(embedding_path(root, target.id))
+    assert stored["content_hash"] == target.content_hash() != Store(mem_with(root).layout).get(target.id).content_hash()
+    assert sync(mem_with(root, RecordingEmbedder())).embedded == 0
     assert (report.index_rebuilt, report.index_patched) == ("stale", 1)
     assert "Cobolzz" in (root / "memory/index/index.json").read_text()
     assert search_refs(root, "Cobolzz")[0] == target.id
@@ -108,7 +111,7 @@ def test_entry_written_by_hand_or_pulled_is_embedded(root, store):
     emb = RecordingEmbedder()
     report = sync(mem_with(root, emb))
     assert report.entries.added == [pulled["id"]] and report.embedded == 1 and emb.texts == [pulled["summary"]]
-    assert (root / f"memory/index/embeddings/{pulled['id']}.json").is_file()
+    assert embedding_path(root, pulled["id"]).is_file()
     assert pulled["id"] in index_ids(root)
     assert search_refs(root, "Kafka idempotent consumers")[0] == pulled["id"]
 
@@ -118,7 +121,7 @@ def test_deleted_entry_drops_its_embedding_and_search_docs(root, store):
     edit_day(root, 4, lambda es: es.clear())
     report = sync(mem_with(root))
     assert report.entries.removed == [gone.id] and report.dropped == 1
-    assert not (root / f"memory/index/embeddings/{gone.id}.json").exists()
+    assert not embedding_path(root, gone.id).exists()
     assert gone.id not in index_ids(root)
     assert gone.id not in search_refs(root, "Kubernetes Helm secret")
 
@@ -135,7 +138,7 @@ def test_malformed_day_file_is_reported_with_line_and_skipped(root, store):
     assert len(report.errors) == 1 and report.errors[0].startswith(f"{bad}:4:")
     assert report.entries.added == [pulled["id"]] and report.embedded == 1  # the rest went on
     assert set(kept) <= set(index_ids(root))  # nothing indexed before is lost
-    assert all((root / f"memory/index/embeddings/{i}.json").is_file() for i in kept)
+    assert all(embedding_path(root, i).is_file() for i in kept)
     assert sync(mem_with(root)).errors == report.errors  # still reported while broken, without re-reading
 
     # a schema error inside one entry points at that entry's line
@@ -283,7 +286,7 @@ def test_markdown_create_edit_delete(root, store):
 def test_transcript_edited_in_place_is_reindexed(root, store):
     """An editor writing into a kept transcript (same inode, no rename) changes no folder's mtime."""
     target = store[1]
-    path = root / f"memory/transcripts/{target.id}.md"
+    path = transcript_path(root, target.id)
     inode = path.stat().st_ino
     with open(path, "a", encoding="utf-8") as fh:
         fh.write("Later Bob found the Helm chart pinned an old Quokkadb image.\n")
@@ -309,7 +312,7 @@ def test_an_edit_a_sync_saw_stays_when_a_search_rebuilds_the_delta(root, store):
     """A search's own refresh takes no transcript stats; the delta it rebuilds after a compress keeps
     the transcripts the last sync found edited."""
     target = store[2]
-    with open(root / f"memory/transcripts/{target.id}.md", "a", encoding="utf-8") as fh:
+    with open(transcript_path(root, target.id), "a", encoding="utf-8") as fh:
         fh.write("The fix was a Quokkadb connection pool.\n")
     assert sync(mem_with(root)).search_rebuilt
     mem = mem_with(root)
@@ -339,7 +342,7 @@ def test_reembed_with_another_model(root, store):
     report = sync(mem_with(root, other))
     assert report.embedded == len(store) and entry_texts(other, store, root) == sorted(t for e in store for t in stands_for(root, e))
     for e in store:
-        data = json.loads((root / f"memory/index/embeddings/{e.id}.json").read_text())
+        data = read_vector_at(embedding_path(root, e.id))
         assert (data["model"], data["dim"], len(data["embedding"])) == ("other", 32, 32)
     assert search_refs(root, "Stripe webhooks invoices", FakeEmbedder(model="other", dim=32))[0] == store[3].id
     assert sync(mem_with(root, other)).embedded == 0
@@ -350,24 +353,24 @@ def test_interrupted_reembed_resumes(root, store):
     with pytest.raises(ProviderError):
         sync(mem_with(root, failing), batch=2)
     assert len(entry_texts(failing, store, root)) == 2
-    done = {e.id for e in store if json.loads((root / f"memory/index/embeddings/{e.id}.json").read_text())["model"] == "other"}
+    done = {e.id for e in store if read_vector_at(embedding_path(root, e.id))["model"] == "other"}
     assert len(done) == 2
     again = RecordingEmbedder(model="other", dim=32)
     report = sync(mem_with(root, again), batch=2)
-    redone = {p.stem for p in report.touched if p.parent.name == "embeddings"}
+    redone = {p.stem for p in report.touched if p.parent.parent.name == "embeddings"}
     assert report.embedded == len(store) - 2 and len(redone) == 2 and not done & redone
-    models = {json.loads(p.read_text())["model"] for p in (root / "memory/index/embeddings").glob("*.json")}
+    models = {read_vector_at(p)["model"] for p in (root / "memory/index/embeddings").rglob("*.vec")}
     assert models == {"other"}
 
 
 def test_conflicted_embedding_file_is_reembedded(root, store):
-    path = root / f"memory/index/embeddings/{store[2].id}.json"
+    path = embedding_path(root, store[2].id)
     tmp = path.with_name("merge.tmp")
-    tmp.write_text("<<<<<<< HEAD\n" + path.read_text() + "=======\n{}\n>>>>>>> theirs\n")
+    tmp.write_bytes(b"<<<<<<< HEAD\n" + path.read_bytes() + b"=======\n{}\n>>>>>>> theirs\n")
     os.replace(tmp, path)  # as git writes it: a new file (an in-place edit is only caught by --full)
     emb = RecordingEmbedder()
     report = sync(mem_with(root, emb))
-    assert report.embedded == 1 and json.loads(path.read_text())["content_hash"] == store[2].content_hash()
+    assert report.embedded == 1 and read_vector_at(path)["content_hash"] == store[2].content_hash()
 
 
 def test_batch_embedding_files_match_single_writes(root):

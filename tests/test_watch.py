@@ -19,6 +19,7 @@ import pytest
 from memtool.scaffold import init
 from memtool.sync import persist_embedder
 from memtool.watch import Watcher, relevant
+from tests.conftest import read_vector_at, transcript_path
 from tests.test_sync import TEXTS, RecordingEmbedder, day_path, mem_with, when
 
 DEBOUNCE, MAX_LATENCY = 0.1, 1.0
@@ -156,7 +157,7 @@ def test_hand_edited_entry_reembeds_it_and_own_writes_are_ignored(watched):
 def test_transcript_edited_in_place(watched):
     w, root = watched, watched.root
     target = w.entries[1]
-    with open(root / f"memory/transcripts/{target.id}.md", "a", encoding="utf-8") as fh:
+    with open(transcript_path(root, target.id), "a", encoding="utf-8") as fh:
         fh.write("Bob later traced it to a Zephyrix sidecar.\n")
     wait_for(lambda: any(r.search_rebuilt for r in since(w)), "a sync for the edited transcript")
     hit = mem_with(root).search("Zephyrix", limit=3)[0]
@@ -298,7 +299,7 @@ def test_config_change_reopens_the_memory(root):
         persist_embedder(watcher.layout, "wordllama")  # a registered name: settings are checked; the Memory reopened injects `other`
         report = wait_for(lambda: next((r for r in reports if r.model == "other"), None), "a sync with the new embedder")
         assert report.embedded == len(entries)
-        assert {json.loads(p.read_text())["model"] for p in (root / "memory/index/embeddings").glob("*.json")} == {"other"}
+        assert {read_vector_at(p)["model"] for p in (root / "memory/index/embeddings").rglob("*.vec")} == {"other"}
     finally:
         stop.set()
         thread.join(TIMEOUT)

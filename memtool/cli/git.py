@@ -24,9 +24,10 @@ def register(main: typer.Typer) -> None:
 
 @app.command()
 def setup(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
-    """Write .gitattributes (how git merges logs, entries, index.json, MEMORY.md), register memtool's
-    merge driver in this clone's git config and pin the store's embedder in memory/config.yaml when it
-    is left to `auto`. Run once in every fresh clone; safe to run again."""
+    """Write .gitattributes (how git merges logs, entries, vectors, MEMORY.md), register memtool's
+    merge driver in this clone's git config, derive index.json (git-ignored) when it is missing and pin
+    the store's embedder in memory/config.yaml when it is left to `auto`. Run once in every fresh
+    clone; safe to run again."""
     from memtool.app import resolve_root
     from memtool.gitmerge import setup_git
     from memtool.providers.auto import pin_embedder
@@ -43,12 +44,15 @@ def setup(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
                 "registered": done.registered,
                 "repository": str(done.repository) if done.repository else None,
                 "embedder_pinned": pinned,
+                "index_built": done.index_built,
             }
         )
         return
     if pinned:
         typer.echo(f"embedder: {pinned} written to {layout.config_file.relative_to(layout.root)} (commit it: every clone then uses that model)")
     typer.echo(f"{'wrote' if done.wrote_attributes else 'kept'} {done.attributes}")
+    if done.index_built:
+        typer.echo(f"derived {layout.index_file.relative_to(layout.root)} from the day files (git-ignored: each clone builds its own)")
     if done.registered:
         typer.echo(f"registered the memtool merge driver in {done.repository}/.git/config")
     else:

@@ -18,6 +18,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
+import numpy as np
+
 from memtool import confine
 from memtool import constants as C
 from memtool.archive import ArchiveLayout, archive_layouts
@@ -152,8 +154,8 @@ class Checker:
         rep.counts = {
             "entries": len(entries),
             "day_files": len(lay.day_files()),
-            "embeddings": len(list(lay.embeddings_dir.glob("*.json"))) if lay.embeddings_dir.is_dir() else 0,
-            "transcripts": len(list(lay.transcripts_dir.glob("*.md"))) if lay.transcripts_dir.is_dir() else 0,
+            "embeddings": sum(1 for _ in lay.embedding_files()),
+            "transcripts": sum(1 for _ in lay.transcript_files()),
         }
         archives = archive_layouts(lay)
         if archives:
@@ -292,12 +294,16 @@ class Checker:
         of its day files. `elsewhere`: ids of entries archived in another year's folder (not orphans: that
         day file is reported as misplaced)."""
         self._check_vectors(rep, lay, entries, elsewhere)
-        if lay.transcripts_dir.is_dir():
-            for t in sorted(lay.transcripts_dir.glob("*.md")):
-                if t.stem not in entries and t.stem not in elsewhere:
-                    rep.problems.append(
-                        Problem("orphan", self.rel(t), "transcript of no entry (a write was interrupted, or its entry was removed)", fix="quarantine")
-                    )
+        for t in sorted(Path(de.path) for de in lay.transcript_files()):
+            if t.stem in elsewhere:
+                continue
+            if t.stem not in entries or t != lay.transcript_file(t.stem):
+                why = (
+                    "transcript in another month's folder"
+                    if t.stem in entries
+                    else "transcript of no entry (a write was interrupted, or its entry was removed)"
+                )
+                rep.problems.append(Problem("orphan", self.rel(t), why, fix="quarantine"))
 
     def _check_vectors(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
         add = rep.problems.append
@@ -306,7 +312,7 @@ class Checker:
         dim = self.embedder.dim if self.embedder else None
         current: set[str] = set()
         flagged: set[str] = set()
-        files = sorted(lay.embeddings_dir.glob("*.json")) if lay.embeddings_dir.is_dir() else []
+        files = sorted(Path(de.path) for de in lay.embedding_files())
         for f in files:
             if f.stem in elsewhere:
                 continue
@@ -314,6 +320,9 @@ class Checker:
             flagged.add(f.stem)
             if f.stem not in entries:
                 add(Problem("orphan", where, "embedding of no entry (a write was interrupted, or its entry was removed)", fix="quarantine"))
+                continue
+            if f != lay.embedding_file(f.stem):
+                add(Problem("orphan", where, "embedding in another month's folder", fix="quarantine"))
                 continue
             try:
                 data = store.read_embedding(f.stem)
@@ -324,7 +333,7 @@ class Checker:
                 add(Problem("unparsable", where, f"not UTF-8 ({exc.reason})", fix="quarantine, re-embed"))
                 continue
             vec = data["embedding"]
-            if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not all(isinstance(x, (int, float)) for x in vec):
+            if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not bool(np.isfinite(vec).all()):
                 add(Problem("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed"))
             elif model is not None and (data.get("model") != model or len(vec) != dim):
                 add(
@@ -334,10 +343,9 @@ class Checker:
                         f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{model}' ({dim} dims). Run `memory reembed`.",
                     )
                 )
-            else:
+            else:  # one made before an edit is kept too: written once, the search cache embeds the edit (Store.write_embeddings)
                 flagged.discard(f.stem)
-                if data.get("content_hash") == entries[f.stem].content_hash():
-                    current.add(f.stem)
+                current.add(f.stem)
         for e in entries.values():
             if e.id not in current and e.id not in flagged:
                 add(

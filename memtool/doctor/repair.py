@@ -184,8 +184,6 @@ class Doctor(Checker):
         fixed.append(f"embedded {len(todo)} entries with {self.embedder.model}")
 
     def _needs_vector(self, store: Store, e: Entry) -> bool:
-        path = store.layout.embedding_file(e.id)
-        if not path.is_file():
-            return True
-        data = store.read_embedding(e.id)
-        return data.get("model") == self.embedder.model and data.get("content_hash") != e.content_hash()
+        """No vector file: one of another model is `memory reembed`'s; one of an entry edited since is
+        kept (written once: the search cache holds the edit's vector, see Store.write_embeddings)."""
+        return not store.layout.embedding_file(e.id).is_file()

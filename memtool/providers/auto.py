@@ -14,7 +14,6 @@ Switching a store on purpose: `memory reembed --provider NAME` (written to memor
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from importlib.util import find_spec
@@ -22,8 +21,8 @@ from pathlib import Path
 
 from memtool import confine
 from memtool import constants as C
-from memtool.errors import UnsafePath
-from memtool.store import Layout
+from memtool.errors import StoreCorrupt
+from memtool.store import Layout, read_vector_file
 
 E5 = "e5"
 WORDLLAMA = "wordllama"
@@ -105,18 +104,13 @@ def stored_model(root: Path) -> str | None:
                 return row[0]
         except sqlite3.Error:
             pass  # damaged or being created: the embedding files say
-    try:
-        with os.scandir(layout.embeddings_dir) as files:
-            for file in files:
-                if file.name.endswith(".json"):
-                    try:
-                        doc = json.loads(confine.read_bytes(file.path))
-                    except (OSError, ValueError, UnsafePath):
-                        continue  # a damaged file names no model: look at the next
-                    if isinstance(doc, dict) and isinstance(doc.get("model"), str):
-                        return doc["model"]
-    except OSError:
-        pass
+    for file in layout.embedding_files():
+        try:
+            doc = read_vector_file(Path(file.path))
+        except StoreCorrupt:
+            continue  # a damaged file names no model: look at the next
+        if doc is not None and isinstance(doc.get("model"), str):
+            return doc["model"]
     return None
 
 

@@ -226,11 +226,11 @@ class Sigs:
     # kept transcripts by entry id (edited in place, they change no folder's mtime); None when not
     # taken: a search checks only the folder, since a stat per transcript would cost it ~7 ms per 1,000
     transcripts: dict[str, str] | None
-    folder: str  # the transcripts folder's: it changes when a transcript is added or removed
+    folder: str  # the transcripts folders': it changes when a transcript is added or removed
 
     @classmethod
     def take(cls, layout: Layout, files: dict[str, str] | None = None, transcripts: bool = True) -> "Sigs":
-        folder = file_sig(layout.transcripts_dir)
+        folder = str(layout.transcripts_stamp())
         if files is None:
             files = {source_key(layout, p): file_sig(p) for p in [*layout.day_files(), *layout.markdown_files()]}
         return cls(files, _transcript_sigs(layout) if transcripts else None, folder)
@@ -246,11 +246,7 @@ class Known:
 
 
 def _kept_transcripts(layout: Layout) -> Iterator[os.DirEntry]:
-    try:
-        with os.scandir(layout.transcripts_dir) as it:
-            yield from (de for de in it if de.name.endswith(".md") and not de.name.startswith("."))
-    except FileNotFoundError:
-        pass  # no transcripts folder
+    return layout.transcript_files()
 
 
 def _transcript_sigs(layout: Layout) -> dict[str, str]:
@@ -287,7 +283,7 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
             recorded = {eid: int(sig.partition(":")[0]) for eid, sig in rows}
         except (sqlite3.Error, ValueError):
             recorded, folder_then = {}, ""
-    if folder_then and folder_then == file_sig(layout.transcripts_dir):
+    if folder_then and folder_then == str(layout.transcripts_stamp()):
         return recorded
     out: dict[str, int] = {}
     for de in _kept_transcripts(layout):

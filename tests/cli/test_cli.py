@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memtool.cli.main import app
+from tests.conftest import transcript_path
 
 runner = CliRunner()
 
@@ -192,7 +193,7 @@ CLAUDE_JSONL = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hooks"
 
 
 def _kept(root, entry_id):
-    return (root / f"memory/transcripts/{entry_id}.md").read_text()
+    return transcript_path(root, entry_id).read_text()
 
 
 def test_claude_jsonl_on_stdin_is_converted(ready):

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memtool.cli.main import app
+from tests.conftest import embedding_path, read_vector_at, transcript_path
 from tests.gemini_fake import FAKE_KEY, FakeGemini, fake_token_count
 
 GEMINI_MODEL = "gemini-2.5-flash"
@@ -66,8 +67,8 @@ class Cli:
         return out
 
     def embedding(self, entry_id: str) -> dict | None:
-        path = self.root / "memory" / "index" / "embeddings" / f"{entry_id}.json"
-        return json.loads(path.read_text()) if path.is_file() else None
+        path = embedding_path(self.root, entry_id)
+        return read_vector_at(path) if path.is_file() else None
 
 
 @pytest.fixture
@@ -125,7 +126,7 @@ def test_rate_limited_compress_saves_pending_then_retry_completes(cli, gemini_se
     assert "pending" in res.stdout
     [stand_in] = cli.entries()
     assert stand_in["pending"] is True and stand_in["model"] != GEMINI_MODEL
-    transcript = root / "memory" / "transcripts" / f"{stand_in['id']}.md"
+    transcript = transcript_path(root, stand_in["id"])
     assert transcript.is_file(), "a pending entry keeps its transcript even with keep_transcripts: false"
     assert cli.embedding(stand_in["id"]) is None
 
@@ -171,7 +172,7 @@ def test_missing_key_names_both_variables_and_stores_nothing(cli, gemini_server,
     res = cli("compress", cli.transcript("s.md", REDIS), "--provider", "gemini", key=False, code=7)
     assert "GEMINI_API_KEY" in res.stderr and "GOOGLE_API_KEY" in res.stderr
     assert cli.entries() == []
-    assert [p for p in (root / "memory").rglob("*") if p.parent.name in ("transcripts", "embeddings")] == []
+    assert [p for p in (root / "memory").rglob("*") if p.is_file() and ("transcripts" in p.parts or "embeddings" in p.parts)] == []
     res = cli("search", "redis", key=False, code=7, embedder="gemini")
     assert "GEMINI_API_KEY" in res.stderr
     assert gemini_server.requests == []

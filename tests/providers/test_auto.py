@@ -3,7 +3,6 @@ written into its config by `memory init` (one model for everyone sharing the sto
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 
 import pytest
@@ -14,6 +13,8 @@ from memtool.providers import auto
 from memtool.providers.auto import choose_embedder, cpu_flags, stored_model
 from memtool.providers.wordllama import WordLlamaEmbedder
 from memtool.scaffold import init
+from memtool.store import vector_bytes
+from tests.conftest import read_vector_at
 
 WHEN = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
 
@@ -72,11 +73,11 @@ def test_without_a_cache_the_entry_embedding_files_name_the_model(root, runs):
     mem = open_memory(root, embedder="wordllama")
     mem.compress("Ana: we moved billing to Postgres.", when=WHEN)
     (root / "memory" / C.CACHE_DIR / C.STORE_FILE).unlink()  # a fresh clone: .cache is not in git
-    [file] = (root / "memory" / "index" / "embeddings").iterdir()
+    [file] = (root / "memory" / "index" / "embeddings").rglob("*.vec")
     runs(True)
     assert choose_embedder(root) == "wordllama"
-    doc = json.loads(file.read_text())
-    file.write_text(json.dumps({**doc, "model": C.E5_MODEL}))  # compressed on a machine that ran e5
+    doc = read_vector_at(file)
+    file.write_bytes(vector_bytes(doc["id"], C.E5_MODEL, doc["content_hash"], doc["embedding"]))  # compressed on a machine that ran e5
     assert choose_embedder(root) == "e5"
     runs(False)  # e5 does not run here (Windows, say): still the store's model (build_embedder then searches by words)
     assert choose_embedder(root) == "e5"
@@ -84,10 +85,11 @@ def test_without_a_cache_the_entry_embedding_files_name_the_model(root, runs):
 
 def test_a_damaged_embedding_file_or_another_embedders_model_is_passed_over(root, runs):
     init(root)
-    folder = root / "memory" / "index" / "embeddings"
-    (folder / "ctx-a.json").write_text("{ cut off")
+    folder = root / "memory" / "index" / "embeddings" / "2026-03"
+    folder.mkdir()
+    (folder / "ctx-20260301-a.vec").write_bytes(b"memtool-vector 1 { cut off")
     assert stored_model(root) is None
-    (folder / "ctx-b.json").write_text(json.dumps({"model": "gemini-embedding-001", "dim": 768}))
+    (folder / "ctx-20260301-b.vec").write_bytes(vector_bytes("ctx-20260301-b", "gemini-embedding-001", "0" * 16, [0.0] * 768))
     assert stored_model(root) == "gemini-embedding-001"
     runs(True)
     assert choose_embedder(root) == "e5"  # `auto` never picks a remote embedder

@@ -17,7 +17,7 @@ from memtool.search import store as st
 from memtool.search.engine import Query
 from memtool.search.store import SearchIndex, discard, store_path
 from memtool.text import tokenize
-from tests.conftest import RecordingEmbedder
+from tests.conftest import RecordingEmbedder, transcript_path
 
 
 def when(day):
@@ -213,7 +213,7 @@ def test_a_transcript_edited_in_place_is_seen_by_a_sync(mem, root, fake_embedder
 
     a = mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
     for word in ("Quokkadb", "Marimbel"):
-        with open(root / f"memory/transcripts/{a.id}.md", "a", encoding="utf-8") as fh:
+        with open(transcript_path(root, a.id), "a", encoding="utf-8") as fh:
             fh.write(f"Later we moved the whole thing to {word}.\n")
         assert sync(open_memory(root, embedder=fake_embedder)).search_rebuilt
         assert ranked(open_memory(root, embedder=fake_embedder), word)[0][0] == a.id
