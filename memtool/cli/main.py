@@ -10,6 +10,7 @@ from memtool.cli import archive as archive_cli
 from memtool.cli import config as config_cli
 from memtool.cli import demo, doctor, hooks, lifecycle, providers, read, serve, write
 from memtool.cli import git as git_cli
+from memtool.cli import migrate as migrate_cli
 from memtool.cli import sync as sync_cli
 from memtool.cli.common import MemtoolGroup
 
@@ -64,6 +65,7 @@ demo.register(app)
 app.add_typer(hooks.app, name="hooks")
 app.add_typer(config_cli.app, name="config")
 git_cli.register(app)
+migrate_cli.register(app)
 
 
 def run() -> None:
