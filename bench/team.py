@@ -68,7 +68,7 @@ def kind_of(path: str) -> str:
     if name == "index.json":
         return "index.json"
     if "/embeddings/" in path:
-        return "embedding file"
+        return "vector file"
     if "/transcripts/" in path:
         return "transcript"
     if name.endswith(".json") and "/index/" in path:
@@ -189,6 +189,15 @@ class Person:
         return ids, results
 
 
+def fullest_folder(clone: Path) -> tuple[int, str]:
+    """(files, folder) of the versioned folder holding the most files (memory/.cache and .git excluded)."""
+    best = (0, "")
+    for folder, dirs, files in os.walk(clone):
+        dirs[:] = [d for d in dirs if d not in (".git", ".cache")]
+        best = max(best, (len(files), os.path.relpath(folder, clone)))
+    return best
+
+
 def run(people: int, days: int, seed: int, setup: bool, workdir: Path) -> dict:
     from memtool.providers.wordllama import WordLlamaEmbedder
     from memtool.scaffold import init
@@ -231,6 +240,8 @@ def run(people: int, days: int, seed: int, setup: bool, workdir: Path) -> dict:
         for p in team:
             p.pull()
     states = [p.state() for p in team]
+    fullest = max(fullest_folder(p.clone) for p in team)
+    tracked_index = any(git(p.clone, "ls-files", "memory/index/index.json").stdout.strip() for p in team)
     expected = tally.stored - tally.forgotten
     lost = set.union(*(expected - ids for ids, _ in states))
     back = set.union(*(ids & tally.forgotten for ids, _ in states))
@@ -250,6 +261,9 @@ def run(people: int, days: int, seed: int, setup: bool, workdir: Path) -> dict:
         "entries_resurrected": len(back),
         "clones_agree_on_entries": all(ids == states[0][0] for ids, _ in states),
         "clones_agree_on_search": all(r == states[0][1] for _, r in states),
+        "most_files_in_one_folder": fullest[0],
+        "fullest_folder": fullest[1],
+        "index_json_versioned": tracked_index,
         "seconds": round(time.perf_counter() - t0, 1),
     }
 
