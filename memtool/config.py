@@ -101,7 +101,7 @@ class Settings:
         "openai compressor: transcripts longer than this many characters are compressed in parts and merged (local models have small contexts).",
         minimum=1000,
     )
-    keep_transcripts: bool = _f(True, "Keep each compressed transcript in memory/transcripts/<id>.md and index it.")
+    keep_transcripts: bool = _f(True, "Keep each compressed transcript in memory/transcripts/YYYY-MM/<id>.md and index it.")
     budget: int = _f(C.DEFAULT_BUDGET, "Default token budget for `memory context`.", minimum=50)
     template: str = _f(C.DEFAULT_TEMPLATE, "Default context template: chat, detailed or summary.", choices=C.TEMPLATES)
     search_limit: int = _f(C.DEFAULT_LIMIT, "Default number of hits for `memory search`.", minimum=1)

@@ -37,7 +37,7 @@ MAX_DOC_BYTES = 20 * 1024 * 1024  # most bytes read from one Markdown file or ke
 RESTORE_MAX_MEMBER_BYTES = 512 * 1024 * 1024  # `memory restore`: largest file an archive may hold
 RESTORE_MAX_TOTAL_BYTES = 4 * 1024 * 1024 * 1024  # `memory restore`: most bytes all its files may hold together
 RESTORE_MAX_MEMBERS = 1_000_000  # `memory restore`: most members an archive may hold
-RESTORE_MAX_NAME = 200  # `memory restore`: longest member name (a store's longest is ~80: memory/index/embeddings/<id>.json)
+RESTORE_MAX_NAME = 200  # `memory restore`: longest member name (a store's longest is ~90: memory/archive/YYYY/index/embeddings/YYYY-MM/<id>.vec)
 RESTORE_FILE_MODE = 0o644  # restored files: readable, never executable
 
 INDEX_VERSION = "2.0"

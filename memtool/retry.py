@@ -2,7 +2,7 @@
 
 Two kinds of work:
 - pending entries: saved with the local compressor's stand-in because the provider failed. Their
-  transcript was kept (memory/transcripts/<id>.md); it is compressed again and the entry's
+  transcript was kept (memory/transcripts/YYYY-MM/<id>.md); it is compressed again and the entry's
   compressed fields are replaced in place (same id, timestamp, session and provenance), `pending`
   is cleared and the model recorded. Importance never goes down (the stand-in may carry the
   user's `--importance`).
