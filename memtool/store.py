@@ -112,14 +112,18 @@ class Layout:
     def legacy_files(self) -> list[Path]:
         """Files of the layout before month folders and binary vectors (`memory migrate` moves them):
         JSON vectors anywhere under embeddings/, and transcripts directly in transcripts/."""
-        out = [Path(de.path) for de in _scan(self.transcripts_dir) if de.name.endswith(C.TRANSCRIPT_SUFFIX) and _is_file(de)]
-        out += [Path(de.path) for de in _scan(self.embeddings_dir) if de.name.endswith(C.LEGACY_VECTOR_SUFFIX) and _is_file(de)]
+        top = [(de, C.TRANSCRIPT_SUFFIX) for de in _scan(self.transcripts_dir)] + [(de, C.LEGACY_VECTOR_SUFFIX) for de in _scan(self.embeddings_dir)]
+        out = [Path(de.path) for de, suffix in top if de.name.endswith(suffix) and not de.name.startswith(".") and _is_file(de)]
         out += [Path(de.path) for de in _shard_files(self.embeddings_dir, C.LEGACY_VECTOR_SUFFIX)]
         return sorted(out)
 
     def has_legacy_files(self) -> bool:
         """legacy_files() is not empty, answered from the top folders alone (what an old store holds)."""
-        return any(_is_file(de) and not de.name.startswith(".") for folder in (self.transcripts_dir, self.embeddings_dir) for de in _scan(folder))
+        return any(
+            _is_file(de) and de.name.endswith(suffix) and not de.name.startswith(".")
+            for folder, suffix in ((self.transcripts_dir, C.TRANSCRIPT_SUFFIX), (self.embeddings_dir, C.LEGACY_VECTOR_SUFFIX))
+            for de in _scan(folder)
+        )
 
     def is_memory_root(self) -> bool:
         return self.memory_dir.is_dir()

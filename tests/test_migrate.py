@@ -146,3 +146,13 @@ def test_month_folders_hold_one_month_each(tmp_path):
     assert lay.embedding_file("ctx-20261130-aa").parent.name == "2026-11"
     assert lay.transcript_file("ctx-20261201-aa").parent.name == "2026-12"
     assert lay.embedding_file("hand-made").parent.name == "undated"
+
+
+def test_a_new_store_is_not_taken_for_an_old_one(tmp_path):
+    init(tmp_path)
+    mem = open_memory(tmp_path, embedder=FakeEmbedder(), compressor=FakeCompressor())
+    mem.compress("user: Bob chose Kafka for the event queue")
+    (tmp_path / "memory/transcripts/README").write_text("a note someone left\n")  # not an old transcript
+    (tmp_path / "memory/index/embeddings/.x.json.tmp").write_text("{")  # a temp file
+    assert not Layout(tmp_path).legacy_files() and Layout(tmp_path).require() is not None
+    assert migrate(tmp_path, dry_run=True).moved == 0
