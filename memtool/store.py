@@ -184,9 +184,11 @@ def shard_of(entry_id: str) -> str:
 
 
 def _archive_years(layout: Layout) -> list[Layout]:
+    if type(layout) is not Layout or not layout.archive_dir.is_dir():
+        return []  # an archive year, or no archive: nothing more to look at (nor to import)
     from memtool.archive import archive_layouts  # archive.py builds on this module
 
-    return [] if type(layout) is not Layout else archive_layouts(layout)
+    return archive_layouts(layout)
 
 
 def _scan(folder: Path) -> list[os.DirEntry]:
