@@ -242,7 +242,7 @@ def _holds_model(path: Path, model: str) -> bool:
 # <id>.vec: one header line, then the vector as float16 little-endian (2 bytes a dimension):
 #   memtool-vector 1 {"content_hash": "...", "dim": 384, "id": "ctx-...", "model": "..."}\n<dim * 2 bytes>
 # The header names the model and the text embedded (content_hash); `head -1` shows it. A vector of
-# 384 dims is 768 bytes plus the header, against ~4.4 KB as JSON floats.
+# 384 dims is 768 bytes plus the header, against ~5.7 KB as JSON floats.
 VECTOR_MAGIC = b"memtool-vector 1 "
 
 
