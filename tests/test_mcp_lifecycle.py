@@ -4,16 +4,17 @@ memtool.archive.archive, memtool.sync.reembed), and forget removes nothing witho
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from memtool import constants as C
+from memtool.archive import ArchiveLayout
 from memtool.forget import forget
 from memtool.providers.auto import e5_runs
 from memtool.store import Layout
+from tests.conftest import read_vector_at
 from tests.test_mcp import BILLING, EXPORT, WEB, connect, home_env
 
 pytestmark = pytest.mark.real_embedder  # the server builds the store's own embedder: the store is made with it too
@@ -63,7 +64,8 @@ def test_forget_needs_confirm_and_then_removes_every_copy(tmp_path, home):
         assert preview["forgotten"] is False and "confirm=true" in preview["note"]
         assert [e["id"] for e in preview["entries"]] == [ids["web"]]
         assert preview["entries"][0]["trusted"] is False and preview["entries"][0]["summary"].startswith("> ")  # untrusted text is quoted
-        assert sorted(preview["removed"]) == [f"memory/index/embeddings/{ids['web']}.json", f"memory/transcripts/{ids['web']}.md"]
+        web_files = [Layout(root).embedding_file(ids["web"]), Layout(root).transcript_file(ids["web"])]
+        assert sorted(preview["removed"]) == sorted(p.relative_to(root).as_posix() for p in web_files)
         plan = forget(Layout(root), [ids["web"]], "local", dry_run=True)  # what `memory forget --dry-run` reports
         assert (preview["removed"], preview["rewritten"], preview["caches"]) == (plan.removed, plan.rewritten, plan.caches)
 
@@ -88,7 +90,7 @@ def test_archive_moves_old_entries_and_get_still_finds_them(tmp_path, home):
         moved = c.ok("memory_archive")
         assert moved["dry_run"] is False and moved["entries"] == [ids["old"]]
         year = ids["old"][4:8]
-        assert (root / f"memory/archive/{year}/transcripts/{ids['old']}.md").is_file()
+        assert ArchiveLayout(root, year).transcript_file(ids["old"]).is_file()
         got = c.ok("memory_get", {"id": ids["old"]})
         assert got["archived"].startswith(f"memory/archive/{year}/index/")
         assert ids["old"] not in [h["id"] for h in c.ok("memory_search", {"query": "nightly export CSV writer", "include_seen": True})["hits"]]
@@ -108,7 +110,7 @@ def test_reembed_switches_the_embedder_as_the_cli_does(tmp_path, home):
         assert switched["embedder_set"] == "memory/config.yaml"
         assert "embedder: wordllama" in (root / "memory/config.yaml").read_text()
         for i in ids.values():
-            assert json.loads((root / f"memory/index/embeddings/{i}.json").read_text())["model"] == switched["model"]
+            assert read_vector_at(Layout(root).embedding_file(i))["model"] == switched["model"]
         found = c.ok("memory_search", {"query": "job queue for the billing service", "include_seen": True})
         assert found["hits"][0]["id"] == ids["billing"] and "another model" not in found.get("note", "")
         assert c.ok("memory_status")["embedder"].startswith(C.WORDLLAMA_MODEL_PREFIX)

@@ -20,6 +20,7 @@ from memtool.providers import Compressed
 from memtool.report import render, write_report
 from memtool.scaffold import init
 from memtool.stats import collect, ratio_histogram, sparkline, week_series
+from tests.conftest import embedding_path
 
 runner = CliRunner()
 VOID = {"meta", "link", "br", "hr", "img", "input", "col", "area", "base", "source", "wbr", "embed", "param", "track"}
@@ -59,7 +60,7 @@ def mem(root, fake_embedder):
     init(root)
     m = open_memory(root, embedder=fake_embedder, compressor=NamedCompressor())
     m.compress_many([Session(text=t, when=datetime.fromisoformat(w).replace(tzinfo=timezone.utc), importance=i) for w, i, t in SESSIONS])
-    (root / "memory/index/embeddings" / f"{m.store.iter_entries().__next__().id}.json").unlink()  # one pending embedding
+    embedding_path(root, next(m.store.iter_entries()).id).unlink()  # one pending embedding
     return m
 
 
