@@ -20,6 +20,11 @@ Then, on the same queries:
 - delta_search_p50/p95_ms: the same searches once 3 more sessions were compressed, each its own
   change set of the store (memtool/search/store.py), in new processes
 - cold_search_ms / cold_rss_mb: `memory search --json` as a new process (median of runs, peak RSS);
+- clone_search_ms: the first `memory search --json` on a copy of the store without memory/.cache
+  (a fresh clone): it builds the words index, answers, and starts the background vector fill;
+  clone_fill_s: seconds from that search's start until every document has a vector (the fill reads
+  the entries' embedding files and embeds the transcripts' passages; with `--embedder e5` this is
+  real e5: minutes; None when not done within --clone-wait seconds);
 - floor_ms: `python -c "import numpy, typer"` timed the same way, interleaved: the start-up under it;
 - cold_compress_ms: `memory compress` of one new session as a new process (median of 3), against
   naive_append_ms: seed 003's index step alone (load index.json, append, write it whole);
@@ -36,6 +41,7 @@ import json
 import os
 import random
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -45,6 +51,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
+from filelock import FileLock, Timeout
 
 from memtool import constants as C
 from memtool.app import open_memory
@@ -54,7 +61,7 @@ from memtool.providers.e5 import DIM as E5_DIM
 from memtool.providers.e5 import E5Embedder
 from memtool.scaffold import init
 from memtool.search.engine import Query
-from memtool.search.store import discard
+from memtool.search.store import discard, store_path
 from memtool.store import Layout
 
 TOPICS = (
@@ -146,15 +153,44 @@ _WRAPPER = (
 FLOOR_CMD = [sys.executable, "-c", "import numpy, typer"]
 
 
-def cold_search(root: Path, query: str, cmd: list[str] | None = None) -> tuple[float, float]:
+def cold_search(root: Path, query: str, cmd: list[str] | None = None, **extra_env: str) -> tuple[float, float]:
     """Wall time (ms) and peak RSS (MB) of `memory search` (or `cmd`) as a fresh process."""
     cmd = cmd or [sys.executable, "-m", "memtool", "--root", str(root), "search", query, "--json"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as users run it: bytecode cached
+    env.update(extra_env)
     out = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise SystemExit(f"cold search failed: {out.stderr}")
     ms, kb = out.stdout.split()
     return float(ms), int(kb) / 1024
+
+
+def fresh_clone(root: Path, query: str, wait_s: float) -> tuple[float, float | None]:
+    """On a copy of the store without memory/.cache (what `git clone` gives): wall time (ms) of the
+    first `memory search`, and seconds from its start until the background fill it started has
+    given every document a vector (None when not within wait_s). The copy is removed after."""
+    clone = root.parent / f"{root.name}-clone"
+    shutil.rmtree(clone, ignore_errors=True)
+    shutil.copytree(root, clone, ignore=shutil.ignore_patterns(C.CACHE_DIR))
+    try:
+        t = time.perf_counter()
+        ms, _ = cold_search(clone, query, MEMTOOL_BACKGROUND_EMBED="true")
+        while time.perf_counter() - t < wait_s:
+            conn = sqlite3.connect(store_path(Layout(clone)))
+            try:
+                missing = conn.execute("SELECT value FROM meta WHERE key = 'vectors_missing'").fetchone()
+            finally:
+                conn.close()
+            if missing is not None and missing[0] == "0":
+                return ms, time.perf_counter() - t
+            time.sleep(0.2)
+        return ms, None
+    finally:
+        try:
+            with FileLock(str(Layout(clone).cache_dir / C.FILL_LOCK), timeout=0):  # the fill has ended: its folder can go
+                shutil.rmtree(clone, ignore_errors=True)
+        except Timeout:
+            print(f"{clone}: left in place, its background fill still runs", file=sys.stderr)
 
 
 def cold_compress(root: Path, text: str, day: str) -> float:
@@ -204,7 +240,7 @@ def timed_searches(mem, texts: list[str], vectors: dict[str, np.ndarray]) -> lis
     return out
 
 
-def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name: str = "e5") -> dict:
+def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name: str = "e5", clone_wait: float = 600.0) -> dict:
     root = workdir / f"store-{n}"
     embedder = embedder_for(embedder_name)
     import_s = build_store(root, n, seed=n, embedder=embedder)
@@ -231,6 +267,7 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name:
     for q in texts[:cold_runs]:  # interleaved, so both see the same load
         cold.append(cold_search(root, q))
         floor.append(cold_search(root, q, FLOOR_CMD))
+    clone_ms, clone_fill = fresh_clone(root, texts[0], clone_wait)
     naive_append_ms = [naive_append(root) for _ in range(3)]
     compress_ms = [cold_compress(root, session_text(rng), days_after(n, i + 1)) for i in range(3)]  # last: the store grows by 3
     with_delta = open_memory(root, embedder=embedder)
@@ -252,6 +289,8 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name:
         "cold_search_ms": round(statistics.median(c[0] for c in cold), 1),
         "floor_ms": round(statistics.median(c[0] for c in floor), 1),
         "cold_rss_mb": round(max(c[1] for c in cold), 1),
+        "clone_search_ms": round(clone_ms, 1),
+        "clone_fill_s": None if clone_fill is None else round(clone_fill, 1),
         "process_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "naive_ms": round(statistics.median(naive_ms), 1),
         "cold_compress_ms": round(statistics.median(compress_ms), 1),
@@ -274,12 +313,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
         help="the store's embedder (default: e5 where it runs, as `auto` picks for a new store)",
     )
     p.add_argument("--workdir", type=Path, default=None, help="keep the stores here (default: a temp folder, removed)")
+    p.add_argument("--clone-wait", type=float, default=600.0, help="seconds to wait for a fresh clone's background vector fill")
     args = p.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memtool-scale-"))
     results = []
     for n in (int(x) for x in args.sizes.split(",")):
         print(f"size {n}: building…", file=sys.stderr, flush=True)
-        res = run_size(work, n, args.queries, args.cold_runs, args.embedder)
+        res = run_size(work, n, args.queries, args.cold_runs, args.embedder, args.clone_wait)
         print(json.dumps(res), flush=True)
         results.append(res)
     cols = [
@@ -296,6 +336,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "cold_search_ms",
         "floor_ms",
         "cold_rss_mb",
+        "clone_search_ms",
+        "clone_fill_s",
         "naive_ms",
         "naive_over_search",
         "naive_over_cold_cli",

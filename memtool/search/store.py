@@ -745,8 +745,8 @@ def _postings(flat: list[str], lengths: np.ndarray, first: int) -> Iterator[tupl
     """(term, its document ids ascending, how often each holds it) of documents first, first + 1, ...
     whose terms are `flat` in turn (`lengths` of them each): counted in numpy over (term id, document)
     pairs, no loop per posting."""
-    vocab: dict[str, int] = {}
-    tid = np.fromiter((vocab.setdefault(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat))
+    vocab = {t: i for i, t in enumerate(dict.fromkeys(flat))}  # term ids in first-seen order
+    tid = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
     n = max(lengths.size, 1)
     pairs, tfs = np.unique(tid * n + np.repeat(np.arange(lengths.size, dtype=np.int64), lengths), return_counts=True)
     term_of = pairs // n
@@ -911,6 +911,8 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
                 held = {t for (t,) in conn.execute("SELECT DISTINCT term FROM postings")}
                 ws = [w for (w,) in conn.execute("SELECT word FROM words")]
                 conn.executemany("DELETE FROM words WHERE word = ?", [(w,) for w, stem in zip(ws, stem_words(ws)) if stem not in held])
+            if _meta(conn).get("vectors_missing", "0") != "0":  # the vector fill's count, without the documents removed
+                conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", zip(("vectors_missing", "vectors_total"), map(str, vector_gap(conn))))
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (uuid.uuid4().hex,))
             conn.execute("DELETE FROM access WHERE id IN (SELECT value FROM json_each(?))", (ids,))
             conn.execute("DELETE FROM day_words")
