@@ -63,6 +63,7 @@ from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.search.store import discard, store_path
 from memtool.store import Layout
+from memtool.sync import persist_embedder
 
 TOPICS = (
     "billing postgres index migration redis cache deploy kubernetes auth oauth token login dashboard react css "
@@ -118,6 +119,7 @@ def embedder_for(name: str):
 
 def build_store(root: Path, n: int, seed: int, embedder="wordllama") -> float:
     init(root)
+    persist_embedder(Layout(root), "wordllama" if embedder == "wordllama" else "e5")  # the store's embedder, which a `memory` command uses
     mem = open_memory(root, embedder=embedder)
     rng = random.Random(seed)
     sessions = (Session(text=session_text(rng), when=START + timedelta(minutes=SPACING_MIN * i), session=f"s{i}") for i in range(n))
