@@ -36,7 +36,7 @@ import numpy as np
 
 from memtool import constants as C
 from memtool.dayfile import read_day
-from memtool.errors import DimensionMismatch, ProviderError, StoreCorrupt
+from memtool.errors import DimensionMismatch, ProviderError, StorageError, StoreCorrupt
 from memtool.models import Entry
 from memtool.search.store import WRITE_WAIT_S, SearchIndex, _archive_reader, _meta, connect, entry_vector_key, store_path, vector_gap
 from memtool.session_vectors import entry_vectors, kept_sessions
@@ -223,19 +223,22 @@ def start_fill(layout: Layout) -> bool:
     from memtool.fsutil import locked
 
     marker = layout.cache_dir / C.FILL_STARTED
-    with locked(layout.cache_dir / f"{C.FILL_STARTED}.lock", timeout=5):
-        if filling(layout):
-            return False
-        try:
-            if time.time() - marker.stat().st_mtime < C.FILL_START_GRACE_S:
+    try:
+        with locked(layout.cache_dir / f"{C.FILL_STARTED}.lock", timeout=5):
+            if filling(layout):
                 return False
-        except FileNotFoundError:
-            pass
-        marker.touch()
-        cmd = [sys.executable, "-m", "memtool", "--root", str(layout.root), "reindex", "--vectors", "--background"]
-        kwargs: dict = {"start_new_session": True} if os.name == "posix" else {"creationflags": getattr(subprocess, "DETACHED_PROCESS", 0)}
-        with open(layout.cache_dir / C.FILL_LOG, "ab") as log:
-            subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(layout.root), close_fds=True, **kwargs)
+            try:
+                if time.time() - marker.stat().st_mtime < C.FILL_START_GRACE_S:
+                    return False
+            except FileNotFoundError:
+                pass
+            marker.touch()
+            cmd = [sys.executable, "-m", "memtool", "--root", str(layout.root), "reindex", "--vectors", "--background"]
+            kwargs: dict = {"start_new_session": True} if os.name == "posix" else {"creationflags": getattr(subprocess, "DETACHED_PROCESS", 0)}
+            with open(layout.cache_dir / C.FILL_LOG, "ab") as log:
+                subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(layout.root), close_fds=True, **kwargs)
+    except (OSError, StorageError):  # LockBusy too
+        return False  # a read-only folder, a start lock held long: the search answers all the same, and says how to fill
     return True
 
 
