@@ -14,7 +14,8 @@ compressor, transcripts kept as by default), with the embedder `--embedder` name
 Then, on the same queries:
 - import_s: `compress_many` of all the sessions, which ends by building the search cache;
 - build_s: that cache built again from the files alone (memory/.cache/memtool.sqlite, its vectors
-  with it, removed first), as `memory reindex --full` or a first search on a cloned store does;
+  with it, removed first): the words index, then every vector (the entries' from their embedding
+  files, the passages embedded), as `memory reindex` on a fresh clone does;
 - search_p50/p95_ms: in-process `Memory.search`, query embedding excluded (timed separately as
   embed_query_ms; with both embedders' semantic stage every search embeds its query);
 - delta_search_p50/p95_ms: the same searches once 3 more sessions were compressed, each its own
@@ -61,6 +62,7 @@ from memtool.providers.e5 import DIM as E5_DIM
 from memtool.providers.e5 import E5Embedder
 from memtool.scaffold import init
 from memtool.search.engine import Query
+from memtool.search.fill import fill_vectors
 from memtool.search.store import discard, store_path
 from memtool.store import Layout
 from memtool.sync import persist_embedder
@@ -249,7 +251,8 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name:
     discard(Layout(root))  # the derived store, its vectors with it
     mem = open_memory(root, embedder=embedder)
     t = time.perf_counter()
-    mem.index()
+    mem.index()  # the words index; vectors beyond a few are left to the fill …
+    fill_vectors(mem.layout, mem.embedder)  # … run here in the foreground, as `memory reindex` does
     build_s = time.perf_counter() - t
     rng = random.Random(1)
     texts = [" ".join(rng.sample(TOPICS, rng.randint(2, 4))) + f" {rng.choice(PEOPLE)}" for _ in range(queries)]
