@@ -65,12 +65,13 @@ def reindex(
     full: bool = typer.Option(False, "--full", help="Rebuild everything: index.json, every embedding, the search cache."),
     vectors: bool = typer.Option(False, "--vectors", help="Only embed the search cache's documents that have no vector yet (a batch per transaction)."),
     background: bool = typer.Option(False, "--background", hidden=True, help="As the background fill a search starts: one at a time, at low priority."),
+    batch: int = typer.Option(C.FILL_BATCH, "--batch", min=1, help="With --vectors: documents embedded per transaction (what an interruption keeps)."),
     as_json: bool = typer.Option(False, "--json", help="Print the sync report as JSON."),
 ) -> None:
     """Bring index.json, the embeddings and the search cache in line with the files (only what changed),
     then embed the search cache's documents that have no vector yet."""
     if vectors:
-        return _fill(ctx, background, as_json)
+        return _fill(ctx, background, batch, as_json)
     from memtool.sync import sync
 
     mem = open_from(ctx)
@@ -79,7 +80,7 @@ def reindex(
     _render(report, as_json)
 
 
-def _fill(ctx: typer.Context, background: bool, as_json: bool) -> None:
+def _fill(ctx: typer.Context, background: bool, batch: int, as_json: bool) -> None:
     """`reindex --vectors`: the vector fill (memtool/search/fill.py) alone, in the foreground with
     progress, or as the background fill a search started (its output goes to memory/.cache/embed.log)."""
     from datetime import datetime
@@ -94,7 +95,8 @@ def _fill(ctx: typer.Context, background: bool, as_json: bool) -> None:
         run_background(mem.layout, mem.embedder, lambda line: typer.echo(f"{datetime.now():%Y-%m-%d %H:%M:%S} {line}"))
         return
     with _progress(not as_json) as progress:
-        report = fill_vectors(mem.layout, mem.embedder, (lambda done, total: progress("embedding documents", done, total)) if progress else None, from_end=True)
+        step = (lambda done, total: progress("embedding documents", done, total)) if progress else None
+        report = fill_vectors(mem.layout, mem.embedder, step, batch, from_end=True)
     report.errors[:0] = problems
     if as_json:
         print_json(vars(report))

@@ -131,12 +131,14 @@ def wordllama_clone(root, model_cache, env):
 def test_an_interrupted_fill_keeps_its_committed_batches(wordllama_clone):
     root, env = wordllama_clone
     path = store_path(Layout(root))
-    filler = subprocess.Popen([sys.executable, "-m", "memtool", "reindex", "--vectors"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    filler = subprocess.Popen(
+        [sys.executable, "-m", "memtool", "reindex", "--vectors", "--batch", "32"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and filler.poll() is None:
             try:
-                if store_rows(root, "SELECT count(*) FROM docvecs")[0][0] >= C.FILL_BATCH:
+                if store_rows(root, "SELECT count(*) FROM docvecs")[0][0] >= 160 + 3 * 32:  # the entries' vectors from files, 3 batches
                     break
             except sqlite3.OperationalError:
                 pass  # no store yet: the fill's refresh is building it
@@ -146,7 +148,7 @@ def test_an_interrupted_fill_keeps_its_committed_batches(wordllama_clone):
         conn.execute("BEGIN IMMEDIATE")  # the filler's next commit waits here, and is killed waiting
         committed = conn.execute("SELECT count(*) FROM docvecs").fetchone()[0]
         total = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
-        assert filler.poll() is None and C.FILL_BATCH <= committed < total, "the fill ended before it could be interrupted"
+        assert filler.poll() is None and 160 + 3 * 32 <= committed < total, "the fill ended before it could be interrupted"
         time.sleep(0.3)
         filler.send_signal(signal.SIGKILL)
         filler.wait()
