@@ -176,25 +176,24 @@ def fresh_clone(root: Path, query: str, wait_s: float) -> tuple[float, float | N
     clone = root.parent / f"{root.name}-clone"
     shutil.rmtree(clone, ignore_errors=True)
     shutil.copytree(root, clone, ignore=shutil.ignore_patterns(C.CACHE_DIR))
-    try:
-        t = time.perf_counter()
-        ms, _ = cold_search(clone, query, MEMTOOL_BACKGROUND_EMBED="true")
-        while time.perf_counter() - t < wait_s:
-            conn = sqlite3.connect(store_path(Layout(clone)))
-            try:
-                missing = conn.execute("SELECT value FROM meta WHERE key = 'vectors_missing'").fetchone()
-            finally:
-                conn.close()
-            if missing is not None and missing[0] == "0":
-                return ms, time.perf_counter() - t
-            time.sleep(0.2)
-        return ms, None
-    finally:
+    t = time.perf_counter()
+    ms, _ = cold_search(clone, query, MEMTOOL_BACKGROUND_EMBED="true")
+    filled = None
+    while filled is None and time.perf_counter() - t < wait_s:
+        conn = sqlite3.connect(store_path(Layout(clone)))
         try:
-            with FileLock(str(Layout(clone).cache_dir / C.FILL_LOCK), timeout=0):  # the fill has ended: its folder can go
-                shutil.rmtree(clone, ignore_errors=True)
-        except Timeout:
-            print(f"{clone}: left in place, its background fill still runs", file=sys.stderr)
+            missing = conn.execute("SELECT value FROM meta WHERE key = 'vectors_missing'").fetchone()
+        finally:
+            conn.close()
+        if missing is not None and missing[0] == "0":
+            filled = time.perf_counter() - t
+        time.sleep(0.2)
+    try:
+        with FileLock(str(Layout(clone).cache_dir / C.FILL_LOCK), timeout=30 if filled else 0):  # the fill has ended: its folder can go
+            shutil.rmtree(clone, ignore_errors=True)
+    except Timeout:
+        print(f"{clone}: left in place, its background fill still runs", file=sys.stderr)
+    return ms, filled
 
 
 def cold_compress(root: Path, text: str, day: str) -> float:
