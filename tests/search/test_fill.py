@@ -94,7 +94,7 @@ def test_entry_embedding_files_are_reused_not_embedded_again(root):
     mem = open_memory(root, embedder=clone)
     mem.index()
     fill_vectors(mem.layout, clone, batch=8)
-    passages = {c.text for e in entries for c in chunk_lines((root / f"memory/transcripts/{e.id}.md").read_text())}
+    passages = {c.text for e in entries for c in chunk_lines(mem.layout.transcript_file(e.id).read_text())}
     assert sorted(clone.texts) == sorted(passages)  # each passage embedded once; no entry embedded (their files were read)
     rows = store_rows(root, "SELECT d.ref, v.vec FROM docs d JOIN docvecs v ON v.id = d.id WHERE d.kind = 'entry'")
     assert len(rows) == len(entries)
