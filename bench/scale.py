@@ -64,7 +64,7 @@ from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.search.fill import fill_vectors
 from memtool.search.store import discard, store_path
-from memtool.store import Layout
+from memtool.store import Layout, read_vector_file
 from memtool.sync import persist_embedder
 
 TOPICS = (
@@ -135,9 +135,9 @@ def naive_search(root: Path, qvec: np.ndarray, k: int = 5) -> list[str]:
     index = json.loads((root / "memory/index/index.json").read_text())
     by_id = {e["id"]: e for e in index["entries"]}
     scores = []
-    for path in (root / "memory/index/embeddings").iterdir():
-        vec = np.asarray(json.loads(path.read_text())["embedding"], dtype=np.float32)
-        scores.append((float(vec @ qvec / (np.linalg.norm(vec) or 1.0)), path.stem))
+    for de in Layout(root).embedding_files():  # each entry's vector file (month folders, binary since `memory migrate`)
+        vec = np.asarray(read_vector_file(Path(de.path))["embedding"], dtype=np.float32)
+        scores.append((float(vec @ qvec / (np.linalg.norm(vec) or 1.0)), de.name[: -len(C.VECTOR_SUFFIX)]))
     scores.sort(reverse=True)
     return [by_id[i]["summary"] for _, i in scores[:k] if i in by_id]
 
