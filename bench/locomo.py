@@ -43,6 +43,7 @@ from memtool.errors import BadInput
 from memtool.memory import Memory, Session
 from memtool.scaffold import init
 from memtool.search.engine import Hit, Query
+from memtool.search.fill import fill_vectors
 from memtool.text import STOPWORDS, content_words, count_tokens, stem_words, tokenize
 
 SESSION_RE = re.compile(r"^session_(\d+)$")
@@ -338,6 +339,9 @@ def run_conversation(conv: Conversation, root: Path, modes: list[str], limit: in
             kept = [kept[0] + present, kept[1] + total]
     compress_s = time.perf_counter() - t0
     progress(conv.cid, f"compressed {len(conv.sessions)} sessions in {compress_s:.1f} s")
+    filled = fill_vectors(mem.layout, mem.embedder)  # every document has its vector before any question (a no-op: each compress embeds its own)
+    if filled.left:
+        raise SystemExit(f"{conv.cid}: {filled.left} documents without a vector ({'; '.join(filled.errors)})")
 
     questions = conv.questions[:limit] if limit else conv.questions
     session_nums = [n for n, _, _ in conv.sessions]

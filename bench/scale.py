@@ -14,12 +14,18 @@ compressor, transcripts kept as by default), with the embedder `--embedder` name
 Then, on the same queries:
 - import_s: `compress_many` of all the sessions, which ends by building the search cache;
 - build_s: that cache built again from the files alone (memory/.cache/memtool.sqlite, its vectors
-  with it, removed first), as `memory reindex --full` or a first search on a cloned store does;
+  with it, removed first): the words index, then every vector (the entries' from their embedding
+  files, the passages embedded), as `memory reindex` on a fresh clone does;
 - search_p50/p95_ms: in-process `Memory.search`, query embedding excluded (timed separately as
   embed_query_ms; with both embedders' semantic stage every search embeds its query);
 - delta_search_p50/p95_ms: the same searches once 3 more sessions were compressed, each its own
   change set of the store (memtool/search/store.py), in new processes
 - cold_search_ms / cold_rss_mb: `memory search --json` as a new process (median of runs, peak RSS);
+- clone_search_ms: the first `memory search --json` on a copy of the store without memory/.cache
+  (a fresh clone): it builds the words index, answers, and starts the background vector fill;
+  clone_fill_s: seconds from that search's start until every document has a vector (the fill reads
+  the entries' embedding files and embeds the transcripts' passages; with `--embedder e5` this is
+  real e5: minutes; None when not done within --clone-wait seconds);
 - floor_ms: `python -c "import numpy, typer"` timed the same way, interleaved: the start-up under it;
 - cold_compress_ms: `memory compress` of one new session as a new process (median of 3), against
   naive_append_ms: seed 003's index step alone (load index.json, append, write it whole);
@@ -36,6 +42,7 @@ import json
 import os
 import random
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -45,6 +52,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
+from filelock import FileLock, Timeout
 
 from memtool import constants as C
 from memtool.app import open_memory
@@ -54,8 +62,10 @@ from memtool.providers.e5 import DIM as E5_DIM
 from memtool.providers.e5 import E5Embedder
 from memtool.scaffold import init
 from memtool.search.engine import Query
-from memtool.search.store import discard
-from memtool.store import Layout
+from memtool.search.fill import fill_vectors
+from memtool.search.store import discard, store_path
+from memtool.store import Layout, read_vector_file
+from memtool.sync import persist_embedder
 
 TOPICS = (
     "billing postgres index migration redis cache deploy kubernetes auth oauth token login dashboard react css "
@@ -111,6 +121,7 @@ def embedder_for(name: str):
 
 def build_store(root: Path, n: int, seed: int, embedder="wordllama") -> float:
     init(root)
+    persist_embedder(Layout(root), "wordllama" if embedder == "wordllama" else "e5")  # the store's embedder, which a `memory` command uses
     mem = open_memory(root, embedder=embedder)
     rng = random.Random(seed)
     sessions = (Session(text=session_text(rng), when=START + timedelta(minutes=SPACING_MIN * i), session=f"s{i}") for i in range(n))
@@ -124,9 +135,9 @@ def naive_search(root: Path, qvec: np.ndarray, k: int = 5) -> list[str]:
     index = json.loads((root / "memory/index/index.json").read_text())
     by_id = {e["id"]: e for e in index["entries"]}
     scores = []
-    for path in (root / "memory/index/embeddings").iterdir():
-        vec = np.asarray(json.loads(path.read_text())["embedding"], dtype=np.float32)
-        scores.append((float(vec @ qvec / (np.linalg.norm(vec) or 1.0)), path.stem))
+    for de in Layout(root).embedding_files():  # each entry's vector file (month folders, binary since `memory migrate`)
+        vec = np.asarray(read_vector_file(Path(de.path))["embedding"], dtype=np.float32)
+        scores.append((float(vec @ qvec / (np.linalg.norm(vec) or 1.0)), de.name[: -len(C.VECTOR_SUFFIX)]))
     scores.sort(reverse=True)
     return [by_id[i]["summary"] for _, i in scores[:k] if i in by_id]
 
@@ -146,15 +157,43 @@ _WRAPPER = (
 FLOOR_CMD = [sys.executable, "-c", "import numpy, typer"]
 
 
-def cold_search(root: Path, query: str, cmd: list[str] | None = None) -> tuple[float, float]:
+def cold_search(root: Path, query: str, cmd: list[str] | None = None, **extra_env: str) -> tuple[float, float]:
     """Wall time (ms) and peak RSS (MB) of `memory search` (or `cmd`) as a fresh process."""
     cmd = cmd or [sys.executable, "-m", "memtool", "--root", str(root), "search", query, "--json"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as users run it: bytecode cached
+    env.update(extra_env)
     out = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise SystemExit(f"cold search failed: {out.stderr}")
     ms, kb = out.stdout.split()
     return float(ms), int(kb) / 1024
+
+
+def fresh_clone(root: Path, query: str, wait_s: float) -> tuple[float, float | None]:
+    """On a copy of the store without memory/.cache (what `git clone` gives): wall time (ms) of the
+    first `memory search`, and seconds from its start until the background fill it started has
+    given every document a vector (None when not within wait_s). The copy is removed after."""
+    clone = root.parent / f"{root.name}-clone"
+    shutil.rmtree(clone, ignore_errors=True)
+    shutil.copytree(root, clone, ignore=shutil.ignore_patterns(C.CACHE_DIR))
+    t = time.perf_counter()
+    ms, _ = cold_search(clone, query, MEMTOOL_BACKGROUND_EMBED="true")
+    filled = None
+    while filled is None and time.perf_counter() - t < wait_s:
+        conn = sqlite3.connect(store_path(Layout(clone)))
+        try:
+            missing = conn.execute("SELECT value FROM meta WHERE key = 'vectors_missing'").fetchone()
+        finally:
+            conn.close()
+        if missing is not None and missing[0] == "0":
+            filled = time.perf_counter() - t
+        time.sleep(0.2)
+    try:
+        with FileLock(str(Layout(clone).cache_dir / C.FILL_LOCK), timeout=30 if filled else 0):  # the fill has ended: its folder can go
+            shutil.rmtree(clone, ignore_errors=True)
+    except Timeout:
+        print(f"{clone}: left in place, its background fill still runs", file=sys.stderr)
+    return ms, filled
 
 
 def cold_compress(root: Path, text: str, day: str) -> float:
@@ -204,14 +243,15 @@ def timed_searches(mem, texts: list[str], vectors: dict[str, np.ndarray]) -> lis
     return out
 
 
-def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name: str = "e5") -> dict:
+def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name: str = "e5", clone_wait: float = 600.0) -> dict:
     root = workdir / f"store-{n}"
     embedder = embedder_for(embedder_name)
     import_s = build_store(root, n, seed=n, embedder=embedder)
     discard(Layout(root))  # the derived store, its vectors with it
     mem = open_memory(root, embedder=embedder)
     t = time.perf_counter()
-    mem.index()
+    mem.index()  # the words index; vectors beyond a few are left to the fill …
+    fill_vectors(mem.layout, mem.embedder)  # … run here in the foreground, as `memory reindex` does
     build_s = time.perf_counter() - t
     rng = random.Random(1)
     texts = [" ".join(rng.sample(TOPICS, rng.randint(2, 4))) + f" {rng.choice(PEOPLE)}" for _ in range(queries)]
@@ -231,6 +271,7 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name:
     for q in texts[:cold_runs]:  # interleaved, so both see the same load
         cold.append(cold_search(root, q))
         floor.append(cold_search(root, q, FLOOR_CMD))
+    clone_ms, clone_fill = fresh_clone(root, texts[0], clone_wait)
     naive_append_ms = [naive_append(root) for _ in range(3)]
     compress_ms = [cold_compress(root, session_text(rng), days_after(n, i + 1)) for i in range(3)]  # last: the store grows by 3
     with_delta = open_memory(root, embedder=embedder)
@@ -252,6 +293,8 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name:
         "cold_search_ms": round(statistics.median(c[0] for c in cold), 1),
         "floor_ms": round(statistics.median(c[0] for c in floor), 1),
         "cold_rss_mb": round(max(c[1] for c in cold), 1),
+        "clone_search_ms": round(clone_ms, 1),
+        "clone_fill_s": None if clone_fill is None else round(clone_fill, 1),
         "process_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "naive_ms": round(statistics.median(naive_ms), 1),
         "cold_compress_ms": round(statistics.median(compress_ms), 1),
@@ -274,12 +317,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
         help="the store's embedder (default: e5 where it runs, as `auto` picks for a new store)",
     )
     p.add_argument("--workdir", type=Path, default=None, help="keep the stores here (default: a temp folder, removed)")
+    p.add_argument("--clone-wait", type=float, default=600.0, help="seconds to wait for a fresh clone's background vector fill")
     args = p.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memtool-scale-"))
     results = []
     for n in (int(x) for x in args.sizes.split(",")):
         print(f"size {n}: building…", file=sys.stderr, flush=True)
-        res = run_size(work, n, args.queries, args.cold_runs, args.embedder)
+        res = run_size(work, n, args.queries, args.cold_runs, args.embedder, args.clone_wait)
         print(json.dumps(res), flush=True)
         results.append(res)
     cols = [
@@ -296,6 +340,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "cold_search_ms",
         "floor_ms",
         "cold_rss_mb",
+        "clone_search_ms",
+        "clone_fill_s",
         "naive_ms",
         "naive_over_search",
         "naive_over_cold_cli",

@@ -102,6 +102,12 @@ class Settings:
         minimum=1000,
     )
     keep_transcripts: bool = _f(True, "Keep each compressed transcript in memory/transcripts/YYYY-MM/<id>.md and index it.")
+    background_embed: bool = _f(
+        True,
+        "When a search finds documents without vectors (a fresh clone's kept transcripts, a new model), start one detached "
+        "`memory reindex --vectors` to embed them, a batch per transaction; the search answers at once from words and the "
+        "vectors there are. Off: they are embedded by `memory reindex`.",
+    )
     budget: int = _f(C.DEFAULT_BUDGET, "Default token budget for `memory context`.", minimum=50)
     template: str = _f(C.DEFAULT_TEMPLATE, "Default context template: chat, detailed or summary.", choices=C.TEMPLATES)
     search_limit: int = _f(C.DEFAULT_LIMIT, "Default number of hits for `memory search`.", minimum=1)

@@ -144,6 +144,14 @@ STATS_TOP_SHOWN = 8  # topics / people / systems listed by stats and the report
 
 # --- retention, decay with use, duplicates (`memory archive`, `search --archive`, compress) -------
 STORE_FILE = "memtool.sqlite"  # memory/.cache/memtool.sqlite: the derived store (memtool/search/store.py)
+EMBED_INLINE_MAX = 16  # a change set embeds at most this many documents itself; more are left to the vector fill
+FILL_BATCH = 256  # documents embedded per vector-fill transaction (memtool/search/fill.py): what an interrupted fill keeps
+FILL_FILES_BATCH = 2048  # entries per vector-fill transaction whose vectors are read from their embedding files
+FILL_LOCK = "embed.lock"  # memory/.cache/embed.lock: held by the background vector fill for its life
+FILL_LOG = "embed.log"  # memory/.cache/embed.log: the background vector fill's output
+FILL_STARTED = "embed.started"  # memory/.cache/embed.started: touched when a search starts a background fill
+FILL_START_GRACE_S = 30.0  # a fill started this recently (still starting up) is not started again
+FILL_NICE = 10  # the background fill runs at this niceness (POSIX): the user's own work comes first
 LIFECYCLE_EXEMPT_IMPORTANCE = ("high", "critical")  # like pinned entries: never archived, never decayed
 DEFAULT_ACCESS_BOOST = 0.0  # score x (1 + boost * ln(1 + uses)). Off: on LoCoMo 0.05 lowered entries MRR 0.638 -> 0.565
 DEDUPE_JACCARD = 0.8  # content-word Jaccard at which a new transcript supersedes a stored one

@@ -345,6 +345,7 @@ class Memory:
         access = load_counts(self.layout) if self.settings.access_boost > 0 else None
         index, weights = self.index(errors=warnings, archive=q.archive), self.weights()
         with index.reading():  # one committed state of the store for the whole search
+            self._vectors_missing(index, warnings)
             terms = query_terms(index, q.text, weights.typo_weight)
             try:
                 hits = search(index, self.embedder, q, weights, access, terms=terms)
@@ -354,6 +355,18 @@ class Memory:
         if access is not None:  # use counts are kept while the boost is on (a write costs ~1 ms on ext4)
             record(self.layout, [h.id for h in hits if h.kind == "entry"])
         return SearchResult(self._newer_items(hits, warnings), warnings, terms.fixes)
+
+    def _vectors_missing(self, index: SearchIndex, warnings: list[str]) -> None:
+        """While documents have no vector yet (memtool/search/fill.py): say so, and start the
+        background fill (setting `background_embed`) unless one runs."""
+        from memtool.search.fill import fill_note, index_gap, start_fill
+
+        missing, total = index_gap(index)
+        if not missing:
+            return
+        runs = self.settings.background_embed and not hasattr(self.embedder, "reason")  # WordsOnlyEmbedder: nothing to fill with
+        started = runs and start_fill(self.layout)
+        warnings.append(fill_note(self.layout, missing, total, started))
 
     def _newer_items(self, hits: list[Hit], warnings: list[str]) -> list[Hit]:
         """A superseded hit carries the open items of the entry that replaces it (the older list is

@@ -32,6 +32,7 @@ from memtool.fsutil import atomic_write_text, stat_sig
 from memtool.memory import Memory
 from memtool.models import Entry
 from memtool.search.docs import source_key
+from memtool.search.fill import fill_vectors
 from memtool.search.store import Known, Sigs, entry_vector_key, refresh_index
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store, vector_file_ok
@@ -46,6 +47,7 @@ class SyncReport:
     entries: Delta = field(default_factory=Delta)  # entry ids
     markdown: Delta = field(default_factory=Delta)  # Markdown paths relative to the root
     embedded: int = 0  # entry vectors computed
+    filled: int = 0  # search cache documents given a vector by the fill (memtool/search/fill.py)
     dropped: int = 0  # embedding files of vanished entries removed
     buried: list[str] = field(default_factory=list)  # forgotten (tombstoned) ids a merge brought back, removed again
     index_rebuilt: str = ""  # why index.json was rewritten ('' if it was not)
@@ -62,13 +64,14 @@ class SyncReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.entries or self.markdown or self.embedded or self.dropped or self.buried or self.index_rebuilt or self.search_rebuilt)
+        return bool(self.entries or self.markdown or self.embedded or self.filled or self.dropped or self.buried or self.index_rebuilt or self.search_rebuilt)
 
     def to_dict(self) -> dict:
         return {
             "entries": vars(self.entries),
             "markdown": vars(self.markdown),
             "embedded": self.embedded,
+            "filled": self.filled,
             "dropped": self.dropped,
             "buried": self.buried,
             "index_rebuilt": self.index_rebuilt,
@@ -88,6 +91,8 @@ class SyncReport:
         if not self.changed and not self.errors:
             return f"up to date ({self.seconds:.2f}s)"
         parts = [f"entries {self.entries.text()}", f"markdown {self.markdown.text()}", f"embedded {self.embedded}"]
+        if self.filled:
+            parts.append(f"search vectors filled {self.filled}")
         if self.dropped:
             parts.append(f"dropped {self.dropped}")
         if self.buried:
@@ -245,8 +250,10 @@ def _scan_sigs(scan: Scan) -> dict[str, list[int]]:
 
 
 # -- the sync --------------------------------------------------------------------------------------
-def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batch: int = C.SYNC_EMBED_BATCH) -> SyncReport:
-    """Bring index.json, embeddings and the search cache in line with the files. `full`: redo everything."""
+def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batch: int = C.SYNC_EMBED_BATCH, fill: bool = True) -> SyncReport:
+    """Bring index.json, embeddings and the search cache in line with the files. `full`: redo everything.
+    `fill`: then embed the search cache's documents left without a vector (memtool/search/fill.py),
+    a batch per transaction; else they are left to the background fill."""
     t0 = time.perf_counter()
     layout, store, embedder = mem.layout, mem.store, mem.embedder
     model, dim = embedder.model, embedder.dim
@@ -328,6 +335,10 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
     report.search_rebuilt = _refresh_search(mem, full, progress, report, Known(scan.parsed, fresh, Sigs.take(layout, files)))
     if scan.reread or new.state() != man.state():  # nothing new: leave the manifest (and the disk) alone
         new.save(layout, man)
+    if fill:
+        filled = fill_vectors(layout, embedder, (lambda done, total: progress("embedding documents", done, total)) if progress else None, from_end=True)
+        report.filled = filled.filled
+        report.errors.extend(filled.errors)
     report.seconds = time.perf_counter() - t0
     return report
 

@@ -29,6 +29,7 @@ from memtool import constants as C
 from memtool.errors import MemtoolError
 from memtool.fsutil import stat_sig
 from memtool.memory import Memory
+from memtool.search.fill import fill_later
 from memtool.store import Layout
 from memtool.sync import SyncReport, sync
 
@@ -175,7 +176,8 @@ class Watcher:
             config = _settings_sig(self.layout)
             if self.reopen is not None and config != self._config:
                 self.mem, self._config = self.reopen(), config
-            report = sync(self.mem)
+            report = sync(self.mem, fill=False)  # vectors a change leaves missing: the background fill's, not the watcher's
+            fill_later(self.layout, self.mem.embedder, self.mem.settings.background_embed)
         except MemtoolError as exc:  # reported; the next change retries
             if not self.layout.memory_dir.is_dir():
                 self._missing()  # memory/ went away before the sync took the lock (which does not make it again)

@@ -33,6 +33,7 @@ def isolated_home(tmp_path, monkeypatch):
             monkeypatch.delenv(var)
     for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("MEMTOOL_BACKGROUND_EMBED", "false")  # no detached vector fill (memtool/search/fill.py) unless a test asks
     return root
 
 

@@ -230,7 +230,7 @@ def test_memory_gone_during_a_sync_is_a_warning(root, tmp_path, monkeypatch):
     warnings: list[str] = []
     watcher = Watcher(mem_with(root), on_warning=warnings.append)
 
-    def sync_while_moved(mem):
+    def sync_while_moved(mem, **kw):
         os.rename(root / "memory", tmp_path / "away")
         raise FileNotFoundError(2, "No such file or directory", str(root / "memory/index/index.json"))
 
@@ -239,7 +239,7 @@ def test_memory_gone_during_a_sync_is_a_warning(root, tmp_path, monkeypatch):
     assert len(warnings) == 1 and "is gone" in warnings[0]
     os.rename(tmp_path / "away", root / "memory")
 
-    def sync_missing_file(mem):
+    def sync_missing_file(mem, **kw):
         raise FileNotFoundError(2, "No such file or directory", str(root / "memory/index/index.json"))
 
     monkeypatch.setattr(watch_mod, "sync", sync_missing_file)

@@ -63,15 +63,47 @@ def _render(report, as_json: bool) -> None:
 def reindex(
     ctx: typer.Context,
     full: bool = typer.Option(False, "--full", help="Rebuild everything: index.json, every embedding, the search cache."),
+    vectors: bool = typer.Option(False, "--vectors", help="Only embed the search cache's documents that have no vector yet (a batch per transaction)."),
+    background: bool = typer.Option(False, "--background", hidden=True, help="As the background fill a search starts: one at a time, at low priority."),
+    batch: int = typer.Option(C.FILL_BATCH, "--batch", min=1, help="With --vectors: documents embedded per transaction (what an interruption keeps)."),
     as_json: bool = typer.Option(False, "--json", help="Print the sync report as JSON."),
 ) -> None:
-    """Bring index.json, the embeddings and the search cache in line with the files (only what changed)."""
+    """Bring index.json, the embeddings and the search cache in line with the files (only what changed),
+    then embed the search cache's documents that have no vector yet."""
+    if vectors:
+        return _fill(ctx, background, batch, as_json)
     from memtool.sync import sync
 
     mem = open_from(ctx)
     with _progress(not as_json) as progress:
         report = sync(mem, full=full, progress=progress)
     _render(report, as_json)
+
+
+def _fill(ctx: typer.Context, background: bool, batch: int, as_json: bool) -> None:
+    """`reindex --vectors`: the vector fill (memtool/search/fill.py) alone, in the foreground with
+    progress, or as the background fill a search started (its output goes to memory/.cache/embed.log)."""
+    from datetime import datetime
+
+    from memtool.search.fill import fill_vectors, run_background
+    from memtool.search.store import refresh_index
+
+    mem = open_from(ctx)
+    problems: list[str] = []
+    refresh_index(mem.layout, mem.embedder, errors=problems)  # the documents as the files are now (words only: cheap)
+    if background:
+        run_background(mem.layout, mem.embedder, lambda line: typer.echo(f"{datetime.now():%Y-%m-%d %H:%M:%S} {line}"))
+        return
+    with _progress(not as_json) as progress:
+        step = (lambda done, total: progress("embedding documents", done, total)) if progress else None
+        report = fill_vectors(mem.layout, mem.embedder, step, batch, from_end=True)
+    report.errors[:0] = problems
+    if as_json:
+        print_json(vars(report))
+        return
+    typer.echo(f"{report.filled} documents embedded, {report.left} without a vector")
+    for problem in report.errors:
+        warn(problem)
 
 
 def reembed(

@@ -592,6 +592,7 @@ def _apply(
     removed: list[str],
     transcripts: dict[str, str] | None,
 ) -> None:
+    unvectored_before = 0 if rebuild else int(_meta(conn).get("vectors_missing", "0"))
     if rebuild:
         for table in (*REBUILT_TABLES, "meta"):
             conn.execute(f"DROP TABLE IF EXISTS {table}")
@@ -650,8 +651,18 @@ def _apply(
         "newer": json.dumps(newer),
         "generation": uuid.uuid4().hex,
         "dim": str(embedder.dim),
+        "vectors_missing": "0",
+        "vectors_total": "0",
     }
+    if unvectored_before or any(k not in vectors for k in keys):  # what the vector fill has left to do
+        meta["vectors_missing"], meta["vectors_total"] = map(str, vector_gap(conn))
     conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
+
+
+def vector_gap(conn: sqlite3.Connection) -> tuple[int, int]:
+    """(documents without a vector, documents) in the store as `conn` sees it."""
+    missing = conn.execute("SELECT count(*) FROM docs WHERE id NOT IN (SELECT id FROM docvecs)").fetchone()[0]
+    return missing, conn.execute("SELECT count(*) FROM docs").fetchone()[0]
 
 
 def _archive_reader(layout: Layout) -> Layout:
@@ -734,8 +745,8 @@ def _postings(flat: list[str], lengths: np.ndarray, first: int) -> Iterator[tupl
     """(term, its document ids ascending, how often each holds it) of documents first, first + 1, ...
     whose terms are `flat` in turn (`lengths` of them each): counted in numpy over (term id, document)
     pairs, no loop per posting."""
-    vocab: dict[str, int] = {}
-    tid = np.fromiter((vocab.setdefault(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat))
+    vocab = {t: i for i, t in enumerate(dict.fromkeys(flat))}  # term ids in first-seen order
+    tid = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
     n = max(lengths.size, 1)
     pairs, tfs = np.unique(tid * n + np.repeat(np.arange(lengths.size, dtype=np.int64), lengths), return_counts=True)
     term_of = pairs // n
@@ -770,8 +781,11 @@ def _embed(
 ) -> dict[str, np.ndarray]:
     """A vector for every document key the store does not hold yet for this model: from `known`, an
     entry's embedding file, else embedded now (entries first: their vectors average their kept
-    transcripts' passages, which the chunks then reuse). If the embedder fails, the rest stay without
-    a vector, said in `errors`: words still find them, and a later refresh embeds them."""
+    transcripts' passages, which the chunks then reuse). Only when at most EMBED_INLINE_MAX keys
+    are missing: more (a fresh clone, a new model, a bulk import of transcripts) are left without a
+    vector for the vector fill (memtool/search/fill.py), which reads the entries' files and embeds
+    the rest in batches, each committed; words find them meanwhile. If the embedder fails, the rest stay without
+    a vector, said in `errors`: words still find them, and a later fill embeds them."""
     model = embedder.model
     held: set[str] = set()
     wanted = list(dict.fromkeys(keys))
@@ -790,6 +804,8 @@ def _embed(
         if key in known.vectors:
             put(key, known.vectors[key])
     missing = [(d, k) for d, k in zip(docs, keys) if k not in held and k not in added]
+    if len(dict.fromkeys(k for _, k in missing)) > C.EMBED_INLINE_MAX:
+        missing = []  # left to the vector fill, entries' embedding files too (10,000 of them take a second to read)
     store = Store(layout)
     todo_entries: list[tuple[Doc, str]] = []
     for d, k in missing:
@@ -808,6 +824,7 @@ def _embed(
             out[k] = np.frombuffer(blob, dtype="<f2").astype(np.float32)
         return out
 
+    chunks = list(dict.fromkeys((k, d.index_text) for d, k in missing if d.kind != "entry" and k not in added))
     try:
         for s in range(0, len(todo_entries), ENTRY_BATCH):
             part = todo_entries[s : s + ENTRY_BATCH]
@@ -819,7 +836,7 @@ def _embed(
                 put(k, v)
             if progress:
                 progress(len(part))
-        chunks = list(dict.fromkeys((k, d.index_text) for d, k in missing if d.kind != "entry" and k not in added))
+        chunks = [(k, t) for k, t in chunks if k not in added]  # passages the entries above embedded
         for s in range(0, len(chunks), EMBED_STEP):
             part = chunks[s : s + EMBED_STEP]
             for (k, _), v in zip(part, embedder.embed_documents([t for _, t in part])):
@@ -894,6 +911,8 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
                 held = {t for (t,) in conn.execute("SELECT DISTINCT term FROM postings")}
                 ws = [w for (w,) in conn.execute("SELECT word FROM words")]
                 conn.executemany("DELETE FROM words WHERE word = ?", [(w,) for w, stem in zip(ws, stem_words(ws)) if stem not in held])
+            if _meta(conn).get("vectors_missing", "0") != "0":  # the vector fill's count, without the documents removed
+                conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", zip(("vectors_missing", "vectors_total"), map(str, vector_gap(conn))))
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (uuid.uuid4().hex,))
             conn.execute("DELETE FROM access WHERE id IN (SELECT value FROM json_each(?))", (ids,))
             conn.execute("DELETE FROM day_words")

@@ -1,0 +1,291 @@
+"""The vector fill: documents of the derived store that have no vector yet get one, a batch per
+transaction, so a search never waits for embedding.
+
+A change set (memtool/search/store.py) takes the vectors it has without reading or embedding: the
+store's own (keyed by model and content hash) and those a compress or a sync just computed. When
+at most EMBED_INLINE_MAX keys are still missing (a new entry, a log line) it reads the entries'
+embedding files and embeds the rest itself; more (a fresh clone, a new model, a bulk import of
+transcripts) are left here, so the first search on a fresh clone answers from words. Until they
+are filled, search ranks by words plus the vectors there are, and says so (`fill_note`).
+
+`fill_vectors` first takes each entry's vector from its versioned embedding file where the file is
+of this model and this content (made here or on another machine: nothing is embedded again), then
+embeds FILL_BATCH documents at a time; each batch is committed as one transaction
+(their vectors by model and key, and each document's row in `docvecs`): an interrupted fill keeps
+every batch it committed, and the next one starts with what is still missing. The embedding itself
+runs outside any transaction, so searches and change sets go on meanwhile. It runs in the
+foreground in `memory reindex`, or in the background: a search that finds vectors missing starts
+one detached `memory reindex --vectors --background` (setting `background_embed`), which holds
+memory/.cache/embed.lock for its life; a search that finds it held, or a start marker younger than
+FILL_START_GRACE_S, starts none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import numpy as np
+
+from memtool import constants as C
+from memtool.dayfile import read_day
+from memtool.errors import DimensionMismatch, ProviderError, StorageError, StoreCorrupt
+from memtool.models import Entry
+from memtool.search.store import WRITE_WAIT_S, SearchIndex, _archive_reader, _meta, connect, entry_vector_key, store_path, vector_gap
+from memtool.session_vectors import entry_vectors, kept_sessions
+from memtool.store import Layout, Store
+
+Progress = Callable[[int, int], None]  # (documents filled so far, documents that had no vector)
+
+
+@dataclass
+class FillReport:
+    filled: int = 0  # documents given a vector
+    left: int = 0  # documents still without one
+    errors: list[str] = field(default_factory=list)
+
+
+def fill_vectors(layout: Layout, embedder, progress: Progress | None = None, batch: int = C.FILL_BATCH, from_end: bool = False) -> FillReport:
+    """Give the store's documents that have no vector one: first the entries whose versioned
+    embedding file holds a current vector of this model (read, not embedded), then the rest embedded
+    `batch` at a time; each batch committed on its own. `from_end`: newest documents first (a
+    foreground fill running beside a background one, which starts from the oldest: the two meet
+    instead of doing the same work). Stops at the first embedder failure (said in `errors`: what is
+    left waits for the next fill)."""
+    report = FillReport()
+    path = store_path(layout)
+    if not path.is_file() or hasattr(embedder, "reason"):  # no store yet, or an embedder this machine cannot run
+        return report
+    conn = connect(path, timeout=WRITE_WAIT_S)
+    try:
+        if _meta(conn).get("model") != embedder.model:
+            return report  # built for another model: the next refresh rebuilds it
+        report.left, _ = vector_gap(conn)
+        total = report.left
+        for entries_only, size in ((True, C.FILL_FILES_BATCH), (False, batch)):
+            for rows in _missing(conn, size, from_end, entries_only):
+                try:
+                    vectors = _from_files(layout, embedder, rows) if entries_only else _embed_rows(conn, layout, embedder, rows)
+                except ProviderError as exc:
+                    report.errors.append(f"{report.left} documents have no vector yet ({exc}); search finds them by their words")
+                    report.left = _settle(conn)
+                    return report
+                done = _commit(conn, embedder.model, vectors)
+                if done is None:
+                    return report  # the store was rebuilt for another model meanwhile
+                report.filled += done
+                report.left = max(report.left - done, 0)
+                if progress:
+                    progress(report.filled, total)
+        report.left = _settle(conn)
+    finally:
+        conn.close()
+    return report
+
+
+def _missing(conn: sqlite3.Connection, size: int, from_end: bool, entries_only: bool) -> Iterator[list[tuple]]:
+    """Batches of (id, kind, ref, source, text, vkey) of documents without a vector, in id order (or
+    from the newest), read again after each batch: a change set meanwhile is seen."""
+    order, cmp = ("DESC", "<") if from_end else ("ASC", ">")
+    kind = "AND kind = 'entry'" if entries_only else ""
+    cursor = None
+    while True:
+        after = f"AND id {cmp} ?" if cursor is not None else ""
+        rows = conn.execute(
+            f"SELECT id, kind, ref, source, text, vkey FROM docs WHERE id NOT IN (SELECT id FROM docvecs) {kind} {after} ORDER BY id {order} LIMIT ?",
+            (*([cursor] if cursor is not None else []), size),
+        ).fetchall()
+        if not rows:
+            return
+        cursor = rows[-1][0]
+        yield rows
+
+
+def _entries(layout: Layout, rows: list[tuple]) -> Iterator[tuple[Layout, list[Entry]]]:
+    """The entries of these entry documents, as their day files hold them now (one whose content
+    changed since is left to the next change set), with the layout their files are under."""
+    for source in dict.fromkeys(r[3] for r in rows if r[1] == "entry"):
+        wanted = {r[2]: r[5] for r in rows if r[1] == "entry" and r[3] == source}
+        try:
+            entries = [e for e in read_day(layout.root / source) if e.id in wanted and entry_vector_key(e) == wanted[e.id]]
+        except (OSError, StoreCorrupt, UnicodeDecodeError):
+            continue  # changed or damaged since: the next change set reads it again
+        archived = (layout.root / source).parent.parent.parent == layout.archive_dir  # memory/archive/YYYY/index/
+        if entries:
+            yield (_archive_reader(layout) if archived else layout), entries
+
+
+def _from_files(layout: Layout, embedder, rows: list[tuple]) -> dict[str, np.ndarray]:
+    """Entry vectors from their versioned embedding files (made here or on another machine), where
+    the file is of this model and this content: nothing is embedded."""
+    out: dict[str, np.ndarray] = {}
+    for lay, entries in _entries(layout, rows):
+        store = Store(lay)
+        for e in entries:
+            try:
+                vec = store.vector_for(e, embedder.model, embedder.dim)
+            except DimensionMismatch:
+                continue  # another model's: embedded in the second pass
+            if vec is not None:
+                out[entry_vector_key(e)] = vec
+    return out
+
+
+def _embed_rows(conn: sqlite3.Connection, layout: Layout, embedder, rows: list[tuple]) -> dict[str, np.ndarray]:
+    """Vectors (by key) for these documents: passages and Markdown chunks embedded from their text,
+    entries as a compress makes them (the mean of their kept transcript's passages, or their fields)."""
+    keys = list(dict.fromkeys(r[5] for r in rows))
+    model = embedder.model
+    held = {
+        k: np.frombuffer(v, dtype="<f2").astype(np.float32)
+        for k, v in conn.execute("SELECT key, vec FROM vectors WHERE model = ? AND key IN (SELECT value FROM json_each(?))", (model, json.dumps(keys)))
+    }
+    out: dict[str, np.ndarray] = dict(held)  # another fill, or a change set, got there first
+    texts = {r[5]: r[4] for r in rows if r[1] != "entry" and r[5] not in held}
+    if texts:
+        out.update(zip(texts, np.asarray(embedder.embed_documents(list(texts.values())), dtype=np.float32)))
+    for lay, entries in _entries(layout, [r for r in rows if r[5] not in held]):
+        vecs, passages = entry_vectors(embedder, entries, kept_sessions(lay, entries), known=lambda ks: {k: out[k] for k in ks if k in out})
+        out.update(passages)
+        out.update((entry_vector_key(e), v) for e, v in zip(entries, vecs))
+    return out
+
+
+def _commit(conn: sqlite3.Connection, model: str, vectors: dict[str, np.ndarray]) -> int | None:
+    """One transaction: the vectors, and a `docvecs` row for each document (by now) of their keys
+    that has none. Returns the documents given a vector, or None when the store is of another model now."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if _meta(conn).get("model") != model:
+            conn.execute("ROLLBACK")
+            return None
+        conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", [(model, k, v.astype("<f2").tobytes()) for k, v in vectors.items()])
+        done = conn.execute(
+            "INSERT OR IGNORE INTO docvecs SELECT d.id, v.vec FROM docs d JOIN vectors v ON v.model = ? AND v.key = d.vkey "
+            "WHERE d.vkey IN (SELECT value FROM json_each(?)) AND d.id NOT IN (SELECT id FROM docvecs)",
+            (model, json.dumps(list(vectors))),
+        ).rowcount
+        left = max(int(_meta(conn).get("vectors_missing", "0")) - done, 0)
+        conn.executemany(
+            "INSERT OR REPLACE INTO meta VALUES (?, ?)", [("vectors_missing", str(left)), ("generation", uuid.uuid4().hex)]
+        )  # a new generation: an open search view reads the columns (and its vector matrix) again
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return done
+
+
+def _settle(conn: sqlite3.Connection) -> int:
+    """Count what is left (the running count drifts when change sets ran beside the fill), record it."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        missing, total = vector_gap(conn)
+        conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [("vectors_missing", str(missing)), ("vectors_total", str(total))])
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return missing
+
+
+# -- the background fill ---------------------------------------------------------------------------
+def index_gap(index: SearchIndex) -> tuple[int, int]:
+    """(documents without a vector, documents) as the change sets and fills last recorded them; read
+    inside the view's read transaction."""
+    meta = dict(index.conn.execute("SELECT key, value FROM meta WHERE key IN ('vectors_missing', 'vectors_total')").fetchall())
+    return int(meta.get("vectors_missing", "0")), int(meta.get("vectors_total", "0"))
+
+
+def filling(layout: Layout) -> bool:
+    """Whether a background fill holds the fill lock now."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(layout.cache_dir / C.FILL_LOCK), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return True
+    lock.release()
+    return False
+
+
+def start_fill(layout: Layout) -> bool:
+    """Start the background fill (a detached `memory reindex --vectors --background`) unless one runs
+    or was started less than FILL_START_GRACE_S ago. Returns whether one was started."""
+    from memtool.fsutil import locked
+
+    marker = layout.cache_dir / C.FILL_STARTED
+    try:
+        with locked(layout.cache_dir / f"{C.FILL_STARTED}.lock", timeout=5):
+            if filling(layout):
+                return False
+            try:
+                if time.time() - marker.stat().st_mtime < C.FILL_START_GRACE_S:
+                    return False
+            except FileNotFoundError:
+                pass
+            marker.touch()
+            cmd = [sys.executable, "-m", "memtool", "--root", str(layout.root), "reindex", "--vectors", "--background"]
+            kwargs: dict = {"start_new_session": True} if os.name == "posix" else {"creationflags": getattr(subprocess, "DETACHED_PROCESS", 0)}
+            with open(layout.cache_dir / C.FILL_LOG, "ab") as log:
+                subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(layout.root), close_fds=True, **kwargs)
+    except (OSError, StorageError):  # LockBusy too
+        return False  # a read-only folder, a start lock held long: the search answers all the same, and says how to fill
+    return True
+
+
+def run_background(layout: Layout, embedder, log: Callable[[str], None]) -> FillReport | None:
+    """The background fill's body: the fill lock held for its whole life (None when another holds
+    it), at a lower priority than the user's own work."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(layout.cache_dir / C.FILL_LOCK), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return None
+    try:
+        if hasattr(os, "nice"):
+            os.nice(C.FILL_NICE)
+        log(f"pid {os.getpid()}: filling the search cache's missing vectors ({embedder.model})")
+        report = fill_vectors(layout, embedder)
+        log(f"pid {os.getpid()}: {report.filled} vectors filled, {report.left} left" + "".join(f"; {e}" for e in report.errors))
+        return report
+    finally:
+        lock.release()
+
+
+def fill_later(layout: Layout, embedder, allowed: bool) -> bool:
+    """After a change set made outside a search (a watched change): start the background fill if
+    the store has documents without a vector and it is `allowed` (setting `background_embed`)."""
+    path = store_path(layout)
+    if not allowed or hasattr(embedder, "reason") or not path.is_file():
+        return False
+    conn = connect(path)
+    try:
+        missing = int(_meta(conn).get("vectors_missing", "0"))
+    finally:
+        conn.close()
+    return bool(missing) and start_fill(layout)
+
+
+def fill_note(layout: Layout, missing: int, total: int, started: bool) -> str:
+    """What a search says while vectors are missing."""
+    have = total - missing
+    share = f"{have:,} of {total:,} documents have vectors ({100 * have // max(total, 1)}%)"
+    if started or filling(layout):
+        how = "the rest are being embedded in the background (`memory reindex` embeds them now, with progress)"
+    else:
+        how = "`memory reindex` embeds the rest (with progress)"
+    return f"semantic ranking is partial: {share}; word matches are complete; {how}"
+
+
+__all__ = ["FillReport", "fill_vectors", "fill_later", "fill_note", "filling", "index_gap", "run_background", "start_fill"]

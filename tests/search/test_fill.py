@@ -1,0 +1,211 @@
+"""The vector fill (memtool/search/fill.py): a fresh clone (no memory/.cache) answers its first
+search from words without embedding anything, the missing vectors are filled a batch per
+transaction (an interrupted fill keeps what it committed), entries' versioned embedding files are
+reused, and one background fill runs at a time."""
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from filelock import FileLock
+
+from memtool import constants as C
+from memtool.app import open_memory
+from memtool.chunking import chunk_lines
+from memtool.memory import Session
+from memtool.scaffold import init
+from memtool.search.engine import Query
+from memtool.search.fill import fill_vectors
+from memtool.search.store import discard, store_path
+from memtool.store import Layout
+from tests.conftest import RecordingEmbedder
+
+WORDS = "billing postgres kafka consumer redis cache deploy grafana alert terraform oauth token webhook stripe invoice".split()
+PEOPLE = "Alice Bob Carol Dana".split()
+
+
+def session(rng: random.Random, lines: int = 30) -> str:
+    return "\n".join(
+        f"{rng.choice(PEOPLE)}: we moved the {' '.join(rng.sample(WORDS, 3))} job {rng.randint(1, 999)} because it was slow." for _ in range(lines)
+    )
+
+
+def build(root, embedder, n: int, lines: int = 30) -> list:
+    init(root)
+    rng = random.Random(n)
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    mem = open_memory(root, embedder=embedder)
+    return mem.compress_many([Session(text=session(rng, lines), when=start + timedelta(hours=7 * i), session=f"s{i}") for i in range(n)]).entries
+
+
+def ranked(mem, text):
+    return [(h.id, h.kind, round(h.score, 4)) for h in mem.search(Query(text=text, limit=8))]
+
+
+def store_rows(root, sql):
+    conn = sqlite3.connect(store_path(Layout(root)))
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def meta(root) -> dict:
+    return dict(store_rows(root, "SELECT key, value FROM meta"))
+
+
+QUERIES = ("billing postgres", "kafka consumer lag", "stripe webhook invoice", "grafana alert Dana")
+
+
+def test_a_fresh_clone_answers_from_words_at_once_and_the_fill_gives_the_same_ranking(root):
+    built = RecordingEmbedder()
+    entries = build(root, built, 12)
+    complete = {q: ranked(open_memory(root, embedder=built), q) for q in QUERIES}  # vectors made at compress
+    discard(open_memory(root).layout)  # a fresh clone: no memory/.cache
+
+    clone = RecordingEmbedder()
+    mem = open_memory(root, embedder=clone)
+    found = mem.search("billing postgres")
+    assert found.hits and clone.texts == []  # answered from words: nothing embedded before it
+    assert any("semantic ranking is partial: 0 of" in w and "`memory reindex` embeds the rest" in w for w in found.warnings)
+    missing, total = int(meta(root)["vectors_missing"]), int(meta(root)["vectors_total"])
+    assert missing == total > C.EMBED_INLINE_MAX
+
+    report = fill_vectors(mem.layout, clone, batch=16)
+    assert (report.filled, report.left, report.errors) == (total, 0, [])
+    assert meta(root)["vectors_missing"] == "0"
+    again = open_memory(root, embedder=RecordingEmbedder())
+    assert not [w for w in again.search("billing postgres").warnings if "semantic" in w]
+    assert {q: ranked(again, q) for q in QUERIES} == complete  # the ranking of a store whose vectors were never missing
+    assert len(entries) == 12
+
+
+def test_entry_embedding_files_are_reused_not_embedded_again(root):
+    entries = build(root, RecordingEmbedder(), 10)
+    discard(open_memory(root).layout)
+    clone = RecordingEmbedder()
+    mem = open_memory(root, embedder=clone)
+    mem.index()
+    fill_vectors(mem.layout, clone, batch=8)
+    passages = {c.text for e in entries for c in chunk_lines(mem.layout.transcript_file(e.id).read_text())}
+    assert sorted(clone.texts) == sorted(passages)  # each passage embedded once; no entry embedded (their files were read)
+    rows = store_rows(root, "SELECT d.ref, v.vec FROM docs d JOIN docvecs v ON v.id = d.id WHERE d.kind = 'entry'")
+    assert len(rows) == len(entries)
+    for ref, blob in rows:
+        stored = mem.store.vector_for(mem.store.get(ref), clone.model, clone.dim)
+        assert np.allclose(np.frombuffer(blob, dtype="<f2").astype(np.float32), stored, atol=1e-3)
+
+
+def test_a_fill_picks_up_after_an_embedder_failure(root):
+    build(root, RecordingEmbedder(), 10)
+    discard(open_memory(root).layout)
+    failing = RecordingEmbedder(fail_after=2)
+    mem = open_memory(root, embedder=failing)
+    mem.index()
+    first = fill_vectors(mem.layout, failing, batch=8)
+    assert first.filled > 0 and first.left > 0 and "search finds them by their words" in first.errors[0]
+    assert int(meta(root)["vectors_missing"]) == first.left
+    kept = {t for t in failing.texts}
+    rest = RecordingEmbedder()
+    second = fill_vectors(mem.layout, rest)
+    assert (second.filled, second.left) == (first.left, 0)
+    assert kept.isdisjoint(rest.texts)  # what the first fill committed is not embedded again
+
+
+@pytest.fixture
+def wordllama_clone(root, model_cache, env):
+    """A store of 160 sessions with kept transcripts, its vectors WordLlama's, cloned without
+    memory/.cache; and the environment for `memory` subprocesses on it."""
+    build(root, "wordllama", 160, lines=40)
+    discard(open_memory(root, embedder="wordllama").layout)
+    return root, env
+
+
+def test_an_interrupted_fill_keeps_its_committed_batches(wordllama_clone):
+    root, env = wordllama_clone
+    path = store_path(Layout(root))
+    filler = subprocess.Popen(
+        [sys.executable, "-m", "memtool", "reindex", "--vectors", "--batch", "32"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and filler.poll() is None:
+            try:
+                if store_rows(root, "SELECT count(*) FROM docvecs")[0][0] >= 160 + 3 * 32:  # the entries' vectors from files, 3 batches
+                    break
+            except sqlite3.OperationalError:
+                pass  # no store yet: the fill's refresh is building it
+
+            time.sleep(0.005)
+        conn = sqlite3.connect(path, timeout=60)
+        conn.execute("BEGIN IMMEDIATE")  # the filler's next commit waits here, and is killed waiting
+        committed = conn.execute("SELECT count(*) FROM docvecs").fetchone()[0]
+        total = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+        assert filler.poll() is None and 160 + 3 * 32 <= committed < total, "the fill ended before it could be interrupted"
+        time.sleep(0.3)
+        filler.send_signal(signal.SIGKILL)
+        filler.wait()
+        conn.execute("ROLLBACK")
+        conn.close()
+    finally:
+        if filler.poll() is None:
+            filler.kill()
+            filler.wait()
+    assert store_rows(root, "PRAGMA integrity_check") == [("ok",)]
+    assert store_rows(root, "SELECT count(*) FROM docvecs")[0][0] == committed  # every committed batch kept
+    mismatched = store_rows(root, "SELECT count(*) FROM docs d JOIN docvecs dv ON dv.id = d.id JOIN vectors v ON v.key = d.vkey WHERE v.vec != dv.vec")
+    assert mismatched == [(0,)]
+    search = subprocess.run([sys.executable, "-m", "memtool", "search", "billing postgres"], cwd=root, env=env, capture_output=True, text=True)
+    assert search.returncode == 0 and "semantic ranking is partial" in search.stderr
+    again = subprocess.run([sys.executable, "-m", "memtool", "reindex", "--vectors"], cwd=root, env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == f"{total - committed} documents embedded, 0 without a vector"  # it went on from there
+
+
+def test_one_background_fill_at_a_time_and_a_search_never_waits_for_it(wordllama_clone):
+    root, env = wordllama_clone
+    env = {**env, "MEMTOOL_BACKGROUND_EMBED": "true"}
+    layout = Layout(root)
+    layout.cache_dir.mkdir(exist_ok=True)
+    lock = FileLock(str(layout.cache_dir / C.FILL_LOCK))
+    lock.acquire()  # as a running fill holds it
+    try:
+        held = subprocess.run([sys.executable, "-m", "memtool", "search", "billing postgres"], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        lock.release()
+    assert held.returncode == 0 and "being embedded in the background" in held.stderr
+    assert not (layout.cache_dir / C.FILL_LOG).exists()  # no fill was started beside the running one
+
+    searches = [subprocess.Popen([sys.executable, "-m", "memtool", "search", q], cwd=root, env=env, stderr=subprocess.PIPE, text=True) for q in QUERIES[:2]]
+    said = [s.stderr.read() for s in searches if s.wait(timeout=120) == 0]
+    assert len(said) == 2 and any("semantic ranking is partial" in e for e in said)  # the later may find the fill done already
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and meta(root).get("vectors_missing") != "0":
+        time.sleep(0.1)
+    assert meta(root)["vectors_missing"] == "0"
+    while time.monotonic() < deadline and " left" not in (layout.cache_dir / C.FILL_LOG).read_text():
+        time.sleep(0.1)
+    log = (layout.cache_dir / C.FILL_LOG).read_text()
+    assert log.count("filling the search cache's missing vectors") == 1, log
+    assert ", 0 left" in log
+    done = subprocess.run([sys.executable, "-m", "memtool", "search", "billing postgres"], cwd=root, env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "semantic ranking is partial" not in done.stderr
+
+
+def test_reindex_fills_every_vector_with_the_sync(root):
+    build(root, RecordingEmbedder(), 10)
+    discard(open_memory(root).layout)
+    from memtool.sync import sync
+
+    rec = RecordingEmbedder()
+    report = sync(open_memory(root, embedder=rec))
+    assert report.filled == int(meta(root)["vectors_total"]) and meta(root)["vectors_missing"] == "0"
+    assert "search vectors filled" in report.line()
+    assert os.path.exists(store_path(Layout(root)))
