@@ -13,8 +13,9 @@ compressor, transcripts kept as by default), with the embedder `--embedder` name
 - `wordllama`: everything real.
 Then, on the same queries:
 - import_s: `compress_many` of all the sessions, which ends by building the search cache;
-- build_s: that cache built again from the files alone (memory/.cache/memtool.sqlite, its vectors
-  with it, removed first), as `memory reindex --full` or a first search on a cloned store does;
+- build_s / build_rss_mb: that cache built again from the files alone (memory/.cache/memtool.sqlite,
+  its vectors with it, removed first), as `memory reindex --full` or a first search on a cloned store
+  does, in a new process (`--rebuild ROOT`), and that process's peak RSS;
 - search_p50/p95_ms: in-process `Memory.search`, query embedding excluded (timed separately as
   embed_query_ms; with both embedders' semantic stage every search embeds its query);
 - delta_search_p50/p95_ms: the same searches once 3 more sessions were compressed, each its own
@@ -204,15 +205,31 @@ def timed_searches(mem, texts: list[str], vectors: dict[str, np.ndarray]) -> lis
     return out
 
 
+def rebuild(root: Path, embedder_name: str) -> float:
+    """The derived store built again from the files alone (its vectors with it); seconds."""
+    discard(Layout(root))
+    mem = open_memory(root, embedder=embedder_for(embedder_name))
+    t = time.perf_counter()
+    mem.index()
+    return time.perf_counter() - t
+
+
+def rebuild_in_child(root: Path, embedder_name: str) -> tuple[float, float]:
+    """(seconds, peak RSS MB) of `rebuild` in a new process: this one holds the import's memory."""
+    cmd = [sys.executable, "-c", _WRAPPER, sys.executable, __file__, "--rebuild", str(root), "--embedder", embedder_name]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"rebuild failed: {out.stderr}")
+    kb = int(out.stdout.split()[1])
+    return float((root / "rebuild-s.txt").read_text()), kb / 1024
+
+
 def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name: str = "e5") -> dict:
     root = workdir / f"store-{n}"
     embedder = embedder_for(embedder_name)
     import_s = build_store(root, n, seed=n, embedder=embedder)
-    discard(Layout(root))  # the derived store, its vectors with it
+    build_s, build_rss_mb = rebuild_in_child(root, embedder_name)
     mem = open_memory(root, embedder=embedder)
-    t = time.perf_counter()
-    mem.index()
-    build_s = time.perf_counter() - t
     rng = random.Random(1)
     texts = [" ".join(rng.sample(TOPICS, rng.randint(2, 4))) + f" {rng.choice(PEOPLE)}" for _ in range(queries)]
     embed_ms, naive_ms = [], []
@@ -244,6 +261,7 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name:
         "import_s": round(import_s, 1),
         "import_ms_per_session": round(import_s * 1000 / n, 2),
         "build_s": round(build_s, 2),
+        "build_rss_mb": round(build_rss_mb, 1),
         "search_p50_ms": round(percentile(search_ms, 50), 2),
         "search_p95_ms": round(percentile(search_ms, 95), 2),
         "delta_search_p50_ms": round(percentile(delta_ms, 50), 2),
@@ -274,7 +292,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
         help="the store's embedder (default: e5 where it runs, as `auto` picks for a new store)",
     )
     p.add_argument("--workdir", type=Path, default=None, help="keep the stores here (default: a temp folder, removed)")
+    p.add_argument("--rebuild", type=Path, default=None, help=argparse.SUPPRESS)  # the child of rebuild_in_child
     args = p.parse_args(argv)
+    if args.rebuild:
+        seconds = rebuild(args.rebuild, args.embedder)
+        (args.rebuild / "rebuild-s.txt").write_text(str(seconds))
+        return []
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memtool-scale-"))
     results = []
     for n in (int(x) for x in args.sizes.split(",")):
@@ -288,6 +311,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "docs",
         "import_ms_per_session",
         "build_s",
+        "build_rss_mb",
         "search_p50_ms",
         "search_p95_ms",
         "delta_search_p50_ms",
