@@ -317,6 +317,7 @@ class SearchIndex:
         self.conn = connect(path)
         self.stale = False  # read while another process was changing it (open_index)
         self.generation = ""
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         with self.reading():
             pass
 
@@ -329,6 +330,7 @@ class SearchIndex:
             row = self.conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
             if row is None or row[0] != self.generation:
                 self._load()
+            self._postings = {}  # a term's postings, read once per search (the typo check and BM25 both ask)
             yield self
         finally:
             self.conn.execute("COMMIT")
@@ -353,22 +355,35 @@ class SearchIndex:
         self.alive = cols["alive"] & (cols["archived"] == 0) if not self.archive else np.ascontiguousarray(cols["alive"])
         self.live = int(self.alive.sum())
         self.avgdl = float(self.length[self.alive].sum()) / max(self.live, 1)
+        self.norm = (K1 * (1 - B) + K1 * B / (self.avgdl or 1.0) * self.length).astype(np.float32)  # BM25's length term per document
         self._dictionary: frozenset[str] | None = None
         self._matrix: np.ndarray | None = None
         self.dim = int(meta.get("dim", "0"))
+        # vectors read so far in this snapshot, by document id (a process that searches again reads
+        # only the candidates it has not read yet); rows are allocated on first touch
+        self._held_vecs = np.zeros((self.n, self.dim), dtype="<f2")
+        self._held = np.zeros(self.n, dtype=bool)
 
     def close(self) -> None:
         self.conn.close()
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """The live documents holding `term`, and how often each holds it."""
+        """The live documents holding `term`, and how often each holds it (read once per `reading`)."""
+        held = self._postings.get(term)
+        if held is None:
+            held = self._postings[term] = self._read_postings(term)
+        return held
+
+    def _read_postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         rows = self.conn.execute("SELECT docs, tfs FROM postings WHERE term = ? ORDER BY rowid", (term,)).fetchall()
         if not rows:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint16)
-        docs = np.concatenate([np.frombuffer(d, dtype="<i4") for d, _ in rows])
-        tfs = np.concatenate([np.frombuffer(t, dtype="<u2") for _, t in rows])
-        keep = docs < self.n  # a document added after this snapshot's columns (cannot happen in one transaction)
-        keep[keep] = self.alive[docs[keep]]
+        docs = np.frombuffer(b"".join(d for d, _ in rows), dtype="<i4")
+        tfs = np.frombuffer(b"".join(t for _, t in rows), dtype="<u2")
+        if docs.size and int(docs.max()) >= self.n:  # a document added after this snapshot's columns (cannot happen in one transaction)
+            keep = docs < self.n
+            docs, tfs = docs[keep], tfs[keep]
+        keep = self.alive[docs]
         return docs[keep], tfs[keep]
 
     def doc_freq(self, term: str) -> int:
@@ -387,8 +402,7 @@ class SearchIndex:
                 continue
             idf = math.log(1 + (self.live - docs.size + 0.5) / (docs.size + 0.5))
             tf = tfs.astype(np.float32)
-            norm = (K1 * (1 - B) + K1 * B / self.avgdl * self.length[docs]).astype(np.float32)
-            out[docs] += np.float32(weight * idf) * tf / (tf + norm)
+            out[docs] += np.float32(weight * idf) * tf / (tf + self.norm[docs])
         return out
 
     def dictionary(self) -> frozenset[str]:
@@ -428,11 +442,19 @@ class SearchIndex:
         return self._matrix @ qvec.astype(np.float32)
 
     def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """Cosine of documents `ids` (ascending) with the query: only their vectors are read."""
+        """Cosine of documents `ids` (ascending) with the query (0 for one without a vector): only
+        their vectors are read, and only those this snapshot has not read before."""
         out = np.zeros(ids.size, dtype=np.float32)
-        at, vecs = self._vectors(ids)
-        if at.size and vecs.shape[1] == qvec.shape[0]:
-            out[np.searchsorted(ids, at)] = vecs.astype(np.float32) @ qvec.astype(np.float32)
+        if qvec.shape[0] != self.dim:
+            return out
+        new = ids[~self._held[ids]]
+        if new.size:
+            at, vecs = self._vectors(new)
+            if at.size and vecs.shape[1] == self.dim:
+                self._held_vecs[at] = vecs
+                self._held[at] = True
+        have = self._held[ids]  # a document still without a vector is asked for again next time: it may get one
+        out[have] = self._held_vecs[ids[have]].astype(np.float32) @ qvec.astype(np.float32)
         return out
 
     def doc(self, i: int) -> dict:
@@ -519,9 +541,11 @@ def _now_files(layout: Layout, sigs: Sigs, archive: bool) -> dict[str, tuple[str
 
 
 def _plan(
-    conn: sqlite3.Connection, layout: Layout, model: str, sigs: Sigs, now: dict[str, tuple[str, bool]], archive: bool, full: bool
+    conn: sqlite3.Connection, layout: Layout, model: str, sigs: Sigs, now: dict[str, tuple[str, bool]], archive: bool, full: bool, look: bool = True
 ) -> tuple[bool, list[str], list[str], dict[str, str] | None]:
-    """(rebuild all, sources to read again, sources gone, transcript signatures taken now or None)."""
+    """(rebuild all, sources to read again, sources gone, transcript signatures taken now or None).
+    Without `look`, a changed transcripts folder is not listed (the caller goes on to plan again
+    under the lock whenever the folder changed)."""
     meta = _meta(conn)
     if full or meta.get("version") != STORE_VERSION or meta.get("model") != model:
         return True, sorted(now), [], None
@@ -530,12 +554,17 @@ def _plan(
     changed = {k for k, v in now.items() if held.get(k) != v}
     removed = in_scope - set(now)
     transcripts = sigs.transcripts
-    if transcripts is None and meta.get("transcripts_dir") != sigs.folder:
-        transcripts = _transcript_sigs(layout)  # a transcript was added or removed: find which
     if transcripts is not None:
         recorded = dict(conn.execute("SELECT id, transcript FROM entries WHERE archived = 0").fetchall())
-        days = dict(conn.execute("SELECT id, source FROM entries WHERE archived = 0").fetchall())
         edited = {i for i in {*recorded, *transcripts} if recorded.get(i, "-") != transcripts.get(i, "-")}
+    elif look and meta.get("transcripts_dir") != sigs.folder:  # a transcript was added or removed: find which by name (no stat each)
+        kept = {de.name[:-3] for de in _kept_transcripts(layout)}
+        held = {i for (i,) in conn.execute("SELECT id FROM entries WHERE archived = 0 AND transcript != '-'")}
+        edited = kept ^ held
+    else:
+        edited = set()
+    if edited:
+        days = dict(conn.execute("SELECT id, source FROM entries WHERE archived = 0 AND id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(edited)),)))
         changed |= {days[i] for i in edited if i in days and days[i] in now}
     return False, sorted(changed), sorted(removed), transcripts
 
@@ -544,7 +573,7 @@ def _refresh(path: Path, layout: Layout, embedder, progress, errors: list[str], 
     now = _now_files(layout, sigs, archive)
     conn = connect(path, timeout=WRITE_WAIT_S if wait else 0.0)
     try:
-        rebuild, changed, removed, _ = _plan(conn, layout, embedder.model, sigs, now, archive, full)
+        rebuild, changed, removed, _ = _plan(conn, layout, embedder.model, sigs, now, archive, full, look=False)
         if not (rebuild or changed or removed) and _meta(conn).get("transcripts_dir") == sigs.folder:
             return False
         try:
