@@ -58,6 +58,7 @@ COMPACT_MIN_DEAD = 2000
 WRITE_WAIT_S = 300  # how long a compress or a sync waits for another process's change set
 EMBED_STEP = 512  # passages embedded per embedder call
 ENTRY_BATCH = 64  # entries whose vectors are computed together (each with its transcript's passages)
+BUILD_BATCH = 64  # source files read, embedded and inserted together: a rebuild holds one batch's documents
 BUSY_NOTE = (
     "the search cache is being updated by another memtool process (a compress or a sync); this search "
     "read it as it was before, so the latest change may be missing"
@@ -639,35 +640,47 @@ def _apply(
     conn.execute("DELETE FROM docs WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
     conn.execute("DELETE FROM entries WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
     conn.execute("DELETE FROM sources WHERE key IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
-    # read them again: which entries supersede which is worked out over every entry held
+    # read them again, BUILD_BATCH sources at a time (a rebuild holds one batch's text and vectors,
+    # not the whole memory's): which entries supersede which is worked out over every entry held
     arch_sources = {s for s in changed if now[s][1]}
     tsig = transcripts if transcripts is not None or len(changed) < 50 else _transcript_sigs(layout)  # before reading them
-    docs, entries, sources = _collect(layout, errors, [s for s in changed if not now[s][1]], sorted(arch_sources), known)
     declared = [Declared(i, ts, json.loads(sup), "") for i, ts, sup in conn.execute("SELECT id, timestamp, supersedes FROM entries WHERE supersedes != '[]'")]
-    newer = superseded_by([*declared, *(e for e in entries if e.supersedes)])
-    for d in docs:
-        if d.entry:
-            d.superseded_by = newer.get(d.entry, "")
-    conn.executemany(
-        "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)",
-        [
-            (
-                e.id,
-                src,
-                e.timestamp,
-                json.dumps(list(e.supersedes)),
-                "-" if src in arch_sources else (tsig.get(e.id) if tsig is not None else file_sig(layout.transcript_file(e.id))) or "-",
-                int(src in arch_sources),
-            )
-            for e, src in zip(entries, sources)
-        ],
-    )
+    read: list[Entry] = []  # entries read that supersede others
+    stored_with: dict[str, str] = {}  # entry id -> the superseded_by its documents were inserted with
+    groups: dict[str, int] = dict(conn.execute("SELECT key, id FROM groups").fetchall())
+    postings = Postings()
+    first = cols.shape[0]
+    for live, archived in _batches(changed, arch_sources):
+        docs, entries, sources = _collect(layout, errors, live, archived, known)
+        read += [e for e in entries if e.supersedes]
+        newer = superseded_by([*declared, *read])
+        for d in docs:
+            if d.entry:
+                d.superseded_by = stored_with[d.entry] = newer.get(d.entry, "")
+        conn.executemany(
+            "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    e.id,
+                    src,
+                    e.timestamp,
+                    json.dumps(list(e.supersedes)),
+                    "-" if src in arch_sources else (tsig.get(e.id) if tsig is not None else file_sig(layout.transcript_file(e.id))) or "-",
+                    int(src in arch_sources),
+                )
+                for e, src in zip(entries, sources)
+            ],
+        )
+        by_id = {e.id: e for e in entries}
+        keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else chunk_key(d.index_text) for d in docs]
+        vectors = _embed(conn, _archive_reader(layout) if archived else layout, embedder, docs, keys, by_id, known, errors, progress)
+        _write_vectors(conn, cols.shape[0], keys, vectors)
+        cols = _insert_docs(conn, docs, keys, cols, arch_sources, groups, postings)
     conn.executemany("INSERT OR REPLACE INTO sources VALUES (?, ?, ?)", [(s, now[s][0], int(now[s][1])) for s in changed])
-    by_id = {e.id: e for e in entries}
-    keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else chunk_key(d.index_text) for d in docs]
-    vectors = _embed(conn, _archive_reader(layout) if arch_sources else layout, embedder, docs, keys, by_id, known, errors, progress)
-    _write_vectors(conn, cols.shape[0], keys, vectors)
-    cols = _insert_docs(conn, docs, keys, cols, arch_sources)
+    newer = superseded_by([*declared, *read])
+    late = [(newer.get(i, ""), i) for i, given in stored_with.items() if newer.get(i, "") != given]  # superseded by an entry of a later batch
+    conn.executemany("UPDATE docs SET superseded_by = ? WHERE entry = ?", late)
+    _append_postings(conn, postings.rows(), fresh=first == 0)
     _mark_superseded(conn, newer)
     if rebuild:  # vectors no document uses any more (old versions of edited text) go with a rebuild
         conn.execute("DELETE FROM vectors WHERE model = ? AND key NOT IN (SELECT vkey FROM docs)", (embedder.model,))
@@ -709,11 +722,24 @@ def _mark_superseded(conn: sqlite3.Connection, newer: dict[str, str]) -> None:
     conn.executemany("UPDATE docs SET superseded_by = ? WHERE entry = ?", [(newer.get(i, ""), i) for i in moved])
 
 
-def _insert_docs(conn: sqlite3.Connection, docs: list[Doc], keys: list[str], cols: np.ndarray, archived: set[str]) -> np.ndarray:
-    """Insert `docs` with ids after every id used so far, their postings and words; returns the columns grown."""
+def _batches(changed: list[str], archived: set[str]) -> Iterator[tuple[list[str], list[str]]]:
+    """(live sources, archived sources) to read together, BUILD_BATCH at a time, in the order one
+    read of them all gives its documents: live day files, live Markdown, archived day files, archived
+    Markdown (so a batched build numbers the documents as a whole one does)."""
+    ordered = sorted(changed, key=lambda s: (s in archived, s.endswith(".md")))
+    for at in range(0, len(ordered), BUILD_BATCH):
+        part = ordered[at : at + BUILD_BATCH]
+        yield [s for s in part if s not in archived], [s for s in part if s in archived]
+
+
+def _insert_docs(
+    conn: sqlite3.Connection, docs: list[Doc], keys: list[str], cols: np.ndarray, archived: set[str], groups: dict[str, int], postings: "Postings"
+) -> np.ndarray:
+    """Insert `docs` with ids after every id used so far and their words; their postings are counted
+    into `postings` (written once the change set's last batch is in); returns the columns grown.
+    `groups`: result key -> group id of every group held (new ones are added to it)."""
     first = cols.shape[0]
     add = np.zeros(len(docs), dtype=DOC_DTYPE)
-    groups: dict[str, int] = dict(conn.execute("SELECT key, id FROM groups").fetchall())
     next_group = max(groups.values(), default=-1) + 1
     new_groups: list[tuple[int, str]] = []
     rows = []
@@ -755,26 +781,41 @@ def _insert_docs(conn: sqlite3.Connection, docs: list[Doc], keys: list[str], col
     conn.executemany("INSERT INTO groups VALUES (?, ?)", new_groups)
     conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in surface_words(list(seen))])
-    _append_postings(conn, _postings(flat, lengths, first), fresh=first == 0)
+    postings.add(flat, lengths, first)
     return np.concatenate([cols, add])
 
 
-def _postings(flat: list[str], lengths: np.ndarray, first: int) -> Iterator[tuple[str, bytes, bytes]]:
-    """(term, its document ids ascending, how often each holds it) of documents first, first + 1, ...
-    whose terms are `flat` in turn (`lengths` of them each): counted in numpy over (term id, document)
-    pairs, no loop per posting."""
-    vocab: dict[str, int] = {}
-    tid = np.fromiter((vocab.setdefault(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat))
-    n = max(lengths.size, 1)
-    pairs, tfs = np.unique(tid * n + np.repeat(np.arange(lengths.size, dtype=np.int64), lengths), return_counts=True)
-    term_of = pairs // n
-    docs = (pairs % n + first).astype("<i4")
-    tfs = np.minimum(tfs, 65535).astype("<u2")
-    bounds = np.flatnonzero(np.diff(term_of)) + 1
-    names = list(vocab)
-    for lo, hi in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [pairs.size])).tolist()):
-        if hi > lo:
-            yield names[term_of[lo]], docs[lo:hi].tobytes(), tfs[lo:hi].tobytes()
+class Postings:
+    """The postings of documents inserted batch by batch: each batch's (term id, document) pairs
+    counted in numpy (no loop per posting), kept as compact arrays until the change set is written."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (term ids, document ids, term counts)
+
+    def add(self, flat: list[str], lengths: np.ndarray, first: int) -> None:
+        """Documents first, first + 1, ... whose terms are `flat` in turn (`lengths` of them each)."""
+        vocab = self.vocab
+        tid = np.fromiter((vocab.setdefault(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat))
+        n = max(lengths.size, 1)
+        pairs, tfs = np.unique(tid * n + np.repeat(np.arange(lengths.size, dtype=np.int64), lengths), return_counts=True)
+        self.parts.append(((pairs // n).astype(np.int32), (pairs % n + first).astype("<i4"), np.minimum(tfs, 65535).astype("<u2")))
+
+    def rows(self) -> Iterator[tuple[str, bytes, bytes]]:
+        """(term, its document ids ascending, how often each holds it), terms in the order first met."""
+        if not self.parts:
+            return
+        many = len(self.parts) > 1
+        term_of, docs, tfs = (np.concatenate(a) for a in zip(*self.parts))
+        self.parts = []
+        if many:  # by term, each term's documents still ascending (batches come in id order)
+            order = np.argsort(term_of, kind="stable")
+            term_of, docs, tfs = term_of[order], docs[order], tfs[order]
+        bounds = np.flatnonzero(np.diff(term_of)) + 1
+        names = list(self.vocab)
+        for lo, hi in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [term_of.size])).tolist()):
+            if hi > lo:
+                yield names[term_of[lo]], docs[lo:hi].tobytes(), tfs[lo:hi].tobytes()
 
 
 def _append_postings(conn: sqlite3.Connection, postings: Iterator[tuple[str, bytes, bytes]], fresh: bool) -> None:
