@@ -58,6 +58,8 @@ COMPACT_MIN_DEAD = 2000
 WRITE_WAIT_S = 300  # how long a compress or a sync waits for another process's change set
 EMBED_STEP = 512  # passages embedded per embedder call
 ENTRY_BATCH = 64  # entries whose vectors are computed together (each with its transcript's passages)
+VECTOR_CACHE_ROWS = 200_000  # vectors a reading process keeps between searches (float16: 150 MB at e5's size)
+MMAP_BYTES = 0x7FFF0000  # a reader maps up to this much of the store (SQLite's largest mapping)
 BUILD_BATCH = 64  # source files read, embedded and inserted together: a rebuild holds one batch's documents
 BUSY_NOTE = (
     "the search cache is being updated by another memtool process (a compress or a sync); this search "
@@ -316,6 +318,7 @@ class SearchIndex:
         self.path = path
         self.archive = archive
         self.conn = connect(path)
+        self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")  # postings and vectors read from the mapping, not a read() per page
         self.stale = False  # read while another process was changing it (open_index)
         self.generation = ""
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -360,10 +363,9 @@ class SearchIndex:
         self._dictionary: frozenset[str] | None = None
         self._matrix: np.ndarray | None = None
         self.dim = int(meta.get("dim", "0"))
-        # vectors read so far in this snapshot, by document id (a process that searches again reads
-        # only the candidates it has not read yet); rows are allocated on first touch
-        self._held_vecs = np.zeros((self.n, self.dim), dtype="<f2")
-        self._held = np.zeros(self.n, dtype=bool)
+        # float16 vectors read so far in this snapshot, by document id: a process that searches again
+        # reads only the candidates it has not read yet (at most VECTOR_CACHE_ROWS kept)
+        self._vector_rows: dict[int, bytes] = {}
 
     def close(self) -> None:
         self.conn.close()
@@ -448,15 +450,22 @@ class SearchIndex:
         out = np.zeros(ids.size, dtype=np.float32)
         if qvec.shape[0] != self.dim:
             return out
-        new = ids[~self._held[ids]]
-        if new.size:
-            at, vecs = self._vectors(new)
-            if at.size and vecs.shape[1] == self.dim:
-                self._held_vecs[at] = vecs
-                self._held[at] = True
-        have = self._held[ids]  # a document still without a vector is asked for again next time: it may get one
-        out[have] = self._held_vecs[ids[have]].astype(np.float32) @ qvec.astype(np.float32)
+        held = self._vector_rows
+        wanted = ids.tolist()
+        new = [i for i in wanted if i not in held]
+        if new:
+            if len(held) + len(new) > VECTOR_CACHE_ROWS:
+                held.clear()
+            held.update(self._vector_blobs(new))
+        blobs = [held.get(i) for i in wanted]  # a document without a vector is asked for again next time: it may get one
+        have = np.fromiter((b is not None for b in blobs), dtype=bool, count=len(blobs))
+        if have.any():
+            vecs = np.frombuffer(b"".join(b for b in blobs if b is not None), dtype="<f2").reshape(-1, self.dim)
+            out[have] = vecs.astype(np.float32) @ qvec.astype(np.float32)
         return out
+
+    def _vector_blobs(self, ids: list[int]) -> list[tuple[int, bytes]]:
+        return self.conn.execute("SELECT id, vec FROM docvecs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)).fetchall()
 
     def doc(self, i: int) -> dict:
         return self.docs([i])[0]
