@@ -19,7 +19,7 @@ from memtool.dates import mentioned_periods
 from memtool.search.cues import asked_cues
 from memtool.search.fusion import sibling_sums, top_ranks, weighted_rrf
 from memtool.search.semantic import rescore
-from memtool.search.store import IMPORTANCE_CODE, KIND_CODE, SearchIndex
+from memtool.search.store import IMPORTANCE_CODE, SearchIndex
 from memtool.search.typos import Terms
 
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
@@ -86,10 +86,12 @@ def _ts_text(ts: float) -> str:
 
 
 def allowed_mask(index: SearchIndex, q: Query) -> np.ndarray:
-    wanted = np.zeros(len(KIND_CODE), dtype=bool)
-    wanted[[KIND_CODE[k] for k in q.kinds]] = True
-    mask = wanted[index.kind]
-    mask &= index.alive  # not deleted since (the store's dead documents), nor archived unless asked for
+    """The documents `q` may return (read-only): alive (not deleted since, nor archived unless asked
+    for), of its kinds, in its dates, of its importance and trust."""
+    mask = index.alive_of_kinds(tuple(q.kinds))
+    if q.since is None and q.until is None and not q.min_importance and not q.trusted_only:
+        return mask
+    mask = mask.copy()
     if q.since is not None:
         mask &= index.ts >= q.since.timestamp()
     if q.until is not None:

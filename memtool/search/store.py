@@ -358,6 +358,8 @@ class SearchIndex:
         self.ts = np.ascontiguousarray(cols["ts"])
         self.alive = cols["alive"] & (cols["archived"] == 0) if not self.archive else np.ascontiguousarray(cols["alive"])
         self.live = int(self.alive.sum())
+        self._every_doc_alive = self.live == self.n  # (a fresh build): postings need no filtering
+        self._of_kinds: dict[tuple[str, ...], np.ndarray] = {}
         self.avgdl = float(self.length[self.alive].sum()) / max(self.live, 1)
         self.norm = (K1 * (1 - B) + K1 * B / (self.avgdl or 1.0) * self.length).astype(np.float32)  # BM25's length term per document
         self._dictionary: frozenset[str] | None = None
@@ -386,8 +388,20 @@ class SearchIndex:
         if docs.size and int(docs.max()) >= self.n:  # a document added after this snapshot's columns (cannot happen in one transaction)
             keep = docs < self.n
             docs, tfs = docs[keep], tfs[keep]
+        if self._every_doc_alive:
+            return docs, tfs
         keep = self.alive[docs]
         return docs[keep], tfs[keep]
+
+    def alive_of_kinds(self, kinds: tuple[str, ...]) -> np.ndarray:
+        """Which documents are alive (and not archived, unless searched) and of these kinds (read-only)."""
+        mask = self._of_kinds.get(kinds)
+        if mask is None:
+            wanted = np.zeros(len(KINDS), dtype=bool)
+            wanted[[KIND_CODE[k] for k in kinds]] = True
+            mask = self._of_kinds[kinds] = wanted[self.kind] & self.alive
+            mask.flags.writeable = False
+        return mask
 
     def doc_freq(self, term: str) -> int:
         return int(self.postings(term)[0].size) if self.n else 0
