@@ -1,6 +1,6 @@
 """Search speed and memory at 1k / 10k / 100k entries, against seed 003's naive flow in the same run.
 
-    python bench/scale.py [--sizes 1000,10000,100000] [--queries 200] [--cold-runs 7] [--workdir DIR]
+    python bench/scale.py [--sizes 1000,10000,100000] [--queries 200] [--cold-runs 7] [--workdir DIR [--reuse]]
 
 For each size a synthetic store is built through the product itself (`compress_many`, local
 compressor, transcripts kept as by default), with the embedder `--embedder` names:
@@ -224,10 +224,10 @@ def rebuild_in_child(root: Path, embedder_name: str) -> tuple[float, float]:
     return float((root / "rebuild-s.txt").read_text()), kb / 1024
 
 
-def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name: str = "e5") -> dict:
+def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name: str = "e5", reuse: bool = False) -> dict:
     root = workdir / f"store-{n}"
     embedder = embedder_for(embedder_name)
-    import_s = build_store(root, n, seed=n, embedder=embedder)
+    import_s = float("nan") if reuse and (root / "memory").is_dir() else build_store(root, n, seed=n, embedder=embedder)
     build_s, build_rss_mb = rebuild_in_child(root, embedder_name)
     mem = open_memory(root, embedder=embedder)
     rng = random.Random(1)
@@ -249,7 +249,9 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name:
         cold.append(cold_search(root, q))
         floor.append(cold_search(root, q, FLOOR_CMD))
     naive_append_ms = [naive_append(root) for _ in range(3)]
-    compress_ms = [cold_compress(root, session_text(rng), days_after(n, i + 1)) for i in range(3)]  # last: the store grows by 3
+    kept = sum(1 for _ in (root / "memory/transcripts").iterdir())  # new sessions each run (a --reuse run is no duplicate)
+    fresh = random.Random(f"{n}-{kept}")
+    compress_ms = [cold_compress(root, session_text(fresh), days_after(n, i + 1)) for i in range(3)]  # last: the store grows by 3
     with_delta = open_memory(root, embedder=embedder)
     delta_ms = timed_searches(with_delta, texts, vectors)
     import resource
@@ -259,7 +261,7 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name:
         "entries": n,
         "docs": mem.index().n,
         "import_s": round(import_s, 1),
-        "import_ms_per_session": round(import_s * 1000 / n, 2),
+        "import_ms_per_session": round(import_s * 1000 / n, 2),  # nan: a store kept by --reuse
         "build_s": round(build_s, 2),
         "build_rss_mb": round(build_rss_mb, 1),
         "search_p50_ms": round(percentile(search_ms, 50), 2),
@@ -292,6 +294,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         help="the store's embedder (default: e5 where it runs, as `auto` picks for a new store)",
     )
     p.add_argument("--workdir", type=Path, default=None, help="keep the stores here (default: a temp folder, removed)")
+    p.add_argument("--reuse", action="store_true", help="measure the stores already in --workdir (from an earlier run) instead of importing them again")
     p.add_argument("--rebuild", type=Path, default=None, help=argparse.SUPPRESS)  # the child of rebuild_in_child
     args = p.parse_args(argv)
     if args.rebuild:
@@ -302,7 +305,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     results = []
     for n in (int(x) for x in args.sizes.split(",")):
         print(f"size {n}: building…", file=sys.stderr, flush=True)
-        res = run_size(work, n, args.queries, args.cold_runs, args.embedder)
+        res = run_size(work, n, args.queries, args.cold_runs, args.embedder, args.reuse)
         print(json.dumps(res), flush=True)
         results.append(res)
     cols = [
