@@ -60,6 +60,7 @@ EMBED_STEP = 512  # passages embedded per embedder call
 ENTRY_BATCH = 64  # entries whose vectors are computed together (each with its transcript's passages)
 VECTOR_CACHE_ROWS = 200_000  # vectors a reading process keeps between searches (float16: 150 MB at e5's size)
 MMAP_BYTES = 0x7FFF0000  # a reader maps up to this much of the store (SQLite's largest mapping)
+POSTINGS_HELD = 4_000_000  # postings a change set holds before writing them (as one more block of each term)
 BUILD_BATCH = 64  # source files read, embedded and inserted together: a rebuild holds one batch's documents
 BUSY_NOTE = (
     "the search cache is being updated by another memtool process (a compress or a sync); this search "
@@ -699,6 +700,8 @@ def _apply(
         vectors = _embed(conn, _archive_reader(layout) if archived else layout, embedder, docs, keys, by_id, known, errors, progress)
         _write_vectors(conn, cols.shape[0], keys, vectors)
         cols = _insert_docs(conn, docs, keys, cols, arch_sources, groups, postings)
+        if postings.size > POSTINGS_HELD:  # written as further blocks of their terms, so a rebuild's memory stays flat
+            _append_postings(conn, postings.rows(), fresh=first == 0)
     conn.executemany("INSERT OR REPLACE INTO sources VALUES (?, ?, ?)", [(s, now[s][0], int(now[s][1])) for s in changed])
     newer = superseded_by([*declared, *read])
     late = [(newer.get(i, ""), i) for i, given in stored_with.items() if newer.get(i, "") != given]  # superseded by an entry of a later batch
@@ -810,11 +813,17 @@ def _insert_docs(
 
 class Postings:
     """The postings of documents inserted batch by batch: each batch's (term id, document) pairs
-    counted in numpy (no loop per posting), kept as compact arrays until the change set is written."""
+    counted in numpy (no loop per posting), kept as compact arrays until written: at the end of the
+    change set, or earlier as one more block of each term once POSTINGS_HELD are held."""
 
     def __init__(self) -> None:
         self.vocab: dict[str, int] = {}
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (term ids, document ids, term counts)
+
+    @property
+    def size(self) -> int:
+        """Postings held."""
+        return sum(part[0].size for part in self.parts)
 
     def add(self, flat: list[str], lengths: np.ndarray, first: int) -> None:
         """Documents first, first + 1, ... whose terms are `flat` in turn (`lengths` of them each)."""
