@@ -1,6 +1,6 @@
 """Search speed and memory at 1k / 10k / 100k entries, against seed 003's naive flow in the same run.
 
-    python bench/scale.py [--sizes 1000,10000,100000] [--queries 200] [--cold-runs 7] [--workdir DIR]
+    python bench/scale.py [--sizes 1000,10000,100000] [--queries 200] [--cold-runs 7] [--workdir DIR [--reuse]]
 
 For each size a synthetic store is built through the product itself (`compress_many`, local
 compressor, transcripts kept as by default), with the embedder `--embedder` names:
@@ -13,9 +13,10 @@ compressor, transcripts kept as by default), with the embedder `--embedder` name
 - `wordllama`: everything real.
 Then, on the same queries:
 - import_s: `compress_many` of all the sessions, which ends by building the search cache;
-- build_s: that cache built again from the files alone (memory/.cache/memtool.sqlite, its vectors
-  with it, removed first): the words index, then every vector (the entries' from their embedding
-  files, the passages embedded), as `memory reindex` on a fresh clone does;
+- build_s / build_rss_mb: that cache built again from the files alone (memory/.cache/memtool.sqlite,
+  its vectors with it, removed first) in a new process (`--rebuild ROOT`), and that process's peak
+  RSS: the words index, then every vector (the entries' from their embedding files, the passages
+  embedded), as `memory reindex` on a fresh clone does;
 - search_p50/p95_ms: in-process `Memory.search`, query embedding excluded (timed separately as
   embed_query_ms; with both embedders' semantic stage every search embeds its query);
 - delta_search_p50/p95_ms: the same searches once 3 more sessions were compressed, each its own
@@ -243,16 +244,32 @@ def timed_searches(mem, texts: list[str], vectors: dict[str, np.ndarray]) -> lis
     return out
 
 
-def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name: str = "e5", clone_wait: float = 600.0) -> dict:
-    root = workdir / f"store-{n}"
-    embedder = embedder_for(embedder_name)
-    import_s = build_store(root, n, seed=n, embedder=embedder)
-    discard(Layout(root))  # the derived store, its vectors with it
-    mem = open_memory(root, embedder=embedder)
+def rebuild(root: Path, embedder_name: str) -> float:
+    """The derived store built again from the files alone (its vectors with it); seconds."""
+    discard(Layout(root))
+    mem = open_memory(root, embedder=embedder_for(embedder_name))
     t = time.perf_counter()
     mem.index()  # the words index; vectors beyond a few are left to the fill …
     fill_vectors(mem.layout, mem.embedder)  # … run here in the foreground, as `memory reindex` does
-    build_s = time.perf_counter() - t
+    return time.perf_counter() - t
+
+
+def rebuild_in_child(root: Path, embedder_name: str) -> tuple[float, float]:
+    """(seconds, peak RSS MB) of `rebuild` in a new process: this one holds the import's memory."""
+    cmd = [sys.executable, "-c", _WRAPPER, sys.executable, __file__, "--rebuild", str(root), "--embedder", embedder_name]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"rebuild failed: {out.stderr}")
+    kb = int(out.stdout.split()[1])
+    return float((root / "rebuild-s.txt").read_text()), kb / 1024
+
+
+def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name: str = "e5", reuse: bool = False, clone_wait: float = 600.0) -> dict:
+    root = workdir / f"store-{n}"
+    embedder = embedder_for(embedder_name)
+    import_s = float("nan") if reuse and (root / "memory").is_dir() else build_store(root, n, seed=n, embedder=embedder)
+    build_s, build_rss_mb = rebuild_in_child(root, embedder_name)
+    mem = open_memory(root, embedder=embedder)
     rng = random.Random(1)
     texts = [" ".join(rng.sample(TOPICS, rng.randint(2, 4))) + f" {rng.choice(PEOPLE)}" for _ in range(queries)]
     embed_ms, naive_ms = [], []
@@ -273,7 +290,9 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name:
         floor.append(cold_search(root, q, FLOOR_CMD))
     clone_ms, clone_fill = fresh_clone(root, texts[0], clone_wait)
     naive_append_ms = [naive_append(root) for _ in range(3)]
-    compress_ms = [cold_compress(root, session_text(rng), days_after(n, i + 1)) for i in range(3)]  # last: the store grows by 3
+    kept = sum(1 for _ in Layout(root).transcript_files())  # new sessions each run (a --reuse run is no duplicate)
+    fresh = random.Random(f"{n}-{kept}")
+    compress_ms = [cold_compress(root, session_text(fresh), days_after(n, i + 1)) for i in range(3)]  # last: the store grows by 3
     with_delta = open_memory(root, embedder=embedder)
     delta_ms = timed_searches(with_delta, texts, vectors)
     import resource
@@ -283,8 +302,9 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name:
         "entries": n,
         "docs": mem.index().n,
         "import_s": round(import_s, 1),
-        "import_ms_per_session": round(import_s * 1000 / n, 2),
+        "import_ms_per_session": round(import_s * 1000 / n, 2),  # nan: a store kept by --reuse
         "build_s": round(build_s, 2),
+        "build_rss_mb": round(build_rss_mb, 1),
         "search_p50_ms": round(percentile(search_ms, 50), 2),
         "search_p95_ms": round(percentile(search_ms, 95), 2),
         "delta_search_p50_ms": round(percentile(delta_ms, 50), 2),
@@ -318,12 +338,18 @@ def main(argv: list[str] | None = None) -> list[dict]:
     )
     p.add_argument("--workdir", type=Path, default=None, help="keep the stores here (default: a temp folder, removed)")
     p.add_argument("--clone-wait", type=float, default=600.0, help="seconds to wait for a fresh clone's background vector fill")
+    p.add_argument("--reuse", action="store_true", help="measure the stores already in --workdir (from an earlier run) instead of importing them again")
+    p.add_argument("--rebuild", type=Path, default=None, help=argparse.SUPPRESS)  # the child of rebuild_in_child
     args = p.parse_args(argv)
+    if args.rebuild:
+        seconds = rebuild(args.rebuild, args.embedder)
+        (args.rebuild / "rebuild-s.txt").write_text(str(seconds))
+        return []
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memtool-scale-"))
     results = []
     for n in (int(x) for x in args.sizes.split(",")):
         print(f"size {n}: building…", file=sys.stderr, flush=True)
-        res = run_size(work, n, args.queries, args.cold_runs, args.embedder, args.clone_wait)
+        res = run_size(work, n, args.queries, args.cold_runs, args.embedder, args.reuse, args.clone_wait)
         print(json.dumps(res), flush=True)
         results.append(res)
     cols = [
@@ -332,6 +358,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "docs",
         "import_ms_per_session",
         "build_s",
+        "build_rss_mb",
         "search_p50_ms",
         "search_p95_ms",
         "delta_search_p50_ms",

@@ -9,7 +9,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Mapping
+from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from memtool.dates import mentioned_periods
 from memtool.search.cues import asked_cues
 from memtool.search.fusion import sibling_sums, top_ranks, weighted_rrf
 from memtool.search.semantic import rescore
-from memtool.search.store import IMPORTANCE_CODE, KIND_CODE, SearchIndex
+from memtool.search.store import IMPORTANCE_CODE, SearchIndex
 from memtool.search.typos import Terms
 
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
@@ -86,8 +86,12 @@ def _ts_text(ts: float) -> str:
 
 
 def allowed_mask(index: SearchIndex, q: Query) -> np.ndarray:
-    mask = np.isin(index.kind, [KIND_CODE[k] for k in q.kinds])
-    mask &= index.alive  # not deleted since (the store's dead documents), nor archived unless asked for
+    """The documents `q` may return (read-only): alive (not deleted since, nor archived unless asked
+    for), of its kinds, in its dates, of its importance and trust."""
+    mask = index.alive_of_kinds(tuple(q.kinds))
+    if q.since is None and q.until is None and not q.min_importance and not q.trusted_only:
+        return mask
+    mask = mask.copy()
     if q.since is not None:
         mask &= index.ts >= q.since.timestamp()
     if q.until is not None:
@@ -190,17 +194,25 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[s
     if w.access_boost > 0 and access:
         keys = index.group_keys
         scores = scores * boost(np.array([access.get(keys[g], 0) for g in index.group[docs].tolist()]), w.access_boost)
-    # group documents under their result (an entry with its transcript chunks), best doc first
+    return _materialise(index, q, by_result(docs, scores, index.group))
+
+
+def by_result(docs: np.ndarray, scores: np.ndarray, group: np.ndarray) -> Iterator[list[tuple[int, float]]]:
+    """The documents grouped under their result (an entry with its transcript chunks): results in
+    the order of their best document, each with its best MAX_PASSAGES + 1 documents, best first."""
     order = np.argsort(-scores, kind="stable")
-    groups: dict[int, list[tuple[int, float]]] = {}  # result -> its matching documents, best first
-    for i in order.tolist():
-        members = groups.setdefault(int(index.group[docs[i]]), [])
-        if len(members) < MAX_PASSAGES + 1:
-            members.append((int(docs[i]), float(scores[i])))
-    return _materialise(index, q, list(groups.values()))
+    docs, scores = docs[order], scores[order]
+    groups = group[docs]
+    by_group = np.argsort(groups, kind="stable")  # each result's documents together, best first
+    sorted_groups = groups[by_group]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_groups[1:] != sorted_groups[:-1])))
+    ends = np.append(starts[1:], groups.size)
+    for k in np.argsort(by_group[starts]).tolist():  # results by the rank of their best document
+        at = by_group[starts[k] : min(ends[k], starts[k] + MAX_PASSAGES + 1)]
+        yield list(zip(docs[at].tolist(), scores[at].tolist()))
 
 
-def _materialise(index: SearchIndex, q: Query, ranked: list[list[tuple[int, float]]]) -> list[Hit]:
+def _materialise(index: SearchIndex, q: Query, ranked: Iterable[list[tuple[int, float]]]) -> list[Hit]:
     hits: list[Hit] = []
     ids: set[str] = set()  # of the results taken so far
     for members in ranked:

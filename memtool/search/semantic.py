@@ -37,30 +37,42 @@ def rescore(
     group = index.group
     lexical = {g: total for g, (_, total) in sibling_sums(docs, scores, group, sibling_weight).items()}
     top = max(lexical.values()) or 1.0
-    members = np.flatnonzero(allowed & np.isin(group, np.fromiter(lexical, dtype=group.dtype)))
+    of_result = np.zeros(int(group.max()) + 1, dtype=bool)
+    of_result[np.fromiter(lexical, dtype=np.int64)] = True
+    members = np.flatnonzero(allowed & of_result[group])  # ascending
     cos = index.dense_scores_of(qvec, members).astype(np.float64)
     member_groups = group[members]
     is_entry = index.kind[members] == KIND_CODE["entry"]
-    counted = ~is_entry | ~np.isin(member_groups, member_groups[~is_entry])
-    cos[~counted] = -np.inf  # an entry whose passages are candidates: its session-wide vector gives way to them
-    best_cos: dict[int, float] = {}
-    for g, c in zip(member_groups.tolist(), cos.tolist()):
-        if c > best_cos.get(g, -np.inf):
-            best_cos[g] = c
-    std = float(np.fromiter(best_cos.values(), dtype=np.float64).std())
+    counted = ~is_entry | ~np.isin(member_groups, member_groups[~is_entry])  # an entry whose passages are candidates: its session-wide vector gives way to them
+    # each result's best cosine over its counted documents, results in the order they first appear
+    at = np.flatnonzero(counted)
+    results, first, best_cos = _per_group(member_groups[at], cos[at], np.maximum)
+    shown = np.argsort(first, kind="stable")
+    results, best_cos = results[shown], best_cos[shown]
+    std = float(best_cos.std())
     if std == 0.0:  # one result, or all alike: the vectors cannot tell them apart
         std = 1.0
     low = float(cos[counted].min())
     cos[~counted] = low
-    z = {g: (c - low) / std for g, c in best_cos.items()}
-    doc_lexical = dict(zip(docs.tolist(), scores.tolist()))
-    out: dict[int, float] = {}
-    best_doc: dict[int, tuple[int, float]] = {}
-    for d, g, c in zip(members.tolist(), member_groups.tolist(), cos.tolist()):
-        own = doc_lexical.get(d, 0.0) / top + weight * (c - low) / std
-        out[d] = own
-        if g not in best_doc or own > best_doc[g][1]:
-            best_doc[g] = (d, own)
-    for g, (d, _) in best_doc.items():  # no document outscores its result: s1 <= lexical, cosine <= best
-        out[d] = lexical[g] / top + weight * z[g]
-    return out
+    lex = np.zeros(members.size, dtype=np.float64)
+    lex[np.searchsorted(members, docs)] = np.asarray(scores, dtype=np.float64)
+    own = lex / top + weight * (cos - low) / std
+    # no document outscores its result: s1 <= lexical, cosine <= best. Each result's best document
+    # (the first with its highest score) carries the result's score, so grouping keeps their order.
+    groups, _, best_own = _per_group(member_groups, own, np.maximum)
+    order = np.argsort(member_groups, kind="stable")
+    starts = np.flatnonzero(np.concatenate(([True], member_groups[order][1:] != member_groups[order][:-1])))
+    is_best = own[order] == np.repeat(best_own, np.diff(np.append(starts, members.size)))
+    firsts = np.minimum.reduceat(np.where(is_best, np.arange(members.size), members.size), starts)
+    z = dict(zip(results.tolist(), ((best_cos - low) / std).tolist()))
+    for g, pos in zip(groups.tolist(), order[firsts].tolist()):
+        own[pos] = lexical[g] / top + weight * z[g]
+    return dict(zip(members.tolist(), own.tolist()))
+
+
+def _per_group(groups: np.ndarray, values: np.ndarray, reduce: np.ufunc) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(each group, the position of its first value, `reduce` over its values), groups ascending."""
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_groups[1:] != sorted_groups[:-1])))
+    return sorted_groups[starts], order[starts], reduce.reduceat(values[order], starts)

@@ -58,6 +58,10 @@ COMPACT_MIN_DEAD = 2000
 WRITE_WAIT_S = 300  # how long a compress or a sync waits for another process's change set
 EMBED_STEP = 512  # passages embedded per embedder call
 ENTRY_BATCH = 64  # entries whose vectors are computed together (each with its transcript's passages)
+VECTOR_CACHE_ROWS = 200_000  # vectors a reading process keeps between searches (float16 rows: about 180 MB at e5's size)
+MMAP_BYTES = 0x7FFF0000  # a reader maps up to this much of the store (SQLite's largest mapping)
+POSTINGS_HELD = 4_000_000  # postings a change set holds before writing them (as one more block of each term)
+BUILD_BATCH = 64  # source files read, embedded and inserted together: a rebuild holds one batch's documents
 BUSY_NOTE = (
     "the search cache is being updated by another memtool process (a compress or a sync); this search "
     "read it as it was before, so the latest change may be missing"
@@ -315,8 +319,10 @@ class SearchIndex:
         self.path = path
         self.archive = archive
         self.conn = connect(path)
+        self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")  # postings and vectors read from the mapping, not a read() per page
         self.stale = False  # read while another process was changing it (open_index)
         self.generation = ""
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         with self.reading():
             pass
 
@@ -329,6 +335,7 @@ class SearchIndex:
             row = self.conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
             if row is None or row[0] != self.generation:
                 self._load()
+            self._postings = {}  # a term's postings, read once per search (the typo check and BM25 both ask)
             yield self
         finally:
             self.conn.execute("COMMIT")
@@ -352,24 +359,50 @@ class SearchIndex:
         self.ts = np.ascontiguousarray(cols["ts"])
         self.alive = cols["alive"] & (cols["archived"] == 0) if not self.archive else np.ascontiguousarray(cols["alive"])
         self.live = int(self.alive.sum())
+        self._every_doc_alive = self.live == self.n  # (a fresh build): postings need no filtering
+        self._of_kinds: dict[tuple[str, ...], np.ndarray] = {}
         self.avgdl = float(self.length[self.alive].sum()) / max(self.live, 1)
+        self.norm = (K1 * (1 - B) + K1 * B / (self.avgdl or 1.0) * self.length).astype(np.float32)  # BM25's length term per document
         self._dictionary: frozenset[str] | None = None
         self._matrix: np.ndarray | None = None
         self.dim = int(meta.get("dim", "0"))
+        # float16 vectors read so far in this snapshot, by document id: a process that searches again
+        # reads only the candidates it has not read yet (at most VECTOR_CACHE_ROWS kept)
+        self._vector_rows: dict[int, bytes] = {}
 
     def close(self) -> None:
         self.conn.close()
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """The live documents holding `term`, and how often each holds it."""
+        """The live documents holding `term`, and how often each holds it (read once per `reading`)."""
+        held = self._postings.get(term)
+        if held is None:
+            held = self._postings[term] = self._read_postings(term)
+        return held
+
+    def _read_postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         rows = self.conn.execute("SELECT docs, tfs FROM postings WHERE term = ? ORDER BY rowid", (term,)).fetchall()
         if not rows:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint16)
-        docs = np.concatenate([np.frombuffer(d, dtype="<i4") for d, _ in rows])
-        tfs = np.concatenate([np.frombuffer(t, dtype="<u2") for _, t in rows])
-        keep = docs < self.n  # a document added after this snapshot's columns (cannot happen in one transaction)
-        keep[keep] = self.alive[docs[keep]]
+        docs = np.frombuffer(b"".join(d for d, _ in rows), dtype="<i4")
+        tfs = np.frombuffer(b"".join(t for _, t in rows), dtype="<u2")
+        if docs.size and int(docs.max()) >= self.n:  # a document added after this snapshot's columns (cannot happen in one transaction)
+            keep = docs < self.n
+            docs, tfs = docs[keep], tfs[keep]
+        if self._every_doc_alive:
+            return docs, tfs
+        keep = self.alive[docs]
         return docs[keep], tfs[keep]
+
+    def alive_of_kinds(self, kinds: tuple[str, ...]) -> np.ndarray:
+        """Which documents are alive (and not archived, unless searched) and of these kinds (read-only)."""
+        mask = self._of_kinds.get(kinds)
+        if mask is None:
+            wanted = np.zeros(len(KINDS), dtype=bool)
+            wanted[[KIND_CODE[k] for k in kinds]] = True
+            mask = self._of_kinds[kinds] = wanted[self.kind] & self.alive
+            mask.flags.writeable = False
+        return mask
 
     def doc_freq(self, term: str) -> int:
         return int(self.postings(term)[0].size) if self.n else 0
@@ -387,8 +420,7 @@ class SearchIndex:
                 continue
             idf = math.log(1 + (self.live - docs.size + 0.5) / (docs.size + 0.5))
             tf = tfs.astype(np.float32)
-            norm = (K1 * (1 - B) + K1 * B / self.avgdl * self.length[docs]).astype(np.float32)
-            out[docs] += np.float32(weight * idf) * tf / (tf + norm)
+            out[docs] += np.float32(weight * idf) * tf / (tf + self.norm[docs])
         return out
 
     def dictionary(self) -> frozenset[str]:
@@ -428,12 +460,27 @@ class SearchIndex:
         return self._matrix @ qvec.astype(np.float32)
 
     def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """Cosine of documents `ids` (ascending) with the query: only their vectors are read."""
+        """Cosine of documents `ids` (ascending) with the query (0 for one without a vector): only
+        their vectors are read, and only those this snapshot has not read before."""
         out = np.zeros(ids.size, dtype=np.float32)
-        at, vecs = self._vectors(ids)
-        if at.size and vecs.shape[1] == qvec.shape[0]:
-            out[np.searchsorted(ids, at)] = vecs.astype(np.float32) @ qvec.astype(np.float32)
+        if qvec.shape[0] != self.dim:
+            return out
+        held = self._vector_rows
+        wanted = ids.tolist()
+        new = [i for i in wanted if i not in held]
+        if new:
+            if len(held) + len(new) > VECTOR_CACHE_ROWS:
+                held.clear()
+            held.update(self._vector_blobs(new))
+        blobs = [held.get(i) for i in wanted]  # a document without a vector is asked for again next time: it may get one
+        have = np.fromiter((b is not None for b in blobs), dtype=bool, count=len(blobs))
+        if have.any():
+            vecs = np.frombuffer(b"".join(b for b in blobs if b is not None), dtype="<f2").reshape(-1, self.dim)
+            out[have] = vecs.astype(np.float32) @ qvec.astype(np.float32)
         return out
+
+    def _vector_blobs(self, ids: list[int]) -> list[tuple[int, bytes]]:
+        return self.conn.execute("SELECT id, vec FROM docvecs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)).fetchall()
 
     def doc(self, i: int) -> dict:
         return self.docs([i])[0]
@@ -519,9 +566,11 @@ def _now_files(layout: Layout, sigs: Sigs, archive: bool) -> dict[str, tuple[str
 
 
 def _plan(
-    conn: sqlite3.Connection, layout: Layout, model: str, sigs: Sigs, now: dict[str, tuple[str, bool]], archive: bool, full: bool
+    conn: sqlite3.Connection, layout: Layout, model: str, sigs: Sigs, now: dict[str, tuple[str, bool]], archive: bool, full: bool, look: bool = True
 ) -> tuple[bool, list[str], list[str], dict[str, str] | None]:
-    """(rebuild all, sources to read again, sources gone, transcript signatures taken now or None)."""
+    """(rebuild all, sources to read again, sources gone, transcript signatures taken now or None).
+    Without `look`, a changed transcripts folder is not listed (the caller goes on to plan again
+    under the lock whenever the folder changed)."""
     meta = _meta(conn)
     if full or meta.get("version") != STORE_VERSION or meta.get("model") != model:
         return True, sorted(now), [], None
@@ -530,12 +579,17 @@ def _plan(
     changed = {k for k, v in now.items() if held.get(k) != v}
     removed = in_scope - set(now)
     transcripts = sigs.transcripts
-    if transcripts is None and meta.get("transcripts_dir") != sigs.folder:
-        transcripts = _transcript_sigs(layout)  # a transcript was added or removed: find which
     if transcripts is not None:
         recorded = dict(conn.execute("SELECT id, transcript FROM entries WHERE archived = 0").fetchall())
-        days = dict(conn.execute("SELECT id, source FROM entries WHERE archived = 0").fetchall())
         edited = {i for i in {*recorded, *transcripts} if recorded.get(i, "-") != transcripts.get(i, "-")}
+    elif look and meta.get("transcripts_dir") != sigs.folder:  # a transcript was added or removed: find which by name (no stat each)
+        kept = {de.name[:-3] for de in _kept_transcripts(layout)}
+        held = {i for (i,) in conn.execute("SELECT id FROM entries WHERE archived = 0 AND transcript != '-'")}
+        edited = kept ^ held
+    else:
+        edited = set()
+    if edited:
+        days = dict(conn.execute("SELECT id, source FROM entries WHERE archived = 0 AND id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(edited)),)))
         changed |= {days[i] for i in edited if i in days and days[i] in now}
     return False, sorted(changed), sorted(removed), transcripts
 
@@ -544,7 +598,7 @@ def _refresh(path: Path, layout: Layout, embedder, progress, errors: list[str], 
     now = _now_files(layout, sigs, archive)
     conn = connect(path, timeout=WRITE_WAIT_S if wait else 0.0)
     try:
-        rebuild, changed, removed, _ = _plan(conn, layout, embedder.model, sigs, now, archive, full)
+        rebuild, changed, removed, _ = _plan(conn, layout, embedder.model, sigs, now, archive, full, look=False)
         if not (rebuild or changed or removed) and _meta(conn).get("transcripts_dir") == sigs.folder:
             return False
         try:
@@ -611,35 +665,51 @@ def _apply(
     conn.execute("DELETE FROM docs WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
     conn.execute("DELETE FROM entries WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
     conn.execute("DELETE FROM sources WHERE key IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
-    # read them again: which entries supersede which is worked out over every entry held
+    # read them again, BUILD_BATCH sources at a time (a rebuild holds one batch's text and vectors,
+    # not the whole memory's): which entries supersede which is worked out over every entry held
     arch_sources = {s for s in changed if now[s][1]}
     tsig = transcripts if transcripts is not None or len(changed) < 50 else _transcript_sigs(layout)  # before reading them
-    docs, entries, sources = _collect(layout, errors, [s for s in changed if not now[s][1]], sorted(arch_sources), known)
     declared = [Declared(i, ts, json.loads(sup), "") for i, ts, sup in conn.execute("SELECT id, timestamp, supersedes FROM entries WHERE supersedes != '[]'")]
-    newer = superseded_by([*declared, *(e for e in entries if e.supersedes)])
-    for d in docs:
-        if d.entry:
-            d.superseded_by = newer.get(d.entry, "")
-    conn.executemany(
-        "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)",
-        [
-            (
-                e.id,
-                src,
-                e.timestamp,
-                json.dumps(list(e.supersedes)),
-                "-" if src in arch_sources else (tsig.get(e.id) if tsig is not None else file_sig(layout.transcript_file(e.id))) or "-",
-                int(src in arch_sources),
-            )
-            for e, src in zip(entries, sources)
-        ],
-    )
+    read: list[Entry] = []  # entries read that supersede others
+    stored_with: dict[str, str] = {}  # entry id -> the superseded_by its documents were inserted with
+    groups: dict[str, int] = dict(conn.execute("SELECT key, id FROM groups").fetchall())
+    postings = Postings()
+    first = cols.shape[0]
+    unvectored = bool(unvectored_before)  # anything left for the vector fill
+    for live, archived in _batches(changed, arch_sources):
+        docs, entries, sources = _collect(layout, errors, live, archived, known)
+        read += [e for e in entries if e.supersedes]
+        newer = superseded_by([*declared, *read])
+        for d in docs:
+            if d.entry:
+                d.superseded_by = stored_with[d.entry] = newer.get(d.entry, "")
+        conn.executemany(
+            "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    e.id,
+                    src,
+                    e.timestamp,
+                    json.dumps(list(e.supersedes)),
+                    "-" if src in arch_sources else (tsig.get(e.id) if tsig is not None else file_sig(layout.transcript_file(e.id))) or "-",
+                    int(src in arch_sources),
+                )
+                for e, src in zip(entries, sources)
+            ],
+        )
+        by_id = {e.id: e for e in entries}
+        keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else chunk_key(d.index_text) for d in docs]
+        vectors = _embed(conn, _archive_reader(layout) if archived else layout, embedder, docs, keys, by_id, known, errors, progress)
+        _write_vectors(conn, cols.shape[0], keys, vectors)
+        unvectored = unvectored or any(k not in vectors for k in keys)
+        cols = _insert_docs(conn, docs, keys, cols, arch_sources, groups, postings)
+        if postings.size > POSTINGS_HELD:  # written as further blocks of their terms, so a rebuild's memory stays flat
+            _append_postings(conn, postings.rows(), fresh=first == 0)
     conn.executemany("INSERT OR REPLACE INTO sources VALUES (?, ?, ?)", [(s, now[s][0], int(now[s][1])) for s in changed])
-    by_id = {e.id: e for e in entries}
-    keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else chunk_key(d.index_text) for d in docs]
-    vectors = _embed(conn, _archive_reader(layout) if arch_sources else layout, embedder, docs, keys, by_id, known, errors, progress)
-    _write_vectors(conn, cols.shape[0], keys, vectors)
-    cols = _insert_docs(conn, docs, keys, cols, arch_sources)
+    newer = superseded_by([*declared, *read])
+    late = [(newer.get(i, ""), i) for i, given in stored_with.items() if newer.get(i, "") != given]  # superseded by an entry of a later batch
+    conn.executemany("UPDATE docs SET superseded_by = ? WHERE entry = ?", late)
+    _append_postings(conn, postings.rows(), fresh=first == 0)
     _mark_superseded(conn, newer)
     if rebuild:  # vectors no document uses any more (old versions of edited text) go with a rebuild
         conn.execute("DELETE FROM vectors WHERE model = ? AND key NOT IN (SELECT vkey FROM docs)", (embedder.model,))
@@ -654,7 +724,7 @@ def _apply(
         "vectors_missing": "0",
         "vectors_total": "0",
     }
-    if unvectored_before or any(k not in vectors for k in keys):  # what the vector fill has left to do
+    if unvectored:  # what the vector fill has left to do
         meta["vectors_missing"], meta["vectors_total"] = map(str, vector_gap(conn))
     conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
 
@@ -691,11 +761,24 @@ def _mark_superseded(conn: sqlite3.Connection, newer: dict[str, str]) -> None:
     conn.executemany("UPDATE docs SET superseded_by = ? WHERE entry = ?", [(newer.get(i, ""), i) for i in moved])
 
 
-def _insert_docs(conn: sqlite3.Connection, docs: list[Doc], keys: list[str], cols: np.ndarray, archived: set[str]) -> np.ndarray:
-    """Insert `docs` with ids after every id used so far, their postings and words; returns the columns grown."""
+def _batches(changed: list[str], archived: set[str]) -> Iterator[tuple[list[str], list[str]]]:
+    """(live sources, archived sources) to read together, BUILD_BATCH at a time, in the order one
+    read of them all gives its documents: live day files, live Markdown, archived day files, archived
+    Markdown (so a batched build numbers the documents as a whole one does)."""
+    ordered = sorted(changed, key=lambda s: (s in archived, s.endswith(".md")))
+    for at in range(0, len(ordered), BUILD_BATCH):
+        part = ordered[at : at + BUILD_BATCH]
+        yield [s for s in part if s not in archived], [s for s in part if s in archived]
+
+
+def _insert_docs(
+    conn: sqlite3.Connection, docs: list[Doc], keys: list[str], cols: np.ndarray, archived: set[str], groups: dict[str, int], postings: "Postings"
+) -> np.ndarray:
+    """Insert `docs` with ids after every id used so far and their words; their postings are counted
+    into `postings` (written once the change set's last batch is in); returns the columns grown.
+    `groups`: result key -> group id of every group held (new ones are added to it)."""
     first = cols.shape[0]
     add = np.zeros(len(docs), dtype=DOC_DTYPE)
-    groups: dict[str, int] = dict(conn.execute("SELECT key, id FROM groups").fetchall())
     next_group = max(groups.values(), default=-1) + 1
     new_groups: list[tuple[int, str]] = []
     rows = []
@@ -737,26 +820,49 @@ def _insert_docs(conn: sqlite3.Connection, docs: list[Doc], keys: list[str], col
     conn.executemany("INSERT INTO groups VALUES (?, ?)", new_groups)
     conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in surface_words(list(seen))])
-    _append_postings(conn, _postings(flat, lengths, first), fresh=first == 0)
+    postings.add(flat, lengths, first)
     return np.concatenate([cols, add])
 
 
-def _postings(flat: list[str], lengths: np.ndarray, first: int) -> Iterator[tuple[str, bytes, bytes]]:
-    """(term, its document ids ascending, how often each holds it) of documents first, first + 1, ...
-    whose terms are `flat` in turn (`lengths` of them each): counted in numpy over (term id, document)
-    pairs, no loop per posting."""
-    vocab = {t: i for i, t in enumerate(dict.fromkeys(flat))}  # term ids in first-seen order
-    tid = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
-    n = max(lengths.size, 1)
-    pairs, tfs = np.unique(tid * n + np.repeat(np.arange(lengths.size, dtype=np.int64), lengths), return_counts=True)
-    term_of = pairs // n
-    docs = (pairs % n + first).astype("<i4")
-    tfs = np.minimum(tfs, 65535).astype("<u2")
-    bounds = np.flatnonzero(np.diff(term_of)) + 1
-    names = list(vocab)
-    for lo, hi in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [pairs.size])).tolist()):
-        if hi > lo:
-            yield names[term_of[lo]], docs[lo:hi].tobytes(), tfs[lo:hi].tobytes()
+class Postings:
+    """The postings of documents inserted batch by batch: each batch's (term id, document) pairs
+    counted in numpy (no loop per posting), kept as compact arrays until written: at the end of the
+    change set, or earlier as one more block of each term once POSTINGS_HELD are held."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (term ids, document ids, term counts)
+
+    @property
+    def size(self) -> int:
+        """Postings held."""
+        return sum(part[0].size for part in self.parts)
+
+    def add(self, flat: list[str], lengths: np.ndarray, first: int) -> None:
+        """Documents first, first + 1, ... whose terms are `flat` in turn (`lengths` of them each)."""
+        vocab = self.vocab
+        for term in dict.fromkeys(flat):  # new terms get ids in first-seen order; then one mapping pass
+            vocab.setdefault(term, len(vocab))
+        tid = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+        n = max(lengths.size, 1)
+        pairs, tfs = np.unique(tid * n + np.repeat(np.arange(lengths.size, dtype=np.int64), lengths), return_counts=True)
+        self.parts.append(((pairs // n).astype(np.int32), (pairs % n + first).astype("<i4"), np.minimum(tfs, 65535).astype("<u2")))
+
+    def rows(self) -> Iterator[tuple[str, bytes, bytes]]:
+        """(term, its document ids ascending, how often each holds it), terms in the order first met."""
+        if not self.parts:
+            return
+        many = len(self.parts) > 1
+        term_of, docs, tfs = (np.concatenate(a) for a in zip(*self.parts))
+        self.parts = []
+        if many:  # by term, each term's documents still ascending (batches come in id order)
+            order = np.argsort(term_of, kind="stable")
+            term_of, docs, tfs = term_of[order], docs[order], tfs[order]
+        bounds = np.flatnonzero(np.diff(term_of)) + 1
+        names = list(self.vocab)
+        for lo, hi in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [term_of.size])).tolist()):
+            if hi > lo:
+                yield names[term_of[lo]], docs[lo:hi].tobytes(), tfs[lo:hi].tobytes()
 
 
 def _append_postings(conn: sqlite3.Connection, postings: Iterator[tuple[str, bytes, bytes]], fresh: bool) -> None:

@@ -300,3 +300,49 @@ def test_a_moved_store_keeps_its_cache(mem, root, fake_embedder):
     m = open_memory(moved, embedder=fake_embedder)
     assert ranked(m, query) == got
     assert generation(moved) == gen  # nothing re-read
+
+
+def store_rows(root) -> dict[str, list]:
+    conn = sqlite3.connect(store_path(open_memory(root).layout))
+    try:
+        return {
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY {'1' if table == 'words' else 'rowid'}").fetchall()  # words: WITHOUT ROWID
+            for table in ("docs", "postings", "columns", "docvecs", "words", "groups", "entries", "sources")
+        }
+    finally:
+        conn.close()
+
+
+def per_term(postings: list[tuple[str, bytes, bytes]]) -> dict[str, tuple[bytes, bytes]]:
+    """Each term's blocks (in row order) joined."""
+    out: dict[str, tuple[bytes, bytes]] = {}
+    for term, docs, tfs in postings:
+        d, t = out.get(term, (b"", b""))
+        out[term] = (d + docs, t + tfs)
+    return out
+
+
+def test_a_build_in_batches_stores_what_one_batch_does(mem, root, fake_embedder, monkeypatch):
+    """A rebuild reads, embeds and inserts BUILD_BATCH source files at a time (its memory follows a
+    batch, not the store): one source a batch, the store is row for row the one a single batch
+    builds, a supersede whose newer entry comes in a later batch included."""
+    old = next(e for e in mem.store.iter_entries() if "Kafka" in e.summary)
+    new = mem.compress("Bob: the Kafka consumer lag is fixed; we raised the partitions.", when=when(9), session="s9", supersedes=[old.id])
+    mem.log("Investigated the flaky webhook retries with Dana.")
+    full_rebuild(root, fake_embedder).index()
+    whole = store_rows(root)
+    monkeypatch.setattr(st, "BUILD_BATCH", 1)
+    batched = full_rebuild(root, fake_embedder)
+    assert marks(batched, "Kafka consumer lag")[old.id] == new.id
+    assert store_rows(root) == whole
+    monkeypatch.setattr(st, "POSTINGS_HELD", 1)  # each batch's postings written as further blocks of their terms
+    blocks = full_rebuild(root, fake_embedder)
+    assert marks(blocks, "Kafka consumer lag") == marks(batched, "Kafka consumer lag")
+    rows = store_rows(root)
+    assert {k: v for k, v in rows.items() if k != "postings"} == {k: v for k, v in whole.items() if k != "postings"}
+    assert len(rows["postings"]) > len(whole["postings"]) and per_term(rows["postings"]) == per_term(whole["postings"])
+    for entry in (old, new):  # a change set of two sources, read in two batches: the older one's mark is kept
+        day = root / "memory/index" / f"{entry.day}.json"
+        day.write_text(day.read_text() + "\n")
+    blocks.invalidate()
+    assert marks(blocks, "Kafka consumer lag")[old.id] == new.id
