@@ -608,7 +608,9 @@ def _refresh(path: Path, layout: Layout, embedder, progress, errors: list[str], 
                 raise
             if not wait and _meta(conn).get("version") == STORE_VERSION:
                 raise StoreBusy(str(path)) from None
-            raise LockBusy(f"{path}: another memtool process is writing the search cache; try again when it is done") from None
+            if wait:
+                raise LockBusy(f"{path}: another memtool process is writing the search cache; try again when it is done") from None
+            _begin_waiting(conn, path)  # no store to answer from yet (a fresh clone): wait for the one being built
         try:
             rebuild, changed, removed, transcripts = _plan(conn, layout, embedder.model, sigs, now, archive, full)  # again, under the lock
             if not rebuild and _dead_share(conn):
@@ -621,6 +623,16 @@ def _refresh(path: Path, layout: Layout, embedder, progress, errors: list[str], 
         return True
     finally:
         conn.close()
+
+
+def _begin_waiting(conn: sqlite3.Connection, path: Path) -> None:
+    conn.execute(f"PRAGMA busy_timeout = {WRITE_WAIT_S * 1000}")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc):
+            raise
+        raise LockBusy(f"{path}: another memtool process is writing the search cache; try again when it is done") from None
 
 
 def _dead_share(conn: sqlite3.Connection) -> bool:

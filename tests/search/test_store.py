@@ -265,6 +265,37 @@ def test_a_search_does_not_wait_for_another_process_writing(root, fake_embedder)
     assert free.hits and free.hits[0].kind == "log" and not free.warnings
 
 
+def test_a_search_with_no_store_yet_waits_for_the_one_being_built(root, fake_embedder):
+    """A fresh clone: two searches start together. The one that finds the other building the store
+    has nothing to answer from yet, so it waits for that build instead of failing."""
+    import subprocess
+    import sys
+
+    init(root)
+    m = open_memory(root, embedder=fake_embedder)
+    m.compress("Alice: the billing Postgres index is rebuilt nightly by a cron job on db-2.", when=when(1), session="a")
+    discard(m.layout)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from memtool.search.store import connect; c = connect(Path(sys.argv[1])); "
+            "c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(1.5); c.execute('ROLLBACK')",
+            str(store_path(m.layout)),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        found = open_memory(root, embedder=fake_embedder).search(Query(text="billing Postgres index", limit=5))
+        assert holder.poll() is not None  # it waited for the holder to finish
+        assert found.hits and "billing Postgres index" in found.hits[0].text
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_a_failed_change_set_leaves_the_last_committed_state(mem, root, fake_embedder, monkeypatch):
     query = "Kafka consumer lag"
     before = ranked(mem, query)
