@@ -5,6 +5,9 @@ supersede marks. A change set is one transaction: a failure half-way leaves the 
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
+from contextlib import contextmanager
 from datetime import datetime, timezone
 
 import numpy as np
@@ -231,36 +234,42 @@ def test_the_sync_after_a_compress_changes_nothing(mem, root, fake_embedder):
     assert generation(root) == before
 
 
-def test_a_search_does_not_wait_for_another_process_writing(root, fake_embedder):
-    """Another process (a detached session-end compress) holds the store's write lock: a search
-    answers from the last committed state, says so, and the next one sees the change."""
-    import subprocess
-    import sys
-
-    init(root)
-    m = open_memory(root, embedder=fake_embedder)
-    m.compress("Alice: the billing Postgres index is rebuilt nightly by a cron job on db-2.", when=when(1), session="a")
-    m.log("Quokkadb replaced the old Helm chart for the staging cluster.", when=when(2))
+@contextmanager
+def write_lock_held(path, seconds: float):
+    """Another process holding the store's write lock (memtool's own connect, BEGIN IMMEDIATE) for
+    `seconds`, then letting go; yields that process."""
     holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
-            "c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(120)",
-            str(store_path(m.layout)),
+            "import sys, time; from pathlib import Path; from memtool.search.store import connect; c = connect(Path(sys.argv[1])); "
+            "c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(float(sys.argv[2])); c.execute('ROLLBACK')",
+            str(path),
+            str(seconds),
         ],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_search_does_not_wait_for_another_process_writing(root, fake_embedder):
+    """Another process (a detached session-end compress) holds the store's write lock: a search
+    answers from the last committed state, says so, and the next one sees the change."""
+    init(root)
+    m = open_memory(root, embedder=fake_embedder)
+    m.compress("Alice: the billing Postgres index is rebuilt nightly by a cron job on db-2.", when=when(1), session="a")
+    m.log("Quokkadb replaced the old Helm chart for the staging cluster.", when=when(2))
+    with write_lock_held(store_path(m.layout), 120) as holder:
         busy = m.search(Query(text="Quokkadb Helm chart", limit=10))
         assert busy.hits == []  # the store as it was: the log is not in it yet
         assert holder.poll() is None
         assert any("being updated by another memtool process" in w for w in busy.warnings)
-    finally:
-        holder.kill()
-        holder.wait()
     free = m.search(Query(text="Quokkadb Helm chart", limit=10))
     assert free.hits and free.hits[0].kind == "log" and not free.warnings
 
@@ -268,32 +277,14 @@ def test_a_search_does_not_wait_for_another_process_writing(root, fake_embedder)
 def test_a_search_with_no_store_yet_waits_for_the_one_being_built(root, fake_embedder):
     """A fresh clone: two searches start together. The one that finds the other building the store
     has nothing to answer from yet, so it waits for that build instead of failing."""
-    import subprocess
-    import sys
-
     init(root)
     m = open_memory(root, embedder=fake_embedder)
     m.compress("Alice: the billing Postgres index is rebuilt nightly by a cron job on db-2.", when=when(1), session="a")
     discard(m.layout)
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time; from pathlib import Path; from memtool.search.store import connect; c = connect(Path(sys.argv[1])); "
-            "c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(1.5); c.execute('ROLLBACK')",
-            str(store_path(m.layout)),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with write_lock_held(store_path(m.layout), 1.5) as holder:
         found = open_memory(root, embedder=fake_embedder).search(Query(text="billing Postgres index", limit=5))
         assert holder.poll() is not None  # it waited for the holder to finish
-        assert found.hits and "billing Postgres index" in found.hits[0].text
-    finally:
-        holder.kill()
-        holder.wait()
+    assert found.hits and "billing Postgres index" in found.hits[0].text
 
 
 def test_a_failed_change_set_leaves_the_last_committed_state(mem, root, fake_embedder, monkeypatch):
