@@ -52,7 +52,7 @@ class Manifest:
     model: str = ""
     written_ns: int = 0  # when it was saved: files modified close to this are re-hashed (racy mtimes)
     index_sig: list | None = None  # [size, mtime_ns] of index.json
-    emb_dir_ns: int | None = None  # mtime_ns of the embeddings folder
+    emb_dir_ns: int | None = None  # Layout.embeddings_stamp(): changes when a vector file is added, removed or replaced
     days: dict[str, list] = field(default_factory=dict)  # name -> [size, mtime_ns, sha, {id: hash}, error]
     markdown: dict[str, list] = field(default_factory=dict)  # rel path -> [size, mtime_ns, sha, error]
     vectors: dict[str, list] = field(default_factory=dict)  # id -> [size, mtime_ns, content_hash] verified for model
