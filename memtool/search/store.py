@@ -58,6 +58,7 @@ COMPACT_MIN_DEAD = 2000
 WRITE_WAIT_S = 300  # how long a compress or a sync waits for another process's change set
 EMBED_STEP = 512  # passages embedded per embedder call
 ENTRY_BATCH = 64  # entries whose vectors are computed together (each with its transcript's passages)
+DENSE_CHUNK_ROWS = 8192  # vectors `dense_scores` reads and scores at a time (12 MB as float32 at e5's size)
 VECTOR_CACHE_ROWS = 200_000  # vectors a reading process keeps between searches (float16 rows: about 180 MB at e5's size)
 MMAP_BYTES = 0x7FFF0000  # a reader maps up to this much of the store (SQLite's largest mapping)
 POSTINGS_HELD = 4_000_000  # postings a change set holds before writing them (as one more block of each term)
@@ -364,7 +365,6 @@ class SearchIndex:
         self.avgdl = float(self.length[self.alive].sum()) / max(self.live, 1)
         self.norm = (K1 * (1 - B) + K1 * B / (self.avgdl or 1.0) * self.length).astype(np.float32)  # BM25's length term per document
         self._dictionary: frozenset[str] | None = None
-        self._matrix: np.ndarray | None = None
         self.dim = int(meta.get("dim", "0"))
         # float16 vectors read so far in this snapshot, by document id: a process that searches again
         # reads only the candidates it has not read yet (at most VECTOR_CACHE_ROWS kept)
@@ -438,26 +438,20 @@ class SearchIndex:
         """The result id of each group: an entry id, or a Markdown chunk's ref."""
         return dict(self.conn.execute("SELECT id, key FROM groups").fetchall())
 
-    def _vectors(self, ids: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """(document ids, their vectors) of those of `ids` (all when None) that have one."""
-        if ids is None:
-            rows = self.conn.execute("SELECT id, vec FROM docvecs").fetchall()
-        else:
-            rows = self.conn.execute("SELECT id, vec FROM docvecs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids.tolist()),)).fetchall()
-        if not rows:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dim), dtype="<f2")
-        return np.array([r[0] for r in rows], dtype=np.int64), np.frombuffer(b"".join(r[1] for r in rows), dtype="<f2").reshape(len(rows), -1)
-
     def dense_scores(self, qvec: np.ndarray) -> np.ndarray:
-        """Cosine of every document with the query (0 for a document without a vector)."""
-        if self._matrix is None:
-            at, vecs = self._vectors(None)
-            matrix = np.zeros((self.n, qvec.shape[0]), dtype=np.float32)
-            if at.size and vecs.shape[1] == qvec.shape[0]:
-                keep = at < self.n
-                matrix[at[keep]] = vecs[keep]
-            self._matrix = matrix
-        return self._matrix @ qvec.astype(np.float32)
+        """Cosine of every document with the query (0 for a document without a vector). The vectors
+        are read and scored `DENSE_CHUNK_ROWS` at a time: memory stays that chunk and the n scores."""
+        out = np.zeros(self.n, dtype=np.float32)
+        q = qvec.astype(np.float32)
+        rows = self.conn.execute("SELECT id, vec FROM docvecs ORDER BY id")
+        while chunk := rows.fetchmany(DENSE_CHUNK_ROWS):
+            at = np.fromiter((r[0] for r in chunk), dtype=np.int64, count=len(chunk))
+            vecs = np.frombuffer(b"".join(r[1] for r in chunk), dtype="<f2").reshape(len(chunk), -1)
+            if vecs.shape[1] != q.shape[0]:  # vectors of another size than the query's: no cosine
+                return np.zeros(self.n, dtype=np.float32)
+            keep = at < self.n
+            out[at[keep]] = vecs[keep].astype(np.float32) @ q
+        return out
 
     def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Cosine of documents `ids` (ascending) with the query (0 for one without a vector): only

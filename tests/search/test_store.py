@@ -368,3 +368,24 @@ def test_a_build_in_batches_stores_what_one_batch_does(mem, root, fake_embedder,
         day.write_text(day.read_text() + "\n")
     blocks.invalidate()
     assert marks(blocks, "Kafka consumer lag")[old.id] == new.id
+
+
+def test_dense_scores_read_in_chunks_equal_the_whole_matrix(mem, root, fake_embedder, monkeypatch):
+    """The vector fallback scores the vectors a few rows at a time: the scores are those of every
+    vector in one float32 matrix, to the bit, and a document without a vector scores 0."""
+    index = mem.index()
+    with sqlite3.connect(index.path) as conn:
+        conn.execute("DELETE FROM docvecs WHERE id = (SELECT min(id) FROM docvecs)")
+    index = open_memory(root, embedder=fake_embedder).index()
+    conn = sqlite3.connect(index.path)
+    rows = conn.execute("SELECT id, vec FROM docvecs").fetchall()
+    conn.close()
+    matrix = np.zeros((index.n, index.dim), dtype=np.float32)
+    matrix[[i for i, _ in rows]] = np.frombuffer(b"".join(v for _, v in rows), dtype="<f2").reshape(len(rows), -1)
+    qvec = fake_embedder.embed_query("Kafka consumer lag")
+    monkeypatch.setattr(st, "DENSE_CHUNK_ROWS", 3)
+    with index.reading():
+        chunked = index.dense_scores(qvec)
+    assert index.n > 3 * 2 and len(rows) == index.n - 1
+    assert np.array_equal(chunked, matrix @ qvec.astype(np.float32))
+    assert (chunked == 0).sum() == 1 and (chunked != 0).sum() == index.n - 1
