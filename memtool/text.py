@@ -94,8 +94,11 @@ def words(text: str) -> list[str]:
     a combining mark). Text in a script without spaces gives characters and pairs (SPACELESS)."""
     if text.isascii():
         return WORD_RE.findall(text.lower())
+    text = unicodedata.normalize("NFC", text).lower()
+    if spaceless_re().search(text) is None:  # most text that is not ASCII: one findall, no loop per word
+        return _unicode_word_re().findall(text)
     out: list[str] = []
-    for m in _unicode_word_re().finditer(unicodedata.normalize("NFC", text).lower()):
+    for m in _unicode_word_or_run_re().finditer(text):
         run = m.group("run")
         if run is None:
             out.append(m.group().rstrip(_JOINERS))
@@ -105,11 +108,25 @@ def words(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _unicode_word_re() -> re.Pattern:
-    """WORD_RE for any script; built on the first non-ASCII text (about 10 ms: the mark class)."""
+def _word_inner() -> str:
+    """What may follow a word's first letter (a regex): letters and digits, combining marks (those of
+    _MARK_SPANS: about 10 ms to list, on the first text that is not ASCII) and joiners."""
     marks = _ranges(c for lo, hi in _MARK_SPANS for c in range(lo, hi) if unicodedata.category(chr(c))[0] == "M")
-    inner = f"[^\\W{SPACELESS}]|['\\-.\u200c\u200d{marks}]"  # joiners are stripped from the end after the match
-    return re.compile(f"(?P<run>[{SPACELESS}]+)|{LETTER}(?:{inner})*")
+    return f"[^\\W{SPACELESS}]|['\\-.\u200c\u200d{marks}]"
+
+
+@lru_cache(maxsize=1)
+def _unicode_word_re() -> re.Pattern:
+    """WORD_RE for any script but those without spaces: a letter, then letters, marks and joiners,
+    ending with no joiner (the word `_unicode_word_or_run_re` matches, stripped of its joiners)."""
+    return re.compile(f"{LETTER}(?:{_word_inner()})*(?<![{re.escape(_JOINERS)}])")
+
+
+@lru_cache(maxsize=1)
+def _unicode_word_or_run_re() -> re.Pattern:
+    """A run of a script without spaces (group `run`) or a word of any other script (its joiners at
+    the end are stripped after the match)."""
+    return re.compile(f"(?P<run>[{SPACELESS}]+)|{LETTER}(?:{_word_inner()})*")
 
 
 def _ranges(codes) -> str:
@@ -136,9 +153,26 @@ def tokenize(text: str) -> list[str]:
     return terms(words(text))
 
 
+# Each word met -> its stem, None for a stopword: a build meets each distinct word thousands of times
+# and stems it once (a document whose words are all known is one pass in C). Cleared when it holds
+# STEM_CACHE_MAX words, so a long-running watcher or MCP server stays small.
+STEM_CACHE_MAX = 500_000
+_stem_of: dict[str, str | None] = dict.fromkeys(STOPWORDS)
+
+
 def terms(ws: list[str]) -> list[str]:
     """`tokenize` for words already split by `words`."""
-    return stem_words([w for w in ws if w not in STOPWORDS])
+    stem_of = _stem_of
+    try:
+        return [s for s in map(stem_of.__getitem__, ws) if s is not None]
+    except KeyError:  # words not met before: stemmed in one call
+        new = list(set(ws).difference(stem_of))
+        if len(stem_of) + len(new) > STEM_CACHE_MAX:
+            stem_of.clear()
+            stem_of.update(dict.fromkeys(STOPWORDS))
+            new = list(set(ws).difference(stem_of))
+        stem_of.update(zip(new, stem_words(new)))
+        return [s for s in map(stem_of.__getitem__, ws) if s is not None]
 
 
 def content_words(text: str) -> list[str]:

@@ -237,3 +237,44 @@ def test_the_rules_of_any_script_cut_ascii_text_where_the_ascii_rules_do():
 
     for text in _cuts_of_ascii_text():
         assert ends(T._split_any_script(text)) == ends(T.SENTENCE_RE.split(text)), text[:200]
+
+
+def _words_as_one_loop(text: str) -> list[str]:
+    """`words` as it was before its findall path for text without a spaceless run: every match of
+    the word-or-run pattern, joiners stripped from a word's end (the reference the fast path must equal)."""
+    if text.isascii():
+        return T.WORD_RE.findall(text.lower())
+    out: list[str] = []
+    for m in T._unicode_word_or_run_re().finditer(unicodedata.normalize("NFC", text).lower()):
+        run = m.group("run")
+        out.extend(T._spaceless_terms(run) if run is not None else [m.group().rstrip(T._JOINERS)])
+    return out
+
+
+# Letters of several scripts, combining marks, every joiner, quotes, digits, white space; a spaceless
+# script only in MIXED_SCRIPTS_CJK.
+MIXED_SCRIPTS = "aZ09_'-.\u200c\u200d …’é\u0301ñÖßдЖёΩλ\u05d0\u05b8\u0627\u064e\u0915\u093f\u094d\u0e01\u0e34ê\u0323 \n\t,;:!?()"
+MIXED_SCRIPTS_CJK = MIXED_SCRIPTS + "数据库ひらカナｶ々"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=MIXED_SCRIPTS, max_size=80) | st.text(alphabet=MIXED_SCRIPTS_CJK, max_size=80))
+def test_words_and_terms_are_those_of_the_one_loop_split(text):
+    """The findall path of `words` (text that is not ASCII and has no spaceless run) gives the words
+    the loop over every match gives, and `terms` (stems cached per word) the stems of the words
+    that are not stopwords, in order: a store built with them holds the same terms and postings."""
+    ws = words(text)
+    assert ws == _words_as_one_loop(text)
+    assert T.terms(ws) == T.stem_words([w for w in ws if w not in T.STOPWORDS])
+
+
+def test_words_of_notes_with_an_ellipsis_are_the_same_words(monkeypatch):
+    """Compressed summaries end with '…': not ASCII, so they take the Unicode pattern."""
+    text = "we fixed the redis feature… next: the auth-service_ v1.2.3. café-- naïve\u200d Zoë's"
+    assert (
+        words(text) == _words_as_one_loop(text) == ["we", "fixed", "the", "redis", "feature", "next", "the", "auth-service", "v1.2.3", "café", "naïve", "zoë's"]
+    )
+    monkeypatch.setattr(T, "STEM_CACHE_MAX", len(T.STOPWORDS) + 3)  # the stem cache is cleared when full, and still right
+    for _ in range(2):
+        assert T.terms(words(text)) == T.stem_words([w for w in words(text) if w not in T.STOPWORDS])
+    assert len(T._stem_of) <= T.STEM_CACHE_MAX + len(set(words(text)))

@@ -29,10 +29,13 @@ ASKS_DURATION_RE = re.compile(r"\bhow\s+long\b(?!\s+ago)|\bhow\s+many\s+(?:years
 
 def doc_cues(ws: list[str]) -> int:
     """The answer types a document states (a bit set of TIME and DURATION), from its `words`. Set
-    lookups, not one large regex: this runs on every document of a build."""
+    lookups, not one large regex: this runs on every document of a build (and only a document holding
+    a word of TRIGGERS has its words walked through)."""
     bits = TIME if not TIME_WORDS.isdisjoint(ws) or any(YEAR_RE.match(w) for w in ws if w[0] in "12") else 0
     if "since" in ws:
         bits |= DURATION
+    if TRIGGERS.isdisjoint(ws):
+        return bits
     for i, w in enumerate(ws):
         if w not in TRIGGERS or not i:
             continue

@@ -3,9 +3,12 @@
 from datetime import datetime, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memtool.app import open_memory
 from memtool.scaffold import init
+from memtool.search import cues
 from memtool.search.cues import DURATION, TIME, asked_cues, doc_cues
 from memtool.search.engine import Query
 from memtool.text import words
@@ -64,3 +67,28 @@ def test_a_when_question_lifts_the_passage_that_says_when(root, gym):
 
 def test_a_cue_alone_creates_no_hit(gym):
     assert gym.search(Query(text="When did it happen?", kinds=("transcript",))).hits == []
+
+
+def _cues_walking_every_word(ws: list[str]) -> int:
+    """`doc_cues` as it was: every word looked at, with or without a trigger among them."""
+    bits = cues.TIME if not cues.TIME_WORDS.isdisjoint(ws) or any(cues.YEAR_RE.match(w) for w in ws if w[0] in "12") else 0
+    bits |= cues.DURATION if "since" in ws else 0
+    for i, w in enumerate(ws):
+        if w in cues.TRIGGERS and i:
+            before = ws[i - 2] if ws[i - 1] == "of" and i > 1 else ws[i - 1]
+            if w in cues.UNITS and (before.isdigit() or before in cues.COUNTS):
+                bits |= cues.TIME if i + 1 < len(ws) and ws[i + 1] == "ago" else cues.DURATION
+            elif (w in cues.RELATIVE_UNITS and before in cues.RELATIVE) or (w == "am" and before.isdigit()):
+                bits |= cues.TIME
+    return bits
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*sorted(cues.TRIGGERS), *sorted(cues.COUNTS), *sorted(cues.RELATIVE), "of", "ago", "since", "3", "2022", "deploy", "may"]), max_size=12
+    )
+)
+def test_doc_cues_are_those_of_a_walk_over_every_word(ws):
+    """Skipping the walk when no trigger word is held changes no document's cues."""
+    assert cues.doc_cues(ws) == _cues_walking_every_word(ws)
