@@ -791,6 +791,7 @@ def _insert_docs(
     flat: list[str] = []  # every document's terms, one after another
     lengths = np.zeros(len(docs), dtype=np.int64)
     seen: set[str] = set()
+    topics_json: dict[tuple[str, ...], str] = {}  # an entry's documents share its topics: encoded once
     for j, (d, key) in enumerate(zip(docs, keys)):
         i = first + j
         gkey = d.entry or d.ref
@@ -816,7 +817,7 @@ def _insert_docs(
                 d.session,
                 d.ts,
                 d.importance,
-                json.dumps(list(d.topics), ensure_ascii=False),
+                topics_json.get(d.topics) or topics_json.setdefault(d.topics, json.dumps(list(d.topics), ensure_ascii=False)),
                 int(d.trusted),
                 d.line,
                 d.superseded_by,
