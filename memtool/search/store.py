@@ -59,6 +59,7 @@ WRITE_WAIT_S = 300  # how long a compress or a sync waits for another process's 
 EMBED_STEP = 512  # passages embedded per embedder call
 ENTRY_BATCH = 64  # entries whose vectors are computed together (each with its transcript's passages)
 DENSE_CHUNK_ROWS = 8192  # vectors `dense_scores` reads and scores at a time (12 MB as float32 at e5's size)
+DENSE_HELD_BYTES = 64 << 20  # a reading process keeps every vector for `dense_scores` when they fit (float16: 87k documents at e5's size)
 VECTOR_CACHE_ROWS = 200_000  # vectors a reading process keeps between searches (float16 rows: about 180 MB at e5's size)
 MMAP_BYTES = 0x7FFF0000  # a reader maps up to this much of the store (SQLite's largest mapping)
 POSTINGS_HELD = 4_000_000  # postings a change set holds before writing them (as one more block of each term)
@@ -369,6 +370,7 @@ class SearchIndex:
         # float16 vectors read so far in this snapshot, by document id: a process that searches again
         # reads only the candidates it has not read yet (at most VECTOR_CACHE_ROWS kept)
         self._vector_rows: dict[int, bytes] = {}
+        self._dense: tuple[np.ndarray, np.ndarray] | None = None  # (ids, float16 vectors) of every vector, when they fit DENSE_HELD_BYTES
 
     def close(self) -> None:
         self.conn.close()
@@ -440,18 +442,36 @@ class SearchIndex:
 
     def dense_scores(self, qvec: np.ndarray) -> np.ndarray:
         """Cosine of every document with the query (0 for a document without a vector). The vectors
-        are read and scored `DENSE_CHUNK_ROWS` at a time: memory stays that chunk and the n scores."""
+        are scored `DENSE_CHUNK_ROWS` at a time: memory stays that chunk and the n scores, plus the
+        snapshot's float16 vectors when they fit DENSE_HELD_BYTES (a process that searches again,
+        as the MCP server does, then reads them once)."""
         out = np.zeros(self.n, dtype=np.float32)
         q = qvec.astype(np.float32)
-        rows = self.conn.execute("SELECT id, vec FROM docvecs ORDER BY id")
-        while chunk := rows.fetchmany(DENSE_CHUNK_ROWS):
-            at = np.fromiter((r[0] for r in chunk), dtype=np.int64, count=len(chunk))
-            vecs = np.frombuffer(b"".join(r[1] for r in chunk), dtype="<f2").reshape(len(chunk), -1)
+        for at, vecs in self._vector_chunks():
             if vecs.shape[1] != q.shape[0]:  # vectors of another size than the query's: no cosine
                 return np.zeros(self.n, dtype=np.float32)
             keep = at < self.n
             out[at[keep]] = vecs[keep].astype(np.float32) @ q
         return out
+
+    def _vector_chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(document ids, their float16 vectors), DENSE_CHUNK_ROWS at a time, in id order."""
+        if self._dense is not None:
+            ids, vecs = self._dense
+            for lo in range(0, ids.size, DENSE_CHUNK_ROWS):
+                yield ids[lo : lo + DENSE_CHUNK_ROWS], vecs[lo : lo + DENSE_CHUNK_ROWS]
+            return
+        keep = self.n * max(self.dim, 1) * 2 <= DENSE_HELD_BYTES
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        rows = self.conn.execute("SELECT id, vec FROM docvecs ORDER BY id")
+        while chunk := rows.fetchmany(DENSE_CHUNK_ROWS):
+            at = np.fromiter((r[0] for r in chunk), dtype=np.int64, count=len(chunk))
+            vecs = np.frombuffer(b"".join(r[1] for r in chunk), dtype="<f2").reshape(len(chunk), -1)
+            if keep:
+                parts.append((at, vecs))
+            yield at, vecs
+        if keep and parts and len({v.shape[1] for _, v in parts}) == 1:  # read to the end: kept for the next search
+            self._dense = (np.concatenate([a for a, _ in parts]), np.concatenate([v for _, v in parts]))
 
     def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Cosine of documents `ids` (ascending) with the query (0 for one without a vector): only

@@ -389,3 +389,9 @@ def test_dense_scores_read_in_chunks_equal_the_whole_matrix(mem, root, fake_embe
     assert index.n > 3 * 2 and len(rows) == index.n - 1
     assert np.array_equal(chunked, matrix @ qvec.astype(np.float32))
     assert (chunked == 0).sum() == 1 and (chunked != 0).sum() == index.n - 1
+    with index.reading():  # again, from the vectors the first call kept (they fit DENSE_HELD_BYTES)
+        assert index._dense is not None and np.array_equal(index.dense_scores(qvec), chunked)
+    monkeypatch.setattr(st, "DENSE_HELD_BYTES", 0)
+    bounded = open_memory(root, embedder=fake_embedder).index()
+    with bounded.reading():  # too many to keep: read in chunks each time, the same scores
+        assert np.array_equal(bounded.dense_scores(qvec), chunked) and bounded._dense is None
