@@ -21,7 +21,6 @@ CONFIG_MAX_BYTES = 64 * 1024  # a config file larger than this is refused before
 CONFIG_MAX_DEPTH = 2  # settings are single values or lists of strings: a mapping holding lists
 USER_CONFIG_DIR = "memtool"  # $XDG_CONFIG_HOME/memtool (default ~/.config/memtool): the user's own config
 TRUST_FILE = "trusted.json"  # $XDG_CONFIG_HOME/memtool/trusted.json: approved repository configs, path -> sha256
-INDEX_STATE_FILE = "index-state.json"  # memory/.cache: the file stats index.json was last written from
 GITIGNORE_FILE = ".gitignore"  # memory/.gitignore
 TOMBSTONES_FILE = "tombstones.jsonl"  # memory/index/tombstones.jsonl: forgotten ids (id, time, who), versioned, merged by line
 GITATTRIBUTES_FILE = ".gitattributes"  # at the memory root: how git merges the store (memtool/gitmerge.py)

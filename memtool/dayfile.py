@@ -20,7 +20,7 @@ CONFLICT_RE = re.compile(r"^(<{7}|={7}|>{7})( |$)", re.M)
 
 
 def file_sig(path: Path) -> list[int] | None:
-    """fsutil.stat_sig as the JSON list index-state.json keeps (memtool/index_json.py)."""
+    """fsutil.stat_sig as the JSON list the store's index_json_state keeps (memtool/index_json.py)."""
     sig = stat_sig(path)
     return list(sig) if sig else None
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 from typing import Iterable
 
 from memtool import confine
 from memtool import constants as C
 from memtool.dayfile import DAY_RE, DaySigs, ParsedDays, file_sig, id_day, load_json, read_day
 from memtool.errors import StoreCorrupt, UnsafePath
-from memtool.fsutil import atomic_write_bytes, atomic_write_text
+from memtool.fsutil import atomic_write_bytes
 from memtool.models import Entry
 
 _INDEX_OPEN = b',\n  "entries": ['
@@ -277,13 +278,33 @@ class IndexJson:
         return out
 
     def _load_index_state(self) -> dict | None:
-        try:
-            state = json.loads(confine.read_bytes(self.layout.cache_dir / C.INDEX_STATE_FILE))
-            return state if isinstance(state, dict) else None
-        except (OSError, ValueError, UnsafePath):
+        from memtool.search.store import open_state
+
+        conn = open_state(self.layout, create=False)
+        if conn is None:
             return None  # no record (first write, cache deleted): the full rebuild makes one
+        try:
+            row = conn.execute("SELECT data FROM index_json_state WHERE name = 'built_from'").fetchone()
+        except sqlite3.Error:
+            row = None  # a store whose state tables are not made yet
+        finally:
+            conn.close()
+        try:
+            state = json.loads(row[0]) if row else None
+        except ValueError:
+            return None
+        return state if isinstance(state, dict) else None
 
     def _save_index_state(self, sigs: DaySigs) -> None:
-        """What index.json was built from: its own stat and every day file's (derived cache)."""
-        state = {"index": file_sig(self.layout.index_file), "days": sigs}
-        atomic_write_text(self.layout.cache_dir / C.INDEX_STATE_FILE, json.dumps(state))
+        """What index.json was built from: its own stat and every day file's (derived store, table
+        index_json_state; not written when the store is busy or read-only: the next write rebuilds)."""
+        from memtool.search.store import open_state, write_state
+
+        conn = open_state(self.layout)
+        if conn is None:
+            return
+        try:
+            state = {"index": file_sig(self.layout.index_file), "days": sigs}
+            write_state(conn, [("INSERT OR REPLACE INTO index_json_state VALUES ('built_from', ?)", [(json.dumps(state),)])])
+        finally:
+            conn.close()

@@ -136,19 +136,22 @@ def connect(path: Path, timeout: float = 0.0) -> sqlite3.Connection:
 
 # -- derived state besides the search: its own tables, kept across rebuilds of the search tables --------
 # The compressor's word counts per day file (memtool/docfreq.py), how often each entry was returned
-# (memtool/access.py) and what the last sync saw of each file (memtool/sync_scan.py). A rebuild of the
+# (memtool/access.py), what the last sync saw of each file (memtool/sync_scan.py) and the day-file
+# stats index.json was last written from (memtool/index_json.py). A rebuild of the
 # search tables (another STORE_VERSION or model, `reindex --full`, compaction) leaves them alone, so
 # their layout has its own version, PRAGMA user_version; only a store discarded as damaged loses them.
-STATE_VERSION = 1
+STATE_VERSION = 2
+STATE_ADDED_TO = (1,)  # older state versions whose tables this one keeps as they are (it only adds tables)
 STATE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS day_words(day TEXT PRIMARY KEY, sig TEXT NOT NULL, entries INTEGER NOT NULL, counts TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sync_state(name TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS index_json_state(name TEXT PRIMARY KEY, data TEXT NOT NULL);
 """
-STATE_TABLES = ("day_words", "access", "sync_state")
+STATE_TABLES = ("day_words", "access", "sync_state", "index_json_state")
 STATE_WAIT_S = 0.5  # how long a write of this state waits for another process's change set before it is skipped
 # what this state and the search cache were kept in before they moved into the store: removed once
-LEGACY_CACHE = ("doc-freq.json", "access.json", "sync.json", "build.lock", "search", "search-archive", "archive")
+LEGACY_CACHE = ("doc-freq.json", "access.json", "sync.json", "index-state.json", "build.lock", "search", "search-archive", "archive")
 
 
 def _ensure_state(conn: sqlite3.Connection, folder: Path) -> None:
@@ -162,8 +165,9 @@ def _ensure_state(conn: sqlite3.Connection, folder: Path) -> None:
     except sqlite3.OperationalError:
         return
     try:
-        if conn.execute("PRAGMA user_version").fetchone()[0] != STATE_VERSION:
-            for table in STATE_TABLES:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version != STATE_VERSION:
+            for table in STATE_TABLES if version not in STATE_ADDED_TO else ():
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
             for statement in STATE_SCHEMA.split(";"):
                 if statement.strip():
