@@ -42,7 +42,6 @@ OPEN_HEAD_RE = re.compile(
     r"to ?dos?|action items?|not done|outstanding|later|pending|what'?s left|left on\b.*|still to do)\b",
     re.I,
 )
-# A line that states one: "Decision: …", "TODO: …", "Left (TODO): …", "Follow-up: …".
 # Headings of the agent's report of what it changed: its items that say how things are now are choices made.
 DONE_HEAD_RE = re.compile(
     r"^(?:done|changes?(?: made)?|what (?:i )?(?:changed|did)|summary(?: of changes)?|fix(?:ed)?|the fix|result|implemented)(?![\w-])", re.I
@@ -50,6 +49,7 @@ DONE_HEAD_RE = re.compile(
 CHANGE_RE = re.compile(
     r"\b(?:now|instead of|rather than|->|→|switched|replaced|moved|pinned|set to|raised|lowered|maps? to|takes? an?|uses?|keeps?|stays?|only)\b", re.I
 )
+# A line that states one: "Decision: …", "TODO: …", "Left (TODO): …", "Follow-up: …".
 DECISION_LINE_RE = re.compile(
     r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:decision|decided|we decided|agreed|final decision|resolution)(?:\*\*)?\s*(?:\([^)]*\))?\s*[:\-–]\s*(?:\*\*)?\s*(.+)$", re.I
 )
