@@ -42,9 +42,7 @@ def _fsync_dir(folder: Path) -> None:
     except OSError:
         return  # not supported on this platform / file system
     try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems refuse fsync on directories; the rename is still atomic
+        _fsync_fd(fd)
     finally:
         os.close(fd)
 
@@ -155,10 +153,13 @@ class _Folders:
         self.fds.clear()
 
 
-def _write_fd(fd: int, data: bytes | list[bytes | memoryview]) -> None:
+Data = bytes | list[bytes | memoryview]  # the bytes of a file, or its pieces one after another
+
+
+def _write_fd(fd: int, data: Data) -> None:
     for piece in data if isinstance(data, list) else [data]:
         view = memoryview(piece)
-        while view:
+        while view:  # os.write may write less than asked (full disk)
             view = view[os.write(fd, view) :]
 
 
@@ -169,87 +170,29 @@ def _unlink_quietly(tmp: str, dfd: int | None = None) -> None:
         pass  # already renamed, or never created
 
 
-def atomic_write_bytes(path: Path, data: bytes | list[bytes | memoryview], durable: bool = True) -> None:
-    """Write `data` (or its pieces one after another) to a temp file in the same folder, fsync, then rename over the target.
-    Under a memory root the folder is opened by confine's walk and a link in place of the file is refused
-    (UnsafePath); a linked Layer 3 file, or a path outside any root, is written through its link (see _target).
-    `durable=False` skips both fsyncs (~5 ms, far more on a busy disk):
-    only for derived files that are validated when read and rebuilt when damaged, since after a
-    power cut they may be old, empty or partial."""
-    path = Path(path)
-    where = _confined(path)
-    if where is None:
-        _atomic_write_followed(path, data, durable)
-        return
-    root, names = where
-    try:
-        dfd = open_folder(root, names[:-1], path, create=True)
-    except OSError as exc:
-        raise _storage_error(path, exc) from None
-    tmp = None
-    try:
-        old = _old_stat_at(dfd, names[-1], path)
-        fd, tmp = _temp_at(dfd, names[-1])
-        try:
-            _keep_attributes(fd, old)
-            _write_fd(fd, data)
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, names[-1], src_dir_fd=dfd, dst_dir_fd=dfd)
-        tmp = None
-        if durable:
-            _fsync_fd(dfd)
-    except OSError as exc:
-        raise _storage_error(path, exc) from None
-    finally:
-        if tmp is not None:
-            _unlink_quietly(tmp, dfd)
-        os.close(dfd)
-
-
-def _atomic_write_followed(path: Path, data: bytes | list[bytes | memoryview], durable: bool) -> None:
-    target = _target(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as exc:
-        raise _storage_error(path, exc, target) from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            _keep_attributes(fh.fileno(), _stat_or_none(target))
-            fh.writelines(data) if isinstance(data, list) else fh.write(data)
-            fh.flush()
-            if durable:
-                os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except OSError as exc:
-        _unlink_quietly(tmp)
-        raise _storage_error(path, exc, target) from None
-    if durable:
-        _fsync_dir(target.parent)
-
-
 def stat_sig(path: str | Path) -> tuple[int, int] | None:
     """(size, mtime_ns) of a file or folder, None when it cannot be stat-ed (not there): the one
     signature by which memtool tells that a file changed since it last read it."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns
+    st = _stat_or_none(path)
+    return None if st is None else (st.st_size, st.st_mtime_ns)
 
 
-def _stat_or_none(path: Path) -> os.stat_result | None:
+def _stat_or_none(path: str | Path) -> os.stat_result | None:
     try:
         return os.stat(path)
     except OSError:
         return None
 
 
-def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), durable)
+def atomic_write_bytes(path: Path, data: Data) -> None:
+    """Write `data` to a temp file in the same folder, fsync, then rename over the target.
+    Under a memory root the folder is opened by confine's walk and a link in place of the file is refused
+    (UnsafePath); a linked Layer 3 file, or a path outside any root, is written through its link (see _target)."""
+    _write_files([(Path(path), data)], skip_same=False)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_many(items: list[tuple[Path, bytes]]) -> list[Path]:
@@ -259,11 +202,13 @@ def atomic_write_many(items: list[tuple[Path, bytes]]) -> list[Path]:
 
     A crash leaves every target either old or new, never torn. Returns the paths written.
     """
-    from concurrent.futures import ThreadPoolExecutor
+    return _write_files(items, skip_same=True)
 
+
+def _write_files(items: list[tuple[Path, Data]], skip_same: bool) -> list[Path]:
     folders = _Folders()
     # (path asked for, folder fd or None, name in it or the followed target, stat of the file replaced)
-    todo: list[tuple[Path, int | None, str, os.stat_result | None, bytes]] = []
+    todo: list[tuple[Path, int | None, str, os.stat_result | None, Data]] = []
     temps: list[tuple[str, int | None, str, Path]] = []  # temp file, its folder fd, the name it replaces, the path asked for
     doing: tuple[Path, Path | None] = (Path("."), None)  # the file an error is about
     try:
@@ -271,54 +216,59 @@ def atomic_write_many(items: list[tuple[Path, bytes]]) -> list[Path]:
             doing = (path, None)
             where = _confined(path)
             if where is None:
-                target = _target(path)
-                old = _stat_or_none(target)
-                if old is not None and old.st_size == len(data) and _same_bytes(str(target), None, data):
-                    continue
-                todo.append((path, None, str(target), old, data))
+                dfd, name = None, str(_target(path))
+                old = _stat_or_none(name)
+            else:
+                dfd, name = folders.get(where[0], where[1][:-1], path), where[1][-1]
+                old = _old_stat_at(dfd, name, path)
+            if skip_same and old is not None and old.st_size == len(data) and _same_bytes(name, dfd, data):
                 continue
-            dfd = folders.get(where[0], where[1][:-1], path)
-            old = _old_stat_at(dfd, where[1][-1], path)
-            if old is not None and old.st_size == len(data) and _same_bytes(where[1][-1], dfd, data):
-                continue
-            todo.append((path, dfd, where[1][-1], old, data))
-        with ThreadPoolExecutor(max_workers=C.FSYNC_THREADS) as pool:
-            for start in range(0, len(todo), C.FSYNC_CHUNK):
-                opened: list[int] = []
-                try:
-                    for path, dfd, name, old, data in todo[start : start + C.FSYNC_CHUNK]:
-                        doing = (path, None if dfd is not None else Path(name))
-                        if dfd is None:
-                            Path(name).parent.mkdir(parents=True, exist_ok=True)
-                            fd, tmp = tempfile.mkstemp(prefix=f".{Path(name).name}.", suffix=".tmp", dir=Path(name).parent)
-                        else:
-                            fd, tmp = _temp_at(dfd, name)
-                        opened.append(fd)
-                        temps.append((tmp, dfd, name, path))
-                        _keep_attributes(fd, old)
-                        _write_fd(fd, data)
-                    list(pool.map(os.fsync, opened))
-                finally:
-                    for fd in opened:
-                        os.close(fd)
+            todo.append((path, dfd, name, old, data))
+        for start in range(0, len(todo), C.FSYNC_CHUNK):
+            opened: list[int] = []
+            try:
+                for path, dfd, name, old, data in todo[start : start + C.FSYNC_CHUNK]:
+                    doing = (path, None if dfd is not None else Path(name))
+                    if dfd is None:
+                        Path(name).parent.mkdir(parents=True, exist_ok=True)
+                        fd, tmp = tempfile.mkstemp(prefix=f".{Path(name).name}.", suffix=".tmp", dir=Path(name).parent)
+                    else:
+                        fd, tmp = _temp_at(dfd, name)
+                    opened.append(fd)
+                    temps.append((tmp, dfd, name, path))
+                    _keep_attributes(fd, old)
+                    _write_fd(fd, data)
+                _fsync_all(opened)
+            finally:
+                for fd in opened:
+                    os.close(fd)
         for tmp, dfd, name, path in temps:
             doing = (path, None if dfd is not None else Path(name))
             os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         for fd in {dfd for _, dfd, _, _ in temps if dfd is not None}:
             _fsync_fd(fd)
-    except OSError as exc:
+    except (OSError, UnsafePath) as exc:
         for tmp, dfd, _, _ in temps:
             _unlink_quietly(tmp, dfd)
+        if isinstance(exc, UnsafePath):
+            raise
         raise _storage_error(doing[0], exc, doing[1]) from None
-    except UnsafePath:
-        for tmp, dfd, _, _ in temps:
-            _unlink_quietly(tmp, dfd)
-        raise
     finally:
         folders.close()
     for folder in {Path(name).parent for _, dfd, name, _ in temps if dfd is None}:
         _fsync_dir(folder)
     return [path for _, _, _, path in temps]
+
+
+def _fsync_all(fds: list[int]) -> None:
+    """fsync every file; several in parallel, since their journal commits are shared."""
+    if len(fds) < 2:
+        list(map(os.fsync, fds))
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=C.FSYNC_THREADS) as pool:
+        list(pool.map(os.fsync, fds))
 
 
 def _same_bytes(name: str, dfd: int | None, data: bytes) -> bool:
@@ -335,10 +285,6 @@ def _same_bytes(name: str, dfd: int | None, data: bytes) -> bool:
 def dumps_json(obj: Any) -> str:
     """Deterministic JSON: 2-space indent, UTF-8 kept readable, trailing newline."""
     return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
-
-
-def write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, dumps_json(obj))
 
 
 def append_text(path: Path, text: str) -> None:
@@ -379,9 +325,7 @@ def append_text(path: Path, text: str) -> None:
         size = st.st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             data = "\n" + data
-        buf = memoryview(data.encode("utf-8"))
-        while buf:  # os.write may write less than asked (full disk); never leave half a line
-            buf = buf[os.write(fd, buf) :]
+        _write_fd(fd, data.encode("utf-8"))  # all of it, or cut back below: never half a line
         os.fsync(fd)
     except OSError as exc:
         try:
