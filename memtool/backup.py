@@ -27,14 +27,14 @@ import secrets
 import shutil
 import stat
 import tarfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
 from memtool import confine
 from memtool import constants as C
 from memtool.errors import BadInput, StorageError, UnsafePath, WouldOverwrite
-from memtool.fsutil import atomic_write_bytes, locked, make_folder
+from memtool.fsutil import UMASK, atomic_write_bytes, locked, make_folder, write_all
 from memtool.models import utcnow
 from memtool.store import Layout
 
@@ -84,7 +84,7 @@ class BackupReport:
     skipped: list[str] = field(default_factory=list)  # "name: why" for what was not packed
 
     def to_dict(self) -> dict:
-        return self.__dict__.copy()
+        return asdict(self)
 
 
 def backup_members(layout: Layout, skip: list[Path] | None = None, skipped: list[str] | None = None) -> list[tuple[str, Path, bool]]:
@@ -174,7 +174,7 @@ class RestoreReport:
     not_in_backup: list[str] = field(default_factory=list)  # files here the backup does not have: left alone
 
     def to_dict(self) -> dict:
-        return {"restored": self.restored, "unchanged": self.unchanged, "quarantined": self.quarantined, "not_in_backup": self.not_in_backup}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -270,7 +270,7 @@ def _stage(fh: IO[bytes], archive: Path, members: list[Member], stage_fd: int) -
     never more than its checked header said. A member that differs from pass one (the archive
     changed meanwhile) stops the restore."""
     changed = BadInput(f"{archive}: changed while it was being read; nothing was written")
-    mode = C.RESTORE_FILE_MODE & ~_umask()
+    mode = C.RESTORE_FILE_MODE & ~UMASK
     seen = 0
     with _open_tar(fh, archive) as tar:
         try:
@@ -288,9 +288,7 @@ def _stage(fh: IO[bytes], archive: Path, members: list[Member], stage_fd: int) -
                         left -= len(chunk)
                         if left < 0:
                             raise changed
-                        view = memoryview(chunk)
-                        while view:
-                            view = view[os.write(fd, view) :]
+                        write_all(fd, chunk)
                     if left:
                         raise changed
                     os.fchmod(fd, mode)
@@ -300,12 +298,6 @@ def _stage(fh: IO[bytes], archive: Path, members: list[Member], stage_fd: int) -
                 raise changed
         except (tarfile.TarError, EOFError, gzip.BadGzipFile) as exc:
             raise BadInput(f"{archive}: damaged archive ({exc}); nothing was written") from None
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _same(stage_fd: int, staged: str, target: Path, size: int) -> bool | None:

@@ -47,8 +47,8 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-_UMASK = os.umask(0)  # read once, at import (single-threaded): os.umask can only be read by setting it
-os.umask(_UMASK)
+UMASK = os.umask(0)  # read once, at import (single-threaded): os.umask can only be read by setting it
+os.umask(UMASK)
 
 
 def _target(path: Path) -> Path:
@@ -84,7 +84,7 @@ def _keep_attributes(fd: int, old: os.stat_result | None) -> None:
     group when the writer belongs to it. EPERM (no right) and EINVAL (an id not mapped in this user
     namespace) leave the writer's ids, as a plain rewrite would."""
     if old is None:
-        os.fchmod(fd, 0o666 & ~_UMASK)
+        os.fchmod(fd, 0o666 & ~UMASK)
         return
     new = os.fstat(fd)
     if (new.st_uid, new.st_gid) != (old.st_uid, old.st_gid):
@@ -156,7 +156,7 @@ class _Folders:
 Data = bytes | list[bytes | memoryview]  # the bytes of a file, or its pieces one after another
 
 
-def _write_fd(fd: int, data: Data) -> None:
+def write_all(fd: int, data: Data) -> None:
     for piece in data if isinstance(data, list) else [data]:
         view = memoryview(piece)
         while view:  # os.write may write less than asked (full disk)
@@ -237,7 +237,7 @@ def _write_files(items: list[tuple[Path, Data]], skip_same: bool) -> list[Path]:
                     opened.append(fd)
                     temps.append((tmp, dfd, name, path))
                     _keep_attributes(fd, old)
-                    _write_fd(fd, data)
+                    write_all(fd, data)
                 _fsync_all(opened)
             finally:
                 for fd in opened:
@@ -325,7 +325,7 @@ def append_text(path: Path, text: str) -> None:
         size = st.st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             data = "\n" + data
-        _write_fd(fd, data.encode("utf-8"))  # all of it, or cut back below: never half a line
+        write_all(fd, data.encode("utf-8"))  # all of it, or cut back below: never half a line
         os.fsync(fd)
     except OSError as exc:
         try:
