@@ -323,7 +323,7 @@ def _parse(body: str, name: str) -> Transcript | None:
             return None
         if _is_gemini_log(records):
             out = _gemini_log(records)
-        elif any(map(_recognised, records)):
+        elif any(map(_shape, records)):
             out = _from_records(records)
         else:
             return None
@@ -374,41 +374,40 @@ def _jsonl_records(body: str, name: str, warnings: list[str]) -> list[dict[str, 
     return records
 
 
-def _recognised(record: dict[str, Any]) -> bool:
-    """Whether a record has the shape of one of the known formats (even one without conversation text)."""
+def _shape(record: dict[str, Any]) -> str:
+    """Which known format a record has the shape of (even one without conversation text), or ""."""
     kind = record.get("type")
     if kind in ("user", "assistant") and isinstance(record.get("message"), dict):
-        return True  # Claude Code
+        return "claude-code"
     if kind == "summary" and isinstance(record.get("summary"), str):
-        return True  # Claude Code
+        return "summary"  # Claude Code
     if kind in _CODEX_ENVELOPES and isinstance(record.get("payload"), dict):
-        return True  # Codex rollout
+        return str(kind)  # Codex rollout
     if kind in ("message", "function_call", "function_call_output", "reasoning") and "payload" not in record:
-        return True  # Codex, older un-wrapped lines
-    return isinstance(record.get("role"), str) and "content" in record  # generic
+        return "codex-item"  # Codex, older un-wrapped lines
+    return "generic" if isinstance(record.get("role"), str) and "content" in record else ""
 
 
 def _from_records(records: list[dict[str, Any]]) -> Transcript:
-    codex = any(r.get("type") in _CODEX_ENVELOPES and isinstance(r.get("payload"), dict) for r in records)
-    claude = any(r.get("type") in ("user", "assistant") and isinstance(r.get("message"), dict) for r in records)
-    out = Transcript("codex" if codex else "claude-code" if claude else "generic")
+    shapes = [_shape(r) for r in records]
+    codex = any(shape in _CODEX_ENVELOPES for shape in shapes)
+    out = Transcript("codex" if codex else "claude-code" if "claude-code" in shapes else "generic")
     out.started = _first_time(records)
     cwd = out.cwd = _cwd(records)
     out.branch = _branch(records)
-    has_items = any(r.get("type") == "response_item" for r in records)
-    for record in records:
-        kind = record.get("type")
-        if kind in ("user", "assistant") and isinstance(record.get("message"), dict):
+    has_items = "response_item" in shapes
+    for record, shape in zip(records, shapes):
+        if shape == "claude-code":
             out.turns.extend(_claude_record(record, cwd))
-        elif kind == "summary" and isinstance(record.get("summary"), str):
+        elif shape == "summary":
             out.turns.append(Turn("summary", record["summary"]))
-        elif kind == "response_item" and isinstance(record.get("payload"), dict):
+        elif shape == "response_item":
             out.turns.extend(_codex_item(record["payload"], cwd))
-        elif kind == "compacted" and isinstance(record.get("payload"), dict):
+        elif shape == "compacted":
             out.turns.append(Turn("summary", _text_of(record["payload"].get("message"))))
-        elif kind == "event_msg" and not has_items and isinstance(record.get("payload"), dict):
+        elif shape == "event_msg" and not has_items:
             out.turns.extend(_codex_event(record["payload"]))
-        elif kind in ("message", "function_call", "function_call_output", "reasoning") and "payload" not in record:
+        elif shape == "codex-item":
             out.turns.extend(_codex_item(record, cwd))
         elif isinstance(record.get("role"), str) and "content" in record:
             role = _role(record["role"])
@@ -417,33 +416,23 @@ def _from_records(records: list[dict[str, Any]]) -> Transcript:
     return out
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _first_time(records: Iterable[dict[str, Any]]) -> datetime | None:
-    for r in records:
-        payload = r.get("payload") if isinstance(r.get("payload"), dict) else {}
-        for value in (r.get("timestamp"), payload.get("timestamp"), r.get("startTime")):
-            stamp = parse_timestamp(value)
-            if stamp is not None:
-                return stamp
-    return None
+    values = (v for r in records for v in (r.get("timestamp"), _dict(r.get("payload")).get("timestamp"), r.get("startTime")))
+    return next((stamp for stamp in map(parse_timestamp, values) if stamp is not None), None)
 
 
 def _cwd(records: Iterable[dict[str, Any]]) -> str:
-    for r in records:
-        payload = r.get("payload") if isinstance(r.get("payload"), dict) else {}
-        for value in (r.get("cwd"), payload.get("cwd")):
-            if isinstance(value, str) and value.startswith("/"):
-                return value
-    return ""
+    values = (v for r in records for v in (r.get("cwd"), _dict(r.get("payload")).get("cwd")))
+    return next((v for v in values if isinstance(v, str) and v.startswith("/")), "")
 
 
 def _branch(records: Iterable[dict[str, Any]]) -> str:
-    for r in records:
-        payload = r.get("payload") if isinstance(r.get("payload"), dict) else {}
-        git = payload.get("git") if isinstance(payload.get("git"), dict) else {}
-        for value in (r.get("gitBranch"), git.get("branch")):
-            if isinstance(value, str) and value.strip() and value != "HEAD":
-                return value.strip()
-    return ""
+    values = (v for r in records for v in (r.get("gitBranch"), _dict(_dict(r.get("payload")).get("git")).get("branch")))
+    return next((v.strip() for v in values if isinstance(v, str) and v.strip() and v != "HEAD"), "")
 
 
 # --- Claude Code ------------------------------------------------------------------------------
