@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_STRING = re.compile(r'"[^"\\\n]*(?:\\[\s\S][^"\\\n]*)*"')  # a backslash escapes any character, a line break ends it
+_BLANK = re.compile(r"[ \t\r\n]*")
+_BLANK_OR_COMMENTS = re.compile(r"(?:[ \t\r\n]+|//[^\n]*\n?|/\*[\s\S]*?\*/)*")
+_INDENT = re.compile(r"[ \t]*")
 _LITERALS = {"true": True, "false": False, "null": None}
 MAX_DEPTH = 200  # objects/arrays nested deeper are refused: no config looks like that, and walking
 # them (here, in json, in copy.deepcopy) would end in a RecursionError
@@ -77,20 +81,9 @@ class _Parser:
 
     def skip(self, pos: int) -> int:
         """Skip whitespace and, when allowed, comments."""
-        text = self.text
-        while pos < len(text):
-            if text[pos] in " \t\r\n":
-                pos += 1
-            elif self.comments and text.startswith("//", pos):
-                nl = text.find("\n", pos)
-                pos = len(text) if nl < 0 else nl + 1
-            elif self.comments and text.startswith("/*", pos):
-                close = text.find("*/", pos + 2)
-                if close < 0:
-                    raise _Fail(pos, "unterminated /* comment")
-                pos = close + 2
-            else:
-                break
+        pos = (_BLANK_OR_COMMENTS if self.comments else _BLANK).match(self.text, pos).end()
+        if self.comments and self.text.startswith("/*", pos):
+            raise _Fail(pos, "unterminated /* comment")
         return pos
 
     def document(self) -> Node:
@@ -118,18 +111,10 @@ class _Parser:
         raise _Fail(pos, f"unexpected character {ch!r}")
 
     def string_end(self, pos: int) -> int:
-        i = pos + 1
-        while i < len(self.text):
-            ch = self.text[i]
-            if ch == "\\":
-                i += 2
-            elif ch == '"':
-                return i + 1
-            elif ch == "\n":
-                break
-            else:
-                i += 1
-        raise _Fail(pos, "unterminated string")
+        match = _STRING.match(self.text, pos)
+        if match is None:
+            raise _Fail(pos, "unterminated string")
+        return match.end()
 
     def decode(self, start: int, end: int) -> str:
         try:
@@ -334,9 +319,7 @@ class Document:
         return "\r\n" if "\r\n" in self.text else "\n"
 
     def _line_indent(self, pos: int) -> str:
-        line_start = self.text.rfind("\n", 0, pos) + 1
-        match = re.match(r"[ \t]*", self.text[line_start:])
-        return match.group() if match else ""
+        return _INDENT.match(self.text, self.text.rfind("\n", 0, pos) + 1).group()
 
     def _indent_unit(self) -> str:
         """The indentation of the root object's first member on a line of its own."""
