@@ -53,17 +53,21 @@ def locate(path: Path | str) -> tuple[str, list[str]] | None:
     return head, rest.split(os.sep) if rest else []
 
 
-def layer3_link(path: Path | str) -> bool:
-    """`path` is a Layer 3 file at a registered root and a symbolic link: the one kind of link followed."""
+def walked(path: Path | str) -> tuple[str, list[str]] | None:
+    """(root, names below it) when `path` is opened by the walk from its root: under a registered root,
+    not the root itself, and not a Layer 3 file there that is a link (the one kind of link followed,
+    and only to a file of its own name: MEMORY.md -> .../MEMORY.md, else UnsafePath)."""
     where = locate(path)
-    return where is not None and len(where[1]) == 1 and where[1][0] in C.LAYER3_FILES and os.path.islink(path)
-
-
-def check_layer3_target(path: Path | str, name: str) -> None:
-    """A Layer 3 link must end at a file of its own name (MEMORY.md -> .../MEMORY.md)."""
-    target = os.path.realpath(path)
-    if os.path.basename(target) != name:
-        raise UnsafePath(f"{path} is a symbolic link to {target}: a linked {name} must point to a file named {name} (a dotfiles copy), so it was not opened")
+    if where is None or not where[1]:
+        return None
+    if len(where[1]) == 1 and where[1][0] in C.LAYER3_FILES and os.path.islink(path):
+        target = os.path.realpath(path)
+        if os.path.basename(target) != where[1][0]:
+            raise UnsafePath(
+                f"{path} is a symbolic link to {target}: a linked {where[1][0]} must point to a file named {where[1][0]} (a dotfiles copy), so it was not opened"
+            )
+        return None
+    return where
 
 
 def _refusal(path: Path | str, exc: OSError, shown: str) -> UnsafePath:
@@ -108,11 +112,8 @@ def open_folder(root: str, names: list[str], path: Path | str, create: bool = Fa
 def open_read(path: Path | str) -> int:
     """A read descriptor of a regular file, opened as the module docstring says. Raises UnsafePath for
     a link, a FIFO, a device or a socket; FileNotFoundError when missing."""
-    where = locate(path)
-    if where is None or not where[1]:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC)
-    elif len(where[1]) == 1 and where[1][0] in C.LAYER3_FILES and os.path.islink(path):
-        check_layer3_target(path, where[1][0])
+    where = walked(path)
+    if where is None:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC)
     else:
         root, names = where

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from memtool import constants as C
-from memtool.confine import check_layer3_target, layer3_link, locate, open_folder, safe_folder
+from memtool.confine import locate, open_folder, safe_folder, walked
 from memtool.errors import LockBusy, NotAMemoryRoot, StorageError, UnsafePath
 
 
@@ -96,17 +96,6 @@ def _keep_attributes(fd: int, old: os.stat_result | None) -> None:
                 if exc.errno not in (errno.EPERM, errno.EINVAL):
                     raise
     os.fchmod(fd, old.st_mode & 0o7777)  # after fchown, which clears set-id bits
-
-
-def _confined(path: Path) -> tuple[str, list[str]] | None:
-    """(root, names) when `path` is opened by confine's walk: under a memory root and not a linked Layer 3 file."""
-    where = locate(path)
-    if where is not None and layer3_link(path):
-        check_layer3_target(path, where[1][0])  # followed only to a file of its own name
-        return None
-    if where is None or not where[1]:
-        return None
-    return where
 
 
 def _old_stat_at(dfd: int, name: str, path: Path) -> os.stat_result | None:
@@ -214,7 +203,7 @@ def _write_files(items: list[tuple[Path, Data]], skip_same: bool) -> list[Path]:
     try:
         for path, data in items:
             doing = (path, None)
-            where = _confined(path)
+            where = walked(path)
             if where is None:
                 dfd, name = None, str(_target(path))
                 old = _stat_or_none(name)
