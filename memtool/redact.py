@@ -7,27 +7,17 @@ and header names stay, so the memory still reads well (``API_KEY=[REDACTED:env_a
 Design notes
   * Each rule is a module-level regex compiled once, with ASCII semantics and bounded or
     deterministic quantifiers, so matching is linear in the text length (no catastrophic
-    backtracking on 20 MB transcripts). User patterns are compiled once too (LRU cache).
-  * Every built-in regex starts with a literal, so `re` finds candidates with a fast substring
-    scan; the left token boundary is a lookbehind placed after that literal (``_tok``).
-    Case-insensitive rules are written in lower case and run on the lower-cased text
-    (``_Rule.lowered``) for the same reason.
-  * Vendor tokens with a documented prefix (`dop_v1_`, `glsa_`, `sq0atp-`, `dt0c01.`; gitleaks'
-    rule list, config/gitleaks.toml, was the checklist, the regexes are ours) are one table,
-    _PREFIXED_ROWS. A regex per row would scan the text once per row; instead three one-character
-    triggers (a "_", "-" or "." followed by 16 token characters) find the rare candidates and
-    PREFIXED_TOKEN is tried at the start of each.
-  * Assignments (`KEY=v`, `key: v`, `"key": "v"`, `--key v`, netrc, XML, YAML blocks) are judged
-    by the key's last word (_key_strength): `db_pwd`, `dbPassword`, `SIGNING_KEY` and
-    `client-key-data` name secrets; `password_hash_algorithm`, `next_page_token` and
-    `secret_santa` do not.
+    backtracking on 20 MB transcripts). Every built-in regex starts with a literal, so `re` finds
+    candidates with a fast substring scan (_tok); case-insensitive rules are written in lower case
+    and run on the lower-cased text (``_Rule.lowered``) for the same reason.
+  * Vendor tokens with a documented prefix are one table, _PREFIXED_ROWS, found by three
+    one-character triggers. Assignments (`KEY=v`, `key: v`, `"key": "v"`, `--key v`, netrc, XML,
+    YAML blocks) are judged by the key's last word (_key_strength).
   * Matches from all rules are merged as a union of spans, so overlapping rules can never leave
     a fragment of a secret behind; the merged span takes the kind of the most specific rule.
-  * Placeholders are not secrets and are kept: empty values, ``${VAR}``, ``$VAR``, ``$(cmd)``,
-    ``<your key>``, ``{{ tmpl }}``, ``xxxx``/``****``, ``your_api_key_here``, ``changeme``,
-    ``null``/``none``/``true``/``false``. So are numbers, file paths, URLs and code expressions
-    (``token = tokenizer.encode(text)``, ``api_key=os.getenv("K")``, ``key=settings.API_KEY``).
-    Values of secret-named keys shorter than MIN_SECRET_LEN are kept.
+  * Placeholders (PLACEHOLDER: ``${VAR}``, ``<your key>``, ``changeme``...), numbers, file paths,
+    URLs and code expressions (``token = tokenizer.encode(text)``, ``key=settings.API_KEY``) are
+    not secrets and are kept, as are values of secret-named keys shorter than MIN_SECRET_LEN.
   * ``extra_patterns`` (config ``redact_patterns``) are user regexes: a named group ``secret`` is
     redacted alone, otherwise the whole match; their kind is ``custom``. They run as written, so
     their speed is the user's to keep linear. A bad one raises ConfigError naming it.
@@ -107,7 +97,6 @@ AWS_ACCESS_KEY = _c(_tok("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", 4, "A-Z0-9") + r
 AWS_SECRET_KEY = _c(r"secret_?access_?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+])")
 # Slack incoming webhook: the host stays, the path (which is the secret) goes.
 SLACK_WEBHOOK = _c(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/\-]{20,255})")
-# Google API key.
 GOOGLE_API_KEY = _c(_tok("AIza", 4) + r"[0-9A-Za-z_\-]{35}" + _E)
 # Twilio API key SID: SK + 32 lower-case hex.
 TWILIO_API_KEY = _c(_tok("SK", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9])")
@@ -692,14 +681,7 @@ _SPECIFIC_KINDS = (
     "azure_ad_secret",
     "openshift_token",
 )
-KINDS: tuple[str, ...] = (
-    tuple(dict.fromkeys(_SPECIFIC_KINDS))
-    + _GENERIC_KINDS
-    + (
-        CUSTOM_KIND,
-        "env_assignment",
-    )
-)
+KINDS: tuple[str, ...] = (*dict.fromkeys(_SPECIFIC_KINDS), *_GENERIC_KINDS, CUSTOM_KIND, "env_assignment")
 # Rank of each kind when spans merge: lower wins.
 _RANK = {kind: i for i, kind in enumerate(KINDS)}
 # A-Z -> a-z only, for the rare text whose str.lower() changes length (U+0130).
