@@ -124,24 +124,6 @@ def _temp_at(dfd: int, name: str) -> tuple[int, str]:
             continue
 
 
-class _Folders:
-    """Folder descriptors opened by confine's walk (made when missing), one per folder, closed together."""
-
-    def __init__(self) -> None:
-        self.fds: dict[tuple[str, ...], int] = {}
-
-    def get(self, root: str, names: list[str], path: Path) -> int:
-        key = (root, *names)
-        if key not in self.fds:
-            self.fds[key] = open_folder(root, names, path, create=True)
-        return self.fds[key]
-
-    def close(self) -> None:
-        for fd in self.fds.values():
-            os.close(fd)
-        self.fds.clear()
-
-
 Data = bytes | list[bytes | memoryview]  # the bytes of a file, or its pieces one after another
 
 
@@ -195,7 +177,7 @@ def atomic_write_many(items: list[tuple[Path, bytes]]) -> list[Path]:
 
 
 def _write_files(items: list[tuple[Path, Data]], skip_same: bool) -> list[Path]:
-    folders = _Folders()
+    folders: dict[tuple[str, ...], int] = {}  # each folder opened once by confine's walk (made when missing)
     # (path asked for, folder fd or None, name in it or the followed target, stat of the file replaced)
     todo: list[tuple[Path, int | None, str, os.stat_result | None, Data]] = []
     temps: list[tuple[str, int | None, str, Path]] = []  # temp file, its folder fd, the name it replaces, the path asked for
@@ -208,7 +190,11 @@ def _write_files(items: list[tuple[Path, Data]], skip_same: bool) -> list[Path]:
                 dfd, name = None, str(_target(path))
                 old = _stat_or_none(name)
             else:
-                dfd, name = folders.get(where[0], where[1][:-1], path), where[1][-1]
+                root, names = where
+                key = (root, *names[:-1])
+                if key not in folders:
+                    folders[key] = open_folder(root, names[:-1], path, create=True)
+                dfd, name = folders[key], names[-1]
                 old = _old_stat_at(dfd, name, path)
             if skip_same and old is not None and old.st_size == len(data) and _same_bytes(name, dfd, data):
                 continue
@@ -243,7 +229,8 @@ def _write_files(items: list[tuple[Path, Data]], skip_same: bool) -> list[Path]:
             raise
         raise _storage_error(doing[0], exc, doing[1]) from None
     finally:
-        folders.close()
+        for fd in folders.values():
+            os.close(fd)
     for folder in {Path(name).parent for _, dfd, name, _ in temps if dfd is None}:
         _fsync_dir(folder)
     return [path for _, _, _, path in temps]
