@@ -18,6 +18,7 @@ _STRING = re.compile(r'"[^"\\\n]*(?:\\[\s\S][^"\\\n]*)*"')  # a backslash escape
 _BLANK = re.compile(r"[ \t\r\n]*")
 _BLANK_OR_COMMENTS = re.compile(r"(?:[ \t\r\n]+|//[^\n]*\n?|/\*[\s\S]*?\*/)*")
 _INDENT = re.compile(r"[ \t]*")
+_TRAILING_COMMENT = re.compile(r"[ \t]*(?://[^\n]*?(?=\r?\n|\r?\Z)|/\*[^\n]*?\*/)")
 _LITERALS = {"true": True, "false": False, "null": None}
 MAX_DEPTH = 200  # objects/arrays nested deeper are refused: no config looks like that, and walking
 # them (here, in json, in copy.deepcopy) would end in a RecursionError
@@ -347,19 +348,8 @@ class Document:
 
     def _after_trailing_comment(self, pos: int) -> int:
         """End of a comment following `pos` on the same line (before its newline), else `pos`."""
-        text = self.text
-        i = pos
-        while i < len(text) and text[i] in " \t":
-            i += 1
-        if self.comments and text.startswith("//", i):
-            nl = text.find("\n", i)
-            end = len(text) if nl < 0 else nl
-            return end - 1 if text[end - 1] == "\r" else end
-        if self.comments and text.startswith("/*", i):
-            close = text.find("*/", i + 2)
-            if close >= 0 and "\n" not in text[i:close]:
-                return close + 2
-        return pos
+        match = _TRAILING_COMMENT.match(self.text, pos) if self.comments else None
+        return match.end() if match else pos
 
     def _comma_after(self, pos: int) -> int:
         i = _Parser(self.text, self.comments).skip(pos)
