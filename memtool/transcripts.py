@@ -680,13 +680,11 @@ def _detail(arguments: dict[str, Any]) -> str:
 # --- shared -----------------------------------------------------------------------------------
 
 
+_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "gemini": "assistant", "model": "assistant", "ai": "assistant"}
+
+
 def _role(raw: str) -> str:
-    raw = raw.lower()
-    if raw in ("user", "human"):
-        return "user"
-    if raw in ("assistant", "gemini", "model", "ai"):
-        return "assistant"
-    return ""
+    return _ROLES.get(raw.lower(), "")
 
 
 def _said(role: str, text: str) -> Iterator[Turn]:

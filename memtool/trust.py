@@ -38,10 +38,6 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _key(config: Path) -> str:
-    return os.path.abspath(config)
-
-
 def _approvals() -> dict[str, str]:
     path = trust_file()
     try:
@@ -67,21 +63,21 @@ def _save(approvals: dict[str, str]) -> None:
 
 def is_trusted(config: Path, data: bytes) -> bool:
     """Whether the user approved exactly these bytes at this path."""
-    return _approvals().get(_key(config)) == digest(data)
+    return _approvals().get(os.path.abspath(config)) == digest(data)
 
 
 def trust(config: Path, data: bytes) -> str:
     """Approve these bytes of `config`; returns their hash."""
     approvals = _approvals()
-    approvals[_key(config)] = digest(data)
+    approvals[os.path.abspath(config)] = sha = digest(data)
     _save(approvals)
-    return approvals[_key(config)]
+    return sha
 
 
 def untrust(config: Path) -> bool:
     """Withdraw the approval of `config`; False when there was none."""
     approvals = _approvals()
-    if approvals.pop(_key(config), None) is None:
+    if approvals.pop(os.path.abspath(config), None) is None:
         return False
     _save(approvals)
     return True
