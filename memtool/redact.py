@@ -706,26 +706,15 @@ def _extra_rules(extra_patterns: Iterable[str]) -> tuple[_Rule, ...]:
     return tuple(rules)
 
 
-def _lower_same_length(text: str) -> str:
-    lowered = text.lower()
-    return lowered if len(lowered) == len(text) else text.translate(_ASCII_LOWER)
-
-
 def _candidates(text: str, rules: Iterable[_Rule]) -> list[tuple[int, int, str]]:
     """Spans of ``text`` proposed by the rules, before merging."""
-    lowered: str | None = None
+    lowered = text.lower()  # the built-in rules always include lower-case ones
+    if len(lowered) != len(text):
+        lowered = text.translate(_ASCII_LOWER)  # offsets must match the text's
     found: list[tuple[int, int, str]] = []
     for rule in rules:
-        haystack = text
-        if rule.lowered:
-            if lowered is None:
-                lowered = _lower_same_length(text)
-            haystack = lowered
-        for m in rule.regex.finditer(haystack):
-            if rule.extract is not None:
-                span = rule.extract(m, text)
-            else:
-                span = m.span("secret") if "secret" in rule.regex.groupindex else m.span()
+        for m in rule.regex.finditer(lowered if rule.lowered else text):
+            span = rule.extract(m, text) if rule.extract else m.span("secret" if "secret" in rule.regex.groupindex else 0)
             if span is not None and 0 <= span[0] < span[1]:
                 found.append((span[0], span[1], span[2] if len(span) == 3 else rule.kind))
     return found
