@@ -141,9 +141,7 @@ def backup(layout: Layout, dest: Path) -> BackupReport:
     with locked(layout.lock_file, folder_must_exist=True):
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
             for name, path, is_dir in backup_members(layout, skip=[dest], skipped=skipped):
-                info = tarfile.TarInfo(name)
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
+                info = tarfile.TarInfo(name)  # owner 0, no owner names
                 try:
                     if is_dir:
                         info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(os.lstat(path).st_mtime)
