@@ -131,16 +131,9 @@ class _Unreadable(Exception):
 def decode(data: bytes) -> str:
     """Text of a transcript file's bytes: UTF-32/16 when a BOM says so, else UTF-8 (a BOM dropped);
     undecodable bytes are replaced, never fatal."""
-    for bom, codec in (
-        (b"\xff\xfe\x00\x00", "utf-32-le"),
-        (b"\x00\x00\xfe\xff", "utf-32-be"),
-        (b"\xff\xfe", "utf-16-le"),
-        (b"\xfe\xff", "utf-16-be"),
-        (b"\xef\xbb\xbf", "utf-8"),
-    ):
-        if data.startswith(bom):
-            return data[len(bom) :].decode(codec, errors="replace")
-    return data.decode("utf-8", errors="replace")
+    utf32 = data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")  # the UTF-16 codec would take its first half
+    codec = "utf-32" if utf32 else "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
+    return data.decode(codec, errors="replace")
 
 
 def has_text_bom(data: bytes) -> bool:
