@@ -509,12 +509,12 @@ def _codex_event(payload: dict[str, Any]) -> Iterator[Turn]:
 
 
 def _gemini_document(document: dict[str, Any]) -> Transcript:
-    out = Transcript("gemini-json", started=parse_timestamp(document.get("startTime")))
     messages = [m for m in document["messages"] if isinstance(m, dict)]
-    out.started = out.started or _first_time(messages)
-    out.turns = list(_gemini_messages(messages))
-    out.cwd = _home_of(messages)
-    return out
+    return _gemini("gemini-json", messages, parse_timestamp(document.get("startTime")))
+
+
+def _gemini(form: str, messages: list[dict[str, Any]], started: datetime | None) -> Transcript:
+    return Transcript(form, turns=list(_gemini_messages(messages)), started=started or _first_time(messages), cwd=_home_of(messages))
 
 
 _HOME_RE = re.compile(r"^(/(?:home|Users)/[^/\s]+/(?:[^/\s]+/){0,2})")
@@ -560,8 +560,7 @@ def _gemini_log(records: list[dict[str, Any]]) -> Transcript:
             messages[key] = r  # a re-appended copy keeps the first copy's place
         elif started is None:
             started = parse_timestamp(r.get("startTime"))
-    kept = list(messages.values())
-    return Transcript("gemini-jsonl", turns=list(_gemini_messages(kept)), started=started or _first_time(kept), cwd=_home_of(kept))
+    return _gemini("gemini-jsonl", list(messages.values()), started)
 
 
 def _gemini_messages(messages: list[dict[str, Any]]) -> Iterator[Turn]:
