@@ -306,10 +306,7 @@ class Document:
             else:  # a comment sits between: keep it
                 edits += [(comma, comma + 1, ""), (start, end, "")]
         elif n > 1:
-            stop = after
-            while stop < len(text) and text[stop] in " \t":
-                stop += 1
-            edits.append((start, stop, ""))
+            edits.append((start, _INDENT.match(text, after).end(), ""))
         else:
             edits.append((start, end, ""))
         self.replace(edits)
@@ -333,12 +330,9 @@ class Document:
 
     def _separator_before(self, pos: int) -> str:
         """Newline + indentation before an existing entry, or a single space if inline."""
-        i = pos
-        while i > 0 and self.text[i - 1] in " \t":
-            i -= 1
-        if i > 0 and self.text[i - 1] == "\n":
-            return self._newline() + self.text[i:pos]
-        return " "
+        line_start = self.text.rfind("\n", 0, pos) + 1
+        indent = self.text[line_start:pos]
+        return self._newline() + indent if line_start and not indent.strip(" \t") else " "
 
     def _serialize(self, value: Any, indent: str, multiline: bool) -> str:
         if not multiline:
