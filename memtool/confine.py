@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from contextlib import suppress
 from pathlib import Path
 
 from memtool import constants as C
@@ -92,10 +93,8 @@ def open_folder(root: str, names: list[str], path: Path | str, create: bool = Fa
             except FileNotFoundError:
                 if not create:
                     raise
-                try:
+                with suppress(FileExistsError):  # made meanwhile by another process: opened below, still without following a link
                     os.mkdir(name, 0o777, dir_fd=fd)
-                except FileExistsError:
-                    pass  # made meanwhile by another process: opened below, still without following a link
                 nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if isinstance(exc, PermissionError):

@@ -8,7 +8,7 @@ import os
 import secrets
 import stat
 import tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -30,10 +30,8 @@ def _storage_error(path: Path, exc: OSError, target: Path | None = None) -> Stor
 
 
 def _fsync_fd(fd: int) -> None:
-    try:
+    with suppress(OSError):  # some file systems refuse fsync on directories; the rename is still atomic
         os.fsync(fd)
-    except OSError:
-        pass  # some file systems refuse fsync on directories; the rename is still atomic
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -135,10 +133,8 @@ def write_all(fd: int, data: Data) -> None:
 
 
 def _unlink_quietly(tmp: str, dfd: int | None = None) -> None:
-    try:
+    with suppress(OSError):  # already renamed, or never created
         os.unlink(tmp, dir_fd=dfd)
-    except OSError:
-        pass  # already renamed, or never created
 
 
 def stat_sig(path: str | Path) -> tuple[int, int] | None:
@@ -304,11 +300,9 @@ def append_text(path: Path, text: str) -> None:
         write_all(fd, data.encode("utf-8"))  # all of it, or cut back below: never half a line
         os.fsync(fd)
     except OSError as exc:
-        try:
-            if size >= 0:
+        if size >= 0:
+            with suppress(OSError):  # best effort: the next append starts on a fresh line anyway
                 os.ftruncate(fd, size)
-        except OSError:
-            pass  # best effort: the next append starts on a fresh line anyway
         raise _storage_error(path, exc) from None
     finally:
         os.close(fd)

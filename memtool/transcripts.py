@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
@@ -479,10 +480,8 @@ def _codex_item(item: dict[str, Any], cwd: str) -> Iterator[Turn]:
     elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
         arguments: Any = item.get("arguments", item.get("input", item.get("action")))
         if isinstance(arguments, str) and kind != "custom_tool_call":
-            try:
+            with suppress(ValueError, RecursionError):  # not JSON, or beyond the parser: shown as the string
                 arguments = json.loads(arguments)
-            except (ValueError, RecursionError):  # not JSON, or beyond the parser: shown as the string
-                pass
         yield _tool_turn(str(item.get("name", "shell" if kind == "local_shell_call" else "tool")), arguments, cwd)
     elif kind in ("function_call_output", "custom_tool_call_output"):
         output = item.get("output")
