@@ -164,17 +164,15 @@ def transcript_from_bytes(data: bytes, name: str, form: str = "sniff") -> Transc
     memory_compress and the agent hooks share. Binary data (NUL bytes without a UTF-16/32 BOM) is
     BadInput; UTF-16/32 with a BOM is read as such; invalid UTF-8 is replaced, with a warning in the
     transcript's `warnings`. `form`: as format_of says."""
-    if b"\x00" in data[:8192] and not has_text_bom(data):
+    bom = has_text_bom(data)
+    if b"\x00" in data[:8192] and not bom:
         raise BadInput(f"{name}: looks like a binary file (NUL bytes); give a text transcript")
     warnings: list[str] = []
-    if has_text_bom(data):
+    try:
+        text = decode(data) if bom else data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        warnings.append(f"{name}: invalid UTF-8 at byte {exc.start}; undecodable bytes replaced with U+FFFD")
         text = decode(data)
-    else:
-        try:
-            text = data.decode("utf-8").removeprefix("\ufeff")
-        except UnicodeDecodeError as exc:
-            warnings.append(f"{name}: invalid UTF-8 at byte {exc.start}; undecodable bytes replaced with U+FFFD")
-            text = decode(data)
     out = text_transcript(text) if form == "text" else parse_transcript(text, name=name, strict=form == "json")
     out.warnings = warnings + out.warnings
     return out
