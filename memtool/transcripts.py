@@ -484,12 +484,10 @@ def _codex_item(item: dict[str, Any], cwd: str) -> Iterator[Turn]:
     elif kind in ("function_call_output", "custom_tool_call_output"):
         output = item.get("output")
         if isinstance(output, str) and output.lstrip().startswith("{"):
-            try:
+            with suppress(ValueError, RecursionError):  # not JSON, or beyond the parser: the string itself
                 parsed = json.loads(output)
-            except (ValueError, RecursionError):
-                parsed = None
-            if isinstance(parsed, dict) and isinstance(parsed.get("output"), str):
-                output = parsed["output"]
+                if isinstance(parsed, dict) and isinstance(parsed.get("output"), str):
+                    output = parsed["output"]
         yield Turn("tool", output if isinstance(output, str) else _text_of(output), "output")
 
 
