@@ -280,8 +280,8 @@ class Document:
             # first inside, comments after it: append() put it in front of them with a line break
             self.replace([(container.start + 1, end, "")])
             return
+        comma = self._comma_after(container.children[i - 1].end) if i > 0 else -1  # the one before the entry
         if i == n - 1 and n > 1:
-            comma = self._comma_after(container.children[i - 1].end)
             resume = self._after_trailing_comment(comma + 1)
             if not text[resume:start].strip(blank):
                 # the comma append() put after the entry before, and the separator and entry it
@@ -296,11 +296,9 @@ class Document:
         edits: list[tuple[int, int, str]] = []
         if own_lines:
             if i == n - 1 and n > 1:
-                comma = self._comma_after(container.children[i - 1].end)
                 edits.append((comma, comma + 1, ""))
             edits.append((line_start, line_end, ""))
         elif i > 0:
-            comma = self._comma_after(container.children[i - 1].end)
             if not text[comma + 1 : start].strip(blank):
                 edits.append((comma, end, ""))
             else:  # a comment sits between: keep it
