@@ -1,4 +1,5 @@
-"""Domain errors. Each carries an actionable message and maps once to an exit code."""
+"""Domain errors. Each carries an actionable message and maps once to an exit code, given where the
+class is declared (`class X(Base, exit_code=N)`); a subclass that gives none keeps its base's."""
 
 from __future__ import annotations
 
@@ -8,66 +9,58 @@ class MemtoolError(Exception):
 
     exit_code = 1
 
+    def __init_subclass__(cls, exit_code: int | None = None, **kw) -> None:
+        super().__init_subclass__(**kw)
+        if exit_code is not None:
+            cls.exit_code = exit_code
 
-class BadInput(MemtoolError):
+
+class BadInput(MemtoolError, exit_code=2):
     """The user gave something we cannot use (empty, binary, too large, bad option value)."""
 
-    exit_code = 2
+
+class NotAMemoryRoot(MemtoolError, exit_code=3): ...
 
 
-class NotAMemoryRoot(MemtoolError):
-    exit_code = 3
-
-
-class StoreCorrupt(MemtoolError):
+class StoreCorrupt(MemtoolError, exit_code=4):
     """A file in the store cannot be parsed; the message names the path and line."""
 
-    exit_code = 4
+
+class ConfigError(MemtoolError, exit_code=5): ...
 
 
-class OldLayout(MemtoolError):
-    """The store is laid out as an older memtool laid it out (flat embeddings/ and transcripts/, JSON
-    vectors): `memory migrate` moves it; nothing is read or written until then."""
-
-    exit_code = 13
+class ProviderError(MemtoolError, exit_code=6):
+    """A compressor or embedder failed (network, quota, bad answer)."""
 
 
-class ConfigError(MemtoolError):
-    exit_code = 5
+class MissingCredentials(ProviderError, exit_code=7): ...
 
 
-class MissingExtra(ConfigError):
+class DimensionMismatch(MemtoolError, exit_code=8): ...
+
+
+class NotFound(MemtoolError, exit_code=9): ...
+
+
+class StorageError(MemtoolError, exit_code=10):
+    """The disk refused a write (read-only, full). Nothing stored was changed."""
+
+
+class WouldOverwrite(MemtoolError, exit_code=11):
+    """A write would replace a file a person wrote (or one that exists, without --force)."""
+
+
+class MissingExtra(ConfigError, exit_code=12):
     """A feature needs an optional extra that is not installed; the message names `memtool[extra]`."""
 
-    exit_code = 12
+
+class OldLayout(MemtoolError, exit_code=13):
+    """The store is laid out as an older memtool laid it out (flat embeddings/ and transcripts/, JSON
+    vectors): `memory migrate` moves it; nothing is read or written until then."""
 
 
 class HookConfigError(ConfigError):
     """An agent's config file cannot be parsed or has an unexpected shape; names file and line."""
-
-
-class ProviderError(MemtoolError):
-    """A compressor or embedder failed (network, quota, bad answer)."""
-
-    exit_code = 6
-
-
-class MissingCredentials(ProviderError):
-    exit_code = 7
-
-
-class DimensionMismatch(MemtoolError):
-    exit_code = 8
-
-
-class NotFound(MemtoolError):
-    exit_code = 9
-
-
-class StorageError(MemtoolError):
-    """The disk refused a write (read-only, full). Nothing stored was changed."""
-
-    exit_code = 10
 
 
 class UnsafePath(StorageError):
@@ -90,9 +83,3 @@ class ProviderTimeout(ProviderError):
 
 class BadModelOutput(ProviderError):
     """The model answered, but not with the structured output we asked for."""
-
-
-class WouldOverwrite(MemtoolError):
-    """A write would replace a file a person wrote (or one that exists, without --force)."""
-
-    exit_code = 11
