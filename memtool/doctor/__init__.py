@@ -36,24 +36,19 @@ def open_doctor(root: Path) -> Doctor:
     from memtool.providers import build_embedder
 
     layout = Layout(root).require()
+    config = Path(C.MEMORY_DIR, C.CONFIG_FILE).as_posix()
     notes: list[Problem] = []
     try:
         settings = load_settings(layout.root)
     except ConfigError as exc:
         settings = Settings()
-        notes.append(Problem("config", Path(C.MEMORY_DIR, C.CONFIG_FILE).as_posix(), f"{exc} (checked with the default settings)", _line_in(str(exc))))
+        notes.append(Problem("config", config, f"{exc} (checked with the default settings)", _line_in(str(exc))))
     try:
         embedder = build_embedder(settings.embedder, settings, layout.root)
     except (ProviderError, ConfigError) as exc:
         embedder = None
-        notes.append(
-            Problem(
-                "config",
-                Path(C.MEMORY_DIR, C.CONFIG_FILE).as_posix(),
-                f"cannot build the embedder '{settings.embedder}': {exc}; embedding files were not checked against it",
-                severity=WARNING,
-            )
-        )
+        message = f"cannot build the embedder '{settings.embedder}': {exc}; embedding files were not checked against it"
+        notes.append(Problem("config", config, message, severity=WARNING))
     return Doctor(layout, settings, embedder, notes)
 
 

@@ -1,12 +1,6 @@
-"""The checks of `memory doctor`: each file of the store against the per-day entry files, which are the truth.
-
-The live store first: temp files of interrupted writes, day files that cannot be read, misplaced and
-duplicate entries, index.json, the embedding files (model, dimension, content hash), transcripts and
-embeddings of no entry, stand-in entries, conflict markers and bad UTF-8 in the Markdown files. Then
-each archive year the same way (no index.json there, stand-ins not reported), plus an entry both live
-and archived and a day file in another year's folder. Checker only reads and reports; the repairs
-are in repair.py.
-"""
+"""The checks of `memory doctor`, in the order diagnose() runs them: each file of the store against
+the per-day entry files, which are the truth; then each archive year the same way. Read-only: the
+repairs are in repair.py."""
 
 from __future__ import annotations
 
@@ -35,6 +29,9 @@ if TYPE_CHECKING:
 
 MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
 SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR)
+# an id met again: (what the message says, the fix when both copies are the same, the fix otherwise)
+SAME_ID_TWICE = ("stored twice", "keep one", "keep the first, quarantine the other")
+SAME_ID_LIVE = ("also live", "keep the live one", "keep the live one, quarantine this copy")
 
 
 def split_location(message: str, path: Path) -> tuple[str, int | None]:
@@ -135,20 +132,15 @@ class Checker:
     def _diagnose(self) -> Report:
         lay = self.layout
         rep = Report(str(lay.root), problems=list(self.notes))
-        add = rep.problems.append
         for tmp in self.temp_files():
-            add(Problem("temp", self.rel(tmp), "temporary file left by an interrupted write", fix="remove"))
+            rep.add("temp", self.rel(tmp), "temporary file left by an interrupted write", fix="remove")
         self._check_forget(rep)
         entries = {i: e for i, (_, e) in self._check_entries(rep, [lay], {}).items()}
         self._check_index(rep, entries)
         self._check_files(rep, lay, entries, set())
         for e in entries.values():
             if e.pending:
-                add(
-                    Problem(
-                        "pending", self.rel(lay.day_file(e.day)), f"entry {e.id} was compressed locally as a stand-in; run `memory retry`", severity=WARNING
-                    )
-                )
+                rep.add("pending", self.rel(lay.day_file(e.day)), f"entry {e.id} was compressed locally as a stand-in; run `memory retry`", severity=WARNING)
         for md in lay.markdown_files():
             self._check_markdown(rep, md)
         rep.counts = {
@@ -173,19 +165,16 @@ class Checker:
 
         if journal_file(self.layout).exists():
             ids = read_journal(self.layout)[0]
-            rep.problems.append(
-                Problem(
-                    "forget",
-                    self.rel(journal_file(self.layout)),
-                    f"an interrupted `memory forget` of {len(ids)} entries ({', '.join(ids) or 'unreadable journal'}); their copies may remain",
-                    fix="finish it",
-                )
+            rep.add(
+                "forget",
+                self.rel(journal_file(self.layout)),
+                f"an interrupted `memory forget` of {len(ids)} entries ({', '.join(ids) or 'unreadable journal'}); their copies may remain",
+                fix="finish it",
             )
 
     def _check_entries(self, rep: Report, folders: Sequence[Layout], live: dict[str, Entry]) -> dict[str, tuple[Path, Entry]]:
         """Day files that cannot be read, misplaced and duplicate entries. `live`: the live entries, when
         the folders are the archive's. Returns the entries kept (the first of each id) with their day file."""
-        add = rep.problems.append
         found, bad = self.read_days(folders)
         rep.problems.extend(bad)
         for arch in folders:
@@ -193,51 +182,32 @@ class Checker:
                 for path in arch.day_files():
                     if path.stem[:4] != arch.year:
                         home = ArchiveLayout(arch.root, path.stem[:4]).day_file(path.stem)
-                        add(
-                            Problem(
-                                "misplaced",
-                                self.rel(path),
-                                f"a day of {path.stem[:4]} in the archive of {arch.year}; "
-                                f"move it to {self.rel(home)} by hand (and its entries' transcripts and embeddings, if they are beside it)",
-                            )
+                        rep.add(
+                            "misplaced",
+                            self.rel(path),
+                            f"a day of {path.stem[:4]} in the archive of {arch.year}; "
+                            f"move it to {self.rel(home)} by hand (and its entries' transcripts and embeddings, if they are beside it)",
                         )
         self._check_merge_conflicts(rep, {path for path, _ in found})
         kept: dict[str, tuple[Path, Entry]] = {}
         for path, e in found:
             if e.day != path.stem:
-                add(Problem("misplaced", self.rel(path), f"entry {e.id} (timestamp {e.timestamp}) belongs in {e.day}.json", fix="move it"))
-            if e.id in kept:
-                same = kept[e.id][1].to_dict() == e.to_dict()
-                add(
-                    Problem(
-                        "duplicate",
-                        self.rel(path),
-                        f"entry {e.id} is stored twice" + ("" if same else " with different content"),
-                        fix="keep one" if same else "keep the first, quarantine the other",
-                    )
-                )
-            elif e.id in live:
-                same = live[e.id].to_dict() == e.to_dict()
-                add(
-                    Problem(
-                        "duplicate",
-                        self.rel(path),
-                        f"entry {e.id} is also live" + ("" if same else " with different content"),
-                        fix="keep the live one" if same else "keep the live one, quarantine this copy",
-                    )
-                )
-            else:
+                rep.add("misplaced", self.rel(path), f"entry {e.id} (timestamp {e.timestamp}) belongs in {e.day}.json", fix="move it")
+            twin = kept[e.id][1] if e.id in kept else live.get(e.id)
+            if twin is None:
                 kept[e.id] = (path, e)
+                continue
+            same = twin.to_dict() == e.to_dict()
+            where, fix_same, fix_other = SAME_ID_TWICE if e.id in kept else SAME_ID_LIVE
+            rep.add("duplicate", self.rel(path), f"entry {e.id} is {where}" + ("" if same else " with different content"), fix=fix_same if same else fix_other)
         for lay in folders:
             stored_here = [e for path, e in kept.values() if path.parent == lay.index_dir]
             for dup, first in content_duplicates(stored_here, lay):
-                add(
-                    Problem(
-                        "duplicate",
-                        self.rel(lay.day_file(dup.day)),
-                        f"entry {dup.id} repeats entry {first.id} (same content)",
-                        fix="keep the earlier, quarantine this one",
-                    )
+                rep.add(
+                    "duplicate",
+                    self.rel(lay.day_file(dup.day)),
+                    f"entry {dup.id} repeats entry {first.id} (same content)",
+                    fix="keep the earlier, quarantine this one",
                 )
         return kept
 
@@ -250,43 +220,39 @@ class Checker:
             data = load_json(path, text)
             for item in data.get("conflicts") or () if isinstance(data, dict) else ():
                 entry_id = item.get("id") if isinstance(item, dict) else None
-                rep.problems.append(
-                    Problem(
-                        "conflict",
-                        self.rel(path),
-                        f'entry {entry_id} was edited two ways on the two sides of a git merge: "entries" holds one version, '
-                        '"conflicts" both ("ours", "theirs"); put the right one in "entries", delete "conflicts", '
-                        "then `git add` the file and run `memory reindex`",
-                    )
+                rep.add(
+                    "conflict",
+                    self.rel(path),
+                    f'entry {entry_id} was edited two ways on the two sides of a git merge: "entries" holds one version, '
+                    '"conflicts" both ("ours", "theirs"); put the right one in "entries", delete "conflicts", '
+                    "then `git add` the file and run `memory reindex`",
                 )
 
     def _check_index(self, rep: Report, entries: dict[str, Entry]) -> None:
         path = self.layout.index_file
         if not path.is_file():
             if entries:
-                rep.problems.append(Problem("index", self.rel(path), f"missing; {len(entries)} entries are not listed", fix="rebuild from the day files"))
+                rep.add("index", self.rel(path), f"missing; {len(entries)} entries are not listed", fix="rebuild from the day files")
             return
         try:
             data = load_json(path)
             listed = {d["id"]: Entry.from_dict(d).to_dict() for d in data["entries"]}
         except StoreCorrupt as exc:
             kind = "conflict" if "conflict" in str(exc) else "unparsable"
-            rep.problems.append(Problem(kind, self.rel(path), *split_location(str(exc), path), fix="rebuild from the day files"))
+            rep.add(kind, self.rel(path), *split_location(str(exc), path), fix="rebuild from the day files")
             return
         except (TypeError, KeyError, UnicodeDecodeError) as exc:
-            rep.problems.append(Problem("unparsable", self.rel(path), f"not a memtool index ({exc!r:.80})", fix="rebuild from the day files"))
+            rep.add("unparsable", self.rel(path), f"not a memtool index ({exc!r:.80})", fix="rebuild from the day files")
             return
         missing = entries.keys() - listed.keys()
         extra = listed.keys() - entries.keys()
         differ = [i for i in entries.keys() & listed.keys() if entries[i].to_dict() != listed[i]]
         if missing or extra or differ:
-            rep.problems.append(
-                Problem(
-                    "index",
-                    self.rel(path),
-                    f"out of date: {len(missing)} entries missing, {len(extra)} extra, {len(differ)} differ",
-                    fix="rebuild from the day files",
-                )
+            rep.add(
+                "index",
+                self.rel(path),
+                f"out of date: {len(missing)} entries missing, {len(extra)} extra, {len(differ)} differ",
+                fix="rebuild from the day files",
             )
 
     def _check_files(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
@@ -303,59 +269,50 @@ class Checker:
                     if t.stem in entries
                     else "transcript of no entry (a write was interrupted, or its entry was removed)"
                 )
-                rep.problems.append(Problem("orphan", self.rel(t), why, fix="quarantine"))
+                rep.add("orphan", self.rel(t), why, fix="quarantine")
 
     def _check_vectors(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
-        add = rep.problems.append
         store = Store(lay)
         model = self.embedder.model if self.embedder else None
         dim = self.embedder.dim if self.embedder else None
-        current: set[str] = set()
-        flagged: set[str] = set()
-        files = sorted(Path(de.path) for de in lay.embedding_files())
-        for f in files:
+        seen: set[str] = set()  # entries with an embedding file here, current or reported
+        for f in sorted(Path(de.path) for de in lay.embedding_files()):
             if f.stem in elsewhere:
                 continue
             where = self.rel(f)
-            flagged.add(f.stem)
+            seen.add(f.stem)
             if f.stem not in entries:
-                add(Problem("orphan", where, "embedding of no entry (a write was interrupted, or its entry was removed)", fix="quarantine"))
+                rep.add("orphan", where, "embedding of no entry (a write was interrupted, or its entry was removed)", fix="quarantine")
                 continue
             if f != lay.embedding_file(f.stem):
-                add(Problem("orphan", where, "embedding in another month's folder", fix="quarantine"))
+                rep.add("orphan", where, "embedding in another month's folder", fix="quarantine")
                 continue
             try:
                 data = store.read_embedding(f.stem)
             except StoreCorrupt as exc:
-                add(Problem("unparsable", where, *split_location(str(exc), f), fix="quarantine, re-embed"))
+                rep.add("unparsable", where, *split_location(str(exc), f), fix="quarantine, re-embed")
                 continue
             except UnicodeDecodeError as exc:
-                add(Problem("unparsable", where, f"not UTF-8 ({exc.reason})", fix="quarantine, re-embed"))
+                rep.add("unparsable", where, f"not UTF-8 ({exc.reason})", fix="quarantine, re-embed")
                 continue
             vec = data["embedding"]
             if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not bool(np.isfinite(vec).all()):
-                add(Problem("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed"))
+                rep.add("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed")
             elif model is not None and (data.get("model") != model or len(vec) != dim):
-                add(
-                    Problem(
-                        "embedding",
-                        where,
-                        f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{model}' ({dim} dims). Run `memory reembed`.",
-                    )
+                rep.add(
+                    "embedding",
+                    where,
+                    f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{model}' ({dim} dims). Run `memory reembed`.",
                 )
-            else:  # one made before an edit is kept too: written once, the search cache embeds the edit (Store.write_embeddings)
-                flagged.discard(f.stem)
-                current.add(f.stem)
+            # else current; one made before an edit is kept too: written once, the search cache embeds the edit (Store.write_embeddings)
         for e in entries.values():
-            if e.id not in current and e.id not in flagged:
-                add(
-                    Problem(
-                        "pending",
-                        self.rel(lay.embedding_file(e.id)),
-                        f"entry {e.id} has no current embedding (search embeds it on the fly)",
-                        severity=WARNING,
-                        fix="embed" if self.embedder else "",
-                    )
+            if e.id not in seen:
+                rep.add(
+                    "pending",
+                    self.rel(lay.embedding_file(e.id)),
+                    f"entry {e.id} has no current embedding (search embeds it on the fly)",
+                    severity=WARNING,
+                    fix="embed" if self.embedder else "",
                 )
 
     def _check_markdown(self, rep: Report, path: Path) -> None:
@@ -364,15 +321,15 @@ class Checker:
         except FileNotFoundError:
             return
         except UnsafePath as exc:  # a link out of the root, a FIFO, a device, too large: never read
-            rep.problems.append(Problem("unsafe", self.rel(path), f"{exc}; memtool skips it (move it away or replace it with a file)", severity=WARNING))
+            rep.add("unsafe", self.rel(path), f"{exc}; memtool skips it (move it away or replace it with a file)", severity=WARNING)
             return
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
-            rep.problems.append(Problem("unparsable", self.rel(path), f"not UTF-8 at line {line} ({exc.reason}); fix the file by hand", line))
+            rep.add("unparsable", self.rel(path), f"not UTF-8 at line {line} ({exc.reason}); fix the file by hand", line)
             return
         m = MD_CONFLICT_RE.search(text)
         if m:
             line = text.count("\n", 0, m.start()) + 1
-            rep.problems.append(Problem("conflict", self.rel(path), "git conflict markers; resolve them by hand", line))
+            rep.add("conflict", self.rel(path), "git conflict markers; resolve them by hand", line)

@@ -170,7 +170,9 @@ class Doctor(Checker):
         for lay in folders:
             store = Store(lay)
             found, _ = self.read_days([lay])
-            todo += [(store, e) for e in {e.id: e for _, e in found}.values() if self._needs_vector(store, e)]
+            # no vector file: one of another model is `memory reembed`'s; one of an entry edited since is kept
+            # (written once: the search cache holds the edit's vector, see Store.write_embeddings)
+            todo += [(store, e) for e in {e.id: e for _, e in found}.values() if not lay.embedding_file(e.id).is_file()]
         if not todo:
             return
         try:
@@ -182,8 +184,3 @@ class Doctor(Checker):
         for (store, e), v in zip(todo, vectors):
             store.write_embedding(e, self.embedder.model, v)
         fixed.append(f"embedded {len(todo)} entries with {self.embedder.model}")
-
-    def _needs_vector(self, store: Store, e: Entry) -> bool:
-        """No vector file: one of another model is `memory reembed`'s; one of an entry edited since is
-        kept (written once: the search cache holds the edit's vector, see Store.write_embeddings)."""
-        return not store.layout.embedding_file(e.id).is_file()

@@ -35,6 +35,10 @@ class Report:
     def healthy(self) -> bool:
         return not any(p.severity == ERROR for p in self.problems)
 
+    def add(self, *args, **kw) -> None:
+        """Report a Problem(*args, **kw)."""
+        self.problems.append(Problem(*args, **kw))
+
     def of(self, *kinds: str) -> list[Problem]:
         return [p for p in self.problems if p.kind in kinds]
 
