@@ -85,13 +85,8 @@ def fit_to_provider_count(counting: Counting, pack_at: Callable[[int], ContextRe
             res.tokens, res.counter = counted, model
             return res
         target = smaller
-        res = _repacked(pack_at, target, budget)
+        res = pack_at(target)
+        res.budget, res.truncated = budget, True
     # every count so far was over: this last packing is scaled by the latest ratio but not counted again
     res.tokens, res.counter = math.ceil(res.tokens * ratio), f"{model} (estimated)"
-    return res
-
-
-def _repacked(pack_at: Callable[[int], ContextResult], target: int, budget: int) -> ContextResult:
-    res = pack_at(target)
-    res.budget, res.truncated = budget, True
     return res

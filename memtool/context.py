@@ -178,14 +178,10 @@ def pack(layer3: list[Section], hits: list[Hit], today: Section | None, budget: 
             cost = count_tokens(item) + count_tokens(tpl.separator)
             if cost > room:
                 bare = format_hit(replace(hit, text="", passage="", passages=[]), tpl)  # its header, no content
-                if room >= max(MIN_ITEM_TOKENS, count_tokens(bare) + count_tokens(tpl.separator) + MIN_ITEM_CONTENT):
-                    items.append(truncate_to_tokens(item, room - count_tokens(tpl.separator)))
-                    res.truncated = True
-                    res.included.append(hit.id)
-                    room = 0
+                if room < max(MIN_ITEM_TOKENS, count_tokens(bare) + count_tokens(tpl.separator) + MIN_ITEM_CONTENT):
+                    res.dropped.append(f"{hit.kind} {hit.id} ({count_tokens(item)} tokens)")
                     continue
-                res.dropped.append(f"{hit.kind} {hit.id} ({count_tokens(item)} tokens)")
-                continue
+                item, cost, res.truncated = truncate_to_tokens(item, room - count_tokens(tpl.separator)), room, True
             items.append(item)
             res.included.append(hit.id)
             room -= cost

@@ -84,29 +84,19 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
-def comparable(words: frozenset[str], minimum: int = C.DEDUPE_MIN_WORDS) -> bool:
+def comparable(words: frozenset[str]) -> bool:
     """Enough content words for a Jaccard to mean something: speaker labels alone never do."""
-    return len(words - SPEAKER_ROLES) >= minimum
+    return len(words - SPEAKER_ROLES) >= C.DEDUPE_MIN_WORDS
 
 
 class Deduper:
     """Finds the stored entry a new session repeats. Reads lazily: transcript sizes for the exact
     check, and only the day files inside the window for the near check."""
 
-    def __init__(
-        self,
-        layout: Layout,
-        threshold: float = C.DEDUPE_JACCARD,
-        window_days: int = C.DEDUPE_WINDOW_DAYS,
-        min_words: int = C.DEDUPE_MIN_WORDS,
-        containment: float = C.DEDUPE_CONTAINMENT,
-    ):
+    def __init__(self, layout: Layout):
         self.layout = layout
         self.store = Store(layout)
-        self.threshold = threshold
-        self.containment = containment
-        self.min_words = min_words
-        self.window = timedelta(days=window_days)
+        self.window = timedelta(days=C.DEDUPE_WINDOW_DAYS)
         self._sizes: dict[int, list[str]] | None = None  # transcript size in bytes -> entry ids
         self._words: dict[str, Words | None] = {}  # entry id -> the content words and numbers of its transcript
         self._days: dict[str, list[Entry]] = {}  # day -> live entries (day files read so far)
@@ -126,7 +116,7 @@ class Deduper:
         words, nums = mine
         near: tuple[float, str, Entry] | None = None
         continued: tuple[float, int, str, Entry] | None = None
-        lo, hi = self.threshold * len(words), len(words) / self.threshold  # Jaccard <= smaller / larger size
+        lo, hi = C.DEDUPE_JACCARD * len(words), len(words) / C.DEDUPE_JACCARD  # Jaccard <= smaller / larger size
         named = session if session and session != C.DEFAULT_SESSION else None
         for e in self._near_candidates(when):
             theirs = self._words_of(e)
@@ -135,11 +125,11 @@ class Deduper:
             other, other_nums = theirs
             if lo <= len(other) <= hi and other_nums <= nums and not (named and e.source_session not in (named, C.DEFAULT_SESSION)):
                 score = jaccard(words, other)
-                if score >= self.threshold and (near is None or (score, e.timestamp) > near[:2]):
+                if score >= C.DEDUPE_JACCARD and (near is None or (score, e.timestamp) > near[:2]):
                     near = (score, e.timestamp, e)
             if near is None and len(other) <= len(words):
                 covered = len(words & other) / len(other)
-                if covered >= self.containment and (e.source_session == named or (covered == 1.0 and self._begins(e, data))):
+                if covered >= C.DEDUPE_CONTAINMENT and (e.source_session == named or (covered == 1.0 and self._begins(e, data))):
                     key = (covered, len(other), e.timestamp)
                     if continued is None or key > continued[:3]:
                         continued = (*key, e)
@@ -232,15 +222,14 @@ class Deduper:
     def _words_of(self, entry: Entry) -> Words | None:
         if entry.id not in self._words:
             kept = self._kept(entry.id)
-            text = kept.decode("utf-8", errors="replace") if kept is not None else None
-            self._words[entry.id] = self._comparable(text) if text is not None else None
+            self._words[entry.id] = None if kept is None else self._comparable(kept.decode("utf-8", errors="replace"))
         return self._words[entry.id]
 
     def _comparable(self, text: str) -> Words | None:
         """The content words and numbers of a transcript, or None when too few to compare (decided once
         per entry: the near check meets each stored entry again for every session of its week)."""
         words = frozenset(content_words(text))
-        return (words, numbers(text)) if comparable(words, self.min_words) else None
+        return (words, numbers(text)) if comparable(words) else None
 
 
 __all__ = ["Deduper", "Duplicate", "comparable", "jaccard", "numbers", "stored_bytes"]

@@ -8,7 +8,8 @@ after it leaves index.json behind, which the next write or `memory reindex` rebu
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from contextlib import suppress
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -35,6 +36,8 @@ from memtool.session_vectors import entry_vectors
 from memtool.store import Layout, Store
 from memtool.text import content_words, count_tokens
 from memtool.transcripts import check_size
+
+SKIPPED = "skipped: {}"  # the warning for a Markdown file the context does not read (a link out of the root, a FIFO, too large)
 
 
 @dataclass
@@ -132,26 +135,23 @@ class Memory:
 
         return redact(text, self.settings.redact_patterns)[0]
 
-    def _compress_one(self, s: Session, provider: str, df: Counter, n_docs: int, text: str, warnings: list[str]) -> tuple[Entry, str]:
+    def _compress_one(self, s: Session, provider: str, df: Counter, n_docs: int, text: str, warnings: list[str]) -> Entry:
         """`text`: the session's text, already checked and redacted by compress_many."""
         when = s.when or utcnow()
         hints = Hints(when=when, doc_freq=df, n_docs=n_docs)
-        compressor = self._compressor_factory(provider)
-        pending = False
+        compressor, pending = self._compressor_factory(provider), False
         try:
             out: Compressed = compressor.compress(text, hints)
         except ProviderError as exc:
             if provider == "local":
                 raise
             warnings.append(f"{s.name}: {exc} Saved with the local compressor's summary and marked pending; `memory retry` completes it.")
-            out = self._compressor_factory("local").compress(text, hints)  # stand-in; `memory retry` completes it
-            pending = True
-        entry = self._entry(text, out, when, s, model=self._compressor_factory("local").model if pending else compressor.model)
-        entry.pending = pending
-        return entry, text
+            compressor, pending = self._compressor_factory("local"), True  # a stand-in; `memory retry` completes it
+            out = compressor.compress(text, hints)
+        return self._entry(text, out, when, s, compressor.model, pending)
 
-    def _entry(self, text: str, out: Compressed, when: datetime, s: Session, model: str) -> Entry:
-        importance = s.importance or out.importance
+    def _entry(self, text: str, out: Compressed, when: datetime, s: Session, model: str, pending: bool) -> Entry:
+        importance, ents = s.importance or out.importance, out.entities or Entities()
         if importance not in C.IMPORTANCE_LEVELS:  # a plugin compressor's answer; the session's own was checked
             raise ProviderError(f"the compressor gave importance {importance!r:.40}, expected one of {', '.join(C.IMPORTANCE_LEVELS)}; nothing was stored")
         entry = Entry(
@@ -162,19 +162,18 @@ class Memory:
             topics=out.topics,
             decisions=out.decisions,
             action_items=out.action_items,
-            entities=_anchored(out.entities or Entities(), when),
+            entities=replace(ents, dates=[anchor(d, when) for d in ents.dates]),  # 'yesterday' still means something in a year
             importance=importance,
             source_session=s.session,
             model=model,
             source=s.source,
             agent=s.agent,
             trusted=s.trusted,
+            pending=pending,
             supersedes=list(s.supersedes),
         )
-        original = count_tokens(text)
-        compressed = count_tokens(entry.embed_text())
-        entry.tokens_original, entry.tokens_compressed = original, compressed
-        entry.compression_ratio = ratio_text(original, compressed)
+        entry.tokens_original, entry.tokens_compressed = count_tokens(text), count_tokens(entry.embed_text())
+        entry.compression_ratio = ratio_text(entry.tokens_original, entry.tokens_compressed)
         return entry
 
     def compress(self, text: str, **kw) -> Entry:
@@ -210,7 +209,7 @@ class Memory:
                     results.append(dup.entry)
                     continue
                 s = replace(s, supersedes=list(dict.fromkeys([*s.supersedes, dup.existing])))
-            entry, text = self._compress_one(s, provider, df, n_docs, text, warnings)
+            entry = self._compress_one(s, provider, df, n_docs, text, warnings)
             if dup is not None:
                 dup.new = entry.id
             dedupe.add(entry, text)
@@ -283,10 +282,8 @@ class Memory:
         stored = {e.id for day in days if self.layout.day_file(day).is_file() for e in read_day(self.layout.day_file(day))}
         for path in created:
             if path.stem not in stored:
-                try:
+                with suppress(OSError):  # an orphan at worst, which `memory doctor --fix` quarantines
                     path.unlink(missing_ok=True)
-                except OSError:
-                    pass  # an orphan at worst, which `memory doctor --fix` quarantines
 
     def log(self, text: str, when: datetime | None = None, source: str = "user_explicit", agent: str = "", session: str = "") -> Path:
         text = self.redact(text).strip()
@@ -320,22 +317,11 @@ class Memory:
         return index
 
     def weights(self) -> Weights:
+        """The settings of the same names, and the embedder's own semantic weight unless one is set."""
         s = self.settings
-        return Weights(
-            bm25=s.bm25_weight,
-            dense=s.dense_weight,
-            dense_fallback=s.dense_fallback,
-            rrf_k=s.rrf_k,
-            recency_half_life_days=s.recency_half_life_days,
-            access_boost=s.access_boost,
-            date_boost=s.date_boost,
-            date_match=s.date_match,
-            date_window_days=s.date_window_days,
-            answer_cue_boost=s.answer_cue_boost,
-            sibling_weight=s.sibling_weight,
-            typo_weight=s.typo_weight,
-            semantic=s.semantic_weight if s.semantic_weight >= 0 else getattr(self.embedder, "semantic_weight", 0.0),
-        )
+        same = {f.name: getattr(s, f.name) for f in fields(Weights) if hasattr(s, f.name)}
+        semantic = s.semantic_weight if s.semantic_weight >= 0 else getattr(self.embedder, "semantic_weight", 0.0)
+        return Weights(**same, bm25=s.bm25_weight, dense=s.dense_weight, semantic=semantic)
 
     def search(self, query: Query | str, **kw) -> SearchResult:
         q = query if isinstance(query, Query) else Query(text=query, **kw)
@@ -395,7 +381,7 @@ class Memory:
         warnings: list[str] = []
         layer3 = [s for s in (self._layer3(name, warnings) for name in (C.MEMORY_MD, C.USER_MD)) if s is not None]
         today_path = self.layout.daily_log(f"{(now or datetime.now()):%Y-%m-%d}")
-        today_text = self._read_doc(today_path, warnings)
+        today_text = confine.read_optional_text(today_path, C.MAX_DOC_BYTES, warnings, SKIPPED)
         today = Section("Today's log", _shown(today_text)) if today_text is not None else None
         if query and query.strip():
             found = self.search(Query(text=query, limit=limit, kinds=("entry", "transcript", "log"), latest_only=True))
@@ -430,13 +416,8 @@ class Memory:
         """A Layer 3 file for the context, or None if missing or still the untouched template."""
         from memtool.scaffold import is_untouched_template
 
-        text = self._read_doc(self.layout.root / name, warnings)
+        text = confine.read_optional_text(self.layout.root / name, C.MAX_DOC_BYTES, warnings, SKIPPED)
         return None if text is None or is_untouched_template(name, text) else Section(name, text)
-
-    def _read_doc(self, path: Path, warnings: list[str]) -> str | None:
-        """A Markdown file for the context, or None if missing; a link out of the root, a FIFO, a device
-        or one over the size cap is skipped with a warning (memtool/confine.py)."""
-        return confine.read_optional_text(path, C.MAX_DOC_BYTES, warnings, "skipped: {}")
 
     def recent(self, limit: int, warnings: list[str]) -> list[Hit]:
         """Without a query: the most recent entries, most important first among equals, leaving out
@@ -486,11 +467,6 @@ def check_session(s: Session) -> None:
         raise BadInput(f"{s.name}: source must be one of {', '.join(C.SOURCES)}, got {s.source!r:.40}")
     if s.when is not None and not C.MIN_YEAR <= s.when.year <= C.MAX_YEAR:
         raise BadInput(f"{s.name}: the session date {s.when.date().isoformat()} is out of range: years {C.MIN_YEAR}-{C.MAX_YEAR}")
-
-
-def _anchored(ents: Entities, when: datetime) -> Entities:
-    """Relative dates resolved against the session time, so 'yesterday' still means something in a year."""
-    return replace(ents, dates=[anchor(d, when) for d in ents.dates])
 
 
 def _shown(markdown: str) -> str:
