@@ -52,9 +52,7 @@ def _named_root(path: Path, named: str) -> Path:
     return path.resolve()
 
 
-def open_memory(
-    root: str | Path | None = None, *, require: bool = True, settings: Settings | None = None, embedder=None, compressor=None, **overrides
-) -> Memory:
+def open_memory(root: str | Path | None = None, *, settings: Settings | None = None, embedder=None, compressor=None, **overrides) -> Memory:
     """Build a Memory. `embedder` / `compressor`: a provider to inject (tests, plugins), or the registered
     name of one (as the settings of the same names take it); `overrides` set settings fields."""
     for name, given in (("embedder", embedder), ("compressor", compressor)):
@@ -62,9 +60,7 @@ def open_memory(
             overrides[name] = given
     embedder = None if isinstance(embedder, str) else embedder
     compressor = None if isinstance(compressor, str) else compressor
-    layout = Layout(resolve_root(root))
-    if require:
-        layout.require()
+    layout = Layout(resolve_root(root)).require()
     settings = settings or load_settings(layout.root)
     settings = replace(settings, **{name: checked(name, value, f"option {name}") for name, value in overrides.items()})
     embedder = embedder or build_embedder(settings.embedder, settings, layout.root)

@@ -73,13 +73,8 @@ def parse_day(path: Path, text: str) -> list[Entry]:
 def read_day(path: Path, parsed: ParsedDays | None = None) -> list[Entry]:
     """The entries of a day file; those in `parsed` when the file's stat is still the one they were read at."""
     hit = parsed.get(str(path)) if parsed else None
-    if hit is not None:
-        try:
-            st = path.stat()
-        except FileNotFoundError:
-            st = None
-        if st is not None and (st.st_size, st.st_mtime_ns) == hit[0]:
-            return hit[1]
+    if hit is not None and stat_sig(path) == hit[0]:
+        return hit[1]
     return parse_day(path, read_store_text(path))
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
 SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR)
+REBUILD_INDEX = "rebuild from the day files"
 # an id met again: (what the message says, the fix when both copies are the same, the fix otherwise)
 SAME_ID_TWICE = ("stored twice", "keep one", "keep the first, quarantine the other")
 SAME_ID_LIVE = ("also live", "keep the live one", "keep the live one, quarantine this copy")
@@ -230,30 +231,26 @@ class Checker:
 
     def _check_index(self, rep: Report, entries: dict[str, Entry]) -> None:
         path = self.layout.index_file
+        where = self.rel(path)
         if not path.is_file():
             if entries:
-                rep.add("index", self.rel(path), f"missing; {len(entries)} entries are not listed", fix="rebuild from the day files")
+                rep.add("index", where, f"missing; {len(entries)} entries are not listed", fix=REBUILD_INDEX)
             return
         try:
             data = load_json(path)
             listed = {d["id"]: Entry.from_dict(d).to_dict() for d in data["entries"]}
         except StoreCorrupt as exc:
             kind = "conflict" if "conflict" in str(exc) else "unparsable"
-            rep.add(kind, self.rel(path), *split_location(str(exc), path), fix="rebuild from the day files")
+            rep.add(kind, where, *split_location(str(exc), path), fix=REBUILD_INDEX)
             return
         except (TypeError, KeyError, UnicodeDecodeError) as exc:
-            rep.add("unparsable", self.rel(path), f"not a memtool index ({exc!r:.80})", fix="rebuild from the day files")
+            rep.add("unparsable", where, f"not a memtool index ({exc!r:.80})", fix=REBUILD_INDEX)
             return
         missing = entries.keys() - listed.keys()
         extra = listed.keys() - entries.keys()
         differ = [i for i in entries.keys() & listed.keys() if entries[i].to_dict() != listed[i]]
         if missing or extra or differ:
-            rep.add(
-                "index",
-                self.rel(path),
-                f"out of date: {len(missing)} entries missing, {len(extra)} extra, {len(differ)} differ",
-                fix="rebuild from the day files",
-            )
+            rep.add("index", where, f"out of date: {len(missing)} entries missing, {len(extra)} extra, {len(differ)} differ", fix=REBUILD_INDEX)
 
     def _check_files(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
         """The embedding files and transcripts of one folder (live, or an archive year) against the entries

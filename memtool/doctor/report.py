@@ -25,9 +25,9 @@ class Problem:
 
 @dataclass
 class Report:
-    root: str
-    problems: list[Problem] = field(default_factory=list)
+    root: str  # the fields in the order Report.to_dict gives them
     counts: dict[str, int] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
     fixed: list[str] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)
 
@@ -43,11 +43,4 @@ class Report:
         return [p for p in self.problems if p.kind in kinds]
 
     def to_dict(self) -> dict:
-        return {
-            "root": self.root,
-            "healthy": self.healthy,
-            "counts": self.counts,
-            "problems": [asdict(p) for p in self.problems],
-            "fixed": self.fixed,
-            "quarantined": self.quarantined,
-        }
+        return {"root": self.root, "healthy": self.healthy, **asdict(self)}

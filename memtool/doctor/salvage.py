@@ -14,7 +14,7 @@ from pathlib import Path
 
 from memtool.confine import safe_folder
 from memtool.errors import StorageError, StoreCorrupt
-from memtool.fsutil import atomic_write_bytes, atomic_write_text
+from memtool.fsutil import atomic_write_bytes
 from memtool.models import Entry, utcnow
 from memtool.store import Layout
 
@@ -53,13 +53,11 @@ class Quarantine:
     def copy(self, path: Path) -> None:
         """Keep a copy of `path` (written and fsynced) before it is rewritten in place: a crash then
         leaves the original either in place or here, never nowhere."""
-        dest = self.folder / path.relative_to(self.layout.memory_dir)
-        atomic_write_bytes(dest, path.read_bytes())
-        self.moved.append(dest.relative_to(self.layout.root).as_posix())
+        self.write(path.relative_to(self.layout.memory_dir), path.read_bytes())
 
-    def write(self, relative: str, text: str) -> None:
+    def write(self, relative: str | Path, data: str | bytes) -> None:
         dest = self.folder / relative
-        atomic_write_text(dest, text)
+        atomic_write_bytes(dest, data.encode("utf-8") if isinstance(data, str) else data)
         self.moved.append(dest.relative_to(self.layout.root).as_posix())
 
 
