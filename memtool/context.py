@@ -72,12 +72,6 @@ class ContextInput:
     warnings: tuple[str, ...] = ()  # what reading them worked around
 
 
-def get_template(name: str) -> Template:
-    if name not in TEMPLATES:
-        raise BadInput(f"unknown template '{name}'. Choose one of: {', '.join(TEMPLATES)}")
-    return TEMPLATES[name]
-
-
 def focus(passage: str, terms: set[str], max_tokens: int) -> str:
     """The run of lines (turns) around the one sharing most query terms, within max_tokens."""
     lines = [line for line in passage.splitlines() if line.strip()]
@@ -148,7 +142,9 @@ def replaced_note(hit: Hit) -> str:
 def pack(layer3: list[Section], hits: list[Hit], today: Section | None, budget: int, template: str, query: str = "") -> ContextResult:
     if budget < 50:
         raise BadInput(f"--budget {budget} is too small to say anything useful; use at least 50 tokens")
-    tpl = get_template(template)
+    if template not in TEMPLATES:
+        raise BadInput(f"unknown template '{template}'. Choose one of: {', '.join(TEMPLATES)}")
+    tpl = TEMPLATES[template]
     if today is not None:  # its provenance tags shown decoded, no line of it a heading
         today = Section(today.name, shown_log(today.text))
     res = ContextResult(text="", tokens=0, budget=budget, template=tpl.name)
