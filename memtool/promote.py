@@ -42,14 +42,9 @@ def looks_like_id(target: str) -> bool:
     return bool(ENTRY_ID_RE.match(target.strip()))
 
 
-def _one_line(text: str) -> str:
-    text = " ".join(text.split())
-    return text[2:] if text.startswith("- ") else text
-
-
 def _shorten(text: str, limit: int = C.PROMOTE_MAX_CHARS) -> str:
     """One line of at most `limit` characters, cut at a sentence end or a word boundary."""
-    text = _one_line(text)
+    text = " ".join(text.split()).removeprefix("- ")
     if len(text) <= limit:
         return text
     head = text[: limit - 1]
@@ -87,29 +82,23 @@ def _fenced(lines: list[str]) -> list[bool]:
     for raw in lines:
         line = _body(raw)
         m = FENCE_RE.match(line)
+        inside = bool(fence)  # a closing fence line is inside too
         if m and not fence:
-            fence = m.group(1)
-            out.append(True)
-        elif m and fence and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)) :].strip():
+            fence, inside = m.group(1), True
+        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)) :].strip():
             fence = ""
-            out.append(True)
-        else:
-            out.append(bool(fence))
+        out.append(inside)
     return out
 
 
 def _sections(lines: list[str]) -> list[_Section]:
+    """The `## ` sections; each ends where the next heading of level 1 or 2 starts."""
+    heads = [i for i, (raw, fenced) in enumerate(zip(lines, _fenced(lines))) if not fenced and (h := ANY_HEADING_RE.match(_body(raw))) and len(h.group(1)) <= 2]
     out: list[_Section] = []
-    for i, (raw, fenced) in enumerate(zip(lines, _fenced(lines))):
-        h = None if fenced else ANY_HEADING_RE.match(_body(raw))
-        if h and len(h.group(1)) <= 2:
-            if out and out[-1].end == -1:
-                out[-1].end = i
-            m = H2_RE.match(_body(raw))
-            if m:
-                out.append(_Section(m.group(1).strip(), i, -1))
-    if out and out[-1].end == -1:
-        out[-1].end = len(lines)
+    for start, end in zip(heads, [*heads[1:], len(lines)]):
+        m = H2_RE.match(_body(lines[start]))
+        if m:
+            out.append(_Section(m.group(1).strip(), start, end))
     return out
 
 
@@ -135,11 +124,7 @@ def insert_bullet(text: str, section: str, bullet: str) -> str:
             lines.append(eol)
         lines += [f"## {section}{eol}", eol, f"{bullet}{eol}"]
         return "".join(lines)
-    last = target.start  # last non-blank line of the section
-    for i in range(target.end - 1, target.start, -1):
-        if _body(lines[i]).strip():
-            last = i
-            break
+    last = next((i for i in range(target.end - 1, target.start, -1) if _body(lines[i]).strip()), target.start)  # its last non-blank line
     if not lines[last].endswith("\n"):
         lines[last] += eol
     new = [f"{bullet}{eol}"]
@@ -171,15 +156,14 @@ def _write(mem: Memory, insight: str, provenance: str, section: str, entry: Entr
             raise BadInput(f"{path}: not UTF-8 (byte {exc.start}); fix the file before promoting into it") from None
         lines = _lines(text)
         sections = _sections(lines)
-        found = _find_existing(lines, sections, insight)
+        found, entry_id = _find_existing(lines, sections, insight), entry.id if entry else ""
         if found is not None:
-            where = found.name if isinstance(found, _Section) else section
-            result = Promotion(where, f"- {insight}", False, path, entry.id if entry else "")
+            result = Promotion(found.name if isinstance(found, _Section) else section, f"- {insight}", False, path, entry_id)
         else:
             bullet = f"- {insight} ({provenance})"
             match = next((s.name for s in sections if s.name.casefold() == section.casefold()), section)
             atomic_write_bytes(path, insert_bullet(text, match, bullet).encode("utf-8"))
-            result = Promotion(match, bullet, True, path, entry.id if entry else "")
+            result = Promotion(match, bullet, True, path, entry_id)
         if entry is not None and entry.promoted_to != f"{C.MEMORY_MD}#{result.section}":
             entry.promoted_to = f"{C.MEMORY_MD}#{result.section}"
             mem.store.update_entries([entry])
