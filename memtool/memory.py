@@ -306,14 +306,10 @@ class Memory:
     def index(self, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:
         """The search cache, brought up to date. Problems a rebuild met (a file skipped or read with
         replacement characters) go into `errors` (dropped when None)."""
-        problems: list[str] = []
         if archive:  # the cache over live + archived files: opened per call (rare), so never stale
-            index = open_index(self.layout, self.embedder, progress, problems, archive=True)
-        else:
-            index = self._index if self._index is not None else open_index(self.layout, self.embedder, progress, problems)
-            self._index = None if index.stale else index  # a view read while another process built the cache is not kept
-        if errors is not None:
-            errors.extend(problems)
+            return open_index(self.layout, self.embedder, progress, errors, archive=True)
+        index = self._index if self._index is not None else open_index(self.layout, self.embedder, progress, errors)
+        self._index = None if index.stale else index  # a view read while another process built the cache is not kept
         return index
 
     def weights(self) -> Weights:
