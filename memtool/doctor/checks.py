@@ -65,10 +65,9 @@ def content_duplicates(entries: Iterable[Entry], layout: Layout) -> list[tuple[E
                 key = hashlib.sha256(confine.read_bytes(layout.transcript_file(e.id), C.MAX_DOC_BYTES)).hexdigest()
             except (FileNotFoundError, UnsafePath):
                 key = ""
-            if key in first:
-                out.append((e, first[key]))
-            else:
-                first[key] = e
+            earlier = first.setdefault(key, e)
+            if earlier is not e:
+                out.append((e, earlier))
     return out
 
 

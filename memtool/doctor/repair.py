@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import cache
 from pathlib import Path
 from typing import Sequence
 
@@ -78,15 +79,13 @@ class Doctor(Checker):
         """Unparsable or conflicted day files: keep every entry that parses (both sides of a conflict, and,
         for a live day, index.json's copy), quarantine the original."""
         _, bad = self.read_days(folders)
-        indexed: list[Entry] | None = None
+        indexed = cache(self._index_entries)  # read once, when a live day needs it
         for problem in bad:
             path = self.layout.root / problem.path
             text = readable_text(path).encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")  # a link or FIFO: "" (confine)
             kept = salvage(text)
             if path.parent == self.layout.index_dir:  # index.json lists live entries only
-                if indexed is None:
-                    indexed = self._index_entries()
-                for e in indexed:
+                for e in indexed():
                     if e.day == path.stem:
                         kept.setdefault(e.id, e)
             if is_regular(path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from functools import cached_property
 from pathlib import Path
 
 from memtool.confine import safe_folder
@@ -28,18 +29,15 @@ class Quarantine:
     def __init__(self, layout: Layout):
         self.layout = layout
         self.moved: list[str] = []
-        self._folder: Path | None = None
 
-    @property
+    @cached_property
     def folder(self) -> Path:
-        if self._folder is None:
-            stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
-            folder, n = self.layout.quarantine_dir / stamp, 1
-            while folder.exists():
-                n += 1
-                folder = self.layout.quarantine_dir / f"{stamp}-{n}"
-            self._folder = folder
-        return self._folder
+        stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+        folder, n = self.layout.quarantine_dir / stamp, 1
+        while folder.exists():
+            n += 1
+            folder = self.layout.quarantine_dir / f"{stamp}-{n}"
+        return folder
 
     def move(self, path: Path) -> None:
         dest = self.folder / path.relative_to(self.layout.memory_dir)
