@@ -66,13 +66,8 @@ class Duplicate:
         return f"{self.name}: nearly the same session as {self.existing} ({self.similarity:.0%} of content words shared); stored {self.new} superseding it"
 
 
-NUMBER_RE = re.compile(r"\d+(?:[.,:/-]\d+)*")
+NUMBER_RE = re.compile(r"\d+(?:[.,:/-]\d+)*")  # numbers a transcript states ('41', '3.5', '2026-02-10'): a near duplicate states them all again
 Words = tuple[frozenset[str], frozenset[str]]  # a transcript's content words, and the numbers it states
-
-
-def numbers(text: str) -> frozenset[str]:
-    """The numbers a transcript states ('41', '3.5', '2026-02-10'): a near duplicate states them all again."""
-    return frozenset(NUMBER_RE.findall(text))
 
 
 def stored_bytes(text: str) -> bytes:
@@ -229,7 +224,7 @@ class Deduper:
         """The content words and numbers of a transcript, or None when too few to compare (decided once
         per entry: the near check meets each stored entry again for every session of its week)."""
         words = frozenset(content_words(text))
-        return (words, numbers(text)) if comparable(words) else None
+        return (words, frozenset(NUMBER_RE.findall(text))) if comparable(words) else None
 
 
-__all__ = ["Deduper", "Duplicate", "comparable", "jaccard", "numbers", "stored_bytes"]
+__all__ = ["Deduper", "Duplicate", "comparable", "jaccard", "stored_bytes"]

@@ -17,9 +17,7 @@ def utcnow() -> datetime:
 
 
 def iso(ts: datetime) -> str:
-    """ISO-8601 in UTC with milliseconds and a Z, as in seed 003."""
-    if ts.tzinfo is None:
-        ts = ts.astimezone()
+    """ISO-8601 in UTC with milliseconds and a Z, as in seed 003 (a naive time is taken as local)."""
     return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
 
 

@@ -36,7 +36,7 @@ def collect(mem: Memory) -> dict:
         y, w, _ = date.fromisoformat(e.day).isocalendar()
         weeks[f"{y}-W{w:02d}"] += 1
     ratios = [e.tokens_original / max(e.tokens_compressed, 1) for e in entries]
-    cache = layout.cache_dir
+    cache_bytes = _size(layout.cache_dir)  # 0 when there is none: os.walk yields nothing
     found = collect_entities(entries)
     return {
         "root": str(layout.root),
@@ -52,11 +52,10 @@ def collect(mem: Memory) -> dict:
         "importance": dict(Counter(e.importance for e in entries)),
         "top_topics": dict(Counter(t for e in entries for t in e.topics).most_common(10)),
         "entries_per_week": dict(sorted(weeks.items())),
-        "store_bytes": _size(layout.memory_dir) - (_size(cache) if cache.is_dir() else 0),
-        "cache_bytes": _size(cache) if cache.is_dir() else 0,
+        "store_bytes": _size(layout.memory_dir) - cache_bytes,
+        "cache_bytes": cache_bytes,
         "embedder": mem.embedder.model,
         "problems": errors,
-        # added for the at-a-glance view and the HTML report
         "first_day": min((e.day for e in entries), default=""),
         "last_day": max((e.day for e in entries), default=""),
         "median_compression_ratio": round(median(ratios), 1) if ratios else 0.0,
