@@ -149,13 +149,7 @@ def pack(layer3: list[Section], hits: list[Hit], today: Section | None, budget: 
         today = Section(today.name, shown_log(today.text))
     res = ContextResult(text="", tokens=0, budget=budget, template=tpl.name)
     parts: list[str] = []
-    used = 0
-
-    def add(text: str) -> None:
-        nonlocal used
-        parts.append(text)
-        used += count_tokens(text) + 1
-
+    add = parts.append
     fixed = [(s, SHARES.get(s.name, 0.1)) for s in layer3] + ([(today, SHARES["today"])] if today else [])
     reserved = {s.name: min(count_tokens(s.text) + 8, int(budget * share)) for s, share in fixed if s.text.strip()}
     hit_budget = budget - sum(reserved.values())
