@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from contextlib import suppress
 from datetime import date, timedelta
 from statistics import median
 
@@ -19,10 +20,8 @@ def _size(folder) -> int:
     total = 0
     for dirpath, _, files in os.walk(folder):
         for f in files:
-            try:
+            with suppress(OSError):  # removed meanwhile
                 total += os.path.getsize(os.path.join(dirpath, f))
-            except OSError:
-                pass
     return total
 
 
@@ -31,10 +30,7 @@ def collect(mem: Memory) -> dict:
     errors: list[str] = []
     entries = list(mem.store.iter_entries(errors))
     embedded = {de.name[: -len(C.VECTOR_SUFFIX)] for de in layout.embedding_files()}
-    weeks: Counter = Counter()
-    for e in entries:
-        y, w, _ = date.fromisoformat(e.day).isocalendar()
-        weeks[f"{y}-W{w:02d}"] += 1
+    weeks = Counter(f"{y}-W{w:02d}" for y, w, _ in (date.fromisoformat(e.day).isocalendar() for e in entries))
     ratios = [e.tokens_original / max(e.tokens_compressed, 1) for e in entries]
     cache_bytes = _size(layout.cache_dir)  # 0 when there is none: os.walk yields nothing
     found = collect_entities(entries)
