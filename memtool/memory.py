@@ -258,13 +258,12 @@ class Memory:
         else:
             fresh.update(passages)  # a kept transcript's chunks: the search cache reuses them
             fresh.update((entry_vector_key(e), v) for e, v in zip(entries, vectors))
+        kept = [(e.id, text) for e, text in items if self.settings.keep_transcripts or e.pending]
+        paths = [self.layout.transcript_file(i) for i, _ in kept]
+        paths += [self.layout.embedding_file(e.id) for e in entries] if vectors is not None else []
         with self.store.lock():
-            created: list[Path] = []  # files this write adds; removed again if the entries cannot be stored
+            created = [p for p in paths if not p.exists()]  # files this write adds; removed again if the entries cannot be stored
             try:
-                kept = [(e.id, text) for e, text in items if self.settings.keep_transcripts or e.pending]
-                paths = [self.layout.transcript_file(i) for i, _ in kept]
-                paths += [self.layout.embedding_file(e.id) for e in entries] if vectors is not None else []
-                created.extend(p for p in paths if not p.exists())
                 self.store.write_transcripts(kept)  # batched: fsyncs run in parallel
                 if vectors is not None:
                     self.store.write_embeddings(entries, self.embedder.model, vectors)
