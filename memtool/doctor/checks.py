@@ -18,7 +18,7 @@ from memtool import confine
 from memtool import constants as C
 from memtool.archive import ArchiveLayout, archive_layouts
 from memtool.config import Settings
-from memtool.dayfile import CONFLICT_RE, load_json, read_day
+from memtool.dayfile import CONFLICT_RE, load_json, read_day, sort_entries
 from memtool.doctor.report import WARNING, Problem, Report
 from memtool.errors import StorageError, StoreCorrupt, UnsafePath
 from memtool.models import Entry
@@ -54,7 +54,7 @@ def readable_text(path: Path) -> str:
 def content_duplicates(entries: Iterable[Entry], layout: Layout) -> list[tuple[Entry, Entry]]:
     """(later, earlier) pairs holding the same memory twice: same compressed fields and same transcript."""
     groups: dict[str, list[Entry]] = {}
-    for e in sorted(entries, key=lambda e: (e.timestamp, e.id)):
+    for e in sort_entries(entries):
         record = {k: v for k, v in e.to_dict().items() if k not in ("id", "timestamp")}
         groups.setdefault(json.dumps(record, sort_keys=True), []).append(e)
     out: list[tuple[Entry, Entry]] = []

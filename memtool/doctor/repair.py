@@ -106,13 +106,12 @@ class Doctor(Checker):
         removed: list[tuple[Path, Entry, str]] = []
         for path, e in found:
             current.setdefault(path, []).append(e.to_dict())
-            if e.id in live:
-                if live[e.id].to_dict() != e.to_dict():
-                    removed.append((path, e, "archived copy of a live entry, different content"))
-            elif e.id not in kept:
+            twin = kept[e.id][1] if e.id in kept else live.get(e.id)  # an id of a live entry is never kept here
+            if twin is None:
                 kept[e.id] = (path, e)
-            elif kept[e.id][1].to_dict() != e.to_dict():
-                removed.append((path, e, f"same id as an entry kept in {kept[e.id][1].day}.json, different content"))
+            elif twin.to_dict() != e.to_dict():
+                why = "archived copy of a live entry" if e.id in live else f"same id as an entry kept in {twin.day}.json"
+                removed.append((path, e, why + ", different content"))
         for lay in folders:  # its transcript and embedding are then of no entry: quarantined with the strays
             for e, first in content_duplicates([e for path, e in kept.values() if path.parent == lay.index_dir], lay):
                 removed.append((kept.pop(e.id)[0], e, f"same content as {first.id}"))
