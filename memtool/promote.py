@@ -102,13 +102,13 @@ def _sections(lines: list[str]) -> list[_Section]:
     return out
 
 
-def _find_existing(lines: list[str], sections: list[_Section], insight: str) -> _Section | bool | None:
-    """The section holding a bullet with this insight; True if it is outside any section; None if absent."""
+def _find_existing(lines: list[str], sections: list[_Section], insight: str, section: str) -> str | None:
+    """The name of the section holding a bullet with this insight (`section` when it is outside any); None if absent."""
     want = _norm(insight)
     for i, (raw, fenced) in enumerate(zip(lines, _fenced(lines))):
         m = None if fenced else BULLET_RE.match(_body(raw))
         if m and _norm(m.group(1)) == want:
-            return next((s for s in sections if s.start < i < s.end), True)
+            return next((s.name for s in sections if s.start < i < s.end), section)
     return None
 
 
@@ -156,9 +156,9 @@ def _write(mem: Memory, insight: str, provenance: str, section: str, entry: Entr
             raise BadInput(f"{path}: not UTF-8 (byte {exc.start}); fix the file before promoting into it") from None
         lines = _lines(text)
         sections = _sections(lines)
-        found, entry_id = _find_existing(lines, sections, insight), entry.id if entry else ""
+        found, entry_id = _find_existing(lines, sections, insight, section), entry.id if entry else ""
         if found is not None:
-            result = Promotion(found.name if isinstance(found, _Section) else section, f"- {insight}", False, path, entry_id)
+            result = Promotion(found, f"- {insight}", False, path, entry_id)
         else:
             bullet = f"- {insight} ({provenance})"
             match = next((s.name for s in sections if s.name.casefold() == section.casefold()), section)
