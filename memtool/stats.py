@@ -77,18 +77,13 @@ def week_series(per_week: dict[str, int]) -> list[tuple[str, int]]:
     """entries_per_week with the empty weeks in between filled in with 0, oldest first."""
     if not per_week:
         return []
-    day, last, out = _monday(min(per_week)), _monday(max(per_week)), []
+    day, last = (date.fromisocalendar(*map(int, week.split("-W")), 1) for week in (min(per_week), max(per_week)))  # their Mondays
+    out = []
     while day <= last:
-        y, w, _ = day.isocalendar()
-        key = f"{y}-W{w:02d}"
+        key = "{}-W{:02d}".format(*day.isocalendar()[:2])
         out.append((key, per_week.get(key, 0)))
         day += timedelta(weeks=1)
     return out
-
-
-def _monday(week: str) -> date:
-    year, num = week.split("-W")
-    return date.fromisocalendar(int(year), int(num), 1)
 
 
 def sparkline(values: list[int]) -> str:
