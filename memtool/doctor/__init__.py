@@ -41,8 +41,8 @@ def open_doctor(root: Path) -> Doctor:
     try:
         settings = load_settings(layout.root)
     except ConfigError as exc:
-        settings = Settings()
-        notes.append(Problem("config", config, f"{exc} (checked with the default settings)", _line_in(str(exc))))
+        settings, line = Settings(), re.search(r" line (\d+)", str(exc))
+        notes.append(Problem("config", config, f"{exc} (checked with the default settings)", int(line.group(1)) if line else None))
     try:
         embedder = build_embedder(settings.embedder, settings, layout.root)
     except (ProviderError, ConfigError) as exc:
@@ -50,11 +50,6 @@ def open_doctor(root: Path) -> Doctor:
         message = f"cannot build the embedder '{settings.embedder}': {exc}; embedding files were not checked against it"
         notes.append(Problem("config", config, message, severity=WARNING))
     return Doctor(layout, settings, embedder, notes)
-
-
-def _line_in(message: str) -> int | None:
-    m = re.search(r" line (\d+)", message)
-    return int(m.group(1)) if m else None
 
 
 __all__ = ["Doctor", "Problem", "Report", "Quarantine", "open_doctor"]
