@@ -10,7 +10,6 @@ and entries of high or critical importance never move.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
@@ -21,7 +20,7 @@ from memtool import constants as C
 from memtool.config import Settings
 from memtool.dayfile import DAY_RE, ID_DAY_RE, day_document, read_day
 from memtool.errors import StorageError
-from memtool.fsutil import atomic_write_bytes, atomic_write_text, dumps_json
+from memtool.fsutil import _fsync_dir, atomic_write_bytes, atomic_write_text, dumps_json
 from memtool.models import Entry, parse_iso, utcnow
 from memtool.store import Layout, Store
 
@@ -288,16 +287,7 @@ def _unlink(path: Path) -> None:
         return
     except OSError as exc:
         raise StorageError(f"cannot remove {path} (already copied to the archive): {exc.strerror}. Run `memory archive` again.") from None
-    try:
-        fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return  # no directory fsync on this platform
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems refuse fsync on directories; the unlink happened
-    finally:
-        os.close(fd)
+    _fsync_dir(path.parent)
 
 
 __all__ = ["ArchiveLayout", "ArchiveReport", "Archiver", "archive", "archive_layouts", "get_archived"]

@@ -36,28 +36,30 @@ from memtool.dayfile import DAY_RE
 from memtool.errors import BadInput
 
 DRIVER = "memtool"
-GITATTRIBUTES = f"""# memtool: how git merges this memory (written by `memory init` / `memory git setup`).
+
+
+def _attributes(vectors: str) -> str:
+    """The .gitattributes memtool writes, with `vectors`: the rules for the live vector files."""
+    return f"""# memtool: how git merges this memory (written by `memory init` / `memory git setup`).
 # The `{DRIVER}` driver must be registered in each clone: run `memory git setup` once after cloning.
 {C.MEMORY_DIR}/*.md merge=union
 {C.MEMORY_DIR}/{C.INDEX_DIR}/{C.TOMBSTONES_FILE} merge=union
 {C.MEMORY_DIR}/{C.INDEX_DIR}/*.json merge={DRIVER}
-{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/**/*{C.VECTOR_SUFFIX} -diff -text merge={DRIVER}
-{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.json merge={DRIVER}
-{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*{C.VECTOR_SUFFIX} -diff -text merge={DRIVER}
+{vectors}
 {C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.md merge=union
 {chr(10).join(f"/{name} merge={DRIVER}" for name in C.LAYER3_FILES)}
 """
+
+
+GITATTRIBUTES = _attributes(
+    f"""{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/**/*{C.VECTOR_SUFFIX} -diff -text merge={DRIVER}
+{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.json merge={DRIVER}
+{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*{C.VECTOR_SUFFIX} -diff -text merge={DRIVER}"""
+)
 # what `memory git setup` wrote before binary vectors: replaced by GITATTRIBUTES where it is found
-PREVIOUS_GITATTRIBUTES = f"""# memtool: how git merges this memory (written by `memory init` / `memory git setup`).
-# The `{DRIVER}` driver must be registered in each clone: run `memory git setup` once after cloning.
-{C.MEMORY_DIR}/*.md merge=union
-{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.TOMBSTONES_FILE} merge=union
-{C.MEMORY_DIR}/{C.INDEX_DIR}/*.json merge={DRIVER}
-{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/*.json merge={DRIVER}
-{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.json merge={DRIVER}
-{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.md merge=union
-{chr(10).join(f"/{name} merge={DRIVER}" for name in C.LAYER3_FILES)}
-"""
+PREVIOUS_GITATTRIBUTES = _attributes(
+    f"{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/*.json merge={DRIVER}\n{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.json merge={DRIVER}"
+)
 # the commits a merge driver's two sides come from: MERGE_HEAD is written only after the files are
 # merged, so a `git pull` is seen through FETCH_HEAD, a `git merge origin/main` through the upstream
 MERGE_SIDES = ("HEAD", "FETCH_HEAD", "@{upstream}", "MERGE_HEAD", "REBASE_HEAD", "CHERRY_PICK_HEAD")

@@ -6,14 +6,13 @@ It is git-ignored (memory/.gitignore): each clone derives its own, so no commit 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 from typing import Iterable
 
 from memtool import confine
 from memtool import constants as C
-from memtool.dayfile import DAY_RE, DaySigs, ParsedDays, file_sig, id_day, load_json, read_day
+from memtool.dayfile import DaySigs, ParsedDays, file_sig, id_day, load_json, read_day
 from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.fsutil import atomic_write_bytes
 from memtool.models import Entry
@@ -152,9 +151,8 @@ class IndexJson:
 
     def update_index(self, provider: str, days: set[str]) -> list[str]:
         """index.json after `write_entries` (which adds or replaces, never removes) wrote the day files
-        of `days`: its lines for the other day files are copied, those of `days` replaced by the entries
-        read now, when index.json is known to match every other day file (a record in the derived cache,
-        taken at the last index write) and each line can be told apart. Anything else (a crash between
+        of `days`: spliced (_splice_rows) when index.json is known to match every other day file (a
+        record in the derived cache, taken at the last index write). Anything else (a crash between
         files, a hand edit, a git pull, an entry filed under another day than its date) gets the full
         rebuild. Caller holds the lock."""
         recorded = self.indexed_days()
@@ -168,16 +166,7 @@ class IndexJson:
             return self.rebuild_index(provider, sigs=sigs)  # it reports the file
         if self._splice_rows(provider, days, fresh, sigs):
             return []
-        rows = self._index_rows()
-        if rows is None:
-            return self.rebuild_index(provider, sigs=sigs)
-        ids, bdays = {e.id.encode("utf-8") for e in fresh}, {d.encode("ascii") for d in days}
-        kept = [r for r in rows if r[0][:10] not in bdays and r[1] not in ids]
-        # a line of `days` whose entry is not there now was filed elsewhere (or removed by hand): rebuild
-        if len(ids) != len(fresh) or any(r[0][:10] in bdays and r[1] not in ids for r in rows) or len({r[1] for r in kept}) != len(kept):
-            return self.rebuild_index(provider, sigs=sigs)
-        self._write_rows(provider, kept, fresh, sigs)
-        return []
+        return self.rebuild_index(provider, sigs=sigs)
 
     def _splice_rows(self, provider: str, days: set[str], fresh: list[Entry], sigs: DaySigs) -> bool:
         """update_index's common cases without parsing every line: the lines of `days` are one run of
@@ -185,7 +174,7 @@ class IndexJson:
         by bisecting the lines by timestamp; each of their entries is still there; and every fresh
         entry's timestamp and id name one of `days`. That run is replaced by the fresh entries and
         the lines before and after it are copied as runs of bytes: at 100,000 entries this skips
-        matching 100,000 lines. False, writing nothing, in any other case. The caller has checked
+        matching 100,000 lines. False, writing nothing, in any other case (update_index then rebuilds). The caller has checked
         that index.json is the file written here last (indexed_days)."""
         if any(e.timestamp[:10] not in days or id_day(e.id) not in days for e in fresh):
             return False  # an entry filed under another day than its date: its line sorts elsewhere
@@ -208,7 +197,7 @@ class IndexJson:
         while at < end:  # the run of `days`: each line one of theirs, each entry still there
             m = _INDEX_LINE_RE.match(data, at, end)
             if m is None or m.group(2)[:10] not in bdays or m.group(1) not in ids:
-                return False  # another day in between, or an entry of `days` left or filed elsewhere: update_index decides
+                return False  # another day in between, or an entry of `days` left or filed elsewhere
             sep = data.find(_INDEX_SEP, at, end)
             at = sep + len(_INDEX_SEP) if sep >= 0 else end
         if len(ids) != len(fresh):
@@ -268,14 +257,7 @@ class IndexJson:
         return days if isinstance(days, dict) else None
 
     def _day_sigs(self) -> DaySigs:
-        out: dict[str, list[int]] = {}
-        if self.layout.index_dir.is_dir():
-            with os.scandir(self.layout.index_dir) as it:
-                for de in it:
-                    if de.name.endswith(".json") and DAY_RE.match(de.name[:-5]):
-                        st = de.stat()
-                        out[de.name] = [st.st_size, st.st_mtime_ns]
-        return out
+        return {path.name: sig for path in self.layout.day_files() if (sig := file_sig(path))}
 
     def _load_index_state(self) -> dict | None:
         from memtool.search.store import open_state

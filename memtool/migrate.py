@@ -70,16 +70,15 @@ def migrate(root: Path, dry_run: bool = False) -> MigrateReport:
 
 
 def _move_transcript(src: Path, dest: Path, report: MigrateReport, dry_run: bool) -> None:
-    if dest.exists():
-        if confine.read_bytes(dest) != confine.read_bytes(src):
-            report.left.append(f"{src}: {dest} holds another transcript; compare them and keep one")
-            return
-        if not dry_run:
-            src.unlink()  # moved by a run that was cut off before it removed the old name
-        report.transcripts += 1
+    moved = dest.exists()  # by a run that was cut off before it removed the old name
+    if moved and confine.read_bytes(dest) != confine.read_bytes(src):
+        report.left.append(f"{src}: {dest} holds another transcript; compare them and keep one")
         return
     report.transcripts += 1
     if dry_run:
+        return
+    if moved:
+        src.unlink()
         return
     try:
         confine.safe_folder(dest.parent, create=True)

@@ -112,18 +112,15 @@ class Layout:
     def legacy_files(self) -> list[Path]:
         """Files of the layout before month folders and binary vectors (`memory migrate` moves them):
         JSON vectors anywhere under embeddings/, and transcripts directly in transcripts/."""
-        top = [(de, C.TRANSCRIPT_SUFFIX) for de in _scan(self.transcripts_dir)] + [(de, C.LEGACY_VECTOR_SUFFIX) for de in _scan(self.embeddings_dir)]
-        out = [Path(de.path) for de, suffix in top if de.name.endswith(suffix) and not de.name.startswith(".") and _is_file(de)]
-        out += [Path(de.path) for de in _shard_files(self.embeddings_dir, C.LEGACY_VECTOR_SUFFIX)]
-        return sorted(out)
+        return sorted(Path(de.path) for de in (*self._top_legacy_files(), *_shard_files(self.embeddings_dir, C.LEGACY_VECTOR_SUFFIX)))
 
     def has_legacy_files(self) -> bool:
         """legacy_files() is not empty, answered from the top folders alone (what an old store holds)."""
-        return any(
-            _is_file(de) and de.name.endswith(suffix) and not de.name.startswith(".")
-            for folder, suffix in ((self.transcripts_dir, C.TRANSCRIPT_SUFFIX), (self.embeddings_dir, C.LEGACY_VECTOR_SUFFIX))
-            for de in _scan(folder)
-        )
+        return any(self._top_legacy_files())
+
+    def _top_legacy_files(self) -> Iterator[os.DirEntry]:
+        for folder, suffix in ((self.transcripts_dir, C.TRANSCRIPT_SUFFIX), (self.embeddings_dir, C.LEGACY_VECTOR_SUFFIX)):
+            yield from (de for de in _scan(folder) if de.name.endswith(suffix) and not de.name.startswith(".") and _is_file(de))
 
     def is_memory_root(self) -> bool:
         return self.memory_dir.is_dir()
@@ -230,14 +227,6 @@ def _tree_stamp(folder: Path) -> int | None:
     return int.from_bytes(hashlib.blake2b("|".join(parts).encode(), digest_size=7).digest(), "big")
 
 
-def _holds_model(path: Path, model: str) -> bool:
-    try:
-        data = read_vector_file(path)
-    except (StoreCorrupt, OSError):
-        return False
-    return data is not None and data.get("model") == model
-
-
 # -- vector files ------------------------------------------------------------------------------------
 # <id>.vec: one header line, then the vector as float16 little-endian (2 bytes a dimension):
 #   memtool-vector 1 {"content_hash": "...", "dim": 384, "id": "ctx-...", "model": "..."}\n<dim * 2 bytes>
@@ -279,13 +268,18 @@ def read_vector_file(path: Path) -> dict | None:
     return parse_vector(path, data)
 
 
+def _readable_vector(path: Path) -> dict:
+    """read_vector_file, or {} when the file is not there or cannot be read."""
+    try:
+        return read_vector_file(path) or {}
+    except (StoreCorrupt, OSError):
+        return {}
+
+
 def vector_file_ok(path: Path, model: str, dim: int, content_hash: str) -> bool:
     """The file at `path` holds a vector of `model`, `dim` dimensions, made from the text `content_hash` names."""
-    try:
-        data = read_vector_file(path)
-    except (StoreCorrupt, OSError):
-        return False
-    return data is not None and data.get("model") == model and data.get("content_hash") == content_hash and data["dim"] == dim
+    data = _readable_vector(path)
+    return data.get("model") == model and data.get("content_hash") == content_hash and data.get("dim") == dim
 
 
 @dataclass
@@ -394,7 +388,7 @@ class Store(IndexJson):
         items = []
         for e, v in zip(entries, np.asarray(vectors)):
             path = self.layout.embedding_file(e.id)
-            if not replace and _holds_model(path, model):
+            if not replace and _readable_vector(path).get("model") == model:
                 continue
             items.append((path, vector_bytes(e.id, model, e.content_hash(), v)))
         return atomic_write_many(items)

@@ -19,7 +19,7 @@ import json
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -67,24 +67,9 @@ class SyncReport:
         return bool(self.entries or self.markdown or self.embedded or self.filled or self.dropped or self.buried or self.index_rebuilt or self.search_rebuilt)
 
     def to_dict(self) -> dict:
-        return {
-            "entries": vars(self.entries),
-            "markdown": vars(self.markdown),
-            "embedded": self.embedded,
-            "filled": self.filled,
-            "dropped": self.dropped,
-            "buried": self.buried,
-            "index_rebuilt": self.index_rebuilt,
-            "index_patched": self.index_patched,
-            "search_rebuilt": self.search_rebuilt,
-            "first": self.first,
-            "full": self.full,
-            "model": self.model,
-            "errors": self.errors,
-            "seconds": round(self.seconds, 3),
-            "embedder_set": self.embedder_set,
-            "warnings": self.warnings,
-        }
+        out = asdict(self)
+        del out["touched"]
+        return {**out, "seconds": round(self.seconds, 3)}
 
     def line(self) -> str:
         """One-line status."""
@@ -333,7 +318,7 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
     files = {f"{days}/{name}": f"{rec[0]}:{rec[1]}" for name, rec in scan.days.items()}
     files.update((rel, f"{rec[0]}:{rec[1]}") for rel, rec in scan.markdown.items())
     report.search_rebuilt = _refresh_search(mem, full, progress, report, Known(scan.parsed, fresh, Sigs.take(layout, files)))
-    if scan.reread or new.state() != man.state():  # nothing new: leave the manifest (and the disk) alone
+    if scan.reread or new != man:  # nothing new: leave the manifest (and the disk) alone
         new.save(layout, man)
     if fill:
         filled = fill_vectors(layout, embedder, (lambda done, total: progress("embedding documents", done, total)) if progress else None, from_end=True)

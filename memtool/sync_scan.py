@@ -50,7 +50,7 @@ class Delta:
 @dataclass
 class Manifest:
     model: str = ""
-    written_ns: int = 0  # when it was saved: files modified close to this are re-hashed (racy mtimes)
+    written_ns: int = field(default=0, compare=False)  # when it was saved: files modified close to this are re-hashed (racy mtimes)
     index_sig: list | None = None  # [size, mtime_ns] of index.json
     emb_dir_ns: int | None = None  # Layout.embeddings_stamp(): changes when a vector file is added, removed or replaced
     days: dict[str, list] = field(default_factory=dict)  # name -> [size, mtime_ns, sha, {id: hash}, error]
@@ -88,9 +88,6 @@ class Manifest:
             conn.close()
         _RECENT[str(layout.root)] = man
         return man
-
-    def state(self) -> tuple:
-        return self.model, self.index_sig, self.emb_dir_ns, self.days, self.markdown, self.vectors
 
     def save(self, layout: Layout, previous: "Manifest | None" = None) -> None:
         """Write it; a record table equal to the one `previous` saved is not encoded or written again
@@ -144,10 +141,6 @@ def _fresh(rec: list | None, size: int, mtime_ns: int, man: Manifest) -> bool:
     return rec is not None and rec[0] == size and rec[1] == mtime_ns and mtime_ns + C.SYNC_RACY_NS < man.written_ns
 
 
-def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
-
-
 def _entry_line(text: str, n: int) -> int:
     """Line where the n-th (1-based) object of the entries list starts; 0 if not found."""
     depth, count, in_str, esc = 0, 0, False, False
@@ -164,7 +157,7 @@ def _entry_line(text: str, n: int) -> int:
             if ch == "{" and depth == want + 1:
                 count += 1
                 if count == n:
-                    return _line_of(text, i)
+                    return text.count("\n", 0, i) + 1
         elif ch in "]}":
             depth -= 1
     return 0
@@ -290,7 +283,7 @@ def _index_by_day(layout: Layout) -> dict[str, dict[str, str]]:
 
 
 def _scan_markdown(layout: Layout, man: Manifest, scan: Scan) -> None:
-    out = scan.markdown
+    out, delta = scan.markdown, scan.markdown_delta
     cut = len(str(layout.root)) + 1
     for path in layout.markdown_files():
         rel = str(path)[cut:].replace(os.sep, "/")
@@ -298,31 +291,30 @@ def _scan_markdown(layout: Layout, man: Manifest, scan: Scan) -> None:
         rec = man.markdown.get(rel)
         if sig is not None and not _fresh(rec, *sig, man):
             scan.reread += 1
-            rec = _md_record(path, rel, sig, rec, scan.markdown_delta)
+            was, rec = rec, _md_record(path, sig, rec)
+            if rec is not None and (was is None or not rec[2] or rec[2] != was[2]):  # an unsafe file has no hash: a change
+                (delta.changed if was is not None else delta.added).append(rel)
         if sig is None or rec is None:
             continue  # vanished while we looked
         if rec[3]:
             scan.errors.append(rec[3])
         out[rel] = rec
-    scan.markdown_delta.removed = sorted(set(man.markdown) - set(out))
+    delta.removed = sorted(set(man.markdown) - set(out))
 
 
-def _md_record(path: Path, rel: str, sig: tuple[int, int], rec: list | None, delta: Delta) -> list | None:
+def _md_record(path: Path, sig: tuple[int, int], rec: list | None) -> list | None:
     """[size, mtime_ns, sha, error] of a Markdown file whose stat changed; None if it is gone."""
     try:
         data = confine.read_bytes(path, C.MAX_DOC_BYTES)
     except FileNotFoundError:
         return None
     except UnsafePath as exc:  # a link out of the root, a FIFO, /dev/zero, too large: never read, never indexed
-        (delta.changed if rec is not None else delta.added).append(rel)
         return [*sig, "", f"{exc}; not searchable"]
     sha = _hash(data)
     if rec is not None and rec[2] == sha:
         return [*sig, sha, rec[3]]
-    error = ""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        error = _bad_utf8(path, data, exc, "not searchable")
-    (delta.changed if rec is not None else delta.added).append(rel)
-    return [*sig, sha, error]
+        return [*sig, sha, _bad_utf8(path, data, exc, "not searchable")]
+    return [*sig, sha, ""]

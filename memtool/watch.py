@@ -162,6 +162,11 @@ class Watcher:
     def _ours(self, path: str) -> bool:
         return path in self._own and self._own[path] == stat_sig(path)
 
+    def _failed(self, exc: MemtoolError) -> None:
+        if self.on_error is None:
+            raise exc
+        self.on_error(exc)
+
     def _warn(self, message: str) -> None:
         if self.on_warning is not None:
             self.on_warning(message)
@@ -178,19 +183,13 @@ class Watcher:
                 self.mem, self._config = self.reopen(), config
             report = sync(self.mem, fill=False)  # vectors a change leaves missing: the background fill's, not the watcher's
             fill_later(self.layout, self.mem.embedder, self.mem.settings.background_embed)
-        except MemtoolError as exc:  # reported; the next change retries
+        except (MemtoolError, FileNotFoundError) as exc:  # reported; the next change retries
             if not self.layout.memory_dir.is_dir():
-                self._missing()  # memory/ went away before the sync took the lock (which does not make it again)
+                self._missing()  # memory/ went away (the lock does not make it again); the next burst follows it
                 return None
-            if self.on_error is None:
+            if isinstance(exc, FileNotFoundError):
                 raise
-            self.on_error(exc)
-            return None
-        except FileNotFoundError:
-            if self.layout.memory_dir.is_dir():
-                raise
-            self._missing()  # memory/ went away during the sync; the next burst follows it
-            return None
+            return self._failed(exc)
         own = {str(p): stat_sig(p) for p in report.touched}
         self._own = own if len(self._own) > C.WATCH_OWN_WRITES_KEPT else {**self._own, **own}  # late events of earlier syncs too
         self.syncs += 1
@@ -213,10 +212,7 @@ class Watcher:
         try:
             report = retry(self.mem)
         except MemtoolError as exc:
-            if self.on_error is None:
-                raise
-            self.on_error(exc)
-            return None
+            return self._failed(exc)
         if self.on_retry:
             self.on_retry(report)
         return report
