@@ -28,7 +28,11 @@ def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Co
     """(word -> how many of the newest day files' entries contain it, how many entries were counted):
     whole day files, newest first, until `sample` entries are counted."""
     conn = open_state(layout, create=False)  # made by the first search or compress, not by a hint
-    known = _load(conn)
+    try:
+        rows = conn.execute("SELECT day, sig, entries, counts FROM day_words") if conn is not None else ()
+        known: dict[str, DayCounts] = {day: (sig, entries, json.loads(counts)) for day, sig, entries, counts in rows}
+    except (sqlite3.Error, ValueError):
+        known = {}
     used: dict[str, DayCounts] = {}
     df: Counter = Counter()
     n = 0
@@ -61,12 +65,3 @@ def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Co
         finally:
             conn.close()
     return df, n
-
-
-def _load(conn: sqlite3.Connection | None) -> dict[str, DayCounts]:
-    if conn is None:
-        return {}
-    try:
-        return {day: (sig, entries, json.loads(counts)) for day, sig, entries, counts in conn.execute("SELECT day, sig, entries, counts FROM day_words")}
-    except (sqlite3.Error, ValueError):
-        return {}

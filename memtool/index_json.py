@@ -77,24 +77,6 @@ def _index_span(data: bytes) -> tuple[int, int] | None:
     return start + 5, len(data) - 7
 
 
-def _index_lines(data: bytes) -> list[bytes] | None:
-    """The entry lines of an index.json of this version laid out as index_document writes it (one
-    compact entry a line, valid UTF-8); None if it is anything else."""
-    span = _index_span(data)
-    if span is None:
-        return None
-    if not data.isascii():
-        try:
-            data.decode("utf-8")  # lines are copied as bytes: they must be text
-        except UnicodeDecodeError:
-            return None
-    if span[0] == span[1]:
-        return []
-    lines = data.split(_INDEX_SEP)  # the whole file split once (no copy of its body): trim the first and last line
-    lines[0], lines[-1] = lines[0][span[0] :], lines[-1][: span[1] - len(data)]
-    return lines
-
-
 def _first_line(data: bytes, lo: int, cut: int, after) -> int:
     """Where the first entry line in data[lo:cut] (lo: a line's start) whose timestamp's day (bytes)
     satisfies `after` begins, `cut` if none: a bisection over byte positions, which holds because
@@ -224,13 +206,23 @@ class IndexJson:
 
     def _index_rows(self) -> list[tuple[bytes, bytes, bytes]] | None:
         """(timestamp, id, line) of each of index.json's entry lines, as UTF-8; None unless index.json
-        is laid out as index_document writes it and every line is recognised."""
+        is laid out as index_document writes it (one compact entry a line, valid UTF-8) and every line
+        is recognised."""
         try:
-            lines = _index_lines(confine.read_bytes(self.layout.index_file))
-        except (OSError, UnsafePath):
+            data = confine.read_bytes(self.layout.index_file)
+            if not data.isascii():
+                data.decode("utf-8")  # lines are copied as bytes: they must be text
+        except (OSError, UnsafePath, UnicodeDecodeError):
             return None
-        rows = [(m.group(2), m.group(1), line) for line in lines or () if (m := _INDEX_LINE_RE.match(line)) and line.endswith(b"}")]
-        return rows if lines is not None and len(rows) == len(lines) else None
+        span = _index_span(data)
+        if span is None:
+            return None
+        if span[0] == span[1]:
+            return []
+        lines = data.split(_INDEX_SEP)  # the whole file split once (no copy of its body): trim the first and last line
+        lines[0], lines[-1] = lines[0][span[0] :], lines[-1][: span[1] - len(data)]
+        rows = [(m.group(2), m.group(1), line) for line in lines if (m := _INDEX_LINE_RE.match(line)) and line.endswith(b"}")]
+        return rows if len(rows) == len(lines) else None
 
     def _write_rows(self, provider: str, rows: list[tuple[bytes, bytes, bytes]], fresh: list[Entry], sigs: DaySigs) -> None:
         """index.json from lines copied as they are (not decoded and encoded again: ~10x faster at

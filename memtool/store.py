@@ -296,11 +296,10 @@ def locate(homes: list[Layout], ids: list[str], errors: list[str]) -> dict[str, 
     others only for ids not found there (an entry a hand edit filed under another day). Each file is
     read once; unreadable ones go into `errors`."""
     found: dict[str, list[Found]] = {i: [] for i in ids}
-    listed = [(home, home.day_files()) for home in homes]
-    read: set[Path] = set()
+    files = [(home, path) for home in homes for path in home.day_files()]
+    named = {id_day(i) for i in ids} - {None}
 
     def scan(home: Layout, path: Path) -> None:
-        read.add(path)
         try:
             entries = read_day(path)
         except (StoreCorrupt, UnicodeDecodeError) as exc:
@@ -310,16 +309,13 @@ def locate(homes: list[Layout], ids: list[str], errors: list[str]) -> dict[str, 
             if e.id in found:
                 found[e.id].append(Found(e, home, path))
 
-    named = {id_day(i) for i in ids} - {None}
-    for home, paths in listed:
-        for path in paths:
-            if path.stem in named:
-                scan(home, path)
+    for home, path in files:
+        if path.stem in named:
+            scan(home, path)
     if any(not places for places in found.values()):
-        for home, paths in listed:
-            for path in paths:
-                if path not in read:
-                    scan(home, path)
+        for home, path in files:
+            if path.stem not in named:
+                scan(home, path)
     return found
 
 

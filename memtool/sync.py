@@ -21,7 +21,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
+
+import numpy as np
 
 from memtool import confine
 from memtool import constants as C
@@ -262,35 +264,14 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         )
         todo = []
     fresh: dict = {}  # the vectors computed now, handed to the search cache (no read-back from JSON)
-
-    def write(part: list[Entry], vectors) -> list[Path]:
-        with store.lock():
-            return store.write_embeddings(part, model, vectors)  # identical files are left alone
-
-    def written(part: list[Entry], paths: list[Path]) -> None:
+    for part, vectors, passages, paths in _embed(mem, layout, todo, batch):
+        fresh.update(passages)
+        fresh.update(zip(map(entry_vector_key, part), vectors))
         report.touched.extend(paths)
-        for e in part:
-            sig = stat_sig(layout.embedding_file(e.id))
-            if sig is not None:
-                verified[e.id] = [*sig, e.content_hash()]
+        verified.update((e.id, [*sig, e.content_hash()]) for e in part if (sig := stat_sig(layout.embedding_file(e.id))))
         report.embedded += len(part)
         if progress:
             progress("embedding entries", report.embedded, len(todo))
-
-    # one batch is written (mostly waiting on fsync) while the next is embedded; on an error the batch
-    # in flight is still written whole, so a later sync resumes after it
-    with ThreadPoolExecutor(max_workers=1) as writer:
-        pending = None
-        for start in range(0, len(todo), batch):
-            part = todo[start : start + batch]
-            vectors, passages = entry_vectors(embedder, part, kept_sessions(layout, part))
-            fresh.update(passages)
-            fresh.update(zip(map(entry_vector_key, part), vectors))
-            if pending is not None:
-                written(pending[0], pending[1].result())
-            pending = (part, writer.submit(write, part, vectors))
-        if pending is not None:
-            written(pending[0], pending[1].result())
     with store.lock():
         for entry_id in orphans:
             path = layout.embedding_file(entry_id)
@@ -305,14 +286,8 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         else:
             listed = {de.name[: -len(C.VECTOR_SUFFIX)] for de in layout.embedding_files()}
         keep_dir = stamp is not None and listed == set(verified)  # else rescan the folders next time
-        new = Manifest(
-            model=model,
-            index_sig=list(index_sig) if index_sig else None,
-            emb_dir_ns=stamp if keep_dir else None,
-            days=scan.days,
-            markdown=scan.markdown,
-            vectors=verified,
-        )
+        index_sig = list(index_sig) if index_sig else None
+        new = Manifest(model=model, index_sig=index_sig, emb_dir_ns=stamp if keep_dir else None, days=scan.days, markdown=scan.markdown, vectors=verified)
     # the scan's stats, taken before this sync read anything, are the search cache's signatures too
     days = source_key(layout, layout.index_dir)
     files = {f"{days}/{name}": f"{rec[0]}:{rec[1]}" for name, rec in scan.days.items()}
@@ -382,20 +357,31 @@ def reembed_archive(mem: Memory, errors: list[str] | None = None, batch: int = C
     model, dim = mem.embedder.model, mem.embedder.dim
     written: list[Path] = []
     for lay in archive_layouts(mem.layout):
-        todo: list[Entry] = []
-        for path in lay.day_files():
-            try:
-                todo += [e for e in read_day(path) if not vector_file_ok(lay.embedding_file(e.id), model, dim, e.content_hash())]
-            except (StoreCorrupt, UnicodeDecodeError) as exc:
-                if errors is None:
-                    raise
-                errors.append(str(exc))
+        todo = [e for e in Store(lay).iter_entries(errors) if not vector_file_ok(lay.embedding_file(e.id), model, dim, e.content_hash())]
+        written += [path for *_, paths in _embed(mem, lay, todo, batch) for path in paths]
+    return written
+
+
+def _embed(mem: Memory, lay: Layout, todo: list[Entry], batch: int) -> Iterator[tuple[list[Entry], np.ndarray, dict, list[Path]]]:
+    """(entries, their vectors, passage vectors computed on the way, files written) per batch of
+    `todo`. One batch is written (mostly waiting on fsync, under the lock) while the next is embedded;
+    on an error the batch in flight is still written whole, so a later run resumes after it."""
+    store = Store(lay)
+
+    def write(part: list[Entry], vectors: np.ndarray) -> list[Path]:
+        with store.lock():
+            return store.write_embeddings(part, mem.embedder.model, vectors)  # identical files are left alone
+
+    with ThreadPoolExecutor(max_workers=1) as writer:
+        pending = None
         for start in range(0, len(todo), batch):
             part = todo[start : start + batch]
-            vectors, _ = entry_vectors(mem.embedder, part, kept_sessions(lay, part))
-            with mem.store.lock():
-                written += Store(lay).write_embeddings(part, model, vectors)
-    return written
+            vectors, passages = entry_vectors(mem.embedder, part, kept_sessions(lay, part))
+            if pending is not None:
+                yield *pending[:3], pending[3].result()
+            pending = (part, vectors, passages, writer.submit(write, part, vectors))
+        if pending is not None:
+            yield *pending[:3], pending[3].result()
 
 
 def _path_of(problem: str) -> str:

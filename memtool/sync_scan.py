@@ -19,7 +19,9 @@ import sqlite3
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
+from typing import Callable
 
 from memtool import confine
 from memtool import constants as C
@@ -115,18 +117,15 @@ class Manifest:
             conn.close()
 
     @staticmethod
-    def drop(layout: Layout, ids: set[str], dry_run: bool = False) -> bool:
-        """The saved manifest without these ids (`memory forget`): their vector records, and the records
-        of the day files that listed them (hashed again by the next sync). True if it held them."""
+    def drop(layout: Layout, ids: set[str]) -> None:
+        """Save the manifest without these ids (`memory forget`): their vector records, and the records
+        of the day files that listed them (hashed again by the next sync)."""
         man = Manifest.load(layout)
         listed = {name for name, rec in man.days.items() if ids & rec[3].keys()} if man else set()
-        if man is None or not (listed or ids & man.vectors.keys()):
-            return False
-        if not dry_run:
+        if man is not None and (listed or ids & man.vectors.keys()):
             days = {k: v for k, v in man.days.items() if k not in listed}
             vectors = {k: v for k, v in man.vectors.items() if k not in ids}
             Manifest(man.model, man.written_ns, man.index_sig, man.emb_dir_ns, days, man.markdown, vectors).save(layout, man)
-        return True
 
 
 TABLES = ("days", "markdown", "vectors")  # the manifest's record tables, one row each in sync_state
@@ -210,53 +209,18 @@ def scan_files(layout: Layout, man: Manifest) -> Scan:
 
 
 def _scan_days(layout: Layout, man: Manifest, scan: Scan) -> None:
-    old_index: dict[str, dict[str, str]] | None = None
-
-    def kept(path: Path, rec: list | None) -> dict[str, str]:
-        """Entries to keep for a day file that cannot be read now: as last seen, else from index.json."""
-        nonlocal old_index
-        if rec is not None:
-            return rec[3]
-        old_index = _index_by_day(layout) if old_index is None else old_index
-        return old_index.get(path.stem, {})
-
+    old_index = cache(lambda: _index_by_day(layout))
     for path in layout.day_files():
-        name = path.name
-        rec = man.days.get(name)
-        try:
-            st = path.stat()
-            fresh = _fresh(rec, st.st_size, st.st_mtime_ns, man)
-            data = b"" if fresh else confine.read_bytes(path)
-        except FileNotFoundError:
+        rec = man.days.get(path.name)
+        new = _day_record(path, rec, man, scan, old_index)
+        if new is None:
             continue  # deleted while listing: counts as removed
-        except UnsafePath as exc:  # a link, a FIFO, a device, too large: never read, reported like a damaged file
-            data = None
-            scan.days_changed = scan.days_changed or rec is None or rec[4] != str(exc)
-            scan.days[name] = [st.st_size, st.st_mtime_ns, "", kept(path, rec), str(exc)]
-        if data is None:
-            pass
-        elif fresh:
-            scan.days[name] = rec
-        else:
-            scan.reread += 1
-            sha = _hash(data)
-            if rec is not None and rec[2] == sha:
-                scan.days[name] = [st.st_size, st.st_mtime_ns, sha, rec[3], rec[4]]
-            else:
-                scan.days_changed = True
-                try:
-                    entries = parse_day(path, data.decode("utf-8"))
-                except (StoreCorrupt, UnicodeDecodeError) as exc:
-                    scan.days[name] = [st.st_size, st.st_mtime_ns, sha, kept(path, rec), _day_error(path, data, exc)]
-                else:
-                    scan.loaded.update((e.id, e) for e in entries)
-                    scan.parsed[str(path)] = ((st.st_size, st.st_mtime_ns), entries)
-                    scan.days[name] = [st.st_size, st.st_mtime_ns, sha, {e.id: e.content_hash() for e in entries}, ""]
-        rec = scan.days[name]
-        if rec[4]:
-            scan.errors.append(rec[4])
+        scan.days[path.name] = new
+        scan.days_changed = scan.days_changed or rec is None or (new[2], new[4]) != (rec[2], rec[4])
+        if new[4]:
+            scan.errors.append(new[4])
             scan.bad_days.add(path.stem)
-        scan.entries.update(rec[3])
+        scan.entries.update(new[3])
     if set(man.days) - set(scan.days):
         scan.days_changed = True
     if not scan.days_changed:
@@ -267,6 +231,36 @@ def _scan_days(layout: Layout, man: Manifest, scan: Scan) -> None:
         changed=sorted(i for i, h in scan.entries.items() if i in old and old[i] != h),
         removed=sorted(set(old) - set(scan.entries)),
     )
+
+
+def _day_record(path: Path, rec: list | None, man: Manifest, scan: Scan, old_index: Callable[[], dict]) -> list | None:
+    """[size, mtime_ns, sha, {id: content hash}, error] of a day file, read and parsed only when its
+    stat is not `rec`'s; None if it is gone. The entries kept for a day file that cannot be read now:
+    as last seen, else from index.json (`old_index`: by day)."""
+
+    def kept() -> dict[str, str]:
+        return rec[3] if rec is not None else old_index().get(path.stem, {})
+
+    try:
+        st = path.stat()
+        if _fresh(rec, st.st_size, st.st_mtime_ns, man):
+            return rec
+        data = confine.read_bytes(path)
+    except FileNotFoundError:
+        return None
+    except UnsafePath as exc:  # a link, a FIFO, a device, too large: never read, reported like a damaged file
+        return [st.st_size, st.st_mtime_ns, "", kept(), str(exc)]
+    scan.reread += 1
+    sha = _hash(data)
+    if rec is not None and rec[2] == sha:
+        return [st.st_size, st.st_mtime_ns, sha, rec[3], rec[4]]
+    try:
+        entries = parse_day(path, data.decode("utf-8"))
+    except (StoreCorrupt, UnicodeDecodeError) as exc:
+        return [st.st_size, st.st_mtime_ns, sha, kept(), _day_error(path, data, exc)]
+    scan.loaded.update((e.id, e) for e in entries)
+    scan.parsed[str(path)] = ((st.st_size, st.st_mtime_ns), entries)
+    return [st.st_size, st.st_mtime_ns, sha, {e.id: e.content_hash() for e in entries}, ""]
 
 
 def _index_by_day(layout: Layout) -> dict[str, dict[str, str]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import getpass
 import json
 import subprocess
+from functools import cache
 from pathlib import Path
 
 from memtool import confine
@@ -82,14 +83,12 @@ def bury(layout, provider: str) -> list[str]:
     if not dead:
         return []
     homes = [layout, *archive_layouts(layout)]
-    texts: dict = {}  # day file -> its text, each read once
 
-    def holds(path, entry_id: str) -> bool:
-        if path not in texts:
-            texts[path] = confine.read_text(path, errors="replace") if confine.is_regular(path) else ""
-        return f'"{entry_id}"' in texts[path]
+    @cache  # each day file read once
+    def text(path) -> str:
+        return confine.read_text(path, errors="replace") if confine.is_regular(path) else ""
 
-    stored = [i for i in dead if (day := id_day(i)) and any(holds(home.day_file(day), i) for home in homes)]
+    stored = [i for i in dead if (day := id_day(i)) and any(f'"{i}"' in text(home.day_file(day)) for home in homes)]
     if stored:
         forget(layout, stored, provider)
     strays = [p for i in dead for home in homes for p in (home.embedding_file(i), home.transcript_file(i)) if p.is_file()]
