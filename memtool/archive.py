@@ -174,13 +174,11 @@ class Archiver:
         by_day: dict[str, list[Entry]] = {}
         for _, e in entries:
             by_day.setdefault(e.day, []).append(e)
-            arch = ArchiveLayout(self.layout.root, e.day[:4])
-            for src, dest in self._files(e.id, arch):
+            for src, dest in self._files(e.id, ArchiveLayout(self.layout.root, e.day[:4])):
                 if src.is_file():
                     _copy(src, dest)
         for day, moved in sorted(by_day.items()):
-            arch = ArchiveLayout(self.layout.root, day[:4])
-            dest = arch.day_file(day)
+            dest = ArchiveLayout(self.layout.root, day[:4]).day_file(day)
             current = {e.id: e for e in read_day(dest)} if dest.is_file() else {}
             current.update((e.id, e) for e in moved)
             atomic_write_text(dest, day_document(day, current.values()))

@@ -108,11 +108,8 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
     if missing:
         unread = f" ({len(errors)} day file(s) could not be read: `memory doctor` names them)" if errors else ""
         raise NotFound(f"no entry with id {', '.join(missing)}{unread}; nothing was forgotten. `memory search --archive` lists ids.")
-    places = [f for fs in found.values() for f in fs]
     files = sorted({p for ps in leftovers.values() for p in ps})
-    by_day: dict[Path, set[str]] = {}
-    for f in places:
-        by_day.setdefault(f.day_file, set()).add(f.entry.id)
+    day_files = sorted({f.day_file for fs in found.values() for f in fs})  # each lists every id of `every` it holds (locate)
     listed = _indexed(layout, every)
     gone = set(every)
     pages = _pages_naming(layout, gone)
@@ -130,7 +127,7 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
     ]
     report.completed = [i for i in every if not found[i]]
     report.removed = [_rel(layout, p) for p in files]
-    report.rewritten = [_rel(layout, p) for p in sorted(by_day)] + [_rel(layout, layout.index_file)] * listed
+    report.rewritten = [_rel(layout, p) for p in day_files] + [_rel(layout, layout.index_file)] * listed
     report.rewritten += [_rel(layout, p) for p in pages] if page_entries is not None else []
     report.mentions = _mentions(layout, gone, [] if page_entries is not None else pages)
     keys = list(dict.fromkeys([*journal_keys, *(k for p in files if p.suffix == ".md" for k in _passage_keys(p))]))
@@ -142,8 +139,8 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
     atomic_write_text(journal_file(layout), json.dumps({"ids": every, "keys": keys, "started": iso(utcnow())}))
     for path in files:  # the copies first: without the journal, a crash then leaves an entry without them, never them without it
         path.unlink(missing_ok=True)
-    for path, ids_here in sorted(by_day.items()):
-        staying = [e for e in read_day(path) if e.id not in ids_here]
+    for path in day_files:
+        staying = [e for e in read_day(path) if e.id not in gone]
         if staying or path.parent == layout.index_dir:  # a live day kept empty: a clone adding to it then merges (no modify/delete conflict)
             atomic_write_text(path, day_document(path.stem, staying))
         else:

@@ -126,10 +126,9 @@ def _merge_text(base: bytes, ours: bytes, theirs: bytes) -> Merged:
     """git merge-file with base lines shown; a conflict where both sides only inserted lines (base
     empty: two promotes into one section, two log lines) keeps both, ours first."""
     with tempfile.TemporaryDirectory(prefix="memtool-merge-") as tmp:
-        files = []
-        for label, data in (("ours", ours), ("base", base), ("theirs", theirs)):
-            (Path(tmp) / label).write_bytes(data)
-            files.append(str(Path(tmp) / label))
+        files = [Path(tmp) / label for label in ("ours", "base", "theirs")]
+        for path, data in zip(files, (ours, base, theirs)):
+            path.write_bytes(data)
         out = subprocess.run(["git", "merge-file", "-p", "--diff3", "-L", "ours", "-L", "base", "-L", "theirs", *files], capture_output=True)
     if out.returncode == 0:
         return Merged(out.stdout)

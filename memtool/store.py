@@ -161,12 +161,11 @@ class Layout:
         nor the generated entity pages of memory/areas, which repeat entries)."""
         out = [self.root / name for name in C.LAYER3_FILES if (self.root / name).is_file()]
         skip = {C.TRANSCRIPTS_DIR, C.CACHE_DIR, C.ARCHIVE_DIR, C.QUARANTINE_DIR, C.INDEX_DIR, C.AREAS_DIR}
-        if self.memory_dir.is_dir():
-            for dirpath, dirnames, filenames in os.walk(self.memory_dir):
-                if Path(dirpath) == self.memory_dir:
-                    dirnames[:] = [d for d in dirnames if d not in skip and not d.startswith(".")]
-                base = Path(dirpath)
-                out.extend(base / f for f in sorted(filenames) if f.endswith(".md") and not f.startswith("."))
+        for dirpath, dirnames, filenames in os.walk(self.memory_dir):  # nothing when memory/ is not there
+            if Path(dirpath) == self.memory_dir:
+                dirnames[:] = [d for d in dirnames if d not in skip and not d.startswith(".")]
+            base = Path(dirpath)
+            out.extend(base / f for f in sorted(filenames) if f.endswith(".md") and not f.startswith("."))
         return out
 
 
