@@ -71,7 +71,7 @@ Words = tuple[frozenset[str], frozenset[str]]  # a transcript's content words, a
 
 
 def stored_bytes(text: str) -> bytes:
-    """The bytes `Store.write_transcript` writes for this text."""
+    """The bytes `Store.write_transcripts` writes for this text."""
     return (text if text.endswith("\n") else text + "\n").encode("utf-8", "surrogatepass")
 
 

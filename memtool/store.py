@@ -412,9 +412,6 @@ class Store(IndexJson):
         return vec
 
     # -- transcripts and logs ----------------------------------------------------------------------
-    def write_transcript(self, entry_id: str, text: str) -> None:
-        self.write_transcripts([(entry_id, text)])
-
     def write_transcripts(self, items: list[tuple[str, str]]) -> list[Path]:
         """Kept transcripts for a batch of entries, written together (fsyncs in parallel)."""
         return atomic_write_many([(self.layout.transcript_file(i), (t if t.endswith("\n") else t + "\n").encode("utf-8")) for i, t in items])
