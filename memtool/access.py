@@ -11,6 +11,7 @@ deleted). They only tune ranking (`access_boost`, off by default), so that loss 
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from typing import Iterable
 
 import numpy as np
@@ -38,12 +39,9 @@ def record(layout: Layout, ids: Iterable[str]) -> None:
     fail for them."""
     ids = list(dict.fromkeys(ids))
     conn = open_state(layout) if ids else None
-    if conn is None:
-        return
-    try:
-        write_state(conn, [("INSERT INTO access VALUES (?, 1) ON CONFLICT(id) DO UPDATE SET uses = uses + 1", [(i,) for i in ids])])
-    finally:
-        conn.close()
+    if conn is not None:
+        with closing(conn):
+            write_state(conn, [("INSERT INTO access VALUES (?, 1) ON CONFLICT(id) DO UPDATE SET uses = uses + 1", [(i,) for i in ids])])
 
 
 def boost(counts: np.ndarray, factor: float) -> np.ndarray:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
+from contextlib import closing
 
 from memtool import constants as C
 from memtool.dayfile import read_day
@@ -57,11 +58,9 @@ def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Co
         df.update(rec[2])
         n += rec[1]
     if conn is not None:
-        try:
+        with closing(conn):
             if used != known:  # only the sample is kept
                 gone = [(day,) for day in known.keys() - used.keys()]
                 fresh = [(day, rec[0], rec[1], json.dumps(rec[2], ensure_ascii=False)) for day, rec in used.items() if known.get(day) != rec]
                 write_state(conn, [("DELETE FROM day_words WHERE day = ?", gone), ("INSERT OR REPLACE INTO day_words VALUES (?, ?, ?, ?)", fresh)])
-        finally:
-            conn.close()
     return df, n

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from contextlib import closing
 from typing import Iterable
 
 from memtool import confine
@@ -275,10 +276,7 @@ class IndexJson:
         from memtool.search.store import open_state, write_state
 
         conn = open_state(self.layout)
-        if conn is None:
-            return
-        try:
-            state = {"index": file_sig(self.layout.index_file), "days": sigs}
-            write_state(conn, [("INSERT OR REPLACE INTO index_json_state VALUES ('built_from', ?)", [(json.dumps(state),)])])
-        finally:
-            conn.close()
+        if conn is not None:
+            with closing(conn):
+                state = {"index": file_sig(self.layout.index_file), "days": sigs}
+                write_state(conn, [("INSERT OR REPLACE INTO index_json_state VALUES ('built_from', ?)", [(json.dumps(state),)])])

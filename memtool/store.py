@@ -342,8 +342,7 @@ class Store(IndexJson):
 
     def get(self, entry_id: str) -> Entry | None:
         day = id_day(entry_id)
-        path = self.layout.day_file(day) if day else None
-        if path is not None and path.is_file():
+        if day and (path := self.layout.day_file(day)).is_file():
             for e in read_day(path):
                 if e.id == entry_id:
                     return e
