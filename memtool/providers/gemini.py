@@ -2,18 +2,14 @@
 
 `google.genai` is imported only when the first request is made (it costs ~0.5 s), so building
 these objects or importing this module never pays for it. The SDK's own retries are switched off;
-`GeminiClient.call` retries 429 / 5xx / 408 / timeouts with a bounded exponential back-off and
+`GeminiClient.call` retries 429 / 5xx / 408 / timeouts (gemini_schema.call_with_retries) and
 translates failures into memtool errors whose messages never contain the API key.
 """
 
 from __future__ import annotations
 
 import importlib
-import logging
 import os
-import random
-import time
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
@@ -29,18 +25,15 @@ from memtool.errors import (
     ProviderTimeout,
     RateLimited,
 )
-from memtool.providers import Compressed, Hints
 from memtool.providers import gemini_schema as S
 
 if TYPE_CHECKING:
     from memtool.config import Settings
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 EMBED_BATCH = 100  # batchEmbedContents accepts at most 100 requests
-RETRY_BASE_DELAY_S = 1.0
-RETRY_MAX_DELAY_S = 8.0
+RETRY_BASE_DELAY_S = S.RETRY_BASE_DELAY_S
 RETRYABLE = {408, 429, 500, 502, 503, 504}
 _KEY_HINT = " or ".join(C.GEMINI_KEY_VARS)
 
@@ -122,36 +115,25 @@ class GeminiClient:
         from google.genai import errors as genai_errors
 
         timeouts, transport = _transport_errors()
-        attempts = self.max_retries + 1
-        for attempt in range(1, attempts + 1):
-            try:
-                return fn()
-            except genai_errors.APIError as exc:
+
+        def failure(exc: Any, attempt: int) -> tuple[str | None, ProviderError]:
+            if isinstance(exc, genai_errors.APIError):
                 code = exc.code if isinstance(exc.code, int) else 0
-                if code not in RETRYABLE or attempt == attempts:
-                    raise self._api_error(what, exc, attempt) from None
-                reason = f"HTTP {code}"
-            except timeouts:
-                if attempt == attempts:
-                    raise ProviderTimeout(
-                        f"Gemini {what}: no answer within {self.timeout_s:g} s ({attempt} attempt(s)). "
-                        "Raise gemini_timeout_s, or try again later with `memory retry`."
-                    ) from None
-                reason = "timeout"
-            except transport as exc:
-                if attempt == attempts:
-                    raise ProviderError(
-                        f"Gemini {what}: cannot reach {self.base_url or 'the Gemini API'} "
-                        f"({type(exc).__name__}, {attempt} attempt(s)). Check the network or gemini_base_url."
-                    ) from None
-                reason = type(exc).__name__
-            except genai_errors.UnknownApiResponseError:
-                raise ProviderError(f"Gemini {what}: the server's answer is not JSON; is gemini_base_url right?") from None
-            delay = min(self.retry_base_delay * 2 ** (attempt - 1), RETRY_MAX_DELAY_S)
-            delay *= 1 + random.random() / 4
-            log.info("Gemini %s: %s, retry %d/%d in %.2f s", what, reason, attempt, self.max_retries, delay)
-            time.sleep(delay)
-        raise AssertionError("unreachable")
+                return (f"HTTP {code}" if code in RETRYABLE else None), self._api_error(what, exc, attempt)
+            if isinstance(exc, timeouts):
+                return "timeout", ProviderTimeout(
+                    f"Gemini {what}: no answer within {self.timeout_s:g} s ({attempt} attempt(s)). "
+                    "Raise gemini_timeout_s, or try again later with `memory retry`."
+                )
+            if isinstance(exc, transport):
+                return type(exc).__name__, ProviderError(
+                    f"Gemini {what}: cannot reach {self.base_url or 'the Gemini API'} "
+                    f"({type(exc).__name__}, {attempt} attempt(s)). Check the network or gemini_base_url."
+                )
+            return None, ProviderError(f"Gemini {what}: the server's answer is not JSON; is gemini_base_url right?")
+
+        catch = (genai_errors.APIError, *timeouts, *transport, genai_errors.UnknownApiResponseError)
+        return S.call_with_retries(fn, catch, failure, label="Gemini", what=what, retries=self.max_retries, base_delay=self.retry_base_delay)
 
     def _api_error(self, what: str, exc: Any, attempt: int) -> ProviderError:
         code, status = exc.code, exc.status or ""
@@ -201,7 +183,7 @@ class GeminiTokenCounter:
         return resp.total_tokens
 
 
-class GeminiCompressor:
+class GeminiCompressor(S.WindowedCompressor):
     """One structured-output `generateContent` call per window of transcript; parts are merged."""
 
     name = "gemini"
@@ -218,6 +200,7 @@ class GeminiCompressor:
         self.client, self.model = client, model
         self.window_chars, self.window_tokens = window_chars, window_tokens
         self.max_summary_chars = max_summary_chars
+        self.scrub = client.scrub
         self._counter = GeminiTokenCounter(client, model)
 
     @classmethod
@@ -232,18 +215,6 @@ class GeminiCompressor:
     def count_tokens(self, text: str) -> int:
         return self._counter.count_tokens(text)
 
-    def compress(self, text: str, hints: Hints | None = None) -> Compressed:
-        parts = S.split_text(text, self._window(text)) if text.strip() else []
-        if not parts:
-            raise BadModelOutput("nothing to compress: the transcript is empty")
-        when = hints.when if hints is not None else None
-        done = [self._compress_part(p, i, len(parts), when) for i, p in enumerate(parts, 1)]
-        result = S.merge(done)
-        if len(done) > 1 and len(result.summary) > self.max_summary_chars:
-            data = self._generate(result.summary, S.SUMMARY_INSTRUCTION, S.SUMMARY_SCHEMA, "summary merge")
-            result.summary = S.summary_of(data)
-        return self._scrubbed(result)
-
     def _window(self, text: str) -> int:
         """Max chars per part: window_chars, tightened by counted tokens when window_tokens is set."""
         limit = self.window_chars
@@ -252,10 +223,6 @@ class GeminiCompressor:
             if tokens > self.window_tokens:
                 limit = min(limit, max(1, int(len(text) * self.window_tokens / tokens * 0.9)))
         return limit
-
-    def _compress_part(self, text: str, part: int, parts: int, when: datetime | None = None) -> Compressed:
-        data = self._generate(text, S.entry_instruction(part, parts, when), S.ENTRY_SCHEMA, "generateContent")
-        return S.to_compressed(data)
 
     def _generate(self, text: str, instruction: str, schema: dict[str, Any], what: str) -> dict[str, Any]:
         from google.genai import types
@@ -275,17 +242,6 @@ class GeminiCompressor:
             return S.parse_json_object(resp.text, f"{what} answer")
         except BadModelOutput as exc:  # the message quotes the answer, which could echo the key
             raise BadModelOutput(f"{self.client.scrub(str(exc))} Finish reason: {reason}.") from None
-
-    def _scrubbed(self, c: Compressed) -> Compressed:
-        """The key must never reach an entry, even if a transcript or the model echoed it."""
-        fix = self.client.scrub
-        c.summary = fix(c.summary)
-        for key in S.LIST_FIELDS:
-            setattr(c, key, [fix(v) for v in getattr(c, key)])
-        if c.entities is not None:
-            for key in S.ENTITY_FIELDS:
-                setattr(c.entities, key, [fix(v) for v in getattr(c.entities, key)])
-        return c
 
 
 class GeminiEmbedder:

@@ -1,24 +1,32 @@
-"""The SDK-free half of the Gemini compressor: response schema, prompts, JSON repair, split and merge.
+"""The SDK-free half of the remote compressors (gemini, openai): response schema, prompts, JSON
+repair, split and merge, the compress loop and the retry loop.
 
-Nothing here imports google.genai, so it is cheap to import and easy to test.
+Nothing here imports an SDK, so it is cheap to import and easy to test.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import random
 import re
+import time
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from memtool import constants as C
 from memtool.errors import BadModelOutput
 from memtool.models import Entities
-from memtool.providers import Compressed
+from memtool.providers import Compressed, Hints
 
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 DEFAULT_WINDOW_CHARS = C.DEFAULT_GEMINI_WINDOW_CHARS  # longer transcripts are compressed in parts
 DEFAULT_MAX_SUMMARY_CHARS = 1_200  # merged part summaries longer than this are condensed once more
 LIST_FIELDS = ("keywords", "topics", "decisions", "action_items")
 ENTITY_FIELDS = ("people", "systems", "dates")
+RETRY_BASE_DELAY_S = 1.0
+RETRY_MAX_DELAY_S = 8.0
 
 _STR_LIST = {"type": "ARRAY", "items": {"type": "STRING"}}
 
@@ -86,20 +94,20 @@ SUMMARY_INSTRUCTION = (
 _FENCE = re.compile(r"^\s*```[\w-]*\s*\n?(.*?)\n?\s*```", re.DOTALL)
 
 
-def parse_json_object(text: str | None, what: str = "answer") -> dict[str, Any]:
+def parse_json_object(text: str | None, what: str = "answer", who: str = "Gemini") -> dict[str, Any]:
     """json.loads with a light repair: code fences, leading chatter and trailing text are dropped."""
     if not text or not text.strip():
-        raise BadModelOutput(f"Gemini returned an empty {what}; nothing was stored.")
+        raise BadModelOutput(f"{who} returned an empty {what}; nothing was stored.")
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
-        data = _repair(text)
+        data = _repair(text, who)
     if not isinstance(data, dict):
-        raise BadModelOutput(f"Gemini's {what} is JSON but not an object ({type(data).__name__}); nothing was stored.")
+        raise BadModelOutput(f"{who}'s {what} is JSON but not an object ({type(data).__name__}); nothing was stored.")
     return data
 
 
-def _repair(text: str) -> Any:
+def _repair(text: str, who: str) -> Any:
     fenced = _FENCE.match(text)
     candidate = fenced.group(1) if fenced else text
     start = candidate.find("{")
@@ -109,39 +117,39 @@ def _repair(text: str) -> Any:
         except json.JSONDecodeError:
             pass
     preview = " ".join(text.split())[:80]
-    raise BadModelOutput(f"Gemini's answer is not valid JSON even after repair (starts with {preview!r}); nothing was stored.")
+    raise BadModelOutput(f"{who}'s answer is not valid JSON even after repair (starts with {preview!r}); nothing was stored.")
 
 
-def _strings(data: dict[str, Any], key: str, where: str) -> list[str]:
+def _strings(data: dict[str, Any], key: str, where: str, who: str) -> list[str]:
     if key not in data:
-        raise BadModelOutput(f"Gemini's answer lacks '{where}{key}'; nothing was stored.")
+        raise BadModelOutput(f"{who}'s answer lacks '{where}{key}'; nothing was stored.")
     value = data[key]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise BadModelOutput(f"Gemini's answer has '{where}{key}' that is not a list of strings; nothing was stored.")
+        raise BadModelOutput(f"{who}'s answer has '{where}{key}' that is not a list of strings; nothing was stored.")
     return dedup(value)
 
 
-def to_compressed(data: dict[str, Any]) -> Compressed:
+def to_compressed(data: dict[str, Any], who: str = "Gemini") -> Compressed:
     """Validate a parsed answer against ENTRY_SCHEMA; anything missing or mistyped is an error."""
     summary = data.get("summary")
     if not isinstance(summary, str) or not summary.strip():
-        raise BadModelOutput("Gemini's answer has no summary; nothing was stored.")
-    lists = {key: _strings(data, key, "") for key in LIST_FIELDS}
+        raise BadModelOutput(f"{who}'s answer has no summary; nothing was stored.")
+    lists = {key: _strings(data, key, "", who) for key in LIST_FIELDS}
     ents = data.get("entities")
     if not isinstance(ents, dict):
-        raise BadModelOutput("Gemini's answer lacks an 'entities' object; nothing was stored.")
-    entities = Entities(**{key: _strings(ents, key, "entities.") for key in ENTITY_FIELDS})
+        raise BadModelOutput(f"{who}'s answer lacks an 'entities' object; nothing was stored.")
+    entities = Entities(**{key: _strings(ents, key, "entities.", who) for key in ENTITY_FIELDS})
     importance = data.get("importance")
     importance = importance.strip().lower() if isinstance(importance, str) else importance
     if importance not in C.IMPORTANCE_LEVELS:
-        raise BadModelOutput(f"Gemini's answer has importance {importance!r:.40}, expected one of {', '.join(C.IMPORTANCE_LEVELS)}; nothing was stored.")
+        raise BadModelOutput(f"{who}'s answer has importance {importance!r:.40}, expected one of {', '.join(C.IMPORTANCE_LEVELS)}; nothing was stored.")
     return Compressed(summary=summary.strip(), entities=entities, importance=importance, **lists)
 
 
-def summary_of(data: dict[str, Any]) -> str:
+def summary_of(data: dict[str, Any], who: str = "Gemini") -> str:
     summary = data.get("summary")
     if not isinstance(summary, str) or not summary.strip():
-        raise BadModelOutput("Gemini's merged summary is empty; nothing was stored.")
+        raise BadModelOutput(f"{who}'s merged summary is empty; nothing was stored.")
     return summary.strip()
 
 
@@ -194,3 +202,54 @@ def merge(parts: list[Compressed]) -> Compressed:
         importance=max((p.importance for p in parts), key=rank),
         **lists,
     )
+
+
+class WindowedCompressor:
+    """The compress loop of the remote compressors: one structured answer per window of transcript
+    (their `_generate(text, instruction, schema, what)`), the parts merged, a long merged summary
+    condensed once more, the key scrubbed (their `scrub`)."""
+
+    who = "Gemini"  # the model, as error messages name it
+    part_call = "generateContent"  # the request, as error messages name it
+    window_chars = DEFAULT_WINDOW_CHARS
+    max_summary_chars = DEFAULT_MAX_SUMMARY_CHARS
+
+    def _window(self, text: str) -> int:
+        return self.window_chars
+
+    def compress(self, text: str, hints: Hints | None = None) -> Compressed:
+        parts = split_text(text, self._window(text)) if text.strip() else []
+        if not parts:
+            raise BadModelOutput("nothing to compress: the transcript is empty")
+        when = hints.when if hints is not None else None
+        done = [
+            to_compressed(self._generate(p, entry_instruction(i, len(parts), when), ENTRY_SCHEMA, self.part_call), self.who) for i, p in enumerate(parts, 1)
+        ]
+        result = merge(done)
+        if len(done) > 1 and len(result.summary) > self.max_summary_chars:
+            data = self._generate(result.summary, SUMMARY_INSTRUCTION, SUMMARY_SCHEMA, "summary merge")
+            result.summary = summary_of(data, self.who)
+        fix = self.scrub  # the key must never reach an entry, even if a transcript or the model echoed it
+        result.summary = fix(result.summary)
+        for key in LIST_FIELDS:
+            setattr(result, key, [fix(v) for v in getattr(result, key)])
+        for key in ENTITY_FIELDS:  # merge() always sets entities
+            setattr(result.entities, key, [fix(v) for v in getattr(result.entities, key)])
+        return result
+
+
+def call_with_retries(fn: Callable[[], T], catch: tuple, failure: Callable, *, label: str, what: str, retries: int, base_delay: float) -> T:
+    """fn(), retried with a bounded exponential back-off (the SDKs' own retries are off). For an
+    exception in `catch`, `failure(exc, attempt)` gives the reason to retry it (None: never) and the
+    memtool error raised when it is not retried."""
+    for attempt in range(1, retries + 2):
+        try:
+            return fn()
+        except catch as exc:
+            reason, error = failure(exc, attempt)
+            if reason is None or attempt > retries:
+                raise error from None
+        delay = min(base_delay * 2 ** (attempt - 1), RETRY_MAX_DELAY_S) * (1 + random.random() / 4)
+        log.info("%s %s: %s, retry %d/%d in %.2f s", label, what, reason, attempt, retries, delay)
+        time.sleep(delay)
+    raise AssertionError("unreachable")

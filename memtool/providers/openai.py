@@ -14,26 +14,19 @@ bounded back-off, and every failure is a memtool ProviderError whose message nev
 from __future__ import annotations
 
 import json
-import logging
 import os
-import random
-import time
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from memtool import constants as C
 from memtool.errors import BadModelOutput, ConfigError, MissingCredentials, ProviderError, ProviderTimeout, RateLimited
-from memtool.providers import Compressed, Hints
 from memtool.providers import gemini_schema as S
 
 if TYPE_CHECKING:
     from memtool.config import Settings
 
-log = logging.getLogger(__name__)
-
-RETRY_BASE_DELAY_S = 1.0
-RETRY_MAX_DELAY_S = 8.0
+T = TypeVar("T")
+RETRY_BASE_DELAY_S = S.RETRY_BASE_DELAY_S
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 NO_KEY = "not-needed"  # what a local server that wants no key is sent (the SDK requires a value)
 LABEL = "OpenAI-compatible model"
@@ -61,10 +54,12 @@ def _schema_text() -> str:
     return json.dumps(lower(S.ENTRY_SCHEMA), separators=(",", ":"))
 
 
-class OpenAICompressor:
+class OpenAICompressor(S.WindowedCompressor):
     """One chat completion per window of transcript, answered as a JSON object; parts are merged."""
 
     name = "openai"
+    who = f"The {LABEL}"
+    part_call = "chat completion"
 
     def __init__(
         self,
@@ -114,23 +109,9 @@ class OpenAICompressor:
     def scrub(self, text: str) -> str:
         return text.replace(self._key, "[REDACTED]") if self._key and self._key != NO_KEY else text
 
-    def compress(self, text: str, hints: Hints | None = None) -> Compressed:
-        parts = S.split_text(text, self.window_chars) if text.strip() else []
-        if not parts:
-            raise BadModelOutput("nothing to compress: the transcript is empty")
-        when = hints.when if hints is not None else None
-        done = [self._part(p, i, len(parts), when) for i, p in enumerate(parts, 1)]
-        result = S.merge(done)
-        if len(done) > 1 and len(result.summary) > self.max_summary_chars:
-            data = self._generate(result.summary, S.SUMMARY_INSTRUCTION + ' Answer {"summary": "..."}.', "summary merge")
-            result.summary = _relabel(S.summary_of, data)
-        return self._scrubbed(result)
-
-    def _part(self, text: str, part: int, parts: int, when: datetime | None) -> Compressed:
-        instruction = f"{S.entry_instruction(part, parts, when)} The JSON Schema of the answer: {_schema_text()}"
-        return _relabel(S.to_compressed, self._generate(text, instruction, "chat completion"))
-
-    def _generate(self, text: str, instruction: str, what: str) -> dict[str, Any]:
+    def _generate(self, text: str, instruction: str, schema: dict[str, Any], what: str) -> dict[str, Any]:
+        """The schema goes in the prompt: a JSON object is all every OpenAI-compatible server can be asked for."""
+        instruction += f" The JSON Schema of the answer: {_schema_text()}" if schema is S.ENTRY_SCHEMA else ' Answer {"summary": "..."}.'
         resp = self._call(
             what,
             lambda: self.client.chat.completions.create(
@@ -145,43 +126,33 @@ class OpenAICompressor:
             raise BadModelOutput(f"the {LABEL}'s answer was cut off (finish reason: length); nothing was stored. Lower openai_window_chars.")
         content = choice.message.content if choice is not None else None
         try:
-            return S.parse_json_object(content, f"{what} answer")
-        except BadModelOutput as exc:
-            raise BadModelOutput(self.scrub(str(exc)).replace("Gemini", f"The {LABEL}")) from None
+            return S.parse_json_object(content, f"{what} answer", self.who)
+        except BadModelOutput as exc:  # the message quotes the answer, which could echo the key
+            raise BadModelOutput(self.scrub(str(exc))) from None
 
-    def _call(self, what: str, fn):
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
         """One request with bounded exponential back-off; failures become memtool errors."""
         openai = _sdk()
-        attempts = self.max_retries + 1
         where = self.base_url or "api.openai.com"
-        for attempt in range(1, attempts + 1):
-            try:
-                return fn()
-            except openai.APIStatusError as exc:
+
+        def failure(exc: Any, attempt: int) -> tuple[str | None, ProviderError]:
+            if isinstance(exc, openai.APIStatusError):
                 code = exc.status_code
-                if code not in RETRYABLE or attempt == attempts:
-                    raise self._status_error(what, code, exc, attempt) from None
-                reason = f"HTTP {code}"
-            except openai.APITimeoutError:
-                if attempt == attempts:
-                    raise ProviderTimeout(
-                        f"{LABEL} {what}: no answer from {where} within {self.timeout_s:g} s ({attempt} attempt(s)). "
-                        "Raise openai_timeout_s, or try again later with `memory retry`."
-                    ) from None
-                reason = "timeout"
-            except openai.APIConnectionError as exc:
-                if attempt == attempts:
-                    raise ProviderError(
-                        f"{LABEL} {what}: cannot reach {where} ({type(exc.__cause__ or exc).__name__}, {attempt} attempt(s)). "
-                        "Is the server running? Check openai_base_url."
-                    ) from None
-                reason = "connection error"
-            except openai.APIResponseValidationError:
-                raise ProviderError(f"{LABEL} {what}: the answer of {where} is not a chat completion; is openai_base_url right?") from None
-            delay = min(self.retry_base_delay * 2 ** (attempt - 1), RETRY_MAX_DELAY_S) * (1 + random.random() / 4)
-            log.info("%s %s: %s, retry %d/%d in %.2f s", LABEL, what, reason, attempt, self.max_retries, delay)
-            time.sleep(delay)
-        raise AssertionError("unreachable")
+                return (f"HTTP {code}" if code in RETRYABLE else None), self._status_error(what, code, exc, attempt)
+            if isinstance(exc, openai.APITimeoutError):
+                return "timeout", ProviderTimeout(
+                    f"{LABEL} {what}: no answer from {where} within {self.timeout_s:g} s ({attempt} attempt(s)). "
+                    "Raise openai_timeout_s, or try again later with `memory retry`."
+                )
+            if isinstance(exc, openai.APIConnectionError):
+                return "connection error", ProviderError(
+                    f"{LABEL} {what}: cannot reach {where} ({type(exc.__cause__ or exc).__name__}, {attempt} attempt(s)). "
+                    "Is the server running? Check openai_base_url."
+                )
+            return None, ProviderError(f"{LABEL} {what}: the answer of {where} is not a chat completion; is openai_base_url right?")
+
+        catch = (openai.APIStatusError, openai.APIConnectionError, openai.APIResponseValidationError)
+        return S.call_with_retries(fn, catch, failure, label=LABEL, what=what, retries=self.max_retries, base_delay=self.retry_base_delay)
 
     def _status_error(self, what: str, code: int, exc: Any, attempt: int) -> ProviderError:
         detail = self.scrub(" ".join(str(getattr(exc, "message", "") or exc).split()))[:300]
@@ -197,24 +168,6 @@ class OpenAICompressor:
         if code >= 500:
             return ProviderError(f"{head}: server error ({detail}). Try again later with `memory retry`.")
         return ProviderError(f"{head}: request rejected ({detail}).")
-
-    def _scrubbed(self, c: Compressed) -> Compressed:
-        """The key must never reach an entry, even if a transcript or the model echoed it."""
-        c.summary = self.scrub(c.summary)
-        for key in S.LIST_FIELDS:
-            setattr(c, key, [self.scrub(v) for v in getattr(c, key)])
-        if c.entities is not None:
-            for key in S.ENTITY_FIELDS:
-                setattr(c.entities, key, [self.scrub(v) for v in getattr(c.entities, key)])
-        return c
-
-
-def _relabel(fn, data):
-    """gemini_schema's checks, with their messages naming this provider."""
-    try:
-        return fn(data)
-    except BadModelOutput as exc:
-        raise BadModelOutput(str(exc).replace("Gemini", f"The {LABEL}")) from None
 
 
 def api_key_from_env(base_url: str = "", env: "os._Environ[str] | dict[str, str] | None" = None) -> str:
