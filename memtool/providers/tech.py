@@ -8,41 +8,40 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-# Canonical spellings; matched case-insensitively as whole words (a lower-case spelling matches only
-# when written so or capitalised: "go" the language is matched only as "Go" or in a command).
+# Canonical spellings, comma-separated; matched case-insensitively as whole words (a lower-case
+# spelling matches only when written so or capitalised: "go" the language is matched only as "Go"
+# or in a command).
 SYSTEMS = """
-Python Java JavaScript TypeScript Go Golang Rust Ruby PHP Kotlin Swift Scala Elixir Erlang Haskell Clojure C++ C# Lua Perl Dart Zig Bash
-Node.js Deno Bun npm pnpm Yarn npx Vite Webpack Rollup esbuild Babel SWC Turborepo Nx Lerna
-React Vue Angular Svelte SvelteKit Next.js Nuxt Remix Astro Gatsby Solid jQuery Redux Zustand MobX Tailwind Bootstrap
-React Native Expo EAS Flutter Ionic Capacitor Electron Tauri Xcode CocoaPods Gradle Maven Android iOS APNs FCM
-expo-notifications expo-device
-Django Flask FastAPI Starlette Celery SQLAlchemy Alembic Pydantic pytest unittest tox Poetry pip uv mypy ruff Black flake8 pylint
-Jupyter NumPy pandas Polars SciPy scikit-learn PyTorch TensorFlow Keras Hugging Face spaCy NLTK
-Rails Sinatra RSpec Bundler Sidekiq Laravel Symfony Composer Spring Spring Boot Hibernate JUnit Gradle
-Express Koa Fastify NestJS Hapi Passport.js jsonwebtoken express-rate-limit Jest Vitest Mocha Chai Cypress Playwright Puppeteer Storybook
-ESLint typescript-eslint eslint-plugin-react-hooks eslint-plugin-react Prettier Stylelint Husky lint-staged
-Cargo serde serde_json simd-json Tokio Actix Axum Rocket Diesel criterion Clippy rustfmt rustc
-net/http errgroup gRPC golangci-lint goimports gofmt Gin Echo Chi resty protobuf Protocol Buffers Thrift GraphQL REST OpenAPI Swagger
-PostgreSQL Postgres MySQL MariaDB SQLite Oracle SQL Server MongoDB Redis Memcached Cassandra DynamoDB Elasticsearch OpenSearch
-ClickHouse Snowflake BigQuery Redshift Databricks Spark Hadoop Hive Presto Trino dbt Airflow Dagster Prefect Luigi Flink Beam
-Kafka RabbitMQ NATS Pulsar SQS SNS Kinesis Pub/Sub ZeroMQ Confluent Schema Registry Avro Parquet
-psql pg_dump pg_stat_statements pg_stat_user_indexes pgbouncer EXPLAIN ANALYZE Flyway Liquibase Prisma TypeORM Sequelize Knex
-Docker Docker Compose Podman Kubernetes k8s kubectl Helm Kustomize Argo CD ArgoCD Flux Istio Linkerd Envoy KEDA Karpenter
-Terraform OpenTofu Pulumi Ansible Chef Puppet CloudFormation CDK Packer Vagrant Atlantis Terragrunt hashicorp/aws Vault Consul Nomad
-AWS S3 EC2 ECS EKS Lambda CloudFront Route 53 IAM KMS RDS Aurora CloudWatch Fargate API Gateway
-GCP Google Cloud GKE Cloud Run Cloud SQL Azure AKS Heroku Vercel Netlify Fly.io Render Cloudflare DigitalOcean
-GitHub GitHub Actions GitLab GitLab CI Bitbucket Jenkins CircleCI Travis CI Buildkite TeamCity Git gh
-Prometheus Grafana Loki Tempo Jaeger OpenTelemetry Datadog Sentry New Relic Honeycomb Splunk Kibana Logstash Fluentd PagerDuty Opsgenie
-Nginx Apache Caddy HAProxy Traefik Varnish Linux Ubuntu Debian Alpine macOS Windows WSL systemd
-Stripe Twilio SendGrid Auth0 Okta Keycloak OAuth JWT SAML Firebase Supabase Appwrite
-Jira Confluence Slack Linear Notion Figma VS Code Cursor aider Claude Code Codex Gemini CLI Copilot Vim Emacs IntelliJ
-OpenAI Anthropic Gemini Ollama vLLM LangChain LlamaIndex
-pendulum Decimal moment.js date-fns Luxon Lodash Axios RxJS Zod Joi Yup Mongoose Socket.IO WebSocket
-curl jq make CMake Bazel Homebrew apt nvm pyenv direnv
+Python, Java, JavaScript, TypeScript, Go, Golang, Rust, Ruby, PHP, Kotlin, Swift, Scala, Elixir, Erlang, Haskell, Clojure, C++, C#, Lua, Perl, Dart, Zig, Bash,
+Node.js, Deno, Bun, npm, pnpm, Yarn, npx, Vite, Webpack, Rollup, esbuild, Babel, SWC, Turborepo, Nx, Lerna,
+React, Vue, Angular, Svelte, SvelteKit, Next.js, Nuxt, Remix, Astro, Gatsby, Solid, jQuery, Redux, Zustand, MobX, Tailwind, Bootstrap,
+React Native, Expo, EAS, Flutter, Ionic, Capacitor, Electron, Tauri, Xcode, CocoaPods, Gradle, Maven, Android, iOS, APNs, FCM,
+expo-notifications, expo-device,
+Django, Flask, FastAPI, Starlette, Celery, SQLAlchemy, Alembic, Pydantic, pytest, unittest, tox, Poetry, pip, uv, mypy, ruff, Black, flake8, pylint,
+Jupyter, NumPy, pandas, Polars, SciPy, scikit-learn, PyTorch, TensorFlow, Keras, Hugging Face, spaCy, NLTK,
+Rails, Sinatra, RSpec, Bundler, Sidekiq, Laravel, Symfony, Composer, Spring, Spring Boot, Hibernate, JUnit, Gradle,
+Express, Koa, Fastify, NestJS, Hapi, Passport.js, jsonwebtoken, express-rate-limit, Jest, Vitest, Mocha, Chai, Cypress, Playwright, Puppeteer, Storybook,
+ESLint, typescript-eslint, eslint-plugin-react-hooks, eslint-plugin-react, Prettier, Stylelint, Husky, lint-staged,
+Cargo, serde, serde_json, simd-json, Tokio, Actix, Axum, Rocket, Diesel, criterion, Clippy, rustfmt, rustc,
+net/http, errgroup, gRPC, golangci-lint, goimports, gofmt, Gin, Echo, Chi, resty, protobuf, Protocol Buffers, Thrift, GraphQL, REST, OpenAPI, Swagger,
+PostgreSQL, Postgres, MySQL, MariaDB, SQLite, Oracle, SQL Server, MongoDB, Redis, Memcached, Cassandra, DynamoDB, Elasticsearch, OpenSearch,
+ClickHouse, Snowflake, BigQuery, Redshift, Databricks, Spark, Hadoop, Hive, Presto, Trino, dbt, Airflow, Dagster, Prefect, Luigi, Flink, Beam,
+Kafka, RabbitMQ, NATS, Pulsar, SQS, SNS, Kinesis, Pub/Sub, ZeroMQ, Confluent Schema Registry, Avro, Parquet,
+psql, pg_dump, pg_stat_statements, pg_stat_user_indexes, pgbouncer, EXPLAIN ANALYZE, Flyway, Liquibase, Prisma, TypeORM, Sequelize, Knex,
+Docker, Docker Compose, Podman, Kubernetes, k8s, kubectl, Helm, Kustomize, Argo CD, ArgoCD, Flux, Istio, Linkerd, Envoy, KEDA, Karpenter,
+Terraform, OpenTofu, Pulumi, Ansible, Chef, Puppet, CloudFormation, CDK, Packer, Vagrant, Atlantis, Terragrunt, hashicorp/aws, Vault, Consul, Nomad,
+AWS, S3, EC2, ECS, EKS, Lambda, CloudFront, Route 53, IAM, KMS, RDS, Aurora, CloudWatch, Fargate, API Gateway,
+GCP, Google Cloud, GKE, Cloud Run, Cloud SQL, Azure, AKS, Heroku, Vercel, Netlify, Fly.io, Render, Cloudflare, DigitalOcean,
+GitHub, GitHub Actions, GitLab, GitLab CI, Bitbucket, Jenkins, CircleCI, Travis CI, Buildkite, TeamCity, Git, gh,
+Prometheus, Grafana, Loki, Tempo, Jaeger, OpenTelemetry, Datadog, Sentry, New Relic, Honeycomb, Splunk, Kibana, Logstash, Fluentd, PagerDuty, Opsgenie,
+Nginx, Apache, Caddy, HAProxy, Traefik, Varnish, Linux, Ubuntu, Debian, Alpine, macOS, Windows, WSL, systemd,
+Stripe, Twilio, SendGrid, Auth0, Okta, Keycloak, OAuth, JWT, SAML, Firebase, Supabase, Appwrite,
+Jira, Confluence, Slack, Linear, Notion, Figma, VS Code, Cursor, aider, Claude Code, Codex, Gemini CLI, Copilot, Vim, Emacs, IntelliJ,
+OpenAI, Anthropic, Gemini, Ollama, vLLM, LangChain, LlamaIndex,
+pendulum, Decimal, moment.js, date-fns, Luxon, Lodash, Axios, RxJS, Zod, Joi, Yup, Mongoose, Socket.IO, WebSocket,
+curl, jq, make, CMake, Bazel, Homebrew, apt, nvm, pyenv, direnv,
 exponent_server_sdk
 """
-# Multi-word names first, so "GitHub Actions" wins over "GitHub".
-_SPLIT = re.compile(r"(?<=\S) (?=\S)")
 # Words that look like names of systems but are not: SQL, HTTP, shell builtins, agents' tool names.
 NOT_SYSTEMS = frozenset(
     """select from where order limit desc asc group by join insert update delete create drop alter index table values into set and or not
@@ -51,114 +50,35 @@ NOT_SYSTEMS = frozenset(
     multiedit todowrite webfetch websearch task notebookedit read_file write_file replace run_shell_command search_file_content
     list_directory shell shell_command apply_patch update_plan run_terminal_cmd edit_file codebase_search""".split()
 )
-# Programs run in a shell command that are systems in their own right.
-_COMMANDS = {
-    "pytest": "pytest",
-    "python": "Python",
-    "python3": "Python",
-    "pip": "pip",
-    "poetry": "Poetry",
-    "uv": "uv",
-    "mypy": "mypy",
-    "ruff": "ruff",
-    "npm": "npm",
-    "npx": "npx",
-    "pnpm": "pnpm",
-    "yarn": "Yarn",
-    "node": "Node.js",
-    "vitest": "Vitest",
-    "jest": "Jest",
-    "eslint": "ESLint",
-    "tsc": "TypeScript",
-    "playwright": "Playwright",
-    "go": "Go",
-    "golangci-lint": "golangci-lint",
-    "goimports": "goimports",
-    "cargo": "cargo",
-    "rustc": "Rust",
-    "kubectl": "kubectl",
-    "helm": "Helm",
-    "docker": "Docker",
-    "terraform": "Terraform",
-    "tofu": "OpenTofu",
-    "aws": "AWS",
-    "gcloud": "GCP",
-    "az": "Azure",
-    "psql": "psql",
-    "mysql": "MySQL",
-    "redis-cli": "Redis",
-    "gh": "GitHub",
-    "jq": "jq",
-    "curl": "curl",
-    "make": "make",
-    "bundle": "Bundler",
-    "rails": "Rails",
-    "rspec": "RSpec",
-    "mvn": "Maven",
-    "gradle": "Gradle",
-    "expo": "Expo",
-    "eas": "EAS",
-    "airflow": "Airflow",
-    "bq": "BigQuery",
-    "dbt": "dbt",
-    "ansible": "Ansible",
-    "atlantis": "Atlantis",
-    "xcrun": "Xcode",
-    "pod": "CocoaPods",
-    "bazel": "Bazel",
-    "deno": "Deno",
-    "bun": "Bun",
-    "rabbitmqctl": "RabbitMQ",
-    "kafka-topics": "Kafka",
-}
+# Programs run in a shell command that are systems in their own right: "program" (the system of
+# that name) or "program:System".
+_COMMANDS = dict(
+    w.split(":") if ":" in w else (w, w)
+    for w in """
+pytest python:Python python3:Python pip poetry:Poetry uv mypy ruff npm npx pnpm yarn:Yarn node:Node.js vitest:Vitest jest:Jest eslint:ESLint
+tsc:TypeScript playwright:Playwright go:Go golangci-lint goimports cargo rustc:Rust kubectl helm:Helm docker:Docker terraform:Terraform tofu:OpenTofu
+aws:AWS gcloud:GCP az:Azure psql mysql:MySQL redis-cli:Redis gh:GitHub jq curl make bundle:Bundler rails:Rails rspec:RSpec mvn:Maven gradle:Gradle
+expo:Expo eas:EAS airflow:Airflow bq:BigQuery dbt ansible:Ansible atlantis:Atlantis xcrun:Xcode pod:CocoaPods bazel:Bazel deno:Deno bun:Bun
+rabbitmqctl:RabbitMQ kafka-topics:Kafka
+""".split()
+)
 
 
 @lru_cache(maxsize=1)
 def _lexicon() -> tuple[re.Pattern, dict[str, str]]:
-    names: dict[str, str] = {}
-    for line in SYSTEMS.split("\n"):
-        tokens = line.split()
-        i = 0
-        while i < len(tokens):  # names of 3 and 2 words ("GitHub Actions") are tried as one name first
-            triple = " ".join(tokens[i : i + 3])
-            if triple in _TRIPLES:
-                names[triple.lower()] = triple
-                i += 3
-                continue
-            pair = f"{tokens[i]} {tokens[i + 1]}" if i + 1 < len(tokens) else ""
-            if pair and pair in _PAIRS:
-                names[pair.lower()] = pair
-                i += 2
-                continue
-            names[tokens[i].lower()] = tokens[i]
-            i += 1
-    alternatives = sorted(names, key=len, reverse=True)
+    names = {n.strip().lower(): n.strip() for n in SYSTEMS.split(",")}
+    alternatives = sorted(names, key=len, reverse=True)  # longest first: "GitHub Actions" wins over "GitHub"
     pattern = re.compile(r"(?<![\w@./-])(" + "|".join(re.escape(n) for n in alternatives) + r")(?![\w/]|[.-]\w)", re.I)
     return pattern, names
 
 
-_PAIRS = frozenset(
-    """React Native|Docker Compose|Spring Boot|Hugging Face|SQL Server|Confluent Schema|Schema Registry|Argo CD|Route 53|API Gateway|Google Cloud|
-    Cloud Run|Cloud SQL|GitHub Actions|GitLab CI|Travis CI|New Relic|VS Code|Claude Code|Gemini CLI|Protocol Buffers|EXPLAIN ANALYZE""".replace("\n", "").split(
-        "|"
-    )
-)
-_PAIRS = frozenset(p.strip() for p in _PAIRS)
-_TRIPLES = frozenset({"Confluent Schema Registry", "Docker Compose file"})
 # English words that are also names of systems: counted only when written with the system's capitals.
 AMBIGUOUS = frozenset(
     "render chef puppet echo gin make flux beam spark hive linear notion cursor black vault consul nomad rocket solid remix astro "
     "decimal express jest mocha chai koa nats bun deno vite swift rust go dart zig nx task ionic capacitor electron envoy flask "
     "rails sinatra composer spring tempo buildkite render polars prefect luigi dagster beam flink apt caddy".split()
 )
-_ALIASES = {
-    "postgres": "PostgreSQL",
-    "golang": "Go",
-    "k8s": "Kubernetes",
-    "argocd": "Argo CD",
-    "confluent schema": "Confluent Schema Registry",
-    "schema registry": "Confluent Schema Registry",
-}
+_ALIASES = {"postgres": "PostgreSQL", "golang": "Go", "k8s": "Kubernetes", "argocd": "Argo CD"}
 
 
 def known_system(name: str) -> bool:
