@@ -13,18 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-ROLE_LABELS = {
-    "user": "user",
-    "human": "user",
-    "assistant": "assistant",
-    "ai": "assistant",
-    "model": "assistant",
-    "gemini": "assistant",
-    "summary": "summary",
-    "thinking": "thinking",
-    "tool": "tool",
-    "system": "system",
-}
+ROLE_ALIASES = {"human": "user", "ai": "assistant", "model": "assistant", "gemini": "assistant"}
 _ROLE_RE = re.compile(
     r"^(?:\*\*|_\*\*)?(user|human|assistant|ai|model|gemini|summary|thinking|tool|system)\b(?:\s*\([^)\n]*\))?(?:\*\*_?)?\s*:?\s*(?:\*\*_?)?\s*(?=\S|$)", re.I
 )
@@ -64,7 +53,7 @@ _TAIL_HEAD_RE = re.compile(r"(?<=[.!] )([A-Za-z][\w ()'-]{2,40}):\s*$")
 _EMPHASIS_RE = re.compile(r"\*\*|`|(?<![\w*])\*(?=[A-Za-z][\w -]{0,30}\*:)|(?<=[A-Za-z])\*(?=:)")  # bold, code, an *italic label*:
 
 
-@dataclass
+@dataclass(frozen=True)
 class Part:
     role: str  # user | assistant | summary | speaker name | "" (unknown)
     kind: str  # said | tool | output | thinking | code
@@ -119,13 +108,12 @@ def parts(text: str) -> list[Part]:
         r = _ROLE_RE.match(line)
         if r and (line[r.end() : r.end() + 1] != "" or ":" in line[: r.end()] or "**" in line[: r.end()]):
             flush()
-            label = ROLE_LABELS[r.group(1).lower()]
+            label = ROLE_ALIASES.get(r.group(1).lower(), r.group(1).lower())
             rest = line[r.end() :]
-            role, kind = (
-                (label, "said")
-                if label not in ("thinking", "tool", "system")
-                else (role, {"thinking": "thinking", "tool": "output", "system": "output"}[label])
-            )
+            if label in ("thinking", "tool", "system"):
+                kind = "thinking" if label == "thinking" else "output"
+            else:
+                role, kind = label, "said"
             if label in ("user", "assistant", "summary") and rest.startswith("[tool "):
                 kind = "tool"
             if rest.strip():

@@ -215,24 +215,20 @@ def _fit(items: list[str], budget: int, skip_long: bool = False) -> list[str]:
 # --- summary ----------------------------------------------------------------------------------
 
 
-def _sentences(p: Part) -> list[str]:
-    return list(_sentences_of(p.text))
-
-
 @lru_cache(maxsize=4096)
-def _sentences_of(text: str) -> tuple[str, ...]:  # the summary, decisions and open items all read a paragraph: split it once
-    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(("|", "```")))
+def _sentences(p: Part) -> tuple[str, ...]:  # the summary, decisions and open items all read a paragraph: split it once
+    text = "\n".join(line for line in p.text.splitlines() if not line.lstrip().startswith(("|", "```")))
     return tuple(_clean(s) for s in split_sentences(text) if len(content_words(s)) >= 3)
 
 
-def _short_sentences(p: Part) -> list[str]:
-    """A user's sentences down to two content words: people answer tersely ("ok, ship 4 shards not 6")."""
-    return list(_short_sentences_of(p.text))
-
-
 @lru_cache(maxsize=4096)
-def _short_sentences_of(text: str) -> tuple[str, ...]:  # a turn is read by several rules: split it once
-    return tuple(_clean(s) for s in split_sentences(text) if len(content_words(s)) >= 2)
+def _short_sentences(p: Part) -> tuple[str, ...]:
+    """A user's sentences down to two content words: people answer tersely ("ok, ship 4 shards not 6")."""
+    return tuple(_clean(s) for s in split_sentences(p.text) if len(content_words(s)) >= 2)
+
+
+def _first(p: Part) -> str:
+    return (_short_sentences(p) or (p.text.strip(),))[0]
 
 
 def _clean(s: str) -> str:
@@ -434,7 +430,7 @@ def _planned(said: list[Part], i: int) -> list[str]:
     """The items of the agent's plan or proposal ("Plan:", "Fix-forward proposal (v2.15.1):") when
     the user's next turn goes ahead with it rather than refusing it."""
     turn = _agent_turn(said, i)
-    first = (_short_sentences(said[i]) or [said[i].text.strip()])[0]
+    first = _first(said[i])
     if not turn or PLAN_REFUSED_RE.match(first) or QUESTION_RE.search(first):
         return []  # refused, or answered with a question: not (yet) approved
     out = []
@@ -449,7 +445,7 @@ def _accepted_offer(said: list[Part], i: int) -> list[str]:
     """An offer the user says yes to ("Want me to roll back?" -> "Yes, …"): the agent's sentence that
     says what the offer is (the one sharing most words with the offer and the answer)."""
     turn = _agent_turn(said, i)
-    first = (_short_sentences(said[i]) or [said[i].text.strip()])[0]
+    first = _first(said[i])
     if not turn or not BARE_ASSENT_RE.match(first):
         return []
     sentences = [s for p in turn for s in _short_sentences(p)]
@@ -509,8 +505,8 @@ def _adopted(said: list[Part], i: int) -> list[str]:
     """The agent's recommendation just before a user turn that only approves it ("agreed."). When it
     answers the user's "Should we also cache the totals?" with "that", "it" or "this", the question
     says what: "Cache the totals: no — keep that out of this change."."""
-    first = _short_sentences(said[i])[:1] or [said[i].text.strip()]
-    if i == 0 or said[i - 1].role != "assistant" or not BARE_ASSENT_RE.match(first[0]):
+    first = _first(said[i])
+    if i == 0 or said[i - 1].role != "assistant" or not BARE_ASSENT_RE.match(first):
         return []
     proposals = [
         re.sub(r"^i'?d\s+|^i would\s+", "", next((c for c in re.split(r"(?<=\.)\s+", s) if PROPOSAL_RE.search(c)), s), flags=re.I)  # the clause that proposes
@@ -518,7 +514,7 @@ def _adopted(said: list[Part], i: int) -> list[str]:
         if PROPOSAL_RE.search(s) and not QUESTION_RE.search(s) and not MEASURED_RE.search(s)
     ][-2:]
     asked = _asked(said, i - len(_agent_turn(said, i)))
-    said_too = frozenset() if _only_assent(first[0]) else _words(first[0])  # a reply that says more is kept as the user's choice
+    said_too = frozenset() if _only_assent(first) else _words(first)  # a reply that says more is kept as the user's choice
     return [a for a in (_answer(asked, s) if asked else s for s in proposals) if len(said_too & _words(a)) < 2]
 
 
