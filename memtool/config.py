@@ -166,11 +166,7 @@ class Settings:
 
     @classmethod
     def describe(cls) -> list[tuple[str, Any, str]]:
-        out = []
-        for f in fields(cls):
-            default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
-            out.append((f.name, default, f.metadata["help"]))
-        return out
+        return [(f.name, f.default if f.default is not MISSING else f.default_factory(), f.metadata["help"]) for f in fields(cls)]  # type: ignore[misc]
 
 
 FIELDS = {f.name: f for f in fields(Settings)}
@@ -211,20 +207,17 @@ def user_cache_dir() -> Path:
 # --- one value: its type, then its range -------------------------------------------------------
 
 
+_ACCEPTED = {bool: bool, int: int, float: (int, float), str: str, list: (list, tuple)}
+
+
 def _typed(raw: Any, kind: type) -> Any:
     """`raw` as YAML (or Python) typed it, when it is a `kind`: no bool for a number, no float for an
     int (2.9 is not truncated), no string split into a list. ValueError otherwise."""
-    if kind is bool and isinstance(raw, bool):
-        return raw
-    if kind is int and isinstance(raw, int) and not isinstance(raw, bool):
-        return raw
-    if kind is float and isinstance(raw, (int, float)) and not isinstance(raw, bool):
-        return float(raw)
-    if kind is str and isinstance(raw, str):
-        return raw
-    if kind is list and isinstance(raw, (list, tuple)) and all(isinstance(x, str) for x in raw):
-        return list(raw)
-    raise ValueError
+    if not isinstance(raw, _ACCEPTED[kind]) or (isinstance(raw, bool) and kind is not bool):
+        raise ValueError
+    if kind is list and not all(isinstance(x, str) for x in raw):
+        raise ValueError
+    return kind(raw) if kind in (float, list) else raw
 
 
 def _parsed(raw: str, kind: type) -> Any:
