@@ -123,23 +123,20 @@ def _complete(
 ) -> tuple[list[tuple[Entry, Entry]], Failure | None]:
     """(stand-in, completed entry) for each entry of the batch the provider could compress, and
     the failure that should stop further compression, if any."""
-    if name == LOCAL:
-        if by_default:  # the configured compressor made the stand-ins: nothing better to offer
-            why = Failure(
-                "the configured compressor is 'local', which made this stand-in. Run `memory retry --provider gemini` "
-                "(or set compressor: gemini in memory/config.yaml), or `memory retry --provider local` to keep the local summary.",
-                ConfigError.exit_code,
-            )
-            report.pending.update({e.id: why for e in batch})
-            return [], halt
+    if name == LOCAL and not by_default:
         return [(e, replace(e, pending=False)) for e in batch], halt
+    if halt is None and name == LOCAL:  # the configured compressor made the stand-ins: nothing better to offer
+        halt = Failure(
+            "the configured compressor is 'local', which made this stand-in. Run `memory retry --provider gemini` "
+            "(or set compressor: gemini in memory/config.yaml), or `memory retry --provider local` to keep the local summary.",
+            ConfigError.exit_code,
+        )
+    if halt is None:
+        try:
+            compressor = mem.compressor(name)
+        except ProviderError as exc:
+            halt = Failure(f"not tried: {exc}", exc.exit_code)
     if halt is not None:
-        report.pending.update({e.id: halt for e in batch})
-        return [], halt
-    try:
-        compressor = mem.compressor(name)
-    except ProviderError as exc:
-        halt = Failure(f"not tried: {exc}", exc.exit_code)
         report.pending.update({e.id: halt for e in batch})
         return [], halt
     done: list[tuple[Entry, Entry]] = []
@@ -175,18 +172,8 @@ def completed(old: Entry, out: "Compressed", model: str, text: str) -> Entry:
     """The stand-in with its compressed fields replaced by the provider's output."""
     levels = C.IMPORTANCE_LEVELS
     importance = max(old.importance, out.importance, key=levels.index) if out.importance in levels else old.importance
-    new = replace(
-        old,
-        summary=out.summary,
-        keywords=list(out.keywords),
-        topics=list(out.topics),
-        decisions=list(out.decisions),
-        action_items=list(out.action_items),
-        entities=out.entities or Entities(),
-        importance=importance,
-        model=model,
-        pending=False,
-    )
+    lists = {key: list(getattr(out, key)) for key in ("keywords", "topics", "decisions", "action_items")}
+    new = replace(old, summary=out.summary, entities=out.entities or Entities(), importance=importance, model=model, pending=False, **lists)
     new.tokens_original, new.tokens_compressed = count_tokens(text), count_tokens(new.embed_text())
     new.compression_ratio = ratio_text(new.tokens_original, new.tokens_compressed)
     return new
