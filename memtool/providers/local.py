@@ -154,24 +154,24 @@ class LocalCompressor:
         body = SPEAKER_RE.sub(lambda m: "" if _is_speaker(m.group(1), labels) else m.group(0), text)
         sentences = split_sentences(body) or [body.strip()]
         tf = Counter(w for w in content_words(body) if w not in FILLER and not w[0].isdigit())  # '0.820', '25th': no topic
-        people = self._people(text, speakers)[:MAX_PEOPLE]
-        systems = self._systems(text, people)[:MAX_SYSTEMS]
+        people = _people(text, speakers)[:MAX_PEOPLE]
+        systems = _systems(text, people)[:MAX_SYSTEMS]
         dates = _uniq(m.group(0) for m in DATE_RE.finditer(body))[:MAX_DATES]
-        topics = self._topics(tf, [])
+        topics = _topics(tf)
         if total <= SHORT_TEXT_TOKENS:  # a short note is kept whole; a few keywords suffice
             summary = " ".join(body.split())
             decisions = _cue_sentences(sentences, DECISION_RE, total)
             actions = [a for a in _cue_sentences(sentences, ACTION_RE, total) if a not in decisions]
-            keywords = self._keywords(tf, idf, people, MIN_KEYWORDS * 2)[:MIN_KEYWORDS]
+            keywords = _keywords(tf, idf, people, MIN_KEYWORDS * 2)[:MIN_KEYWORDS]
         else:  # fill the budget by shares; keywords take what is left, and at least their share
             first_cap = SHORT_FIRST_SENTENCE_TOKENS if budget == MIN_BUDGET else FIRST_SENTENCE_TOKENS
-            summary = self._summary(sentences, tf, idf, int(budget * SUMMARY_SHARE), first_cap)
+            summary = _summary(sentences, tf, idf, int(budget * SUMMARY_SHARE), first_cap)
             cue_budget = max(MIN_CUE_TOKENS, int(budget * CUE_SHARE))
             decisions = _cue_sentences(sentences, DECISION_RE, cue_budget)  # decisions first, actions get the rest
             actions = [a for a in _cue_sentences(sentences, ACTION_RE, cue_budget - sum(map(count_tokens, decisions))) if a not in decisions]
             used = sum(map(count_tokens, [summary, *decisions, *actions, *people, *systems, *dates, *topics]))
             keyword_budget = max(int(budget * KEYWORD_SHARE), budget - used)
-            keywords = _fill(self._keywords(tf, idf, people, keyword_budget), keyword_budget)
+            keywords = _fill(_keywords(tf, idf, people, keyword_budget), keyword_budget)
         if not topics:
             topics = keywords[:2]
         return Compressed(
@@ -181,7 +181,7 @@ class LocalCompressor:
             decisions=decisions,
             action_items=actions,
             entities=Entities(people=people, systems=systems, dates=dates),
-            importance=self._importance(text, decisions),
+            importance=_importance(text, decisions),
         )
 
     def _session(self, ps, text: str, budget: int, idf) -> Compressed:
@@ -196,106 +196,106 @@ class LocalCompressor:
         return Compressed(
             summary=r.summary,
             keywords=keywords,
-            topics=self._topics(tf, []) or keywords[:2],
+            topics=_topics(tf) or keywords[:2],
             decisions=r.decisions,
             action_items=r.action_items,
             entities=Entities(people=r.people, systems=r.systems, dates=dates),
-            importance=self._importance(text, r.decisions),
+            importance=_importance(text, r.decisions),
         )
 
-    @staticmethod
-    def _summary(sentences: list[str], tf: Counter, idf, budget: int, first_cap: int = FIRST_SENTENCE_TOKENS) -> str:
-        """The highest-scoring whole sentences that fit the budget, in their original order."""
-        weight = {w: (1.0 + math.log(c)) * idf(w) for w, c in tf.items()}
-        scored = []
-        seen: set[str] = set()
-        for i, s in enumerate(sentences):
-            cw = set(content_words(s))
-            if len(cw) < 3 or s in seen:
-                continue
-            seen.add(s)
-            dated = DATED_SENTENCE_WEIGHT if WHEN_RE.search(s) else 1.0
-            scored.append((dated * sum(weight.get(w, 0.0) for w in cw) / math.sqrt(count_tokens(s) + 5), i, s))
-        scored.sort(reverse=True)
-        lengths = sorted(_floor_tokens(s) for _, _, s in scored)
-        typical = min(TYPICAL_SENTENCE_CAP, lengths[len(lengths) // 2]) if lengths else 0  # median: long in technical text
-        picked, used = [], 0
-        for _, i, s in scored:  # the first pick may take twice the budget (or a floor): a summary says something
-            cost = count_tokens(s)
-            if (used + cost <= budget) if picked else (cost <= 2 * budget or _floor_tokens(s) <= max(first_cap, typical)):
-                picked.append((i, s))
-                used += cost
-        if not picked:  # no sentence fits: the best whole one up to twice the budget (or a floor), else cut the best
-            whole = [s for _, _, s in scored if count_tokens(s) <= 2 * budget or _floor_tokens(s) <= FALLBACK_SENTENCE_TOKENS]
-            best = whole[0] if whole else (scored[0][2] if scored else " ".join(sentences))
-            return best if whole else truncate_to_tokens(best, budget)
-        return " ".join(s for _, s in sorted(picked))
 
-    @staticmethod
-    def _people(text: str, speakers: list[str]) -> list[str]:
-        """Speakers, plus capitalised names seen in a person context ("ask Carol", "Carol said")."""
-        names = list(dict.fromkeys(s for s in speakers if s.lower() not in NOT_PEOPLE))
-        counts: Counter = Counter()
-        for start, end, cand in _capitalised_names(text):
-            first = cand.split()[0].lower()
-            if first in NOT_PEOPLE or first in TECH_WORDS or first in STOPWORDS or CUE_LABEL_RE.match(cand):
-                continue
-            before = text[max(0, start - 12) : start].lower().split()
-            after = text[end : end + 12].lower()
-            if (before and before[-1] in PERSON_BEFORE) or after.startswith(PERSON_AFTER):
-                counts[cand] += 1
-        names.extend(n for n, _ in counts.most_common() if n not in names)
-        return names[:8]
+def _summary(sentences: list[str], tf: Counter, idf, budget: int, first_cap: int = FIRST_SENTENCE_TOKENS) -> str:
+    """The highest-scoring whole sentences that fit the budget, in their original order."""
+    weight = {w: (1.0 + math.log(c)) * idf(w) for w, c in tf.items()}
+    scored = []
+    seen: set[str] = set()
+    for i, s in enumerate(sentences):
+        cw = set(content_words(s))
+        if len(cw) < 3 or s in seen:
+            continue
+        seen.add(s)
+        dated = DATED_SENTENCE_WEIGHT if WHEN_RE.search(s) else 1.0
+        scored.append((dated * sum(weight.get(w, 0.0) for w in cw) / math.sqrt(count_tokens(s) + 5), i, s))
+    scored.sort(reverse=True)
+    lengths = sorted(_floor_tokens(s) for _, _, s in scored)
+    typical = min(TYPICAL_SENTENCE_CAP, lengths[len(lengths) // 2]) if lengths else 0  # median: long in technical text
+    picked, used = [], 0
+    for _, i, s in scored:  # the first pick may take twice the budget (or a floor): a summary says something
+        cost = count_tokens(s)
+        if (used + cost <= budget) if picked else (cost <= 2 * budget or _floor_tokens(s) <= max(first_cap, typical)):
+            picked.append((i, s))
+            used += cost
+    if not picked:  # no sentence fits: the best whole one up to twice the budget (or a floor), else cut the best
+        whole = [s for _, _, s in scored if count_tokens(s) <= 2 * budget or _floor_tokens(s) <= FALLBACK_SENTENCE_TOKENS]
+        best = whole[0] if whole else (scored[0][2] if scored else " ".join(sentences))
+        return best if whole else truncate_to_tokens(best, budget)
+    return " ".join(s for _, s in sorted(picked))
 
-    @staticmethod
-    def _systems(text: str, people: list[str]) -> list[str]:
-        """Tools and named things: known tech words, identifiers, and capitalised words mid-sentence."""
-        named = {w for p in people for w in p.split()}
-        found: Counter = Counter(m for m in TECH_RE.findall(text) if len(m) > 2 and m.lower() not in STOPWORDS)
-        for m in MID_CAP_RE.finditer(text):
-            word, prev = m.group(1), text[m.start() - 2]
-            if not word[0].isupper() or not (prev.islower() or prev in ",;"):
-                continue
-            if word not in named and word.lower() not in NOT_PEOPLE and word.lower() not in STOPWORDS:
-                found[word] += 1
-        return [w for w, _ in found.most_common(6)]
 
-    @staticmethod
-    def _keywords(tf: Counter, idf, people: list[str], limit_tokens: int) -> list[str]:
-        """Words frequent here and rare in the rest of the store (tf-idf), one per stem, longer words favoured."""
-        named = {w.lower() for p in people for w in p.split()}
-        by_stem: dict[str, list] = {}
-        for w, stem in zip(tf, stem_words(list(tf))):
-            if w in named:
-                continue
-            group = by_stem.setdefault(stem, [0, w, 0])  # total count, best surface form, its count
-            group[0] += tf[w]
-            if tf[w] > group[2]:
-                group[1], group[2] = w, tf[w]
-        scored = sorted(
-            (((1.0 + math.log(n)) * idf(w) * (1.0 + 0.05 * min(len(w), 10)), w) for n, w, _ in by_stem.values()),
-            reverse=True,
-        )
-        return [w for _, w in scored][: max(limit_tokens, MIN_KEYWORDS)]
+def _people(text: str, speakers: list[str]) -> list[str]:
+    """Speakers, plus capitalised names seen in a person context ("ask Carol", "Carol said")."""
+    names = list(dict.fromkeys(s for s in speakers if s.lower() not in NOT_PEOPLE))
+    counts: Counter = Counter()
+    for start, end, cand in _capitalised_names(text):
+        first = cand.split()[0].lower()
+        if first in NOT_PEOPLE or first in TECH_WORDS or first in STOPWORDS or CUE_LABEL_RE.match(cand):
+            continue
+        before = text[max(0, start - 12) : start].lower().split()
+        after = text[end : end + 12].lower()
+        if (before and before[-1] in PERSON_BEFORE) or after.startswith(PERSON_AFTER):
+            counts[cand] += 1
+    names.extend(n for n, _ in counts.most_common() if n not in names)
+    return names[:8]
 
-    @staticmethod
-    def _topics(tf: Counter, keywords: list[str]) -> list[str]:
-        """Up to MAX_TOPICS areas from a small lexicon, by how much of the text speaks of them."""
-        votes: Counter = Counter()
-        for w, c in tf.items():
-            topic = _TOPIC_INDEX.get(w) or _TOPIC_INDEX.get(w.rstrip("s"))
-            if topic:
-                votes[topic] += c
-        return [t for t, _ in votes.most_common(MAX_TOPICS)]
 
-    @staticmethod
-    def _importance(text: str, decisions: list[str]) -> str:
-        hits = len(HIGH_RE.findall(text))
-        if hits >= 4:
-            return "high"
-        if hits or decisions:
-            return "medium"
-        return "low" if count_tokens(text) < 40 else "medium"
+def _systems(text: str, people: list[str]) -> list[str]:
+    """Tools and named things: known tech words, identifiers, and capitalised words mid-sentence."""
+    named = {w for p in people for w in p.split()}
+    found: Counter = Counter(m for m in TECH_RE.findall(text) if len(m) > 2 and m.lower() not in STOPWORDS)
+    for m in MID_CAP_RE.finditer(text):
+        word, prev = m.group(1), text[m.start() - 2]
+        if not word[0].isupper() or not (prev.islower() or prev in ",;"):
+            continue
+        if word not in named and word.lower() not in NOT_PEOPLE and word.lower() not in STOPWORDS:
+            found[word] += 1
+    return [w for w, _ in found.most_common(6)]
+
+
+def _keywords(tf: Counter, idf, people: list[str], limit_tokens: int) -> list[str]:
+    """Words frequent here and rare in the rest of the store (tf-idf), one per stem, longer words favoured."""
+    named = {w.lower() for p in people for w in p.split()}
+    by_stem: dict[str, list] = {}
+    for w, stem in zip(tf, stem_words(list(tf))):
+        if w in named:
+            continue
+        group = by_stem.setdefault(stem, [0, w, 0])  # total count, best surface form, its count
+        group[0] += tf[w]
+        if tf[w] > group[2]:
+            group[1], group[2] = w, tf[w]
+    scored = sorted(
+        (((1.0 + math.log(n)) * idf(w) * (1.0 + 0.05 * min(len(w), 10)), w) for n, w, _ in by_stem.values()),
+        reverse=True,
+    )
+    return [w for _, w in scored][: max(limit_tokens, MIN_KEYWORDS)]
+
+
+def _topics(tf: Counter) -> list[str]:
+    """Up to MAX_TOPICS areas from a small lexicon, by how much of the text speaks of them."""
+    votes: Counter = Counter()
+    for w, c in tf.items():
+        topic = _TOPIC_INDEX.get(w) or _TOPIC_INDEX.get(w.rstrip("s"))
+        if topic:
+            votes[topic] += c
+    return [t for t, _ in votes.most_common(MAX_TOPICS)]
+
+
+def _importance(text: str, decisions: list[str]) -> str:
+    hits = len(HIGH_RE.findall(text))
+    if hits >= 4:
+        return "high"
+    if hits or decisions:
+        return "medium"
+    return "low" if count_tokens(text) < 40 else "medium"
 
 
 def _floor_tokens(sentence: str) -> int:
@@ -303,7 +303,7 @@ def _floor_tokens(sentence: str) -> int:
     return count_tokens(sentence) if sentence.isascii() else len(FLOOR_PIECE_RE.findall(sentence))
 
 
-def _is_speaker(label: str, labels: Counter | None = None) -> bool:
+def _is_speaker(label: str, labels: Counter) -> bool:
     """A role, or a name (not starting lower-case) that is not a cue word such as "Decision", "TODO",
     "Goal" or "Date" and labels lines more than once, or labels a line of a chat (`labels` holds the
     key CHAT when most lines of the text start with a label)."""
@@ -312,7 +312,7 @@ def _is_speaker(label: str, labels: Counter | None = None) -> bool:
         return True
     if label[0].islower() or CUE_LABEL_RE.match(label):
         return False
-    return labels is None or labels[label] > 1 or CHAT in labels
+    return labels[label] > 1 or CHAT in labels
 
 
 CHAT = "\0chat"  # a key of the label counts: most lines of the text are "Name: text"

@@ -2,7 +2,7 @@ from collections import Counter
 
 import pytest
 
-from memtool.providers.local import LocalCompressor, _floor_tokens
+from memtool.providers.local import LocalCompressor, _floor_tokens, _summary
 from memtool.providers.local_parts import parts
 from memtool.providers.local_session import _keywords
 from memtool.text import content_words, count_tokens, split_sentences
@@ -65,7 +65,7 @@ def test_the_best_sentence_beats_a_filler_that_fits_a_small_budget():
     best = "The flaky checkout test waited for the wrong Stripe redirect URL."
     filler = "Great stuff, thanks, cheers."
     tf = Counter(content_words(best + " " + filler))
-    assert LocalCompressor._summary([filler, best], tf, lambda w: 1.0, count_tokens(filler)) == best
+    assert _summary([filler, best], tf, lambda w: 1.0, count_tokens(filler)) == best
 
 
 def test_the_summary_prefers_a_sentence_that_says_when_something_happened():
@@ -75,9 +75,9 @@ def test_the_summary_prefers_a_sentence_that_says_when_something_happened():
     musing = "It shows how important friendship and compassion really are."
     tf = Counter(content_words(event + " " + musing)) + Counter(content_words(musing))  # the musing's words weigh more
     budget = count_tokens(musing)
-    assert LocalCompressor._summary([musing, event], tf, lambda w: 1.0, budget) == event
+    assert _summary([musing, event], tf, lambda w: 1.0, budget) == event
     undated = event.replace("Yesterday ", "")
-    assert LocalCompressor._summary([musing, undated], tf, lambda w: 1.0, budget) == musing
+    assert _summary([musing, undated], tf, lambda w: 1.0, budget) == musing
 
 
 def test_month_and_year_are_one_date():
