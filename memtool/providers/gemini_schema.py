@@ -28,11 +28,9 @@ ENTITY_FIELDS = ("people", "systems", "dates")
 RETRY_BASE_DELAY_S = 1.0
 RETRY_MAX_DELAY_S = 8.0
 
-_STR_LIST = {"type": "ARRAY", "items": {"type": "STRING"}}
-
 
 def _list(description: str) -> dict[str, Any]:
-    return {**_STR_LIST, "description": description}
+    return {"type": "ARRAY", "items": {"type": "STRING"}, "description": description}
 
 
 ENTRY_SCHEMA: dict[str, Any] = {
@@ -179,14 +177,11 @@ def split_text(text: str, max_chars: int) -> list[str]:
 
 def dedup(items: list[str]) -> list[str]:
     """Strip, drop empties, drop case-insensitive duplicates; first spelling and order win."""
-    seen: set[str] = set()
-    out = []
+    out: dict[str, str] = {}
     for item in items:
-        item = item.strip()
-        if item and item.casefold() not in seen:
-            seen.add(item.casefold())
-            out.append(item)
-    return out
+        if item.strip():
+            out.setdefault(item.strip().casefold(), item.strip())
+    return list(out.values())
 
 
 def merge(parts: list[Compressed]) -> Compressed:

@@ -673,9 +673,7 @@ def _people(text: str, said: list[Part]) -> list[str]:
             counts[handle.capitalize()] += 1
     names: list[str] = []
     for name, _ in counts.most_common():
-        if any(name != n and (n.startswith(name + " ") or name.startswith(n + " ")) for n in counts if counts[n] >= 1):
-            full = max((n for n in counts if n.startswith(name + " ") or n == name), key=len)
-            name = full
+        name = max((n for n in counts if n.startswith(name + " ") or n == name), key=len)  # the fullest form of the name
         if name not in names and not any(n.startswith(name + " ") for n in names):
             names = [n for n in names if not name.startswith(n + " ")] + [name]
     return names[:6]
