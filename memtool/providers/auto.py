@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import closing
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -89,17 +90,13 @@ def stored_model(root: Path) -> str | None:
     that of an entry embedding file (written on whichever machine compressed it); None for a new store."""
     layout = Layout(root)
     store = layout.cache_dir / C.STORE_FILE
-    if confine.is_regular(
-        store
-    ):  # no link, FIFO or device (a clone's .cache); read with sqlite3 alone, not through memtool.search.store: a `memory log` builds its embedder too
+    # no link, FIFO or device (a clone's .cache); read with sqlite3 alone, not through memtool.search.store: a `memory log` builds its embedder too
+    if confine.is_regular(store):
         import sqlite3
 
         try:
-            conn = sqlite3.connect(f"{store.as_uri()}?mode=ro", uri=True)
-            try:
+            with closing(sqlite3.connect(f"{store.as_uri()}?mode=ro", uri=True)) as conn:
                 row = conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
-            finally:
-                conn.close()
             if row:
                 return row[0]
         except sqlite3.Error:
