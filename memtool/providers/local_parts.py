@@ -142,20 +142,20 @@ def said_text(ps: list[Part]) -> str:
 
 @dataclass
 class Stated:
-    """Decisions and open items a transcript states outright, in order (position in `said` parts)."""
+    """Decisions and open items a transcript states outright, in order."""
 
-    decisions: list[tuple[int, str]]
-    open_items: list[tuple[int, str]]
-    changes: list[tuple[int, str]]  # items of the agent's "Done:" report that say how things are now
+    decisions: list[str]
+    open_items: list[str]
+    changes: list[str]  # items of the agent's "Done:" report that say how things are now
 
 
 def stated(ps: list[Part]) -> Stated:
     """Items under a Decisions / Open items heading (or a "Left on …:" line), and "Decision: …" /
     "TODO: …" lines; done items ("[x]") are left out."""
-    decisions: list[tuple[int, str]] = []
-    open_items: list[tuple[int, str]] = []
-    changes: list[tuple[int, str]] = []
-    for n, p in enumerate(ps):
+    decisions: list[str] = []
+    open_items: list[str] = []
+    changes: list[str] = []
+    for p in ps:
         if p.kind != "said":
             continue
         section = ""
@@ -186,27 +186,27 @@ def stated(ps: list[Part]) -> Stated:
                     continue  # done
                 body = item.group(2).strip()
                 if section == "decision":
-                    decisions.append((n, body))
+                    decisions.append(body)
                     continue
                 if section == "open":
-                    open_items.append((n, body))
+                    open_items.append(body)
                     continue
                 if section == "done":
                     if p.role != "user" and CHANGE_RE.search(body):
-                        changes.append((n, body))
+                        changes.append(body)
                     continue
             elif section and not line.startswith((" ", "\t")):
                 section = ""  # a paragraph after the list ends it
             d = DECISION_LINE_RE.match(line)
             if d:
-                decisions.append((n, d.group(1).strip()))
+                decisions.append(d.group(1).strip())
                 continue
             o = OPEN_LINE_RE.match(line)
             if o and len(o.group(1).split()) >= 2:
-                open_items.append((n, o.group(1).strip()))
+                open_items.append(o.group(1).strip())
             elif section in ("decision", "open") and item is None and line.startswith((" ", "\t")) and (decisions or open_items):
                 target = decisions if section == "decision" else open_items
-                target[-1] = (target[-1][0], f"{target[-1][1]} {bare}")  # a list item's wrapped line
+                target[-1] = f"{target[-1]} {bare}"  # a list item's wrapped line
     return Stated(decisions, open_items, changes)
 
 

@@ -182,16 +182,16 @@ def read_session(ps: list[Part], text: str, budget: int, idf) -> SessionReading:
     summary = _summary(said, int(budget * SUMMARY_SHARE), idf)
     st = stated(ps)
     decisions = _fit(_decisions(st, said), _item_budget(budget, st.decisions), skip_long=True)
-    actions = _fit(_open_items(st, ps, said, text), _item_budget(budget, st.open_items))
+    actions = _fit(_open_items(st, said, text), _item_budget(budget, st.open_items))
     people = _people(text, said)
     systems = _systems(ps, said, people)
     return SessionReading(summary, decisions, actions, people, systems, _keywords(said, idf, people, text))
 
 
-def _item_budget(budget: int, written: list[tuple[int, str]]) -> int:
+def _item_budget(budget: int, written: list[str]) -> int:
     """Tokens for one list (decisions, or open items): its share of the budget, at least what the
     session lists outright up to a floor (a short note keeps its stated items)."""
-    listed = sum(count_tokens(_item(t)) for _, t in written)
+    listed = sum(count_tokens(_item(t)) for t in written)
     return max(int(budget * ITEM_SHARE), min(MIN_ITEM_TOKENS, listed), MIN_GUESSED_ITEM_TOKENS)
 
 
@@ -308,7 +308,7 @@ def _item(s: str, asides: bool = False) -> str:
 
 
 def _decisions(st: Stated, said: list[Part]) -> list[str]:
-    found = [_item(c) for _, t in st.decisions for c in _clauses(t) if not _request(c)]
+    found = [_item(c) for t in st.decisions for c in _clauses(t) if not _request(c)]
     if len(found) < 2:  # no list of decisions: the choices said in the conversation
         cands = []
         for i, p in enumerate(said):
@@ -331,7 +331,7 @@ def _decisions(st: Stated, said: list[Part]) -> list[str]:
         cands = _superseded(cands)
         cands.sort(key=lambda c: (-c[0], c[1]))
         found += [_item(s, asides=True) for _, _, s in cands]
-        found += [_item(c, asides=True) for _, t in st.changes for c in _clauses(t, at_semicolons=True)]  # what the agent reports it changed
+        found += [_item(c, asides=True) for t in st.changes for c in _clauses(t, at_semicolons=True)]  # what the agent reports it changed
         found += [_item(s, asides=True) for p in said[len(said) // 2 :] if p.role == "assistant" for s in _sentences(p) if CHANGED_RE.match(s)]
     return _unrepeated(_distinct(found))[:MAX_DECISIONS]
 
@@ -554,35 +554,30 @@ def _clauses(text: str, at_semicolons: bool = False) -> list[str]:
     return out or [text]
 
 
-def _open_items(st: Stated, ps: list[Part], said: list[Part], text: str = "") -> list[str]:
-    found: list[tuple[int, str]] = [(n, t) for n, t in st.open_items]
+def _open_items(st: Stated, said: list[Part], text: str = "") -> list[str]:
+    found = list(st.open_items)
     inline = re.compile(
         r"\b(?:open items?|still open|left(?: \(todo\)| for later| to do)?|follow[- ]?ups?|todo(?: for \w+)?|next steps?|remaining)\s*:\s*(.+)$", re.I
     )
-    for n, p in enumerate(ps):
-        if p.kind != "said":
-            continue
+    for p in said:
         for s in _sentences(p):
             m = inline.search(s)
             if m and re.search(r"(?://|#|[\"'])\s*$", s[: m.start()]):
                 continue  # a TODO comment quoted from code ("// TODO: …") is no open item
             if m and not _found_in(m.group(1), found):
-                found += [(n, x) for x in re.split(r";\s+|,\s+and\s+(?=the\b|a\b|an\b|[a-z]+ing\b|[A-Z])", m.group(1)) if len(content_words(x)) >= 2]
+                found += [x for x in re.split(r";\s+|,\s+and\s+(?=the\b|a\b|an\b|[a-z]+ing\b|[A-Z])", m.group(1)) if len(content_words(x)) >= 2]
+    tail = said[len(said) * 2 // 3 :] if len(said) > 3 else said
     if not found:  # no list: what is said to be left, in the last part of the session
-        tail = said[len(said) * 2 // 3 :] if len(said) > 3 else said
-        for p in tail:
-            for s in _sentences(p):
-                if OPEN_RE.search(s) and not QUESTION_RE.search(s) and not _done(s):
-                    found.append((0, s))
-    for p in said[len(said) * 2 // 3 :] if len(said) > 3 else said:  # the user's own work left: "I'll tell Ruth …"
+        found += [s for p in tail for s in _sentences(p) if OPEN_RE.search(s) and not QUESTION_RE.search(s) and not _done(s)]
+    for p in tail:  # the user's own work left: "I'll tell Ruth …"
         if p.role == "user":
             found += [
-                (len(ps), re.sub(r"\s+myself\b", "", m.group(1)))
+                re.sub(r"\s+myself\b", "", m.group(1))
                 for s in _short_sentences(p)
                 for c in _clauses(s)
                 if (m := PROMISE_RE.match(c)) and len(content_words(m.group(1))) >= 3
             ]
-    items = [_item(t) for _, t in found if not _done(_clean(t))]
+    items = [_item(t) for t in found if not _done(_clean(t))]
     reviews = _reviews(said, text)
     items = [t for t in _distinct(items, keep_last=True) if not any(_same_review(t, r) for r in reviews)]
     return reviews + items[: MAX_ACTIONS - len(reviews)]
@@ -618,9 +613,9 @@ def _done(item: str) -> bool:
     return bool(DONE_RE.search(item)) and not CONDITION_RE.search(item)
 
 
-def _found_in(text: str, found: list[tuple[int, str]]) -> bool:
+def _found_in(text: str, found: list[str]) -> bool:
     words = set(content_words(text))
-    return any(len(words & set(content_words(t))) >= max(2, len(words) * 0.6) for _, t in found)
+    return any(len(words & set(content_words(t))) >= max(2, len(words) * 0.6) for t in found)
 
 
 def _distinct(items: list[str], keep_last: bool = False) -> list[str]:
