@@ -112,10 +112,8 @@ def parts(text: str) -> list[Part]:
             rest = line[r.end() :]
             if label in ("thinking", "tool", "system"):
                 kind = "thinking" if label == "thinking" else "output"
-            else:
-                role, kind = label, "said"
-            if label in ("user", "assistant", "summary") and rest.startswith("[tool "):
-                kind = "tool"
+            else:  # user, assistant, summary
+                role, kind = label, "tool" if rest.startswith("[tool ") else "said"
             if rest.strip():
                 lines.append(rest)
             continue
