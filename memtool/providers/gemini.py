@@ -35,14 +35,12 @@ T = TypeVar("T")
 EMBED_BATCH = 100  # batchEmbedContents accepts at most 100 requests
 RETRY_BASE_DELAY_S = S.RETRY_BASE_DELAY_S
 RETRYABLE = {408, 429, 500, 502, 503, 504}
-_KEY_HINT = " or ".join(C.GEMINI_KEY_VARS)
 
 
-def api_key_from_env(env: "os._Environ[str] | dict[str, str] | None" = None) -> tuple[str, str]:
+def api_key_from_env() -> tuple[str, str]:
     """(variable name, key) from GEMINI_API_KEY or GOOGLE_API_KEY, in that order."""
-    env = os.environ if env is None else env
     for var in C.GEMINI_KEY_VARS:
-        key = (env.get(var) or "").strip()
+        key = os.environ.get(var, "").strip()
         if key:
             return var, key
     raise MissingCredentials(

@@ -242,10 +242,8 @@ def _summary(said: list[Part], budget: int, idf) -> str:
     tf = Counter(w for p in said for w in content_words(p.text))
     weight = {w: (1.0 + math.log(c)) * idf(w) for w, c in tf.items()}
     scored = []
-    users = [i for i, p in enumerate(said) if p.role == "user"]
-    agents = [i for i, p in enumerate(said) if p.role == "assistant"]
-    first_user = users[0] if users else -1
-    late_agent = set(agents[-3:])
+    first_user = next((i for i, p in enumerate(said) if p.role == "user"), -1)
+    late_agent = set([i for i, p in enumerate(said) if p.role == "assistant"][-3:])
     for i, p in enumerate(said):
         for j, s in enumerate(_sentences(p)):
             label = CUE_LABEL_RE.match(s)
