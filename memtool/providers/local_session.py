@@ -378,7 +378,7 @@ def _user_choices(said: list[Part], i: int) -> list[str]:
     "… the backend sends through the Expo push service (exponent_server_sdk)")."""
     out = []
     turn = _agent_turn(said, i)
-    options = _listed_options(turn)
+    options = [_clean(x) for x in _items_after(OPTIONS_HEAD_RE, turn)]
     for s in split_sentences(said[i].text):
         s = _clean(s)
         if QUESTION_RE.search(s) or (len(content_words(s)) < 2 and not OPTION_PICK_RE.match(s)):
@@ -404,14 +404,9 @@ def _user_choices(said: list[Part], i: int) -> list[str]:
     return out
 
 
-def _listed_options(turn: list[Part]) -> list[str]:
-    """The items of the options the agent laid out ("Options:", "Two ways out:") in its turn."""
-    out = []
-    for p in turn:
-        m = OPTIONS_HEAD_RE.search(p.text)
-        if m:
-            out += [_clean(x) for x in LIST_ITEM_RE.findall(p.text[m.end() :])]
-    return out
+def _items_after(head: re.Pattern, turn: list[Part]) -> list[str]:
+    """The list items after a heading (options: "Two ways out:", a plan: "Plan:") in the agent's turn."""
+    return [x for p in turn if (m := head.search(p.text)) for x in LIST_ITEM_RE.findall(p.text[m.end() :])]
 
 
 def _named_option(choice: str, options: list[str]) -> str:
@@ -431,12 +426,7 @@ def _planned(said: list[Part], i: int) -> list[str]:
     first = _first(said[i])
     if not turn or PLAN_REFUSED_RE.match(first) or QUESTION_RE.search(first):
         return []  # refused, or answered with a question: not (yet) approved
-    out = []
-    for p in turn:
-        m = PLAN_HEAD_RE.search(p.text)
-        if m:
-            out += [x for x in LIST_ITEM_RE.findall(p.text[m.end() :]) if not QUESTION_RE.search(x) and not LOOKING_RE.match(_clean(x))]
-    return out
+    return [x for x in _items_after(PLAN_HEAD_RE, turn) if not QUESTION_RE.search(x) and not LOOKING_RE.match(_clean(x))]
 
 
 def _accepted_offer(said: list[Part], i: int) -> list[str]:
