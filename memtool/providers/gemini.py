@@ -16,15 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 import numpy as np
 
 from memtool import constants as C
-from memtool.errors import (
-    BadModelOutput,
-    ConfigError,
-    DimensionMismatch,
-    MissingCredentials,
-    ProviderError,
-    ProviderTimeout,
-    RateLimited,
-)
+from memtool.errors import BadModelOutput, ConfigError, DimensionMismatch, MissingCredentials, ProviderError, ProviderTimeout, RateLimited
 from memtool.providers import gemini_schema as S
 
 if TYPE_CHECKING:

@@ -57,11 +57,7 @@ ENTRY_SCHEMA: dict[str, Any] = {
     "propertyOrdering": ["summary", *LIST_FIELDS, "entities", "importance"],
 }
 
-SUMMARY_SCHEMA: dict[str, Any] = {
-    "type": "OBJECT",
-    "properties": {"summary": {"type": "STRING"}},
-    "required": ["summary"],
-}
+SUMMARY_SCHEMA: dict[str, Any] = {"type": "OBJECT", "properties": {"summary": {"type": "STRING"}}, "required": ["summary"]}
 
 _INSTRUCTION = (
     "You compress a coding-agent session transcript into one memory entry for later search. "
