@@ -86,8 +86,9 @@ def known_system(name: str) -> bool:
 
 
 def mentions(text: str) -> list[str]:
-    """Systems named in the text, canonical spelling, once per mention. A name the lexicon writes in
-    lower case ("go", "make", "uv") counts only when capitalised or in code (`go test`)."""
+    """Systems named in the text, canonical spelling, once per mention. A name of four characters or
+    fewer counts only in the lexicon's own spelling; a shell command's programs count through
+    command_systems (`go test`)."""
     pattern, names = _lexicon()
     out = []
     for m in pattern.finditer(text):
@@ -95,8 +96,6 @@ def mentions(text: str) -> list[str]:
         key = raw.lower()
         canon = names.get(key, raw)
         if key in NOT_SYSTEMS:
-            continue
-        if canon.islower() and len(canon) <= 4 and raw != canon and not raw[0].isupper():
             continue
         if len(canon) <= 4 and raw != canon:  # "rest", "aws", "go" as words: only the system's own spelling
             continue
