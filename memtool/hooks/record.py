@@ -27,8 +27,9 @@ _VERSION = 1
 
 
 def _file() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "memtool" / "hooks" / "filled-containers.json"
+    from memtool.config import user_cache_dir
+
+    return user_cache_dir() / "hooks" / "filled-containers.json"
 
 
 def _key(config: Path) -> str:
