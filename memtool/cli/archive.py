@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from memtool.cli.common import print_json, root_of
+from memtool.cli.common import layout_of, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -19,12 +19,10 @@ def archive(
     """Move daily logs older than log_retention_days and entries older than entry_retention_days
     to memory/archive/YYYY/. Pinned, high and critical entries stay. Nothing is deleted, and
     `memory search --archive` still finds what moved."""
-    from memtool.app import resolve_root
     from memtool.archive import archive as run
     from memtool.config import load_settings
-    from memtool.store import Layout
 
-    layout = Layout(resolve_root(root_of(ctx))).require()
+    layout = layout_of(ctx)
     settings = load_settings(layout.root)
     report = run(layout, settings, dry_run=dry_run)
     if as_json:

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
 
 from memtool.errors import MemtoolError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from memtool.store import Layout
 
 
 class MemtoolGroup(TyperGroup):
@@ -23,10 +28,29 @@ class MemtoolGroup(TyperGroup):
             raise typer.Exit(exc.exit_code) from None
 
 
+def command_group(help: str) -> typer.Typer:
+    """A typer app for a group of commands, mapping domain errors like every other."""
+    return typer.Typer(cls=MemtoolGroup, help=help, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+
 def root_of(ctx: typer.Context) -> str | None:
     while ctx.parent is not None and not (ctx.obj or {}).get("root"):
         ctx = ctx.parent
     return (ctx.obj or {}).get("root")
+
+
+def root_path(ctx: typer.Context) -> "Path":
+    from memtool.app import resolve_root
+
+    return resolve_root(root_of(ctx))
+
+
+def layout_of(ctx: typer.Context, require: bool = True) -> "Layout":
+    """The memory root's layout; with `require`, checked to be a memory root in the current layout."""
+    from memtool.store import Layout
+
+    layout = Layout(root_path(ctx))
+    return layout.require() if require else layout
 
 
 def open_from(ctx: typer.Context, **kw):

@@ -8,21 +8,9 @@ from __future__ import annotations
 
 import typer
 
-from memtool.cli.common import MemtoolGroup, print_json, root_of, warn
+from memtool.cli.common import command_group, print_json, root_path, warn
 
-app = typer.Typer(
-    cls=MemtoolGroup,
-    help="Show the settings in effect and where each came from; approve (trust) this repository's memory/config.yaml.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-
-def _root(ctx: typer.Context):
-    from memtool.app import resolve_root
-
-    return resolve_root(root_of(ctx))
+app = command_group("Show the settings in effect and where each came from; approve (trust) this repository's memory/config.yaml.")
 
 
 def _status(loaded) -> list[str]:
@@ -51,7 +39,7 @@ def show(
 
     from memtool.config import FIELDS, load, protection, shown
 
-    root = _root(ctx)
+    root = root_path(ctx)
     loaded = load(root)
     values = asdict(loaded.settings)
     if as_json:
@@ -86,7 +74,7 @@ def check(ctx: typer.Context) -> None:
     Exits 5 on a bad setting, naming the file and line or the variable."""
     from memtool.config import load, withheld_message
 
-    root = _root(ctx)
+    root = root_path(ctx)
     loaded = load(root)
     for line in _status(loaded):
         typer.echo(line)
@@ -103,7 +91,7 @@ def trust_cmd(ctx: typer.Context) -> None:
     from memtool.config import approve, shown
     from memtool.trust import trust_file
 
-    approval = approve(_root(ctx))
+    approval = approve(root_path(ctx))
     typer.echo(f"trusted {approval.path} (sha256 {approval.digest[:12]}…), recorded in {trust_file()}")
     if approval.protected:
         typer.echo("its protected settings now apply: " + ", ".join(f"{name}: {shown(value)}" for name, value in approval.protected.items()))
@@ -116,5 +104,5 @@ def untrust_cmd(ctx: typer.Context) -> None:
     """Withdraw the approval of this repository's memory/config.yaml: its protected settings are ignored again."""
     from memtool.config import withdraw
 
-    approval = withdraw(_root(ctx))
+    approval = withdraw(root_path(ctx))
     typer.echo(f"{'no longer trusted' if approval.changed else 'was not trusted'}: {approval.path}")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from memtool.cli.common import print_json, root_of
+from memtool.cli.common import print_json, root_path
 
 if TYPE_CHECKING:
     from memtool.doctor import Report
@@ -22,11 +22,10 @@ def doctor(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Check index.json, day files, embeddings and transcripts against each other, in memory/ and memory/archive/. Exit 0 when healthy."""
-    from memtool.app import resolve_root
     from memtool.doctor import open_doctor
     from memtool.errors import StoreCorrupt
 
-    doc = open_doctor(resolve_root(root_of(ctx)))
+    doc = open_doctor(root_path(ctx))
     report = doc.repair() if fix else doc.diagnose()
     if as_json:
         print_json(report.to_dict())

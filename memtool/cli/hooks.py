@@ -15,20 +15,14 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from memtool.cli.common import MemtoolGroup, print_json, warn
+from memtool.cli.common import command_group, print_json, warn
 from memtool.errors import MemtoolError
 
 if TYPE_CHECKING:
     from memtool.hooks.common import HookPlan
     from memtool.hooks.doctor import HooksReport
 
-app = typer.Typer(
-    cls=MemtoolGroup,
-    help="Make a coding agent load memory at session start and compress its transcript at session end.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+app = command_group("Make a coding agent load memory at session start and compress its transcript at session end.")
 
 
 class Agent(str, Enum):

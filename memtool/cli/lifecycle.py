@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import console, open_from, print_json, root_of, warn
+from memtool.cli.common import console, layout_of, open_from, print_json, warn
 
 if TYPE_CHECKING:
     from memtool.memory import Memory
@@ -131,12 +131,10 @@ def backup(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Back up the versioned files (MEMORY.md, USER.md, AGENTS.md, memory/ without .cache and .lock) to a .tar.gz."""
-    from memtool.app import resolve_root
     from memtool.backup import backup as do_backup
     from memtool.stats import human_bytes
-    from memtool.store import Layout
 
-    rep = do_backup(Layout(resolve_root(root_of(ctx))), archive)
+    rep = do_backup(layout_of(ctx, require=False), archive)
     if as_json:
         print_json(rep.to_dict())
         return
@@ -152,11 +150,9 @@ def restore(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Restore a backup into the memory root. Refuses to replace a file unless --force."""
-    from memtool.app import resolve_root
     from memtool.backup import restore as do_restore
-    from memtool.store import Layout
 
-    rep = do_restore(Layout(resolve_root(root_of(ctx))), archive, force=force)
+    rep = do_restore(layout_of(ctx, require=False), archive, force=force)
     if as_json:
         print_json(rep.to_dict())
         return

@@ -12,15 +12,9 @@ from memtool.cli import demo, doctor, hooks, lifecycle, providers, read, serve, 
 from memtool.cli import git as git_cli
 from memtool.cli import migrate as migrate_cli
 from memtool.cli import sync as sync_cli
-from memtool.cli.common import MemtoolGroup
+from memtool.cli.common import command_group
 
-app = typer.Typer(
-    cls=MemtoolGroup,
-    help="File-first memory for AI coding agents: daily logs, a compressed index, hybrid search, token-budgeted context.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+app = command_group("File-first memory for AI coding agents: daily logs, a compressed index, hybrid search, token-budgeted context.")
 
 
 def version() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from memtool.cli.common import print_json, root_of
+from memtool.cli.common import print_json, root_path
 
 
 def register(app: typer.Typer) -> None:
@@ -19,10 +19,9 @@ def migrate(
     """Move a store made by an older memtool to the current layout, losslessly: transcripts and
     vectors into month folders, vectors from JSON floats to binary float16, index.json out of git
     (it is derived; each clone builds its own). Safe to interrupt and to run again."""
-    from memtool.app import resolve_root
     from memtool.migrate import migrate as run
 
-    report = run(resolve_root(root_of(ctx)), dry_run=dry_run)
+    report = run(root_path(ctx), dry_run=dry_run)
     if as_json:
         print_json(report.to_dict())
         return

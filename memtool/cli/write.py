@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import console, open_from, print_json, root_of, warn
+from memtool.cli.common import console, layout_of, open_from, print_json, root_path, warn
 from memtool.errors import BadInput
 
 TRANSCRIPT_SUFFIXES = {".md", ".txt", ".jsonl", ".json", ".log"}
@@ -25,10 +25,9 @@ def register(app: typer.Typer) -> None:
 
 def init(ctx: typer.Context) -> None:
     """Create the memory layout here (or at --root). Safe to run again: never overwrites a file."""
-    from memtool.app import resolve_root
     from memtool.scaffold import init as do_init
 
-    root = resolve_root(root_of(ctx))
+    root = root_path(ctx)
     created = do_init(root)
     for path in created:
         typer.echo(f"created {path.relative_to(root) if path.is_relative_to(root) else path}")
@@ -239,12 +238,10 @@ def forget(
     """Remove entries for good, live or archived: the entry, its transcript and its vector, and the
     copies in index.json, entity pages and caches. Lines of MEMORY.md or logs naming them are listed,
     not changed. Git history keeps old versions of the files."""
-    from memtool.app import resolve_root
     from memtool.config import load_settings
     from memtool.forget import forget as run
-    from memtool.store import Layout
 
-    layout = Layout(resolve_root(root_of(ctx))).require()
+    layout = layout_of(ctx)
     compressor = load_settings(layout.root).compressor
     if not (yes or dry_run):
         plan = run(layout, ids, compressor, dry_run=True)  # checks every id before asking
