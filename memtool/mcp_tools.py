@@ -47,6 +47,8 @@ SENT_NOTE = (
     "repeated (memory_get fetches one; include_seen=true repeats them)"
 )
 FORGET_CONFIRM_NOTE = "nothing was removed: this is what would go. Call memory_forget again with confirm=true to remove these entries for good."
+# the stored entry's fields a memory_compress answer shows
+COMPRESSED_FIELDS = "day summary decisions action_items topics keywords importance trusted compression_ratio tokens_original tokens_compressed pending".split()
 WIDEST_COUNT = 999_999_999  # a context answer's `tokens` while it is fitted: the model's count may replace the offline one
 
 
@@ -357,14 +359,9 @@ class MemoryTools:
         return {
             "root": str(self.root),
             "server": f"{C.MCP_SERVER_NAME} {__version__}",
-            "entries": data["entries"],
-            "daily_logs": data["daily_logs"],
-            "transcripts": data["transcripts"],
-            "embedder": data["embedder"],
+            **{key: data[key] for key in ("entries", "daily_logs", "transcripts", "embedder")},
             "compressor": self.settings.compressor,
-            "pending_compression": data["pending_compression"],
-            "pending_embeddings": data["pending_embeddings"],
-            "problems": data["problems"],
+            **{key: data[key] for key in ("pending_compression", "pending_embeddings", "problems")},
             "results_sent_this_session": len(self.seen),
             "max_tokens_default": self.max_tokens,
         }
@@ -400,22 +397,7 @@ class MemoryTools:
             ]
         )
         entry = stored.entries[0]
-        answer: dict[str, Any] = {
-            "id": entry.id,
-            "truncated": False,
-            "day": entry.day,
-            "summary": entry.summary,
-            "decisions": entry.decisions,
-            "action_items": entry.action_items,
-            "topics": entry.topics,
-            "keywords": entry.keywords,
-            "importance": entry.importance,
-            "trusted": entry.trusted,
-            "compression_ratio": entry.compression_ratio,
-            "tokens_original": entry.tokens_original,
-            "tokens_compressed": entry.tokens_compressed,
-            "pending": entry.pending,
-        }
+        answer: dict[str, Any] = {"id": entry.id, "truncated": False} | {key: getattr(entry, key) for key in COMPRESSED_FIELDS}
         if not entry.trusted:  # read back from untrusted input: a quotation, as every other answer shows it
             answer["warning"] = UNTRUSTED_NOTE
             _quote_fields(answer)
