@@ -26,7 +26,7 @@ from memtool.budget import fit_to_provider_count
 from memtool.confine import read_bytes as confined_read
 from memtool.context import UNTRUSTED_NOTE, ContextResult
 from memtool.errors import BadInput, NotFound, UnsafePath
-from memtool.mcp_fit import brief, file_head, fit, join_notes, lines_within, log_tail, render, tokens, within
+from memtool.mcp_fit import brief, file_head, fit, join_notes, leading_within, log_tail, render, tokens
 from memtool.memory import Memory, Session
 from memtool.quoting import one_line
 from memtool.search.engine import Hit, Query
@@ -270,7 +270,7 @@ class MemoryTools:
     def _context_answer(self, res: ContextResult, budget: int, cap: int, sent_before: frozenset[str], warnings: Iterable[str] = ()) -> dict[str, Any]:
         """The answer for one packing, with what the call worked around (`warnings`: a file skipped, the
         embedder or Gemini's count unreachable). What was dropped is listed briefly; ids are never cut."""
-        dropped = within(res.dropped, int(cap * DROPPED_SHARE))
+        dropped = res.dropped[: leading_within(res.dropped, int(cap * DROPPED_SHARE), 1)]
         notes = [
             *warnings,
             f"budget lowered to {res.budget} tokens to fit max_tokens={cap}" if res.budget < budget else "",
@@ -344,7 +344,7 @@ class MemoryTools:
                 answer["note"] = f"memory_get with id '{rel}#L{next_line}' reads on"
             return answer
         rest = lines[line - 1 :]
-        shown = max(lines_within(rest, cap - FILE_WRAPPER), 1)  # a first line too long alone is cut by `fit`
+        shown = max(leading_within(rest, cap - FILE_WRAPPER), 1)  # a first line too long alone is cut by `fit`
         answer["text"] = "\n".join(rest[:shown])
         if shown < len(rest):
             answer["truncated"] = True
