@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import typer
 from typer.core import TyperGroup
@@ -67,6 +68,19 @@ def console():
     from rich.console import Console
 
     return Console()
+
+
+@contextmanager
+def progress_bar(label: str, total: int, shown: bool) -> Iterator[Callable[[int], None] | None]:
+    """A transient progress bar while the block runs; yields its advance(n), or None when not `shown`."""
+    if not shown:
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=console(), transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
 
 
 def warn(message: str) -> None:

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from memtool.cli.common import console, open_from, print_json
+from memtool.cli.common import open_from, print_json, progress_bar
 
 
 def register(app: typer.Typer) -> None:
@@ -29,14 +29,8 @@ def retry(
     mem = open_from(ctx)
     pending, unembedded = work(mem)
     total = len(pending) + len(unembedded)
-    if total > 1 and not as_json:
-        from rich.progress import Progress
-
-        with Progress(console=console(), transient=True) as bar:
-            task = bar.add_task("retrying", total=total)
-            report = run(mem, provider, progress=lambda n: bar.advance(task, n))
-    else:
-        report = run(mem, provider)
+    with progress_bar("retrying", total, total > 1 and not as_json) as advance:
+        report = run(mem, provider, progress=advance)
     if as_json:
         print_json(report.to_dict())
     else:

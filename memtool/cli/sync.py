@@ -26,29 +26,27 @@ def _progress(enabled: bool) -> Iterator:
     if not enabled or not sys.stderr.isatty():
         yield None
         return
-    state: dict = {"bar": None, "tasks": {}}
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
+
+    bar = Progress(console=Console(stderr=True), transient=True)  # started by the first long step
+    tasks: dict[str, TaskID] = {}
 
     def update(task: str, done: int, total: int) -> None:
-        tasks = state["tasks"]
         if task not in tasks:
             if total and total < PROGRESS_AFTER:
                 return
-            if state["bar"] is None:
-                from rich.console import Console
-                from rich.progress import Progress
-
-                state["bar"] = Progress(console=Console(stderr=True), transient=True)
-                state["bar"].start()
+            bar.start()
             for earlier in tasks.values():  # one line at a time: the current step
-                state["bar"].update(earlier, visible=False)
-            tasks[task] = state["bar"].add_task(task, total=total or None)
-        state["bar"].update(tasks[task], completed=done)
+                bar.update(earlier, visible=False)
+            tasks[task] = bar.add_task(task, total=total or None)
+        bar.update(tasks[task], completed=done)
 
     try:
         yield update
     finally:
-        if state["bar"] is not None:
-            state["bar"].stop()
+        if bar.live.is_started:
+            bar.stop()
 
 
 def _render(report, as_json: bool) -> None:
@@ -136,23 +134,18 @@ def watch(
 
     mem = open_from(ctx)
 
+    def say(line: str, err: bool = False) -> None:
+        typer.echo(f"{datetime.now():%H:%M:%S} {line}", err=err)
+
     def on_sync(report) -> None:
-        typer.echo(f"{datetime.now():%H:%M:%S} {report.line()}")
+        say(report.line())
         for problem in report.errors:
             warn(problem)
-
-    def on_error(exc) -> None:
-        typer.echo(f"{datetime.now():%H:%M:%S} sync failed: {exc}", err=True)
-
-    def on_warning(message: str) -> None:  # memory/ gone for a while, a folder that cannot be watched
-        typer.echo(f"{datetime.now():%H:%M:%S} warning: {message}", err=True)
 
     def on_retry(report) -> None:  # entries a provider failure left pending (`memory retry`)
         still = {**report.pending, **report.unembedded}
         line = f"retry: {len(report.completed)} completed, {len(report.embedded)} embedded"
-        if still:
-            line += f", {len(still)} still pending ({next(iter(still.values())).reason})"
-        typer.echo(f"{datetime.now():%H:%M:%S} {line}")
+        say(line + (f", {len(still)} still pending ({next(iter(still.values())).reason})" if still else ""))
 
     typer.echo(f"watching {mem.layout.root} (Ctrl-C to stop)", err=True)
     try:
@@ -161,10 +154,10 @@ def watch(
             debounce=debounce,
             max_latency=max(C.WATCH_MAX_LATENCY_S, debounce),
             on_sync=on_sync,
-            on_error=on_error,
+            on_error=lambda exc: say(f"sync failed: {exc}", err=True),
             reopen=lambda: open_from(ctx),
             on_retry=on_retry,
-            on_warning=on_warning,
+            on_warning=lambda message: say(f"warning: {message}", err=True),  # memory/ gone, a folder that cannot be watched
         )
         watcher.run(once=once)
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import console, layout_of, open_from, print_json, root_path, warn
+from memtool.cli.common import layout_of, open_from, print_json, progress_bar, root_path, warn
 from memtool.errors import BadInput
 
 TRANSCRIPT_SUFFIXES = {".md", ".txt", ".jsonl", ".json", ".log"}
@@ -162,14 +162,8 @@ def compress(
                 supersedes=list(supersedes or []),
             )
 
-    if len(files) > 1 and not as_json:
-        from rich.progress import Progress
-
-        with Progress(console=console(), transient=True) as bar:
-            task = bar.add_task("compressing", total=len(files))
-            stored = mem.compress_many(sessions(), provider=provider, progress=lambda n: bar.advance(task, n))
-    else:
-        stored = mem.compress_many(sessions(), provider=provider)
+    with progress_bar("compressing", len(files), len(files) > 1 and not as_json) as advance:
+        stored = mem.compress_many(sessions(), provider=provider, progress=advance)
     entries = stored.entries
     for message in dict.fromkeys(stored.warnings):  # provider fallbacks: stored, but pending or without vectors
         warn(message)
