@@ -7,10 +7,6 @@ import typer
 from memtool.cli.common import layout_of, print_json
 
 
-def register(app: typer.Typer) -> None:
-    app.command("archive")(archive)
-
-
 def archive(
     ctx: typer.Context,
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would move."),
@@ -44,3 +40,6 @@ def archive(
     typer.echo(f"{'would archive' if dry_run else 'archived'} {summary}" + (f"; kept live: {', '.join(kept)} entries" if kept else ""))
     if not dry_run:
         typer.echo("`memory search --archive` searches them")
+
+
+COMMANDS = (archive,)  # registered in this order by memtool.cli.main

@@ -12,10 +12,6 @@ if TYPE_CHECKING:
     from memtool.doctor import Report
 
 
-def register(app: typer.Typer) -> None:
-    app.command("doctor")(doctor)
-
-
 def doctor(
     ctx: typer.Context,
     fix: bool = typer.Option(False, "--fix", help="Repair what can be repaired without loss; move what cannot into memory/quarantine/<timestamp>/."),
@@ -52,3 +48,6 @@ def _render(report: "Report", fix: bool) -> None:
         typer.echo(f"{errors} problems need a person (see above)")
     else:
         typer.echo(f"{errors} problems; `memory doctor --fix` repairs those marked [--fix: ...]")
+
+
+COMMANDS = (doctor,)  # registered in this order by memtool.cli.main

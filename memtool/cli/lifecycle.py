@@ -18,15 +18,6 @@ if TYPE_CHECKING:
 TABLE_LIMIT = 25  # names per kind in the `memory entities` table unless --limit says otherwise
 
 
-def register(app: typer.Typer) -> None:
-    app.command("entities")(entities)
-    app.command("entity")(entity)
-    app.command("export")(export)
-    app.command("backup")(backup)
-    app.command("restore")(restore)
-    app.command("report")(report)
-
-
 def _entries(ctx: typer.Context) -> "tuple[Memory, list[Entry]]":
     mem = open_from(ctx)
     errors: list[str] = []
@@ -175,3 +166,6 @@ def report(
 
     path, data = write_report(open_from(ctx), output)
     typer.echo(f"wrote {path} ({data['entries']} entries)")
+
+
+COMMANDS = (entities, entity, export, backup, restore, report)  # registered in this order by memtool.cli.main

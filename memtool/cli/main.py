@@ -47,19 +47,13 @@ def main(
     ctx.obj = {"root": root}
 
 
-write.register(app)
-read.register(app)
-archive_cli.register(app)
-lifecycle.register(app)
-providers.register(app)
-sync_cli.register(app)
-doctor.register(app)
-serve.register(app)
-demo.register(app)
+for module in (write, read, archive_cli, lifecycle, providers, sync_cli, doctor, serve, demo):
+    for command in module.COMMANDS:  # named after the function
+        app.command()(command)
 app.add_typer(hooks.app, name="hooks")
 app.add_typer(config_cli.app, name="config")
 git_cli.register(app)
-migrate_cli.register(app)
+app.command()(migrate_cli.migrate)
 
 
 def run() -> None:

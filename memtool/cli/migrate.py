@@ -7,10 +7,6 @@ import typer
 from memtool.cli.common import print_json, root_path
 
 
-def register(app: typer.Typer) -> None:
-    app.command("migrate")(migrate)
-
-
 def migrate(
     ctx: typer.Context,
     dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would move."),

@@ -9,10 +9,6 @@ import typer
 from memtool.cli.common import open_from, print_json, progress_bar
 
 
-def register(app: typer.Typer) -> None:
-    app.command("retry")(retry)
-
-
 def retry(
     ctx: typer.Context,
     provider: Optional[str] = typer.Option(
@@ -50,3 +46,6 @@ def retry(
                 typer.echo(f"error: {title} ({len(ids)}: {', '.join(ids[:5])}{' …' if len(ids) > 5 else ''}): {reason}", err=True)
     if not report.ok:
         raise typer.Exit(report.exit_code)
+
+
+COMMANDS = (retry,)  # registered in this order by memtool.cli.main

@@ -11,13 +11,6 @@ from memtool.cli.common import console, open_from, print_json, warn
 from memtool.errors import BadInput, NotFound
 
 
-def register(app: typer.Typer) -> None:
-    app.command("search")(search)
-    app.command("context")(context)
-    app.command("show")(show)
-    app.command("stats")(stats)
-
-
 def _period(text: Optional[str], end: bool):
     if not text:
         return None
@@ -209,3 +202,6 @@ def _render_stats(d: dict) -> None:
         out.print(_bars(d["compression_ratio_histogram"]))
     for problem in d["problems"]:
         warn(problem)
+
+
+COMMANDS = (search, context, show, stats)  # registered in this order by memtool.cli.main

@@ -12,11 +12,6 @@ from memtool.cli.common import open_from, print_json, root_of
 from memtool.errors import BadInput
 
 
-def register(app: typer.Typer) -> None:
-    app.command("serve")(serve)
-    app.command("promote")(promote)
-
-
 def serve(
     ctx: typer.Context,
     max_tokens: int = typer.Option(
@@ -61,3 +56,6 @@ def promote(
         typer.echo(f"added to {p.path.name} under ## {p.section}:\n{p.bullet}")
     else:
         typer.echo(f"already in {p.path.name} under ## {p.section}; nothing added")
+
+
+COMMANDS = (serve, promote)  # registered in this order by memtool.cli.main

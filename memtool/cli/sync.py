@@ -14,12 +14,6 @@ from memtool.cli.common import open_from, print_json, warn
 PROGRESS_AFTER = 64  # show a progress bar only for work at least this large
 
 
-def register(app: typer.Typer) -> None:
-    app.command("reindex")(reindex)
-    app.command("watch")(watch)
-    app.command("reembed")(reembed)
-
-
 @contextmanager
 def _progress(enabled: bool) -> Iterator:
     """A rich progress bar on stderr, imported and shown only on a terminal and once there is long work."""
@@ -162,3 +156,6 @@ def watch(
         watcher.run(once=once)
     except KeyboardInterrupt:
         typer.echo("stopped", err=True)
+
+
+COMMANDS = (reindex, watch, reembed)  # registered in this order by memtool.cli.main

@@ -16,13 +16,6 @@ from memtool.errors import BadInput
 TRANSCRIPT_SUFFIXES = {".md", ".txt", ".jsonl", ".json", ".log"}
 
 
-def register(app: typer.Typer) -> None:
-    app.command("init")(init)
-    app.command("log")(log)
-    app.command("compress")(compress)
-    app.command("forget")(forget)
-
-
 def init(ctx: typer.Context) -> None:
     """Create the memory layout here (or at --root). Safe to run again: never overwrites a file."""
     from memtool.scaffold import init as do_init
@@ -280,3 +273,6 @@ def forget(
 def _clip(text: str, width: int = 70) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+COMMANDS = (init, log, compress, forget)  # registered in this order by memtool.cli.main
