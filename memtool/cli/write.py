@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import List, Optional
@@ -190,13 +191,10 @@ def _repeats(entries: list, duplicates: list) -> set[int]:
     (a file given twice): then only the later occurrences are duplicates. compress_many reports one
     "same" duplicate per repeating session, and the session that stored an entry comes before those
     repeating it, so the last k occurrences of an id with k such reports are the repeats."""
-    left: dict[str, int] = {}
-    for d in duplicates:
-        if d.kind == "same":
-            left[d.existing] = left.get(d.existing, 0) + 1
+    left = Counter(d.existing for d in duplicates if d.kind == "same")
     out: set[int] = set()
-    for i in range(len(entries) - 1, -1, -1):
-        if left.get(entries[i].id, 0) > 0:
+    for i in reversed(range(len(entries))):
+        if left[entries[i].id] > 0:
             left[entries[i].id] -= 1
             out.add(i)
     return out
