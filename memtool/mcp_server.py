@@ -312,8 +312,3 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         tools.today_log,
     )
     return server
-
-
-def serve(root: Path, max_tokens: int = C.MCP_MAX_TOKENS) -> None:
-    """Run the server on stdio until the client disconnects."""
-    build_server(root, max_tokens).run("stdio")

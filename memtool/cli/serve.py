@@ -32,9 +32,9 @@ def serve(
     from memtool.extras import require
 
     require("mcp", "`memory serve` (the MCP server)")
-    from memtool.mcp_server import serve as run_server
+    from memtool.mcp_server import build_server
 
-    run_server(resolve_root(named), max_tokens)
+    build_server(resolve_root(named), max_tokens).run("stdio")  # until the client disconnects
 
 
 def promote(
