@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from memtool.cli.common import layout_of, print_json
+from memtool.cli.common import echo_lines, layout_of, print_json
 
 
 def archive(
@@ -25,12 +25,9 @@ def archive(
         print_json(report.to_dict())
         return
     verb = "would move" if dry_run else "moved"
-    for line in report.resolved:
-        typer.echo(f"{'would resolve' if dry_run else 'resolved'}: {line}")
-    for line in report.logs:
-        typer.echo(f"{verb} {line}")
-    for entry_id in report.entries:
-        typer.echo(f"{verb} entry {entry_id} -> memory/archive/{entry_id[4:8]}/")
+    echo_lines(f"{'would resolve' if dry_run else 'resolved'}: {line}" for line in report.resolved)
+    echo_lines(f"{verb} {line}" for line in report.logs)
+    echo_lines(f"{verb} entry {entry_id} -> memory/archive/{entry_id[4:8]}/" for entry_id in report.entries)
     kept = [f"{len(report.kept_pinned)} pinned"] * bool(report.kept_pinned) + [f"{len(report.kept_important)} high/critical"] * bool(report.kept_important)
     windows = f"logs older than {settings.log_retention_days} days, entries older than {settings.entry_retention_days} days"
     if not report.logs and not report.entries:

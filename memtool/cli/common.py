@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import typer
 from typer.core import TyperGroup
@@ -64,6 +64,11 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
+def echo_lines(lines: Iterable[str], err: bool = False) -> None:
+    for line in lines:
+        typer.echo(line, err=err)
+
+
 def console():
     from rich.console import Console
 
@@ -83,5 +88,6 @@ def progress_bar(label: str, total: int, shown: bool) -> Iterator[Callable[[int]
         yield lambda n: bar.advance(task, n)
 
 
-def warn(message: str) -> None:
-    typer.echo(f"warning: {message}", err=True)
+def warn(*messages: str) -> None:
+    for message in messages:
+        typer.echo(f"warning: {message}", err=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from memtool.cli.common import command_group, print_json, root_path, warn
+from memtool.cli.common import command_group, echo_lines, print_json, root_path, warn
 
 app = command_group("Show the settings in effect and where each came from; approve (trust) this repository's memory/config.yaml.")
 
@@ -56,11 +56,9 @@ def show(
             }
         )
         return
-    for line in _status(loaded):
-        typer.echo(line)
+    echo_lines(_status(loaded))
     width = max(map(len, FIELDS))
-    for name in FIELDS:
-        typer.echo(f"{name:<{width}}  {shown(values[name])}  ({loaded.origins[name]})")
+    echo_lines(f"{name:<{width}}  {shown(values[name])}  ({loaded.origins[name]})" for name in FIELDS)
     if loaded.withheld:
         from memtool.config import withheld_message
 
@@ -76,8 +74,7 @@ def check(ctx: typer.Context) -> None:
 
     root = root_path(ctx)
     loaded = load(root)
-    for line in _status(loaded):
-        typer.echo(line)
+    echo_lines(_status(loaded))
     if loaded.withheld:
         warn(withheld_message(root, loaded))
     typer.echo("ok: every setting is valid")

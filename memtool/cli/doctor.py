@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from memtool.cli.common import print_json, root_path
+from memtool.cli.common import echo_lines, print_json, root_path
 
 if TYPE_CHECKING:
     from memtool.doctor import Report
@@ -34,10 +34,8 @@ def doctor(
 def _render(report: "Report", fix: bool) -> None:
     counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in report.counts.items())
     typer.echo(f"memory doctor: {report.root}\n  {counts}")
-    for line in report.fixed:
-        typer.echo(f"  fixed: {line}")
-    for path in report.quarantined:
-        typer.echo(f"  quarantined: {path}")
+    echo_lines(f"  fixed: {line}" for line in report.fixed)
+    echo_lines(f"  quarantined: {path}" for path in report.quarantined)
     for p in report.problems:
         todo = f"  [--fix: {p.fix}]" if p.fix and not fix else ""
         typer.echo(f"  {p.severity:7} {p.kind:10} {p.where()}: {p.message}{todo}")

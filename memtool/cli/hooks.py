@@ -162,8 +162,7 @@ def _render(plan: HookPlan, dry_run: bool, written: bool, as_json: bool) -> None
             out.print(f"  {event:<13} {command}", markup=False)
         for note in plan.notes:
             out.print(f"  note: {note}", markup=False)
-    for message in plan.warnings:
-        warn(message)
+    warn(*plan.warnings)
 
 
 def _render_doctor(report: HooksReport) -> None:

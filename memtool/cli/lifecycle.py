@@ -22,8 +22,7 @@ def _entries(ctx: typer.Context) -> "tuple[Memory, list[Entry]]":
     mem = open_from(ctx)
     errors: list[str] = []
     entries = list(mem.store.iter_entries(errors))
-    for message in errors:
-        warn(f"skipped: {message}")
+    warn(*(f"skipped: {message}" for message in errors))
     return mem, entries
 
 
@@ -130,8 +129,7 @@ def backup(
         print_json(rep.to_dict())
         return
     typer.echo(f"backed up {rep.files} files ({human_bytes(rep.bytes)}) to {rep.path} ({human_bytes(rep.archive_bytes)})")
-    for why in rep.skipped:
-        warn(f"not backed up: {why}")
+    warn(*(f"not backed up: {why}" for why in rep.skipped))
 
 
 def restore(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from memtool.cli.common import print_json, root_path
+from memtool.cli.common import echo_lines, print_json, root_path
 
 
 def migrate(
@@ -30,8 +30,7 @@ def migrate(
         typer.echo(f"{would}write {report.vectors} vectors as binary float16 files in month folders (memory/index/embeddings/YYYY-MM/<id>.vec)")
     for path in report.set_aside:
         typer.echo(f"{would}set aside unreadable vector {path} in memory/quarantine/ (the next `memory reindex` embeds its entry again)")
-    for line in report.left:
-        typer.echo(f"left in place: {line}")
+    echo_lines(f"left in place: {line}" for line in report.left)
     if report.index_untracked:
         typer.echo(f"{would}untrack memory/index/index.json from git (git rm --cached; the file stays, git-ignored)")
     if report.index_command:

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from memtool.cli.common import open_from, print_json, progress_bar
+from memtool.cli.common import echo_lines, open_from, print_json, progress_bar
 
 
 def retry(
@@ -30,8 +30,7 @@ def retry(
     if as_json:
         print_json(report.to_dict())
     else:
-        for entry_id, model in report.completed.items():
-            typer.echo(f"{entry_id}  completed with {model}")
+        echo_lines(f"{entry_id}  completed with {model}" for entry_id, model in report.completed.items())
         if report.embedded:
             typer.echo(f"{len(report.embedded)} entr{'y' if len(report.embedded) == 1 else 'ies'} embedded with {mem.embedder.model}")
         if report.skipped:

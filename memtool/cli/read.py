@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import console, open_from, print_json, warn
+from memtool.cli.common import console, echo_lines, open_from, print_json, warn
 from memtool.errors import BadInput, NotFound
 
 
@@ -49,12 +49,10 @@ def search(
     q = Query(text=query, limit=limit, kinds=chosen, since=start, until=end, topic=topic, min_importance=importance, trusted_only=trusted_only, archive=archive)
     found = mem.search(q)
     hits = found.hits
-    for message in found.warnings:  # a file read with replacement characters, an embedder that is down
-        warn(message)
+    warn(*found.warnings)  # a file read with replacement characters, an embedder that is down
     from memtool.search.typos import fix_notes
 
-    for note in fix_notes(found.typo_fixes):  # on stderr: --json output stays the hits alone
-        typer.echo(note, err=True)
+    echo_lines(fix_notes(found.typo_fixes), err=True)  # on stderr: --json output stays the hits alone
     if as_json:
         print_json([h.to_dict() for h in hits])
         return
@@ -91,8 +89,7 @@ def context(
     """The session-start bundle: MEMORY.md, USER.md, top hits and today's log, within the budget."""
     mem = open_from(ctx)
     res = mem.context(query, budget=budget, template=template, limit=limit)
-    for message in res.warnings:  # e.g. the provider's token count failed; the offline count was used
-        warn(message)
+    warn(*res.warnings)  # e.g. the provider's token count failed; the offline count was used
     if as_json:
         print_json(res.__dict__)
         return
@@ -200,8 +197,7 @@ def _render_stats(d: dict) -> None:
     if d["entries"]:
         out.print("\n[bold]compression ratios[/bold]")
         out.print(_bars(d["compression_ratio_histogram"]))
-    for problem in d["problems"]:
-        warn(problem)
+    warn(*d["problems"])
 
 
 COMMANDS = (search, context, show, stats)  # registered in this order by memtool.cli.main

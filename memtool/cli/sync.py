@@ -48,8 +48,7 @@ def _render(report, as_json: bool) -> None:
         print_json(report.to_dict())
         return
     typer.echo(report.line())
-    for problem in [*report.warnings, *report.errors]:
-        warn(problem)
+    warn(*report.warnings, *report.errors)
 
 
 def reindex(
@@ -94,8 +93,7 @@ def _fill(ctx: typer.Context, background: bool, batch: int, as_json: bool) -> No
         print_json(vars(report))
         return
     typer.echo(f"{report.filled} documents embedded, {report.left} without a vector")
-    for problem in report.errors:
-        warn(problem)
+    warn(*report.errors)
 
 
 def reembed(
@@ -133,8 +131,7 @@ def watch(
 
     def on_sync(report) -> None:
         say(report.line())
-        for problem in report.errors:
-            warn(problem)
+        warn(*report.errors)
 
     def on_retry(report) -> None:  # entries a provider failure left pending (`memory retry`)
         still = {**report.pending, **report.unembedded}

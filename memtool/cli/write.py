@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import layout_of, open_from, print_json, progress_bar, root_path, warn
+from memtool.cli.common import echo_lines, layout_of, open_from, print_json, progress_bar, root_path, warn
 from memtool.errors import BadInput
 
 TRANSCRIPT_SUFFIXES = {".md", ".txt", ".jsonl", ".json", ".log"}
@@ -23,8 +23,7 @@ def init(ctx: typer.Context) -> None:
 
     root = root_path(ctx)
     created = do_init(root)
-    for path in created:
-        typer.echo(f"created {path.relative_to(root) if path.is_relative_to(root) else path}")
+    echo_lines(f"created {path.relative_to(root) if path.is_relative_to(root) else path}" for path in created)
     typer.echo(f"memory root ready at {root}" + ("" if created else " (nothing to do)"))
 
 
@@ -74,8 +73,7 @@ def read_input(path: str, mem=None, convert: bool = True) -> tuple[str, str, dat
             raise BadInput(f"{path}: no such file")
         name = str(p)
         transcript = load_transcript(p, limit, None if convert else "text")
-    for message in transcript.warnings:
-        warn(message)
+    warn(*transcript.warnings)
     return transcript.render(), name, transcript.started if convert else None
 
 
@@ -159,13 +157,11 @@ def compress(
     with progress_bar("compressing", len(files), len(files) > 1 and not as_json) as advance:
         stored = mem.compress_many(sessions(), provider=provider, progress=advance)
     entries = stored.entries
-    for message in dict.fromkeys(stored.warnings):  # provider fallbacks: stored, but pending or without vectors
-        warn(message)
+    warn(*dict.fromkeys(stored.warnings))  # provider fallbacks: stored, but pending or without vectors
     repeats = _repeats(entries, stored.duplicates)
     if as_json:
         print_json(_outcomes(entries, repeats, names))
-        for dup in stored.duplicates:
-            typer.echo(f"note: {dup.message()}", err=True)
+        echo_lines((f"note: {dup.message()}" for dup in stored.duplicates), err=True)
     for i, e in enumerate([] if as_json else entries):
         flag = "  [pending: compressed locally, run `memory retry`]" if e.pending else ""
         if i in repeats:
@@ -232,8 +228,7 @@ def forget(
         plan = run(layout, ids, compressor, dry_run=True)  # checks every id before asking
         if not sys.stdin.isatty():
             raise BadInput("memory forget removes entries for good: pass --yes to confirm (or --dry-run to see what it would remove).")
-        for e in plan.entries:
-            typer.echo(f"{e['id']}  {e['timestamp'][:16]}  {_clip(e['summary'])}")
+        echo_lines(f"{e['id']}  {e['timestamp'][:16]}  {_clip(e['summary'])}" for e in plan.entries)
         if not typer.confirm(f"Forget {len(plan.entries)} entr{'y' if len(plan.entries) == 1 else 'ies'} for good?"):
             raise typer.Exit(1)
     report = run(layout, ids, compressor, dry_run=dry_run)
@@ -246,16 +241,11 @@ def forget(
 
     for e in report.entries:
         typer.echo(f"{verb('forget', 'forgot')} {e['id']} ({e['timestamp'][:16]}{', archived' if e['archived'] else ''}): {_clip(e['summary'])}")
-    for entry_id in report.completed:
-        typer.echo(f"{verb('finish', 'finished')} forgetting {entry_id} (an interrupted forget had removed its entry)")
-    for path in report.removed:
-        typer.echo(f"{verb('remove', 'removed')} {path}")
-    for path in report.rewritten:
-        typer.echo(f"{verb('rewrite', 'rewrote')} {path}")
-    for path in report.caches:
-        typer.echo(f"{verb('purge', 'purged')} {path} (derived: rebuilt on next use)")
-    for line in report.mentions:
-        warn(f"still named in {line}")
+    echo_lines(f"{verb('finish', 'finished')} forgetting {entry_id} (an interrupted forget had removed its entry)" for entry_id in report.completed)
+    echo_lines(f"{verb('remove', 'removed')} {path}" for path in report.removed)
+    echo_lines(f"{verb('rewrite', 'rewrote')} {path}" for path in report.rewritten)
+    echo_lines(f"{verb('purge', 'purged')} {path} (derived: rebuilt on next use)" for path in report.caches)
+    warn(*(f"still named in {line}" for line in report.mentions))
     if report.mentions:
         warn("edit those lines by hand if they should go too")
     if not dry_run:
