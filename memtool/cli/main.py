@@ -6,11 +6,9 @@ from typing import Optional
 
 import typer
 
-from memtool.cli import archive as archive_cli
 from memtool.cli import config as config_cli
-from memtool.cli import demo, doctor, hooks, lifecycle, providers, read, serve, write
+from memtool.cli import demo, doctor, hooks, lifecycle, read, serve, write
 from memtool.cli import git as git_cli
-from memtool.cli import migrate as migrate_cli
 from memtool.cli import sync as sync_cli
 from memtool.cli.common import command_group
 
@@ -47,13 +45,13 @@ def main(
     ctx.obj = {"root": root}
 
 
-for module in (write, read, archive_cli, lifecycle, providers, sync_cli, doctor, serve, demo):
+for module in (write, read, lifecycle, sync_cli, doctor, serve, demo):
     for command in module.COMMANDS:  # named after the function
         app.command()(command)
 app.add_typer(hooks.app, name="hooks")
 app.add_typer(config_cli.app, name="config")
 git_cli.register(app)
-app.command()(migrate_cli.migrate)
+app.command()(lifecycle.migrate)
 
 
 def run() -> None:
