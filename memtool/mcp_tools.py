@@ -79,9 +79,8 @@ def confine(root: Path, given: str) -> Path:
         raise BadInput("the path is empty")
     if "\x00" in given:
         raise BadInput("the path contains a NUL byte")
-    p = Path(given)
     try:
-        real = (p if p.is_absolute() else root / p).resolve()
+        real = (root / given).resolve()  # an absolute `given` replaces the root
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
         raise BadInput(f"{brief(given)}: not a usable path ({_why(exc)})") from exc
     if not real.is_relative_to(root.resolve()):
