@@ -31,7 +31,6 @@ class HookPayload:
     session_id: str | None
     transcript_path: Path | None
     cwd: Path | None
-    event: str | None
 
 
 def parse_payload(raw: str) -> HookPayload:
@@ -57,7 +56,6 @@ def parse_payload(raw: str) -> HookPayload:
         session_id=text("session_id"),
         transcript_path=Path(transcript).expanduser() if transcript else None,
         cwd=Path(cwd) if cwd else None,
-        event=text("hook_event_name"),
     )
 
 
