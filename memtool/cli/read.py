@@ -11,14 +11,6 @@ from memtool.cli.common import console, echo_lines, open_from, print_json, warn
 from memtool.errors import BadInput, NotFound
 
 
-def _period(text: Optional[str], end: bool):
-    if not text:
-        return None
-    from memtool.dates import parse_period
-
-    return parse_period(text)[1 if end else 0]
-
-
 def search(
     ctx: typer.Context,
     query: str = typer.Argument(..., help="What to look for."),
@@ -34,6 +26,7 @@ def search(
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON."),
 ) -> None:
     """Search entries (and their kept transcripts), daily logs and Layer 3 Markdown: BM25 first; vectors fill in when word matches run short."""
+    from memtool.dates import parse_period
     from memtool.search.engine import Query
 
     if importance and importance not in C.IMPORTANCE_LEVELS:
@@ -42,7 +35,8 @@ def search(
     if kind not in kinds:
         raise BadInput("--kind must be entry, log or memory")
     chosen = tuple(k for k in kinds[kind] if not (no_transcripts and k == "transcript"))
-    start, end = _period(since, False), _period(until, True)
+    start = parse_period(since)[0] if since else None
+    end = parse_period(until)[1] if until else None
     mem = open_from(ctx)
     if limit is None:  # an explicit --limit wins over the setting (at least 1: memtool.config checks it)
         limit = mem.settings.search_limit
