@@ -381,20 +381,12 @@ class MemoryTools:
             raise BadInput("give exactly one of text (the transcript itself) or path (a transcript file inside the memory root)")
         mem = self.memory()
         name = "<text>"
-        if path.strip():
-            text, name = self._read_transcript(path, mem.settings.max_transcript_bytes), path
-        stored = mem.compress_many(
-            [
-                Session(
-                    text=text,
-                    session=session.strip() or C.DEFAULT_SESSION,
-                    importance=None if importance == "auto" else importance,
-                    agent=agent,
-                    trusted=not untrusted,
-                    name=name,
-                )
-            ]
-        )
+        if path.strip():  # read as `memory compress FILE` reads one (memtool.transcripts)
+            _, data = read_inside(self.root, path, mem.settings.max_transcript_bytes)
+            text, name = transcript_from_bytes(data, brief(path), format_of(path)).render(), path
+        level = None if importance == "auto" else importance
+        given = Session(text=text, session=session.strip() or C.DEFAULT_SESSION, importance=level, agent=agent, trusted=not untrusted, name=name)
+        stored = mem.compress_many([given])
         entry = stored.entries[0]
         answer: dict[str, Any] = {"id": entry.id, "truncated": False} | {key: getattr(entry, key) for key in COMPRESSED_FIELDS}
         if not entry.trusted:  # read back from untrusted input: a quotation, as every other answer shows it
@@ -407,11 +399,6 @@ class MemoryTools:
             answer["note"] = "; ".join(notes)
         fit(answer, cap)
         return answer
-
-    def _read_transcript(self, given: str, max_bytes: int) -> str:
-        """A transcript file inside the root, read as `memory compress FILE` reads one (memtool.transcripts)."""
-        _, data = read_inside(self.root, given, max_bytes)
-        return transcript_from_bytes(data, brief(given), format_of(given)).render()
 
     def log(self, text: str, agent: str = "") -> dict[str, Any]:
         path = self.memory().log(text, source="ai_inferred", agent=agent)
