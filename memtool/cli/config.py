@@ -17,16 +17,15 @@ def _status(loaded) -> list[str]:
     from memtool.trust import trust_file
 
     user, repo = loaded.user, loaded.repo
-    lines = [f"user config: {user.path} ({f'{len(user.values)} setting(s)' if user.data is not None else 'none'})"]
     if repo.data is None:
-        lines.append(f"repository config: {repo.path} (none)")
+        state = "none"
     elif not repo.needing_trust():
-        lines.append(f"repository config: {repo.path} ({len(repo.values)} setting(s); none needs approval)")
+        state = f"{len(repo.values)} setting(s); none needs approval"
     elif loaded.repo_trusted:
-        lines.append(f"repository config: {repo.path} (approved in {trust_file()}; its protected settings apply)")
+        state = f"approved in {trust_file()}; its protected settings apply"
     else:
-        lines.append(f"repository config: {repo.path} (NOT approved: its protected settings are ignored)")
-    return lines
+        state = "NOT approved: its protected settings are ignored"
+    return [f"user config: {user.path} ({f'{len(user.values)} setting(s)' if user.data is not None else 'none'})", f"repository config: {repo.path} ({state})"]
 
 
 @app.command("show")

@@ -30,10 +30,6 @@ _OURS = re.compile(r"(?:^|\s)hooks\s+run\s+session-(?:start|end)\b")
 _OURS_WHOLE = re.compile(r"(?:^|\s)hooks\s+run\s+session-(?:start|end)\s+--agent\s+(?:claude-code|codex|gemini)\s*$")
 
 
-def no_warnings(path: Path, new_text: str) -> list[str]:
-    return []
-
-
 @dataclass(frozen=True)
 class AgentSpec:
     """One agent: where its hook config lives, its format, and the groups memtool adds to it."""
@@ -45,7 +41,7 @@ class AgentSpec:
     comments: bool  # the format allows // and /* */ comments
     groups: Callable[[str, str], tuple[Group, Group]]  # (start command, end command) -> (start group, end group)
     notes: tuple[str, ...]
-    warnings: Callable[[Path, str], list[str]] = no_warnings  # (config file, its new text): settings that keep the hooks from running
+    warnings: Callable[[Path, str], list[str]] = lambda path, new_text: []  # (config file, its new text): settings that keep the hooks from running
     folder_env: str | None = None  # an environment variable naming the user-scope folder instead
     start_event: str = "SessionStart"
     end_event: str = "SessionEnd"
