@@ -144,17 +144,14 @@ def _write_private(path: Path, text: str) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as err:
         raise StorageError(f"{path.parent}: cannot write the transcript copy: {err.strerror}") from None
-    renamed = False
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
-        renamed = True
     except OSError as err:
         raise StorageError(f"{path}: cannot write the transcript copy: {err.strerror}") from None
     finally:
-        if not renamed:
-            Path(tmp).unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)  # left only when the write or the rename failed
 
 
 def prepare_transcript(payload: HookPayload, agent: str) -> Path:
@@ -197,10 +194,7 @@ def run_session_end(payload: HookPayload, agent: str, *, run: Runner | None = No
         except subprocess.TimeoutExpired:
             print(f"memtool: compress timed out after {C.HOOK_COMPRESS_TIMEOUT_S:.0f} s; {retry}", file=sys.stderr)
             return 1
-        if done.stdout:
-            sys.stderr.write(done.stdout)
-        if done.stderr:
-            sys.stderr.write(done.stderr)
+        sys.stderr.write((done.stdout or "") + (done.stderr or ""))
         if done.returncode != 0:
             print(f"memtool: compress failed (exit {done.returncode}); {retry}", file=sys.stderr)
         return done.returncode
