@@ -1,4 +1,4 @@
-"""What every command module shares: the memory root option, JSON output, the error mapping."""
+"""What every command module shares: the memory root, JSON and line output, progress bars, the error mapping."""
 
 from __future__ import annotations
 
