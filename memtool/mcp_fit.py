@@ -11,6 +11,8 @@ keeps the newest lines of a log and `file_head` the first sections of a hand-edi
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
+from itertools import accumulate
 from typing import Any, Iterator
 
 from memtool.chunking import FENCE_RE, HEADING_RE
@@ -106,24 +108,11 @@ def fit(answer: dict[str, Any], cap: int, items_key: str = "") -> list[Any]:
     return dropped
 
 
-def within(items: list[str], room: int) -> list[str]:
-    """The leading items whose rendered JSON strings fit in `room` tokens together."""
-    kept: list[str] = []
-    for item in items:
-        room -= count_tokens(json.dumps(item, ensure_ascii=False)) + 1
-        if room < 0:
-            break
-        kept.append(item)
-    return kept
-
-
-def lines_within(lines: list[str], room: int) -> int:
-    """How many leading lines fit in `room` tokens as one rendered JSON string (escapes counted)."""
-    for i, line in enumerate(lines):
-        room -= count_tokens(json.dumps(line, ensure_ascii=False))  # its quotes cost as much as the "\n" joining it
-        if room < 0:
-            return i
-    return len(lines)
+def leading_within(items: list[str], room: int, separator: int = 0) -> int:
+    """How many leading items fit in `room` tokens as rendered JSON strings (escapes counted), each
+    costing `separator` tokens more. A string's quotes cost as much as the "\\n" joining two lines."""
+    used = accumulate(count_tokens(json.dumps(item, ensure_ascii=False)) + separator for item in items)
+    return next((i for i, total in enumerate(used) if total > room), len(items))
 
 
 def log_tail(text: str, cap: int, name: str) -> str:
@@ -149,15 +138,8 @@ def log_tail(text: str, cap: int, name: str) -> str:
 
 
 def _tail_chars(text: str, limit: int) -> str:
-    """The longest end of `text` within `limit` tokens."""
-    lo, hi = 0, len(text)
-    while lo < hi:  # binary search on the start
-        mid = (lo + hi) // 2
-        if count_tokens(text[mid:]) <= limit:
-            hi = mid
-        else:
-            lo = mid + 1
-    return text[lo:]
+    """The longest end of `text` within `limit` tokens (a binary search on its start)."""
+    return text[bisect_left(range(len(text)), True, key=lambda start: count_tokens(text[start:]) <= limit) :]
 
 
 def file_head(text: str, cap: int, name: str) -> str:
@@ -179,10 +161,7 @@ def file_head(text: str, cap: int, name: str) -> str:
         )
 
     room = cap - max(count_tokens(note(n, total)), count_tokens(note(1, total, True))) - 2  # numbers at their largest
-    fits, used = 0, 0
-    while fits < n and used + count_tokens(lines[fits]) + 1 <= room:
-        used += count_tokens(lines[fits]) + 1
-        fits += 1
+    fits = next((i for i, used in enumerate(accumulate(count_tokens(line) + 1 for line in lines)) if used > room), n)
     while fits and count_tokens("\n".join(lines[:fits])) > room:
         fits -= 1
     if not fits:

@@ -63,10 +63,8 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
     for handler in logging.getLogger().handlers:  # stderr is the client's log: libraries (bm25s) log DEBUG on their own
         handler.setLevel(log_level)
 
-    def tool(
-        name: str, description: str, read_only: bool, destructive: bool = False
-    ) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
-        """Register fn as a tool: calls serialised, MemtoolError -> tool error result (long arguments it
+    def tool(description: str, read_only: bool, destructive: bool = False) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
+        """Register fn as the tool of its name: calls serialised, MemtoolError -> tool error result (long arguments it
         echoes shortened, within the call's max_tokens). The SDK sends the dict as indented JSON text plus
         structured content; its schema comes from fn's signature."""
 
@@ -83,7 +81,7 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
 
             server.add_tool(
                 run,
-                name=name,
+                name=fn.__name__,
                 description=description,
                 annotations=ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, open_world_hint=False),
             )
@@ -92,7 +90,6 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return wrap
 
     @tool(
-        "memory_search",
         (
             "When to use: before deciding or answering something the project may have settled before (a past decision, "
             "bug, convention, who owns what), and whenever the user refers to earlier work. "
@@ -120,7 +117,6 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return tools.search(query, limit, since, until, topic, trusted_only, include_seen, max_tokens)
 
     @tool(
-        "memory_context",
         (
             "When to use: once at the start of a task, with what the task is about, to load the project's notes and the "
             "most relevant past sessions. "
@@ -146,7 +142,6 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return tools.context(query, budget, template, limit, max_tokens)
 
     @tool(
-        "memory_compress",
         (
             "When to use: at the end of a session or a finished piece of work, with its transcript, so that later "
             "sessions can find it. "
@@ -176,7 +171,6 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return tools.compress(text, path, session, importance, untrusted, _agent(ctx), max_tokens)
 
     @tool(
-        "memory_log",
         (
             "When to use: the moment you decide something, learn a fact or hit a problem worth remembering; one note each. "
             "Append a timestamped note to today's daily log (memory/YYYY-MM-DD.md) of this memory root: a decision, "
@@ -192,7 +186,6 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return tools.log(text, _agent(ctx))
 
     @tool(
-        "memory_get",
         (
             "When to use: after memory_search, when a hit looks relevant and you need all of it (decisions, action items, "
             "the transcript) or the lines after a file hit. "
@@ -212,7 +205,6 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return tools.get(id, max_tokens)
 
     @tool(
-        "memory_promote",
         (
             "When to use: sparingly, for an insight that should shape every future session (a key decision, a convention). "
             "Add an insight every future session should know to MEMORY.md, as one bullet at the end of a '## section' "
@@ -237,7 +229,6 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return tools.promote(id, text, section)
 
     @tool(
-        "memory_status",
         (
             "When to use: to check which project's memory this server serves and whether work is pending (before writing, "
             "or when results look stale). "
@@ -251,7 +242,6 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return tools.status()
 
     @tool(
-        "memory_forget",
         (
             "When to use: only when the user asks to remove a memory for good (a wrong memory, a secret that got stored). "
             "Removes entries (live or archived) and every copy memtool keeps: the entry, its transcript and vector, "
@@ -270,7 +260,6 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return tools.forget(ids, confirm)
 
     @tool(
-        "memory_archive",
         (
             "When to use: when the user asks to tidy old memory. Moves daily logs older than log_retention_days and entries "
             "older than entry_retention_days to memory/archive/YYYY/ (pinned, high and critical entries stay); nothing is "
@@ -284,7 +273,6 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         return tools.archive(dry_run)
 
     @tool(
-        "memory_reembed",
         (
             "When to use: when memory_status or a search says vectors are from another embedder or missing. Computes again "
             "every vector that is missing, stale or of another model (live and archived entries), keeping the rest; "
@@ -324,8 +312,3 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         tools.today_log,
     )
     return server
-
-
-def serve(root: Path, max_tokens: int = C.MCP_MAX_TOKENS) -> None:
-    """Run the server on stdio until the client disconnects."""
-    build_server(root, max_tokens).run("stdio")

@@ -26,7 +26,7 @@ from memtool.budget import fit_to_provider_count
 from memtool.confine import read_bytes as confined_read
 from memtool.context import UNTRUSTED_NOTE, ContextResult
 from memtool.errors import BadInput, NotFound, UnsafePath
-from memtool.mcp_fit import brief, file_head, fit, join_notes, lines_within, log_tail, render, tokens, within
+from memtool.mcp_fit import brief, file_head, fit, join_notes, leading_within, log_tail, render, tokens
 from memtool.memory import Memory, Session
 from memtool.quoting import one_line
 from memtool.search.engine import Hit, Query
@@ -47,6 +47,8 @@ SENT_NOTE = (
     "repeated (memory_get fetches one; include_seen=true repeats them)"
 )
 FORGET_CONFIRM_NOTE = "nothing was removed: this is what would go. Call memory_forget again with confirm=true to remove these entries for good."
+# the stored entry's fields a memory_compress answer shows
+COMPRESSED_FIELDS = "day summary decisions action_items topics keywords importance trusted compression_ratio tokens_original tokens_compressed pending".split()
 WIDEST_COUNT = 999_999_999  # a context answer's `tokens` while it is fitted: the model's count may replace the offline one
 
 
@@ -77,9 +79,8 @@ def confine(root: Path, given: str) -> Path:
         raise BadInput("the path is empty")
     if "\x00" in given:
         raise BadInput("the path contains a NUL byte")
-    p = Path(given)
     try:
-        real = (p if p.is_absolute() else root / p).resolve()
+        real = (root / given).resolve()  # an absolute `given` replaces the root
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
         raise BadInput(f"{brief(given)}: not a usable path ({_why(exc)})") from exc
     if not real.is_relative_to(root.resolve()):
@@ -268,7 +269,7 @@ class MemoryTools:
     def _context_answer(self, res: ContextResult, budget: int, cap: int, sent_before: frozenset[str], warnings: Iterable[str] = ()) -> dict[str, Any]:
         """The answer for one packing, with what the call worked around (`warnings`: a file skipped, the
         embedder or Gemini's count unreachable). What was dropped is listed briefly; ids are never cut."""
-        dropped = within(res.dropped, int(cap * DROPPED_SHARE))
+        dropped = res.dropped[: leading_within(res.dropped, int(cap * DROPPED_SHARE), 1)]
         notes = [
             *warnings,
             f"budget lowered to {res.budget} tokens to fit max_tokens={cap}" if res.budget < budget else "",
@@ -342,7 +343,7 @@ class MemoryTools:
                 answer["note"] = f"memory_get with id '{rel}#L{next_line}' reads on"
             return answer
         rest = lines[line - 1 :]
-        shown = max(lines_within(rest, cap - FILE_WRAPPER), 1)  # a first line too long alone is cut by `fit`
+        shown = max(leading_within(rest, cap - FILE_WRAPPER), 1)  # a first line too long alone is cut by `fit`
         answer["text"] = "\n".join(rest[:shown])
         if shown < len(rest):
             answer["truncated"] = True
@@ -357,14 +358,9 @@ class MemoryTools:
         return {
             "root": str(self.root),
             "server": f"{C.MCP_SERVER_NAME} {__version__}",
-            "entries": data["entries"],
-            "daily_logs": data["daily_logs"],
-            "transcripts": data["transcripts"],
-            "embedder": data["embedder"],
+            **{key: data[key] for key in ("entries", "daily_logs", "transcripts", "embedder")},
             "compressor": self.settings.compressor,
-            "pending_compression": data["pending_compression"],
-            "pending_embeddings": data["pending_embeddings"],
-            "problems": data["problems"],
+            **{key: data[key] for key in ("pending_compression", "pending_embeddings", "problems")},
             "results_sent_this_session": len(self.seen),
             "max_tokens_default": self.max_tokens,
         }
@@ -385,37 +381,14 @@ class MemoryTools:
             raise BadInput("give exactly one of text (the transcript itself) or path (a transcript file inside the memory root)")
         mem = self.memory()
         name = "<text>"
-        if path.strip():
-            text, name = self._read_transcript(path, mem.settings.max_transcript_bytes), path
-        stored = mem.compress_many(
-            [
-                Session(
-                    text=text,
-                    session=session.strip() or C.DEFAULT_SESSION,
-                    importance=None if importance == "auto" else importance,
-                    agent=agent,
-                    trusted=not untrusted,
-                    name=name,
-                )
-            ]
-        )
+        if path.strip():  # read as `memory compress FILE` reads one (memtool.transcripts)
+            _, data = read_inside(self.root, path, mem.settings.max_transcript_bytes)
+            text, name = transcript_from_bytes(data, brief(path), format_of(path)).render(), path
+        level = None if importance == "auto" else importance
+        given = Session(text=text, session=session.strip() or C.DEFAULT_SESSION, importance=level, agent=agent, trusted=not untrusted, name=name)
+        stored = mem.compress_many([given])
         entry = stored.entries[0]
-        answer: dict[str, Any] = {
-            "id": entry.id,
-            "truncated": False,
-            "day": entry.day,
-            "summary": entry.summary,
-            "decisions": entry.decisions,
-            "action_items": entry.action_items,
-            "topics": entry.topics,
-            "keywords": entry.keywords,
-            "importance": entry.importance,
-            "trusted": entry.trusted,
-            "compression_ratio": entry.compression_ratio,
-            "tokens_original": entry.tokens_original,
-            "tokens_compressed": entry.tokens_compressed,
-            "pending": entry.pending,
-        }
+        answer: dict[str, Any] = {"id": entry.id, "truncated": False} | {key: getattr(entry, key) for key in COMPRESSED_FIELDS}
         if not entry.trusted:  # read back from untrusted input: a quotation, as every other answer shows it
             answer["warning"] = UNTRUSTED_NOTE
             _quote_fields(answer)
@@ -426,11 +399,6 @@ class MemoryTools:
             answer["note"] = "; ".join(notes)
         fit(answer, cap)
         return answer
-
-    def _read_transcript(self, given: str, max_bytes: int) -> str:
-        """A transcript file inside the root, read as `memory compress FILE` reads one (memtool.transcripts)."""
-        _, data = read_inside(self.root, given, max_bytes)
-        return transcript_from_bytes(data, brief(given), format_of(given)).render()
 
     def log(self, text: str, agent: str = "") -> dict[str, Any]:
         path = self.memory().log(text, source="ai_inferred", agent=agent)

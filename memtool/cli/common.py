@@ -1,15 +1,21 @@
-"""What every command module shares: the memory root option, JSON output, the error mapping."""
+"""What every command module shares: the memory root, JSON and line output, progress bars, the error mapping."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import typer
 from typer.core import TyperGroup
 
 from memtool.errors import MemtoolError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from memtool.store import Layout
 
 
 class MemtoolGroup(TyperGroup):
@@ -23,10 +29,29 @@ class MemtoolGroup(TyperGroup):
             raise typer.Exit(exc.exit_code) from None
 
 
+def command_group(help: str) -> typer.Typer:
+    """A typer app for a group of commands, mapping domain errors like every other."""
+    return typer.Typer(cls=MemtoolGroup, help=help, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+
 def root_of(ctx: typer.Context) -> str | None:
     while ctx.parent is not None and not (ctx.obj or {}).get("root"):
         ctx = ctx.parent
     return (ctx.obj or {}).get("root")
+
+
+def root_path(ctx: typer.Context) -> "Path":
+    from memtool.app import resolve_root
+
+    return resolve_root(root_of(ctx))
+
+
+def layout_of(ctx: typer.Context, require: bool = True) -> "Layout":
+    """The memory root's layout; with `require`, checked to be a memory root in the current layout."""
+    from memtool.store import Layout
+
+    layout = Layout(root_path(ctx))
+    return layout.require() if require else layout
 
 
 def open_from(ctx: typer.Context, **kw):
@@ -39,11 +64,30 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
+def echo_lines(lines: Iterable[str], err: bool = False) -> None:
+    for line in lines:
+        typer.echo(line, err=err)
+
+
 def console():
     from rich.console import Console
 
     return Console()
 
 
-def warn(message: str) -> None:
-    typer.echo(f"warning: {message}", err=True)
+@contextmanager
+def progress_bar(label: str, total: int, shown: bool) -> Iterator[Callable[[int], None] | None]:
+    """A transient progress bar while the block runs; yields its advance(n), or None when not `shown`."""
+    if not shown:
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=console(), transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def warn(*messages: str) -> None:
+    for message in messages:
+        typer.echo(f"warning: {message}", err=True)

@@ -8,37 +8,24 @@ from __future__ import annotations
 
 import typer
 
-from memtool.cli.common import MemtoolGroup, print_json, root_of, warn
+from memtool.cli.common import command_group, echo_lines, print_json, root_path, warn
 
-app = typer.Typer(
-    cls=MemtoolGroup,
-    help="Show the settings in effect and where each came from; approve (trust) this repository's memory/config.yaml.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-
-def _root(ctx: typer.Context):
-    from memtool.app import resolve_root
-
-    return resolve_root(root_of(ctx))
+app = command_group("Show the settings in effect and where each came from; approve (trust) this repository's memory/config.yaml.")
 
 
 def _status(loaded) -> list[str]:
     from memtool.trust import trust_file
 
     user, repo = loaded.user, loaded.repo
-    lines = [f"user config: {user.path} ({f'{len(user.values)} setting(s)' if user.data is not None else 'none'})"]
     if repo.data is None:
-        lines.append(f"repository config: {repo.path} (none)")
+        state = "none"
     elif not repo.needing_trust():
-        lines.append(f"repository config: {repo.path} ({len(repo.values)} setting(s); none needs approval)")
+        state = f"{len(repo.values)} setting(s); none needs approval"
     elif loaded.repo_trusted:
-        lines.append(f"repository config: {repo.path} (approved in {trust_file()}; its protected settings apply)")
+        state = f"approved in {trust_file()}; its protected settings apply"
     else:
-        lines.append(f"repository config: {repo.path} (NOT approved: its protected settings are ignored)")
-    return lines
+        state = "NOT approved: its protected settings are ignored"
+    return [f"user config: {user.path} ({f'{len(user.values)} setting(s)' if user.data is not None else 'none'})", f"repository config: {repo.path} ({state})"]
 
 
 @app.command("show")
@@ -51,7 +38,7 @@ def show(
 
     from memtool.config import FIELDS, load, protection, shown
 
-    root = _root(ctx)
+    root = root_path(ctx)
     loaded = load(root)
     values = asdict(loaded.settings)
     if as_json:
@@ -68,11 +55,9 @@ def show(
             }
         )
         return
-    for line in _status(loaded):
-        typer.echo(line)
+    echo_lines(_status(loaded))
     width = max(map(len, FIELDS))
-    for name in FIELDS:
-        typer.echo(f"{name:<{width}}  {shown(values[name])}  ({loaded.origins[name]})")
+    echo_lines(f"{name:<{width}}  {shown(values[name])}  ({loaded.origins[name]})" for name in FIELDS)
     if loaded.withheld:
         from memtool.config import withheld_message
 
@@ -86,10 +71,9 @@ def check(ctx: typer.Context) -> None:
     Exits 5 on a bad setting, naming the file and line or the variable."""
     from memtool.config import load, withheld_message
 
-    root = _root(ctx)
+    root = root_path(ctx)
     loaded = load(root)
-    for line in _status(loaded):
-        typer.echo(line)
+    echo_lines(_status(loaded))
     if loaded.withheld:
         warn(withheld_message(root, loaded))
     typer.echo("ok: every setting is valid")
@@ -103,7 +87,7 @@ def trust_cmd(ctx: typer.Context) -> None:
     from memtool.config import approve, shown
     from memtool.trust import trust_file
 
-    approval = approve(_root(ctx))
+    approval = approve(root_path(ctx))
     typer.echo(f"trusted {approval.path} (sha256 {approval.digest[:12]}…), recorded in {trust_file()}")
     if approval.protected:
         typer.echo("its protected settings now apply: " + ", ".join(f"{name}: {shown(value)}" for name, value in approval.protected.items()))
@@ -116,5 +100,5 @@ def untrust_cmd(ctx: typer.Context) -> None:
     """Withdraw the approval of this repository's memory/config.yaml: its protected settings are ignored again."""
     from memtool.config import withdraw
 
-    approval = withdraw(_root(ctx))
+    approval = withdraw(root_path(ctx))
     typer.echo(f"{'no longer trusted' if approval.changed else 'was not trusted'}: {approval.path}")

@@ -20,10 +20,6 @@ NEXT_COMMANDS = (
 )
 
 
-def register(app: typer.Typer) -> None:
-    app.command("demo")(demo)
-
-
 def demo(
     keep: Optional[Path] = typer.Option(None, "--keep", help="Build the demo root in this folder and keep it (default: a temp folder, deleted after)."),
     query: str = typer.Option(DEMO_QUERY, help="The query to search and build context for."),
@@ -85,3 +81,6 @@ def relevant(hits: list) -> list:
     """The hits worth showing: something matched (score above 0) and at least RELEVANT_SHARE of the best."""
     best = max((h.score for h in hits), default=0.0)
     return [h for h in hits if h.score > 0 and h.score >= RELEVANT_SHARE * best]
+
+
+COMMANDS = (demo,)  # registered in this order by memtool.cli.main

@@ -6,14 +6,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from memtool.cli.common import print_json, root_of
+from memtool.cli.common import echo_lines, print_json, root_path
 
 if TYPE_CHECKING:
     from memtool.doctor import Report
-
-
-def register(app: typer.Typer) -> None:
-    app.command("doctor")(doctor)
 
 
 def doctor(
@@ -22,11 +18,10 @@ def doctor(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Check index.json, day files, embeddings and transcripts against each other, in memory/ and memory/archive/. Exit 0 when healthy."""
-    from memtool.app import resolve_root
     from memtool.doctor import open_doctor
     from memtool.errors import StoreCorrupt
 
-    doc = open_doctor(resolve_root(root_of(ctx)))
+    doc = open_doctor(root_path(ctx))
     report = doc.repair() if fix else doc.diagnose()
     if as_json:
         print_json(report.to_dict())
@@ -39,10 +34,8 @@ def doctor(
 def _render(report: "Report", fix: bool) -> None:
     counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in report.counts.items())
     typer.echo(f"memory doctor: {report.root}\n  {counts}")
-    for line in report.fixed:
-        typer.echo(f"  fixed: {line}")
-    for path in report.quarantined:
-        typer.echo(f"  quarantined: {path}")
+    echo_lines(f"  fixed: {line}" for line in report.fixed)
+    echo_lines(f"  quarantined: {path}" for path in report.quarantined)
     for p in report.problems:
         todo = f"  [--fix: {p.fix}]" if p.fix and not fix else ""
         typer.echo(f"  {p.severity:7} {p.kind:10} {p.where()}: {p.message}{todo}")
@@ -53,3 +46,6 @@ def _render(report: "Report", fix: bool) -> None:
         typer.echo(f"{errors} problems need a person (see above)")
     else:
         typer.echo(f"{errors} problems; `memory doctor --fix` repairs those marked [--fix: ...]")
+
+
+COMMANDS = (doctor,)  # registered in this order by memtool.cli.main

@@ -6,15 +6,9 @@ from pathlib import Path
 
 import typer
 
-from memtool.cli.common import MemtoolGroup, print_json, root_of
+from memtool.cli.common import command_group, layout_of, print_json
 
-app = typer.Typer(
-    cls=MemtoolGroup,
-    help="Share the memory through git: merge rules and the merge driver.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+app = command_group("Share the memory through git: merge rules and the merge driver.")
 
 
 def register(main: typer.Typer) -> None:
@@ -28,12 +22,10 @@ def setup(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
     merge driver in this clone's git config, derive index.json (git-ignored) when it is missing and pin
     the store's embedder in memory/config.yaml when it is left to `auto`. Run once in every fresh
     clone; safe to run again."""
-    from memtool.app import resolve_root
     from memtool.gitmerge import setup_git
     from memtool.providers.auto import pin_embedder
-    from memtool.store import Layout
 
-    layout = Layout(resolve_root(root_of(ctx))).require()
+    layout = layout_of(ctx)
     done = setup_git(layout.root)
     pinned = pin_embedder(layout.root)  # one model for everyone: written into the shared memory/config.yaml
     if as_json:

@@ -9,46 +9,27 @@ imported inside the commands: the full CLI (a cold `memory search`) does not loa
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Literal, Optional
 
 import typer
 
-from memtool.cli.common import MemtoolGroup, print_json, warn
+from memtool.cli.common import command_group, print_json, warn
 from memtool.errors import MemtoolError
 
 if TYPE_CHECKING:
     from memtool.hooks.common import HookPlan
     from memtool.hooks.doctor import HooksReport
 
-app = typer.Typer(
-    cls=MemtoolGroup,
-    help="Make a coding agent load memory at session start and compress its transcript at session end.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+app = command_group("Make a coding agent load memory at session start and compress its transcript at session end.")
 
 
-class Agent(str, Enum):
-    claude_code = "claude-code"
-    codex = "codex"
-    gemini = "gemini"
-
-
-class Scope(str, Enum):
-    project = "project"
-    user = "user"
-
-
-class Event(str, Enum):
-    session_start = "session-start"
-    session_end = "session-end"
-
+Agent = Literal["claude-code", "codex", "gemini"]  # memtool.hooks.AGENTS, not imported here
+Scope = Literal["project", "user"]
+Event = Literal["session-start", "session-end"]
 
 AGENT_OPTION = typer.Option(..., "--agent", help="The agent whose configuration to edit.")
-SCOPE_OPTION = typer.Option(Scope.project, "--scope", help="project: files in the project folder; user: files under $HOME.")
+SCOPE_OPTION = typer.Option("project", "--scope", help="project: files in the project folder; user: files under $HOME.")
 DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the change as a diff; write nothing.")
 PROJECT_OPTION = typer.Option(None, "--project-dir", help="Project folder for --scope project (default: the current folder).")
 JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON.")
@@ -75,7 +56,7 @@ def install(
     from memtool import hooks
 
     runner = shlex.quote(str(memory.expanduser().absolute())) if memory else None
-    plan, written = hooks.install(agent.value, scope.value, dry_run=dry_run, project_dir=project_dir, runner=runner)
+    plan, written = hooks.install(agent, scope, dry_run=dry_run, project_dir=project_dir, runner=runner)
     _render(plan, dry_run, written, as_json)
 
 
@@ -90,7 +71,7 @@ def uninstall(
     """Remove exactly the hooks memtool added; everything else in the file stays as it is."""
     from memtool import hooks
 
-    plan, written = hooks.uninstall(agent.value, scope.value, dry_run=dry_run, project_dir=project_dir)
+    plan, written = hooks.uninstall(agent, scope, dry_run=dry_run, project_dir=project_dir)
     _render(plan, dry_run, written, as_json)
 
 
@@ -105,7 +86,7 @@ def doctor(
     from memtool.hooks import AGENTS
     from memtool.hooks.doctor import check_hooks
 
-    report = check_hooks(project_dir or Path.cwd(), (agent.value,) if agent else AGENTS)
+    report = check_hooks(project_dir or Path.cwd(), (agent,) if agent else AGENTS)
     if as_json:
         print_json(report.to_dict())
     else:
@@ -126,7 +107,7 @@ def run(
     raw = session.read_payload(sys.stdin)
     try:
         payload = session.parse_payload(raw)
-        if event is Event.session_start:
+        if event == "session-start":
             output, message = session.run_session_start(payload)
             if message:
                 typer.echo(message, err=True)
@@ -134,20 +115,20 @@ def run(
                 sys.stdout.write(output + "\n")
             return
         if foreground:
-            raise typer.Exit(session.run_session_end(payload, agent.value))
+            raise typer.Exit(session.run_session_end(payload, agent))
         if payload.transcript_path is None:
             typer.echo("memtool: the agent sent no transcript_path; nothing to compress.", err=True)
             return
         if session.memory_root_for(payload) is None:
             typer.echo("memtool: no memory/ here or above (`memory init` starts one); this session is not saved.", err=True)
             return
-        log = session.spawn_session_end(raw, payload, agent.value)
+        log = session.spawn_session_end(raw, payload, agent)
         typer.echo(f"memtool: compressing the session in the background (log: {log})", err=True)
     except (MemtoolError, OSError) as exc:
         if foreground:
             raise
         # A hook must never fail the agent's session: report and exit 0.
-        typer.echo(f"memtool: {event.value} hook skipped: {exc}", err=True)
+        typer.echo(f"memtool: {event} hook skipped: {exc}", err=True)
 
 
 def _render(plan: HookPlan, dry_run: bool, written: bool, as_json: bool) -> None:
@@ -181,8 +162,7 @@ def _render(plan: HookPlan, dry_run: bool, written: bool, as_json: bool) -> None
             out.print(f"  {event:<13} {command}", markup=False)
         for note in plan.notes:
             out.print(f"  note: {note}", markup=False)
-    for message in plan.warnings:
-        warn(message)
+    warn(*plan.warnings)
 
 
 def _render_doctor(report: HooksReport) -> None:

@@ -1,4 +1,4 @@
-"""Commands for a store that lives a long time: entities, entity, export, backup, restore, report."""
+"""Commands for a store that lives a long time: archive, entities, entity, export, backup, restore, report, migrate."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import console, open_from, print_json, root_of, warn
+from memtool.cli.common import console, echo_lines, layout_of, open_from, print_json, root_path, warn
 
 if TYPE_CHECKING:
     from memtool.memory import Memory
@@ -18,21 +18,43 @@ if TYPE_CHECKING:
 TABLE_LIMIT = 25  # names per kind in the `memory entities` table unless --limit says otherwise
 
 
-def register(app: typer.Typer) -> None:
-    app.command("entities")(entities)
-    app.command("entity")(entity)
-    app.command("export")(export)
-    app.command("backup")(backup)
-    app.command("restore")(restore)
-    app.command("report")(report)
+def archive(
+    ctx: typer.Context,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would move."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Move daily logs older than log_retention_days and entries older than entry_retention_days
+    to memory/archive/YYYY/. Pinned, high and critical entries stay. Nothing is deleted, and
+    `memory search --archive` still finds what moved."""
+    from memtool.archive import archive as run
+    from memtool.config import load_settings
+
+    layout = layout_of(ctx)
+    settings = load_settings(layout.root)
+    report = run(layout, settings, dry_run=dry_run)
+    if as_json:
+        print_json(report.to_dict())
+        return
+    verb = "would move" if dry_run else "moved"
+    echo_lines(f"{'would resolve' if dry_run else 'resolved'}: {line}" for line in report.resolved)
+    echo_lines(f"{verb} {line}" for line in report.logs)
+    echo_lines(f"{verb} entry {entry_id} -> memory/archive/{entry_id[4:8]}/" for entry_id in report.entries)
+    kept = [f"{len(report.kept_pinned)} pinned"] * bool(report.kept_pinned) + [f"{len(report.kept_important)} high/critical"] * bool(report.kept_important)
+    windows = f"logs older than {settings.log_retention_days} days, entries older than {settings.entry_retention_days} days"
+    if not report.logs and not report.entries:
+        typer.echo(f"nothing to archive ({windows})" + (f"; kept live: {', '.join(kept)}" if kept else ""))
+        return
+    summary = f"{len(report.logs)} daily logs and {len(report.entries)} entries ({windows})"
+    typer.echo(f"{'would archive' if dry_run else 'archived'} {summary}" + (f"; kept live: {', '.join(kept)} entries" if kept else ""))
+    if not dry_run:
+        typer.echo("`memory search --archive` searches them")
 
 
 def _entries(ctx: typer.Context) -> "tuple[Memory, list[Entry]]":
     mem = open_from(ctx)
     errors: list[str] = []
     entries = list(mem.store.iter_entries(errors))
-    for message in errors:
-        warn(f"skipped: {message}")
+    warn(*(f"skipped: {message}" for message in errors))
     return mem, entries
 
 
@@ -131,18 +153,15 @@ def backup(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Back up the versioned files (MEMORY.md, USER.md, AGENTS.md, memory/ without .cache and .lock) to a .tar.gz."""
-    from memtool.app import resolve_root
     from memtool.backup import backup as do_backup
     from memtool.stats import human_bytes
-    from memtool.store import Layout
 
-    rep = do_backup(Layout(resolve_root(root_of(ctx))), archive)
+    rep = do_backup(layout_of(ctx, require=False), archive)
     if as_json:
         print_json(rep.to_dict())
         return
     typer.echo(f"backed up {rep.files} files ({human_bytes(rep.bytes)}) to {rep.path} ({human_bytes(rep.archive_bytes)})")
-    for why in rep.skipped:
-        warn(f"not backed up: {why}")
+    warn(*(f"not backed up: {why}" for why in rep.skipped))
 
 
 def restore(
@@ -152,11 +171,9 @@ def restore(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Restore a backup into the memory root. Refuses to replace a file unless --force."""
-    from memtool.app import resolve_root
     from memtool.backup import restore as do_restore
-    from memtool.store import Layout
 
-    rep = do_restore(Layout(resolve_root(root_of(ctx))), archive, force=force)
+    rep = do_restore(layout_of(ctx, require=False), archive, force=force)
     if as_json:
         print_json(rep.to_dict())
         return
@@ -179,3 +196,38 @@ def report(
 
     path, data = write_report(open_from(ctx), output)
     typer.echo(f"wrote {path} ({data['entries']} entries)")
+
+
+def migrate(
+    ctx: typer.Context,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would move."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Move a store made by an older memtool to the current layout, losslessly: transcripts and
+    vectors into month folders, vectors from JSON floats to binary float16, index.json out of git
+    (it is derived; each clone builds its own). Safe to interrupt and to run again."""
+    from memtool.migrate import migrate as run
+
+    report = run(root_path(ctx), dry_run=dry_run)
+    if as_json:
+        print_json(report.to_dict())
+        return
+    would = "would " if dry_run else ""
+    if not report.moved and not report.index_untracked and not report.index_command:
+        typer.echo("the store is already in the current layout: nothing to move")
+    if report.transcripts:
+        typer.echo(f"{would}move {report.transcripts} transcripts into month folders (memory/transcripts/YYYY-MM/)")
+    if report.vectors:
+        typer.echo(f"{would}write {report.vectors} vectors as binary float16 files in month folders (memory/index/embeddings/YYYY-MM/<id>.vec)")
+    for path in report.set_aside:
+        typer.echo(f"{would}set aside unreadable vector {path} in memory/quarantine/ (the next `memory reindex` embeds its entry again)")
+    echo_lines(f"left in place: {line}" for line in report.left)
+    if report.index_untracked:
+        typer.echo(f"{would}untrack memory/index/index.json from git (git rm --cached; the file stays, git-ignored)")
+    if report.index_command:
+        typer.echo(f"index.json is derived and no longer versioned: run `{report.index_command}`")
+    if not dry_run and (report.moved or report.index_untracked or report.attributes):
+        typer.echo("commit the result (git add -A && git commit), so every clone gets the new layout")
+
+
+COMMANDS = (archive, entities, entity, export, backup, restore, report)  # registered in this order by memtool.cli.main (migrate last)

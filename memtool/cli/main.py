@@ -6,21 +6,13 @@ from typing import Optional
 
 import typer
 
-from memtool.cli import archive as archive_cli
 from memtool.cli import config as config_cli
-from memtool.cli import demo, doctor, hooks, lifecycle, providers, read, serve, write
+from memtool.cli import demo, doctor, hooks, lifecycle, read, serve, write
 from memtool.cli import git as git_cli
-from memtool.cli import migrate as migrate_cli
 from memtool.cli import sync as sync_cli
-from memtool.cli.common import MemtoolGroup
+from memtool.cli.common import command_group
 
-app = typer.Typer(
-    cls=MemtoolGroup,
-    help="File-first memory for AI coding agents: daily logs, a compressed index, hybrid search, token-budgeted context.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+app = command_group("File-first memory for AI coding agents: daily logs, a compressed index, hybrid search, token-budgeted context.")
 
 
 def version() -> str:
@@ -53,19 +45,13 @@ def main(
     ctx.obj = {"root": root}
 
 
-write.register(app)
-read.register(app)
-archive_cli.register(app)
-lifecycle.register(app)
-providers.register(app)
-sync_cli.register(app)
-doctor.register(app)
-serve.register(app)
-demo.register(app)
+for module in (write, read, lifecycle, sync_cli, doctor, serve, demo):
+    for command in module.COMMANDS:  # named after the function
+        app.command()(command)
 app.add_typer(hooks.app, name="hooks")
 app.add_typer(config_cli.app, name="config")
 git_cli.register(app)
-migrate_cli.register(app)
+app.command()(lifecycle.migrate)
 
 
 def run() -> None:

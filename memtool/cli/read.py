@@ -7,23 +7,8 @@ from typing import Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import console, open_from, print_json, warn
+from memtool.cli.common import console, echo_lines, open_from, print_json, warn
 from memtool.errors import BadInput, NotFound
-
-
-def register(app: typer.Typer) -> None:
-    app.command("search")(search)
-    app.command("context")(context)
-    app.command("show")(show)
-    app.command("stats")(stats)
-
-
-def _period(text: Optional[str], end: bool):
-    if not text:
-        return None
-    from memtool.dates import parse_period
-
-    return parse_period(text)[1 if end else 0]
 
 
 def search(
@@ -41,6 +26,7 @@ def search(
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON."),
 ) -> None:
     """Search entries (and their kept transcripts), daily logs and Layer 3 Markdown: BM25 first; vectors fill in when word matches run short."""
+    from memtool.dates import parse_period
     from memtool.search.engine import Query
 
     if importance and importance not in C.IMPORTANCE_LEVELS:
@@ -49,19 +35,18 @@ def search(
     if kind not in kinds:
         raise BadInput("--kind must be entry, log or memory")
     chosen = tuple(k for k in kinds[kind] if not (no_transcripts and k == "transcript"))
-    start, end = _period(since, False), _period(until, True)
+    start = parse_period(since)[0] if since else None
+    end = parse_period(until)[1] if until else None
     mem = open_from(ctx)
     if limit is None:  # an explicit --limit wins over the setting (at least 1: memtool.config checks it)
         limit = mem.settings.search_limit
     q = Query(text=query, limit=limit, kinds=chosen, since=start, until=end, topic=topic, min_importance=importance, trusted_only=trusted_only, archive=archive)
     found = mem.search(q)
     hits = found.hits
-    for message in found.warnings:  # a file read with replacement characters, an embedder that is down
-        warn(message)
+    warn(*found.warnings)  # a file read with replacement characters, an embedder that is down
     from memtool.search.typos import fix_notes
 
-    for note in fix_notes(found.typo_fixes):  # on stderr: --json output stays the hits alone
-        typer.echo(note, err=True)
+    echo_lines(fix_notes(found.typo_fixes), err=True)  # on stderr: --json output stays the hits alone
     if as_json:
         print_json([h.to_dict() for h in hits])
         return
@@ -98,8 +83,7 @@ def context(
     """The session-start bundle: MEMORY.md, USER.md, top hits and today's log, within the budget."""
     mem = open_from(ctx)
     res = mem.context(query, budget=budget, template=template, limit=limit)
-    for message in res.warnings:  # e.g. the provider's token count failed; the offline count was used
-        warn(message)
+    warn(*res.warnings)  # e.g. the provider's token count failed; the offline count was used
     if as_json:
         print_json(res.__dict__)
         return
@@ -207,5 +191,7 @@ def _render_stats(d: dict) -> None:
     if d["entries"]:
         out.print("\n[bold]compression ratios[/bold]")
         out.print(_bars(d["compression_ratio_histogram"]))
-    for problem in d["problems"]:
-        warn(problem)
+    warn(*d["problems"])
+
+
+COMMANDS = (search, context, show, stats)  # registered in this order by memtool.cli.main

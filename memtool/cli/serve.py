@@ -12,11 +12,6 @@ from memtool.cli.common import open_from, print_json, root_of
 from memtool.errors import BadInput
 
 
-def register(app: typer.Typer) -> None:
-    app.command("serve")(serve)
-    app.command("promote")(promote)
-
-
 def serve(
     ctx: typer.Context,
     max_tokens: int = typer.Option(
@@ -37,9 +32,9 @@ def serve(
     from memtool.extras import require
 
     require("mcp", "`memory serve` (the MCP server)")
-    from memtool.mcp_server import serve as run_server
+    from memtool.mcp_server import build_server
 
-    run_server(resolve_root(named), max_tokens)
+    build_server(resolve_root(named), max_tokens).run("stdio")  # until the client disconnects
 
 
 def promote(
@@ -61,3 +56,6 @@ def promote(
         typer.echo(f"added to {p.path.name} under ## {p.section}:\n{p.bullet}")
     else:
         typer.echo(f"already in {p.path.name} under ## {p.section}; nothing added")
+
+
+COMMANDS = (serve, promote)  # registered in this order by memtool.cli.main

@@ -1,4 +1,4 @@
-"""Commands that keep the index in line with the files: reindex, watch, reembed."""
+"""Commands that keep the index in line with the files: reindex, watch, reembed; retry what a provider failure left pending."""
 
 from __future__ import annotations
 
@@ -9,15 +9,9 @@ from typing import Iterator, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import open_from, print_json, warn
+from memtool.cli.common import echo_lines, open_from, print_json, progress_bar, warn
 
 PROGRESS_AFTER = 64  # show a progress bar only for work at least this large
-
-
-def register(app: typer.Typer) -> None:
-    app.command("reindex")(reindex)
-    app.command("watch")(watch)
-    app.command("reembed")(reembed)
 
 
 @contextmanager
@@ -26,29 +20,27 @@ def _progress(enabled: bool) -> Iterator:
     if not enabled or not sys.stderr.isatty():
         yield None
         return
-    state: dict = {"bar": None, "tasks": {}}
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
+
+    bar = Progress(console=Console(stderr=True), transient=True)  # started by the first long step
+    tasks: dict[str, TaskID] = {}
 
     def update(task: str, done: int, total: int) -> None:
-        tasks = state["tasks"]
         if task not in tasks:
             if total and total < PROGRESS_AFTER:
                 return
-            if state["bar"] is None:
-                from rich.console import Console
-                from rich.progress import Progress
-
-                state["bar"] = Progress(console=Console(stderr=True), transient=True)
-                state["bar"].start()
+            bar.start()
             for earlier in tasks.values():  # one line at a time: the current step
-                state["bar"].update(earlier, visible=False)
-            tasks[task] = state["bar"].add_task(task, total=total or None)
-        state["bar"].update(tasks[task], completed=done)
+                bar.update(earlier, visible=False)
+            tasks[task] = bar.add_task(task, total=total or None)
+        bar.update(tasks[task], completed=done)
 
     try:
         yield update
     finally:
-        if state["bar"] is not None:
-            state["bar"].stop()
+        if bar.live.is_started:
+            bar.stop()
 
 
 def _render(report, as_json: bool) -> None:
@@ -56,8 +48,7 @@ def _render(report, as_json: bool) -> None:
         print_json(report.to_dict())
         return
     typer.echo(report.line())
-    for problem in [*report.warnings, *report.errors]:
-        warn(problem)
+    warn(*report.warnings, *report.errors)
 
 
 def reindex(
@@ -102,8 +93,7 @@ def _fill(ctx: typer.Context, background: bool, batch: int, as_json: bool) -> No
         print_json(vars(report))
         return
     typer.echo(f"{report.filled} documents embedded, {report.left} without a vector")
-    for problem in report.errors:
-        warn(problem)
+    warn(*report.errors)
 
 
 def reembed(
@@ -136,23 +126,17 @@ def watch(
 
     mem = open_from(ctx)
 
+    def say(line: str, err: bool = False) -> None:
+        typer.echo(f"{datetime.now():%H:%M:%S} {line}", err=err)
+
     def on_sync(report) -> None:
-        typer.echo(f"{datetime.now():%H:%M:%S} {report.line()}")
-        for problem in report.errors:
-            warn(problem)
-
-    def on_error(exc) -> None:
-        typer.echo(f"{datetime.now():%H:%M:%S} sync failed: {exc}", err=True)
-
-    def on_warning(message: str) -> None:  # memory/ gone for a while, a folder that cannot be watched
-        typer.echo(f"{datetime.now():%H:%M:%S} warning: {message}", err=True)
+        say(report.line())
+        warn(*report.errors)
 
     def on_retry(report) -> None:  # entries a provider failure left pending (`memory retry`)
         still = {**report.pending, **report.unembedded}
         line = f"retry: {len(report.completed)} completed, {len(report.embedded)} embedded"
-        if still:
-            line += f", {len(still)} still pending ({next(iter(still.values())).reason})"
-        typer.echo(f"{datetime.now():%H:%M:%S} {line}")
+        say(line + (f", {len(still)} still pending ({next(iter(still.values())).reason})" if still else ""))
 
     typer.echo(f"watching {mem.layout.root} (Ctrl-C to stop)", err=True)
     try:
@@ -161,11 +145,52 @@ def watch(
             debounce=debounce,
             max_latency=max(C.WATCH_MAX_LATENCY_S, debounce),
             on_sync=on_sync,
-            on_error=on_error,
+            on_error=lambda exc: say(f"sync failed: {exc}", err=True),
             reopen=lambda: open_from(ctx),
             on_retry=on_retry,
-            on_warning=on_warning,
+            on_warning=lambda message: say(f"warning: {message}", err=True),  # memory/ gone, a folder that cannot be watched
         )
         watcher.run(once=once)
     except KeyboardInterrupt:
         typer.echo("stopped", err=True)
+
+
+def retry(
+    ctx: typer.Context,
+    provider: Optional[str] = typer.Option(
+        None, "--provider", help="Compressor for pending entries: gemini, or local to keep the local summaries. Default: from config."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print what was done as JSON."),
+) -> None:
+    """Complete pending entries (saved with a local stand-in when the provider failed) and embed entries saved without vectors.
+
+    Exits non-zero when something is still pending, with the reason."""
+    from memtool.retry import retry as run
+    from memtool.retry import work
+
+    mem = open_from(ctx)
+    pending, unembedded = work(mem)
+    total = len(pending) + len(unembedded)
+    with progress_bar("retrying", total, total > 1 and not as_json) as advance:
+        report = run(mem, provider, progress=advance)
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        echo_lines(f"{entry_id}  completed with {model}" for entry_id, model in report.completed.items())
+        if report.embedded:
+            typer.echo(f"{len(report.embedded)} entr{'y' if len(report.embedded) == 1 else 'ies'} embedded with {mem.embedder.model}")
+        if report.skipped:
+            typer.echo(f"{len(report.skipped)} entries changed while retrying; left alone: {', '.join(report.skipped)}")
+        if not total:
+            typer.echo("nothing to retry: no pending entries, and every entry has its vector")
+        for title, failures in (("still pending", report.pending), ("still without a vector", report.unembedded)):
+            by_reason: dict[str, list[str]] = {}
+            for entry_id, failure in failures.items():
+                by_reason.setdefault(failure.reason, []).append(entry_id)
+            for reason, ids in by_reason.items():
+                typer.echo(f"error: {title} ({len(ids)}: {', '.join(ids[:5])}{' …' if len(ids) > 5 else ''}): {reason}", err=True)
+    if not report.ok:
+        raise typer.Exit(report.exit_code)
+
+
+COMMANDS = (retry, reindex, watch, reembed)  # registered in this order by memtool.cli.main

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import List, Optional
@@ -10,28 +11,19 @@ from typing import List, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import console, open_from, print_json, root_of, warn
+from memtool.cli.common import echo_lines, layout_of, open_from, print_json, progress_bar, root_path, warn
 from memtool.errors import BadInput
 
 TRANSCRIPT_SUFFIXES = {".md", ".txt", ".jsonl", ".json", ".log"}
 
 
-def register(app: typer.Typer) -> None:
-    app.command("init")(init)
-    app.command("log")(log)
-    app.command("compress")(compress)
-    app.command("forget")(forget)
-
-
 def init(ctx: typer.Context) -> None:
     """Create the memory layout here (or at --root). Safe to run again: never overwrites a file."""
-    from memtool.app import resolve_root
     from memtool.scaffold import init as do_init
 
-    root = resolve_root(root_of(ctx))
+    root = root_path(ctx)
     created = do_init(root)
-    for path in created:
-        typer.echo(f"created {path.relative_to(root) if path.is_relative_to(root) else path}")
+    echo_lines(f"created {path.relative_to(root) if path.is_relative_to(root) else path}" for path in created)
     typer.echo(f"memory root ready at {root}" + ("" if created else " (nothing to do)"))
 
 
@@ -81,8 +73,7 @@ def read_input(path: str, mem=None, convert: bool = True) -> tuple[str, str, dat
             raise BadInput(f"{path}: no such file")
         name = str(p)
         transcript = load_transcript(p, limit, None if convert else "text")
-    for message in transcript.warnings:
-        warn(message)
+    warn(*transcript.warnings)
     return transcript.render(), name, transcript.started if convert else None
 
 
@@ -163,22 +154,14 @@ def compress(
                 supersedes=list(supersedes or []),
             )
 
-    if len(files) > 1 and not as_json:
-        from rich.progress import Progress
-
-        with Progress(console=console(), transient=True) as bar:
-            task = bar.add_task("compressing", total=len(files))
-            stored = mem.compress_many(sessions(), provider=provider, progress=lambda n: bar.advance(task, n))
-    else:
-        stored = mem.compress_many(sessions(), provider=provider)
+    with progress_bar("compressing", len(files), len(files) > 1 and not as_json) as advance:
+        stored = mem.compress_many(sessions(), provider=provider, progress=advance)
     entries = stored.entries
-    for message in dict.fromkeys(stored.warnings):  # provider fallbacks: stored, but pending or without vectors
-        warn(message)
+    warn(*dict.fromkeys(stored.warnings))  # provider fallbacks: stored, but pending or without vectors
     repeats = _repeats(entries, stored.duplicates)
     if as_json:
         print_json(_outcomes(entries, repeats, names))
-        for dup in stored.duplicates:
-            typer.echo(f"note: {dup.message()}", err=True)
+        echo_lines((f"note: {dup.message()}" for dup in stored.duplicates), err=True)
     for i, e in enumerate([] if as_json else entries):
         flag = "  [pending: compressed locally, run `memory retry`]" if e.pending else ""
         if i in repeats:
@@ -204,13 +187,10 @@ def _repeats(entries: list, duplicates: list) -> set[int]:
     (a file given twice): then only the later occurrences are duplicates. compress_many reports one
     "same" duplicate per repeating session, and the session that stored an entry comes before those
     repeating it, so the last k occurrences of an id with k such reports are the repeats."""
-    left: dict[str, int] = {}
-    for d in duplicates:
-        if d.kind == "same":
-            left[d.existing] = left.get(d.existing, 0) + 1
+    left = Counter(d.existing for d in duplicates if d.kind == "same")
     out: set[int] = set()
-    for i in range(len(entries) - 1, -1, -1):
-        if left.get(entries[i].id, 0) > 0:
+    for i in reversed(range(len(entries))):
+        if left[entries[i].id] > 0:
             left[entries[i].id] -= 1
             out.add(i)
     return out
@@ -239,19 +219,16 @@ def forget(
     """Remove entries for good, live or archived: the entry, its transcript and its vector, and the
     copies in index.json, entity pages and caches. Lines of MEMORY.md or logs naming them are listed,
     not changed. Git history keeps old versions of the files."""
-    from memtool.app import resolve_root
     from memtool.config import load_settings
     from memtool.forget import forget as run
-    from memtool.store import Layout
 
-    layout = Layout(resolve_root(root_of(ctx))).require()
+    layout = layout_of(ctx)
     compressor = load_settings(layout.root).compressor
     if not (yes or dry_run):
         plan = run(layout, ids, compressor, dry_run=True)  # checks every id before asking
         if not sys.stdin.isatty():
             raise BadInput("memory forget removes entries for good: pass --yes to confirm (or --dry-run to see what it would remove).")
-        for e in plan.entries:
-            typer.echo(f"{e['id']}  {e['timestamp'][:16]}  {_clip(e['summary'])}")
+        echo_lines(f"{e['id']}  {e['timestamp'][:16]}  {_clip(e['summary'])}" for e in plan.entries)
         if not typer.confirm(f"Forget {len(plan.entries)} entr{'y' if len(plan.entries) == 1 else 'ies'} for good?"):
             raise typer.Exit(1)
     report = run(layout, ids, compressor, dry_run=dry_run)
@@ -264,16 +241,11 @@ def forget(
 
     for e in report.entries:
         typer.echo(f"{verb('forget', 'forgot')} {e['id']} ({e['timestamp'][:16]}{', archived' if e['archived'] else ''}): {_clip(e['summary'])}")
-    for entry_id in report.completed:
-        typer.echo(f"{verb('finish', 'finished')} forgetting {entry_id} (an interrupted forget had removed its entry)")
-    for path in report.removed:
-        typer.echo(f"{verb('remove', 'removed')} {path}")
-    for path in report.rewritten:
-        typer.echo(f"{verb('rewrite', 'rewrote')} {path}")
-    for path in report.caches:
-        typer.echo(f"{verb('purge', 'purged')} {path} (derived: rebuilt on next use)")
-    for line in report.mentions:
-        warn(f"still named in {line}")
+    echo_lines(f"{verb('finish', 'finished')} forgetting {entry_id} (an interrupted forget had removed its entry)" for entry_id in report.completed)
+    echo_lines(f"{verb('remove', 'removed')} {path}" for path in report.removed)
+    echo_lines(f"{verb('rewrite', 'rewrote')} {path}" for path in report.rewritten)
+    echo_lines(f"{verb('purge', 'purged')} {path} (derived: rebuilt on next use)" for path in report.caches)
+    warn(*(f"still named in {line}" for line in report.mentions))
     if report.mentions:
         warn("edit those lines by hand if they should go too")
     if not dry_run:
@@ -289,3 +261,6 @@ def forget(
 def _clip(text: str, width: int = 70) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+COMMANDS = (init, log, compress, forget)  # registered in this order by memtool.cli.main

@@ -38,10 +38,9 @@ Scope = Literal["project", "user"]
 
 
 def spec(agent: str) -> AgentSpec:
-    try:
-        return SPECS[agent]
-    except KeyError:
-        raise BadInput(f"unknown agent {agent!r}: choose one of {', '.join(AGENTS)}") from None
+    if agent not in SPECS:
+        raise BadInput(f"unknown agent {agent!r}: choose one of {', '.join(AGENTS)}")
+    return SPECS[agent]
 
 
 def config_path(agent: str, scope: Scope, project_dir: Path | None = None, home: Path | None = None) -> Path:
@@ -164,9 +163,9 @@ def plan_uninstall(agent: str, scope: Scope = "project", *, project_dir: Path | 
 
 def install(agent: str, scope: Scope = "project", *, dry_run: bool = False, **kwargs: Any) -> tuple[HookPlan, bool]:
     plan = plan_install(agent, scope, **kwargs)
-    return plan, (False if dry_run else apply(plan))
+    return plan, not dry_run and apply(plan)
 
 
 def uninstall(agent: str, scope: Scope = "project", *, dry_run: bool = False, **kwargs: Any) -> tuple[HookPlan, bool]:
     plan = plan_uninstall(agent, scope, **kwargs)
-    return plan, (False if dry_run else apply(plan))
+    return plan, not dry_run and apply(plan)

@@ -9,10 +9,7 @@ from memtool.hooks.common import AgentSpec, Group
 def groups(start: str, end: str) -> tuple[Group, Group]:
     """Context on start-up, /clear and compaction; SessionEnd gets a timeout (Claude Code's default is 1.5 s)."""
     return (
-        {
-            "matcher": "startup|clear|compact",
-            "hooks": [{"type": "command", "command": start, "timeout": C.HOOK_START_TIMEOUT_S}],
-        },
+        {"matcher": "startup|clear|compact", "hooks": [{"type": "command", "command": start, "timeout": C.HOOK_START_TIMEOUT_S}]},
         {"hooks": [{"type": "command", "command": end, "timeout": C.HOOK_END_TIMEOUT_S}]},
     )
 

@@ -12,28 +12,13 @@ from memtool.hooks.common import AgentSpec, Group
 def groups(start: str, end: str) -> tuple[Group, Group]:
     """Like Claude Code's, with the status line Codex shows; Codex caps SessionEnd hooks at 3 s."""
     return (
-        {
-            "matcher": "startup|clear|compact",
-            "hooks": [
-                {
-                    "type": "command",
-                    "command": start,
-                    "timeout": C.HOOK_START_TIMEOUT_S,
-                    "statusMessage": "Loading memtool memory",
-                }
-            ],
-        },
-        {
-            "hooks": [
-                {
-                    "type": "command",
-                    "command": end,
-                    "timeout": C.HOOK_CODEX_END_TIMEOUT_S,
-                    "statusMessage": "Saving session to memtool",
-                }
-            ]
-        },
+        {"matcher": "startup|clear|compact", "hooks": [_handler(start, C.HOOK_START_TIMEOUT_S, "Loading memtool memory")]},
+        {"hooks": [_handler(end, C.HOOK_CODEX_END_TIMEOUT_S, "Saving session to memtool")]},
     )
+
+
+def _handler(command: str, timeout_s: int, status: str) -> dict[str, object]:
+    return {"type": "command", "command": command, "timeout": timeout_s, "statusMessage": status}
 
 
 def warnings(path: Path, new_text: str) -> list[str]:
@@ -54,11 +39,8 @@ def warnings(path: Path, new_text: str) -> list[str]:
     except tomllib.TOMLDecodeError as err:
         return [f"{config}: invalid TOML ({err}); Codex will not start until it is fixed."]
     features = data.get("features")
-    if isinstance(features, dict):
-        for key in ("hooks", "codex_hooks"):
-            if features.get(key) is False:
-                return [f"{config}: [features] {key} = false turns Codex hooks off."]
-    return []
+    off = [key for key in ("hooks", "codex_hooks") if isinstance(features, dict) and features.get(key) is False]
+    return [f"{config}: [features] {off[0]} = false turns Codex hooks off."] if off else []
 
 
 SPEC = AgentSpec(

@@ -30,10 +30,6 @@ _OURS = re.compile(r"(?:^|\s)hooks\s+run\s+session-(?:start|end)\b")
 _OURS_WHOLE = re.compile(r"(?:^|\s)hooks\s+run\s+session-(?:start|end)\s+--agent\s+(?:claude-code|codex|gemini)\s*$")
 
 
-def no_warnings(path: Path, new_text: str) -> list[str]:
-    return []
-
-
 @dataclass(frozen=True)
 class AgentSpec:
     """One agent: where its hook config lives, its format, and the groups memtool adds to it."""
@@ -45,7 +41,7 @@ class AgentSpec:
     comments: bool  # the format allows // and /* */ comments
     groups: Callable[[str, str], tuple[Group, Group]]  # (start command, end command) -> (start group, end group)
     notes: tuple[str, ...]
-    warnings: Callable[[Path, str], list[str]] = no_warnings  # (config file, its new text): settings that keep the hooks from running
+    warnings: Callable[[Path, str], list[str]] = lambda path, new_text: []  # (config file, its new text): settings that keep the hooks from running
     folder_env: str | None = None  # an environment variable naming the user-scope folder instead
     start_event: str = "SessionStart"
     end_event: str = "SessionEnd"
@@ -69,30 +65,15 @@ def is_ours(handler: Any) -> bool:
 def _strip_ours_from_groups(groups: list[Any]) -> bool:
     """Remove our handlers from a list of matcher groups (and groups left empty by that)."""
     changed = False
-    for i in range(len(groups) - 1, -1, -1):
-        group = groups[i]
-        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
-            continue
-        handlers = group["hooks"]
-        kept = [h for h in handlers if not is_ours(h)]
-        if len(kept) == len(handlers):
+    for i in reversed(range(len(groups))):
+        handlers = groups[i].get("hooks") if isinstance(groups[i], dict) else None
+        if not isinstance(handlers, list) or not any(map(is_ours, handlers)):
             continue
         changed = True
-        if kept:
-            group["hooks"] = kept
-        else:
+        groups[i]["hooks"] = [h for h in handlers if not is_ours(h)]
+        if not groups[i]["hooks"]:
             del groups[i]
     return changed
-
-
-def _ours_in(groups: list[Any]) -> list[tuple[int, int]]:
-    return [
-        (gi, hi)
-        for gi, group in enumerate(groups)
-        if isinstance(group, dict) and isinstance(group.get("hooks"), list)
-        for hi, handler in enumerate(group["hooks"])
-        if is_ours(handler)
-    ]
 
 
 def installed_semantics(doc: dict[str, Any], groups: dict[str, Group]) -> dict[str, Any]:
@@ -127,11 +108,9 @@ def uninstalled_semantics(doc: dict[str, Any], keep_events: frozenset[str] = fro
 
 
 def _already_installed(arr: list[Any], group: Group) -> bool:
-    ours = _ours_in(arr)
-    if len(ours) != 1:
-        return False
-    gi, _ = ours[0]
-    return arr[gi] == group
+    """The list holds one handler of ours, in a group equal to `group`."""
+    holding = [g for g in arr if isinstance(g, dict) and isinstance(g.get("hooks"), list) for h in g["hooks"] if is_ours(h)]
+    return len(holding) == 1 and holding[0] == group
 
 
 # --- text edits -------------------------------------------------------------------------------

@@ -39,9 +39,6 @@ class HookCheck:
     detail: str  # what happened (exit code, the hook's message)
     fix: str  # what to do when not ok; empty when ok
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass
 class HooksReport:
@@ -54,7 +51,7 @@ class HooksReport:
         return all(c.ok for c in self.checks)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"project": str(self.project), "ok": self.ok, "checks": [c.to_dict() for c in self.checks], "not_installed": self.not_installed}
+        return {"project": str(self.project), "ok": self.ok, "checks": [asdict(c) for c in self.checks], "not_installed": self.not_installed}
 
 
 def agent_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -112,58 +109,41 @@ def _last_line(text: str) -> str:
 def run_hook(agent: str, scope: str, config: Path, event: str, handler: dict[str, Any], project: Path, env: dict[str, str] | None = None) -> HookCheck:
     """Run one handler's command as the agent would and judge what it did."""
     command = str(handler.get("command", ""))
+    return HookCheck(agent, scope, event, str(config), command, *_outcome(agent, scope, event, command, _timeout_s(agent, handler), project, env))
+
+
+def _outcome(agent: str, scope: str, event: str, command: str, timeout: float, project: Path, env: dict[str, str] | None) -> tuple[bool, str, str]:
+    """(ok, detail, fix) of running the command once."""
     reinstall = f"memory hooks install --agent {agent}" + (" --scope user" if scope == "user" else "")
-    check = {"agent": agent, "scope": scope, "event": event, "config": str(config), "command": command}
-    timeout = _timeout_s(agent, handler)
     try:
         done = subprocess.run(
             command, shell=True, cwd=project, input=sample_payload(event, project), capture_output=True, text=True, timeout=timeout, env=agent_environment(env)
         )
     except subprocess.TimeoutExpired:
-        return HookCheck(
-            **check,
-            ok=False,
-            detail=f"no answer within the hook's timeout ({timeout:g} s)",
-            fix="check how long `memory context` takes in this project (a slow first embedding?) or raise the hook's timeout",
-        )
+        fix = "check how long `memory context` takes in this project (a slow first embedding?) or raise the hook's timeout"
+        return False, f"no answer within the hook's timeout ({timeout:g} s)", fix
     if done.returncode in (NOT_FOUND_EXIT, NOT_EXECUTABLE_EXIT):
         what = "not found" if done.returncode == NOT_FOUND_EXIT else "not executable"
-        return HookCheck(
-            **check,
-            ok=False,
-            detail=f"exit {done.returncode}: the command is {what} ({_last_line(done.stderr)})",
-            fix=f"run `{reinstall}` with the `memory` you want the agent to use: it writes that program's absolute path",
-        )
+        fix = f"run `{reinstall}` with the `memory` you want the agent to use: it writes that program's absolute path"
+        return False, f"exit {done.returncode}: the command is {what} ({_last_line(done.stderr)})", fix
     if done.returncode != 0:
-        return HookCheck(
-            **check,
-            ok=False,
-            detail=f"exit {done.returncode}: {_last_line(done.stderr) or 'no message'}",
-            fix=f"run the command above by hand to see the whole error; `{reinstall}` rewrites it",
-        )
+        fix = f"run the command above by hand to see the whole error; `{reinstall}` rewrites it"
+        return False, f"exit {done.returncode}: {_last_line(done.stderr) or 'no message'}", fix
     if event == "session-end":
-        return HookCheck(**check, ok=True, detail=_last_line(done.stderr) or "exit 0", fix="")
-    return _judge_start(check, done.stdout)
-
-
-def _judge_start(check: dict[str, str], stdout: str) -> HookCheck:
-    if not stdout.strip():
-        return HookCheck(**check, ok=True, detail="exit 0; nothing to load yet (empty memory)", fix="")
+        return True, _last_line(done.stderr) or "exit 0", ""
+    if not done.stdout.strip():
+        return True, "exit 0; nothing to load yet (empty memory)", ""
     try:
-        data = json.loads(stdout)
+        data = json.loads(done.stdout)
     except json.JSONDecodeError:
-        return HookCheck(
-            **check,
-            ok=False,
-            detail=f"exit 0, but stdout is not the JSON the agent reads: {_last_line(stdout)[:120]}",
-            fix="something in the shell start-up or the command prints to stdout; run the command by hand",
-        )
+        fix = "something in the shell start-up or the command prints to stdout; run the command by hand"
+        return False, f"exit 0, but stdout is not the JSON the agent reads: {_last_line(done.stdout)[:120]}", fix
     note = data.get("systemMessage") if isinstance(data, dict) else None
     if note:  # memtool's own failure note, shown to the user at session start
         fix = "run `memory init` in the project" if "no memory/" in note else "run `memory context` in the project to see the whole error"
-        return HookCheck(**check, ok=False, detail=str(note), fix=fix)
+        return False, str(note), fix
     context = data.get("hookSpecificOutput", {}).get("additionalContext", "") if isinstance(data, dict) else ""
-    return HookCheck(**check, ok=True, detail=f"exit 0; loads {len(context)} characters of memory", fix="")
+    return True, f"exit 0; loads {len(context)} characters of memory", ""
 
 
 def check_hooks(project: Path, agents: tuple[str, ...] = AGENTS, home: Path | None = None, env: dict[str, str] | None = None) -> HooksReport:

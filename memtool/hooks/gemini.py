@@ -16,48 +16,22 @@ START_NAME, END_NAME = "memtool-session-start", "memtool-session-end"
 def groups(start: str, end: str) -> tuple[Group, Group]:
     """Named handlers with timeouts in milliseconds; lifecycle matchers are exact strings, so none (= all)."""
     return (
-        {
-            "hooks": [
-                {
-                    "name": START_NAME,
-                    "type": "command",
-                    "command": start,
-                    "description": "Load the memtool memory context",
-                    "timeout": C.HOOK_START_TIMEOUT_S * 1000,
-                }
-            ]
-        },
-        {
-            "hooks": [
-                {
-                    "name": END_NAME,
-                    "type": "command",
-                    "command": end,
-                    "description": "Compress this session into memtool memory",
-                    "timeout": C.HOOK_END_TIMEOUT_S * 1000,
-                }
-            ]
-        },
+        {"hooks": [_handler(START_NAME, start, "Load the memtool memory context", C.HOOK_START_TIMEOUT_S)]},
+        {"hooks": [_handler(END_NAME, end, "Compress this session into memtool memory", C.HOOK_END_TIMEOUT_S)]},
     )
+
+
+def _handler(name: str, command: str, description: str, timeout_s: int) -> dict[str, Any]:
+    return {"name": name, "type": "command", "command": command, "description": description, "timeout": timeout_s * 1000}
 
 
 def warnings(path: Path, new_text: str) -> list[str]:
     """Hooks turned off, or ours listed as disabled, in the same settings file."""
-    out: list[str] = []
     data = Document(new_text, comments=True).data()
-    hooks_config = data.get("hooksConfig")
-    hooks = data.get("hooks")
-    for label, holder in (("hooksConfig", hooks_config), ("hooks", hooks)):
-        if isinstance(holder, dict) and holder.get("enabled") is False:
-            out.append(f"{path}: {label}.enabled is false, so Gemini CLI runs no hooks.")
-    disabled: list[Any] = []
-    for holder in (hooks_config, hooks):
-        if isinstance(holder, dict) and isinstance(holder.get("disabled"), list):
-            disabled += holder["disabled"]
-    for name in (START_NAME, END_NAME):
-        if name in disabled:
-            out.append(f"{path}: hook {name!r} is listed as disabled.")
-    return out
+    holders = {label: data[label] for label in ("hooksConfig", "hooks") if isinstance(data.get(label), dict)}
+    out = [f"{path}: {label}.enabled is false, so Gemini CLI runs no hooks." for label, holder in holders.items() if holder.get("enabled") is False]
+    disabled = [name for holder in holders.values() if isinstance(holder.get("disabled"), list) for name in holder["disabled"]]
+    return out + [f"{path}: hook {name!r} is listed as disabled." for name in (START_NAME, END_NAME) if name in disabled]
 
 
 SPEC = AgentSpec(

@@ -27,8 +27,9 @@ _VERSION = 1
 
 
 def _file() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "memtool" / "hooks" / "filled-containers.json"
+    from memtool.config import user_cache_dir
+
+    return user_cache_dir() / "hooks" / "filled-containers.json"
 
 
 def _key(config: Path) -> str:
@@ -42,22 +43,13 @@ def _read_all() -> dict[str, Containers]:
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return {}
     files = data.get("files") if isinstance(data, dict) and data.get("version") == _VERSION else None
-    if not isinstance(files, dict):
-        return {}
     out: dict[str, Containers] = {}
-    for name, entries in files.items():
-        if not isinstance(entries, list):
-            continue
+    for name, entries in files.items() if isinstance(files, dict) else ():
         kept: Containers = {}
-        for entry in entries:
-            if (
-                isinstance(entry, list)
-                and len(entry) == 2
-                and isinstance(entry[0], list)
-                and all(isinstance(k, str) for k in entry[0])
-                and isinstance(entry[1], str)
-            ):
-                kept[tuple(entry[0])] = entry[1]
+        for entry in entries if isinstance(entries, list) else ():
+            match entry:
+                case [list() as where, str() as inside] if all(isinstance(key, str) for key in where):
+                    kept[tuple(where)] = inside
         if kept:
             out[name] = kept
     return out

@@ -31,7 +31,6 @@ class HookPayload:
     session_id: str | None
     transcript_path: Path | None
     cwd: Path | None
-    event: str | None
 
 
 def parse_payload(raw: str) -> HookPayload:
@@ -57,7 +56,6 @@ def parse_payload(raw: str) -> HookPayload:
         session_id=text("session_id"),
         transcript_path=Path(transcript).expanduser() if transcript else None,
         cwd=Path(cwd) if cwd else None,
-        event=text("hook_event_name"),
     )
 
 
@@ -67,31 +65,20 @@ def read_payload(stream: Any) -> str:
     return str(stream.read(C.HOOK_MAX_PAYLOAD_BYTES))
 
 
-def memtool_command(*args: str, python: str | None = None) -> list[str]:
+def memtool_command(*args: str) -> list[str]:
     """Command line running the `memory` CLI with this interpreter."""
-    return [python or sys.executable, "-m", "memtool", *args]
+    return [sys.executable, "-m", "memtool", *args]
 
 
-def context_command(python: str | None = None) -> list[str]:
-    return memtool_command("context", python=python)
-
-
-def compress_command(transcript: Path, payload: HookPayload, agent: str, python: str | None = None) -> list[str]:
-    args = ["compress", str(transcript)]
-    if payload.session_id:
-        args += ["--session", payload.session_id]
-    args += ["--agent", spec(agent).name]
-    return memtool_command(*args, python=python)
-
-
-def session_start_output(context: str) -> str:
-    """What the session-start hook prints: the agents' shared SessionStart JSON, or nothing."""
-    if not context.strip():
+def session_start_output(context: str, failure: str = "") -> str:
+    """What the session-start hook prints: the agents' shared SessionStart JSON, or nothing. A
+    `failure` (no memory could be loaded) is one line the agent shows the user (`systemMessage`) and
+    the model reads (`additionalContext`), instead of a silent failure."""
+    shown = failure or context.strip()
+    if not shown:
         return ""
-    return json.dumps(
-        {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context.strip()}},
-        ensure_ascii=False,
-    )
+    message = {"systemMessage": failure} if failure else {}
+    return json.dumps(message | {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": shown}}, ensure_ascii=False)
 
 
 def _workdir(payload: HookPayload) -> Path | None:
@@ -116,48 +103,33 @@ def _call(run: Runner | None, command: list[str], payload: HookPayload, timeout:
     return (run or subprocess.run)(command, cwd=_workdir(payload), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-def failure_output(note: str) -> str:
-    """The session-start output when no memory could be loaded: one line the agent shows the user
-    (`systemMessage`) and the model reads (`additionalContext`), instead of a silent failure."""
-    return json.dumps(
-        {"systemMessage": note, "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": note}},
-        ensure_ascii=False,
-    )
-
-
-def run_session_start(payload: HookPayload, *, run: Runner | None = None, python: str | None = None) -> tuple[str, str]:
+def run_session_start(payload: HookPayload, *, run: Runner | None = None) -> tuple[str, str]:
     """Run `memory context` for the session's folder. Returns (stdout for the agent, message for stderr).
 
     When memtool fails, or the folder has no memory, the agent still gets one line saying so."""
-    command = context_command(python)
     check = "`memory hooks doctor` in the project shows the hook's whole error"
     try:
-        done = _call(run, command, payload, C.HOOK_CONTEXT_TIMEOUT_S)
+        done = _call(run, memtool_command("context"), payload, C.HOOK_CONTEXT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         note = f"memtool: `memory context` took longer than {C.HOOK_CONTEXT_TIMEOUT_S:.0f} s; no memory loaded ({check})."
-        return failure_output(note), note
     except OSError as err:
         note = f"memtool: cannot run `memory context`: {err}; no memory loaded ({check})."
-        return failure_output(note), note
-    if done.returncode == NotAMemoryRoot.exit_code:
-        where = _workdir(payload) or Path.cwd()
-        note = f"memtool: no memory/ in {where} or above; run `memory init` there to keep memory for this project."
-        return failure_output(note), note
-    if done.returncode != 0:
-        detail = (done.stderr or "").strip().splitlines()
-        reason = f": {detail[-1]}" if detail else ""
-        note = f"memtool: `memory context` failed (exit {done.returncode}){reason}; no memory loaded ({check})."
-        return failure_output(note), note
-    return session_start_output(done.stdout), ""
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "memtool" / "hooks"
+    else:
+        if done.returncode == 0:
+            return session_start_output(done.stdout), ""
+        if done.returncode == NotAMemoryRoot.exit_code:
+            note = f"memtool: no memory/ in {_workdir(payload) or Path.cwd()} or above; run `memory init` there to keep memory for this project."
+        else:
+            detail = (done.stderr or "").strip().splitlines()
+            reason = f": {detail[-1]}" if detail else ""
+            note = f"memtool: `memory context` failed (exit {done.returncode}){reason}; no memory loaded ({check})."
+    return session_start_output("", note), note
 
 
 def log_path() -> Path:
-    return cache_dir() / "hooks.log"
+    from memtool.config import user_cache_dir
+
+    return user_cache_dir() / "hooks" / "hooks.log"
 
 
 def _safe_name(text: str) -> str:
@@ -172,20 +144,17 @@ def _write_private(path: Path, text: str) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as err:
         raise StorageError(f"{path.parent}: cannot write the transcript copy: {err.strerror}") from None
-    renamed = False
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
-        renamed = True
     except OSError as err:
         raise StorageError(f"{path}: cannot write the transcript copy: {err.strerror}") from None
     finally:
-        if not renamed:
-            Path(tmp).unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)  # left only when the write or the rename failed
 
 
-def prepare_transcript(payload: HookPayload, agent: str, out_dir: Path | None = None) -> Path:
+def prepare_transcript(payload: HookPayload, agent: str) -> Path:
     """Convert the session's transcript to Markdown, redact it, and write it to the cache folder,
     readable by its owner only. Returns the file.
 
@@ -204,12 +173,12 @@ def prepare_transcript(payload: HookPayload, agent: str, out_dir: Path | None = 
     if not text.strip():
         raise BadInput(f"{payload.transcript_path}: no conversation text in the transcript; nothing to compress")
     name = _safe_name(f"{spec(agent).name}-{payload.session_id or payload.transcript_path.stem}") + ".md"
-    target = (out_dir or cache_dir()) / name
+    target = log_path().parent / name
     _write_private(target, redact(text)[0])
     return target
 
 
-def run_session_end(payload: HookPayload, agent: str, *, run: Runner | None = None, python: str | None = None) -> int:
+def run_session_end(payload: HookPayload, agent: str, *, run: Runner | None = None) -> int:
     """Convert the transcript and run `memory compress` on it, waiting for it. Returns its exit code.
 
     The converted copy is deleted whatever happens (success, failure, timeout, an exception): the
@@ -217,17 +186,15 @@ def run_session_end(payload: HookPayload, agent: str, *, run: Runner | None = No
     """
     markdown = prepare_transcript(payload, agent)
     try:
-        command = compress_command(markdown, payload, agent, python)
+        session = ["--session", payload.session_id] if payload.session_id else []
+        command = memtool_command("compress", str(markdown), *session, "--agent", spec(agent).name)
         retry = f"the transcript is still at {payload.transcript_path}"
         try:
             done = _call(run, command, payload, C.HOOK_COMPRESS_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             print(f"memtool: compress timed out after {C.HOOK_COMPRESS_TIMEOUT_S:.0f} s; {retry}", file=sys.stderr)
             return 1
-        if done.stdout:
-            sys.stderr.write(done.stdout)
-        if done.stderr:
-            sys.stderr.write(done.stderr)
+        sys.stderr.write((done.stdout or "") + (done.stderr or ""))
         if done.returncode != 0:
             print(f"memtool: compress failed (exit {done.returncode}); {retry}", file=sys.stderr)
         return done.returncode
@@ -235,18 +202,7 @@ def run_session_end(payload: HookPayload, agent: str, *, run: Runner | None = No
         markdown.unlink(missing_ok=True)
 
 
-def worker_command(agent: str, python: str | None = None) -> list[str]:
-    return memtool_command("hooks", "run", "session-end", "--agent", spec(agent).name, "--foreground", python=python)
-
-
-def spawn_session_end(
-    raw_payload: str,
-    payload: HookPayload,
-    agent: str,
-    *,
-    popen: Callable[..., "subprocess.Popen[bytes]"] | None = None,
-    python: str | None = None,
-) -> Path:
+def spawn_session_end(raw_payload: str, payload: HookPayload, agent: str) -> Path:
     """Start the detached worker (`hooks run session-end --foreground`) and return at once.
 
     The worker gets the payload on stdin, runs in its own session (it outlives the agent),
@@ -257,19 +213,16 @@ def spawn_session_end(
     if log.exists() and log.stat().st_size > C.HOOK_LOG_MAX_BYTES:
         os.replace(log, log.with_suffix(".log.1"))
     with open(log, "ab") as out:
-        kwargs: dict[str, Any] = {}
-        if os.name == "posix":
-            kwargs["start_new_session"] = True
-        else:
-            kwargs["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-        proc = (popen or subprocess.Popen)(
-            worker_command(agent, python),
+        flags = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+        detach: dict[str, Any] = {"start_new_session": True} if os.name == "posix" else {"creationflags": flags}
+        proc = subprocess.Popen(
+            memtool_command("hooks", "run", "session-end", "--agent", spec(agent).name, "--foreground"),
             stdin=subprocess.PIPE,
             stdout=out,
             stderr=out,
             cwd=_workdir(payload),
             close_fds=True,
-            **kwargs,
+            **detach,
         )
     assert proc.stdin is not None
     try:
