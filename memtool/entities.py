@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
@@ -71,23 +71,19 @@ def collect_entities(entries: Iterable[Entry], kinds: Iterable[str] = C.ENTITY_K
     by_kind: dict[str, dict[str, Entity]] = {k: {} for k in kinds}
     for entry in sort_entries(entries):
         for kind, found in by_kind.items():
-            seen: set[str] = set()
             for spelling in dict.fromkeys(" ".join(raw.split()) for raw in names_in(entry, kind)):  # once per entry
                 key = normalize(spelling)
                 if not key:
                     continue
                 ent = found.setdefault(key, Entity(kind, key))
                 ent.spellings[spelling] += 1
-                if key not in seen:
-                    seen.add(key)
+                if not ent.entries or ent.entries[-1] is not entry:  # two spellings of one name: the entry counts once
                     ent.entries.append(entry)
     return {kind: _ranked(found.values()) for kind, found in by_kind.items()}
 
 
 def _ranked(entities: Iterable[Entity]) -> list[Entity]:
-    by_name = sorted(entities, key=lambda e: e.key)
-    by_recent = sorted(by_name, key=lambda e: e.last_seen, reverse=True)
-    return sorted(by_recent, key=lambda e: e.count, reverse=True)
+    return sorted(sorted(entities, key=lambda e: e.key), key=lambda e: (e.count, e.last_seen), reverse=True)  # a stable sort
 
 
 def check_kind(kind: str | None) -> tuple[str, ...]:
@@ -163,7 +159,7 @@ class PagesReport:
     unchanged: int = 0
 
     def to_dict(self) -> dict:
-        return {"written": self.written, "removed": self.removed, "unchanged": self.unchanged}
+        return asdict(self)
 
 
 def page_slugs(found: dict[str, list[Entity]]) -> dict[tuple[str, str], str]:
