@@ -16,6 +16,10 @@ MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
 MONTHS["sept"] = 9
 WEEKDAYS = {d: i for i, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
 UNITS = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(weeks=1)}
+UNITS.update(month=timedelta(days=30), year=timedelta(days=365))  # '3 months ago': the day 90 days back
+DAY_SHIFT = {"yesterday": -1, "today": 0, "tomorrow": 1}
+DAYS_UNTIL_NOW = {"this week": 6, "past week": 6, "last 7 days": 6, "last week": 7}  # from the start of the day this many days back
+SHIFT = {"last": -1, "this": 0, "next": 1}
 
 _TIME = r"(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?(?::(?P<s>\d{2}))?\s*(?P<ampm>am|pm|a\.m\.|p\.m\.)?"
 _DMY = r"(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?P<mon>[a-z]+)\.?,?\s+(?P<y>\d{4})"
@@ -45,6 +49,10 @@ def _month(year: int, month: int, tz) -> tuple[datetime, datetime]:
     return start, end
 
 
+def _year(year: int, tz) -> tuple[datetime, datetime]:
+    return datetime(year, 1, 1, tzinfo=tz), datetime(year + 1, 1, 1, tzinfo=tz)
+
+
 def _clock(m: re.Match) -> time | None:
     if not m.groupdict().get("h"):
         return None
@@ -57,12 +65,6 @@ def _clock(m: re.Match) -> time | None:
     return time(h, mi, s)
 
 
-def _month_num(name: str) -> int:
-    if name not in MONTHS:
-        raise ValueError(name)
-    return MONTHS[name]
-
-
 def parse_period(text: str, now: datetime | None = None) -> tuple[datetime, datetime]:
     """The interval [start, end) that `text` names. Raises BadInput with the accepted forms."""
     now = now or _local_now()
@@ -71,7 +73,7 @@ def parse_period(text: str, now: datetime | None = None) -> tuple[datetime, date
     text = " ".join(text.strip().lower().split())
     try:
         return _parse(text, now, tz)
-    except (ValueError, OverflowError):
+    except (ValueError, OverflowError, KeyError):  # KeyError: a month name MONTHS lacks
         raise BadInput(
             f"cannot read the date {raw!r}. Use e.g. 2026-02-07, 2026-02-07T14:30, '18 May 2023', "
             "'1:47 pm on 18 May, 2023', today, yesterday, 'last week', '3 days ago', 'May 2023', monday."
@@ -79,61 +81,42 @@ def parse_period(text: str, now: datetime | None = None) -> tuple[datetime, date
 
 
 def _parse(text: str, now: datetime, tz) -> tuple[datetime, datetime]:
-    if text in ("now",):
-        return now, now + timedelta(seconds=1)
-    if text == "today":
-        return _day(now)
-    if text == "yesterday":
-        return _day(now - timedelta(days=1))
-    if text == "tomorrow":
-        return _day(now + timedelta(days=1))
+    until_now = now + timedelta(seconds=1)  # the end of a period that runs up to now
+    if text == "now":
+        return now, until_now
+    if text in DAY_SHIFT:
+        return _day(now + timedelta(days=DAY_SHIFT[text]))
+    if text in DAYS_UNTIL_NOW:
+        return _day(now - timedelta(days=DAYS_UNTIL_NOW[text]))[0], until_now
     if text == "next week":
         start = _day(now + timedelta(days=7 - now.weekday()))[0]
         return start, start + timedelta(days=7)
-    if text == "next month":
-        nxt = now.replace(day=28) + timedelta(days=4)
-        return _month(nxt.year, nxt.month, tz)
-    if text == "next year":
-        return datetime(now.year + 1, 1, 1, tzinfo=tz), datetime(now.year + 2, 1, 1, tzinfo=tz)
     if text in ("last weekend", "this weekend", "next weekend"):
         saturday = now + timedelta(days=(5 - now.weekday()) % 7)
-        shift = {"last": -7, "this": 0, "next": 7}[text.split()[0]]
-        start = _day(saturday + timedelta(days=shift))[0]
+        start = _day(saturday + timedelta(days=7 * SHIFT[text.split()[0]]))[0]
         return start, start + timedelta(days=2)
-    if text in ("this week", "past week", "last 7 days"):
-        return _day(now - timedelta(days=6))[0], now + timedelta(seconds=1)
-    if text == "last week":
-        return _day(now - timedelta(days=7))[0], now + timedelta(seconds=1)
-    if text in ("this month",):
-        return _month(now.year, now.month, tz)[0], now + timedelta(seconds=1)
-    if text == "last month":
-        prev = now.replace(day=1) - timedelta(days=1)
-        return _month(prev.year, prev.month, tz)
-    if text == "this year":
-        return datetime(now.year, 1, 1, tzinfo=tz), now + timedelta(seconds=1)
-    if text == "last year":
-        return datetime(now.year - 1, 1, 1, tzinfo=tz), datetime(now.year, 1, 1, tzinfo=tz)
+    shift, _, unit = text.partition(" ")
+    if shift in SHIFT and unit in ("month", "year"):  # 'this month' runs up to now, 'last month' is all of it
+        n = SHIFT[shift]
+        year, month0 = divmod(now.year * 12 + now.month - 1 + n, 12)
+        start, end = _month(year, month0 + 1, tz) if unit == "month" else _year(now.year + n, tz)
+        return (start, until_now) if n == 0 else (start, end)
     if text in WEEKDAYS or (text.startswith("last ") and text[5:] in WEEKDAYS):
         wd = WEEKDAYS[text.removeprefix("last ")]
         back = (now.weekday() - wd) % 7 or 7
         return _day(now - timedelta(days=back))
     m = AGO.match(text)
     if m:
-        n = int(m["n"]) if m["n"].isdigit() else WORD_NUM[m["n"]]
-        unit = m["unit"]
-        if unit == "month":
-            return _day(now - timedelta(days=30 * n))
-        if unit == "year":
-            return _day(now - timedelta(days=365 * n))
-        point = now - n * UNITS[unit]
-        return _day(point) if unit in ("day", "week") else (point, point + UNITS[unit])
+        unit = UNITS[m["unit"]]
+        point = now - (int(m["n"]) if m["n"].isdigit() else WORD_NUM[m["n"]]) * unit
+        return (point, point + unit) if unit < UNITS["day"] else _day(point)
     if re.match(r"^\d{4}-\d{2}-\d{2}$", text):
         return _day(datetime.fromisoformat(text).replace(tzinfo=tz))
     if re.match(r"^\d{4}-\d{2}$", text):
         y, mo = text.split("-")
         return _month(int(y), int(mo), tz)
     if re.match(r"^\d{4}$", text):
-        return datetime(int(text), 1, 1, tzinfo=tz), datetime(int(text) + 1, 1, 1, tzinfo=tz)
+        return _year(int(text), tz)
     if re.match(r"^\d{4}-\d{2}-\d{2}[t ]\d", text):
         dt = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
         dt = dt if dt.tzinfo else dt.replace(tzinfo=tz)
@@ -141,7 +124,7 @@ def _parse(text: str, now: datetime, tz) -> tuple[datetime, datetime]:
     for pat in PATTERNS:
         m = pat.match(text)
         if m:
-            day = datetime(int(m["y"]), _month_num(m["mon"]), int(m["d"]), tzinfo=tz)
+            day = datetime(int(m["y"]), MONTHS[m["mon"]], int(m["d"]), tzinfo=tz)
             clock = _clock(m)
             if clock is None:
                 return _day(day)
@@ -149,7 +132,7 @@ def _parse(text: str, now: datetime, tz) -> tuple[datetime, datetime]:
             return dt, dt + timedelta(seconds=1)
     m = MONTH_YEAR.match(text)
     if m:
-        return _month(int(m["y"]), _month_num(m["mon"]), tz)
+        return _month(int(m["y"]), MONTHS[m["mon"]], tz)
     raise ValueError(text)
 
 
