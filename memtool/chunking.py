@@ -42,13 +42,8 @@ def _blocks(text: str) -> list[tuple[int, str, str]]:
         buf.clear()
 
     for no, line in enumerate(text.splitlines(), 1):
-        if FENCE_RE.match(line):
-            if not buf:
-                start = no
-            buf.append(line)
-            in_fence = not in_fence
-            continue
-        if not in_fence:
+        fence = FENCE_RE.match(line) is not None
+        if not in_fence and not fence:
             m = HEADING_RE.match(line)
             if m:
                 flush()
@@ -58,6 +53,7 @@ def _blocks(text: str) -> list[tuple[int, str, str]]:
             if not line.strip():
                 flush()
                 continue
+        in_fence ^= fence
         if not buf:
             start = no
         buf.append(line)
@@ -84,11 +80,7 @@ def uncommented(text: str) -> str:
         else:
             cur.append(line)
     parts.append((in_fence, cur))
-    return "".join("".join(lines) if code else COMMENT_RE.sub(_line_ends, "".join(lines)) for code, lines in parts)
-
-
-def _line_ends(m: re.Match) -> str:
-    return "\n" * m.group(0).count("\n")
+    return "".join("".join(lines) if code else COMMENT_RE.sub(lambda m: "\n" * m[0].count("\n"), "".join(lines)) for code, lines in parts)
 
 
 def chunk_markdown(text: str, target: int = CHUNK_TARGET_TOKENS) -> list[Chunk]:
