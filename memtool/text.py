@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from functools import lru_cache
+from itertools import groupby
 
 # Bump when `words` or `content_words` split the same text differently: caches of counted words
 # (table day_words of memory/.cache/memtool.sqlite) are counted afresh then.
@@ -99,11 +101,7 @@ def words(text: str) -> list[str]:
         return _unicode_word_re().findall(text)
     out: list[str] = []
     for m in _unicode_word_or_run_re().finditer(text):
-        run = m.group("run")
-        if run is None:
-            out.append(m.group().rstrip(_JOINERS))
-        else:
-            out.extend(_spaceless_terms(run))
+        out.extend(_spaceless_terms(m["run"]) if m["run"] else [m[0]])
     return out
 
 
@@ -118,34 +116,25 @@ def _word_inner() -> str:
 @lru_cache(maxsize=1)
 def _unicode_word_re() -> re.Pattern:
     """WORD_RE for any script but those without spaces: a letter, then letters, marks and joiners,
-    ending with no joiner (the word `_unicode_word_or_run_re` matches, stripped of its joiners)."""
+    ending with no joiner."""
     return re.compile(f"{LETTER}(?:{_word_inner()})*(?<![{re.escape(_JOINERS)}])")
 
 
 @lru_cache(maxsize=1)
 def _unicode_word_or_run_re() -> re.Pattern:
-    """A run of a script without spaces (group `run`) or a word of any other script (its joiners at
-    the end are stripped after the match)."""
-    return re.compile(f"(?P<run>[{SPACELESS}]+)|{LETTER}(?:{_word_inner()})*")
+    """A run of a script without spaces (group `run`) or a word of any other script."""
+    return re.compile(f"(?P<run>[{SPACELESS}]+)|{_unicode_word_re().pattern}")
 
 
 def _ranges(codes) -> str:
     """Code points (ascending) as the body of a regex class: 'a-z' for every run."""
-    spans: list[list[int]] = []
-    for c in codes:
-        if spans and spans[-1][1] == c - 1:
-            spans[-1][1] = c
-        else:
-            spans.append([c, c])
-    return "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in spans)
+    runs = [[c for _, c in run] for _, run in groupby(enumerate(codes), key=lambda p: p[1] - p[0])]  # a run: code - place is constant
+    return "".join(re.escape(chr(r[0])) if len(r) == 1 else f"{re.escape(chr(r[0]))}-{re.escape(chr(r[-1]))}" for r in runs)
 
 
 def _spaceless_terms(run: str) -> list[str]:
     """Each character of a run, each followed by the pair it starts: '数据库' -> 数 数据 据 据库 库."""
-    out = [run[0]]
-    for i in range(1, len(run)):
-        out += [run[i - 1 : i + 1], run[i]]
-    return out
+    return [run[0]] + [term for i in range(1, len(run)) for term in (run[i - 1 : i + 1], run[i])]
 
 
 def tokenize(text: str) -> list[str]:
@@ -178,11 +167,7 @@ def terms(ws: list[str]) -> list[str]:
 def content_words(text: str) -> list[str]:
     """Lowercase words that can carry meaning: no stopwords, no bare numbers, three letters or more;
     in a script without spaces the character pairs (a single character is too common to tell)."""
-    return [w for w in words(text) if (len(w) > 2 or w >= "\u3005" and _spaceless_pair(w)) and w not in STOPWORDS and not w.isdigit()]
-
-
-def _spaceless_pair(w: str) -> bool:
-    return len(w) == 2 and spaceless_re().match(w) is not None
+    return [w for w in words(text) if (len(w) > 2 or len(w) == 2 and w >= "\u3005" and spaceless_re().match(w)) and w not in STOPWORDS and not w.isdigit()]
 
 
 def count_tokens(text: str) -> int:
@@ -231,13 +216,8 @@ def truncate_to_tokens(text: str, max_tokens: int) -> str:
         return text
     if max_tokens <= 1:
         return ""
-    lo, hi = 0, len(text)
-    while lo < hi:  # binary search on characters
-        mid = (lo + hi + 1) // 2
-        if count_tokens(text[:mid]) + 1 <= max_tokens:
-            lo = mid
-        else:
-            hi = mid - 1
+    # the longest prefix that fits with the ellipsis (a binary search: count_tokens never falls as a text grows)
+    lo = bisect_right(range(len(text) + 1), max_tokens - 1, key=lambda n: count_tokens(text[:n])) - 1
     cut = text[:lo]
     space = cut.rfind(" ")
     if space > lo * 0.6:
