@@ -20,6 +20,8 @@ UNITS.update(month=timedelta(days=30), year=timedelta(days=365))  # '3 months ag
 DAY_SHIFT = {"yesterday": -1, "today": 0, "tomorrow": 1}
 DAYS_UNTIL_NOW = {"this week": 6, "past week": 6, "last 7 days": 6, "last week": 7}  # from the start of the day this many days back
 SHIFT = {"last": -1, "this": 0, "next": 1}
+# `anchor`: how a period of up to this many days is named (a longer one by its year)
+ANCHOR_LABELS = ((1, "{0.day} {0:%B %Y}"), (2, "weekend of {0.day} {0:%B %Y}"), (8, "week of {0.day} {0:%B %Y}"), (31, "{0:%B %Y}"))
 
 _TIME = r"(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?(?::(?P<s>\d{2}))?\s*(?P<ampm>am|pm|a\.m\.|p\.m\.)?"
 _DMY = r"(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?P<mon>[a-z]+)\.?,?\s+(?P<y>\d{4})"
@@ -32,10 +34,6 @@ PATTERNS = [
 MONTH_YEAR = re.compile(r"^(?P<mon>[a-z]+)\.?,?\s+(?P<y>\d{4})$")
 AGO = re.compile(r"^(?P<n>\d+|an?|one|two|three|four|five|six|seven)\s+(?P<unit>minute|hour|day|week|month|year)s?\s+ago$")
 WORD_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
-
-
-def _local_now() -> datetime:
-    return datetime.now().astimezone()
 
 
 def _day(dt: datetime) -> tuple[datetime, datetime]:
@@ -67,20 +65,17 @@ def _clock(m: re.Match) -> time | None:
 
 def parse_period(text: str, now: datetime | None = None) -> tuple[datetime, datetime]:
     """The interval [start, end) that `text` names. Raises BadInput with the accepted forms."""
-    now = now or _local_now()
-    tz = now.tzinfo
-    raw = text
-    text = " ".join(text.strip().lower().split())
     try:
-        return _parse(text, now, tz)
+        return _parse(text, now or datetime.now().astimezone())
     except (ValueError, OverflowError, KeyError):  # KeyError: a month name MONTHS lacks
         raise BadInput(
-            f"cannot read the date {raw!r}. Use e.g. 2026-02-07, 2026-02-07T14:30, '18 May 2023', "
+            f"cannot read the date {text!r}. Use e.g. 2026-02-07, 2026-02-07T14:30, '18 May 2023', "
             "'1:47 pm on 18 May, 2023', today, yesterday, 'last week', '3 days ago', 'May 2023', monday."
         ) from None
 
 
-def _parse(text: str, now: datetime, tz) -> tuple[datetime, datetime]:
+def _parse(text: str, now: datetime) -> tuple[datetime, datetime]:
+    text, tz = " ".join(text.lower().split()), now.tzinfo
     until_now = now + timedelta(seconds=1)  # the end of a period that runs up to now
     if text == "now":
         return now, until_now
@@ -143,25 +138,14 @@ def parse_when(text: str, now: datetime | None = None) -> datetime:
 
 def anchor(expression: str, when: datetime) -> str:
     """'yesterday' said on 8 May 2023 -> 'yesterday (7 May 2023)'. Absolute or unreadable dates are kept as they are."""
-    text = " ".join(expression.lower().split())
-    if any(ch.isdigit() for ch in text):
+    if any(ch.isdigit() for ch in expression):
         return expression  # already absolute ("May 7", "2023-05-07", "2022")
     try:
-        start, end = _parse(text, when, when.tzinfo)
+        start, end = _parse(expression, when)
     except (ValueError, OverflowError, KeyError):
         return expression
-    days = (end - start).days
-    if days <= 1:
-        label = f"{start.day} {start:%B %Y}"
-    elif days == 2:
-        label = f"weekend of {start.day} {start:%B %Y}"
-    elif days <= 8:
-        label = f"week of {start.day} {start:%B %Y}"
-    elif days <= 31:
-        label = f"{start:%B %Y}"
-    else:
-        label = f"{start:%Y}"
-    return f"{expression} ({label})"
+    label = next((form for most, form in ANCHOR_LABELS if (end - start).days <= most), "{0:%Y}")
+    return f"{expression} ({label.format(start)})"
 
 
 _REL_UNIT = r"(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
@@ -189,11 +173,11 @@ MENTIONED_RE = re.compile(
 def mentioned_periods(text: str, now: datetime | None = None) -> list[tuple[datetime, datetime]]:
     """The periods a free-text query names: '18 May 2023', 'May 3, 2023', 'November 2022', 'in 2023',
     2023-05-18, and relative phrases ('yesterday', 'last week', '3 days ago') counted from `now`."""
-    now = now or _local_now()
+    now = now or datetime.now().astimezone()
     out = []
     for m in MENTIONED_RE.finditer(text):
         try:
-            out.append(_parse(" ".join(m.group(0).lower().split()), now, now.tzinfo))
+            out.append(_parse(m.group(0), now))
         except (ValueError, OverflowError, KeyError):
             continue  # "May 2023" with a month the table lacks, "31 February 2023": not a date
     return out
