@@ -33,8 +33,7 @@ class Entity:
     @property
     def name(self) -> str:
         """The most used spelling; the earliest one on a tie (spellings are counted in entry order)."""
-        best = max(self.spellings.values())
-        return next(s for s, n in self.spellings.items() if n == best)
+        return max(self.spellings, key=self.spellings.__getitem__)  # max keeps the first of equals
 
     @property
     def count(self) -> int:
@@ -62,16 +61,13 @@ def slugify(name: str) -> str:
     return slug[: C.ENTITY_SLUG_MAX] or "entity"
 
 
-def names_in(entry: Entry, kind: str) -> list[str]:
-    return entry.topics if kind == "topics" else getattr(entry.entities, kind)
-
-
 def collect_entities(entries: Iterable[Entry], kinds: Iterable[str] = C.ENTITY_KINDS) -> dict[str, list[Entity]]:
     """For each kind, its entities sorted by mentions (most first), then most recent, then name."""
     by_kind: dict[str, dict[str, Entity]] = {k: {} for k in kinds}
     for entry in sort_entries(entries):
         for kind, found in by_kind.items():
-            for spelling in dict.fromkeys(" ".join(raw.split()) for raw in names_in(entry, kind)):  # once per entry
+            names = entry.topics if kind == "topics" else getattr(entry.entities, kind)
+            for spelling in dict.fromkeys(" ".join(raw.split()) for raw in names):  # once per entry
                 key = normalize(spelling)
                 if not key:
                     continue
