@@ -87,8 +87,7 @@ def source_key(layout: Layout, path: Path) -> str:
     text, root = str(path), str(layout.root)
     if not (text.startswith(root) and text[len(root) : len(root) + 1] == os.sep):
         return path.relative_to(layout.root).as_posix()  # not under the root as written: raises ValueError
-    rel = text[len(root) + 1 :]
-    return rel if os.sep == "/" else rel.replace(os.sep, "/")
+    return text[len(root) + 1 :].replace(os.sep, "/")
 
 
 def read_entries(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None) -> tuple[list[Entry], list[str]]:

@@ -83,18 +83,15 @@ class Weights:
 def allowed_mask(index: SearchIndex, q: Query) -> np.ndarray:
     """The documents `q` may return (read-only): alive (not deleted since, nor archived unless asked
     for), of its kinds, in its dates, of its importance and trust."""
-    mask = index.alive_of_kinds(tuple(q.kinds))
-    if q.since is None and q.until is None and not q.min_importance and not q.trusted_only:
-        return mask
-    mask = mask.copy()
+    mask = index.alive_of_kinds(tuple(q.kinds))  # not to be changed in place: the index keeps it
     if q.since is not None:
-        mask &= index.ts >= q.since.timestamp()
+        mask = mask & (index.ts >= q.since.timestamp())
     if q.until is not None:
-        mask &= index.ts < q.until.timestamp()
+        mask = mask & (index.ts < q.until.timestamp())
     if q.min_importance:
-        mask &= index.importance >= IMPORTANCE_CODE[q.min_importance]
+        mask = mask & (index.importance >= IMPORTANCE_CODE[q.min_importance])
     if q.trusted_only:
-        mask &= index.trusted
+        mask = mask & index.trusted
     return mask
 
 
@@ -156,13 +153,11 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[s
     # too few word matches: vectors fill in (a set, not np.unique, which imports numpy.ma: +25 ms cold)
     few = len(set(index.group[matched].tolist())) < q.limit
     semantic = w.semantic > 0 and w.bm25 > 0 and matched.size > 0
-    dense = qvec = None
-    if w.dense > 0 or (w.dense_fallback and few) or semantic:
-        qvec = embedder.embed_query(q.text)
-    if w.dense > 0 or (w.dense_fallback and few):
-        dense = top_docs(index.dense_scores(qvec), allowed, CHANNEL_DEPTH)
-        if w.dense > 0:
-            channels.append((dense, w.dense))
+    want_dense = w.dense > 0 or (w.dense_fallback and few)
+    qvec = embedder.embed_query(q.text) if want_dense or semantic else None
+    dense = top_docs(index.dense_scores(qvec), allowed, CHANNEL_DEPTH) if want_dense else None
+    if w.dense > 0:
+        channels.append((dense, w.dense))
     fused = weighted_rrf(channels, w.rrf_k)
     if semantic:  # re-score by sizes: word matches alone, or the ranks fused with a dense channel
         if len(channels) == 1:
