@@ -52,14 +52,11 @@ def _year(year: int, tz) -> tuple[datetime, datetime]:
 
 
 def _clock(m: re.Match) -> time | None:
-    if not m.groupdict().get("h"):
+    if not m["h"]:
         return None
     h, mi, s = int(m["h"]), int(m["mi"] or 0), int(m["s"] or 0)
-    ampm = (m["ampm"] or "").replace(".", "")
-    if ampm == "pm" and h < 12:
-        h += 12
-    if ampm == "am" and h == 12:
-        h = 0
+    if m["ampm"] and h <= 12:  # 12 am is 0:00, 12 pm 12:00
+        h = h % 12 + (12 if m["ampm"][0] == "p" else 0)
     return time(h, mi, s)
 
 

@@ -155,11 +155,10 @@ def terms(ws: list[str]) -> list[str]:
     try:
         return [s for s in map(stem_of.__getitem__, ws) if s is not None]
     except KeyError:  # words not met before: stemmed in one call
-        new = list(set(ws).difference(stem_of))
-        if len(stem_of) + len(new) > STEM_CACHE_MAX:
+        if len(stem_of) + len(ws) > STEM_CACHE_MAX:  # it may fill up: start again
             stem_of.clear()
             stem_of.update(dict.fromkeys(STOPWORDS))
-            new = list(set(ws).difference(stem_of))
+        new = list(set(ws).difference(stem_of))
         stem_of.update(zip(new, stem_words(new)))
         return [s for s in map(stem_of.__getitem__, ws) if s is not None]
 
