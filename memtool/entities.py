@@ -183,12 +183,12 @@ def render_pages(found: dict[str, list[Entity]]) -> dict[str, str]:
     """Root-relative path -> page text, for every person and system, and the index. Deterministic."""
     slugs = page_slugs(found)
     area = f"{C.MEMORY_DIR}/{C.AREAS_DIR}"
+    paged = [ent for kind in C.ENTITY_PAGE_KINDS for ent in found.get(kind, [])]
     named: dict[str, list[Entity]] = {}  # entry id -> the people and systems it names
-    for kind in C.ENTITY_PAGE_KINDS:
-        for ent in found.get(kind, []):
-            for e in ent.entries:
-                named.setdefault(e.id, []).append(ent)
-    pages = {f"{area}/{kind}/{slugs[(kind, e.key)]}/{C.AREA_PAGE_FILE}": _page(e, named, slugs) for kind in C.ENTITY_PAGE_KINDS for e in found.get(kind, [])}
+    for ent in paged:
+        for e in ent.entries:
+            named.setdefault(e.id, []).append(ent)
+    pages = {f"{area}/{ent.kind}/{slugs[(ent.kind, ent.key)]}/{C.AREA_PAGE_FILE}": _page(ent, named, slugs) for ent in paged}
     pages[f"{area}/{C.AREA_INDEX_FILE}"] = _index(found, slugs)
     return pages
 
