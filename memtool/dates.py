@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, time, timedelta
+from datetime import datetime, timedelta
 
 from memtool.errors import BadInput
 
@@ -49,15 +49,6 @@ def _month(year: int, month: int, tz) -> tuple[datetime, datetime]:
 
 def _year(year: int, tz) -> tuple[datetime, datetime]:
     return datetime(year, 1, 1, tzinfo=tz), datetime(year + 1, 1, 1, tzinfo=tz)
-
-
-def _clock(m: re.Match) -> time | None:
-    if not m["h"]:
-        return None
-    h, mi, s = int(m["h"]), int(m["mi"] or 0), int(m["s"] or 0)
-    if m["ampm"] and h <= 12:  # 12 am is 0:00, 12 pm 12:00
-        h = h % 12 + (12 if m["ampm"][0] == "p" else 0)
-    return time(h, mi, s)
 
 
 def parse_period(text: str, now: datetime | None = None) -> tuple[datetime, datetime]:
@@ -116,12 +107,11 @@ def _parse(text: str, now: datetime) -> tuple[datetime, datetime]:
     for pat in PATTERNS:
         m = pat.match(text)
         if m:
-            day = datetime(int(m["y"]), MONTHS[m["mon"]], int(m["d"]), tzinfo=tz)
-            clock = _clock(m)
-            if clock is None:
-                return _day(day)
-            dt = datetime.combine(day.date(), clock, tzinfo=tz)
-            return dt, dt + timedelta(seconds=1)
+            h = int(m["h"] or 0)
+            if m["ampm"] and h <= 12:  # 12 am is 0:00, 12 pm 12:00
+                h = h % 12 + (12 if m["ampm"][0] == "p" else 0)
+            dt = datetime(int(m["y"]), MONTHS[m["mon"]], int(m["d"]), h, int(m["mi"] or 0), int(m["s"] or 0), tzinfo=tz)
+            return (dt, dt + timedelta(seconds=1)) if m["h"] else _day(dt)
     m = MONTH_YEAR.match(text)
     if m:
         return _month(int(m["y"]), MONTHS[m["mon"]], tz)
