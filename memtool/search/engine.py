@@ -215,15 +215,13 @@ def _materialise(index: SearchIndex, q: Query, ranked: Iterable[list[tuple[int, 
             score=round(score, 6),
             source_session=d["session"],
             timestamp=datetime.fromtimestamp(d["ts"], tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            text=d["text"],
+            text=index.entry_summary(d["entry"]) if d["kind"] == "transcript" else d["text"],
+            passage=d["text"] if d["kind"] == "transcript" else "",
+            passages=[x["text"] for x in index.docs(i for i, _ in members[1:]) if x["kind"] == "transcript"],
             ref=d["ref"],
             trusted=d["trusted"],
             superseded_by=d.get("superseded_by", ""),
         )
-        if d["kind"] == "transcript":
-            hit.passage = d["text"]
-            hit.text = index.entry_summary(d["entry"])
-        hit.passages = [x["text"] for x in index.docs(i for i, _ in members[1:]) if x["kind"] == "transcript"]
         hits.append(hit)
         ids.add(result_id)
         if q.latest_only and any(h.superseded_by == result_id for h in hits):  # older versions found first give way

@@ -50,9 +50,7 @@ def rescore(
     starts = run_starts(member_groups[by_result])
     shown = np.argsort(by_result[starts], kind="stable")
     results, best_cos = member_groups[by_result[starts]][shown], np.maximum.reduceat(cos[by_result], starts)[shown]
-    std = float(best_cos.std())
-    if std == 0.0:  # one result, or all alike: the vectors cannot tell them apart
-        std = 1.0
+    std = float(best_cos.std()) or 1.0  # 0: one result, or all alike: the vectors cannot tell them apart
     low = float(cos[counted].min())
     cos[~counted] = low
     lex = np.zeros(members.size, dtype=np.float64)
