@@ -8,6 +8,7 @@ Markdown a person can browse: memory/areas/{people,systems}/<slug>/summary.md an
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -164,11 +165,8 @@ def page_slugs(found: dict[str, list[Entity]]) -> dict[tuple[str, str], str]:
     for kind in C.ENTITY_PAGE_KINDS:
         taken: set[str] = set()
         for ent in sorted(found.get(kind, []), key=lambda e: e.key):
-            base = slug = slugify(ent.name)
-            n = 1
-            while slug in taken:
-                n += 1
-                slug = f"{base}-{n}"
+            base = slugify(ent.name)
+            slug = next(s for s in itertools.chain([base], (f"{base}-{n}" for n in itertools.count(2))) if s not in taken)
             taken.add(slug)
             out[(kind, ent.key)] = slug
     return out

@@ -106,18 +106,12 @@ def words(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _word_inner() -> str:
-    """What may follow a word's first letter (a regex): letters and digits, combining marks (those of
-    _MARK_SPANS: about 10 ms to list, on the first text that is not ASCII) and joiners."""
-    marks = _ranges(c for lo, hi in _MARK_SPANS for c in range(lo, hi) if unicodedata.category(chr(c))[0] == "M")
-    return f"[^\\W{SPACELESS}]|['\\-.\u200c\u200d{marks}]"
-
-
-@lru_cache(maxsize=1)
 def _unicode_word_re() -> re.Pattern:
-    """WORD_RE for any script but those without spaces: a letter, then letters, marks and joiners,
-    ending with no joiner."""
-    return re.compile(f"{LETTER}(?:{_word_inner()})*(?<![{re.escape(_JOINERS)}])")
+    """WORD_RE for any script but those without spaces: a letter, then letters and digits, combining
+    marks (those of _MARK_SPANS: about 10 ms to list, on the first text that is not ASCII) and
+    joiners, ending with no joiner."""
+    marks = _ranges(c for lo, hi in _MARK_SPANS for c in range(lo, hi) if unicodedata.category(chr(c))[0] == "M")
+    return re.compile(f"{LETTER}(?:[^\\W{SPACELESS}]|['\\-.\u200c\u200d{marks}])*(?<![{re.escape(_JOINERS)}])")
 
 
 @lru_cache(maxsize=1)
