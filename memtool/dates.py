@@ -42,9 +42,7 @@ def _day(dt: datetime) -> tuple[datetime, datetime]:
 
 
 def _month(year: int, month: int, tz) -> tuple[datetime, datetime]:
-    start = datetime(year, month, 1, tzinfo=tz)
-    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=tz)
-    return start, end
+    return datetime(year, month, 1, tzinfo=tz), datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=tz)
 
 
 def _year(year: int, tz) -> tuple[datetime, datetime]:

@@ -186,14 +186,8 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _split_any_script(text: str) -> list[str]:
-    parts, start = [], 0
-    for m in sentence_end_re().finditer(text):
-        if m.group(1) is not None and not _starts_sentence(m.group(1)):
-            continue
-        parts.append(text[start : m.end()])
-        start = m.end()
-    parts.append(text[start:])
-    return parts
+    ends = [m.end() for m in sentence_end_re().finditer(text) if m.group(1) is None or _starts_sentence(m.group(1))]
+    return [text[start:end] for start, end in zip([0, *ends], [*ends, len(text)])]
 
 
 def _starts_sentence(ch: str) -> bool:
