@@ -249,11 +249,10 @@ def write_pages(layout: Layout, found: dict[str, list[Entity]]) -> PagesReport:
     todo: list[tuple[Path, bytes]] = []
     mine: list[str] = []
     for path, data in pages.items():
-        if not path.is_file():
-            todo.append((path, data))
-        elif path.read_bytes() == data:
+        there = path.is_file()
+        if there and path.read_bytes() == data:
             report.unchanged += 1
-        elif _generated(path):
+        elif not there or _generated(path):
             todo.append((path, data))
         else:
             mine.append(path.relative_to(layout.root).as_posix())

@@ -159,12 +159,11 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[s
     if w.dense > 0:
         channels.append((dense, w.dense))
     fused = weighted_rrf(channels, w.rrf_k)
-    if semantic:  # re-score by sizes: word matches alone, or the ranks fused with a dense channel
-        if len(channels) == 1:
-            fused = rescore(index, matched, bm25[matched], qvec, allowed, w.sibling_weight, w.semantic)
-        else:
-            ranked = sorted(fused.items(), key=lambda kv: -kv[1])
-            fused = rescore(index, np.array([d for d, _ in ranked]), np.array([v for _, v in ranked]), qvec, allowed, 0.0, w.semantic)
+    if semantic and len(channels) == 1:  # re-score by sizes: word matches alone ...
+        fused = rescore(index, matched, bm25[matched], qvec, allowed, w.sibling_weight, w.semantic)
+    elif semantic:  # ... or the ranks fused with a dense channel
+        ranked = sorted(fused.items(), key=lambda kv: -kv[1])
+        fused = rescore(index, np.array([d for d, _ in ranked]), np.array([v for _, v in ranked]), qvec, allowed, 0.0, w.semantic)
     if dense is not None and few:  # fallback hits rank after every lexical hit, in vector order
         floor = min(fused.values(), default=1.0)
         for rank, d in enumerate(dense.tolist(), 1):
