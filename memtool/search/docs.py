@@ -119,10 +119,9 @@ def collect_docs(
     docs: list[Doc] = []
     newer = superseded_by(entries) if newer is None else newer
     for e, source in zip(entries, sources):
-        ts = parse_iso(e.timestamp).timestamp()
         common = dict(
             entry=e.id,
-            ts=ts,
+            ts=parse_iso(e.timestamp).timestamp(),
             session=e.source_session,
             importance=e.importance,
             topics=tuple(e.topics),
@@ -132,10 +131,8 @@ def collect_docs(
             source=source,
         )
         docs.append(Doc(kind="entry", ref=e.id, text=e.summary, index_text=entry_search_text(e), **common))
-        ttext = read_transcript(layout.transcript_file(e.id), errors)
-        if ttext is not None:
-            for ch in chunk_lines(ttext):
-                docs.append(Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common))
+        ttext = read_transcript(layout.transcript_file(e.id), errors) or ""  # none kept: no chunks
+        docs += [Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common) for ch in chunk_lines(ttext)]
     for path in layout.markdown_files() if only is None else [layout.root / s for s in only if s.endswith(".md")]:
         rel = source_key(layout, path)
         daily = path.parent == layout.memory_dir or path.parent.parent == layout.archive_dir  # archived logs: memory/archive/YYYY/
