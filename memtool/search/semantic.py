@@ -56,7 +56,7 @@ def rescore(
     lex = np.zeros(members.size, dtype=np.float64)
     lex[np.searchsorted(members, docs)] = np.asarray(scores, dtype=np.float64)
     own = lex / top + weight * (cos - low) / std
-    # no document outscores its result: s1 <= lexical, cosine <= best (the docstring says why the best carries it)
+    # no document outscores its result: s1 <= lexical, cosine <= best
     order = np.lexsort((-own, member_groups))  # by result, its best document first (a stable sort: the first of equals)
     bests = order[run_starts(member_groups[order])]
     z = dict(zip(results.tolist(), ((best_cos - low) / std).tolist()))
