@@ -82,9 +82,8 @@ def _parse(text: str, now: datetime) -> tuple[datetime, datetime]:
         year, month0 = divmod(now.year * 12 + now.month - 1 + n, 12)
         start, end = _month(year, month0 + 1, tz) if unit == "month" else _year(now.year + n, tz)
         return (start, until_now) if n == 0 else (start, end)
-    if text in WEEKDAYS or (text.startswith("last ") and text[5:] in WEEKDAYS):
-        wd = WEEKDAYS[text.removeprefix("last ")]
-        back = (now.weekday() - wd) % 7 or 7
+    if text.removeprefix("last ") in WEEKDAYS:
+        back = (now.weekday() - WEEKDAYS[text.removeprefix("last ")]) % 7 or 7
         return _day(now - timedelta(days=back))
     m = AGO.match(text)
     if m:

@@ -251,6 +251,5 @@ def newer_first(hits: list[Hit]) -> list[Hit]:
         else:
             place(h)
     for h in hits:  # a supersedes-cycle (hand edits) leaves hits waiting on each other: keep their order
-        if h.id not in placed:
-            place(h)
+        place(h)
     return out
