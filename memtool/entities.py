@@ -132,9 +132,7 @@ def timeline(found: dict[str, list[Entity]], name: str) -> Timeline:
     key = normalize(name)
     if not key:
         raise BadInput("give a name: `memory entity NAME`")
-    matches = [e for ents in found.values() for e in ents if e.key == key]
-    if not matches:
-        matches = [e for ents in found.values() for e in ents if slugify(e.name) == key]
+    matches = [e for ents in found.values() for e in ents if e.key == key] or [e for ents in found.values() for e in ents if slugify(e.name) == key]
     if matches:
         return Timeline(matches[0].name, matches)
     names = {e.key: e.name for ents in found.values() for e in ents}
