@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
 from typing import Iterator
 
 from memtool.constants import CHUNK_TARGET_TOKENS
@@ -42,13 +44,8 @@ def _blocks(text: str) -> list[tuple[int, str, str]]:
         buf.clear()
 
     for no, line in enumerate(text.splitlines(), 1):
-        if FENCE_RE.match(line):
-            if not buf:
-                start = no
-            buf.append(line)
-            in_fence = not in_fence
-            continue
-        if not in_fence:
+        fence = FENCE_RE.match(line) is not None
+        if not in_fence and not fence:
             m = HEADING_RE.match(line)
             if m:
                 flush()
@@ -58,6 +55,7 @@ def _blocks(text: str) -> list[tuple[int, str, str]]:
             if not line.strip():
                 flush()
                 continue
+        in_fence ^= fence
         if not buf:
             start = no
         buf.append(line)
@@ -71,24 +69,15 @@ def uncommented(text: str) -> str:
     nor shown: otherwise every line an agent logged would match a search for the agent's name."""
     if "<!--" not in text:
         return text
-    parts: list[tuple[bool, list[str]]] = []  # (is fenced code, its lines)
-    cur: list[str] = []
+    lines = text.splitlines(keepends=True)
+    in_code: list[bool] = []  # per line: inside fenced code, its fence lines included
     in_fence = False
-    for line in text.splitlines(keepends=True):
-        if FENCE_RE.match(line):
-            if in_fence:
-                cur.append(line)
-            parts.append((in_fence, cur))
-            cur = [] if in_fence else [line]
-            in_fence = not in_fence
-        else:
-            cur.append(line)
-    parts.append((in_fence, cur))
-    return "".join("".join(lines) if code else COMMENT_RE.sub(_line_ends, "".join(lines)) for code, lines in parts)
-
-
-def _line_ends(m: re.Match) -> str:
-    return "\n" * m.group(0).count("\n")
+    for line in lines:
+        fence = FENCE_RE.match(line) is not None
+        in_code.append(in_fence or fence)
+        in_fence ^= fence
+    runs = (("".join(line for _, line in run), code) for code, run in groupby(zip(in_code, lines), key=itemgetter(0)))
+    return "".join(part if code else COMMENT_RE.sub(lambda m: "\n" * m[0].count("\n"), part) for part, code in runs)
 
 
 def chunk_markdown(text: str, target: int = CHUNK_TARGET_TOKENS) -> list[Chunk]:

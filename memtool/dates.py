@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, time, timedelta
+from datetime import datetime, timedelta
 
 from memtool.errors import BadInput
 
@@ -16,6 +16,12 @@ MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
 MONTHS["sept"] = 9
 WEEKDAYS = {d: i for i, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
 UNITS = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(weeks=1)}
+UNITS.update(month=timedelta(days=30), year=timedelta(days=365))  # '3 months ago': the day 90 days back
+DAY_SHIFT = {"yesterday": -1, "today": 0, "tomorrow": 1}
+DAYS_UNTIL_NOW = {"this week": 6, "past week": 6, "last 7 days": 6, "last week": 7}  # from the start of the day this many days back
+SHIFT = {"last": -1, "this": 0, "next": 1}
+# `anchor`: how a period of up to this many days is named (a longer one by its year)
+ANCHOR_LABELS = ((1, "{0.day} {0:%B %Y}"), (2, "weekend of {0.day} {0:%B %Y}"), (8, "week of {0.day} {0:%B %Y}"), (31, "{0:%B %Y}"))
 
 _TIME = r"(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?(?::(?P<s>\d{2}))?\s*(?P<ampm>am|pm|a\.m\.|p\.m\.)?"
 _DMY = r"(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?P<mon>[a-z]+)\.?,?\s+(?P<y>\d{4})"
@@ -30,110 +36,67 @@ AGO = re.compile(r"^(?P<n>\d+|an?|one|two|three|four|five|six|seven)\s+(?P<unit>
 WORD_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 
 
-def _local_now() -> datetime:
-    return datetime.now().astimezone()
-
-
 def _day(dt: datetime) -> tuple[datetime, datetime]:
     start = dt.replace(hour=0, minute=0, second=0, microsecond=0)
     return start, start + timedelta(days=1)
 
 
 def _month(year: int, month: int, tz) -> tuple[datetime, datetime]:
-    start = datetime(year, month, 1, tzinfo=tz)
-    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=tz)
-    return start, end
+    return datetime(year, month, 1, tzinfo=tz), datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=tz)
 
 
-def _clock(m: re.Match) -> time | None:
-    if not m.groupdict().get("h"):
-        return None
-    h, mi, s = int(m["h"]), int(m["mi"] or 0), int(m["s"] or 0)
-    ampm = (m["ampm"] or "").replace(".", "")
-    if ampm == "pm" and h < 12:
-        h += 12
-    if ampm == "am" and h == 12:
-        h = 0
-    return time(h, mi, s)
-
-
-def _month_num(name: str) -> int:
-    if name not in MONTHS:
-        raise ValueError(name)
-    return MONTHS[name]
+def _year(year: int, tz) -> tuple[datetime, datetime]:
+    return datetime(year, 1, 1, tzinfo=tz), datetime(year + 1, 1, 1, tzinfo=tz)
 
 
 def parse_period(text: str, now: datetime | None = None) -> tuple[datetime, datetime]:
     """The interval [start, end) that `text` names. Raises BadInput with the accepted forms."""
-    now = now or _local_now()
-    tz = now.tzinfo
-    raw = text
-    text = " ".join(text.strip().lower().split())
     try:
-        return _parse(text, now, tz)
-    except (ValueError, OverflowError):
+        return _parse(text, now or datetime.now().astimezone())
+    except (ValueError, OverflowError, KeyError):  # KeyError: a month name MONTHS lacks
         raise BadInput(
-            f"cannot read the date {raw!r}. Use e.g. 2026-02-07, 2026-02-07T14:30, '18 May 2023', "
+            f"cannot read the date {text!r}. Use e.g. 2026-02-07, 2026-02-07T14:30, '18 May 2023', "
             "'1:47 pm on 18 May, 2023', today, yesterday, 'last week', '3 days ago', 'May 2023', monday."
         ) from None
 
 
-def _parse(text: str, now: datetime, tz) -> tuple[datetime, datetime]:
-    if text in ("now",):
-        return now, now + timedelta(seconds=1)
-    if text == "today":
-        return _day(now)
-    if text == "yesterday":
-        return _day(now - timedelta(days=1))
-    if text == "tomorrow":
-        return _day(now + timedelta(days=1))
+def _parse(text: str, now: datetime) -> tuple[datetime, datetime]:
+    text, tz = " ".join(text.lower().split()), now.tzinfo
+    until_now = now + timedelta(seconds=1)  # the end of a period that runs up to now
+    if text == "now":
+        return now, until_now
+    if text in DAY_SHIFT:
+        return _day(now + timedelta(days=DAY_SHIFT[text]))
+    if text in DAYS_UNTIL_NOW:
+        return _day(now - timedelta(days=DAYS_UNTIL_NOW[text]))[0], until_now
     if text == "next week":
         start = _day(now + timedelta(days=7 - now.weekday()))[0]
         return start, start + timedelta(days=7)
-    if text == "next month":
-        nxt = now.replace(day=28) + timedelta(days=4)
-        return _month(nxt.year, nxt.month, tz)
-    if text == "next year":
-        return datetime(now.year + 1, 1, 1, tzinfo=tz), datetime(now.year + 2, 1, 1, tzinfo=tz)
     if text in ("last weekend", "this weekend", "next weekend"):
         saturday = now + timedelta(days=(5 - now.weekday()) % 7)
-        shift = {"last": -7, "this": 0, "next": 7}[text.split()[0]]
-        start = _day(saturday + timedelta(days=shift))[0]
+        start = _day(saturday + timedelta(days=7 * SHIFT[text.split()[0]]))[0]
         return start, start + timedelta(days=2)
-    if text in ("this week", "past week", "last 7 days"):
-        return _day(now - timedelta(days=6))[0], now + timedelta(seconds=1)
-    if text == "last week":
-        return _day(now - timedelta(days=7))[0], now + timedelta(seconds=1)
-    if text in ("this month",):
-        return _month(now.year, now.month, tz)[0], now + timedelta(seconds=1)
-    if text == "last month":
-        prev = now.replace(day=1) - timedelta(days=1)
-        return _month(prev.year, prev.month, tz)
-    if text == "this year":
-        return datetime(now.year, 1, 1, tzinfo=tz), now + timedelta(seconds=1)
-    if text == "last year":
-        return datetime(now.year - 1, 1, 1, tzinfo=tz), datetime(now.year, 1, 1, tzinfo=tz)
-    if text in WEEKDAYS or (text.startswith("last ") and text[5:] in WEEKDAYS):
-        wd = WEEKDAYS[text.removeprefix("last ")]
-        back = (now.weekday() - wd) % 7 or 7
+    shift, _, unit = text.partition(" ")
+    if shift in SHIFT and unit in ("month", "year"):  # 'this month' runs up to now, 'last month' is all of it
+        n = SHIFT[shift]
+        year, month0 = divmod(now.year * 12 + now.month - 1 + n, 12)
+        start, end = _month(year, month0 + 1, tz) if unit == "month" else _year(now.year + n, tz)
+        return (start, until_now) if n == 0 else (start, end)
+    if text.removeprefix("last ") in WEEKDAYS:
+        back = (now.weekday() - WEEKDAYS[text.removeprefix("last ")]) % 7 or 7
         return _day(now - timedelta(days=back))
     m = AGO.match(text)
     if m:
-        n = int(m["n"]) if m["n"].isdigit() else WORD_NUM[m["n"]]
-        unit = m["unit"]
-        if unit == "month":
-            return _day(now - timedelta(days=30 * n))
-        if unit == "year":
-            return _day(now - timedelta(days=365 * n))
-        point = now - n * UNITS[unit]
-        return _day(point) if unit in ("day", "week") else (point, point + UNITS[unit])
+        unit = UNITS[m["unit"]]
+        point = now - (int(m["n"]) if m["n"].isdigit() else WORD_NUM[m["n"]]) * unit
+        return (point, point + unit) if unit < UNITS["day"] else _day(point)
     if re.match(r"^\d{4}-\d{2}-\d{2}$", text):
         return _day(datetime.fromisoformat(text).replace(tzinfo=tz))
     if re.match(r"^\d{4}-\d{2}$", text):
         y, mo = text.split("-")
         return _month(int(y), int(mo), tz)
     if re.match(r"^\d{4}$", text):
-        return datetime(int(text), 1, 1, tzinfo=tz), datetime(int(text) + 1, 1, 1, tzinfo=tz)
+        return _year(int(text), tz)
     if re.match(r"^\d{4}-\d{2}-\d{2}[t ]\d", text):
         dt = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
         dt = dt if dt.tzinfo else dt.replace(tzinfo=tz)
@@ -141,15 +104,14 @@ def _parse(text: str, now: datetime, tz) -> tuple[datetime, datetime]:
     for pat in PATTERNS:
         m = pat.match(text)
         if m:
-            day = datetime(int(m["y"]), _month_num(m["mon"]), int(m["d"]), tzinfo=tz)
-            clock = _clock(m)
-            if clock is None:
-                return _day(day)
-            dt = datetime.combine(day.date(), clock, tzinfo=tz)
-            return dt, dt + timedelta(seconds=1)
+            h = int(m["h"] or 0)
+            if m["ampm"] and h <= 12:  # 12 am is 0:00, 12 pm 12:00
+                h = h % 12 + (12 if m["ampm"][0] == "p" else 0)
+            dt = datetime(int(m["y"]), MONTHS[m["mon"]], int(m["d"]), h, int(m["mi"] or 0), int(m["s"] or 0), tzinfo=tz)
+            return (dt, dt + timedelta(seconds=1)) if m["h"] else _day(dt)
     m = MONTH_YEAR.match(text)
     if m:
-        return _month(int(m["y"]), _month_num(m["mon"]), tz)
+        return _month(int(m["y"]), MONTHS[m["mon"]], tz)
     raise ValueError(text)
 
 
@@ -160,25 +122,14 @@ def parse_when(text: str, now: datetime | None = None) -> datetime:
 
 def anchor(expression: str, when: datetime) -> str:
     """'yesterday' said on 8 May 2023 -> 'yesterday (7 May 2023)'. Absolute or unreadable dates are kept as they are."""
-    text = " ".join(expression.lower().split())
-    if any(ch.isdigit() for ch in text):
+    if any(ch.isdigit() for ch in expression):
         return expression  # already absolute ("May 7", "2023-05-07", "2022")
     try:
-        start, end = _parse(text, when, when.tzinfo)
+        start, end = _parse(expression, when)
     except (ValueError, OverflowError, KeyError):
         return expression
-    days = (end - start).days
-    if days <= 1:
-        label = f"{start.day} {start:%B %Y}"
-    elif days == 2:
-        label = f"weekend of {start.day} {start:%B %Y}"
-    elif days <= 8:
-        label = f"week of {start.day} {start:%B %Y}"
-    elif days <= 31:
-        label = f"{start:%B %Y}"
-    else:
-        label = f"{start:%Y}"
-    return f"{expression} ({label})"
+    label = next((form for most, form in ANCHOR_LABELS if (end - start).days <= most), "{0:%Y}")
+    return f"{expression} ({label.format(start)})"
 
 
 _REL_UNIT = r"(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
@@ -206,11 +157,11 @@ MENTIONED_RE = re.compile(
 def mentioned_periods(text: str, now: datetime | None = None) -> list[tuple[datetime, datetime]]:
     """The periods a free-text query names: '18 May 2023', 'May 3, 2023', 'November 2022', 'in 2023',
     2023-05-18, and relative phrases ('yesterday', 'last week', '3 days ago') counted from `now`."""
-    now = now or _local_now()
+    now = now or datetime.now().astimezone()
     out = []
     for m in MENTIONED_RE.finditer(text):
         try:
-            out.append(_parse(" ".join(m.group(0).lower().split()), now, now.tzinfo))
+            out.append(_parse(m.group(0), now))
         except (ValueError, OverflowError, KeyError):
             continue  # "May 2023" with a month the table lacks, "31 February 2023": not a date
     return out

@@ -8,9 +8,10 @@ Markdown a person can browse: memory/areas/{people,systems}/<slug>/summary.md an
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
@@ -33,8 +34,7 @@ class Entity:
     @property
     def name(self) -> str:
         """The most used spelling; the earliest one on a tie (spellings are counted in entry order)."""
-        best = max(self.spellings.values())
-        return next(s for s, n in self.spellings.items() if n == best)
+        return max(self.spellings, key=self.spellings.__getitem__)  # max keeps the first of equals
 
     @property
     def count(self) -> int:
@@ -62,32 +62,25 @@ def slugify(name: str) -> str:
     return slug[: C.ENTITY_SLUG_MAX] or "entity"
 
 
-def names_in(entry: Entry, kind: str) -> list[str]:
-    return entry.topics if kind == "topics" else getattr(entry.entities, kind)
-
-
 def collect_entities(entries: Iterable[Entry], kinds: Iterable[str] = C.ENTITY_KINDS) -> dict[str, list[Entity]]:
     """For each kind, its entities sorted by mentions (most first), then most recent, then name."""
     by_kind: dict[str, dict[str, Entity]] = {k: {} for k in kinds}
     for entry in sort_entries(entries):
         for kind, found in by_kind.items():
-            seen: set[str] = set()
-            for spelling in dict.fromkeys(" ".join(raw.split()) for raw in names_in(entry, kind)):  # once per entry
+            names = entry.topics if kind == "topics" else getattr(entry.entities, kind)
+            for spelling in dict.fromkeys(" ".join(raw.split()) for raw in names):  # once per entry
                 key = normalize(spelling)
                 if not key:
                     continue
                 ent = found.setdefault(key, Entity(kind, key))
                 ent.spellings[spelling] += 1
-                if key not in seen:
-                    seen.add(key)
+                if not ent.entries or ent.entries[-1] is not entry:  # two spellings of one name: the entry counts once
                     ent.entries.append(entry)
     return {kind: _ranked(found.values()) for kind, found in by_kind.items()}
 
 
 def _ranked(entities: Iterable[Entity]) -> list[Entity]:
-    by_name = sorted(entities, key=lambda e: e.key)
-    by_recent = sorted(by_name, key=lambda e: e.last_seen, reverse=True)
-    return sorted(by_recent, key=lambda e: e.count, reverse=True)
+    return sorted(sorted(entities, key=lambda e: e.key), key=lambda e: (e.count, e.last_seen), reverse=True)  # a stable sort
 
 
 def check_kind(kind: str | None) -> tuple[str, ...]:
@@ -139,9 +132,7 @@ def timeline(found: dict[str, list[Entity]], name: str) -> Timeline:
     key = normalize(name)
     if not key:
         raise BadInput("give a name: `memory entity NAME`")
-    matches = [e for ents in found.values() for e in ents if e.key == key]
-    if not matches:
-        matches = [e for ents in found.values() for e in ents if slugify(e.name) == key]
+    matches = [e for ents in found.values() for e in ents if e.key == key] or [e for ents in found.values() for e in ents if slugify(e.name) == key]
     if matches:
         return Timeline(matches[0].name, matches)
     names = {e.key: e.name for ents in found.values() for e in ents}
@@ -163,7 +154,7 @@ class PagesReport:
     unchanged: int = 0
 
     def to_dict(self) -> dict:
-        return {"written": self.written, "removed": self.removed, "unchanged": self.unchanged}
+        return asdict(self)
 
 
 def page_slugs(found: dict[str, list[Entity]]) -> dict[tuple[str, str], str]:
@@ -172,11 +163,8 @@ def page_slugs(found: dict[str, list[Entity]]) -> dict[tuple[str, str], str]:
     for kind in C.ENTITY_PAGE_KINDS:
         taken: set[str] = set()
         for ent in sorted(found.get(kind, []), key=lambda e: e.key):
-            base = slug = slugify(ent.name)
-            n = 1
-            while slug in taken:
-                n += 1
-                slug = f"{base}-{n}"
+            base = slugify(ent.name)
+            slug = next(s for s in itertools.chain([base], (f"{base}-{n}" for n in itertools.count(2))) if s not in taken)
             taken.add(slug)
             out[(kind, ent.key)] = slug
     return out
@@ -191,12 +179,12 @@ def render_pages(found: dict[str, list[Entity]]) -> dict[str, str]:
     """Root-relative path -> page text, for every person and system, and the index. Deterministic."""
     slugs = page_slugs(found)
     area = f"{C.MEMORY_DIR}/{C.AREAS_DIR}"
+    paged = [ent for kind in C.ENTITY_PAGE_KINDS for ent in found.get(kind, [])]
     named: dict[str, list[Entity]] = {}  # entry id -> the people and systems it names
-    for kind in C.ENTITY_PAGE_KINDS:
-        for ent in found.get(kind, []):
-            for e in ent.entries:
-                named.setdefault(e.id, []).append(ent)
-    pages = {f"{area}/{kind}/{slugs[(kind, e.key)]}/{C.AREA_PAGE_FILE}": _page(e, named, slugs) for kind in C.ENTITY_PAGE_KINDS for e in found.get(kind, [])}
+    for ent in paged:
+        for e in ent.entries:
+            named.setdefault(e.id, []).append(ent)
+    pages = {f"{area}/{ent.kind}/{slugs[(ent.kind, ent.key)]}/{C.AREA_PAGE_FILE}": _page(ent, named, slugs) for ent in paged}
     pages[f"{area}/{C.AREA_INDEX_FILE}"] = _index(found, slugs)
     return pages
 
@@ -259,11 +247,10 @@ def write_pages(layout: Layout, found: dict[str, list[Entity]]) -> PagesReport:
     todo: list[tuple[Path, bytes]] = []
     mine: list[str] = []
     for path, data in pages.items():
-        if not path.is_file():
-            todo.append((path, data))
-        elif path.read_bytes() == data:
+        there = path.is_file()
+        if there and path.read_bytes() == data:
             report.unchanged += 1
-        elif _generated(path):
+        elif not there or _generated(path):
             todo.append((path, data))
         else:
             mine.append(path.relative_to(layout.root).as_posix())

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from functools import lru_cache
+from itertools import groupby
 
 # Bump when `words` or `content_words` split the same text differently: caches of counted words
 # (table day_words of memory/.cache/memtool.sqlite) are counted afresh then.
@@ -99,53 +101,34 @@ def words(text: str) -> list[str]:
         return _unicode_word_re().findall(text)
     out: list[str] = []
     for m in _unicode_word_or_run_re().finditer(text):
-        run = m.group("run")
-        if run is None:
-            out.append(m.group().rstrip(_JOINERS))
-        else:
-            out.extend(_spaceless_terms(run))
+        out.extend(_spaceless_terms(m["run"]) if m["run"] else [m[0]])
     return out
-
-
-@lru_cache(maxsize=1)
-def _word_inner() -> str:
-    """What may follow a word's first letter (a regex): letters and digits, combining marks (those of
-    _MARK_SPANS: about 10 ms to list, on the first text that is not ASCII) and joiners."""
-    marks = _ranges(c for lo, hi in _MARK_SPANS for c in range(lo, hi) if unicodedata.category(chr(c))[0] == "M")
-    return f"[^\\W{SPACELESS}]|['\\-.\u200c\u200d{marks}]"
 
 
 @lru_cache(maxsize=1)
 def _unicode_word_re() -> re.Pattern:
-    """WORD_RE for any script but those without spaces: a letter, then letters, marks and joiners,
-    ending with no joiner (the word `_unicode_word_or_run_re` matches, stripped of its joiners)."""
-    return re.compile(f"{LETTER}(?:{_word_inner()})*(?<![{re.escape(_JOINERS)}])")
+    """WORD_RE for any script but those without spaces: a letter, then letters and digits, combining
+    marks (those of _MARK_SPANS: about 10 ms to list, on the first text that is not ASCII) and
+    joiners, ending with no joiner."""
+    marks = _ranges(c for lo, hi in _MARK_SPANS for c in range(lo, hi) if unicodedata.category(chr(c))[0] == "M")
+    return re.compile(f"{LETTER}(?:[^\\W{SPACELESS}]|['\\-.\u200c\u200d{marks}])*(?<![{re.escape(_JOINERS)}])")
 
 
 @lru_cache(maxsize=1)
 def _unicode_word_or_run_re() -> re.Pattern:
-    """A run of a script without spaces (group `run`) or a word of any other script (its joiners at
-    the end are stripped after the match)."""
-    return re.compile(f"(?P<run>[{SPACELESS}]+)|{LETTER}(?:{_word_inner()})*")
+    """A run of a script without spaces (group `run`) or a word of any other script."""
+    return re.compile(f"(?P<run>[{SPACELESS}]+)|{_unicode_word_re().pattern}")
 
 
 def _ranges(codes) -> str:
     """Code points (ascending) as the body of a regex class: 'a-z' for every run."""
-    spans: list[list[int]] = []
-    for c in codes:
-        if spans and spans[-1][1] == c - 1:
-            spans[-1][1] = c
-        else:
-            spans.append([c, c])
-    return "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in spans)
+    runs = [[c for _, c in run] for _, run in groupby(enumerate(codes), key=lambda p: p[1] - p[0])]  # a run: code - place is constant
+    return "".join(re.escape(chr(r[0])) if len(r) == 1 else f"{re.escape(chr(r[0]))}-{re.escape(chr(r[-1]))}" for r in runs)
 
 
 def _spaceless_terms(run: str) -> list[str]:
     """Each character of a run, each followed by the pair it starts: '数据库' -> 数 数据 据 据库 库."""
-    out = [run[0]]
-    for i in range(1, len(run)):
-        out += [run[i - 1 : i + 1], run[i]]
-    return out
+    return [run[0]] + [term for i in range(1, len(run)) for term in (run[i - 1 : i + 1], run[i])]
 
 
 def tokenize(text: str) -> list[str]:
@@ -166,11 +149,10 @@ def terms(ws: list[str]) -> list[str]:
     try:
         return [s for s in map(stem_of.__getitem__, ws) if s is not None]
     except KeyError:  # words not met before: stemmed in one call
-        new = list(set(ws).difference(stem_of))
-        if len(stem_of) + len(new) > STEM_CACHE_MAX:
+        if len(stem_of) + len(ws) > STEM_CACHE_MAX:  # it may fill up: start again
             stem_of.clear()
             stem_of.update(dict.fromkeys(STOPWORDS))
-            new = list(set(ws).difference(stem_of))
+        new = list(set(ws).difference(stem_of))
         stem_of.update(zip(new, stem_words(new)))
         return [s for s in map(stem_of.__getitem__, ws) if s is not None]
 
@@ -178,11 +160,7 @@ def terms(ws: list[str]) -> list[str]:
 def content_words(text: str) -> list[str]:
     """Lowercase words that can carry meaning: no stopwords, no bare numbers, three letters or more;
     in a script without spaces the character pairs (a single character is too common to tell)."""
-    return [w for w in words(text) if (len(w) > 2 or w >= "\u3005" and _spaceless_pair(w)) and w not in STOPWORDS and not w.isdigit()]
-
-
-def _spaceless_pair(w: str) -> bool:
-    return len(w) == 2 and spaceless_re().match(w) is not None
+    return [w for w in words(text) if (len(w) > 2 or len(w) == 2 and w >= "\u3005" and spaceless_re().match(w)) and w not in STOPWORDS and not w.isdigit()]
 
 
 def count_tokens(text: str) -> int:
@@ -208,14 +186,8 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _split_any_script(text: str) -> list[str]:
-    parts, start = [], 0
-    for m in sentence_end_re().finditer(text):
-        if m.group(1) is not None and not _starts_sentence(m.group(1)):
-            continue
-        parts.append(text[start : m.end()])
-        start = m.end()
-    parts.append(text[start:])
-    return parts
+    ends = [m.end() for m in sentence_end_re().finditer(text) if m.group(1) is None or _starts_sentence(m.group(1))]
+    return [text[start:end] for start, end in zip([0, *ends], [*ends, len(text)])]
 
 
 def _starts_sentence(ch: str) -> bool:
@@ -231,13 +203,8 @@ def truncate_to_tokens(text: str, max_tokens: int) -> str:
         return text
     if max_tokens <= 1:
         return ""
-    lo, hi = 0, len(text)
-    while lo < hi:  # binary search on characters
-        mid = (lo + hi + 1) // 2
-        if count_tokens(text[:mid]) + 1 <= max_tokens:
-            lo = mid
-        else:
-            hi = mid - 1
+    # the longest prefix that fits with the ellipsis (a binary search: count_tokens never falls as a text grows)
+    lo = bisect_right(range(len(text) + 1), max_tokens - 1, key=lambda n: count_tokens(text[:n])) - 1
     cut = text[:lo]
     space = cut.rfind(" ")
     if space > lo * 0.6:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
@@ -22,15 +23,9 @@ FIELD_REPEAT = {"summary": 1, "keywords": 2, "topics": 1, "decisions": 1, "actio
 
 
 def entry_search_text(e: Entry) -> str:
-    ents = " ".join(e.entities.people + e.entities.systems + e.entities.dates)
-    fields = {
-        "summary": e.summary,
-        "keywords": " ".join(e.keywords),
-        "topics": " ".join(e.topics),
-        "decisions": " ".join(e.decisions),
-        "action_items": " ".join(e.action_items),
-        "entities": ents,
-    }
+    ents = e.entities.people + e.entities.systems + e.entities.dates
+    lists = {"keywords": e.keywords, "topics": e.topics, "decisions": e.decisions, "action_items": e.action_items, "entities": ents}
+    fields = {"summary": e.summary, **{name: " ".join(items) for name, items in lists.items()}}
     return "\n".join(" ".join([text] * FIELD_REPEAT[name]) for name, text in fields.items() if text)
 
 
@@ -92,8 +87,7 @@ def source_key(layout: Layout, path: Path) -> str:
     text, root = str(path), str(layout.root)
     if not (text.startswith(root) and text[len(root) : len(root) + 1] == os.sep):
         return path.relative_to(layout.root).as_posix()  # not under the root as written: raises ValueError
-    rel = text[len(root) + 1 :]
-    return rel if os.sep == "/" else rel.replace(os.sep, "/")
+    return text[len(root) + 1 :].replace(os.sep, "/")
 
 
 def read_entries(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None) -> tuple[list[Entry], list[str]]:
@@ -125,10 +119,9 @@ def collect_docs(
     docs: list[Doc] = []
     newer = superseded_by(entries) if newer is None else newer
     for e, source in zip(entries, sources):
-        ts = parse_iso(e.timestamp).timestamp()
         common = dict(
             entry=e.id,
-            ts=ts,
+            ts=parse_iso(e.timestamp).timestamp(),
             session=e.source_session,
             importance=e.importance,
             topics=tuple(e.topics),
@@ -138,17 +131,16 @@ def collect_docs(
             source=source,
         )
         docs.append(Doc(kind="entry", ref=e.id, text=e.summary, index_text=entry_search_text(e), **common))
-        ttext = read_transcript(layout.transcript_file(e.id), errors)
-        if ttext is not None:
-            for ch in chunk_lines(ttext):
-                docs.append(Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common))
+        ttext = read_transcript(layout.transcript_file(e.id), errors) or ""  # none kept: no chunks
+        docs += [Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common) for ch in chunk_lines(ttext)]
     for path in layout.markdown_files() if only is None else [layout.root / s for s in only if s.endswith(".md")]:
         rel = source_key(layout, path)
         daily = path.parent == layout.memory_dir or path.parent.parent == layout.archive_dir  # archived logs: memory/archive/YYYY/
-        kind = "log" if daily and _is_date(path.stem) else "memory"
+        day = _log_day(path.stem) if daily else None
+        kind = "memory" if day is None else "log"
         try:
             data = confine.read_bytes(path, C.MAX_DOC_BYTES)
-            ts = _md_time(path, kind)
+            ts = path.stat().st_mtime if day is None else day.timestamp()
         except FileNotFoundError:
             continue  # deleted since it was listed
         except UnsafePath as exc:  # a link out of the root, a FIFO, a device, too large: never indexed
@@ -157,8 +149,11 @@ def collect_docs(
         text = data.decode("utf-8", errors="replace")  # a person's file: one bad byte must not hide the rest
         if "\ufffd" in text and "\ufffd".encode() not in data:
             errors.append(f"{path}: not valid UTF-8; the bytes that are not were read as U+FFFD")
-        if path.parent == layout.root and _untouched_template(path.name, text):
-            continue  # still the file `memory init` wrote: boilerplate, not memory
+        if path.parent == layout.root:
+            from memtool.scaffold import is_untouched_template  # importlib.resources: only when building
+
+            if is_untouched_template(path.name, text):
+                continue  # still the file `memory init` wrote: boilerplate, not memory
         for ch in chunk_markdown(text):
             body = f"{ch.heading}\n{ch.text}" if ch.heading else ch.text
             docs.append(Doc(kind=kind, ref=f"{rel}#L{ch.line}", entry="", text=body, index_text=body, ts=ts, line=ch.line, session="", source=rel))
@@ -171,25 +166,9 @@ def read_transcript(path: Path, errors: list[str]) -> str | None:
     return confine.read_optional_text(path, C.MAX_DOC_BYTES, errors, "{}; not searchable")
 
 
-def _untouched_template(name: str, text: str) -> bool:
-    from memtool.scaffold import is_untouched_template  # importlib.resources: only when building
-
-    return is_untouched_template(name, text)
-
-
-def _is_date(name: str) -> bool:
-    """A daily log's name: YYYY-MM-DD and a real day ("2026-13-45.md" is just a Markdown file)."""
-    from datetime import date
-
+def _log_day(name: str) -> datetime | None:
+    """A daily log's day (its local midnight) from its name: YYYY-MM-DD and a real day ("2026-13-45.md" is just a Markdown file)."""
     try:
-        return bool(DAY_RE.match(name)) and date.fromisoformat(name) is not None
+        return datetime.fromisoformat(name).astimezone() if DAY_RE.match(name) else None
     except ValueError:
-        return False
-
-
-def _md_time(path: Path, kind: str) -> float:
-    if kind == "log":
-        from datetime import datetime
-
-        return datetime.fromisoformat(path.stem).astimezone().timestamp()
-    return path.stat().st_mtime
+        return None

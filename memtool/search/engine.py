@@ -17,14 +17,13 @@ from memtool import constants as C
 from memtool.access import boost
 from memtool.dates import mentioned_periods
 from memtool.search.cues import asked_cues
-from memtool.search.fusion import sibling_sums, top_ranks, weighted_rrf
+from memtool.search.fusion import run_starts, sibling_sums, top_docs, weighted_rrf
 from memtool.search.semantic import rescore
 from memtool.search.store import IMPORTANCE_CODE, SearchIndex
 from memtool.search.typos import Terms
 
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
 MAX_PASSAGES = 3  # matching transcript passages kept per hit (the context packer may show them)
-RESULT_KIND = {"entry": "entry", "transcript": "entry", "log": "log", "memory": "memory"}
 DATE_MATCH_FLOOR = 0.05  # date_match: documents less close to the named date than this (~3 windows out) gain nothing
 NO_DECAY_IMPORTANCE = min(IMPORTANCE_CODE[i] for i in C.LIFECYCLE_EXEMPT_IMPORTANCE)  # this and above: no recency decay
 
@@ -81,25 +80,18 @@ class Weights:
     semantic: float = 0.0  # word-matched results re-scored: lexical / best + semantic x z(best cosine) (memtool.search.semantic)
 
 
-def _ts_text(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def allowed_mask(index: SearchIndex, q: Query) -> np.ndarray:
     """The documents `q` may return (read-only): alive (not deleted since, nor archived unless asked
     for), of its kinds, in its dates, of its importance and trust."""
-    mask = index.alive_of_kinds(tuple(q.kinds))
-    if q.since is None and q.until is None and not q.min_importance and not q.trusted_only:
-        return mask
-    mask = mask.copy()
+    mask = index.alive_of_kinds(tuple(q.kinds))  # not to be changed in place: the index keeps it
     if q.since is not None:
-        mask &= index.ts >= q.since.timestamp()
+        mask = mask & (index.ts >= q.since.timestamp())
     if q.until is not None:
-        mask &= index.ts < q.until.timestamp()
+        mask = mask & (index.ts < q.until.timestamp())
     if q.min_importance:
-        mask &= index.importance >= IMPORTANCE_CODE[q.min_importance]
+        mask = mask & (index.importance >= IMPORTANCE_CODE[q.min_importance])
     if q.trusted_only:
-        mask &= index.trusted
+        mask = mask & index.trusted
     return mask
 
 
@@ -130,14 +122,13 @@ def with_dates(bm25: np.ndarray, ts: np.ndarray, periods: list, w: Weights, allo
     return bm25
 
 
-def with_sibling_support(docs: np.ndarray, scores: np.ndarray, group: np.ndarray, weight: float) -> tuple[np.ndarray, np.ndarray]:
+def with_sibling_support(docs: np.ndarray, scores: np.ndarray, group: np.ndarray, weight: float) -> np.ndarray:
     """Re-rank a channel's docs (best first) so that a result's best document also counts its next
     best ones (`sibling_sums`). An entry whose transcript matches in several places rises."""
     s = scores[docs].astype(np.float64)
     for i, total in sibling_sums(docs, s, group, weight).values():
         s[i] = total
-    order = np.argsort(-s, kind="stable")
-    return docs[order], np.arange(1, docs.size + 1)
+    return docs[np.argsort(-s, kind="stable")]
 
 
 def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[str, int] | None = None, *, terms: Terms) -> list[Hit]:
@@ -156,31 +147,26 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[s
     if asked:
         hit = np.flatnonzero(bm25)
         bm25[hit] *= np.where(index.cues[hit] & asked, 1.0 + w.answer_cue_boost, 1.0)
-    matched = top_ranks(bm25, allowed, CHANNEL_DEPTH, positive_only=True)[0]  # best first
-    lexical = (matched, np.arange(1, matched.size + 1))
-    if w.sibling_weight > 0:
-        lexical = with_sibling_support(matched, bm25, index.group, w.sibling_weight)
-    channels = [(*lexical, w.bm25)]
+    matched = top_docs(bm25, allowed, CHANNEL_DEPTH)
+    lexical = with_sibling_support(matched, bm25, index.group, w.sibling_weight) if w.sibling_weight > 0 else matched
+    channels = [(lexical, w.bm25)]
     # too few word matches: vectors fill in (a set, not np.unique, which imports numpy.ma: +25 ms cold)
     few = len(set(index.group[matched].tolist())) < q.limit
     semantic = w.semantic > 0 and w.bm25 > 0 and matched.size > 0
-    dense = qvec = None
-    if w.dense > 0 or (w.dense_fallback and few) or semantic:
-        qvec = embedder.embed_query(q.text)
-    if w.dense > 0 or (w.dense_fallback and few):
-        dense = top_ranks(index.dense_scores(qvec), allowed, CHANNEL_DEPTH, positive_only=True)
-        if w.dense > 0:
-            channels.append((*dense, w.dense))
+    want_dense = w.dense > 0 or (w.dense_fallback and few)
+    qvec = embedder.embed_query(q.text) if want_dense or semantic else None
+    dense = top_docs(index.dense_scores(qvec), allowed, CHANNEL_DEPTH) if want_dense else None
+    if w.dense > 0:
+        channels.append((dense, w.dense))
     fused = weighted_rrf(channels, w.rrf_k)
-    if semantic:  # re-score by sizes: word matches alone, or the ranks fused with a dense channel
-        if len(channels) == 1:
-            fused = rescore(index, matched, bm25[matched], qvec, allowed, w.sibling_weight, w.semantic)
-        else:
-            ranked = sorted(fused.items(), key=lambda kv: -kv[1])
-            fused = rescore(index, np.array([d for d, _ in ranked]), np.array([v for _, v in ranked]), qvec, allowed, 0.0, w.semantic)
+    if semantic and len(channels) == 1:  # re-score by sizes: word matches alone ...
+        fused = rescore(index, matched, bm25[matched], qvec, allowed, w.sibling_weight, w.semantic)
+    elif semantic:  # ... or the ranks fused with a dense channel
+        ranked = sorted(fused.items(), key=lambda kv: -kv[1])
+        fused = rescore(index, np.array([d for d, _ in ranked]), np.array([v for _, v in ranked]), qvec, allowed, 0.0, w.semantic)
     if dense is not None and few:  # fallback hits rank after every lexical hit, in vector order
         floor = min(fused.values(), default=1.0)
-        for rank, d in enumerate(dense[0].tolist(), 1):
+        for rank, d in enumerate(dense.tolist(), 1):
             fused.setdefault(d, floor / (2 + rank))
     if not fused:
         return []
@@ -204,8 +190,7 @@ def by_result(docs: np.ndarray, scores: np.ndarray, group: np.ndarray) -> Iterat
     docs, scores = docs[order], scores[order]
     groups = group[docs]
     by_group = np.argsort(groups, kind="stable")  # each result's documents together, best first
-    sorted_groups = groups[by_group]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_groups[1:] != sorted_groups[:-1])))
+    starts = run_starts(groups[by_group])
     ends = np.append(starts[1:], groups.size)
     for k in np.argsort(by_group[starts]).tolist():  # results by the rank of their best document
         at = by_group[starts[k] : min(ends[k], starts[k] + MAX_PASSAGES + 1)]
@@ -225,19 +210,17 @@ def _materialise(index: SearchIndex, q: Query, ranked: Iterable[list[tuple[int, 
             continue
         hit = Hit(
             id=result_id,
-            kind=RESULT_KIND[d["kind"]],
+            kind="entry" if d["kind"] == "transcript" else d["kind"],
             score=round(score, 6),
             source_session=d["session"],
-            timestamp=_ts_text(d["ts"]),
-            text=d["text"],
+            timestamp=datetime.fromtimestamp(d["ts"], tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            text=index.entry_summary(d["entry"]) if d["kind"] == "transcript" else d["text"],
+            passage=d["text"] if d["kind"] == "transcript" else "",
+            passages=[x["text"] for x in index.docs(i for i, _ in members[1:]) if x["kind"] == "transcript"],
             ref=d["ref"],
             trusted=d["trusted"],
             superseded_by=d.get("superseded_by", ""),
         )
-        if d["kind"] == "transcript":
-            hit.passage = d["text"]
-            hit.text = index.entry_summary(d["entry"])
-        hit.passages = [x["text"] for x in index.docs(i for i, _ in members[1:]) if x["kind"] == "transcript"]
         hits.append(hit)
         ids.add(result_id)
         if q.latest_only and any(h.superseded_by == result_id for h in hits):  # older versions found first give way
@@ -268,6 +251,5 @@ def newer_first(hits: list[Hit]) -> list[Hit]:
         else:
             place(h)
     for h in hits:  # a supersedes-cycle (hand edits) leaves hits waiting on each other: keep their order
-        if h.id not in placed:
-            place(h)
+        place(h)
     return out

@@ -5,27 +5,28 @@ from __future__ import annotations
 import numpy as np
 
 
-def top_ranks(scores: np.ndarray, allowed: np.ndarray, depth: int, positive_only: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(doc indices, 1-based ranks) of the `depth` best allowed docs in one channel."""
-    cand = np.flatnonzero(allowed & (scores > 0)) if positive_only else np.flatnonzero(allowed)
-    if cand.size == 0:
-        return cand, cand
+def top_docs(scores: np.ndarray, allowed: np.ndarray, depth: int) -> np.ndarray:
+    """The `depth` best allowed docs with a positive score in one channel, best first (a doc's rank is its place)."""
+    cand = np.flatnonzero(allowed & (scores > 0))
     if cand.size > depth:
-        part = np.argpartition(-scores[cand], depth - 1)[:depth]
-        cand = cand[part]
-    order = cand[np.argsort(-scores[cand], kind="stable")]
-    return order, np.arange(1, order.size + 1)
+        cand = cand[np.argpartition(-scores[cand], depth - 1)[:depth]]
+    return cand[np.argsort(-scores[cand], kind="stable")]
 
 
-def weighted_rrf(channels: list[tuple[np.ndarray, np.ndarray, float]], k: int) -> dict[int, float]:
-    """score(d) = sum over channels of weight / (k + rank of d in that channel)."""
+def weighted_rrf(channels: list[tuple[np.ndarray, float]], k: int) -> dict[int, float]:
+    """score(d) = sum over channels (docs best first, weight) of weight / (k + rank of d in that channel)."""
     fused: dict[int, float] = {}
-    for docs, ranks, weight in channels:
+    for docs, weight in channels:
         if weight <= 0:
             continue
-        for d, r in zip(docs.tolist(), ranks.tolist()):
+        for r, d in enumerate(docs.tolist(), 1):
             fused[d] = fused.get(d, 0.0) + weight / (k + r)
     return fused
+
+
+def run_starts(keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal values starts in sorted `keys`."""
+    return np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
 
 
 SIBLINGS_COUNTED = 3  # documents of one result whose scores add up in `sibling_sums`

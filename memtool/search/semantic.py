@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memtool.search.fusion import sibling_sums
+from memtool.search.fusion import run_starts, sibling_sums
 from memtool.search.store import KIND_CODE, SearchIndex
 
 
@@ -46,33 +46,20 @@ def rescore(
     counted = ~is_entry | ~np.isin(member_groups, member_groups[~is_entry])  # an entry whose passages are candidates: its session-wide vector gives way to them
     # each result's best cosine over its counted documents, results in the order they first appear
     at = np.flatnonzero(counted)
-    results, first, best_cos = _per_group(member_groups[at], cos[at], np.maximum)
-    shown = np.argsort(first, kind="stable")
-    results, best_cos = results[shown], best_cos[shown]
-    std = float(best_cos.std())
-    if std == 0.0:  # one result, or all alike: the vectors cannot tell them apart
-        std = 1.0
+    by_result = at[np.argsort(member_groups[at], kind="stable")]
+    starts = run_starts(member_groups[by_result])
+    shown = np.argsort(by_result[starts], kind="stable")
+    results, best_cos = member_groups[by_result[starts]][shown], np.maximum.reduceat(cos[by_result], starts)[shown]
+    std = float(best_cos.std()) or 1.0  # 0: one result, or all alike: the vectors cannot tell them apart
     low = float(cos[counted].min())
     cos[~counted] = low
     lex = np.zeros(members.size, dtype=np.float64)
     lex[np.searchsorted(members, docs)] = np.asarray(scores, dtype=np.float64)
     own = lex / top + weight * (cos - low) / std
-    # no document outscores its result: s1 <= lexical, cosine <= best. Each result's best document
-    # (the first with its highest score) carries the result's score, so grouping keeps their order.
-    groups, _, best_own = _per_group(member_groups, own, np.maximum)
-    order = np.argsort(member_groups, kind="stable")
-    starts = np.flatnonzero(np.concatenate(([True], member_groups[order][1:] != member_groups[order][:-1])))
-    is_best = own[order] == np.repeat(best_own, np.diff(np.append(starts, members.size)))
-    firsts = np.minimum.reduceat(np.where(is_best, np.arange(members.size), members.size), starts)
+    # no document outscores its result: s1 <= lexical, cosine <= best
+    order = np.lexsort((-own, member_groups))  # by result, its best document first (a stable sort: the first of equals)
+    bests = order[run_starts(member_groups[order])]
     z = dict(zip(results.tolist(), ((best_cos - low) / std).tolist()))
-    for g, pos in zip(groups.tolist(), order[firsts].tolist()):
+    for g, pos in zip(member_groups[bests].tolist(), bests.tolist()):
         own[pos] = lexical[g] / top + weight * z[g]
     return dict(zip(members.tolist(), own.tolist()))
-
-
-def _per_group(groups: np.ndarray, values: np.ndarray, reduce: np.ufunc) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(each group, the position of its first value, `reduce` over its values), groups ascending."""
-    order = np.argsort(groups, kind="stable")
-    sorted_groups = groups[order]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_groups[1:] != sorted_groups[:-1])))
-    return sorted_groups[starts], order[starts], reduce.reduceat(values[order], starts)

@@ -72,8 +72,7 @@ def query_terms(index, text: str, fix_weight: float) -> Terms:
         return out
     candidates = [w for w in dict.fromkeys(ws) if max_edits(w) and w.isalpha() and w not in STOPWORDS]
     unknown = [w for w, stem in zip(candidates, stem_words(candidates)) if not index.doc_freq(stem)]
-    if unknown:
-        unknown = [w for w in unknown if w not in index.dictionary()]
+    unknown = unknown and [w for w in unknown if w not in index.dictionary()]  # the dictionary is read only when needed
     if not unknown:
         return out
     from rapidfuzz import process
