@@ -63,9 +63,9 @@ def _render(report, as_json: bool) -> None:
 def reindex(
     ctx: typer.Context,
     full: bool = typer.Option(False, "--full", help="Rebuild everything: index.json, every embedding, the search cache."),
-    vectors: bool = typer.Option(False, "--vectors", help="Only embed the search cache's documents that have no vector yet (a batch per transaction)."),
+    vectors: bool = typer.Option(False, "--vectors", help="Only the fill: transcripts a search left out, then missing vectors (a batch per transaction)."),
     background: bool = typer.Option(False, "--background", hidden=True, help="As the background fill a search starts: one at a time, at low priority."),
-    batch: int = typer.Option(C.FILL_BATCH, "--batch", min=1, help="With --vectors: documents embedded per transaction (what an interruption keeps)."),
+    batch: int = typer.Option(C.FILL_BATCH, "--batch", min=1, help="With --vectors: documents (entries) per transaction (what an interruption keeps)."),
     as_json: bool = typer.Option(False, "--json", help="Print the sync report as JSON."),
 ) -> None:
     """Bring index.json, the embeddings and the search cache in line with the files (only what changed),
@@ -101,7 +101,8 @@ def _fill(ctx: typer.Context, background: bool, batch: int, as_json: bool) -> No
     if as_json:
         print_json(vars(report))
         return
-    typer.echo(f"{report.filled} documents embedded, {report.left} without a vector")
+    indexed = f"{report.indexed} kept transcripts indexed, " if report.indexed else ""
+    typer.echo(f"{indexed}{report.filled} documents embedded, {report.left} without a vector")
     for problem in report.errors:
         warn(problem)
 
