@@ -90,7 +90,7 @@ def spaceless_re() -> re.Pattern:
 
 
 # punctuation outside ASCII that is no letter, mark or joiner: it ends a word as a space does
-_SEPARATORS = str.maketrans(dict.fromkeys("\u2026\u2013\u2014\u2018\u2019\u201c\u201d\u00a0", " "))
+_SEPARATORS = re.compile("[\u2026\u2013\u2014\u2018\u2019\u201c\u201d\u00a0]")  # a regex: str.translate is 30x slower
 
 
 def words(text: str) -> list[str]:
@@ -98,7 +98,7 @@ def words(text: str) -> list[str]:
     a combining mark). Text in a script without spaces gives characters and pairs (SPACELESS)."""
     if text.isascii():
         return WORD_RE.findall(text.lower())
-    plain = text.translate(_SEPARATORS)
+    plain = _SEPARATORS.sub(" ", text)
     if plain.isascii():  # ASCII but for punctuation that only ends words (a compressed summary's "…")
         return WORD_RE.findall(plain.lower())
     text = unicodedata.normalize("NFC", text).lower()

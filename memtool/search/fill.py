@@ -6,7 +6,7 @@ A search's change set that finds more than WORDS_INLINE_MAX kept transcripts new
 fresh clone: the words index of 10,000 entries with their transcripts took 3.6 s to build) indexes
 the entries, daily logs and Markdown files only, and marks those entries DEFERRED
 (memtool/search/store.py). `fill_words` reads their day files again with the transcripts,
-FILL_BATCH entries per transaction, in the order a one-go build reads them, so the finished
+WORDS_FILL_BATCH entries per transaction, in the order a one-go build reads them, so the finished
 store ranks as one built in one go.
 
 A change set (memtool/search/store.py) takes the vectors it has without reading or embedding: the
@@ -76,7 +76,7 @@ class FillReport:
     indexed: int = 0  # entries whose kept transcripts' passages the words fill indexed
 
 
-def fill_words(layout: Layout, embedder, batch: int = C.FILL_BATCH) -> FillReport:
+def fill_words(layout: Layout, embedder, batch: int = C.WORDS_FILL_BATCH) -> FillReport:
     """Index the passages of the kept transcripts a search left to this fill (store.DEFERRED),
     about `batch` entries per transaction: an interrupted fill keeps every batch it committed."""
     report = FillReport()
@@ -130,14 +130,16 @@ def index_deferred(layout: Layout, embedder, size: int, errors: list[str]) -> tu
     return sum(held.get(k, 0) for k in part), left
 
 
-def fill_vectors(layout: Layout, embedder, progress: Progress | None = None, batch: int = C.FILL_BATCH, from_end: bool = False) -> FillReport:
+def fill_vectors(
+    layout: Layout, embedder, progress: Progress | None = None, batch: int = C.FILL_BATCH, from_end: bool = False, words_batch: int = C.WORDS_FILL_BATCH
+) -> FillReport:
     """Give the store's documents that have no vector one: first the entries whose versioned
     embedding file holds a current vector of this model (read, not embedded), then the rest embedded
     `batch` at a time; each batch committed on its own. `from_end`: newest documents first (a
     foreground fill running beside a background one, which starts from the oldest: the two meet
     instead of doing the same work). Stops at the first embedder failure (said in `errors`: what is
     left waits for the next fill)."""
-    report = fill_words(layout, embedder, batch)  # the words first: they answer more than vectors do
+    report = fill_words(layout, embedder, words_batch)  # the words first: they answer more than vectors do
     path = store_path(layout)
     if not path.is_file() or hasattr(embedder, "reason"):  # no store yet, or an embedder this machine cannot run
         return report
