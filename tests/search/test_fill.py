@@ -312,3 +312,22 @@ def test_a_killed_words_fill_keeps_its_committed_batches(many_transcripts):
     assert again.returncode == 0, again.stderr
     assert again.stdout.startswith(f"{left} kept transcripts indexed, ") and again.stdout.strip().endswith(", 0 without a vector")  # it went on from there
     assert meta(root)["words_missing"] == "0"
+
+
+def test_reindex_indexes_the_transcripts_a_search_left_to_the_fill(root, monkeypatch):
+    build(root, RecordingEmbedder(), 10)
+    discard(open_memory(root).layout)
+    monkeypatch.setattr(C, "WORDS_INLINE_MAX", 4)
+    monkeypatch.setenv("MEMTOOL_BACKGROUND_EMBED", "true")
+    Layout(root).cache_dir.mkdir(exist_ok=True)
+    with FileLock(str(Layout(root).cache_dir / C.FILL_LOCK)):  # as a running fill holds it: the searches start none
+        open_memory(root, embedder=RecordingEmbedder()).search("billing postgres")
+        assert meta(root)["words_missing"] == "10"
+        again = open_memory(root, embedder=RecordingEmbedder()).search("billing postgres")  # a later search does not index them itself
+    assert meta(root)["words_missing"] == "10" and any("kept transcripts of 10 entries are not indexed yet" in w for w in again.warnings)
+    from memtool.sync import sync
+
+    sync(open_memory(root, embedder=RecordingEmbedder()))
+    assert meta(root)["words_missing"] == "0" and meta(root)["vectors_missing"] == "0"
+    assert store_rows(root, "SELECT count(*) FROM entries WHERE transcript = 'deferred'") == [(0,)]
+    assert store_rows(root, "SELECT count(DISTINCT entry) FROM docs WHERE kind = 'transcript'") == [(10,)]
