@@ -256,9 +256,13 @@ class Known:
     sigs: Sigs | None = None  # the files' signatures, taken before any of them was read
 
 
+def _kept_transcripts(layout: Layout) -> Iterator[os.DirEntry]:
+    return layout.transcript_files()
+
+
 def _transcript_sigs(layout: Layout) -> dict[str, str]:
     out: dict[str, str] = {}
-    for de in layout.transcript_files():
+    for de in _kept_transcripts(layout):
         try:
             st = de.stat()
         except FileNotFoundError:
@@ -283,8 +287,9 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
         try:
             conn = connect(path)
             try:
-                rows = conn.execute("SELECT id, transcript FROM entries WHERE archived = 0 AND transcript != '-'").fetchall()
-                folder_then = _meta(conn).get("transcripts_dir", "")
+                rows = conn.execute("SELECT id, transcript FROM entries WHERE archived = 0 AND transcript NOT IN ('-', ?)", (DEFERRED,)).fetchall()
+                meta = _meta(conn)
+                folder_then = meta.get("transcripts_dir", "") if meta.get("words_missing", "0") == "0" else ""  # deferred ones: stat-ed
             finally:
                 conn.close()
             recorded = {eid: int(sig.partition(":")[0]) for eid, sig in rows}
@@ -293,7 +298,7 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
     if folder_then and folder_then == str(layout.transcripts_stamp()):
         return recorded
     out: dict[str, int] = {}
-    for de in layout.transcript_files():
+    for de in _kept_transcripts(layout):
         eid = de.name[:-3]
         if eid in recorded:
             out[eid] = recorded[eid]
@@ -588,7 +593,7 @@ def _plan(
         recorded = dict(conn.execute("SELECT id, transcript FROM entries WHERE archived = 0").fetchall())
         edited = {i for i in {*recorded, *transcripts} if recorded.get(i, "-") != transcripts.get(i, "-")}
     elif look and meta.get("transcripts_dir") != sigs.folder:  # a transcript was added or removed: find which by name (no stat each)
-        kept = {de.name[:-3] for de in layout.transcript_files()}
+        kept = {de.name[:-3] for de in _kept_transcripts(layout)}
         held = {i for (i,) in conn.execute("SELECT id FROM entries WHERE archived = 0 AND transcript != '-'")}
         edited = kept ^ held
     else:
@@ -756,7 +761,7 @@ def _apply(
 def _to_defer(conn: sqlite3.Connection, layout: Layout) -> set[str]:
     """The kept transcripts (by entry id) a search's change set leaves to the words fill: all of them
     when more than WORDS_INLINE_MAX are new to the store (not recorded with their entry), else none."""
-    kept = {de.name[:-3] for de in layout.transcript_files()}
+    kept = {de.name[:-3] for de in _kept_transcripts(layout)}
     if len(kept) <= C.WORDS_INLINE_MAX:
         return set()
     recorded = {i for (i,) in conn.execute("SELECT id FROM entries WHERE archived = 0 AND transcript != '-'")}

@@ -26,7 +26,7 @@ from memtool.memory import Session
 from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.search.fill import fill_vectors
-from memtool.search.store import discard, store_path
+from memtool.search.store import discard, store_path, transcript_sizes
 from memtool.store import Layout
 from tests.conftest import RecordingEmbedder
 
@@ -325,6 +325,8 @@ def test_reindex_indexes_the_transcripts_a_search_left_to_the_fill(root, monkeyp
         assert meta(root)["words_missing"] == "10"
         again = open_memory(root, embedder=RecordingEmbedder()).search("billing postgres")  # a later search does not index them itself
     assert meta(root)["words_missing"] == "10" and any("kept transcripts of 10 entries are not indexed yet" in w for w in again.warnings)
+    sizes = {de.name[:-3]: de.stat().st_size for de in Layout(root).transcript_files()}
+    assert transcript_sizes(Layout(root)) == sizes  # for `memory dedupe`: those not indexed yet are stat-ed
     from memtool.sync import sync
 
     sync(open_memory(root, embedder=RecordingEmbedder()))
