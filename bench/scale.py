@@ -65,7 +65,7 @@ from memtool.providers.e5 import E5Embedder
 from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.search.fill import fill_vectors
-from memtool.search.store import discard, store_path
+from memtool.search.store import discard, refresh_index, store_path
 from memtool.store import Layout, read_vector_file
 from memtool.sync import persist_embedder
 
@@ -250,7 +250,7 @@ def rebuild(root: Path, embedder_name: str) -> float:
     discard(Layout(root))
     mem = open_memory(root, embedder=embedder_for(embedder_name))
     t = time.perf_counter()
-    mem.index()  # the words index; vectors beyond a few are left to the fill …
+    refresh_index(mem.layout, mem.embedder)  # the words index, transcripts too; vectors beyond a few are left to the fill …
     fill_vectors(mem.layout, mem.embedder)  # … run here in the foreground, as `memory reindex` does
     return time.perf_counter() - t
 

@@ -514,8 +514,22 @@ class SearchIndex:
             "FROM docs WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(ids),),
         ).fetchall()
-        names = ("kind", "ref", "entry", "text", "session", "ts", "importance", "topics", "trusted", "line", "superseded_by")
-        by_id = {r[0]: {**dict(zip(names, r[1:])), "topics": json.loads(r[8]), "trusted": bool(r[9])} for r in rows}
+        by_id = {
+            r[0]: {
+                "kind": r[1],
+                "ref": r[2],
+                "entry": r[3],
+                "text": r[4],
+                "session": r[5],
+                "ts": r[6],
+                "importance": r[7],
+                "topics": json.loads(r[8]),
+                "trusted": bool(r[9]),
+                "line": r[10],
+                "superseded_by": r[11],
+            }
+            for r in rows
+        }
         return [by_id[i] for i in ids]
 
     def entry_summary(self, entry_id: str) -> str:
@@ -543,10 +557,8 @@ def refresh_index(
     that changed (or whose kept transcript did) are replaced; with `archive`, the files under
     memory/archive/YYYY/ are held too (as archived documents). `full`: rebuild every document (vectors
     are kept). Without `wait`, raises StoreBusy rather than wait for another process's change set, if
-    there is a store to read meanwhile. `defer`: when more than WORDS_INLINE_MAX kept transcripts are
-    new to the store (a fresh clone), their passages are left to the words fill (memtool/search/fill.py)
-    and the entries marked DEFERRED: the change set indexes entries, logs and Markdown files only.
-    Returns whether anything changed."""
+    there is a store to read meanwhile. `defer`: over WORDS_INLINE_MAX new kept transcripts (a fresh
+    clone) are left to the words fill (memtool/search/fill.py). Returns whether anything changed."""
     known = known or Known()
     sigs = known.sigs or Sigs.take(layout, transcripts=False)
     path = store_path(layout)
@@ -672,7 +684,6 @@ def _apply(
     defer: bool = False,
 ) -> None:
     before = {} if rebuild else _meta(conn)
-    unvectored_before = int(before.get("vectors_missing", "0"))
     if rebuild:
         for table in (*REBUILT_TABLES, "meta"):
             conn.execute(f"DROP TABLE IF EXISTS {table}")
@@ -702,7 +713,7 @@ def _apply(
     groups: dict[str, int] = dict(conn.execute("SELECT key, id FROM groups").fetchall())
     postings = Postings()
     first = cols.shape[0]
-    unvectored = bool(unvectored_before)  # anything left for the vector fill
+    unvectored = before.get("vectors_missing", "0") != "0"  # anything left for the vector fill
     for live, archived in _batches(changed, arch_sources):
         docs, entries, sources = _collect(layout, errors, live, archived, known, not deferred)
         read += [e for e in entries if e.supersedes]
@@ -762,9 +773,7 @@ def _to_defer(conn: sqlite3.Connection, layout: Layout) -> set[str]:
     """The kept transcripts (by entry id) a search's change set leaves to the words fill: all of them
     when more than WORDS_INLINE_MAX are new to the store (not recorded with their entry), else none."""
     kept = {de.name[:-3] for de in _kept_transcripts(layout)}
-    if len(kept) <= C.WORDS_INLINE_MAX:
-        return set()
-    recorded = {i for (i,) in conn.execute("SELECT id FROM entries WHERE archived = 0 AND transcript != '-'")}
+    recorded = {i for (i,) in conn.execute("SELECT id FROM entries WHERE archived = 0 AND transcript != '-'")} if len(kept) > C.WORDS_INLINE_MAX else kept
     return kept if len(kept - recorded) > C.WORDS_INLINE_MAX else set()
 
 
