@@ -23,9 +23,10 @@ Then, on the same queries:
   change set of the store (memtool/search/store.py), in new processes
 - cold_search_ms / cold_rss_mb: `memory search --json` as a new process (median of runs, peak RSS);
 - clone_search_ms: the first `memory search --json` on a copy of the store without memory/.cache
-  (a fresh clone): it builds the words index, answers, and starts the background vector fill;
-  clone_fill_s: seconds from that search's start until every document has a vector (the fill reads
-  the entries' embedding files and embeds the transcripts' passages; with `--embedder e5` this is
+  (a fresh clone): it indexes the entries, logs and Markdown files, answers, and starts the
+  background fill; clone_fill_s: seconds from that search's start until every document is indexed
+  (the kept transcripts' passages too) and has a vector (the fill indexes the transcripts, reads
+  the entries' embedding files and embeds the passages; with `--embedder e5` this is
   real e5: minutes; None when not done within --clone-wait seconds);
 - floor_ms: `python -c "import numpy, typer"` timed the same way, interleaved: the start-up under it;
 - cold_compress_ms: `memory compress` of one new session as a new process (median of 3), against
@@ -64,7 +65,7 @@ from memtool.providers.e5 import E5Embedder
 from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.search.fill import fill_vectors
-from memtool.search.store import discard, store_path
+from memtool.search.store import discard, refresh_index, store_path
 from memtool.store import Layout, read_vector_file
 from memtool.sync import persist_embedder
 
@@ -183,10 +184,10 @@ def fresh_clone(root: Path, query: str, wait_s: float) -> tuple[float, float | N
     while filled is None and time.perf_counter() - t < wait_s:
         conn = sqlite3.connect(store_path(Layout(clone)))
         try:
-            missing = conn.execute("SELECT value FROM meta WHERE key = 'vectors_missing'").fetchone()
+            missing = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('vectors_missing', 'words_missing')").fetchall())
         finally:
             conn.close()
-        if missing is not None and missing[0] == "0":
+        if missing.get("vectors_missing") == "0" and missing.get("words_missing", "0") == "0":
             filled = time.perf_counter() - t
         time.sleep(0.2)
     try:
@@ -249,7 +250,7 @@ def rebuild(root: Path, embedder_name: str) -> float:
     discard(Layout(root))
     mem = open_memory(root, embedder=embedder_for(embedder_name))
     t = time.perf_counter()
-    mem.index()  # the words index; vectors beyond a few are left to the fill …
+    refresh_index(mem.layout, mem.embedder)  # the words index, transcripts too; vectors beyond a few are left to the fill …
     fill_vectors(mem.layout, mem.embedder)  # … run here in the foreground, as `memory reindex` does
     return time.perf_counter() - t
 

@@ -104,9 +104,10 @@ class Settings:
     keep_transcripts: bool = _f(True, "Keep each compressed transcript in memory/transcripts/YYYY-MM/<id>.md and index it.")
     background_embed: bool = _f(
         True,
-        "When a search finds documents without vectors (a fresh clone's kept transcripts, a new model), start one detached "
-        "`memory reindex --vectors` to embed them, a batch per transaction; the search answers at once from words and the "
-        "vectors there are. Off: they are embedded by `memory reindex`.",
+        "When a search finds many kept transcripts not indexed yet (a fresh clone) or documents without vectors (a new model), "
+        "it indexes the entries, logs and Markdown files, answers at once from them and the vectors there are, and starts one "
+        "detached `memory reindex --vectors` to index the transcripts and embed the rest, a batch per transaction. Off: the "
+        "search indexes every transcript itself and vectors are embedded by `memory reindex`.",
     )
     budget: int = _f(C.DEFAULT_BUDGET, "Default token budget for `memory context`.", minimum=50)
     template: str = _f(C.DEFAULT_TEMPLATE, "Default context template: chat, detailed or summary.", choices=C.TEMPLATES)

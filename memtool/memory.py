@@ -307,7 +307,8 @@ class Memory:
         replacement characters) go into `errors` (dropped when None)."""
         if archive:  # the cache over live + archived files: opened per call (rare), so never stale
             return open_index(self.layout, self.embedder, progress, errors, archive=True)
-        index = self._index if self._index is not None else open_index(self.layout, self.embedder, progress, errors)
+        defer = self.settings.background_embed  # a fresh clone's kept transcripts: indexed by the background fill
+        index = self._index if self._index is not None else open_index(self.layout, self.embedder, progress, errors, defer=defer)
         self._index = None if index.stale else index  # a view read while another process built the cache is not kept
         return index
 
@@ -338,16 +339,17 @@ class Memory:
         return SearchResult(self._newer_items(hits, warnings), warnings, terms.fixes)
 
     def _vectors_missing(self, index: SearchIndex, warnings: list[str]) -> None:
-        """While documents have no vector yet (memtool/search/fill.py): say so, and start the
-        background fill (setting `background_embed`) unless one runs."""
+        """While documents have no vector yet, or kept transcripts are not indexed yet
+        (memtool/search/fill.py): say so, and start the background fill (setting `background_embed`)
+        unless one runs."""
         from memtool.search.fill import fill_note, index_gap, start_fill
 
-        missing, total = index_gap(index)
-        if not missing:
+        missing, total, unindexed = index_gap(index)
+        if not (missing or unindexed):
             return
-        runs = self.settings.background_embed and not hasattr(self.embedder, "reason")  # WordsOnlyEmbedder: nothing to fill with
+        runs = self.settings.background_embed and (unindexed or not hasattr(self.embedder, "reason"))  # WordsOnlyEmbedder: no vectors to fill
         started = runs and start_fill(self.layout)
-        warnings.append(fill_note(self.layout, missing, total, started))
+        warnings.append(fill_note(self.layout, missing, total, started, unindexed))
 
     def _newer_items(self, hits: list[Hit], warnings: list[str]) -> list[Hit]:
         """A superseded hit carries the open items of the entry that replaces it (the older list is

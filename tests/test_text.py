@@ -268,6 +268,14 @@ def test_words_and_terms_are_those_of_the_one_loop_split(text):
     assert T.terms(ws) == T.stem_words([w for w in ws if w not in T.STOPWORDS])
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aZ09_'-. \n,:!(\u2026\u2013\u2014\u2018\u2019\u201c\u201d\u00a0", max_size=60))
+def test_words_of_ascii_text_with_typographic_punctuation_are_those_of_the_unicode_rules(text):
+    """Text that is ASCII but for '…', dashes, curly quotes or a no-break space takes the ASCII
+    pattern with those as spaces: the words of the Unicode pattern."""
+    assert words(text) == _words_as_one_loop(text)
+
+
 def test_words_of_notes_with_an_ellipsis_are_the_same_words(monkeypatch):
     """Compressed summaries end with '…': not ASCII, so they take the Unicode pattern."""
     text = "we fixed the redis feature… next: the auth-service_ v1.2.3. café-- naïve\u200d Zoë's"

@@ -54,9 +54,9 @@ def _render(report, as_json: bool) -> None:
 def reindex(
     ctx: typer.Context,
     full: bool = typer.Option(False, "--full", help="Rebuild everything: index.json, every embedding, the search cache."),
-    vectors: bool = typer.Option(False, "--vectors", help="Only embed the search cache's documents that have no vector yet (a batch per transaction)."),
+    vectors: bool = typer.Option(False, "--vectors", help="Only the fill: transcripts a search left out, then missing vectors (a batch per transaction)."),
     background: bool = typer.Option(False, "--background", hidden=True, help="As the background fill a search starts: one at a time, at low priority."),
-    batch: int = typer.Option(C.FILL_BATCH, "--batch", min=1, help="With --vectors: documents embedded per transaction (what an interruption keeps)."),
+    batch: Optional[int] = typer.Option(None, "--batch", min=1, help="With --vectors: documents (entries) per transaction (what an interruption keeps)."),
     as_json: bool = typer.Option(False, "--json", help="Print the sync report as JSON."),
 ) -> None:
     """Bring index.json, the embeddings and the search cache in line with the files (only what changed),
@@ -71,7 +71,7 @@ def reindex(
     _render(report, as_json)
 
 
-def _fill(ctx: typer.Context, background: bool, batch: int, as_json: bool) -> None:
+def _fill(ctx: typer.Context, background: bool, batch: int | None, as_json: bool) -> None:
     """`reindex --vectors`: the vector fill (memtool/search/fill.py) alone, in the foreground with
     progress, or as the background fill a search started (its output goes to memory/.cache/embed.log)."""
     from datetime import datetime
@@ -87,12 +87,13 @@ def _fill(ctx: typer.Context, background: bool, batch: int, as_json: bool) -> No
         return
     with _progress(not as_json) as progress:
         step = (lambda done, total: progress("embedding documents", done, total)) if progress else None
-        report = fill_vectors(mem.layout, mem.embedder, step, batch, from_end=True)
+        report = fill_vectors(mem.layout, mem.embedder, step, batch or C.FILL_BATCH, from_end=True, words_batch=batch or C.WORDS_FILL_BATCH)
     report.errors[:0] = problems
     if as_json:
         print_json(vars(report))
         return
-    typer.echo(f"{report.filled} documents embedded, {report.left} without a vector")
+    indexed = f"{report.indexed} kept transcripts indexed, " if report.indexed else ""
+    typer.echo(f"{indexed}{report.filled} documents embedded, {report.left} without a vector")
     warn(*report.errors)
 
 

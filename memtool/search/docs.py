@@ -109,12 +109,18 @@ def read_entries(layout: Layout, errors: list[str], only: list[str] | None = Non
 
 
 def collect_docs(
-    layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None, newer: dict[str, str] | None = None
+    layout: Layout,
+    errors: list[str],
+    only: list[str] | None = None,
+    parsed: ParsedDays | None = None,
+    newer: dict[str, str] | None = None,
+    transcripts: bool = True,
 ) -> tuple[list[Doc], list[Entry]]:
     """Documents of every source file (day files, then Markdown), each source's docs contiguous.
     With `only`, just the sources named there (by source_key, in that order: day files before
     Markdown files); day files in `parsed` are not read again. `newer`: old id -> superseding id over every
-    entry (default: worked out from the entries read)."""
+    entry (default: worked out from the entries read). Without `transcripts`, the kept transcripts
+    are not read (their passages are left to the background words fill)."""
     entries, sources = read_entries(layout, errors, only, parsed)
     docs: list[Doc] = []
     newer = superseded_by(entries) if newer is None else newer
@@ -131,8 +137,8 @@ def collect_docs(
             source=source,
         )
         docs.append(Doc(kind="entry", ref=e.id, text=e.summary, index_text=entry_search_text(e), **common))
-        ttext = read_transcript(layout.transcript_file(e.id), errors) or ""  # none kept: no chunks
-        docs += [Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common) for ch in chunk_lines(ttext)]
+        ttext = read_transcript(layout.transcript_file(e.id), errors) if transcripts else None  # none kept or deferred: no chunks
+        docs += [Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common) for ch in chunk_lines(ttext or "")]
     for path in layout.markdown_files() if only is None else [layout.root / s for s in only if s.endswith(".md")]:
         rel = source_key(layout, path)
         daily = path.parent == layout.memory_dir or path.parent.parent == layout.archive_dir  # archived logs: memory/archive/YYYY/

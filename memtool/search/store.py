@@ -64,6 +64,7 @@ VECTOR_CACHE_ROWS = 200_000  # vectors a reading process keeps between searches 
 MMAP_BYTES = 0x7FFF0000  # a reader maps up to this much of the store (SQLite's largest mapping)
 POSTINGS_HELD = 4_000_000  # postings a change set holds before writing them (as one more block of each term)
 BUILD_BATCH = 64  # source files read, embedded and inserted together: a rebuild holds one batch's documents
+DEFERRED = "deferred"  # entries.transcript of an entry whose kept transcript's passages the words fill has yet to index
 BUSY_NOTE = (
     "the search cache is being updated by another memtool process (a compress or a sync); this search "
     "read it as it was before, so the latest change may be missing"
@@ -286,8 +287,9 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
         try:
             conn = connect(path)
             try:
-                rows = conn.execute("SELECT id, transcript FROM entries WHERE archived = 0 AND transcript != '-'").fetchall()
-                folder_then = _meta(conn).get("transcripts_dir", "")
+                rows = conn.execute("SELECT id, transcript FROM entries WHERE archived = 0 AND transcript NOT IN ('-', ?)", (DEFERRED,)).fetchall()
+                meta = _meta(conn)
+                folder_then = meta.get("transcripts_dir", "") if meta.get("words_missing", "0") == "0" else ""  # deferred ones: stat-ed
             finally:
                 conn.close()
             recorded = {eid: int(sig.partition(":")[0]) for eid, sig in rows}
@@ -549,24 +551,26 @@ def refresh_index(
     known: Known | None = None,
     wait: bool = True,
     full: bool = False,
+    defer: bool = False,
 ) -> bool:
     """Bring the store up to date with the files in one transaction: the documents of the source files
     that changed (or whose kept transcript did) are replaced; with `archive`, the files under
     memory/archive/YYYY/ are held too (as archived documents). `full`: rebuild every document (vectors
     are kept). Without `wait`, raises StoreBusy rather than wait for another process's change set, if
-    there is a store to read meanwhile. Returns whether anything changed."""
+    there is a store to read meanwhile. `defer`: over WORDS_INLINE_MAX new kept transcripts (a fresh
+    clone) are left to the words fill (memtool/search/fill.py). Returns whether anything changed."""
     known = known or Known()
     sigs = known.sigs or Sigs.take(layout, transcripts=False)
     path = store_path(layout)
     problems: list[str] = []
     try:
-        changed = _refresh(path, layout, embedder, progress, problems, archive, known, sigs, wait, full)
+        changed = _refresh(path, layout, embedder, progress, problems, archive, known, sigs, wait, full, defer)
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             raise
         problems.append(f"{path} was damaged ({exc}); rebuilt from the files")
         discard(layout)
-        changed = _refresh(path, layout, embedder, progress, problems, archive, known, sigs, wait, True)
+        changed = _refresh(path, layout, embedder, progress, problems, archive, known, sigs, wait, True, defer)
     if errors is not None:
         errors.extend(problems)
     return changed
@@ -612,7 +616,9 @@ def _plan(
     return False, sorted(changed), sorted(removed), transcripts
 
 
-def _refresh(path: Path, layout: Layout, embedder, progress, errors: list[str], archive: bool, known: Known, sigs: Sigs, wait: bool, full: bool) -> bool:
+def _refresh(
+    path: Path, layout: Layout, embedder, progress, errors: list[str], archive: bool, known: Known, sigs: Sigs, wait: bool, full: bool, defer: bool
+) -> bool:
     now = _now_files(layout, sigs, archive)
     conn = connect(path, timeout=WRITE_WAIT_S if wait else 0.0)
     try:
@@ -633,7 +639,7 @@ def _refresh(path: Path, layout: Layout, embedder, progress, errors: list[str], 
             rebuild, changed, removed, transcripts = _plan(conn, layout, embedder.model, sigs, now, archive, full)  # again, under the lock
             if not rebuild and _dead_share(conn):
                 rebuild, changed, removed = True, sorted(now), []
-            _apply(conn, layout, embedder, progress, errors, known, sigs, now, rebuild, changed, removed, transcripts)
+            _apply(conn, layout, embedder, progress, errors, known, sigs, now, rebuild, changed, removed, transcripts, defer and not archive)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -675,8 +681,9 @@ def _apply(
     changed: list[str],
     removed: list[str],
     transcripts: dict[str, str] | None,
+    defer: bool = False,
 ) -> None:
-    unvectored_before = 0 if rebuild else int(_meta(conn).get("vectors_missing", "0"))
+    before = {} if rebuild else _meta(conn)
     if rebuild:
         for table in (*REBUILT_TABLES, "meta"):
             conn.execute(f"DROP TABLE IF EXISTS {table}")
@@ -698,16 +705,17 @@ def _apply(
     # read them again, BUILD_BATCH sources at a time (a rebuild holds one batch's text and vectors,
     # not the whole memory's): which entries supersede which is worked out over every entry held
     arch_sources = {s for s in changed if now[s][1]}
-    tsig = transcripts if transcripts is not None or len(changed) < 50 else _transcript_sigs(layout)  # before reading them
+    deferred = _to_defer(conn, layout) if defer else set()  # kept transcripts left to the words fill
+    tsig = dict.fromkeys(deferred, DEFERRED) if deferred else transcripts if transcripts is not None or len(changed) < 50 else _transcript_sigs(layout)
     declared = [Declared(i, ts, json.loads(sup), "") for i, ts, sup in conn.execute("SELECT id, timestamp, supersedes FROM entries WHERE supersedes != '[]'")]
     read: list[Entry] = []  # entries read that supersede others
     stored_with: dict[str, str] = {}  # entry id -> the superseded_by its documents were inserted with
     groups: dict[str, int] = dict(conn.execute("SELECT key, id FROM groups").fetchall())
     postings = Postings()
     first = cols.shape[0]
-    unvectored = bool(unvectored_before)  # anything left for the vector fill
+    unvectored = before.get("vectors_missing", "0") != "0"  # anything left for the vector fill
     for live, archived in _batches(changed, arch_sources):
-        docs, entries, sources = _collect(layout, errors, live, archived, known)
+        docs, entries, sources = _collect(layout, errors, live, archived, known, not deferred)
         read += [e for e in entries if e.supersedes]
         newer = superseded_by([*declared, *read])
         for d in docs:
@@ -756,7 +764,17 @@ def _apply(
     }
     if unvectored:  # what the vector fill has left to do
         meta["vectors_missing"], meta["vectors_total"] = map(str, vector_gap(conn))
+    if deferred or before.get("words_missing", "0") != "0":  # what the words fill has left to do
+        meta["words_missing"] = str(conn.execute("SELECT count(*) FROM entries WHERE transcript = ?", (DEFERRED,)).fetchone()[0])
     conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
+
+
+def _to_defer(conn: sqlite3.Connection, layout: Layout) -> set[str]:
+    """The kept transcripts (by entry id) a search's change set leaves to the words fill: all of them
+    when more than WORDS_INLINE_MAX are new to the store (not recorded with their entry), else none."""
+    kept = {de.name[:-3] for de in _kept_transcripts(layout)}
+    recorded = {i for (i,) in conn.execute("SELECT id FROM entries WHERE archived = 0 AND transcript != '-'")} if len(kept) > C.WORDS_INLINE_MAX else kept
+    return kept if len(kept - recorded) > C.WORDS_INLINE_MAX else set()
 
 
 def vector_gap(conn: sqlite3.Connection) -> tuple[int, int]:
@@ -771,13 +789,15 @@ def _archive_reader(layout: Layout) -> Layout:
     return LiveAndArchive(layout.root)
 
 
-def _collect(layout: Layout, errors: list[str], live: list[str], archived: list[str], known: Known) -> tuple[list[Doc], list[Entry], list[str]]:
+def _collect(
+    layout: Layout, errors: list[str], live: list[str], archived: list[str], known: Known, transcripts: bool = True
+) -> tuple[list[Doc], list[Entry], list[str]]:
     """The documents and entries of these sources (live ones, then archived ones), and each entry's source."""
     docs: list[Doc] = []
     entries: list[Entry] = []
     for lay, only in ((layout, live), (_archive_reader(layout) if archived else layout, archived)):
         if only:
-            d, e = collect_docs(lay, errors, only=only, parsed=known.days, newer={})
+            d, e = collect_docs(lay, errors, only=only, parsed=known.days, newer={}, transcripts=transcripts)
             docs += d
             entries += e
     day_of = {d.entry: d.source for d in docs if d.kind == "entry"}
@@ -830,24 +850,8 @@ def _insert_docs(
         lengths[j] = len(ts)
         seen.update(ws)
         add[j] = (KIND_CODE[d.kind], IMPORTANCE_CODE.get(d.importance, 1), d.trusted, d.pinned, doc_cues(ws), True, d.source in archived, len(ts), g, d.ts)
-        rows.append(
-            (
-                i,
-                d.source,
-                d.kind,
-                d.ref,
-                d.entry,
-                d.text,
-                d.session,
-                d.ts,
-                d.importance,
-                topics_json.get(d.topics) or topics_json.setdefault(d.topics, json.dumps(list(d.topics), ensure_ascii=False)),
-                int(d.trusted),
-                d.line,
-                d.superseded_by,
-                key,
-            )
-        )
+        topics = topics_json.get(d.topics) or topics_json.setdefault(d.topics, json.dumps(list(d.topics), ensure_ascii=False))
+        rows.append((i, d.source, d.kind, d.ref, d.entry, d.text, d.session, d.ts, d.importance, topics, int(d.trusted), d.line, d.superseded_by, key))
     conn.executemany("INSERT INTO groups VALUES (?, ?)", new_groups)
     conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in surface_words(list(seen))])
@@ -1063,13 +1067,14 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
     return len(rows)
 
 
-def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:
-    """The store, brought up to date first (refresh_index), as a read snapshot. A damaged store is
-    rebuilt from the files. While another process writes a change set (a detached session-end
-    compress), the last committed state is read, said in `errors`, and the view is marked `stale`."""
+def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False, defer: bool = False) -> SearchIndex:
+    """The store, brought up to date first (refresh_index; `defer`: many new kept transcripts are left
+    to the words fill), as a read snapshot. A damaged store is rebuilt from the files. While another
+    process writes a change set (a detached session-end compress), the last committed state is read,
+    said in `errors`, and the view is marked `stale`."""
     stale = False
     try:
-        refresh_index(layout, embedder, progress, errors, archive, wait=False)
+        refresh_index(layout, embedder, progress, errors, archive, wait=False, defer=defer)
     except StoreBusy:
         stale = True
     path = store_path(layout)
@@ -1079,7 +1084,7 @@ def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None
         if errors is not None:
             errors.append(f"{path} was damaged ({exc}); rebuilt from the files")
         discard(layout)
-        refresh_index(layout, embedder, progress, errors, archive)
+        refresh_index(layout, embedder, progress, errors, archive, defer=defer)
         return SearchIndex(path, archive)
     if stale:
         index.stale = True

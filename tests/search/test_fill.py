@@ -1,10 +1,13 @@
-"""The vector fill (memtool/search/fill.py): a fresh clone (no memory/.cache) answers its first
-search from words without embedding anything, the missing vectors are filled a batch per
-transaction (an interrupted fill keeps what it committed), entries' versioned embedding files are
-reused, and one background fill runs at a time."""
+"""The background fill (memtool/search/fill.py): a fresh clone (no memory/.cache) answers its first
+search from words without embedding anything (with many kept transcripts, from its entries, logs
+and Markdown files, the transcripts' words left to the fill), the transcripts are indexed and the
+missing vectors filled a batch per transaction (an interrupted fill keeps what it committed),
+entries' versioned embedding files are reused, and one background fill runs at a time."""
 
+import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -23,7 +26,7 @@ from memtool.memory import Session
 from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.search.fill import fill_vectors
-from memtool.search.store import discard, store_path
+from memtool.search.store import discard, store_path, transcript_sizes
 from memtool.store import Layout
 from tests.conftest import RecordingEmbedder
 
@@ -64,23 +67,39 @@ def meta(root) -> dict:
 QUERIES = ("billing postgres", "kafka consumer lag", "stripe webhook invoice", "grafana alert Dana")
 
 
-def test_a_fresh_clone_answers_from_words_at_once_and_the_fill_gives_the_same_ranking(root):
+@pytest.mark.parametrize("deferred", [False, True], ids=["transcripts-indexed-at-once", "transcripts-left-to-the-fill"])
+def test_a_fresh_clone_answers_from_words_at_once_and_the_fill_gives_the_same_ranking(root, monkeypatch, deferred):
     built = RecordingEmbedder()
     entries = build(root, built, 12)
     complete = {q: ranked(open_memory(root, embedder=built), q) for q in QUERIES}  # vectors made at compress
     discard(open_memory(root).layout)  # a fresh clone: no memory/.cache
 
     clone = RecordingEmbedder()
+    if deferred:  # more kept transcripts than a search indexes itself, background work allowed (a fill runs: none is started)
+        monkeypatch.setattr(C, "WORDS_INLINE_MAX", 4)
+        monkeypatch.setenv("MEMTOOL_BACKGROUND_EMBED", "true")
+        Layout(root).cache_dir.mkdir(exist_ok=True)
+        running = FileLock(str(Layout(root).cache_dir / C.FILL_LOCK))
+        running.acquire()
     mem = open_memory(root, embedder=clone)
     found = mem.search("billing postgres")
     assert found.hits and clone.texts == []  # answered from words: nothing embedded before it
-    assert any("semantic ranking is partial: 0 of" in w and "`memory reindex` embeds the rest" in w for w in found.warnings)
-    missing, total = int(meta(root)["vectors_missing"]), int(meta(root)["vectors_total"])
-    assert missing == total > C.EMBED_INLINE_MAX
+    if deferred:
+        running.release()
+        assert {h.kind for h in found.hits} == {"entry"} and not store_rows(root, "SELECT id FROM docs WHERE kind = 'transcript'")
+        assert meta(root)["words_missing"] == "12"
+        assert any("word matches are partial: the kept transcripts of 12 entries are not indexed yet" in w for w in found.warnings)
+        assert any("being indexed and embedded in the background" in w for w in found.warnings)
+    else:
+        assert any("semantic ranking is partial: 0 of" in w and "`memory reindex` embeds the rest" in w for w in found.warnings)
+        missing, total = int(meta(root)["vectors_missing"]), int(meta(root)["vectors_total"])
+        assert missing == total > C.EMBED_INLINE_MAX
 
-    report = fill_vectors(mem.layout, clone, batch=16)
-    assert (report.filled, report.left, report.errors) == (total, 0, [])
-    assert meta(root)["vectors_missing"] == "0"
+    report = fill_vectors(mem.layout, clone, batch=5)
+    total = int(meta(root)["vectors_total"])
+    assert (report.indexed, report.left, report.errors) == (12 if deferred else 0, 0, [])
+    assert report.filled == total - (12 if deferred else 0)  # with its entries' vectors read by the search (at most EMBED_INLINE_MAX)
+    assert meta(root)["vectors_missing"] == "0" and meta(root).get("words_missing", "0") == "0"
     again = open_memory(root, embedder=RecordingEmbedder())
     assert not [w for w in again.search("billing postgres").warnings if "semantic" in w]
     assert {q: ranked(again, q) for q in QUERIES} == complete  # the ranking of a store whose vectors were never missing
@@ -209,3 +228,105 @@ def test_reindex_fills_every_vector_with_the_sync(root):
     assert report.filled == int(meta(root)["vectors_total"]) and meta(root)["vectors_missing"] == "0"
     assert "search vectors filled" in report.line()
     assert os.path.exists(store_path(Layout(root)))
+
+
+@pytest.fixture
+def many_transcripts(root, model_cache, env):
+    """A store of more sessions with kept transcripts than a search indexes itself
+    (WORDS_INLINE_MAX), its vectors WordLlama's, cloned without memory/.cache; a copy of it built
+    in one go by `memory reindex`; and the environment for `memory` subprocesses."""
+    build(root, "wordllama", C.WORDS_INLINE_MAX + 44, lines=8)
+    discard(open_memory(root, embedder="wordllama").layout)
+    one_go = root.parent / "one-go"
+    shutil.copytree(root, one_go)
+    done = subprocess.run([sys.executable, "-m", "memtool", "--root", str(one_go), "reindex"], cwd=one_go, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return root, one_go, env
+
+
+def search_json(root, env, query: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "memtool", "--root", str(root), "search", query, "--json"], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_background_job_indexes_a_fresh_clones_transcripts_and_the_ranking_is_a_one_go_builds(many_transcripts):
+    root, one_go, env = many_transcripts
+    env = {**env, "MEMTOOL_BACKGROUND_EMBED": "true"}
+    kept = C.WORDS_INLINE_MAX + 44
+    first = search_json(root, env, "billing postgres")
+    assert first.returncode == 0, first.stderr
+    assert f"word matches are partial: the kept transcripts of {kept} entries are not indexed yet" in first.stderr
+    assert {h["kind"] for h in json.loads(first.stdout)} == {"entry"}  # from the entries: no transcript read before the answer
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (meta(root).get("words_missing") != "0" or meta(root).get("vectors_missing") != "0"):
+        time.sleep(0.1)
+    assert meta(root)["words_missing"] == "0" and meta(root)["vectors_missing"] == "0"
+    while time.monotonic() < deadline and " left" not in (Layout(root).cache_dir / C.FILL_LOG).read_text():
+        time.sleep(0.1)
+    assert f"{kept} transcripts indexed" in (Layout(root).cache_dir / C.FILL_LOG).read_text()
+    passages = store_rows(root, "SELECT count(*) FROM docs WHERE kind = 'transcript'")[0][0]
+    assert passages == store_rows(one_go, "SELECT count(*) FROM docs WHERE kind = 'transcript'")[0][0] > kept
+    for q in QUERIES:  # answers, scores and passages those of the store `memory reindex` built in one go
+        filled, whole = search_json(root, env, q), search_json(one_go, env, q)
+        assert filled.returncode == whole.returncode == 0 and filled.stderr == whole.stderr == ""
+        assert json.loads(filled.stdout) == json.loads(whole.stdout)
+
+
+def test_a_killed_words_fill_keeps_its_committed_batches(many_transcripts):
+    root, one_go, env = many_transcripts
+    kept = C.WORDS_INLINE_MAX + 44
+    Layout(root).cache_dir.mkdir(exist_ok=True)
+    with FileLock(str(Layout(root).cache_dir / C.FILL_LOCK)):  # as a running fill holds it: the search starts none
+        first = search_json(root, {**env, "MEMTOOL_BACKGROUND_EMBED": "true"}, "billing postgres")
+    assert first.returncode == 0 and meta(root)["words_missing"] == str(kept)
+    filler = subprocess.Popen(
+        [sys.executable, "-m", "memtool", "reindex", "--vectors", "--batch", "4"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:  # killed a few batches in, wherever it is (its transactions follow each other: no waiting writer could get between them)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and filler.poll() is None and int(meta(root)["words_missing"]) > kept - 3 * 4:
+            time.sleep(0.002)
+        running = filler.poll() is None
+        filler.send_signal(signal.SIGKILL)
+        filler.wait()
+    finally:
+        if filler.poll() is None:
+            filler.kill()
+            filler.wait()
+    left = int(meta(root)["words_missing"])
+    assert running and 0 < left <= kept - 3 * 4, "the fill ended before it could be interrupted"
+    assert store_rows(root, "PRAGMA integrity_check") == [("ok",)]
+    deferred = {e for (e,) in store_rows(root, "SELECT id FROM entries WHERE transcript = 'deferred'")}
+    assert len(deferred) == left  # the count committed with the batches
+    passages = "SELECT entry, count(*) FROM docs WHERE kind = 'transcript' GROUP BY entry"
+    whole = {e: n for e, n in store_rows(one_go, passages) if e not in deferred}
+    assert dict(store_rows(root, passages)) == whole and len(whole) == kept - left  # every committed batch whole, nothing of the cut one
+    search = search_json(root, env, "billing postgres")  # answers from what is committed, says what is left, indexes none of it
+    assert search.returncode == 0 and f"the kept transcripts of {left} entries are not indexed yet" in search.stderr
+    assert "`memory reindex` indexes and embeds them" in search.stderr and meta(root)["words_missing"] == str(left)
+    again = subprocess.run([sys.executable, "-m", "memtool", "reindex", "--vectors"], cwd=root, env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(f"{left} kept transcripts indexed, ") and again.stdout.strip().endswith(", 0 without a vector")  # it went on from there
+    assert meta(root)["words_missing"] == "0"
+
+
+def test_reindex_indexes_the_transcripts_a_search_left_to_the_fill(root, monkeypatch):
+    build(root, RecordingEmbedder(), 10)
+    discard(open_memory(root).layout)
+    monkeypatch.setattr(C, "WORDS_INLINE_MAX", 4)
+    monkeypatch.setenv("MEMTOOL_BACKGROUND_EMBED", "true")
+    Layout(root).cache_dir.mkdir(exist_ok=True)
+    with FileLock(str(Layout(root).cache_dir / C.FILL_LOCK)):  # as a running fill holds it: the searches start none
+        open_memory(root, embedder=RecordingEmbedder()).search("billing postgres")
+        assert meta(root)["words_missing"] == "10"
+        again = open_memory(root, embedder=RecordingEmbedder()).search("billing postgres")  # a later search does not index them itself
+    assert meta(root)["words_missing"] == "10" and any("kept transcripts of 10 entries are not indexed yet" in w for w in again.warnings)
+    sizes = {de.name[:-3]: de.stat().st_size for de in Layout(root).transcript_files()}
+    assert transcript_sizes(Layout(root)) == sizes  # for `memory dedupe`: those not indexed yet are stat-ed
+    from memtool.sync import sync
+
+    sync(open_memory(root, embedder=RecordingEmbedder()))
+    assert meta(root)["words_missing"] == "0" and meta(root)["vectors_missing"] == "0"
+    assert store_rows(root, "SELECT count(*) FROM entries WHERE transcript = 'deferred'") == [(0,)]
+    assert store_rows(root, "SELECT count(DISTINCT entry) FROM docs WHERE kind = 'transcript'") == [(10,)]
