@@ -204,7 +204,7 @@ def _ignore_local_files(root: Path) -> None:
 def setup_git(root: Path) -> GitSetup:
     """Write .gitattributes at the memory root (kept as is when it already names the driver, else
     memtool's lines appended) and register the driver in the enclosing git repository's local config."""
-    attributes = root / ".gitattributes"
+    attributes = root / C.GITATTRIBUTES_FILE
     current = attributes.read_text(encoding="utf-8") if attributes.is_file() else ""
     wrote = GITATTRIBUTES not in current
     if wrote:
