@@ -20,7 +20,7 @@ from memtool import constants as C
 from memtool.config import Settings
 from memtool.dayfile import DAY_RE, ID_DAY_RE, day_document, read_day
 from memtool.errors import StorageError
-from memtool.fsutil import _fsync_dir, atomic_write_bytes, atomic_write_text, dumps_json
+from memtool.fsutil import atomic_write_bytes, atomic_write_text, dumps_json, fsync_dir
 from memtool.models import Entry, parse_iso, utcnow
 from memtool.store import Layout, Store
 
@@ -285,7 +285,7 @@ def _unlink(path: Path) -> None:
         return
     except OSError as exc:
         raise StorageError(f"cannot remove {path} (already copied to the archive): {exc.strerror}. Run `memory archive` again.") from None
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 __all__ = ["ArchiveLayout", "ArchiveReport", "Archiver", "archive", "archive_layouts", "get_archived"]

@@ -30,9 +30,9 @@ from memtool import constants as C
 from memtool.errors import UnsafePath
 
 _ROOTS: set[str] = set()  # absolute memory roots, as Layout holds them
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | CLOEXEC
 
 
 def register_root(root: Path | str) -> None:
@@ -83,7 +83,7 @@ def open_folder(root: str, names: list[str], path: Path | str, create: bool = Fa
     """A descriptor of root/names[0]/names[1]/..., each step opened without following a link; with
     `create`, missing folders are made (inside the folder just opened). Raises UnsafePath for a link
     or a non-folder on the way, FileNotFoundError for a missing one without `create`."""
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | CLOEXEC)
     try:
         for i, name in enumerate(names):
             if name in ("", ".", ".."):
@@ -113,7 +113,7 @@ def open_read(path: Path | str) -> int:
     a link, a FIFO, a device or a socket; FileNotFoundError when missing."""
     where = walked(path)
     if where is None:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | CLOEXEC)
     else:
         root, names = where
         dfd = open_folder(root, names[:-1], path)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from memtool import constants as C
-from memtool.confine import locate, open_folder, safe_folder, walked
+from memtool.confine import CLOEXEC, locate, open_folder, safe_folder, walked
 from memtool.errors import LockBusy, NotAMemoryRoot, StorageError, UnsafePath
 
 
@@ -34,7 +34,7 @@ def _fsync_fd(fd: int) -> None:
         os.fsync(fd)
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
@@ -117,7 +117,7 @@ def _temp_at(dfd: int, name: str) -> tuple[int, str]:
     while True:
         tmp = f".{name}.{secrets.token_hex(4)}.tmp"
         try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dfd), tmp
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | CLOEXEC, 0o600, dir_fd=dfd), tmp
         except FileExistsError:
             continue
 
@@ -228,7 +228,7 @@ def _write_files(items: list[tuple[Path, Data]], skip_same: bool) -> list[Path]:
         for fd in folders.values():
             os.close(fd)
     for folder in {Path(name).parent for _, dfd, name, _ in temps if dfd is None}:
-        _fsync_dir(folder)
+        fsync_dir(folder)
     return [path for _, _, _, path in temps]
 
 
@@ -268,7 +268,7 @@ def append_text(path: Path, text: str) -> None:
     """
     path = Path(path)
     data = text if text.endswith("\n") else text + "\n"
-    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | CLOEXEC
     where = locate(path)
     try:
         if where is None or not where[1]:
