@@ -105,9 +105,7 @@ def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: in
     if stamp is not None and stamp == man.emb_dir_ns and man.model == model:
         present = {i: (r[0], r[1]) for i, r in trusted.items()}  # folders untouched since: same files
     elif stamp is not None:
-        for de in layout.embedding_files():
-            st = de.stat()
-            present[de.name[: -len(C.VECTOR_SUFFIX)]] = (st.st_size, st.st_mtime_ns)
+        present = {de.name[: -len(C.VECTOR_SUFFIX)]: sig for de in layout.embedding_files() if (sig := stat_sig(de.path))}
     unreadable = {i for rec in scan.days.values() if rec[4] for i in rec[3]}  # kept, but cannot be embedded now
     need: list[str] = []
     verified: dict[str, list] = {}

@@ -243,24 +243,25 @@ def _day_record(path: Path, rec: list | None, man: Manifest, scan: Scan, old_ind
 
     try:
         st = path.stat()
-        if _fresh(rec, st.st_size, st.st_mtime_ns, man):
+        sig = (st.st_size, st.st_mtime_ns)  # not stat_sig: a day file that cannot be stat-ed is an error, not gone
+        if _fresh(rec, *sig, man):
             return rec
         data = confine.read_bytes(path)
     except FileNotFoundError:
         return None
     except UnsafePath as exc:  # a link, a FIFO, a device, too large: never read, reported like a damaged file
-        return [st.st_size, st.st_mtime_ns, "", kept(), str(exc)]
+        return [*sig, "", kept(), str(exc)]
     scan.reread += 1
     sha = _hash(data)
     if rec is not None and rec[2] == sha:
-        return [st.st_size, st.st_mtime_ns, sha, rec[3], rec[4]]
+        return [*sig, sha, rec[3], rec[4]]
     try:
         entries = parse_day(path, data.decode("utf-8"))
     except (StoreCorrupt, UnicodeDecodeError) as exc:
-        return [st.st_size, st.st_mtime_ns, sha, kept(), _day_error(path, data, exc)]
+        return [*sig, sha, kept(), _day_error(path, data, exc)]
     scan.loaded.update((e.id, e) for e in entries)
-    scan.parsed[str(path)] = ((st.st_size, st.st_mtime_ns), entries)
-    return [st.st_size, st.st_mtime_ns, sha, {e.id: e.content_hash() for e in entries}, ""]
+    scan.parsed[str(path)] = (sig, entries)
+    return [*sig, sha, {e.id: e.content_hash() for e in entries}, ""]
 
 
 def _index_by_day(layout: Layout) -> dict[str, dict[str, str]]:
