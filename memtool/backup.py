@@ -35,7 +35,6 @@ from memtool import confine
 from memtool import constants as C
 from memtool.errors import BadInput, StorageError, UnsafePath, WouldOverwrite
 from memtool.fsutil import UMASK, atomic_write_bytes, locked, make_folder, write_all
-from memtool.models import utcnow
 from memtool.store import Layout
 
 # -- the layout's files: what a backup holds and a restore accepts ---------------------------------------------
@@ -391,7 +390,9 @@ def _put_in_place(layout: Layout, members: list[Member], stage_fd: int, force: b
             "Nothing was written. Use --force to replace them (the current ones are kept in "
             f"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/<timestamp>/)."
         )
-    aside = _quarantine_folder(layout) if existing else None
+    from memtool.doctor.salvage import Quarantine  # here: `memory backup` need not import the doctor
+
+    aside = Quarantine(layout).folder.relative_to(layout.root).as_posix() if existing else None
     for m in existing:
         names = m.name.split("/")
         sfd = confine.open_folder(str(layout.root), names[:-1], layout.root / m.name)
@@ -407,13 +408,3 @@ def _put_in_place(layout: Layout, members: list[Member], stage_fd: int, force: b
     for m in members:  # empty folders (memory/index/embeddings of a new store)
         if m.is_dir:
             os.close(confine.open_folder(str(layout.root), m.name.split("/"), layout.root / m.name, create=True))
-
-
-def _quarantine_folder(layout: Layout) -> str:
-    """memory/quarantine/<timestamp>[-n], relative to the root, not yet there."""
-    stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
-    folder, n = f"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/{stamp}", 1
-    while os.path.lexists(layout.root / folder):
-        n += 1
-        folder = f"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/{stamp}-{n}"
-    return folder

@@ -32,9 +32,10 @@ class Quarantine:
 
     @cached_property
     def folder(self) -> Path:
+        """memory/quarantine/<timestamp>[-n], one not there yet (not even as a dangling link)."""
         stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
         folder, n = self.layout.quarantine_dir / stamp, 1
-        while folder.exists():
+        while os.path.lexists(folder):
             n += 1
             folder = self.layout.quarantine_dir / f"{stamp}-{n}"
         return folder
