@@ -25,7 +25,7 @@ from memtool.dayfile import read_day
 from memtool.dedupe import Deduper, Duplicate
 from memtool.docfreq import recent_doc_freq
 from memtool.errors import BadInput, ProviderError, StorageError, StoreCorrupt
-from memtool.models import Entities, Entry, iso, make_id, ratio_text, utcnow
+from memtool.models import Entities, Entry, iso, make_id, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.quoting import log_tag_comment
 from memtool.search.docs import superseded_by
@@ -34,7 +34,7 @@ from memtool.search.store import Known, SearchIndex, entry_vector_key, open_inde
 from memtool.search.typos import query_terms
 from memtool.session_vectors import entry_vectors
 from memtool.store import Layout, Store
-from memtool.text import content_words, count_tokens
+from memtool.text import content_words
 from memtool.transcripts import check_size
 
 SKIPPED = "skipped: {}"  # the warning for a Markdown file the context does not read (a link out of the root, a FIFO, too large)
@@ -172,8 +172,7 @@ class Memory:
             pending=pending,
             supersedes=list(s.supersedes),
         )
-        entry.tokens_original, entry.tokens_compressed = count_tokens(text), count_tokens(entry.embed_text())
-        entry.compression_ratio = ratio_text(entry.tokens_original, entry.tokens_compressed)
+        entry.count_tokens(text)
         return entry
 
     def compress(self, text: str, **kw) -> Entry:

@@ -10,6 +10,7 @@ from typing import Any
 
 from memtool import constants as C
 from memtool.errors import StoreCorrupt
+from memtool.text import count_tokens
 
 
 def utcnow() -> datetime:
@@ -29,10 +30,6 @@ def parse_iso(text: str) -> datetime:
 def make_id(ts: datetime, text: str) -> str:
     digest = hashlib.sha256(f"{iso(ts)}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{C.ENTRY_ID_PREFIX}-{ts.astimezone(timezone.utc):%Y%m%d}-{digest}"
-
-
-def ratio_text(original: int, compressed: int) -> str:
-    return f"{max(original, 1) / max(compressed, 1):.0f}:1"
 
 
 @dataclass
@@ -80,6 +77,11 @@ class Entry:
         ents = self.entities
         parts.append(" ".join(ents.people + ents.systems + ents.dates))
         return "\n".join(p for p in parts if p)
+
+    def count_tokens(self, text: str) -> None:
+        """Set the token counts of the session `text` and of this entry, and their ratio ("12:1")."""
+        self.tokens_original, self.tokens_compressed = count_tokens(text), count_tokens(self.embed_text())
+        self.compression_ratio = f"{max(self.tokens_original, 1) / max(self.tokens_compressed, 1):.0f}:1"
 
     def content_hash(self) -> str:
         return hashlib.sha256(self.embed_text().encode("utf-8", "surrogatepass")).hexdigest()[:16]

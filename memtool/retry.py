@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Callable
 from memtool import confine
 from memtool import constants as C
 from memtool.errors import BadModelOutput, ConfigError, DimensionMismatch, NotFound, ProviderError, StoreCorrupt, UnsafePath
-from memtool.models import Entities, Entry, ratio_text
+from memtool.models import Entities, Entry
 from memtool.session_vectors import entry_vectors, kept_sessions
-from memtool.text import count_tokens
 
 if TYPE_CHECKING:
     from memtool.memory import Memory
@@ -174,8 +173,7 @@ def completed(old: Entry, out: "Compressed", model: str, text: str) -> Entry:
     importance = max(old.importance, out.importance, key=levels.index) if out.importance in levels else old.importance
     lists = {key: list(getattr(out, key)) for key in ("keywords", "topics", "decisions", "action_items")}
     new = replace(old, summary=out.summary, entities=out.entities or Entities(), importance=importance, model=model, pending=False, **lists)
-    new.tokens_original, new.tokens_compressed = count_tokens(text), count_tokens(new.embed_text())
-    new.compression_ratio = ratio_text(new.tokens_original, new.tokens_compressed)
+    new.count_tokens(text)
     return new
 
 
