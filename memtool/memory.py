@@ -62,6 +62,7 @@ class CompressResult:
     a cache not updated) and the ids of stored entries the new ones supersede."""
 
     entries: list[Entry] = field(default_factory=list)
+    repeats: set[int] = field(default_factory=set)  # positions in entries of sessions that added nothing: already stored
     duplicates: list[Duplicate] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
@@ -205,6 +206,7 @@ class Memory:
             if dup is not None:
                 result.duplicates.append(dup)
                 if dup.kind == "same":  # nothing new to store
+                    result.repeats.add(len(results))
                     results.append(dup.entry)
                     continue
                 s = replace(s, supersedes=list(dict.fromkeys([*s.supersedes, dup.existing])))

@@ -270,8 +270,11 @@ def test_compress_many_returns_what_it_stored_and_the_duplicates_it_found(mem):
     again = mem.compress_many([Session(AUTH, when=when(9), session="b"), Session(DB, when=when(9), session="db")])
     assert [e.id for e in again.entries][:1] == [first.entries[0].id]  # the stored entry the repeat names
     assert [(d.kind, d.existing, d.name) for d in again.duplicates] == [("same", first.entries[0].id, "<text>")]
+    assert first.repeats == set() and again.repeats == {0}  # the session at position 0 added nothing
     assert again.superseded == [] and len(list(mem.store.iter_entries())) == 2
     assert list(again) == again.entries and len(again) == 2  # iterating a result iterates its entries
+    twice = mem.compress_many([Session(ART, when=when(9), session="c"), Session(ART, when=when(9), session="c")])
+    assert twice.entries[0].id == twice.entries[1].id and twice.repeats == {1}  # stored by this call, then repeated
 
 
 def test_compress_many_names_the_entries_a_session_supersedes(mem):

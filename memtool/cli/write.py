@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import List, Optional
@@ -158,7 +157,7 @@ def compress(
         stored = mem.compress_many(sessions(), provider=provider, progress=advance)
     entries = stored.entries
     warn(*dict.fromkeys(stored.warnings))  # provider fallbacks: stored, but pending or without vectors
-    repeats = _repeats(entries, stored.duplicates)
+    repeats = stored.repeats
     if as_json:
         print_json(_outcomes(entries, repeats, names))
         echo_lines((f"note: {dup.message()}" for dup in stored.duplicates), err=True)
@@ -178,22 +177,6 @@ def compress(
         typer.echo(f"{len(stored)} entr{'ies' if len(stored) != 1 else 'y'} stored{dups}{ratio}")
     if failed:
         raise BadInput(f"{len(failed)} of {len(files)} inputs were skipped (see warnings above); the others were stored")
-
-
-def _repeats(entries: list, duplicates: list) -> set[int]:
-    """Positions in `entries` (compress_many's results, in input order) of sessions that added nothing.
-
-    A "same" duplicate's result is the entry it repeats, which may have been stored by this very call
-    (a file given twice): then only the later occurrences are duplicates. compress_many reports one
-    "same" duplicate per repeating session, and the session that stored an entry comes before those
-    repeating it, so the last k occurrences of an id with k such reports are the repeats."""
-    left = Counter(d.existing for d in duplicates if d.kind == "same")
-    out: set[int] = set()
-    for i in reversed(range(len(entries))):
-        if left[entries[i].id] > 0:
-            left[entries[i].id] -= 1
-            out.add(i)
-    return out
 
 
 def _outcomes(entries: list, repeats: set[int], names: list[str]) -> list[dict]:
