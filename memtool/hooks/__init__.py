@@ -28,7 +28,6 @@ from typing import Any, Literal
 from memtool.errors import BadInput, ConfigError
 from memtool.hooks import claude_code, codex, gemini, record
 from memtool.hooks.common import AgentSpec, Group, HookPlan, apply, filled_record, merge_in, read_config, survey, take_out
-from memtool.hooks.record import Containers
 
 SPECS: dict[str, AgentSpec] = {s.name: s for s in (claude_code.SPEC, codex.SPEC, gemini.SPEC)}
 AGENTS = tuple(SPECS)
@@ -114,24 +113,6 @@ def desired_groups(agent: str, runner: str) -> dict[str, Group]:
     return {s.start_event: start, s.end_event: end}
 
 
-def install_text(agent: str, path: Path, old_text: str | None, runner: str) -> str:
-    """New content of the agent's config file with memtool's hooks merged in (pure)."""
-    return merge_in(path, old_text, desired_groups(agent, runner), spec(agent).comments)
-
-
-def empty_containers(agent: str, path: Path, old_text: str | None) -> Containers:
-    """The containers install fills that are in `old_text`, empty (what install records, pure)."""
-    s = spec(agent)
-    found = survey(path, old_text, (s.start_event, s.end_event), s.comments)
-    return {where: inside for where, inside in found.items() if inside is not None}
-
-
-def uninstall_text(agent: str, path: Path, old_text: str, kept: Containers | None = None) -> str:
-    """Content of the agent's config file with exactly memtool's hooks removed (pure); `kept`:
-    the containers install found empty (`empty_containers`), which stay."""
-    return take_out(path, old_text, spec(agent).comments, kept)
-
-
 def plan_install(
     agent: str,
     scope: Scope = "project",
@@ -143,8 +124,8 @@ def plan_install(
     runner = checked_runner(runner or default_runner())
     path = config_path(agent, scope, project_dir, home)
     old = read_config(path)
-    new = install_text(agent, path, old, runner)
     s = spec(agent)
+    new = merge_in(path, old, desired_groups(agent, runner), s.comments)
     before = record.load(path)  # and after: the empty containers this install fills (see record)
     after = filled_record(survey(path, old, (s.start_event, s.end_event), s.comments), before)
     plan = HookPlan(agent, "install", path, old, new, notes=list(s.notes), record_before=before, record_after=after)
@@ -157,7 +138,7 @@ def plan_uninstall(agent: str, scope: Scope = "project", *, project_dir: Path | 
     path = config_path(agent, scope, project_dir, home)
     old = read_config(path)
     before = record.load(path)
-    new = None if old is None else uninstall_text(agent, path, old, before)
+    new = None if old is None else take_out(path, old, spec(agent).comments, before)
     return HookPlan(agent, "uninstall", path, old, new, record_before=before)
 
 

@@ -11,8 +11,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memtool import hooks as core
-from memtool.hooks.common import filled_record, installed_semantics, survey, uninstalled_semantics
+from memtool.hooks.common import filled_record, installed_semantics, merge_in, survey, take_out, uninstalled_semantics
 from tests.hooks.conftest import CASES, RUNNER, cli
+
+
+def install_text(agent: str, path: Path, text: str, runner: str) -> str:
+    """What plan_install writes for `text` (the merge alone, pure)."""
+    return merge_in(path, text, core.desired_groups(agent, runner), core.spec(agent).comments)
+
+
+def uninstall_text(agent: str, path: Path, text: str, kept=None) -> str:
+    """What plan_uninstall writes for `text`, given the record `kept` (pure)."""
+    return take_out(path, text, core.spec(agent).comments, kept)
+
+
+def empty_containers(agent: str, path: Path, text: str):
+    """The record plan_install makes for `text` with no record before it: the empty containers it fills."""
+    s = core.spec(agent)
+    return filled_record(survey(path, text, (s.start_event, s.end_event), s.comments), {})
+
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), st.text(max_size=8))
 _values = st.recursive(
@@ -36,13 +53,13 @@ _docs = st.builds(
 def test_install_then_uninstall_round_trips_any_document(doc, indent, agent):
     path = Path("settings.json")
     text = json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
-    installed = core.install_text(agent, path, text, RUNNER)
+    installed = install_text(agent, path, text, RUNNER)
     assert json.loads(installed) == installed_semantics(doc, core.desired_groups(agent, RUNNER))
-    assert core.install_text(agent, path, installed, RUNNER) == installed
+    assert install_text(agent, path, installed, RUNNER) == installed
     # with what install records (the empty containers it filled), byte for byte
-    assert core.uninstall_text(agent, path, installed, core.empty_containers(agent, path, text)) == text
+    assert uninstall_text(agent, path, installed, empty_containers(agent, path, text)) == text
     # without the record: as before, emptied containers go (it cannot tell them from ones it created)
-    restored = core.uninstall_text(agent, path, installed)
+    restored = uninstall_text(agent, path, installed)
     assert json.loads(restored) == uninstalled_semantics(json.loads(installed))
 
 
@@ -144,14 +161,14 @@ def test_install_then_uninstall_round_trips_any_layout(doc, agent, rnd):
     comments = CASES[agent][2]
     path = Path("settings.json")
     text = _gap(rnd, comments).lstrip(" \t") + _render(doc, rnd, comments) + rnd.choice(["", "\n", "\r\n"])
-    record = core.empty_containers(agent, path, text)
-    installed = core.install_text(agent, path, text, RUNNER)
-    assert core.install_text(agent, path, installed, RUNNER) == installed
-    assert core.uninstall_text(agent, path, installed, record) == text
+    record = empty_containers(agent, path, text)
+    installed = install_text(agent, path, text, RUNNER)
+    assert install_text(agent, path, installed, RUNNER) == installed
+    assert uninstall_text(agent, path, installed, record) == text
     # an outdated memtool hook (another runner) replaced, then uninstalled: the same bytes
-    older = core.install_text(agent, path, text, "/old/python -m memtool")
+    older = install_text(agent, path, text, "/old/python -m memtool")
     record = filled_record(survey(path, older, ("SessionStart", "SessionEnd"), comments), record)
-    assert core.uninstall_text(agent, path, core.install_text(agent, path, older, RUNNER), record) == text
+    assert uninstall_text(agent, path, install_text(agent, path, older, RUNNER), record) == text
 
 
 def test_an_unwritable_or_damaged_record_only_costs_the_empty_containers(project):
