@@ -202,11 +202,6 @@ def looks_like_json(text: str | bytes) -> bool:
     return text.lstrip("\ufeff \t\r\n")[:1] in ("{", "[")
 
 
-def convert_transcript(text: str, name: str = "<text>", strict: bool = False) -> str:
-    """Convert a JSON or JSONL transcript of a known format to Markdown (parse_transcript, rendered)."""
-    return parse_transcript(text, name, strict).render()
-
-
 def text_transcript(text: str) -> Transcript:
     """Markdown or plain text: kept as it is (without a BOM), dated by its first lines."""
     text = text.removeprefix("\ufeff")

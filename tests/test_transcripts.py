@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memtool.errors import BadInput
-from memtool.transcripts import convert_transcript, load_transcript, looks_like_json, parse_transcript, read_transcript, text_transcript
+from memtool.transcripts import load_transcript, looks_like_json, parse_transcript, read_transcript, text_transcript
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hooks"
 
@@ -76,8 +76,8 @@ def test_generic_role_content_messages():
     ]
     jsonl = "\n".join(json.dumps(line) for line in lines)
     expected = "user: first question\n\nassistant: first answer\n"
-    assert convert_transcript(jsonl) == expected
-    assert convert_transcript(json.dumps(lines)) == expected
+    assert parse_transcript(jsonl).render() == expected
+    assert parse_transcript(json.dumps(lines)).render() == expected
 
 
 def test_legacy_codex_lines_without_envelope():
@@ -89,26 +89,26 @@ def test_legacy_codex_lines_without_envelope():
             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "renamed"}]},
         )
     )
-    assert convert_transcript(jsonl) == "user: rename foo\n\nassistant: renamed\n"
+    assert parse_transcript(jsonl).render() == "user: rename foo\n\nassistant: renamed\n"
 
 
 def test_long_tool_arguments_are_clipped():
     jsonl = json.dumps(
         {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "name": "Write", "input": {"content": "x" * 5000}}]}}
     )
-    line = convert_transcript(jsonl).strip()
+    line = parse_transcript(jsonl).render().strip()
     assert line.startswith("assistant: [tool Write] {")
     assert len(line) < 260
 
 
 @pytest.mark.parametrize("text", ["", "   \n", "not json at all {", "{broken json"])
 def test_text_that_is_not_a_transcript_format_is_returned_as_is(text):
-    assert convert_transcript(text) == text
+    assert parse_transcript(text).render() == text
 
 
 def test_jsonl_with_nothing_conversational_gives_empty_text():
     jsonl = '{"type":"session_meta","payload":{"id":"x"}}\n{"type":"turn_context","payload":{}}\n'
-    assert convert_transcript(jsonl) == ""
+    assert parse_transcript(jsonl).render() == ""
 
 
 def test_undecodable_bytes_do_not_fail(tmp_path):
@@ -124,18 +124,18 @@ UNKNOWN_JSON = ['["a", "b"]', '{"messages": "x"}', '{"title": "notes", "mapping"
 
 @pytest.mark.parametrize("text", UNKNOWN_JSON)
 def test_json_of_no_known_format_is_returned_as_is_or_refused_when_strict(text):
-    assert convert_transcript(text) == text  # passed through, as the module promises (it used to become "")
+    assert parse_transcript(text).render() == text  # passed through, as the module promises (it used to become "")
     with pytest.raises(
         BadInput, match=r"^t\.json: JSON, but of no known transcript format\. memtool reads Claude Code JSONL, Codex CLI JSONL, Gemini CLI JSON"
     ):
-        convert_transcript(text, name="t.json", strict=True)
+        parse_transcript(text, name="t.json", strict=True).render()
 
 
 def test_known_formats_without_conversation_are_known_even_when_strict():
-    assert convert_transcript('{"sessionId": "s", "messages": []}', strict=True) == ""
-    assert convert_transcript('{"type":"session_meta","payload":{"id":"x"}}\n', strict=True) == ""
-    assert convert_transcript("not json, but text", strict=True) == "not json, but text"
-    assert convert_transcript("{broken json", strict=True) == "{broken json"
+    assert parse_transcript('{"sessionId": "s", "messages": []}', strict=True).render() == ""
+    assert parse_transcript('{"type":"session_meta","payload":{"id":"x"}}\n', strict=True).render() == ""
+    assert parse_transcript("not json, but text", strict=True).render() == "not json, but text"
+    assert parse_transcript("{broken json", strict=True).render() == "{broken json"
 
 
 @pytest.mark.parametrize(
@@ -150,8 +150,8 @@ def test_known_formats_without_conversation_are_known_even_when_strict():
 )
 def test_json_beyond_the_parser_is_bad_input_not_a_traceback(text, needle):
     with pytest.raises(BadInput, match=f"^deep.json: .*{needle}"):
-        convert_transcript(text, name="deep.json", strict=True)
-    assert convert_transcript(text) == text  # not strict (stdin): not a transcript we know, so text
+        parse_transcript(text, name="deep.json", strict=True).render()
+    assert parse_transcript(text).render() == text  # not strict (stdin): not a transcript we know, so text
 
 
 def test_deep_structure_inside_a_record_is_bad_input():
@@ -159,14 +159,14 @@ def test_deep_structure_inside_a_record_is_bad_input():
     record = '{"role": "assistant", "content": ' + "[" * 500 + '{"text": "hi"}' + "]" * 500 + "}"
     assert json.loads(record)["role"] == "assistant"
     with pytest.raises(BadInput, match=r"^t\.json: the JSON is nested too deeply to read; not a transcript"):
-        convert_transcript(record, name="t.json", strict=True)
-    assert convert_transcript(record) == record
+        parse_transcript(record, name="t.json", strict=True).render()
+    assert parse_transcript(record).render() == record
 
 
 def test_tool_arguments_too_deep_to_parse_are_shown_as_the_string():
     args = "[" * 100_000 + "]" * 100_000
     line = json.dumps({"type": "function_call", "name": "shell", "arguments": args})
-    assert convert_transcript(line).startswith("assistant: [tool shell] [[[")
+    assert parse_transcript(line).render().startswith("assistant: [tool shell] [[[")
 
 
 def test_read_transcript_suffix_is_case_insensitive(tmp_path):
