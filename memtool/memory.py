@@ -7,8 +7,9 @@ after it leaves index.json behind, which the next write or `memory reindex` rebu
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
-from contextlib import suppress
+from contextlib import closing, suppress
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +17,6 @@ from typing import Callable, Iterable, Iterator
 
 from memtool import confine
 from memtool import constants as C
-from memtool.access import load_counts, record
 from memtool.budget import Counting, fit_to_provider_count
 from memtool.config import Settings
 from memtool.context import ContextInput, ContextResult, Section, pack
@@ -30,7 +30,7 @@ from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.quoting import log_tag_comment
 from memtool.search.docs import superseded_by
 from memtool.search.engine import Hit, Query, Weights, search
-from memtool.search.store import Known, SearchIndex, entry_vector_key, open_index, refresh_index
+from memtool.search.store import Known, SearchIndex, entry_vector_key, open_index, open_state, refresh_index, write_state
 from memtool.search.typos import query_terms
 from memtool.session_vectors import entry_vectors
 from memtool.store import Layout, Store
@@ -105,6 +105,35 @@ class Shown:
     day_file: Path
     transcript: Path | None  # the kept transcript, when there is one
     archived: bool  # moved to memory/archive/YYYY/ by `memory archive`
+
+
+# Use counts: how often each entry was returned by a query (search, context, the MCP tools). Kept in the
+# derived store (table `access`), never in the versioned files, so reading memory never dirties git; an
+# increment is one upsert, so concurrent searches never lose each other's counts (except when one gives up
+# waiting, STATE_WAIT_S). They survive every rebuild of the search tables and are lost only with a store
+# discarded as damaged: they only tune ranking (`access_boost`, off by default), so that costs nothing else.
+def load_counts(layout: Layout) -> dict[str, int]:
+    """id -> times returned; none when the store cannot be read."""
+    conn = open_state(layout, create=False)
+    if conn is None:
+        return {}
+    try:
+        return dict(conn.execute("SELECT id, uses FROM access").fetchall())
+    except sqlite3.Error:
+        return {}
+    finally:
+        conn.close()
+
+
+def record(layout: Layout, ids: Iterable[str]) -> None:
+    """Add one use to each id (an id repeated in one answer counts once). Skipped quietly when the
+    store cannot be written (read-only checkout): counts only tune ranking, and a search must not
+    fail for them."""
+    ids = list(dict.fromkeys(ids))
+    conn = open_state(layout) if ids else None
+    if conn is not None:
+        with closing(conn):
+            write_state(conn, [("INSERT INTO access VALUES (?, 1) ON CONFLICT(id) DO UPDATE SET uses = uses + 1", [(i,) for i in ids])])
 
 
 class Memory:

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from memtool import constants as C
-from memtool.access import boost, load_counts, record
 from memtool.app import open_memory
 from memtool.config import Settings
 from memtool.dayfile import day_document, read_day
 from memtool.fsutil import atomic_write_text
+from memtool.memory import load_counts, record
 from memtool.scaffold import init
+from memtool.search.engine import boost
 from memtool.store import Layout
 from memtool.sync import sync
 

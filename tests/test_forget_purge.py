@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from memtool import constants as C
-from memtool.access import load_counts, record
 from memtool.app import open_memory
 from memtool.docfreq import recent_doc_freq
 from memtool.forget import forget
+from memtool.memory import load_counts, record
 from memtool.scaffold import init
 from memtool.search.store import store_path
 from memtool.sync import sync

@@ -14,7 +14,6 @@ from typing import Iterable, Iterator, Mapping
 import numpy as np
 
 from memtool import constants as C
-from memtool.access import boost
 from memtool.dates import mentioned_periods
 from memtool.search.cues import asked_cues
 from memtool.search.fusion import run_starts, sibling_sums, top_docs, weighted_rrf
@@ -131,8 +130,13 @@ def with_sibling_support(docs: np.ndarray, scores: np.ndarray, group: np.ndarray
     return docs[np.argsort(-s, kind="stable")]
 
 
+def boost(counts: np.ndarray, factor: float) -> np.ndarray:
+    """Score multiplier for entries returned `counts` times before: 1 + factor * ln(1 + count)."""
+    return 1.0 + factor * np.log1p(np.asarray(counts, dtype=np.float64))
+
+
 def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[str, int] | None = None, *, terms: Terms) -> list[Hit]:
-    """`access`: entry id -> times returned before (the access boost; memtool.access). `terms`: the
+    """`access`: entry id -> times returned before (the access boost; Memory.search counts them). `terms`: the
     query's BM25 terms (`memtool.search.typos.query_terms`, whose typo fixes the caller reports)."""
     if index.n == 0 or not q.text.strip():
         return []
