@@ -100,10 +100,9 @@ def index_deferred(layout: Layout, embedder, size: int, errors: list[str]) -> tu
     conn = connect(path, timeout=WRITE_WAIT_S)
     try:
         conn.execute("BEGIN IMMEDIATE")
-        try:
+        with conn:
             meta = _meta(conn)
             if meta.get("version") != STORE_VERSION or meta.get("model") != embedder.model or meta.get("words_missing", "0") == "0":
-                conn.execute("ROLLBACK")
                 return 0, 0
             held = dict(conn.execute("SELECT source, count(*) FROM entries WHERE archived = 0 GROUP BY source").fetchall())
             deferred = {s for (s,) in conn.execute("SELECT DISTINCT source FROM entries WHERE transcript = ?", (DEFERRED,))}
@@ -121,10 +120,6 @@ def index_deferred(layout: Layout, embedder, size: int, errors: list[str]) -> tu
             gone = [k for k in part if now[k][0] == "-"]
             _apply(conn, layout, embedder, None, errors, Known(), sigs, now, False, changed, gone, None)
             left = int(_meta(conn).get("words_missing", "0"))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     finally:
         conn.close()
     return sum(held.get(k, 0) for k in part), left
@@ -242,9 +237,8 @@ def _commit(conn: sqlite3.Connection, model: str, vectors: dict[str, np.ndarray]
     """One transaction: the vectors, and a `docvecs` row for each document (by now) of their keys
     that has none. Returns the documents given a vector, or None when the store is of another model now."""
     conn.execute("BEGIN IMMEDIATE")
-    try:
+    with conn:
         if _meta(conn).get("model") != model:
-            conn.execute("ROLLBACK")
             return None
         conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", [(model, k, v.astype("<f2").tobytes()) for k, v in vectors.items()])
         done = conn.execute(
@@ -256,23 +250,15 @@ def _commit(conn: sqlite3.Connection, model: str, vectors: dict[str, np.ndarray]
         conn.executemany(
             "INSERT OR REPLACE INTO meta VALUES (?, ?)", [("vectors_missing", str(left)), ("generation", uuid.uuid4().hex)]
         )  # a new generation: an open search view reads the columns (and its vector matrix) again
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return done
 
 
 def _settle(conn: sqlite3.Connection) -> int:
     """Count what is left (the running count drifts when change sets ran beside the fill), record it."""
     conn.execute("BEGIN IMMEDIATE")
-    try:
+    with conn:
         missing, total = vector_gap(conn)
         conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [("vectors_missing", str(missing)), ("vectors_total", str(total))])
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return missing
 
 

@@ -165,25 +165,26 @@ def _ensure_state(conn: sqlite3.Connection, folder: Path) -> None:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError:
         return
-    try:
+    with conn:  # commits, or rolls back on any exception (so does each `with conn` after a BEGIN here)
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version != STATE_VERSION:
             for table in STATE_TABLES if version not in STATE_ADDED_TO else ():
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
-            for statement in STATE_SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+            _create(conn, STATE_SCHEMA)
             conn.execute(f"PRAGMA user_version = {STATE_VERSION}")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     for name in [*LEGACY_CACHE, *(p.name for p in folder.glob("vectors-*"))]:
         path = folder / name
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
         elif os.path.lexists(path):
             path.unlink()
+
+
+def _create(conn: sqlite3.Connection, schema: str) -> None:
+    """Run each statement of `schema` inside the transaction begun (executescript would commit it first)."""
+    for statement in schema.split(";"):
+        if statement.strip():
+            conn.execute(statement)
 
 
 def open_state(layout: Layout, create: bool = True) -> sqlite3.Connection | None:
@@ -208,15 +209,11 @@ def write_state(conn: sqlite3.Connection, changes: list[tuple[str, list[tuple]]]
     except sqlite3.OperationalError:
         return False
     try:
-        for statement, rows in changes:
-            conn.executemany(statement, rows)
-        conn.execute("COMMIT")
+        with conn:
+            for statement, rows in changes:
+                conn.executemany(statement, rows)
     except sqlite3.OperationalError:  # disk full, read-only
-        conn.execute("ROLLBACK")
         return False
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return True
 
 
@@ -339,14 +336,12 @@ class SearchIndex:
         """A read transaction: what is read inside it is of one committed state. The columns are read
         again when a change set was committed since they were (another process's, or a forget)."""
         self.conn.execute("BEGIN")
-        try:
+        with self.conn:
             row = self.conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
             if row is None or row[0] != self.generation:
                 self._load()
             self._postings = {}  # a term's postings, read once per search (the typo check and BM25 both ask)
             yield self
-        finally:
-            self.conn.execute("COMMIT")
 
     def _load(self) -> None:
         meta = _meta(self.conn)
@@ -635,15 +630,11 @@ def _refresh(
             if wait:
                 raise LockBusy(f"{path}: another memtool process is writing the search cache; try again when it is done") from None
             _begin_waiting(conn, path)  # no store to answer from yet (a fresh clone): wait for the one being built
-        try:
+        with conn:
             rebuild, changed, removed, transcripts = _plan(conn, layout, embedder.model, sigs, now, archive, full)  # again, under the lock
             if not rebuild and _dead_share(conn):
                 rebuild, changed, removed = True, sorted(now), []
             _apply(conn, layout, embedder, progress, errors, known, sigs, now, rebuild, changed, removed, transcripts, defer and not archive)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         return True
     finally:
         conn.close()
@@ -659,11 +650,16 @@ def _begin_waiting(conn: sqlite3.Connection, path: Path) -> None:
         raise LockBusy(f"{path}: another memtool process is writing the search cache; try again when it is done") from None
 
 
-def _dead_share(conn: sqlite3.Connection) -> bool:
+def _columns(conn: sqlite3.Connection) -> np.ndarray | None:
+    """The packed per-document columns, as a copy to change; None before the first change set."""
     row = conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
-    if row is None:
+    return None if row is None else np.frombuffer(row[0], dtype=DOC_DTYPE).copy()
+
+
+def _dead_share(conn: sqlite3.Connection) -> bool:
+    cols = _columns(conn)
+    if cols is None:
         return True
-    cols = np.frombuffer(row[0], dtype=DOC_DTYPE)
     dead = int((~cols["alive"]).sum())
     return dead > COMPACT_MIN_DEAD and dead > COMPACT_DEAD_SHARE * (cols.shape[0] - dead)
 
@@ -687,13 +683,8 @@ def _apply(
     if rebuild:
         for table in (*REBUILT_TABLES, "meta"):
             conn.execute(f"DROP TABLE IF EXISTS {table}")
-        for statement in SCHEMA.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-        cols = np.zeros(0, dtype=DOC_DTYPE)
-    else:
-        row = conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
-        cols = np.frombuffer(row[0], dtype=DOC_DTYPE).copy()
+        _create(conn, SCHEMA)
+    cols = np.zeros(0, dtype=DOC_DTYPE) if rebuild else _columns(conn)
     # the documents of the changed and removed sources go
     gone = [*changed, *removed]
     dead = [i for (i,) in conn.execute("SELECT id FROM docs WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))]
@@ -1019,35 +1010,29 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
     conn = connect(path, timeout=WRITE_WAIT_S)
     try:
         conn.execute("BEGIN IMMEDIATE")
-        try:
+        with conn:
             ids = json.dumps(list(entry_ids))
             rows = conn.execute("SELECT id, vkey, source FROM docs WHERE entry IN (SELECT value FROM json_each(?))", (ids,)).fetchall()
             keys = json.dumps(sorted({k for _, k, _ in rows} | {f"text:{i}" for i in entry_ids} | set(passage_keys)))
             conn.execute("DELETE FROM docs WHERE entry IN (SELECT value FROM json_each(?))", (ids,))
             conn.execute("DELETE FROM vectors WHERE key IN (SELECT value FROM json_each(?)) AND key NOT IN (SELECT vkey FROM docs)", (keys,))
-            for i in entry_ids:
-                conn.execute("DELETE FROM vectors WHERE key >= ? AND key < ?", (f"entry:{i}:", f"entry:{i};"))
+            conn.executemany("DELETE FROM vectors WHERE key >= ? AND key < ?", [(f"entry:{i}:", f"entry:{i};") for i in entry_ids])
             conn.execute("DELETE FROM entries WHERE id IN (SELECT value FROM json_each(?))", (ids,))
             conn.execute("DELETE FROM groups WHERE key IN (SELECT value FROM json_each(?))", (ids,))  # an entry's passages' group key is its id
             conn.execute("UPDATE sources SET sig = '-' WHERE key IN (SELECT value FROM json_each(?))", (json.dumps(sorted({s for _, _, s in rows})),))
-            row = conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
-            if row is not None:
-                cols = np.frombuffer(row[0], dtype=DOC_DTYPE).copy()
+            cols = _columns(conn)
+            if cols is not None:
                 cols["alive"][[i for i, _, _ in rows]] = False
                 conn.execute("UPDATE columns SET data = ? WHERE name = 'docs'", (cols.tobytes(),))
                 conn.execute("DELETE FROM docvecs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps([i for i, _, _ in rows]),))
-                alive = cols["alive"]
                 for rowid, term, d, t in conn.execute("SELECT rowid, term, docs, tfs FROM postings").fetchall():
                     docs = np.frombuffer(d, dtype="<i4")
-                    keep = alive[docs]
-                    if keep.all():
-                        continue
+                    keep = cols["alive"][docs]
                     if not keep.any():
                         conn.execute("DELETE FROM postings WHERE rowid = ?", (rowid,))
-                    else:
+                    elif not keep.all():
                         conn.execute(
-                            "UPDATE postings SET docs = ?, tfs = ? WHERE rowid = ?",
-                            (docs[keep].tobytes(), np.frombuffer(t, dtype="<u2")[keep].tobytes(), rowid),
+                            "UPDATE postings SET docs = ?, tfs = ? WHERE rowid = ?", (docs[keep].tobytes(), np.frombuffer(t, "<u2")[keep].tobytes(), rowid)
                         )
                 held = {t for (t,) in conn.execute("SELECT DISTINCT term FROM postings")}
                 ws = [w for (w,) in conn.execute("SELECT word FROM words")]
@@ -1057,10 +1042,6 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (uuid.uuid4().hex,))
             conn.execute("DELETE FROM access WHERE id IN (SELECT value FROM json_each(?))", (ids,))
             conn.execute("DELETE FROM day_words")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
