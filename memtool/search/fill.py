@@ -170,15 +170,9 @@ def _missing(conn: sqlite3.Connection, size: int, from_end: bool, entries_only: 
     from the newest), read again after each batch: a change set meanwhile is seen."""
     order, cmp = ("DESC", "<") if from_end else ("ASC", ">")
     kind = "AND kind = 'entry'" if entries_only else ""
-    cursor = None
-    while True:
-        after = f"AND id {cmp} ?" if cursor is not None else ""
-        rows = conn.execute(
-            f"SELECT id, kind, ref, source, text, vkey FROM docs WHERE id NOT IN (SELECT id FROM docvecs) {kind} {after} ORDER BY id {order} LIMIT ?",
-            (*([cursor] if cursor is not None else []), size),
-        ).fetchall()
-        if not rows:
-            return
+    cursor = 2**63 - 1 if from_end else -1  # past every id
+    query = f"SELECT id, kind, ref, source, text, vkey FROM docs WHERE id NOT IN (SELECT id FROM docvecs) {kind} AND id {cmp} ? ORDER BY id {order} LIMIT ?"
+    while rows := conn.execute(query, (cursor, size)).fetchall():
         cursor = rows[-1][0]
         yield rows
 
@@ -270,17 +264,22 @@ def index_gap(index: SearchIndex) -> tuple[int, int, int]:
     return int(meta.get("vectors_missing", "0")), int(meta.get("vectors_total", "0")), int(meta.get("words_missing", "0"))
 
 
+def _fill_lock(layout: Layout):
+    """The fill lock, taken at once or not at all (filelock.Timeout)."""
+    from filelock import FileLock
+
+    return FileLock(str(layout.cache_dir / C.FILL_LOCK), timeout=0)
+
+
 def filling(layout: Layout) -> bool:
     """Whether a background fill holds the fill lock now."""
-    from filelock import FileLock, Timeout
+    from filelock import Timeout
 
-    lock = FileLock(str(layout.cache_dir / C.FILL_LOCK), timeout=0)
     try:
-        lock.acquire()
+        with _fill_lock(layout):
+            return False
     except Timeout:
         return True
-    lock.release()
-    return False
 
 
 def start_fill(layout: Layout) -> bool:
@@ -311,9 +310,9 @@ def start_fill(layout: Layout) -> bool:
 def run_background(layout: Layout, embedder, log: Callable[[str], None]) -> FillReport | None:
     """The background fill's body: the fill lock held for its whole life (None when another holds
     it), at a lower priority than the user's own work."""
-    from filelock import FileLock, Timeout
+    from filelock import Timeout
 
-    lock = FileLock(str(layout.cache_dir / C.FILL_LOCK), timeout=0)
+    lock = _fill_lock(layout)
     try:
         lock.acquire()
     except Timeout:

@@ -103,6 +103,7 @@ CREATE TABLE IF NOT EXISTS vectors(model TEXT NOT NULL, key TEXT NOT NULL, vec B
 CREATE TABLE IF NOT EXISTS columns(name TEXT PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS docvecs(id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
 """
+DOC_FIELDS = ("kind", "ref", "entry", "text", "session", "ts", "importance", "topics", "trusted", "line", "superseded_by")  # what `docs` returns
 REBUILT_TABLES = ("sources", "entries", "groups", "docs", "postings", "words", "columns", "docvecs")  # vectors survive a rebuild
 
 
@@ -253,13 +254,9 @@ class Known:
     sigs: Sigs | None = None  # the files' signatures, taken before any of them was read
 
 
-def _kept_transcripts(layout: Layout) -> Iterator[os.DirEntry]:
-    return layout.transcript_files()
-
-
 def _transcript_sigs(layout: Layout) -> dict[str, str]:
     out: dict[str, str] = {}
-    for de in _kept_transcripts(layout):
+    for de in layout.transcript_files():
         try:
             st = de.stat()
         except FileNotFoundError:
@@ -295,7 +292,7 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
     if folder_then and folder_then == str(layout.transcripts_stamp()):
         return recorded
     out: dict[str, int] = {}
-    for de in _kept_transcripts(layout):
+    for de in layout.transcript_files():
         eid = de.name[:-3]
         if eid in recorded:
             out[eid] = recorded[eid]
@@ -352,14 +349,8 @@ class SearchIndex:
         row = self.conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
         cols = np.frombuffer(row[0], dtype=DOC_DTYPE) if row else np.zeros(0, dtype=DOC_DTYPE)
         self.n = int(cols.shape[0])
-        self.kind = np.ascontiguousarray(cols["kind"])
-        self.importance = np.ascontiguousarray(cols["importance"])
-        self.trusted = np.ascontiguousarray(cols["trusted"])
-        self.pinned = np.ascontiguousarray(cols["pinned"])
-        self.cues = np.ascontiguousarray(cols["cues"])
-        self.length = np.ascontiguousarray(cols["length"])
-        self.group = np.ascontiguousarray(cols["group"])
-        self.ts = np.ascontiguousarray(cols["ts"])
+        for name in ("kind", "importance", "trusted", "pinned", "cues", "length", "group", "ts"):  # self.kind ... self.ts: one array each
+            setattr(self, name, np.ascontiguousarray(cols[name]))
         self.alive = cols["alive"] & (cols["archived"] == 0) if not self.archive else np.ascontiguousarray(cols["alive"])
         self.live = int(self.alive.sum())
         self._every_doc_alive = self.live == self.n  # (a fresh build): postings need no filtering
@@ -378,24 +369,19 @@ class SearchIndex:
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """The live documents holding `term`, and how often each holds it (read once per `reading`)."""
-        held = self._postings.get(term)
-        if held is None:
-            held = self._postings[term] = self._read_postings(term)
-        return held
-
-    def _read_postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        if term in self._postings:
+            return self._postings[term]
         rows = self.conn.execute("SELECT docs, tfs FROM postings WHERE term = ? ORDER BY rowid", (term,)).fetchall()
-        if not rows:
-            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint16)
         docs = np.frombuffer(b"".join(d for d, _ in rows), dtype="<i4")
         tfs = np.frombuffer(b"".join(t for _, t in rows), dtype="<u2")
         if docs.size and int(docs.max()) >= self.n:  # a document added after this snapshot's columns (cannot happen in one transaction)
             keep = docs < self.n
             docs, tfs = docs[keep], tfs[keep]
-        if self._every_doc_alive:
-            return docs, tfs
-        keep = self.alive[docs]
-        return docs[keep], tfs[keep]
+        if not self._every_doc_alive:
+            keep = self.alive[docs]
+            docs, tfs = docs[keep], tfs[keep]
+        self._postings[term] = docs, tfs
+        return docs, tfs
 
     def alive_of_kinds(self, kinds: tuple[str, ...]) -> np.ndarray:
         """Which documents are alive (and not archived, unless searched) and of these kinds (read-only)."""
@@ -486,16 +472,13 @@ class SearchIndex:
         if new:
             if len(held) + len(new) > VECTOR_CACHE_ROWS:
                 held.clear()
-            held.update(self._vector_blobs(new))
+            held.update(self.conn.execute("SELECT id, vec FROM docvecs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(new),)))
         blobs = [held.get(i) for i in wanted]  # a document without a vector is asked for again next time: it may get one
         have = np.fromiter((b is not None for b in blobs), dtype=bool, count=len(blobs))
         if have.any():
             vecs = np.frombuffer(b"".join(b for b in blobs if b is not None), dtype="<f2").reshape(-1, self.dim)
             out[have] = vecs.astype(np.float32) @ qvec.astype(np.float32)
         return out
-
-    def _vector_blobs(self, ids: list[int]) -> list[tuple[int, bytes]]:
-        return self.conn.execute("SELECT id, vec FROM docvecs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)).fetchall()
 
     def doc(self, i: int) -> dict:
         return self.docs([i])[0]
@@ -504,27 +487,10 @@ class SearchIndex:
         ids = [int(i) for i in ids]
         if not ids:
             return []
-        rows = self.conn.execute(
-            "SELECT id, kind, ref, entry, text, session, ts, importance, topics, trusted, line, superseded_by "
-            "FROM docs WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(ids),),
-        ).fetchall()
-        by_id = {
-            r[0]: {
-                "kind": r[1],
-                "ref": r[2],
-                "entry": r[3],
-                "text": r[4],
-                "session": r[5],
-                "ts": r[6],
-                "importance": r[7],
-                "topics": json.loads(r[8]),
-                "trusted": bool(r[9]),
-                "line": r[10],
-                "superseded_by": r[11],
-            }
-            for r in rows
-        }
+        by_id = {}
+        for i, *values in self.conn.execute(f"SELECT id, {', '.join(DOC_FIELDS)} FROM docs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)):
+            doc = by_id[i] = dict(zip(DOC_FIELDS, values))
+            doc["topics"], doc["trusted"] = json.loads(doc["topics"]), bool(doc["trusted"])
         return [by_id[i] for i in ids]
 
     def entry_summary(self, entry_id: str) -> str:
@@ -600,7 +566,7 @@ def _plan(
         recorded = dict(conn.execute("SELECT id, transcript FROM entries WHERE archived = 0").fetchall())
         edited = {i for i in {*recorded, *transcripts} if recorded.get(i, "-") != transcripts.get(i, "-")}
     elif look and meta.get("transcripts_dir") != sigs.folder:  # a transcript was added or removed: find which by name (no stat each)
-        kept = {de.name[:-3] for de in _kept_transcripts(layout)}
+        kept = {de.name[:-3] for de in layout.transcript_files()}
         held = {i for (i,) in conn.execute("SELECT id FROM entries WHERE archived = 0 AND transcript != '-'")}
         edited = kept ^ held
     else:
@@ -621,15 +587,14 @@ def _refresh(
         if not (rebuild or changed or removed) and _meta(conn).get("transcripts_dir") == sigs.folder:
             return False
         try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc):
-                raise
-            if not wait and _meta(conn).get("version") == STORE_VERSION:
-                raise StoreBusy(str(path)) from None
+            _begin_writing(conn, path)
+        except LockBusy:
             if wait:
-                raise LockBusy(f"{path}: another memtool process is writing the search cache; try again when it is done") from None
-            _begin_waiting(conn, path)  # no store to answer from yet (a fresh clone): wait for the one being built
+                raise
+            if _meta(conn).get("version") == STORE_VERSION:
+                raise StoreBusy(str(path)) from None
+            conn.execute(f"PRAGMA busy_timeout = {WRITE_WAIT_S * 1000}")  # no store to answer from yet (a fresh clone): wait for the one being built
+            _begin_writing(conn, path)
         with conn:
             rebuild, changed, removed, transcripts = _plan(conn, layout, embedder.model, sigs, now, archive, full)  # again, under the lock
             if not rebuild and _dead_share(conn):
@@ -640,8 +605,7 @@ def _refresh(
         conn.close()
 
 
-def _begin_waiting(conn: sqlite3.Connection, path: Path) -> None:
-    conn.execute(f"PRAGMA busy_timeout = {WRITE_WAIT_S * 1000}")
+def _begin_writing(conn: sqlite3.Connection, path: Path) -> None:
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
@@ -763,7 +727,7 @@ def _apply(
 def _to_defer(conn: sqlite3.Connection, layout: Layout) -> set[str]:
     """The kept transcripts (by entry id) a search's change set leaves to the words fill: all of them
     when more than WORDS_INLINE_MAX are new to the store (not recorded with their entry), else none."""
-    kept = {de.name[:-3] for de in _kept_transcripts(layout)}
+    kept = {de.name[:-3] for de in layout.transcript_files()}
     recorded = {i for (i,) in conn.execute("SELECT id FROM entries WHERE archived = 0 AND transcript != '-'")} if len(kept) > C.WORDS_INLINE_MAX else kept
     return kept if len(kept - recorded) > C.WORDS_INLINE_MAX else set()
 
