@@ -70,6 +70,7 @@ def test_the_same_transcript_is_found_from_the_search_caches_records_or_the_fold
     holds stat-ed. A duplicate of each is found, from a new process."""
     import memtool.search.store as idx
     from memtool.memory import Memory
+    from memtool.store import Layout
 
     first = mem.compress(SESSION, when=WHEN, session="a")
     later = mem.compress(OTHER, when=WHEN + timedelta(hours=1), session="b")
@@ -81,7 +82,7 @@ def test_the_same_transcript_is_found_from_the_search_caches_records_or_the_fold
         assert got.id == entry.id and [(d.kind, d.existing) for d in dups] == [("same", entry.id)]
 
     with monkeypatch.context() as m:
-        m.setattr(idx, "_kept_transcripts", lambda layout: pytest.fail("listed the transcripts folder"))
+        m.setattr(Layout, "transcript_files", lambda self: pytest.fail("listed the transcripts folder"))
         for text, entry in [(SESSION, first), (OTHER, later)]:
             again(text, entry)
         m.setattr(Memory, "_index_written", lambda self, fresh, warnings: None)  # stored, the cache left as it was

@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -97,8 +98,7 @@ def index_deferred(layout: Layout, embedder, size: int, errors: list[str]) -> tu
     path = store_path(layout)
     if not path.is_file():
         return 0, 0
-    conn = connect(path, timeout=WRITE_WAIT_S)
-    try:
+    with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
         conn.execute("BEGIN IMMEDIATE")
         with conn:
             meta = _meta(conn)
@@ -120,8 +120,6 @@ def index_deferred(layout: Layout, embedder, size: int, errors: list[str]) -> tu
             gone = [k for k in part if now[k][0] == "-"]
             _apply(conn, layout, embedder, None, errors, Known(), sigs, now, False, changed, gone, None)
             left = int(_meta(conn).get("words_missing", "0"))
-    finally:
-        conn.close()
     return sum(held.get(k, 0) for k in part), left
 
 
@@ -138,8 +136,7 @@ def fill_vectors(
     path = store_path(layout)
     if not path.is_file() or hasattr(embedder, "reason"):  # no store yet, or an embedder this machine cannot run
         return report
-    conn = connect(path, timeout=WRITE_WAIT_S)
-    try:
+    with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
         if _meta(conn).get("model") != embedder.model:
             return report  # built for another model: the next refresh rebuilds it
         report.left, _ = vector_gap(conn)
@@ -160,8 +157,6 @@ def fill_vectors(
                 if progress:
                     progress(report.filled, total)
         report.left = _settle(conn)
-    finally:
-        conn.close()
     return report
 
 
@@ -338,11 +333,8 @@ def fill_later(layout: Layout, embedder, allowed: bool) -> bool:
     path = store_path(layout)
     if not allowed or not path.is_file():
         return False
-    conn = connect(path)
-    try:
+    with closing(connect(path)) as conn:
         meta = _meta(conn)
-    finally:
-        conn.close()
     vectors = meta.get("vectors_missing", "0") != "0" and not hasattr(embedder, "reason")
     return (vectors or meta.get("words_missing", "0") != "0") and start_fill(layout)
 
@@ -352,16 +344,12 @@ def fill_note(layout: Layout, missing: int, total: int, started: bool, unindexed
     have = total - missing
     share = f"semantic ranking is partial: {have:,} of {total:,} documents have vectors ({100 * have // max(total, 1)}%)"
     if not unindexed:
-        if started or filling(layout):
-            how = "the rest are being embedded in the background (`memory reindex` embeds them now, with progress)"
-        else:
-            how = "`memory reindex` embeds the rest (with progress)"
+        busy = "the rest are being embedded in the background (`memory reindex` embeds them now, with progress)"
+        how = busy if started or filling(layout) else "`memory reindex` embeds the rest (with progress)"
         return f"{share}; word matches are complete; {how}"
     words = f"word matches are partial: the kept transcripts of {unindexed:,} entries are not indexed yet (entries, logs and Markdown files are)"
-    if started or filling(layout):
-        how = "they are being indexed and embedded in the background (`memory reindex` does it now, with progress)"
-    else:
-        how = "`memory reindex` indexes and embeds them (with progress)"
+    busy = "they are being indexed and embedded in the background (`memory reindex` does it now, with progress)"
+    how = busy if started or filling(layout) else "`memory reindex` indexes and embeds them (with progress)"
     return f"{words}; {share if missing else 'every indexed document has a vector'}; {how}"
 
 

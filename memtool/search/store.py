@@ -27,7 +27,7 @@ import os
 import shutil
 import sqlite3
 import uuid
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -279,28 +279,22 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
     path = store_path(layout)
     if path.is_file():
         try:
-            conn = connect(path)
-            try:
+            with closing(connect(path)) as conn:
                 rows = conn.execute("SELECT id, transcript FROM entries WHERE archived = 0 AND transcript NOT IN ('-', ?)", (DEFERRED,)).fetchall()
                 meta = _meta(conn)
-                folder_then = meta.get("transcripts_dir", "") if meta.get("words_missing", "0") == "0" else ""  # deferred ones: stat-ed
-            finally:
-                conn.close()
             recorded = {eid: int(sig.partition(":")[0]) for eid, sig in rows}
+            folder_then = meta.get("transcripts_dir", "") if meta.get("words_missing", "0") == "0" else ""  # deferred ones: stat-ed
         except (sqlite3.Error, ValueError):
-            recorded, folder_then = {}, ""
+            pass  # a damaged store: every transcript is stat-ed
     if folder_then and folder_then == str(layout.transcripts_stamp()):
         return recorded
     out: dict[str, int] = {}
     for de in layout.transcript_files():
         eid = de.name[:-3]
-        if eid in recorded:
-            out[eid] = recorded[eid]
-            continue
         try:
-            out[eid] = de.stat().st_size
+            out[eid] = recorded[eid] if eid in recorded else de.stat().st_size
         except FileNotFoundError:
-            continue
+            pass  # deleted while listing
     return out
 
 
@@ -581,8 +575,7 @@ def _refresh(
     path: Path, layout: Layout, embedder, progress, errors: list[str], archive: bool, known: Known, sigs: Sigs, wait: bool, full: bool, defer: bool
 ) -> bool:
     now = _now_files(layout, sigs, archive)
-    conn = connect(path, timeout=WRITE_WAIT_S if wait else 0.0)
-    try:
+    with closing(connect(path, timeout=WRITE_WAIT_S if wait else 0.0)) as conn:
         rebuild, changed, removed, _ = _plan(conn, layout, embedder.model, sigs, now, archive, full, look=False)
         if not (rebuild or changed or removed) and _meta(conn).get("transcripts_dir") == sigs.folder:
             return False
@@ -601,8 +594,6 @@ def _refresh(
                 rebuild, changed, removed = True, sorted(now), []
             _apply(conn, layout, embedder, progress, errors, known, sigs, now, rebuild, changed, removed, transcripts, defer and not archive)
         return True
-    finally:
-        conn.close()
 
 
 def _begin_writing(conn: sqlite3.Connection, path: Path) -> None:
@@ -693,10 +684,12 @@ def _apply(
         by_id = {e.id: e for e in entries}
         keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else chunk_key(d.index_text) for d in docs]
         vectors = _embed(conn, _archive_reader(layout) if archived else layout, embedder, docs, keys, by_id, known, errors, progress)
-        _write_vectors(conn, cols.shape[0], keys, vectors)
+        # each new document's vector by its id (a search reads its candidates' rows); none when the embedder was down
+        vec_rows = [(cols.shape[0] + j, vectors[k].astype("<f2").tobytes()) for j, k in enumerate(keys) if k in vectors]
+        conn.executemany("INSERT OR REPLACE INTO docvecs VALUES (?, ?)", vec_rows)
         unvectored = unvectored or any(k not in vectors for k in keys)
         cols = _insert_docs(conn, docs, keys, cols, arch_sources, groups, postings)
-        if postings.size > POSTINGS_HELD:  # written as further blocks of their terms, so a rebuild's memory stays flat
+        if sum(part[0].size for part in postings.parts) > POSTINGS_HELD:  # written as further blocks of their terms, so a rebuild's memory stays flat
             _append_postings(conn, postings.rows(), fresh=first == 0)
     conn.executemany("INSERT OR REPLACE INTO sources VALUES (?, ?, ?)", [(s, now[s][0], int(now[s][1])) for s in changed])
     newer = superseded_by([*declared, *read])
@@ -823,11 +816,6 @@ class Postings:
         self.vocab: dict[str, int] = {}
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (term ids, document ids, term counts)
 
-    @property
-    def size(self) -> int:
-        """Postings held."""
-        return sum(part[0].size for part in self.parts)
-
     def add(self, flat: list[str], lengths: np.ndarray, first: int) -> None:
         """Documents first, first + 1, ... whose terms are `flat` in turn (`lengths` of them each)."""
         vocab = self.vocab
@@ -948,14 +936,6 @@ def _embed(
     return out
 
 
-def _write_vectors(conn: sqlite3.Connection, first: int, keys: list[str], vectors: dict[str, np.ndarray]) -> None:
-    """Each new document's vector (documents first, first + 1, ...), float16, by document id: a
-    search reads its candidates' rows by id. A document with no vector (the embedder down) has no row."""
-    conn.executemany(
-        "INSERT OR REPLACE INTO docvecs VALUES (?, ?)", [(first + j, vectors[k].astype("<f2").tobytes()) for j, k in enumerate(keys) if k in vectors]
-    )
-
-
 def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] = ()) -> int:
     """Delete what the store holds of these entries in one transaction, so no copy of their text
     outlives `memory forget`: their documents and records, the vectors only they used, every posting
@@ -971,8 +951,7 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
     path = store_path(layout)
     if not path.is_file() or not entry_ids:
         return 0
-    conn = connect(path, timeout=WRITE_WAIT_S)
-    try:
+    with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
         conn.execute("BEGIN IMMEDIATE")
         with conn:
             ids = json.dumps(list(entry_ids))
@@ -1007,8 +986,6 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
             conn.execute("DELETE FROM access WHERE id IN (SELECT value FROM json_each(?))", (ids,))
             conn.execute("DELETE FROM day_words")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        conn.close()
     return len(rows)
 
 
