@@ -653,6 +653,7 @@ def _apply(
     arch_sources = {s for s in changed if now[s][1]}
     deferred = _to_defer(conn, layout) if defer else set()  # kept transcripts left to the words fill
     tsig = dict.fromkeys(deferred, DEFERRED) if deferred else transcripts if transcripts is not None or len(changed) < 50 else _transcript_sigs(layout)
+    transcript_sig = tsig.get if tsig is not None else lambda i: file_sig(layout.transcript_file(i))
     declared = [Declared(i, ts, json.loads(sup), "") for i, ts, sup in conn.execute("SELECT id, timestamp, supersedes FROM entries WHERE supersedes != '[]'")]
     read: list[Entry] = []  # entries read that supersede others
     stored_with: dict[str, str] = {}  # entry id -> the superseded_by its documents were inserted with
@@ -667,20 +668,11 @@ def _apply(
         for d in docs:
             if d.entry:
                 d.superseded_by = stored_with[d.entry] = newer.get(d.entry, "")
-        conn.executemany(
-            "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    e.id,
-                    src,
-                    e.timestamp,
-                    json.dumps(list(e.supersedes)),
-                    "-" if src in arch_sources else (tsig.get(e.id) if tsig is not None else file_sig(layout.transcript_file(e.id))) or "-",
-                    int(src in arch_sources),
-                )
-                for e, src in zip(entries, sources)
-            ],
-        )
+        rows = []
+        for e, src in zip(entries, sources):
+            kept = "-" if src in arch_sources else transcript_sig(e.id) or "-"
+            rows.append((e.id, src, e.timestamp, json.dumps(list(e.supersedes)), kept, int(src in arch_sources)))
+        conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)", rows)
         by_id = {e.id: e for e in entries}
         keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else chunk_key(d.index_text) for d in docs]
         vectors = _embed(conn, _archive_reader(layout) if archived else layout, embedder, docs, keys, by_id, known, errors, progress)
@@ -878,15 +870,12 @@ def _embed(
         held.update(
             k for (k,) in conn.execute("SELECT key FROM vectors WHERE model = ? AND key IN (SELECT value FROM json_each(?))", (model, json.dumps(part)))
         )
-    added: dict[str, np.ndarray] = {}
+    added = {k: np.asarray(known.vectors[k], dtype=np.float32) for k in wanted if k in known.vectors and k not in held}
 
     def put(key: str, vec) -> None:
         if key not in held and key not in added:
             added[key] = np.asarray(vec, dtype=np.float32)
 
-    for key in wanted:
-        if key in known.vectors:
-            put(key, known.vectors[key])
     missing = [(d, k) for d, k in zip(docs, keys) if k not in held and k not in added]
     if len(dict.fromkeys(k for _, k in missing)) > C.EMBED_INLINE_MAX:
         missing = []  # left to the vector fill, entries' embedding files too (10,000 of them take a second to read)
@@ -931,9 +920,7 @@ def _embed(
         left = sum(1 for k in keys if k not in held and k not in added)
         errors.append(f"{left} documents have no vector yet ({exc}); search finds them by their words")
     conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", [(model, k, v.astype("<f2").tobytes()) for k, v in added.items()])
-    out = dict(added)
-    out.update(lookup([k for k in held if k not in out]))
-    return out
+    return {**added, **lookup([k for k in held if k not in added])}
 
 
 def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] = ()) -> int:
