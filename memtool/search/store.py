@@ -104,6 +104,7 @@ CREATE TABLE IF NOT EXISTS columns(name TEXT PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS docvecs(id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
 """
 DOC_FIELDS = ("kind", "ref", "entry", "text", "session", "ts", "importance", "topics", "trusted", "line", "superseded_by")  # what `docs` returns
+DOCS_SQL = f"SELECT id, {', '.join(DOC_FIELDS)} FROM docs WHERE id IN (SELECT value FROM json_each(?))"
 REBUILT_TABLES = ("sources", "entries", "groups", "docs", "postings", "words", "columns", "docvecs")  # vectors survive a rebuild
 
 
@@ -371,7 +372,7 @@ class SearchIndex:
         if docs.size and int(docs.max()) >= self.n:  # a document added after this snapshot's columns (cannot happen in one transaction)
             keep = docs < self.n
             docs, tfs = docs[keep], tfs[keep]
-        if not self._every_doc_alive:
+        if docs.size and not self._every_doc_alive:
             keep = self.alive[docs]
             docs, tfs = docs[keep], tfs[keep]
         self._postings[term] = docs, tfs
@@ -481,10 +482,8 @@ class SearchIndex:
         ids = [int(i) for i in ids]
         if not ids:
             return []
-        by_id = {}
-        for i, *values in self.conn.execute(f"SELECT id, {', '.join(DOC_FIELDS)} FROM docs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)):
-            doc = by_id[i] = dict(zip(DOC_FIELDS, values))
-            doc["topics"], doc["trusted"] = json.loads(doc["topics"]), bool(doc["trusted"])
+        rows = self.conn.execute(DOCS_SQL, (json.dumps(ids),))
+        by_id = {r[0]: dict(zip(DOC_FIELDS, r[1:]), topics=json.loads(r[8]), trusted=bool(r[9])) for r in rows}
         return [by_id[i] for i in ids]
 
     def entry_summary(self, entry_id: str) -> str:
