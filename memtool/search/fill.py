@@ -53,7 +53,6 @@ from memtool.search.store import (
     WRITE_WAIT_S,
     Known,
     SearchIndex,
-    Sigs,
     _apply,
     _archive_reader,
     _meta,
@@ -115,10 +114,9 @@ def index_deferred(layout: Layout, embedder, size: int, errors: list[str]) -> tu
                 if size <= 0:
                     break
             now = {k: (file_sig(layout.root / k), False) for k in part}
-            sigs = Sigs({k: sig for k, (sig, _) in now.items()}, None, meta.get("transcripts_dir", ""))
             changed = [k for k in part if now[k][0] != "-"]
             gone = [k for k in part if now[k][0] == "-"]
-            _apply(conn, layout, embedder, None, errors, Known(), sigs, now, False, changed, gone, None)
+            _apply(conn, layout, embedder, None, errors, Known(), meta.get("transcripts_dir", ""), now, False, changed, gone, None)
             left = int(_meta(conn).get("words_missing", "0"))
     return sum(held.get(k, 0) for k in part), left
 
@@ -236,9 +234,8 @@ def _commit(conn: sqlite3.Connection, model: str, vectors: dict[str, np.ndarray]
             (model, json.dumps(list(vectors))),
         ).rowcount
         left = max(int(_meta(conn).get("vectors_missing", "0")) - done, 0)
-        conn.executemany(
-            "INSERT OR REPLACE INTO meta VALUES (?, ?)", [("vectors_missing", str(left)), ("generation", uuid.uuid4().hex)]
-        )  # a new generation: an open search view reads the columns (and its vector matrix) again
+        # a new generation: an open search view reads the columns (and its vector matrix) again
+        conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [("vectors_missing", str(left)), ("generation", uuid.uuid4().hex)])
     return done
 
 

@@ -591,7 +591,7 @@ def _refresh(
             rebuild, changed, removed, transcripts = _plan(conn, layout, embedder.model, sigs, now, archive, full)  # again, under the lock
             if not rebuild and _dead_share(conn):
                 rebuild, changed, removed = True, sorted(now), []
-            _apply(conn, layout, embedder, progress, errors, known, sigs, now, rebuild, changed, removed, transcripts, defer and not archive)
+            _apply(conn, layout, embedder, progress, errors, known, sigs.folder, now, rebuild, changed, removed, transcripts, defer and not archive)
         return True
 
 
@@ -625,7 +625,7 @@ def _apply(
     progress,
     errors: list[str],
     known: Known,
-    sigs: Sigs,
+    transcripts_dir: str,
     now: dict[str, tuple[str, bool]],
     rebuild: bool,
     changed: list[str],
@@ -694,7 +694,7 @@ def _apply(
     meta = {
         "version": STORE_VERSION,
         "model": embedder.model,
-        "transcripts_dir": sigs.folder,
+        "transcripts_dir": transcripts_dir,
         "newer": json.dumps(newer),
         "generation": uuid.uuid4().hex,
         "dim": str(embedder.dim),
@@ -839,8 +839,7 @@ def _append_postings(conn: sqlite3.Connection, postings: Iterator[tuple[str, byt
     if fresh:
         conn.executemany("INSERT INTO postings VALUES (?, ?, ?)", postings)
         return
-    inserts = []
-    updates = []
+    inserts, updates = [], []
     for term, d, t in postings:
         tail = conn.execute("SELECT rowid, docs, tfs FROM postings WHERE term = ? ORDER BY rowid DESC LIMIT 1", (term,)).fetchone()
         if tail is not None and len(tail[1]) // 4 < TAIL_POSTINGS:
