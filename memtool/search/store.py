@@ -687,10 +687,13 @@ def _apply(
     late = [(newer.get(i, ""), i) for i, given in stored_with.items() if newer.get(i, "") != given]  # superseded by an entry of a later batch
     conn.executemany("UPDATE docs SET superseded_by = ? WHERE entry = ?", late)
     _append_postings(conn, postings.rows(), fresh=first == 0)
-    _mark_superseded(conn, newer)
+    old = json.loads(before.get("newer", "{}"))  # documents of entries whose superseding entry changed (a day file not read again)
+    moved = {i for i in {*old, *newer} if old.get(i) != newer.get(i)}
+    conn.executemany("UPDATE docs SET superseded_by = ? WHERE entry = ?", [(newer.get(i, ""), i) for i in moved])
     if rebuild:  # vectors no document uses any more (old versions of edited text) go with a rebuild
         conn.execute("DELETE FROM vectors WHERE model = ? AND key NOT IN (SELECT vkey FROM docs)", (embedder.model,))
     conn.execute("INSERT OR REPLACE INTO columns VALUES ('docs', ?)", (cols.tobytes(),))
+    missing, total = vector_gap(conn) if unvectored else (0, 0)  # what the vector fill has left to do
     meta = {
         "version": STORE_VERSION,
         "model": embedder.model,
@@ -698,11 +701,9 @@ def _apply(
         "newer": json.dumps(newer),
         "generation": uuid.uuid4().hex,
         "dim": str(embedder.dim),
-        "vectors_missing": "0",
-        "vectors_total": "0",
+        "vectors_missing": str(missing),
+        "vectors_total": str(total),
     }
-    if unvectored:  # what the vector fill has left to do
-        meta["vectors_missing"], meta["vectors_total"] = map(str, vector_gap(conn))
     if deferred or before.get("words_missing", "0") != "0":  # what the words fill has left to do
         meta["words_missing"] = str(conn.execute("SELECT count(*) FROM entries WHERE transcript = ?", (DEFERRED,)).fetchone()[0])
     conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
@@ -741,13 +742,6 @@ def _collect(
             entries += e
     day_of = {d.entry: d.source for d in docs if d.kind == "entry"}
     return docs, entries, [day_of[e.id] for e in entries]
-
-
-def _mark_superseded(conn: sqlite3.Connection, newer: dict[str, str]) -> None:
-    """Documents of entries whose superseding entry changed (a day file not read again this time)."""
-    before = json.loads(_meta(conn).get("newer", "{}"))
-    moved = {i for i in {*before, *newer} if before.get(i) != newer.get(i)}
-    conn.executemany("UPDATE docs SET superseded_by = ? WHERE entry = ?", [(newer.get(i, ""), i) for i in moved])
 
 
 def _batches(changed: list[str], archived: set[str]) -> Iterator[tuple[list[str], list[str]]]:
