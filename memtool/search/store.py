@@ -382,9 +382,7 @@ class SearchIndex:
         """Which documents are alive (and not archived, unless searched) and of these kinds (read-only)."""
         mask = self._of_kinds.get(kinds)
         if mask is None:
-            wanted = np.zeros(len(KINDS), dtype=bool)
-            wanted[[KIND_CODE[k] for k in kinds]] = True
-            mask = self._of_kinds[kinds] = wanted[self.kind] & self.alive
+            mask = self._of_kinds[kinds] = np.isin(self.kind, [KIND_CODE[k] for k in kinds]) & self.alive
             mask.flags.writeable = False
         return mask
 
