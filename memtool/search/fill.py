@@ -46,6 +46,7 @@ import numpy as np
 from memtool import constants as C
 from memtool.dayfile import read_day
 from memtool.errors import DimensionMismatch, ProviderError, StorageError, StoreCorrupt
+from memtool.fsutil import locked
 from memtool.models import Entry
 from memtool.search.store import (
     DEFERRED,
@@ -277,8 +278,6 @@ def filling(layout: Layout) -> bool:
 def start_fill(layout: Layout) -> bool:
     """Start the background fill (a detached `memory reindex --vectors --background`) unless one runs
     or was started less than FILL_START_GRACE_S ago. Returns whether one was started."""
-    from memtool.fsutil import locked
-
     marker = layout.cache_dir / C.FILL_STARTED
     try:
         with locked(layout.cache_dir / f"{C.FILL_STARTED}.lock", timeout=5):

@@ -45,7 +45,7 @@ from memtool.search.docs import Declared, Doc, collect_docs, source_key, superse
 from memtool.search.typos import dictionary_text, surface_words
 from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
 from memtool.store import Layout, Store
-from memtool.text import WORDS_VERSION, terms, words
+from memtool.text import WORDS_VERSION, stem_words, terms, words
 
 STORE_VERSION = f"3.{WORDS_VERSION}"  # the schema, and the word rules the postings were analysed by
 KINDS = ("entry", "transcript", "log", "memory")
@@ -923,8 +923,6 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
     journal), deleted too when no live document uses them, so a refresh that already dropped the
     documents leaves no vector behind. The day files they came from are marked as changed, so the
     next refresh reads them again. Returns the documents removed. No store: nothing to do."""
-    from memtool.text import stem_words
-
     path = store_path(layout)
     if not path.is_file() or not entry_ids:
         return 0
