@@ -139,7 +139,7 @@ def connect(path: Path, timeout: float = 0.0) -> sqlite3.Connection:
 
 # -- derived state besides the search: its own tables, kept across rebuilds of the search tables --------
 # The compressor's word counts per day file (memtool/docfreq.py), how often each entry was returned
-# (memtool/access.py), what the last sync saw of each file (memtool/sync_scan.py) and the day-file
+# (memtool/memory.py), what the last sync saw of each file (memtool/sync_scan.py) and the day-file
 # stats index.json was last written from (memtool/index_json.py). A rebuild of the
 # search tables (another STORE_VERSION or model, `reindex --full`, compaction) leaves them alone, so
 # their layout has its own version, PRAGMA user_version; only a store discarded as damaged loses them.
