@@ -147,6 +147,7 @@ EMBED_INLINE_MAX = 16  # a change set embeds at most this many documents itself;
 FILL_BATCH = 256  # documents embedded per vector-fill transaction (memtool/search/fill.py): what an interrupted fill keeps
 WORDS_INLINE_MAX = 256  # a search's change set reads at most this many new kept transcripts; more are left to the words fill
 WORDS_FILL_BATCH = 1024  # entries whose kept transcripts are indexed per words-fill transaction (memtool/search/fill.py)
+WORDS_FILL_PAUSE_S = 0.2  # the background words fill's pause between transactions: over SQLite's longest busy-wait step (0.1 s)
 FILL_FILES_BATCH = 2048  # entries per vector-fill transaction whose vectors are read from their embedding files
 FILL_LOCK = "embed.lock"  # memory/.cache/embed.lock: held by the background vector fill for its life
 FILL_LOG = "embed.log"  # memory/.cache/embed.log: the background vector fill's output

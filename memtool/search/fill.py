@@ -77,15 +77,17 @@ class FillReport:
     indexed: int = 0  # entries whose kept transcripts' passages the words fill indexed
 
 
-def fill_words(layout: Layout, embedder, batch: int = C.WORDS_FILL_BATCH) -> FillReport:
+def fill_words(layout: Layout, embedder, batch: int = C.WORDS_FILL_BATCH, pause: float = 0.0) -> FillReport:
     """Index the passages of the kept transcripts a search left to this fill (store.DEFERRED),
-    about `batch` entries per transaction: an interrupted fill keeps every batch it committed."""
+    about `batch` entries per transaction: an interrupted fill keeps every batch it committed.
+    `pause` seconds between transactions let a waiting writer (a compress, a sync) take the lock."""
     report = FillReport()
     while True:
         done, left = index_deferred(layout, embedder, batch, report.errors)
         report.indexed += done
         if not done or not left:
             return report
+        time.sleep(pause)
 
 
 def index_deferred(layout: Layout, embedder, size: int, errors: list[str]) -> tuple[int, int]:
@@ -123,7 +125,13 @@ def index_deferred(layout: Layout, embedder, size: int, errors: list[str]) -> tu
 
 
 def fill_vectors(
-    layout: Layout, embedder, progress: Progress | None = None, batch: int = C.FILL_BATCH, from_end: bool = False, words_batch: int = C.WORDS_FILL_BATCH
+    layout: Layout,
+    embedder,
+    progress: Progress | None = None,
+    batch: int = C.FILL_BATCH,
+    from_end: bool = False,
+    words_batch: int = C.WORDS_FILL_BATCH,
+    pause: float = 0.0,
 ) -> FillReport:
     """Give the store's documents that have no vector one: first the entries whose versioned
     embedding file holds a current vector of this model (read, not embedded), then the rest embedded
@@ -131,7 +139,7 @@ def fill_vectors(
     foreground fill running beside a background one, which starts from the oldest: the two meet
     instead of doing the same work). Stops at the first embedder failure (said in `errors`: what is
     left waits for the next fill)."""
-    report = fill_words(layout, embedder, words_batch)  # the words first: they answer more than vectors do
+    report = fill_words(layout, embedder, words_batch, pause)  # the words first: they answer more than vectors do
     path = store_path(layout)
     if not path.is_file() or hasattr(embedder, "reason"):  # no store yet, or an embedder this machine cannot run
         return report
@@ -312,7 +320,7 @@ def run_background(layout: Layout, embedder, log: Callable[[str], None]) -> Fill
         if hasattr(os, "nice"):
             os.nice(C.FILL_NICE)
         log(f"pid {os.getpid()}: filling the search cache's missing vectors ({embedder.model})")
-        report = fill_vectors(layout, embedder)
+        report = fill_vectors(layout, embedder, pause=C.WORDS_FILL_PAUSE_S)  # the user's own writes go first
         log(
             f"pid {os.getpid()}: {report.indexed} transcripts indexed, {report.filled} vectors filled, {report.left} left"
             + "".join(f"; {e}" for e in report.errors)

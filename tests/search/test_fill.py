@@ -330,3 +330,38 @@ def test_reindex_indexes_the_transcripts_a_search_left_to_the_fill(root, monkeyp
     assert meta(root)["words_missing"] == "0" and meta(root)["vectors_missing"] == "0"
     assert store_rows(root, "SELECT count(*) FROM entries WHERE transcript = 'deferred'") == [(0,)]
     assert store_rows(root, "SELECT count(DISTINCT entry) FROM docs WHERE kind = 'transcript'") == [(10,)]
+
+
+def test_a_writer_waiting_on_the_words_fill_gets_in_between_its_batches(root, monkeypatch):
+    """The background words fill pauses between transactions: a compress or a sync that comes
+    meanwhile waits for one batch, not for the whole fill (with no pause this fails: the writer's
+    busy-wait never finds the lock free)."""
+    import threading
+
+    from memtool.search.fill import fill_words
+    from memtool.search.store import connect
+
+    embedder = RecordingEmbedder()
+    build(root, embedder, 40, lines=8)
+    discard(open_memory(root).layout)
+    monkeypatch.setattr(C, "WORDS_INLINE_MAX", 4)
+    monkeypatch.setenv("MEMTOOL_BACKGROUND_EMBED", "true")
+    Layout(root).cache_dir.mkdir(exist_ok=True)
+    with FileLock(str(Layout(root).cache_dir / C.FILL_LOCK)):  # no background job: this test runs the fill
+        open_memory(root, embedder=embedder).search("billing postgres")
+    assert meta(root)["words_missing"] == "40"
+    fill = threading.Thread(target=fill_words, args=(Layout(root), embedder, 4, C.WORDS_FILL_PAUSE_S))  # as the background job runs it
+    fill.start()
+    try:
+        deadline = time.monotonic() + 60
+        while int(meta(root)["words_missing"]) == 40 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        writer = connect(store_path(Layout(root)), timeout=30)
+        writer.execute("BEGIN IMMEDIATE")  # as a change set begins
+        left_then = int(dict(writer.execute("SELECT key, value FROM meta").fetchall())["words_missing"])
+        writer.execute("ROLLBACK")
+        writer.close()
+    finally:
+        fill.join()
+    assert left_then > 0  # it got the lock before the fill's last batch
+    assert meta(root)["words_missing"] == "0"
