@@ -27,7 +27,7 @@ import os
 import shutil
 import sqlite3
 import uuid
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -56,6 +56,7 @@ TAIL_POSTINGS = 1024  # a term's newest postings block is extended while shorter
 COMPACT_DEAD_SHARE = 0.5  # dead documents over this share of the live ones (and over COMPACT_MIN_DEAD): rebuild
 COMPACT_MIN_DEAD = 2000
 WRITE_WAIT_S = 300  # how long a compress or a sync waits for another process's change set
+READ_WAIT_S = 2.0  # how long a read waits out a brief exclusive lock (the checkpoint as another process's last connection closes)
 EMBED_STEP = 512  # passages embedded per embedder call
 ENTRY_BATCH = 64  # entries whose vectors are computed together (each with its transcript's passages)
 DENSE_CHUNK_ROWS = 8192  # vectors `dense_scores` reads and scores at a time (12 MB as float32 at e5's size)
@@ -118,7 +119,7 @@ def file_sig(path: Path) -> str:
     return f"{sig[0]}:{sig[1]}" if sig else "-"
 
 
-def connect(path: Path, timeout: float = 0.0) -> sqlite3.Connection:
+def connect(path: Path, timeout: float = READ_WAIT_S) -> sqlite3.Connection:
     """The store, opened in autocommit mode (transactions are begun explicitly), WAL. Its folder must be
     reached without a link (UnsafePath otherwise: nothing is written out of the root); a store file,
     WAL or shared-memory file that is a link, a FIFO or a device (a clone's .cache) is removed, so the
@@ -126,7 +127,8 @@ def connect(path: Path, timeout: float = 0.0) -> sqlite3.Connection:
     confine.safe_folder(path.parent, create=True)
     for name in (str(path), f"{path}-wal", f"{path}-shm"):
         if os.path.lexists(name) and not confine.is_regular(name):
-            os.unlink(name)
+            with suppress(FileNotFoundError):  # gone meanwhile: another process's last connection closed (and removed its WAL)
+                os.unlink(name)
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
@@ -572,10 +574,12 @@ def _refresh(
     path: Path, layout: Layout, embedder, progress, errors: list[str], archive: bool, known: Known, sigs: Sigs, wait: bool, full: bool, defer: bool
 ) -> bool:
     now = _now_files(layout, sigs, archive)
-    with closing(connect(path, timeout=WRITE_WAIT_S if wait else 0.0)) as conn:
+    with closing(connect(path, timeout=WRITE_WAIT_S if wait else READ_WAIT_S)) as conn:
         rebuild, changed, removed, _ = _plan(conn, layout, embedder.model, sigs, now, archive, full, look=False)
         if not (rebuild or changed or removed) and _meta(conn).get("transcripts_dir") == sigs.folder:
             return False
+        if not wait:
+            conn.execute("PRAGMA busy_timeout = 0")  # another process's change set: answer from the last committed state
         try:
             _begin_writing(conn, path)
         except LockBusy:

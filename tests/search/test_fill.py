@@ -203,8 +203,9 @@ def test_one_background_fill_at_a_time_and_a_search_never_waits_for_it(wordllama
     assert not (layout.cache_dir / C.FILL_LOG).exists()  # no fill was started beside the running one
 
     searches = [subprocess.Popen([sys.executable, "-m", "memtool", "search", q], cwd=root, env=env, stderr=subprocess.PIPE, text=True) for q in QUERIES[:2]]
-    said = [s.stderr.read() for s in searches if s.wait(timeout=120) == 0]
-    assert len(said) == 2 and any("semantic ranking is partial" in e for e in said)  # the later may find the fill done already
+    answers = [(s.wait(timeout=120), s.stderr.read()) for s in searches]
+    assert [code for code, _ in answers] == [0, 0], answers
+    assert any("semantic ranking is partial" in said for _, said in answers)  # the later may find the fill done already
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and meta(root).get("vectors_missing") != "0":
         time.sleep(0.1)
