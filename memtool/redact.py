@@ -78,62 +78,6 @@ def _tok(prefix: str, width: int, glue: str = r"A-Za-z0-9_\-") -> str:
     return f"{prefix}(?<![{glue}].{{{width}}})"
 
 
-# --- patterns (lower-case ones run on the lower-cased text) ---------------------------------------
-# PEM private key block, BEGIN to matching END (also inside JSON strings with literal "\n").
-# The body may not contain "-----", so each BEGIN scans at most up to the next armour line.
-PRIVATE_KEY_BLOCK = _c(
-    r"-----BEGIN (?P<label>[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?)-----"
-    r"(?:(?!-----)[\s\S]){0,65536}?-----END (?P=label)-----"
-)
-# PEM private key whose END line is missing (truncated output): BEGIN line, then header lines
-# ("Proc-Type: 4,ENCRYPTED") and base64 lines.
-PRIVATE_KEY_TRUNCATED = _c(
-    r"-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:(?:\r?\n|\\n)+(?:[A-Za-z\-]{1,40}: [^\r\n\\]{0,200}|[A-Za-z0-9+/=]{1,256})(?=[\r\n]|\\n|\Z))*"
-)
-# AWS access key id: AKIA (long-term), ASIA (STS), ABIA, ACCA, A3T* + 16 upper-case alphanumerics.
-AWS_ACCESS_KEY = _c(_tok("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", 4, "A-Z0-9") + r"[A-Z0-9]{16}(?![A-Z0-9])")
-# AWS secret access key: 40 base64 characters after a (aws_)secret_access_key / SecretAccessKey name.
-AWS_SECRET_KEY = _c(r"secret_?access_?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+])")
-# Slack incoming webhook: the host stays, the path (which is the secret) goes.
-SLACK_WEBHOOK = _c(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/\-]{20,255})")
-GOOGLE_API_KEY = _c(_tok("AIza", 4) + r"[0-9A-Za-z_\-]{35}" + _E)
-# Twilio API key SID: SK + 32 lower-case hex.
-TWILIO_API_KEY = _c(_tok("SK", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9])")
-# Twilio account SID: AC + 32 lower-case hex.
-TWILIO_ACCOUNT_SID = _c(_tok("AC", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9])")
-# JSON Web Token: base64url header and payload (both JSON objects, so "eyJ"), optional signature;
-# and Grafana's legacy API key, base64 of '{"k":"...'.
-JWT = _c(
-    _tok("eyJ", 3) + r"(?:(?P<jwt>[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)"
-    r"|(?P<grafana_token>rIjoi[A-Za-z0-9]{70,400}={0,3}))" + _E
-)
-# Microsoft Teams incoming webhook: the path after webhookb2/ is the credential.
-TEAMS_WEBHOOK = _c(r"webhook\.office\.com/webhookb2/(?P<secret>[A-Za-z0-9@/\-]{60,300})")
-# Azure storage / service bus connection-string keys (AccountKey=..., SharedAccessKey=...).
-AZURE_KEY = _c(r"key=(?:(?<=accountkey=)|(?<=sharedaccesskey=))(?P<secret>[a-z0-9+/]{20,}={0,2})")
-# Discord webhook URL: the id/token path goes.
-DISCORD_WEBHOOK = _c(r"discord(?:app)?\.com/api/webhooks/(?P<secret>[0-9]{5,30}/[A-Za-z0-9_\-]{20,255})")
-# Discord bot token "<user id>.<timestamp>.<hmac>": this finds ".<timestamp>.<hmac>" and
-# _discord() checks the id before it against DISCORD_TOKEN_ID.
-DISCORD_TOKEN_TAIL = _c(r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}" + _E)
-# The base64 user id that starts a Discord bot token.
-DISCORD_TOKEN_ID = _c(r"[MNO][A-Za-z0-9_\-]{23,27}")
-# Telegram bot token "<8-10 digit bot id>:AA<33>": this finds ":AA<33>", _telegram() the id.
-TELEGRAM_TOKEN_TAIL = _c(r":AA[A-Za-z0-9_\-]{33}" + _E)
-# Password in a URL (scheme://user:password@host): only the password goes; a "#" or "?" that
-# should have been percent-encoded is still part of it.
-PASSWORD_IN_URL = _c(r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<secret>[^\s/\[\]\"'<>]{1,256})@(?=[A-Za-z0-9\[])")
-# Authorization / Proxy-Authorization header value (any scheme: Bearer, Basic, Token, ...).
-AUTH_HEADER = _c(
-    r"authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|basic|token|digest|apikey)[ \t]+"
-    r"(?P<secret>[a-z0-9._~+/\-]{8,}=*)"
-)
-# A bare "Bearer <token>" outside a header line (curl logs, code); random-looking tokens only.
-BEARER_TOKEN = _c(_tok("bearer", 6, "a-z0-9_") + r"[ \t]+(?P<secret>[a-z0-9._~+/\-]{16,}=*)")
-# curl -u / --user user:password (the option must start a word).
-CURL_USER = _c(r"-(?:u|-user)[ \t]+[\"']?[^\s:\"']{1,256}:(?P<secret>[^\s\"']{1,256})")
-
 # --- vendor tokens with a documented prefix (gitleaks' rule list was the checklist) -----------------
 # One row per token family: (kind, regex anchored at the token's first character). Most start with a
 # word and a separator ("dop_v1_", "sq0atp-", "dt0c01."); a regex per row would scan the text once
@@ -211,32 +155,10 @@ TOKEN_TRIGGER = (
     _c(r"-(?:" + _TRIGGER_TAIL + r"|(?<=[a-f0-9]{32}-)us[0-9])"),
     _c(r"\." + _TRIGGER_TAIL),
 )
-# Prefixed tokens without a separator, grouped by first letter (a one-character literal scans fast).
-A_TOKENS = _c(
-    _tok("A", 1, "A-Za-z0-9_\\-") + r"(?:(?P<atlassian_token>TATT3[A-Za-z0-9_=\-]{100,300})"
-    r"|(?P<artifactory_key>KCp[A-Za-z0-9]{69})"
-    r"|(?P<bedrock_key>BSK[A-Za-z0-9+/]{109,269}={0,2})"
-    r"|(?P<fcm_server_key>AAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,200})"
-    r"|(?P<onepassword_key>3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}))" + _E
-)
-E_TOKENS = _c(
-    _tok("E", 1, "A-Za-z0-9_\\-") + r"(?:(?P<square_token>AAA[A-Za-z0-9_\-]{22,60})"
-    r"|(?P<facebook_token>AA[CM][A-Za-z0-9]{100,})"
-    r"|(?P<easypost_key>Z[AT]K[A-Za-z0-9]{54}))" + _E
-)
-DATABRICKS_TOKEN = _c(_tok("dapi", 4) + r"[a-f0-9]{32}(?:-[0-9])?" + _E)
-ALIBABA_KEY_ID = _c(_tok("LTAI", 4) + r"[A-Za-z0-9]{20}" + _E)
-# Azure AD client secret ("abc8Q~...") and OpenShift user token ("sha256~..."): both around a "~".
-TILDE_TOKENS = _c(r"~(?:(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}|(?<=sha256~)[A-Za-z0-9_\-]{43})" + _E)
 
 # --- command lines -------------------------------------------------------------------------------
-# A password option: mysql/mariadb -pPASS (glued), sshpass -p PASS, docker/podman/helm login
-# -p PASS, redis-cli -a PASS, gh secret set NAME --body VALUE. _password_flag() checks the command.
-PASSWORD_FLAG = _c(
-    r"-(?<![^ \t]-)(?P<flag>[pab]|-body)(?P<gap>[ \t=]*)"
-    r"(?P<secret>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255})"
-)
-# The command before such an option on its line; the group that matches names the option it takes.
+# The command before a password option on its line (_password_flag); the group that matches names
+# the option it takes.
 _PASSWORD_FLAG_COMMANDS = _c(
     r"(?:(?P<glued_p>mysql[a-z]*|mariadb[a-z\-]*)"
     r"|(?P<p>sshpass|(?:docker|podman|helm[ \t]+registry)[ \t]+login)"
@@ -247,11 +169,6 @@ _PASSWORD_FLAG_COMMANDS = _c(
 _PASSWORD_FLAG_WORDS = ("mysql", "mariadb", "sshpass", "login", "redis-cli", "secret")
 # CREATE USER / ALTER USER / CREATE ROLE before an unquoted IDENTIFIED BY value.
 _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
-# SQL: CREATE USER ... IDENTIFIED BY 'pw' (also IDENTIFIED WITH plugin BY 'pw'; Oracle: unquoted).
-SQL_IDENTIFIED_BY = _c(
-    r"identified[ \t]+(?:with[ \t]+[a-z_0-9]+[ \t]+)?by[ \t]+(?:password[ \t]+)?"
-    r"(?:'(?P<sq>[^'\r\n]{1,256})'|\"(?P<dq>[^\"\r\n]{1,256})\"|(?P<bare>[^\s;'\"]{1,256}))"
-)
 
 # --- assignments to secret-named keys ------------------------------------------------------------
 # A key is split into words (snake, kebab, dotted, camelCase: `dbPassword` -> db, password) and
@@ -366,7 +283,7 @@ def _has_digit_and_letter(value: str) -> bool:
 
 def _random_looking(m: re.Match[str], text: str) -> tuple[int, int] | None:
     """Prose and kebab-case names are not keys: the token must mix digits and letters."""
-    start, end = m.span("secret" if "secret" in m.re.groupindex else 0)
+    start, end = m.span("secret")
     return (start, end) if _has_digit_and_letter(text[start:end]) else None
 
 
@@ -386,11 +303,15 @@ def _run_start(text: str, pos: int, chars: frozenset[str], limit: int) -> int:
     return pos
 
 
+# The base64 user id that starts a Discord bot token.
+_DISCORD_TOKEN_ID = _c(r"[MNO][A-Za-z0-9_\-]{23,27}")
+
+
 def _discord(m: re.Match[str], text: str) -> tuple[int, int] | None:
     start = _run_start(text, m.start(), _TOKEN_CHARS, 29)
     if start > 0 and text[start - 1] in _KEY_CHARS:
         return None  # glued to a longer token
-    if not DISCORD_TOKEN_ID.fullmatch(text, start, m.start()):
+    if not _DISCORD_TOKEN_ID.fullmatch(text, start, m.start()):
         return None
     return (start, m.end()) if _has_digit_and_letter(text[start : m.end()]) else None
 
@@ -639,32 +560,111 @@ class _Rule:
 
 # Most specific first: when spans overlap, the merged span takes the earliest rule's kind.
 _RULES: tuple[_Rule, ...] = (
-    _Rule("private_key", PRIVATE_KEY_BLOCK),
-    _Rule("private_key", PRIVATE_KEY_TRUNCATED),
-    _Rule("aws_access_key", AWS_ACCESS_KEY),
-    _Rule("aws_secret_key", AWS_SECRET_KEY, lowered=True),
-    _Rule("slack_webhook", SLACK_WEBHOOK),
-    _Rule("google_api_key", GOOGLE_API_KEY),
-    _Rule("twilio_key", TWILIO_API_KEY),
-    _Rule("twilio_key", TWILIO_ACCOUNT_SID),
-    _Rule("jwt", JWT, extract=_named),
-    _Rule("teams_webhook", TEAMS_WEBHOOK),
-    _Rule("azure_storage_key", AZURE_KEY, lowered=True),
-    _Rule("discord_webhook", DISCORD_WEBHOOK),
-    _Rule("discord_token", DISCORD_TOKEN_TAIL, extract=_discord),
-    _Rule("telegram_bot_token", TELEGRAM_TOKEN_TAIL, extract=_telegram),
-    _Rule("password_in_url", PASSWORD_IN_URL),
-    _Rule("authorization_header", AUTH_HEADER, lowered=True),
-    _Rule("bearer_token", BEARER_TOKEN, lowered=True, extract=_random_looking),
-    _Rule("basic_auth", CURL_USER, extract=_curl_user),
+    # PEM private key block, BEGIN to matching END (also inside JSON strings with literal "\n").
+    # The body may not contain "-----", so each BEGIN scans at most up to the next armour line.
+    _Rule(
+        "private_key",
+        _c(r"-----BEGIN (?P<label>[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?)-----(?:(?!-----)[\s\S]){0,65536}?-----END (?P=label)-----"),
+    ),
+    # PEM private key whose END line is missing (truncated output): BEGIN line, then header lines
+    # ("Proc-Type: 4,ENCRYPTED") and base64 lines.
+    _Rule(
+        "private_key",
+        _c(
+            r"-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:(?:\r?\n|\\n)+(?:[A-Za-z\-]{1,40}: [^\r\n\\]{0,200}|[A-Za-z0-9+/=]{1,256})(?=[\r\n]|\\n|\Z))*"
+        ),
+    ),
+    # AWS access key id: AKIA (long-term), ASIA (STS), ABIA, ACCA, A3T* + 16 upper-case alphanumerics.
+    _Rule("aws_access_key", _c(_tok("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", 4, "A-Z0-9") + r"[A-Z0-9]{16}(?![A-Z0-9])")),
+    # AWS secret access key: 40 base64 characters after a (aws_)secret_access_key / SecretAccessKey name.
+    _Rule("aws_secret_key", _c(r"secret_?access_?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+])"), lowered=True),
+    # Slack incoming webhook: the host stays, the path (which is the secret) goes.
+    _Rule("slack_webhook", _c(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/\-]{20,255})")),
+    _Rule("google_api_key", _c(_tok("AIza", 4) + r"[0-9A-Za-z_\-]{35}" + _E)),
+    # Twilio API key SID (SK) and account SID (AC): + 32 lower-case hex.
+    _Rule("twilio_key", _c(_tok("SK", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9])")),
+    _Rule("twilio_key", _c(_tok("AC", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9])")),
+    # JSON Web Token: base64url header and payload (both JSON objects, so "eyJ"), optional signature;
+    # and Grafana's legacy API key, base64 of '{"k":"...'.
+    _Rule(
+        "jwt",
+        _c(
+            _tok("eyJ", 3) + r"(?:(?P<jwt>[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)"
+            r"|(?P<grafana_token>rIjoi[A-Za-z0-9]{70,400}={0,3}))" + _E
+        ),
+        extract=_named,
+    ),
+    # Microsoft Teams incoming webhook: the path after webhookb2/ is the credential.
+    _Rule("teams_webhook", _c(r"webhook\.office\.com/webhookb2/(?P<secret>[A-Za-z0-9@/\-]{60,300})")),
+    # Azure storage / service bus connection-string keys (AccountKey=..., SharedAccessKey=...).
+    _Rule("azure_storage_key", _c(r"key=(?:(?<=accountkey=)|(?<=sharedaccesskey=))(?P<secret>[a-z0-9+/]{20,}={0,2})"), lowered=True),
+    # Discord webhook URL: the id/token path goes.
+    _Rule("discord_webhook", _c(r"discord(?:app)?\.com/api/webhooks/(?P<secret>[0-9]{5,30}/[A-Za-z0-9_\-]{20,255})")),
+    # Discord bot token "<user id>.<timestamp>.<hmac>": this finds ".<timestamp>.<hmac>" and
+    # _discord() checks the id before it.
+    _Rule("discord_token", _c(r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}" + _E), extract=_discord),
+    # Telegram bot token "<8-10 digit bot id>:AA<33>": this finds ":AA<33>", _telegram() the id.
+    _Rule("telegram_bot_token", _c(r":AA[A-Za-z0-9_\-]{33}" + _E), extract=_telegram),
+    # Password in a URL (scheme://user:password@host): only the password goes; a "#" or "?" that
+    # should have been percent-encoded is still part of it.
+    _Rule("password_in_url", _c(r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<secret>[^\s/\[\]\"'<>]{1,256})@(?=[A-Za-z0-9\[])")),
+    # Authorization / Proxy-Authorization header value (any scheme: Bearer, Basic, Token, ...).
+    _Rule(
+        "authorization_header",
+        _c(r"authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|basic|token|digest|apikey)[ \t]+(?P<secret>[a-z0-9._~+/\-]{8,}=*)"),
+        lowered=True,
+    ),
+    # A bare "Bearer <token>" outside a header line (curl logs, code); random-looking tokens only.
+    _Rule("bearer_token", _c(_tok("bearer", 6, "a-z0-9_") + r"[ \t]+(?P<secret>[a-z0-9._~+/\-]{16,}=*)"), lowered=True, extract=_random_looking),
+    # curl -u / --user user:password (the option must start a word).
+    _Rule("basic_auth", _c(r"-(?:u|-user)[ \t]+[\"']?[^\s:\"']{1,256}:(?P<secret>[^\s\"']{1,256})"), extract=_curl_user),
     *(_Rule("vendor_token", trigger, extract=_prefixed) for trigger in TOKEN_TRIGGER),
-    _Rule("vendor_token", A_TOKENS, extract=_named),
-    _Rule("vendor_token", E_TOKENS, extract=_named),
-    _Rule("databricks_token", DATABRICKS_TOKEN),
-    _Rule("alibaba_key", ALIBABA_KEY_ID),
-    _Rule("vendor_token", TILDE_TOKENS, extract=_tilde),
-    _Rule("password_option", PASSWORD_FLAG, extract=_password_flag),
-    _Rule("password_option", SQL_IDENTIFIED_BY, lowered=True, extract=_identified_by),
+    # Prefixed tokens without a separator, grouped by first letter (a one-character literal scans fast).
+    _Rule(
+        "vendor_token",
+        _c(
+            _tok("A", 1, "A-Za-z0-9_\\-") + r"(?:(?P<atlassian_token>TATT3[A-Za-z0-9_=\-]{100,300})"
+            r"|(?P<artifactory_key>KCp[A-Za-z0-9]{69})"
+            r"|(?P<bedrock_key>BSK[A-Za-z0-9+/]{109,269}={0,2})"
+            r"|(?P<fcm_server_key>AAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,200})"
+            r"|(?P<onepassword_key>3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}))" + _E
+        ),
+        extract=_named,
+    ),
+    _Rule(
+        "vendor_token",
+        _c(
+            _tok("E", 1, "A-Za-z0-9_\\-") + r"(?:(?P<square_token>AAA[A-Za-z0-9_\-]{22,60})"
+            r"|(?P<facebook_token>AA[CM][A-Za-z0-9]{100,})"
+            r"|(?P<easypost_key>Z[AT]K[A-Za-z0-9]{54}))" + _E
+        ),
+        extract=_named,
+    ),
+    _Rule("databricks_token", _c(_tok("dapi", 4) + r"[a-f0-9]{32}(?:-[0-9])?" + _E)),
+    _Rule("alibaba_key", _c(_tok("LTAI", 4) + r"[A-Za-z0-9]{20}" + _E)),
+    # Azure AD client secret ("abc8Q~...") and OpenShift user token ("sha256~..."): both around a "~".
+    _Rule("vendor_token", _c(r"~(?:(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}|(?<=sha256~)[A-Za-z0-9_\-]{43})" + _E), extract=_tilde),
+    # A password option: mysql/mariadb -pPASS (glued), sshpass -p PASS, docker/podman/helm login
+    # -p PASS, redis-cli -a PASS, gh secret set NAME --body VALUE. _password_flag() checks the command.
+    _Rule(
+        "password_option",
+        _c(
+            r"-(?<![^ \t]-)(?P<flag>[pab]|-body)(?P<gap>[ \t=]*)"
+            r"(?P<secret>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255})"
+        ),
+        extract=_password_flag,
+    ),
+    # SQL: CREATE USER ... IDENTIFIED BY 'pw' (also IDENTIFIED WITH plugin BY 'pw'; Oracle: unquoted).
+    _Rule(
+        "password_option",
+        _c(
+            r"identified[ \t]+(?:with[ \t]+[a-z_0-9]+[ \t]+)?by[ \t]+(?:password[ \t]+)?"
+            r"(?:'(?P<sq>[^'\r\n]{1,256})'|\"(?P<dq>[^\"\r\n]{1,256})\"|(?P<bare>[^\s;'\"]{1,256}))"
+        ),
+        lowered=True,
+        extract=_identified_by,
+    ),
     *(_Rule("env_assignment", regex, lowered=True, extract=_assignment) for regex in ENV_ASSIGNMENTS),
 )
 
@@ -675,9 +675,7 @@ _GENERIC_KINDS = ("password_in_url", "authorization_header", "bearer_token", "ba
 _SPECIFIC_KINDS = (
     *(r.kind for r in _RULES if r.kind not in ("env_assignment", "vendor_token", *_GENERIC_KINDS)),
     *(kind for kind, _ in _PREFIXED_ROWS),
-    *JWT.groupindex,
-    *A_TOKENS.groupindex,
-    *E_TOKENS.groupindex,
+    *(kind for r in _RULES if r.extract is _named for kind in r.regex.groupindex),
     "azure_ad_secret",
     "openshift_token",
 )
