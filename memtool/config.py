@@ -7,10 +7,13 @@ memory/config.yaml; MEMTOOL_<NAME> environment variables; options given on the c
 A repository's config was written by whoever wrote the repository. Its `protected` settings (those
 that send data off this machine or weaken protection: a remote compressor or embedder, a provider
 URL, `redact: false`) apply only once the user approved the file's exact bytes with
-`memory config trust` (memtool.trust); until then they are ignored, and each command says so on
-stderr. Config files are read with limits (regular files of at most C.CONFIG_MAX_BYTES, no YAML
-anchors or aliases, no nesting beyond a list) and every value is checked against its field's type
-and range, naming the field, the file and the line.
+`memory config trust`; until then they are ignored, and each command says so on stderr. As with
+direnv and mise, an approval is the file's absolute path and the SHA-256 of its bytes, recorded in
+$XDG_CONFIG_HOME/memtool/trusted.json: any edit withdraws it until the user looks again.
+
+Config files are read with limits (regular files of at most C.CONFIG_MAX_BYTES, no YAML anchors or
+aliases, no nesting beyond a list) and every value is checked against its field's type and range,
+naming the field, the file and the line.
 
 Every field carries a description (shown by `memory config show` and written by `memory init`).
 Kept as a plain dataclass so that a cold `memory search` does not pay for a settings framework import.
@@ -19,6 +22,8 @@ Kept as a plain dataclass so that a cold `memory search` does not pay for a sett
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
 import math
 import os
 import re
@@ -30,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from memtool import constants as C
-from memtool import trust
 from memtool.errors import ConfigError, NotFound
 
 COMPRESSORS = "compressors"  # `choices` of a field naming a registered provider
@@ -235,8 +239,6 @@ def _parsed(raw: str, kind: type) -> Any:
     if kind is float:
         return float(text)
     if kind is list:  # a JSON array: a regular expression may hold any separator
-        import json
-
         return _typed(json.loads(text), list)
     return raw
 
@@ -458,14 +460,14 @@ def load(root: Path, env: dict[str, str] | None = None) -> LoadedSettings:
     """Defaults, then the user's config, then memory/config.yaml (its protected settings only when
     approved), then MEMTOOL_* environment variables."""
     env = os.environ if env is None else env
-    user = read_config(trust.user_config_file(), follow_links=True)
+    user = read_config(user_config_file(), follow_links=True)
     repo = read_config(repo_config_path(root), follow_links=False)
     values: dict[str, Any] = {}
     origins = dict.fromkeys(FIELDS, DEFAULT)
     for name, value in user.values.items():
         values[name], origins[name] = value, str(user.path)
     asks = repo.needing_trust()
-    trusted = bool(asks) and repo.data is not None and trust.is_trusted(repo.path, repo.data)
+    trusted = bool(asks) and repo.data is not None and is_trusted(repo.path, repo.data)
     withheld = {}
     for name, value in repo.values.items():
         if name in asks and not trusted:
@@ -530,13 +532,64 @@ def keep_approval(path: Path, before: bytes | None, after: bytes) -> bool:
         was_clear = before is None or not parse_config(path, before).needing_trust()
     except ConfigError:  # a file this edit cannot make valid: the next command names what is wrong
         return False
-    if was_clear or trust.is_trusted(path, before or b""):
-        trust.trust(path, after)
+    if was_clear or is_trusted(path, before or b""):
+        _trust(path, after)
         return True
     return False
 
 
-# --- `memory config trust | untrust` -----------------------------------------------------------
+# --- approvals: `memory config trust | untrust` -----------------------------------------------------
+
+
+def user_config_dir() -> Path:
+    """The user's own memtool folder: $XDG_CONFIG_HOME/memtool, default ~/.config/memtool (a relative
+    XDG_CONFIG_HOME is ignored, as the XDG spec says: it would name a folder inside each repository)."""
+    base = os.environ.get(C.ENV_CONFIG_HOME, "")
+    return Path(base if os.path.isabs(base) else Path.home() / ".config") / C.USER_CONFIG_DIR
+
+
+def user_config_file() -> Path:
+    return user_config_dir() / C.CONFIG_FILE
+
+
+def trust_file() -> Path:
+    return user_config_dir() / C.TRUST_FILE
+
+
+def _approvals() -> dict[str, str]:
+    path = trust_file()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc}). Fix or delete it (then approve configs again with `memory config trust`).") from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise ConfigError(f"{path}: expected a JSON object of config path -> sha256. Fix or delete it.")
+    return data
+
+
+def _save_approvals(approvals: dict[str, str]) -> None:
+    from memtool.fsutil import atomic_write_text
+
+    atomic_write_text(trust_file(), json.dumps(dict(sorted(approvals.items())), indent=2) + "\n")
+
+
+def is_trusted(config: Path, data: bytes) -> bool:
+    """Whether the user approved exactly these bytes at this path."""
+    return _approvals().get(os.path.abspath(config)) == hashlib.sha256(data).hexdigest()
+
+
+def _trust(config: Path, data: bytes) -> str:
+    """Approve these bytes of `config`; returns their hash."""
+    approvals = _approvals()
+    approvals[os.path.abspath(config)] = digest = hashlib.sha256(data).hexdigest()
+    _save_approvals(approvals)
+    return digest
 
 
 @dataclass(frozen=True)
@@ -559,9 +612,13 @@ def approve(root: Path) -> Approval:
     repo = read_config(repo_config_path(root), follow_links=False)
     if repo.data is None:
         raise NotFound(f"{repo.path} does not exist: there is no repository config to trust.")
-    return Approval(repo.path, trust.trust(repo.path, repo.data), repo.needing_trust())
+    return Approval(repo.path, _trust(repo.path, repo.data), repo.needing_trust())
 
 
 def withdraw(root: Path) -> Approval:
     path = repo_config_path(root)
-    return Approval(path, "", {}, trust.untrust(path))
+    approvals = _approvals()
+    if approvals.pop(os.path.abspath(path), None) is None:
+        return Approval(path, "", {}, changed=False)
+    _save_approvals(approvals)
+    return Approval(path, "", {})

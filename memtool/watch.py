@@ -102,7 +102,7 @@ def relevant(layout: Layout, path: str) -> bool:
 def _settings_sig(layout: Layout) -> tuple:
     """What a change of settings shows in: memory/config.yaml, the user's own config, and the list of
     approved repository configs (`memory config trust`)."""
-    from memtool.trust import trust_file, user_config_file
+    from memtool.config import trust_file, user_config_file
 
     return tuple(stat_sig(path) for path in (layout.config_file, user_config_file(), trust_file()))
 

@@ -176,7 +176,7 @@ def test_a_config_that_is_not_a_regular_file_is_refused_without_blocking(root, t
 
 
 def test_the_users_own_config_may_be_a_link_but_not_to_a_device(root, tmp_path):
-    from memtool.trust import user_config_file
+    from memtool.config import user_config_file
 
     user = user_config_file()
     user.parent.mkdir(parents=True)
@@ -223,7 +223,7 @@ def test_wrong_types_and_ranges_are_refused_with_the_field_named(root, line, nee
 
 
 def test_right_types_pass(root):
-    from memtool.trust import user_config_file
+    from memtool.config import user_config_file
 
     write_cfg(root, "date_boost: 3\nredact_patterns: ['(?:x):y']\ntemplate: summary\n")
     user_config_file().parent.mkdir(parents=True)

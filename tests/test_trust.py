@@ -15,12 +15,11 @@ import pytest
 from typer.testing import CliRunner
 
 from memtool.cli.main import app
-from memtool.config import load, load_settings
+from memtool.config import load, load_settings, trust_file, user_config_file
 from memtool.errors import ConfigError
 from memtool.scaffold import init
 from memtool.store import Layout
 from memtool.sync import persist_embedder
-from memtool.trust import trust_file, user_config_file
 
 KEY = "AIzaFAKE-trust-test-key-51c2e0"
 SECRET = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"

@@ -14,7 +14,7 @@ app = command_group("Show the settings in effect and where each came from; appro
 
 
 def _status(loaded) -> list[str]:
-    from memtool.trust import trust_file
+    from memtool.config import trust_file
 
     user, repo = loaded.user, loaded.repo
     if repo.data is None:
@@ -84,8 +84,7 @@ def trust_cmd(ctx: typer.Context) -> None:
     """Approve this repository's memory/config.yaml as it is now, so that its protected settings apply.
 
     Read the file first: it came with the repository. Any later change to it withdraws the approval."""
-    from memtool.config import approve, shown
-    from memtool.trust import trust_file
+    from memtool.config import approve, shown, trust_file
 
     approval = approve(root_path(ctx))
     typer.echo(f"trusted {approval.path} (sha256 {approval.digest[:12]}…), recorded in {trust_file()}")
