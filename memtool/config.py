@@ -462,18 +462,12 @@ def load(root: Path, env: dict[str, str] | None = None) -> LoadedSettings:
     env = os.environ if env is None else env
     user = read_config(user_config_file(), follow_links=True)
     repo = read_config(repo_config_path(root), follow_links=False)
-    values: dict[str, Any] = {}
-    origins = dict.fromkeys(FIELDS, DEFAULT)
-    for name, value in user.values.items():
-        values[name], origins[name] = value, str(user.path)
     asks = repo.needing_trust()
     trusted = bool(asks) and repo.data is not None and is_trusted(repo.path, repo.data)
-    withheld = {}
-    for name, value in repo.values.items():
-        if name in asks and not trusted:
-            withheld[name] = value
-        else:
-            values[name], origins[name] = value, str(repo.path)
+    withheld = {} if trusted else asks
+    applied = {name: value for name, value in repo.values.items() if name not in withheld}
+    values = user.values | applied
+    origins = dict.fromkeys(FIELDS, DEFAULT) | dict.fromkeys(user.values, str(user.path)) | dict.fromkeys(applied, str(repo.path))
     for name in FIELDS:
         var = C.ENV_PREFIX + name.upper()
         if var in env:
@@ -488,20 +482,14 @@ def load_settings(root: Path, env: dict[str, str] | None = None) -> Settings:
     """The settings in effect for the memory root `root` (see `load`). Protected settings that the
     repository's config sets but may not are named on stderr, once per process and file content."""
     loaded = load(root, env)
-    if loaded.withheld:
-        _tell_withheld(root, loaded)
+    told = (str(loaded.repo.path), loaded.repo.data or b"")
+    if loaded.withheld and told not in _told:
+        _told.add(told)
+        sys.stderr.write(f"warning: {withheld_message(root, loaded)}\n")
     return loaded.settings
 
 
-_told: set[tuple[str, bytes]] = set()
-
-
-def _tell_withheld(root: Path, loaded: LoadedSettings) -> None:
-    key = (str(loaded.repo.path), loaded.repo.data or b"")
-    if key in _told:
-        return
-    _told.add(key)
-    sys.stderr.write(f"warning: {withheld_message(root, loaded)}\n")
+_told: set[tuple[str, bytes]] = set()  # (repository config, its bytes) whose withheld settings were named
 
 
 def withheld_message(root: Path, loaded: LoadedSettings) -> str:
