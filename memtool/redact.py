@@ -560,19 +560,14 @@ class _Rule:
 
 # Most specific first: when spans overlap, the merged span takes the earliest rule's kind.
 _RULES: tuple[_Rule, ...] = (
-    # PEM private key block, BEGIN to matching END (also inside JSON strings with literal "\n").
-    # The body may not contain "-----", so each BEGIN scans at most up to the next armour line.
-    _Rule(
-        "private_key",
-        _c(r"-----BEGIN (?P<label>[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?)-----(?:(?!-----)[\s\S]){0,65536}?-----END (?P=label)-----"),
-    ),
-    # PEM private key whose END line is missing (truncated output): BEGIN line, then header lines
-    # ("Proc-Type: 4,ENCRYPTED") and base64 lines.
+    # PEM private key: BEGIN to matching END (also inside JSON strings with literal "\n"); the body
+    # may not contain "-----", so each BEGIN scans at most up to the next armour line. Without its
+    # END line (truncated output): the BEGIN line, then header ("Proc-Type: 4,ENCRYPTED") and base64 lines.
     _Rule(
         "private_key",
         _c(
-            r"-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
-            r"(?:(?:\r?\n|\\n)+(?:[A-Za-z\-]{1,40}: [^\r\n\\]{0,200}|[A-Za-z0-9+/=]{1,256})(?=[\r\n]|\\n|\Z))*"
+            r"-----BEGIN (?:(?P<label>[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?)-----(?:(?!-----)[\s\S]){0,65536}?-----END (?P=label)-----"
+            r"|[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?:(?:\r?\n|\\n)+(?:[A-Za-z\-]{1,40}: [^\r\n\\]{0,200}|[A-Za-z0-9+/=]{1,256})(?=[\r\n]|\\n|\Z))*)"
         ),
     ),
     # AWS access key id: AKIA (long-term), ASIA (STS), ABIA, ACCA, A3T* + 16 upper-case alphanumerics.
@@ -582,7 +577,8 @@ _RULES: tuple[_Rule, ...] = (
     # Slack incoming webhook: the host stays, the path (which is the secret) goes.
     _Rule("slack_webhook", _c(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/\-]{20,255})")),
     _Rule("google_api_key", _c(_tok("AIza", 4) + r"[0-9A-Za-z_\-]{35}" + _E)),
-    # Twilio API key SID (SK) and account SID (AC): + 32 lower-case hex.
+    # Twilio API key SID (SK) and account SID (AC): + 32 lower-case hex. Two rules: a literal
+    # start scans 15x faster than (?:SK|AC).
     _Rule("twilio_key", _c(_tok("SK", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9])")),
     _Rule("twilio_key", _c(_tok("AC", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9])")),
     # JSON Web Token: base64url header and payload (both JSON objects, so "eyJ"), optional signature;
