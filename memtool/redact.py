@@ -691,15 +691,6 @@ def _compile_extra(pattern: str) -> re.Pattern[str]:
         raise ConfigError(f"redact_patterns: invalid regular expression {pattern!r}: {exc}") from None
 
 
-def _extra_rules(extra_patterns: Iterable[str]) -> tuple[_Rule, ...]:
-    rules = []
-    for pattern in extra_patterns:
-        if not isinstance(pattern, str):
-            raise ConfigError(f"redact_patterns: each entry must be a string, got {pattern!r}")
-        rules.append(_Rule(CUSTOM_KIND, _compile_extra(pattern)))
-    return tuple(rules)
-
-
 def _candidates(text: str, rules: Iterable[_Rule]) -> list[tuple[int, int, str]]:
     """Spans of ``text`` proposed by the rules, before merging."""
     lowered = text.lower()  # the built-in rules always include lower-case ones
@@ -727,10 +718,6 @@ def _merge(found: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     return merged
 
 
-def _fingerprint(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-
-
 def redact(text: str, extra_patterns: Sequence[str] = ()) -> tuple[str, list[Finding]]:
     """Replace every secret in ``text`` by ``[REDACTED:<kind>]``.
 
@@ -739,17 +726,12 @@ def redact(text: str, extra_patterns: Sequence[str] = ()) -> tuple[str, list[Fin
     """
     if isinstance(extra_patterns, str):
         raise ConfigError(f"redact_patterns: expected a list of regular expressions, got {extra_patterns!r}")
-    rules = _RULES + _extra_rules(extra_patterns) if extra_patterns else _RULES
+    rules = list(_RULES)
+    for pattern in extra_patterns:
+        if not isinstance(pattern, str):
+            raise ConfigError(f"redact_patterns: each entry must be a string, got {pattern!r}")
+        rules.append(_Rule(CUSTOM_KIND, _compile_extra(pattern)))
     spans = _merge(_candidates(text, rules))
-    if not spans:
-        return text, []
-    out: list[str] = []
-    findings: list[Finding] = []
-    pos = 0
-    for start, end, kind in spans:
-        out.append(text[pos:start])
-        out.append(marker(kind))
-        findings.append(Finding(kind, start, end, _fingerprint(text[start:end])))
-        pos = end
-    out.append(text[pos:])
-    return "".join(out), findings
+    ends = [0, *(end for _, end, _ in spans)]
+    out = "".join(text[pos:start] + marker(kind) for pos, (start, _, kind) in zip(ends, spans)) + text[ends[-1] :]
+    return out, [Finding(kind, start, end, hashlib.sha256(text[start:end].encode("utf-8", "surrogatepass")).hexdigest()[:8]) for start, end, kind in spans]
