@@ -558,18 +558,50 @@ class _Rule:
     extract: _Extract | None = None  # default: the span of group 'secret', else the whole match
 
 
+# The regexes longer than a line; the table below holds the others in their rows.
+# PEM private key: BEGIN to matching END (also inside JSON strings with literal "\n"); the body
+# may not contain "-----", so each BEGIN scans at most up to the next armour line. Without its
+# END line (truncated output): the BEGIN line, then header ("Proc-Type: 4,ENCRYPTED") and base64 lines.
+_PEM_KEY = _c(
+    r"-----BEGIN (?:(?P<label>[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?)-----(?:(?!-----)[\s\S]){0,65536}?-----END (?P=label)-----"
+    r"|[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?:(?:\r?\n|\\n)+(?:[A-Za-z\-]{1,40}: [^\r\n\\]{0,200}|[A-Za-z0-9+/=]{1,256})(?=[\r\n]|\\n|\Z))*)"
+)
+# JSON Web Token: base64url header and payload (both JSON objects, so "eyJ"), optional signature;
+# and Grafana's legacy API key, base64 of '{"k":"...'.
+_JWT = _c(
+    _tok("eyJ", 3) + r"(?:(?P<jwt>[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)"
+    r"|(?P<grafana_token>rIjoi[A-Za-z0-9]{70,400}={0,3}))" + _E
+)
+# Authorization / Proxy-Authorization header value (any scheme: Bearer, Basic, Token, ...).
+_AUTH_HEADER = _c(r"authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|basic|token|digest|apikey)[ \t]+(?P<secret>[a-z0-9._~+/\-]{8,}=*)")
+# Prefixed tokens without a separator, grouped by first letter (a one-character literal scans fast).
+_A_TOKENS = _c(
+    _tok("A", 1, "A-Za-z0-9_\\-") + r"(?:(?P<atlassian_token>TATT3[A-Za-z0-9_=\-]{100,300})"
+    r"|(?P<artifactory_key>KCp[A-Za-z0-9]{69})"
+    r"|(?P<bedrock_key>BSK[A-Za-z0-9+/]{109,269}={0,2})"
+    r"|(?P<fcm_server_key>AAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,200})"
+    r"|(?P<onepassword_key>3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}))" + _E
+)
+_E_TOKENS = _c(
+    _tok("E", 1, "A-Za-z0-9_\\-") + r"(?:(?P<square_token>AAA[A-Za-z0-9_\-]{22,60})"
+    r"|(?P<facebook_token>AA[CM][A-Za-z0-9]{100,})"
+    r"|(?P<easypost_key>Z[AT]K[A-Za-z0-9]{54}))" + _E
+)
+# A password option: mysql/mariadb -pPASS (glued), sshpass -p PASS, docker/podman/helm login
+# -p PASS, redis-cli -a PASS, gh secret set NAME --body VALUE. _password_flag() checks the command.
+_PASSWORD_FLAG = _c(
+    r"-(?<![^ \t]-)(?P<flag>[pab]|-body)(?P<gap>[ \t=]*)"
+    r"(?P<secret>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255})"
+)
+# SQL: CREATE USER ... IDENTIFIED BY 'pw' (also IDENTIFIED WITH plugin BY 'pw'; Oracle: unquoted).
+_SQL_IDENTIFIED_BY = _c(
+    r"identified[ \t]+(?:with[ \t]+[a-z_0-9]+[ \t]+)?by[ \t]+(?:password[ \t]+)?"
+    r"(?:'(?P<sq>[^'\r\n]{1,256})'|\"(?P<dq>[^\"\r\n]{1,256})\"|(?P<bare>[^\s;'\"]{1,256}))"
+)
+
 # Most specific first: when spans overlap, the merged span takes the earliest rule's kind.
 _RULES: tuple[_Rule, ...] = (
-    # PEM private key: BEGIN to matching END (also inside JSON strings with literal "\n"); the body
-    # may not contain "-----", so each BEGIN scans at most up to the next armour line. Without its
-    # END line (truncated output): the BEGIN line, then header ("Proc-Type: 4,ENCRYPTED") and base64 lines.
-    _Rule(
-        "private_key",
-        _c(
-            r"-----BEGIN (?:(?P<label>[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?)-----(?:(?!-----)[\s\S]){0,65536}?-----END (?P=label)-----"
-            r"|[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?:(?:\r?\n|\\n)+(?:[A-Za-z\-]{1,40}: [^\r\n\\]{0,200}|[A-Za-z0-9+/=]{1,256})(?=[\r\n]|\\n|\Z))*)"
-        ),
-    ),
+    _Rule("private_key", _PEM_KEY),
     # AWS access key id: AKIA (long-term), ASIA (STS), ABIA, ACCA, A3T* + 16 upper-case alphanumerics.
     _Rule("aws_access_key", _c(_tok("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", 4, "A-Z0-9") + r"[A-Z0-9]{16}(?![A-Z0-9])")),
     # AWS secret access key: 40 base64 characters after a (aws_)secret_access_key / SecretAccessKey name.
@@ -581,16 +613,7 @@ _RULES: tuple[_Rule, ...] = (
     # start scans 15x faster than (?:SK|AC).
     _Rule("twilio_key", _c(_tok("SK", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9])")),
     _Rule("twilio_key", _c(_tok("AC", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9])")),
-    # JSON Web Token: base64url header and payload (both JSON objects, so "eyJ"), optional signature;
-    # and Grafana's legacy API key, base64 of '{"k":"...'.
-    _Rule(
-        "jwt",
-        _c(
-            _tok("eyJ", 3) + r"(?:(?P<jwt>[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)"
-            r"|(?P<grafana_token>rIjoi[A-Za-z0-9]{70,400}={0,3}))" + _E
-        ),
-        extract=_named,
-    ),
+    _Rule("jwt", _JWT, extract=_named),
     # Microsoft Teams incoming webhook: the path after webhookb2/ is the credential.
     _Rule("teams_webhook", _c(r"webhook\.office\.com/webhookb2/(?P<secret>[A-Za-z0-9@/\-]{60,300})")),
     # Azure storage / service bus connection-string keys (AccountKey=..., SharedAccessKey=...).
@@ -605,62 +628,20 @@ _RULES: tuple[_Rule, ...] = (
     # Password in a URL (scheme://user:password@host): only the password goes; a "#" or "?" that
     # should have been percent-encoded is still part of it.
     _Rule("password_in_url", _c(r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<secret>[^\s/\[\]\"'<>]{1,256})@(?=[A-Za-z0-9\[])")),
-    # Authorization / Proxy-Authorization header value (any scheme: Bearer, Basic, Token, ...).
-    _Rule(
-        "authorization_header",
-        _c(r"authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|basic|token|digest|apikey)[ \t]+(?P<secret>[a-z0-9._~+/\-]{8,}=*)"),
-        lowered=True,
-    ),
+    _Rule("authorization_header", _AUTH_HEADER, lowered=True),
     # A bare "Bearer <token>" outside a header line (curl logs, code); random-looking tokens only.
     _Rule("bearer_token", _c(_tok("bearer", 6, "a-z0-9_") + r"[ \t]+(?P<secret>[a-z0-9._~+/\-]{16,}=*)"), lowered=True, extract=_random_looking),
     # curl -u / --user user:password (the option must start a word).
     _Rule("basic_auth", _c(r"-(?:u|-user)[ \t]+[\"']?[^\s:\"']{1,256}:(?P<secret>[^\s\"']{1,256})"), extract=_curl_user),
     *(_Rule("vendor_token", trigger, extract=_prefixed) for trigger in TOKEN_TRIGGER),
-    # Prefixed tokens without a separator, grouped by first letter (a one-character literal scans fast).
-    _Rule(
-        "vendor_token",
-        _c(
-            _tok("A", 1, "A-Za-z0-9_\\-") + r"(?:(?P<atlassian_token>TATT3[A-Za-z0-9_=\-]{100,300})"
-            r"|(?P<artifactory_key>KCp[A-Za-z0-9]{69})"
-            r"|(?P<bedrock_key>BSK[A-Za-z0-9+/]{109,269}={0,2})"
-            r"|(?P<fcm_server_key>AAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,200})"
-            r"|(?P<onepassword_key>3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}))" + _E
-        ),
-        extract=_named,
-    ),
-    _Rule(
-        "vendor_token",
-        _c(
-            _tok("E", 1, "A-Za-z0-9_\\-") + r"(?:(?P<square_token>AAA[A-Za-z0-9_\-]{22,60})"
-            r"|(?P<facebook_token>AA[CM][A-Za-z0-9]{100,})"
-            r"|(?P<easypost_key>Z[AT]K[A-Za-z0-9]{54}))" + _E
-        ),
-        extract=_named,
-    ),
+    _Rule("vendor_token", _A_TOKENS, extract=_named),
+    _Rule("vendor_token", _E_TOKENS, extract=_named),
     _Rule("databricks_token", _c(_tok("dapi", 4) + r"[a-f0-9]{32}(?:-[0-9])?" + _E)),
     _Rule("alibaba_key", _c(_tok("LTAI", 4) + r"[A-Za-z0-9]{20}" + _E)),
     # Azure AD client secret ("abc8Q~...") and OpenShift user token ("sha256~..."): both around a "~".
     _Rule("vendor_token", _c(r"~(?:(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}|(?<=sha256~)[A-Za-z0-9_\-]{43})" + _E), extract=_tilde),
-    # A password option: mysql/mariadb -pPASS (glued), sshpass -p PASS, docker/podman/helm login
-    # -p PASS, redis-cli -a PASS, gh secret set NAME --body VALUE. _password_flag() checks the command.
-    _Rule(
-        "password_option",
-        _c(
-            r"-(?<![^ \t]-)(?P<flag>[pab]|-body)(?P<gap>[ \t=]*)"
-            r"(?P<secret>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255})"
-        ),
-        extract=_password_flag,
-    ),
-    # SQL: CREATE USER ... IDENTIFIED BY 'pw' (also IDENTIFIED WITH plugin BY 'pw'; Oracle: unquoted).
-    _Rule(
-        "password_option",
-        _c(
-            r"identified[ \t]+(?:with[ \t]+[a-z_0-9]+[ \t]+)?by[ \t]+(?:password[ \t]+)?"
-            r"(?:'(?P<sq>[^'\r\n]{1,256})'|\"(?P<dq>[^\"\r\n]{1,256})\"|(?P<bare>[^\s;'\"]{1,256}))"
-        ),
-        lowered=True,
-        extract=_identified_by,
-    ),
+    _Rule("password_option", _PASSWORD_FLAG, extract=_password_flag),
+    _Rule("password_option", _SQL_IDENTIFIED_BY, lowered=True, extract=_identified_by),
     *(_Rule("env_assignment", regex, lowered=True, extract=_assignment) for regex in ENV_ASSIGNMENTS),
 )
 
