@@ -19,20 +19,15 @@ EXTRAS: dict[str, tuple[str, str]] = {
 }
 
 
-def installed(extra: str) -> bool:
-    """Whether the extra's module can be imported (found without importing it)."""
-    module = EXTRAS[extra][0]
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # its parent package is missing (or blocked)
-        return False
-
-
 def require(extra: str, feature: str) -> None:
-    """MissingExtra naming `pip install 'memtool[extra]'` unless the extra is installed."""
-    if installed(extra):
-        return
-    dist = EXTRAS[extra][1]
+    """MissingExtra naming `pip install 'memtool[extra]'` unless the extra's module can be imported
+    (found without importing it)."""
+    module, dist = EXTRAS[extra]
+    try:
+        if importlib.util.find_spec(module) is not None:
+            return
+    except (ImportError, ValueError):  # its parent package is missing (or blocked)
+        pass
     raise MissingExtra(
         f"{feature} needs the optional package {dist}, which is not installed. Install it with "
         f"`pip install 'memtool[{extra}]'` (pipx: `pipx inject memtool {dist}`; uv: "
