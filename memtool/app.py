@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 from memtool import constants as C
@@ -55,22 +56,19 @@ def _named_root(path: Path, named: str) -> Path:
 def open_memory(root: str | Path | None = None, *, settings: Settings | None = None, embedder=None, compressor=None, **overrides) -> Memory:
     """Build a Memory. `embedder` / `compressor`: a provider to inject (tests, plugins), or the registered
     name of one (as the settings of the same names take it); `overrides` set settings fields."""
-    for name, given in (("embedder", embedder), ("compressor", compressor)):
-        if isinstance(given, str):
-            overrides[name] = given
-    embedder = None if isinstance(embedder, str) else embedder
-    compressor = None if isinstance(compressor, str) else compressor
+    if isinstance(embedder, str):
+        overrides["embedder"], embedder = embedder, None
+    if isinstance(compressor, str):
+        overrides["compressor"], compressor = compressor, None
     layout = Layout(resolve_root(root)).require()
     settings = settings or load_settings(layout.root)
     settings = replace(settings, **{name: checked(name, value, f"option {name}") for name, value in overrides.items()})
     embedder = embedder or build_embedder(settings.embedder, settings, layout.root)
-    built: dict[str, Compressor] = {}
 
+    @cache
     def compressor_for(name: str) -> Compressor:
         if compressor is not None and name == settings.compressor:
             return compressor
-        if name not in built:
-            built[name] = build_compressor(name, settings, layout.root)
-        return built[name]
+        return build_compressor(name, settings, layout.root)
 
     return Memory(layout, settings, compressor_for, embedder)
