@@ -339,8 +339,8 @@ class ConfigFile:
 
 def read_config(path: Path, *, follow_links: bool) -> ConfigFile:
     """Read and check one config file. A repository's (`follow_links=False`) must not be a symbolic
-    link; either must be a regular file of at most C.CONFIG_MAX_BYTES (a FIFO, /dev/zero or a huge
-    file is refused before reading). Missing: no settings."""
+    link; either must be a regular file of at most C.CONFIG_MAX_BYTES (a FIFO or a device is refused
+    before reading; only one byte past the cap is ever read). Missing: no settings."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
     try:
         fd = os.open(path, flags)
@@ -352,23 +352,13 @@ def read_config(path: Path, *, follow_links: bool) -> ConfigFile:
                 f"{path} is a symbolic link: a repository's config is read only as a regular file. Replace the link with a copy of the file it points to."
             ) from None
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    too_large = ConfigError(f"{path} is larger than {C.CONFIG_MAX_BYTES} bytes, more than any memtool config needs; not read. Trim or delete it.")
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{path} is not a regular file (a folder, FIFO or device): a config must be a file. Move it away.")
-        if info.st_size > C.CONFIG_MAX_BYTES:
-            raise too_large
-        data = b""
-        while len(data) <= C.CONFIG_MAX_BYTES:  # one byte past the cap tells a file that grew since fstat
-            chunk = os.read(fd, C.CONFIG_MAX_BYTES + 1 - len(data))
-            if not chunk:
-                break
-            data += chunk
-    finally:
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
+        raise ConfigError(f"{path} is not a regular file (a folder, FIFO or device): a config must be a file. Move it away.")
+    with os.fdopen(fd, "rb") as file:
+        data = file.read(C.CONFIG_MAX_BYTES + 1)
     if len(data) > C.CONFIG_MAX_BYTES:
-        raise too_large
+        raise ConfigError(f"{path} is larger than {C.CONFIG_MAX_BYTES} bytes, more than any memtool config needs; not read. Trim or delete it.")
     return parse_config(path, data)
 
 
