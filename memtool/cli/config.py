@@ -13,8 +13,9 @@ from memtool.cli.common import command_group, echo_lines, print_json, root_path,
 app = command_group("Show the settings in effect and where each came from; approve (trust) this repository's memory/config.yaml.")
 
 
-def _status(loaded) -> list[str]:
-    from memtool.config import trust_file
+def _report(root, loaded, lines=()) -> None:
+    """Both config files and their state, then `lines`; on stderr what the repository's config may not set."""
+    from memtool.config import trust_file, withheld_message
 
     user, repo = loaded.user, loaded.repo
     if repo.data is None:
@@ -25,7 +26,10 @@ def _status(loaded) -> list[str]:
         state = f"approved in {trust_file()}; its protected settings apply"
     else:
         state = "NOT approved: its protected settings are ignored"
-    return [f"user config: {user.path} ({f'{len(user.values)} setting(s)' if user.data is not None else 'none'})", f"repository config: {repo.path} ({state})"]
+    users = f"{len(user.values)} setting(s)" if user.data is not None else "none"
+    echo_lines([f"user config: {user.path} ({users})", f"repository config: {repo.path} ({state})", *lines])
+    if loaded.withheld:
+        warn(withheld_message(root, loaded))
 
 
 @app.command("show")
@@ -55,13 +59,8 @@ def show(
             }
         )
         return
-    echo_lines(_status(loaded))
     width = max(map(len, FIELDS))
-    echo_lines(f"{name:<{width}}  {shown(values[name])}  ({loaded.origins[name]})" for name in FIELDS)
-    if loaded.withheld:
-        from memtool.config import withheld_message
-
-        warn(withheld_message(root, loaded))
+    _report(root, loaded, [f"{name:<{width}}  {shown(values[name])}  ({loaded.origins[name]})" for name in FIELDS])
 
 
 @app.command("check")
@@ -69,13 +68,10 @@ def check(ctx: typer.Context) -> None:
     """Check your config, the repository's and MEMTOOL_* variables (types, ranges, YAML limits); say whether the repository's config is approved.
 
     Exits 5 on a bad setting, naming the file and line or the variable."""
-    from memtool.config import load, withheld_message
+    from memtool.config import load
 
     root = root_path(ctx)
-    loaded = load(root)
-    echo_lines(_status(loaded))
-    if loaded.withheld:
-        warn(withheld_message(root, loaded))
+    _report(root, load(root))
     typer.echo("ok: every setting is valid")
 
 
