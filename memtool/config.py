@@ -197,12 +197,6 @@ def protection(name: str) -> str:
     return f"protected unless {' or '.join(safe)}" if safe else "protected"
 
 
-def needs_trust(name: str, value: Any) -> bool:
-    """Whether a repository's config setting `name` to `value` needs the user's approval."""
-    meta = FIELDS[name].metadata
-    return meta["protected"] and value not in meta["safe"]
-
-
 def user_cache_dir() -> Path:
     """Per-user cache shared by all memory roots (exported model weights): $XDG_CACHE_HOME/memtool."""
     base = os.environ.get(C.ENV_CACHE_HOME) or str(Path.home() / ".cache")
@@ -334,7 +328,8 @@ class ConfigFile:
     lines: dict[str, int] = field(default_factory=dict)  # setting -> line it is set on
 
     def needing_trust(self) -> dict[str, Any]:
-        return {name: value for name, value in self.values.items() if needs_trust(name, value)}
+        """The protected settings it sets to other than a safe value: a repository's config needs approval for them."""
+        return {name: value for name, value in self.values.items() if FIELDS[name].metadata["protected"] and value not in FIELDS[name].metadata["safe"]}
 
 
 def read_config(path: Path, *, follow_links: bool) -> ConfigFile:
@@ -391,10 +386,9 @@ def _parse_yaml(path: Path, text: str) -> tuple[dict[str, Any], dict[str, int]]:
 
     try:
         for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, yaml.DocumentStartEvent):
-                documents += 1
-                if documents > 1:
-                    raise refuse(event, "more than one YAML document; a config is one mapping of setting: value.")
+            documents += isinstance(event, yaml.DocumentStartEvent)
+            if documents > 1:
+                raise refuse(event, "more than one YAML document; a config is one mapping of setting: value.")
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 raise refuse(event, "YAML anchors and aliases (& and *) are not allowed in a memtool config; write each value out.")
             if not isinstance(event, (yaml.NodeEvent, yaml.CollectionEndEvent)):
@@ -411,12 +405,9 @@ def _parse_yaml(path: Path, text: str) -> tuple[dict[str, Any], dict[str, int]]:
                         raise refuse(event, f"setting '{event.value}' is set twice (first on line {lines[event.value]}).")
                     lines[event.value] = event.start_mark.line + 1
                 nodes += 1
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > C.CONFIG_MAX_DEPTH:
-                    raise refuse(event, "nested too deep: a setting is a single value or a list of strings.")
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
+            depth += isinstance(event, yaml.CollectionStartEvent) - isinstance(event, yaml.CollectionEndEvent)
+            if depth > C.CONFIG_MAX_DEPTH:
+                raise refuse(event, "nested too deep: a setting is a single value or a list of strings.")
         if unknown is not None:
             raise unknown
         data = yaml.load(text, Loader=loader)
