@@ -563,12 +563,11 @@ def _trust(config: Path, data: bytes) -> str:
 
 @dataclass(frozen=True)
 class Approval:
-    """A repository config approved (or no longer approved) by the user."""
+    """A repository config approved by the user."""
 
     path: Path
-    digest: str  # sha256 of the bytes approved; "" for a withdrawal
+    digest: str  # sha256 of the bytes approved
     protected: dict[str, Any]  # the protected settings it sets, which apply while it is approved
-    changed: bool = True  # False: untrust of a file that was not approved
 
 
 def repo_config_path(root: Path) -> Path:
@@ -584,10 +583,10 @@ def approve(root: Path) -> Approval:
     return Approval(repo.path, _trust(repo.path, repo.data), repo.needing_trust())
 
 
-def withdraw(root: Path) -> Approval:
-    path = repo_config_path(root)
+def withdraw(root: Path) -> bool:
+    """Withdraw the approval of the repository config of `root`; False when there was none."""
     approvals = _approvals()
-    if approvals.pop(os.path.abspath(path), None) is None:
-        return Approval(path, "", {}, changed=False)
+    if approvals.pop(os.path.abspath(repo_config_path(root)), None) is None:
+        return False
     _save_approvals(approvals)
-    return Approval(path, "", {})
+    return True

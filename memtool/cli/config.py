@@ -93,7 +93,7 @@ def trust_cmd(ctx: typer.Context) -> None:
 @app.command("untrust")
 def untrust_cmd(ctx: typer.Context) -> None:
     """Withdraw the approval of this repository's memory/config.yaml: its protected settings are ignored again."""
-    from memtool.config import withdraw
+    from memtool.config import repo_config_path, withdraw
 
-    approval = withdraw(root_path(ctx))
-    typer.echo(f"{'no longer trusted' if approval.changed else 'was not trusted'}: {approval.path}")
+    root = root_path(ctx)
+    typer.echo(f"{'no longer trusted' if withdraw(root) else 'was not trusted'}: {repo_config_path(root)}")
