@@ -274,7 +274,6 @@ _CONFIG_LINE_PREFIX = _c(r"[ \t]*(?:export[ \t]+|set[ \t]+|ENV[ \t]+|-[ \t]+)?[\
 # --- validators: (match, original text) -> span to redact, or None to reject ----------------------
 # A span to redact, optionally with its own kind (for rules that cover several token families).
 Span = tuple[int, int] | tuple[int, int, str]
-_Extract = Callable[[re.Match[str], str], "Span | None"]
 
 
 def _has_digit_and_letter(value: str) -> bool:
@@ -536,7 +535,6 @@ def _tilde(m: re.Match[str], text: str) -> Span | None:
 
 
 def _named(m: re.Match[str], text: str) -> Span | None:
-    """The kind is the name of the group that matched."""
     return m.start(), m.end(), str(m.lastgroup)
 
 
@@ -555,7 +553,7 @@ class _Rule:
     kind: str
     regex: re.Pattern[str]
     lowered: bool = False  # the regex is lower-case and runs on the lower-cased text
-    extract: _Extract | None = None  # default: the span of group 'secret', else the whole match
+    extract: Callable[[re.Match[str], str], Span | None] | None = None  # default: the span of group 'secret', else the whole match
 
 
 # The regexes longer than a line; the table below holds the others in their rows.
@@ -665,7 +663,6 @@ _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 @lru_cache(maxsize=256)
 def _compile_extra(pattern: str) -> re.Pattern[str]:
-    """Compile one user pattern once; later calls hit the cache."""
     try:
         return re.compile(pattern)
     except re.error as exc:
