@@ -358,22 +358,16 @@ def read_config(path: Path, *, follow_links: bool) -> ConfigFile:
 
 
 def parse_config(path: Path, data: bytes) -> ConfigFile:
-    """The checked settings of a config file's bytes (already read within the size cap)."""
+    """The checked settings of a config file's bytes (already read within the size cap). Its YAML
+    events are checked before anything is built: no anchors or aliases (a few hundred bytes of
+    nested aliases expand to gigabytes), no nesting beyond a list in the mapping, no key twice, one
+    document."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}). Fix or delete the file.") from None
     if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
         return ConfigFile(path, data)  # `memory init` writes it all commented out: no YAML import
-    raw, lines = _parse_yaml(path, text)
-    values = {name: checked(name, value, f"{path} line {lines[name]}") for name, value in raw.items()}
-    return ConfigFile(path, data, values, lines)
-
-
-def _parse_yaml(path: Path, text: str) -> tuple[dict[str, Any], dict[str, int]]:
-    """The mapping of a config file and the line of each key. Its events are checked before anything
-    is built: no anchors or aliases (a few hundred bytes of nested aliases expand to gigabytes), no
-    nesting beyond a list in the mapping, no key twice, one document."""
     import yaml  # only when the file sets something
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -410,14 +404,13 @@ def _parse_yaml(path: Path, text: str) -> tuple[dict[str, Any], dict[str, int]]:
                 raise refuse(event, "nested too deep: a setting is a single value or a list of strings.")
         if unknown is not None:
             raise unknown
-        data = yaml.load(text, Loader=loader)
+        mapping = yaml.load(text, Loader=loader) or {}  # its keys are the settings named in `lines`
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', None) or exc}). Fix or delete the file.") from None
-    if data is None:
-        return {}, {}
-    return {str(k): v for k, v in data.items()}, {str(k): line for k, line in lines.items()}
+    values = {name: checked(name, value, f"{path} line {lines[name]}") for name, value in mapping.items()}
+    return ConfigFile(path, data, values, lines)
 
 
 # --- the layers --------------------------------------------------------------------------------
