@@ -9,10 +9,8 @@ class MemtoolError(Exception):
 
     exit_code = 1
 
-    def __init_subclass__(cls, exit_code: int | None = None, **kw) -> None:
-        super().__init_subclass__(**kw)
-        if exit_code is not None:
-            cls.exit_code = exit_code
+    def __init_subclass__(cls, exit_code: int | None = None) -> None:
+        cls.exit_code = exit_code or cls.exit_code
 
 
 class BadInput(MemtoolError, exit_code=2):
