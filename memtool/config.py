@@ -212,9 +212,7 @@ _ACCEPTED = {bool: bool, int: int, float: (int, float), str: str, list: (list, t
 def _typed(raw: Any, kind: type) -> Any:
     """`raw` as YAML (or Python) typed it, when it is a `kind`: no bool for a number, no float for an
     int (2.9 is not truncated), no string split into a list. ValueError otherwise."""
-    if not isinstance(raw, _ACCEPTED[kind]) or (isinstance(raw, bool) and kind is not bool):
-        raise ValueError
-    if kind is list and not all(isinstance(x, str) for x in raw):
+    if not isinstance(raw, _ACCEPTED[kind]) or (isinstance(raw, bool) and kind is not bool) or (kind is list and not all(isinstance(x, str) for x in raw)):
         raise ValueError
     return kind(raw) if kind in (float, list) else raw
 

@@ -689,8 +689,7 @@ def _merge(found: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     for start, end, kind in sorted(found):
         if merged and start < merged[-1][1]:
             m_start, m_end, m_kind = merged[-1]
-            best = kind if _RANK[kind] < _RANK[m_kind] else m_kind
-            merged[-1] = (m_start, max(m_end, end), best)
+            merged[-1] = (m_start, max(m_end, end), min(m_kind, kind, key=_RANK.__getitem__))
         else:
             merged.append((start, end, kind))
     return merged
