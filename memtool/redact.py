@@ -5,7 +5,7 @@ replaced by ``[REDACTED:<kind>]``. Only the secret value is replaced: key names,
 and header names stay, so the memory still reads well (``API_KEY=[REDACTED:env_assignment]``).
 
 Design notes
-  * Each rule is a module-level regex compiled once, with ASCII semantics and bounded or
+  * Each rule is one row of _RULES, its regex compiled once with ASCII semantics and bounded or
     deterministic quantifiers, so matching is linear in the text length (no catastrophic
     backtracking on 20 MB transcripts). Every built-in regex starts with a literal, so `re` finds
     candidates with a fast substring scan (_tok); case-insensitive rules are written in lower case
