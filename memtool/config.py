@@ -220,19 +220,17 @@ def _typed(raw: Any, kind: type) -> Any:
 def _parsed(raw: str, kind: type) -> Any:
     """An environment variable's text as a `kind`; ValueError when it is not one."""
     text = raw.strip()
-    if kind is bool:
-        if text.lower() in _TRUE + _FALSE:
-            return text.lower() in _TRUE
-        raise ValueError
-    if kind is int:
-        if not re.fullmatch(r"[+-]?\d+", text):
-            raise ValueError
+    if kind is bool and text.lower() in _TRUE + _FALSE:
+        return text.lower() in _TRUE
+    if kind is int and re.fullmatch(r"[+-]?\d+", text):
         return int(text)
     if kind is float:
         return float(text)
     if kind is list:  # a JSON array: a regular expression may hold any separator
         return _typed(json.loads(text), list)
-    return raw
+    if kind is str:
+        return raw
+    raise ValueError
 
 
 def _problem(name: str, value: Any) -> str | None:
