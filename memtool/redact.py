@@ -465,8 +465,8 @@ def _assignment(m: re.Match[str], text: str) -> tuple[int, int] | None:
             return None  # token = tokenizer.encode(text), key = os.environ["K"]
         if _CODE_REF.fullmatch(value) or value.lower() in (key.lower(), key.lower().rsplit(".", 1)[-1]):
             return None  # key=settings.API_KEY, token=access_token, self.password = password
-        if _EXPRESSION_GOES_ON.match(text, end):
-            return None  # PseudoToken = Whitespace + group(...)
+        if _EXPRESSION_GOES_ON.match(text, end) and value.isidentifier() and not _has_digit_and_letter(value):
+            return None  # PseudoToken = Whitespace + group(...); not `DB_PASSWORD=Tr0ub4dor-x93kq - note`
         spaced = bool(m.group("pre") or m.group("post")) or m.group("sep") != "="
         if spaced and "." in key and value.isidentifier() and not _has_digit_and_letter(value):
             return None  # self.token = nextchar
@@ -526,9 +526,9 @@ def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
 
 
 def _tilde(m: re.Match[str], text: str) -> Span | None:
-    """Azure AD secrets begin 4 characters before their "~", OpenShift tokens 6 ("sha256")."""
+    """Azure AD secrets begin 5 characters before their "~" (`abc8Q~`), OpenShift tokens 6 ("sha256")."""
     azure = text[m.start() - 1] == "Q"
-    start = m.start() - (4 if azure else 6)
+    start = m.start() - (5 if azure else 6)
     if start > 0 and text[start - 1] in _TOKEN_CHARS:
         return None
     return start, m.end(), "azure_ad_secret" if azure else "openshift_token"

@@ -413,6 +413,9 @@ SHAPES_THAT_SURVIVED: list[tuple[str, str, str]] = [
     ("env_assignment", "token: GITHUB_TOKEN: {s}", "Zk29aXRodWJfdG9rZW5fZmFrZV92YWx1ZQ"),
     ("env_assignment", "passphrase: {s}", "correct horse battery staple"),
     ("env_assignment", "GPG_PASSPHRASE={s}", "orbit velvet lantern quarry"),
+    ("azure_ad_secret", "x {s} y", "abc8Q~AbCdEfGhIjKlMnOpQrStUvWxYz0123456"),
+    ("env_assignment", "DB_PASSWORD={s} - note", "Tr0ub4dor-x93kq"),
+    ("env_assignment", "DB_PASSWORD={s} //registry.example.com", "Tr0ub4dor-x93kq"),
 ]
 
 
