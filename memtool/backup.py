@@ -28,13 +28,14 @@ import shutil
 import stat
 import tarfile
 from dataclasses import asdict, dataclass, field
+from itertools import zip_longest
 from pathlib import Path, PurePosixPath
 from typing import IO
 
 from memtool import confine
 from memtool import constants as C
 from memtool.errors import BadInput, StorageError, UnsafePath, WouldOverwrite
-from memtool.fsutil import UMASK, atomic_write_bytes, locked, make_folder, write_all
+from memtool.fsutil import UMASK, atomic_write_bytes, locked, make_folder
 from memtool.store import Layout
 
 # -- the layout's files: what a backup holds and a restore accepts ---------------------------------------------
@@ -197,36 +198,33 @@ def _shown(name: str) -> str:
 
 
 def check_member(m: tarfile.TarInfo, root: Path, limits: Limits) -> Member:
-    """The member as restore will write it, or BadInput saying why the archive is refused."""
-    where = f"archive member {_shown(m.name)}"
-    refuse = lambda why: BadInput(f"{where}: {why}; refusing the archive, nothing was written")  # noqa: E731
-    if len(m.name) > limits.name_chars:
-        raise refuse(f"a name of {len(m.name)} characters (a memtool backup's are at most {limits.name_chars})")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in m.name):
-        raise refuse("a control character (or NUL) in the name")
+    """The member as restore will write it, or BadInput naming the first rule it breaks. The allow-list
+    (`allowed`) alone refuses every bad name; the rules before it are there to say why."""
     pure = PurePosixPath(m.name)
-    if m.name.startswith(("/", "\\")) or pure.is_absolute() or (len(m.name) > 1 and m.name[1] == ":"):
-        raise refuse("absolute path")
-    if ".." in pure.parts or "\\" in m.name:
-        raise refuse("'..' or a backslash in the path")
-    if m.issym() or m.islnk():
-        raise refuse("a link; a memtool backup holds only files and folders")
-    if m.ischr() or m.isblk() or m.isfifo():
-        raise refuse("a device or special file; a memtool backup holds only files and folders")
-    if m.issparse() or not (m.isreg() or m.isdir()):
-        raise refuse("not a plain file or folder; a memtool backup holds only those")
     name = pure.as_posix()
-    if any(part.startswith(".") for part in pure.parts) and not allowed(name, m.isdir()):
-        raise refuse("not part of a memtool backup: a hidden name (such as .git/ or .cache/) is never restored")
-    if name in ("", ".") or not allowed(name, m.isdir()):
-        raise refuse(f"not part of a memtool backup (only {_LAYOUT_TEXT} are)")
-    if m.isreg() and m.size > limits.member_bytes:
-        raise refuse(f"{m.size:,} bytes, over the {limits.member_bytes:,}-byte limit for one file")
-    if hasattr(tarfile, "data_filter"):  # Python 3.12+ / 3.11.4+: the stdlib's own checks, as a second opinion
+    rules = (  # (broken, why), in the order they are told
+        (len(m.name) > limits.name_chars, f"a name of {len(m.name)} characters (a memtool backup's are at most {limits.name_chars})"),
+        (any(ord(ch) < 32 or ord(ch) == 127 for ch in m.name), "a control character (or NUL) in the name"),
+        (m.name.startswith(("/", "\\")) or pure.is_absolute() or m.name[1:2] == ":", "absolute path"),
+        (".." in pure.parts or "\\" in m.name, "'..' or a backslash in the path"),
+        (m.issym() or m.islnk(), "a link; a memtool backup holds only files and folders"),
+        (m.ischr() or m.isblk() or m.isfifo(), "a device or special file; a memtool backup holds only files and folders"),
+        (m.issparse() or not (m.isreg() or m.isdir()), "not a plain file or folder; a memtool backup holds only those"),
+        (
+            any(part.startswith(".") for part in pure.parts) and not allowed(name, m.isdir()),
+            "not part of a memtool backup: a hidden name (such as .git/ or .cache/) is never restored",
+        ),
+        (name in ("", ".") or not allowed(name, m.isdir()), f"not part of a memtool backup (only {_LAYOUT_TEXT} are)"),
+        (m.isreg() and m.size > limits.member_bytes, f"{m.size:,} bytes, over the {limits.member_bytes:,}-byte limit for one file"),
+    )
+    why = next((why for broken, why in rules if broken), None)
+    if why is None and hasattr(tarfile, "data_filter"):  # Python 3.12+ / 3.11.4+: the stdlib's own checks, as a second opinion
         try:
             tarfile.data_filter(m, str(root))
         except tarfile.FilterError as exc:
-            raise refuse(str(exc)) from None
+            why = str(exc)
+    if why is not None:
+        raise BadInput(f"archive member {_shown(m.name)}: {why}; refusing the archive, nothing was written")
     return Member(m.name, name, m.isdir(), m.size if m.isreg() else 0)
 
 
@@ -263,9 +261,9 @@ def check_archive(fh: IO[bytes], archive: Path, root: Path, limits: Limits) -> l
 
 
 def _stage(fh: IO[bytes], archive: Path, members: list[Member], stage_fd: int) -> None:
-    """Pass two: each file's bytes streamed into the staging folder as <member number>, mode 0644,
-    never more than its checked header said. A member that differs from pass one (the archive
-    changed meanwhile) stops the restore."""
+    """Pass two: each file's bytes streamed into the staging folder as <member number>, mode 0644:
+    exactly the size its checked header said (tarfile reads no more, and raises on fewer). A member
+    that differs from pass one (the archive changed meanwhile) stops the restore."""
     changed = BadInput(f"{archive}: changed while it was being read; nothing was written")
     mode = C.RESTORE_FILE_MODE & ~UMASK
     seen = 0
@@ -277,20 +275,10 @@ def _stage(fh: IO[bytes], archive: Path, members: list[Member], stage_fd: int) -
                     raise changed
                 if m.isdir():
                     continue
-                src = tar.extractfile(m)
                 fd = os.open(str(i), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=stage_fd)
-                try:
-                    left = members[i].size
-                    while chunk := src.read(min(1 << 20, left + 1)) if src is not None else b"":
-                        left -= len(chunk)
-                        if left < 0:
-                            raise changed
-                        write_all(fd, chunk)
-                    if left:
-                        raise changed
+                with open(fd, "wb") as out:  # tarfile reads exactly the header's size, or raises ReadError
+                    shutil.copyfileobj(tar.extractfile(m), out, 1 << 20)
                     os.fchmod(fd, mode)
-                finally:
-                    os.close(fd)
             if seen != len(members):
                 raise changed
         except (tarfile.TarError, EOFError, gzip.BadGzipFile) as exc:
@@ -312,12 +300,7 @@ def _same(stage_fd: int, staged: str, target: Path, size: int) -> bool | None:
         if os.fstat(fd).st_size != size:
             return False
         with open(staged, "rb", opener=lambda p, f: os.open(p, f, dir_fd=stage_fd)) as a, os.fdopen(os.dup(fd), "rb") as b:
-            while True:
-                x, y = a.read(1 << 20), b.read(1 << 20)
-                if x != y:
-                    return False
-                if not x:
-                    return True
+            return all(x == y for x, y in zip_longest(iter(lambda: a.read(1 << 20), b""), iter(lambda: b.read(1 << 20), b"")))
     finally:
         os.close(fd)
 
