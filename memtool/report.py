@@ -44,81 +44,80 @@ ul.problems { color: #cf222e; }
 """
 
 
-def render(data: dict) -> str:
-    weeks = week_series(data["entries_per_week"])
-    span = f"{data['first_day']} to {data['last_day']}" if data["entries"] else "no entries yet"
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<title>memtool report</title>",
-        f"<style>{CSS}</style></head><body>",
-        "<h1>Memory report</h1>",
-        f'<p class="sub">{escape(data["root"])} · {data["entries"]} entries · {escape(span)}</p>',
-        _section("summary", "At a glance", _cards(data)),
-        _section("weeks", "Entries per week", _columns("weeks", weeks, "entries"), f"{len(weeks)} weeks, empty weeks included."),
-        '<div class="grid2">',
-        _section("topics", "Top topics", _rows("topics", list(data["top_topics"].items()), "entries", width=HALF)),
-        _section(
-            "importance", "Importance", _rows("importance", [(k, data["importance"].get(k, 0)) for k in C.IMPORTANCE_LEVELS], "entries", IMPORTANCE_CLASS, HALF)
-        ),
-        "</div>",
-        _section(
-            "compression",
-            "Compression ratio",
-            _columns("compression", list(data["compression_ratio_histogram"].items()), "entries"),
-            f"Mean {data['mean_compression_ratio']}:1, median {data['median_compression_ratio']}:1, "
-            f"range {data['compression_ratio_range'][0]}:1 to {data['compression_ratio_range'][1]}:1.",
-        ),
-        _section("entities", "Entities", _entity_charts(data)),
-    ]
-    if data["problems"]:
-        items = "".join(f"<li>{escape(p)}</li>" for p in data["problems"])
-        parts.append(
-            _section(
-                "problems",
-                "Problems",
-                f'<ul class="problems">{items}</ul>',
-                "Files that could not be read were left out. `memory doctor` explains and repairs.",
-            )
-        )
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>memtool report</title>
+<style>{css}</style></head><body>
+<h1>Memory report</h1>
+<p class="sub">{root} · {entries} entries · {span}</p>
+<section id="summary"><h2>At a glance</h2>{cards}</section>
+<section id="weeks"><h2>Entries per week</h2>{weeks}<p class="note">{week_count} weeks, empty weeks included.</p></section>
+<div class="grid2">
+<section id="topics"><h2>Top topics</h2>{topics}</section>
+<section id="importance"><h2>Importance</h2>{importance}</section>
+</div>
+<section id="compression"><h2>Compression ratio</h2>{ratios}\
+<p class="note">Mean {mean}:1, median {median}:1, range {low}:1 to {high}:1.</p></section>
+<section id="entities"><h2>Entities</h2><h3>Distinct names per kind</h3>{kinds}\
+<div class="grid2"><div><h3>People</h3>{people}</div><div><h3>Systems</h3>{systems}</div></div>\
+<p class="note">Browse them as pages with `memory entities --pages` (memory/areas/).</p></section>
+{problems}</body></html>
+"""
+PROBLEMS = """<section id="problems"><h2>Problems</h2><ul class="problems">{}</ul>\
+<p class="note">Files that could not be read were left out. `memory doctor` explains and repairs.</p></section>
+"""
+CARDS = (  # (key in collect(), caption, the value as shown)
+    ("entries", "entries", str),
+    ("days_with_entries", "days with entries", str),
+    ("daily_logs", "daily logs", str),
+    ("transcripts", "transcripts kept", str),
+    ("pending_embeddings", "pending embeddings", str),
+    ("pending_compression", "pending compression", str),
+    ("mean_compression_ratio", "mean compression", "{}:1".format),
+    ("tokens_original", "tokens in transcripts", "{:,}".format),
+    ("tokens_compressed", "tokens in entries", "{:,}".format),
+    ("store_bytes", "store size", human_bytes),
+    ("cache_bytes", "derived cache", human_bytes),
+    ("embedder", "embedder", str),
+)
+VALUE_STYLE = {"embedder": ' style="font-size:14px"'}  # a model's name is long: smaller type
 
 
-def _section(key: str, title: str, body: str, note: str = "") -> str:
-    tail = f'<p class="note">{escape(note)}</p>' if note else ""
-    return f'<section id="{key}"><h2>{escape(title)}</h2>{body}{tail}</section>'
+def render(d: dict) -> str:
+    """The page: numbers as they are, every label (from transcripts, so anything) escaped."""
+    weeks = week_series(d["entries_per_week"])
+    problems = "".join(f"<li>{escape(p)}</li>" for p in d["problems"])
+    return PAGE.format(
+        css=CSS,
+        root=escape(d["root"]),
+        entries=d["entries"],
+        span=escape(f"{d['first_day']} to {d['last_day']}" if d["entries"] else "no entries yet"),
+        cards=_cards(d),
+        weeks=_columns("weeks", weeks, "entries"),
+        week_count=len(weeks),
+        topics=_rows("topics", list(d["top_topics"].items()), "entries", width=HALF),
+        importance=_rows("importance", [(k, d["importance"].get(k, 0)) for k in C.IMPORTANCE_LEVELS], "entries", IMPORTANCE_CLASS, HALF),
+        ratios=_columns("compression", list(d["compression_ratio_histogram"].items()), "entries"),
+        mean=d["mean_compression_ratio"],
+        median=d["median_compression_ratio"],
+        low=d["compression_ratio_range"][0],
+        high=d["compression_ratio_range"][1],
+        kinds=_rows("entity-kinds", [(k, d["entities"].get(k, 0)) for k in C.ENTITY_KINDS], "distinct names"),
+        people=_rows("people", list(d["top_people"].items()), "entries", width=HALF),
+        systems=_rows("systems", list(d["top_systems"].items()), "entries", width=HALF),
+        problems=PROBLEMS.format(problems) if problems else "",
+    )
 
 
 def _cards(d: dict) -> str:
-    cards = [  # (key in collect(), its value, as shown, caption)
-        ("entries", d["entries"], str(d["entries"]), "entries"),
-        ("days_with_entries", d["days_with_entries"], str(d["days_with_entries"]), "days with entries"),
-        ("daily_logs", d["daily_logs"], str(d["daily_logs"]), "daily logs"),
-        ("transcripts", d["transcripts"], str(d["transcripts"]), "transcripts kept"),
-        ("pending_embeddings", d["pending_embeddings"], str(d["pending_embeddings"]), "pending embeddings"),
-        ("pending_compression", d["pending_compression"], str(d["pending_compression"]), "pending compression"),
-        ("mean_compression_ratio", d["mean_compression_ratio"], f"{d['mean_compression_ratio']}:1", "mean compression"),
-        ("tokens_original", d["tokens_original"], f"{d['tokens_original']:,}", "tokens in transcripts"),
-        ("tokens_compressed", d["tokens_compressed"], f"{d['tokens_compressed']:,}", "tokens in entries"),
-        ("store_bytes", d["store_bytes"], human_bytes(d["store_bytes"]), "store size"),
-        ("cache_bytes", d["cache_bytes"], human_bytes(d["cache_bytes"]), "derived cache"),
-    ]
-    out = [
-        f'<div class="card" data-key="{k}" data-value="{v}"><div class="v">{escape(shown)}</div><div class="k">{caption}</div></div>'
-        for k, v, shown, caption in cards
-    ]
-    out.append(
-        f'<div class="card" data-key="embedder" data-value="{escape(d["embedder"])}"><div class="v" style="font-size:14px">'
-        f'{escape(d["embedder"])}</div><div class="k">embedder</div></div>'
+    cards = (
+        f'<div class="card" data-key="{k}" data-value="{escape(str(d[k]))}"><div class="v"{VALUE_STYLE.get(k, "")}>'
+        f'{escape(shown(d[k]))}</div><div class="k">{caption}</div></div>'
+        for k, caption, shown in CARDS
     )
-    return f'<div class="cards">{"".join(out)}</div>'
-
-
-def _empty(what: str) -> str:
-    return f'<p class="empty">No {escape(what)} yet.</p>'
+    return f'<div class="cards">{"".join(cards)}</div>'
 
 
 def _short(label: str) -> str:
@@ -136,7 +135,7 @@ def _bar(x: float, y: float, w: float, h: float, label: str, value: int, unit: s
 def _columns(key: str, series: list[tuple[str, int]], unit: str) -> str:
     """Vertical bars, one per (label, value), labels under every k-th bar so they never overlap."""
     if not series:
-        return _empty(unit)
+        return f'<p class="empty">No {escape(unit)} yet.</p>'
     height, top, bottom, left, right = 180, 18, 28, 36, 30
     plot_h, plot_w = height - top - bottom, WIDTH - left - right
     peak = max(v for _, v in series) or 1
@@ -163,7 +162,7 @@ def _columns(key: str, series: list[tuple[str, int]], unit: str) -> str:
 def _rows(key: str, items: list[tuple[str, int]], unit: str, classes: dict[str, str] | None = None, width: int = WIDTH) -> str:
     """Horizontal bars with the label on the left and the value at the bar's end."""
     if not items:
-        return _empty(key)
+        return f'<p class="empty">No {escape(key)} yet.</p>'
     label_w, right = (200 if width == WIDTH else 150), 40
     height = BAR_ROW * len(items) + 8
     peak = max(v for _, v in items) or 1
@@ -177,17 +176,6 @@ def _rows(key: str, items: list[tuple[str, int]], unit: str, classes: dict[str, 
         out.append(f'<text class="tick" x="{label_w + w + 6:.1f}" y="{y + 16}">{value}</text>')
     out.append("</svg>")
     return "".join(out)
-
-
-def _entity_charts(d: dict) -> str:
-    counts = _rows("entity-kinds", [(k, d["entities"].get(k, 0)) for k in C.ENTITY_KINDS], "distinct names")
-    people = _rows("people", list(d["top_people"].items()), "entries", width=HALF)
-    systems = _rows("systems", list(d["top_systems"].items()), "entries", width=HALF)
-    return (
-        f"<h3>Distinct names per kind</h3>{counts}"
-        f'<div class="grid2"><div><h3>People</h3>{people}</div><div><h3>Systems</h3>{systems}</div></div>'
-        '<p class="note">Browse them as pages with `memory entities --pages` (memory/areas/).</p>'
-    )
 
 
 def write_report(mem: Memory, path: Path | None = None) -> tuple[Path, dict]:
