@@ -187,7 +187,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class Member:
-    raw: str  # the name as the archive spells it
+    info: tarfile.TarInfo  # its header, as checked: what pass two extracts
     name: str  # the checked name, relative to the root
     is_dir: bool
     size: int
@@ -225,7 +225,7 @@ def check_member(m: tarfile.TarInfo, root: Path, limits: Limits) -> Member:
             why = str(exc)
     if why is not None:
         raise BadInput(f"archive member {_shown(m.name)}: {why}; refusing the archive, nothing was written")
-    return Member(m.name, name, m.isdir(), m.size if m.isreg() else 0)
+    return Member(m, name, m.isdir(), m.size if m.isreg() else 0)
 
 
 def _open_tar(fh: IO[bytes], archive: Path) -> tarfile.TarFile:
@@ -235,54 +235,45 @@ def _open_tar(fh: IO[bytes], archive: Path) -> tarfile.TarFile:
         raise BadInput(f"{archive}: not a .tar.gz archive ({exc})") from None
 
 
-def check_archive(fh: IO[bytes], archive: Path, root: Path, limits: Limits) -> list[Member]:
+def check_archive(tar: tarfile.TarFile, archive: Path, root: Path, limits: Limits) -> list[Member]:
     """Pass one: every member's header checked (name, type, place, size, count), no file's bytes kept."""
     out: list[Member] = []
     names: set[str] = set()
     total = 0
-    with _open_tar(fh, archive) as tar:
-        try:
-            for m in tar:
-                member = check_member(m, root, limits)
-                if member.name in names:
-                    raise BadInput(f"archive member {_shown(m.name)}: appears twice; refusing the archive, nothing was written")
-                total += member.size
-                if total > limits.total_bytes:
-                    raise BadInput(f"{archive}: its files hold more than the {limits.total_bytes:,}-byte limit for a restore; nothing was written")
-                if len(out) >= limits.members:
-                    raise BadInput(f"{archive}: more than {limits.members:,} members; nothing was written")
-                names.add(member.name)
-                out.append(member)
-        except (tarfile.TarError, EOFError, gzip.BadGzipFile, OSError) as exc:
-            raise BadInput(f"{archive}: damaged archive ({exc}); nothing was written") from None
+    try:
+        for m in tar:
+            member = check_member(m, root, limits)
+            if member.name in names:
+                raise BadInput(f"archive member {_shown(m.name)}: appears twice; refusing the archive, nothing was written")
+            total += member.size
+            if total > limits.total_bytes:
+                raise BadInput(f"{archive}: its files hold more than the {limits.total_bytes:,}-byte limit for a restore; nothing was written")
+            if len(out) >= limits.members:
+                raise BadInput(f"{archive}: more than {limits.members:,} members; nothing was written")
+            names.add(member.name)
+            out.append(member)
+    except (tarfile.TarError, EOFError, gzip.BadGzipFile, OSError) as exc:
+        raise BadInput(f"{archive}: damaged archive ({exc}); nothing was written") from None
     if not any(n == C.MEMORY_DIR or n.startswith(C.MEMORY_DIR + "/") for n in names):
         raise BadInput(f"{archive}: no {C.MEMORY_DIR}/ folder inside; not a memtool backup")
     return out
 
 
-def _stage(fh: IO[bytes], archive: Path, members: list[Member], stage_fd: int) -> None:
-    """Pass two: each file's bytes streamed into the staging folder as <member number>, mode 0644:
-    exactly the size its checked header said (tarfile reads no more, and raises on fewer). A member
-    that differs from pass one (the archive changed meanwhile) stops the restore."""
-    changed = BadInput(f"{archive}: changed while it was being read; nothing was written")
+def _stage(tar: tarfile.TarFile, archive: Path, members: list[Member], stage_fd: int) -> None:
+    """Pass two: each file's bytes streamed into the staging folder as <member number>, mode 0644.
+    Pass one's headers, from the same open archive, are what is extracted: each file has the checked
+    name, type and size (tarfile reads exactly the header's size, and raises on fewer bytes)."""
     mode = C.RESTORE_FILE_MODE & ~UMASK
-    seen = 0
-    with _open_tar(fh, archive) as tar:
-        try:
-            for i, m in enumerate(tar):
-                seen = i + 1
-                if i >= len(members) or (m.name, m.isdir(), m.size if m.isreg() else 0) != (members[i].raw, members[i].is_dir, members[i].size):
-                    raise changed
-                if m.isdir():
-                    continue
-                fd = os.open(str(i), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=stage_fd)
-                with open(fd, "wb") as out:  # tarfile reads exactly the header's size, or raises ReadError
-                    shutil.copyfileobj(tar.extractfile(m), out, 1 << 20)
-                    os.fchmod(fd, mode)
-            if seen != len(members):
-                raise changed
-        except (tarfile.TarError, EOFError, gzip.BadGzipFile) as exc:
-            raise BadInput(f"{archive}: damaged archive ({exc}); nothing was written") from None
+    try:
+        for i, m in enumerate(members):
+            if m.is_dir:
+                continue
+            fd = os.open(str(i), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=stage_fd)
+            with open(fd, "wb") as out:
+                shutil.copyfileobj(tar.extractfile(m.info), out, 1 << 20)
+                os.fchmod(fd, mode)
+    except (tarfile.TarError, EOFError, gzip.BadGzipFile) as exc:
+        raise BadInput(f"{archive}: damaged archive ({exc}); nothing was written") from None
 
 
 def _same(stage_fd: int, staged: str, target: Path, size: int) -> bool | None:
@@ -324,8 +315,8 @@ def restore(layout: Layout, archive: Path, force: bool = False, limits: Limits =
         raise BadInput(f"{archive}: no such file") from None
     except OSError as exc:
         raise BadInput(f"{archive}: cannot read it ({exc.strerror})") from None
-    with fh:
-        members = check_archive(fh, archive, layout.root, limits)
+    with fh, _open_tar(fh, archive) as tar:
+        members = check_archive(tar, archive, layout.root, limits)
         report = RestoreReport()
         make_folder(layout.memory_dir)  # restoring into a new root, which may not exist yet: a lock makes no tree
         with locked(layout.lock_file):
@@ -336,8 +327,7 @@ def restore(layout: Layout, archive: Path, force: bool = False, limits: Limits =
             except OSError as exc:
                 raise StorageError(f"cannot make the staging folder {stage_path}: {exc.strerror}") from None
             try:
-                fh.seek(0)
-                _stage(fh, archive, members, stage_fd)
+                _stage(tar, archive, members, stage_fd)
                 _put_in_place(layout, members, stage_fd, force, report)
             except OSError as exc:
                 raise StorageError(f"restore stopped: {exc.strerror or exc} ({exc.filename or stage_path})") from None
