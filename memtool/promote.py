@@ -38,10 +38,6 @@ class Promotion:
     entry_id: str = ""
 
 
-def looks_like_id(target: str) -> bool:
-    return bool(ENTRY_ID_RE.match(target.strip()))
-
-
 def _shorten(text: str, limit: int = C.PROMOTE_MAX_CHARS) -> str:
     """One line of at most `limit` characters, cut at a sentence end or a word boundary."""
     text = " ".join(text.split()).removeprefix("- ")
@@ -199,6 +195,6 @@ def promote_text(mem: Memory, text: str, section: str | None = None, today: date
 
 def promote(mem: Memory, target: str, section: str | None = None) -> Promotion:
     """An entry id promotes that entry; anything else is promoted as text."""
-    if looks_like_id(target):
+    if ENTRY_ID_RE.match(target.strip()):
         return promote_entry(mem, target, section)
     return promote_text(mem, target, section)

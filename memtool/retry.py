@@ -155,12 +155,11 @@ def _complete(
             continue
         try:
             out = compressor.compress(text)
-        except BadModelOutput as exc:  # about this transcript only: go on with the others
+        except ProviderError as exc:
             report.pending[entry.id] = Failure(str(exc), exc.exit_code)
-            continue
-        except ProviderError as exc:  # quota, timeout, server down: the others would fail the same way
-            report.pending[entry.id] = Failure(str(exc), exc.exit_code)
-            halt = Failure(f"not tried: {exc}", exc.exit_code)
+            if isinstance(exc, BadModelOutput):  # about this transcript only: go on with the others
+                continue
+            halt = Failure(f"not tried: {exc}", exc.exit_code)  # quota, timeout, server down: the others would fail the same way
             report.pending.update({e.id: halt for e in batch[n + 1 :]})
             break
         done.append((entry, completed(entry, out, compressor.model, text)))
