@@ -71,13 +71,13 @@ def add_tombstones(root: Path, ids: list[str]) -> Path:
 
 
 def bury(layout, provider: str) -> list[str]:
-    """Remove what a merge brought back of tombstoned entries: the entries (live or archived, found in
-    the day files their ids name) through `memory forget`, and stray transcript or embedding files.
-    Returns the ids removed. Takes the root's lock (not to be held by the caller)."""
+    """Remove what a merge brought back of tombstoned entries, through `memory forget`: the entries
+    (live or archived, found in the day files their ids name) and stray transcript or embedding
+    files (forget removes those of an id no day file holds). Returns the ids removed. Takes the
+    root's lock (not to be held by the caller)."""
     from memtool.archive import archive_layouts
     from memtool.dayfile import id_day
     from memtool.forget import forget
-    from memtool.store import Store
 
     dead = read_tombstones(layout.root)
     if not dead:
@@ -88,12 +88,8 @@ def bury(layout, provider: str) -> list[str]:
     def text(path) -> str:
         return confine.read_text(path, errors="replace") if confine.is_regular(path) else ""
 
-    stored = [i for i in dead if (day := id_day(i)) and any(f'"{i}"' in text(home.day_file(day)) for home in homes)]
-    if stored:
-        forget(layout, stored, provider)
-    strays = [p for i in dead for home in homes for p in (home.embedding_file(i), home.transcript_file(i)) if p.is_file()]
-    if strays:
-        with Store(layout).lock():
-            for path in strays:
-                path.unlink(missing_ok=True)
-    return sorted({*stored, *(p.stem for p in strays)})
+    stored = {i for i in dead if (day := id_day(i)) and any(f'"{i}"' in text(home.day_file(day)) for home in homes)}
+    strays = {i for i in dead for home in homes if home.embedding_file(i).is_file() or home.transcript_file(i).is_file()}
+    if stored or strays:
+        forget(layout, sorted(stored | strays), provider)
+    return sorted(stored | strays)

@@ -285,3 +285,22 @@ def test_cli_forget_leaves_a_tombstone_and_says_git_history_keeps_the_bytes(mem,
     [tomb] = [json.loads(line) for line in (root / "memory/index/tombstones.jsonl").read_text().splitlines()]
     assert tomb["id"] == three[1] and tomb["time"] and tomb["who"]
     assert holding(root, SECRET) == []  # the tombstone names the id, never the text
+
+
+def test_bury_removes_what_a_merge_brought_back_of_a_forgotten_entry(mem, root, three):
+    """A merge with an older copy brings back a forgotten entry (its day file line and files) or only
+    the files of another (transcript, vector): bury() (the next sync) removes both and names them."""
+    from memtool.tombstones import bury
+
+    back, stray = three[1], three[2]
+    entry = mem.get(back)
+    saved = {p: p.read_bytes() for i in (back, stray) for p in (mem.layout.transcript_file(i), mem.layout.embedding_file(i))}
+    forget(mem.layout, [back, stray], "local")
+    assert bury(mem.layout, "local") == []  # nothing came back yet
+    day = mem.layout.day_file(entry.day)
+    atomic_write_text(day, day_document(entry.day, [*read_day(day), entry]))  # the merge
+    for path, data in saved.items():
+        path.write_bytes(data)
+    assert bury(mem.layout, "local") == sorted([back, stray])
+    assert not any(p.exists() for p in saved) and [e.id for e in read_day(day)] == [three[0]]
+    assert bury(mem.layout, "local") == []
