@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from importlib import resources
 from pathlib import Path
@@ -34,10 +35,7 @@ def config_text() -> str:
     ]
     for name, default, help_ in Settings.describe():
         lines.append(f"# {help_}{f' [{protection(name)}]' if protection(name) else ''}")
-        value = (
-            "[]" if default == [] else ("true" if default is True else "false" if default is False else repr(default) if isinstance(default, str) else default)
-        )
-        lines.append(f"# {name}: {value}")
+        lines.append(f"# {name}: {repr(default) if isinstance(default, str) else json.dumps(default)}")  # YAML: true, [], 0.5
     return "\n".join(lines) + "\n"
 
 
