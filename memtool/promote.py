@@ -71,48 +71,40 @@ class _Section:
     end: int  # index one past the last line of the section
 
 
-def _fenced(lines: list[str]) -> list[bool]:
-    """For each line: is it part of a fenced code block (fence lines included)?"""
-    out: list[bool] = []
+def _outline(lines: list[str]) -> tuple[list[_Section], list[tuple[int, str]]]:
+    """The `## ` sections (each ends where the next heading of level 1 or 2 starts) and the bullets
+    (line index, text), outside fenced code blocks."""
+    heads: list[int] = []
+    bullets: list[tuple[int, str]] = []
     fence = ""
-    for raw in lines:
+    for i, raw in enumerate(lines):
         line = _body(raw)
         m = FENCE_RE.match(line)
-        inside = bool(fence)  # a closing fence line is inside too
-        if m and not fence:
-            fence, inside = m.group(1), True
-        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)) :].strip():
-            fence = ""
-        out.append(inside)
-    return out
+        if fence:  # a closing fence: the same character, at least as long, nothing after it
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)) :].strip():
+                fence = ""
+        elif m:
+            fence = m.group(1)
+        elif (h := ANY_HEADING_RE.match(line)) and len(h.group(1)) <= 2:
+            heads.append(i)
+        elif b := BULLET_RE.match(line):
+            bullets.append((i, b.group(1)))
+    ends = [*heads[1:], len(lines)]
+    return [_Section(m.group(1).strip(), start, end) for start, end in zip(heads, ends) if (m := H2_RE.match(_body(lines[start])))], bullets
 
 
-def _sections(lines: list[str]) -> list[_Section]:
-    """The `## ` sections; each ends where the next heading of level 1 or 2 starts."""
-    heads = [i for i, (raw, fenced) in enumerate(zip(lines, _fenced(lines))) if not fenced and (h := ANY_HEADING_RE.match(_body(raw))) and len(h.group(1)) <= 2]
-    out: list[_Section] = []
-    for start, end in zip(heads, [*heads[1:], len(lines)]):
-        m = H2_RE.match(_body(lines[start]))
-        if m:
-            out.append(_Section(m.group(1).strip(), start, end))
-    return out
-
-
-def _find_existing(lines: list[str], sections: list[_Section], insight: str, section: str) -> str | None:
+def _find_existing(lines: list[str], insight: str, section: str) -> str | None:
     """The name of the section holding a bullet with this insight (`section` when it is outside any); None if absent."""
-    want = _norm(insight)
-    for i, (raw, fenced) in enumerate(zip(lines, _fenced(lines))):
-        m = None if fenced else BULLET_RE.match(_body(raw))
-        if m and _norm(m.group(1)) == want:
-            return next((s.name for s in sections if s.start < i < s.end), section)
-    return None
+    sections, bullets = _outline(lines)
+    at = next((i for i, text in bullets if _norm(text) == _norm(insight)), None)
+    return None if at is None else next((s.name for s in sections if s.start < at < s.end), section)
 
 
 def insert_bullet(text: str, section: str, bullet: str) -> str:
     """`text` with `bullet` appended at the end of `## section` (created at the end if missing)."""
     lines = _lines(text)
     eol = "\r\n" if text.count("\r\n") * 2 > text.count("\n") else "\n"
-    target = next((s for s in _sections(lines) if s.name.casefold() == section.casefold()), None)
+    target = next((s for s in _outline(lines)[0] if s.name.casefold() == section.casefold()), None)
     if target is None:
         if lines and not lines[-1].endswith("\n"):
             lines[-1] += eol
@@ -151,13 +143,12 @@ def _write(mem: Memory, insight: str, provenance: str, section: str, entry: Entr
         except UnicodeDecodeError as exc:
             raise BadInput(f"{path}: not UTF-8 (byte {exc.start}); fix the file before promoting into it") from None
         lines = _lines(text)
-        sections = _sections(lines)
-        found, entry_id = _find_existing(lines, sections, insight, section), entry.id if entry else ""
+        found, entry_id = _find_existing(lines, insight, section), entry.id if entry else ""
         if found is not None:
             result = Promotion(found, f"- {insight}", False, path, entry_id)
         else:
             bullet = f"- {insight} ({provenance})"
-            match = next((s.name for s in sections if s.name.casefold() == section.casefold()), section)
+            match = next((s.name for s in _outline(lines)[0] if s.name.casefold() == section.casefold()), section)
             atomic_write_bytes(path, insert_bullet(text, match, bullet).encode("utf-8"))
             result = Promotion(match, bullet, True, path, entry_id)
         if entry is not None and entry.promoted_to != f"{C.MEMORY_MD}#{result.section}":
