@@ -47,8 +47,6 @@ class ArchiveLayout(Layout):
 
     def markdown_files(self) -> list[Path]:
         """Only the archived daily logs: Layer 3 files are never archived."""
-        if not self.memory_dir.is_dir():
-            return []
         return sorted(p for p in self.memory_dir.glob("*.md") if DAY_RE.match(p.stem))
 
 
@@ -124,7 +122,7 @@ class Archiver:
     # -- what moves ----------------------------------------------------------------------------------
     def old_logs(self) -> list[Path]:
         days = self.settings.log_retention_days
-        if days <= 0 or not self.layout.memory_dir.is_dir():
+        if days <= 0:
             return []
         cutoff = (self.now - timedelta(days=days)).date().isoformat()
         return sorted(p for p in self.layout.memory_dir.glob("*.md") if DAY_RE.match(p.stem) and p.stem < cutoff)
