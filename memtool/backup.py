@@ -287,13 +287,11 @@ def _same(stage_fd: int, staged: str, target: Path, size: int) -> bool | None:
         return None
     except UnsafePath as exc:
         raise WouldOverwrite(f"{exc}; move it away first. Nothing was written.") from None
-    try:
+    with os.fdopen(fd, "rb") as b:
         if os.fstat(fd).st_size != size:
             return False
-        with open(staged, "rb", opener=lambda p, f: os.open(p, f, dir_fd=stage_fd)) as a, os.fdopen(os.dup(fd), "rb") as b:
+        with open(staged, "rb", opener=lambda p, f: os.open(p, f, dir_fd=stage_fd)) as a:
             return all(x == y for x, y in zip_longest(iter(lambda: a.read(1 << 20), b""), iter(lambda: b.read(1 << 20), b"")))
-    finally:
-        os.close(fd)
 
 
 def _move(src_dir: int, src: str, root: Path, dest: str) -> None:
