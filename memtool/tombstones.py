@@ -59,15 +59,13 @@ def who(root: Path) -> str:
         return "unknown"
 
 
-def add_tombstones(root: Path, ids: list[str]) -> Path:
+def add_tombstones(root: Path, ids: list[str]) -> None:
     """Append a tombstone for each id not already buried. Caller holds the root's lock."""
     have = read_tombstones(root)
     name, when = who(root), iso(utcnow())
     lines = "".join(json.dumps({"id": i, "time": when, "who": name}, ensure_ascii=False) + "\n" for i in ids if i not in have)
-    path = tombstones_file(root)
     if lines:
-        append_text(path, lines.rstrip("\n"))
-    return path
+        append_text(tombstones_file(root), lines.rstrip("\n"))
 
 
 def bury(layout, provider: str) -> list[str]:
