@@ -29,7 +29,7 @@ from memtool.errors import BadInput, NotFound, UnsafePath
 from memtool.fsutil import atomic_write_text
 from memtool.models import ID_RE, Entry, iso, utcnow
 from memtool.session_vectors import chunk_key
-from memtool.store import Layout, Store, locate
+from memtool.store import Found, Layout, Store, locate
 from memtool.tombstones import add_tombstones
 
 JOURNAL_FILE = "forget-journal.json"  # memory/.cache/: what an unfinished forget still has to remove
@@ -92,7 +92,7 @@ def finish_interrupted(layout: Layout, provider: str) -> ForgetReport | None:
 def _drop_journal_temps(layout: Layout) -> None:
     """Temp files of a journal whose write was cut off (they name ids). Caller holds the lock."""
     folder = journal_file(layout).parent
-    for tmp in folder.glob(f".{JOURNAL_FILE}.*.tmp") if folder.is_dir() else []:
+    for tmp in folder.glob(f".{JOURNAL_FILE}.*.tmp"):
         tmp.unlink(missing_ok=True)
 
 
@@ -114,17 +114,7 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
     gone = set(every)
     pages = _pages_naming(layout, gone)
     page_entries = _entries_for_pages(store, gone) if pages else None
-    report.entries = [
-        {
-            "id": i,
-            "timestamp": fs[0].entry.timestamp,
-            "summary": fs[0].entry.summary,
-            "trusted": fs[0].entry.trusted,
-            "archived": all(f.home is not layout for f in fs),
-        }
-        for i, fs in found.items()
-        if fs
-    ]
+    report.entries = [_described(layout, fs) for fs in found.values() if fs]
     report.completed = [i for i in every if not found[i]]
     report.removed = [_rel(layout, p) for p in files]
     report.rewritten = [_rel(layout, p) for p in day_files] + [_rel(layout, layout.index_file)] * listed
@@ -192,6 +182,11 @@ def _entries_for_pages(store: Store, gone: set[str]) -> list[Entry] | None:
     errors: list[str] = []
     entries = [e for e in store.iter_entries(errors) if e.id not in gone]
     return None if errors else entries
+
+
+def _described(layout: Layout, places: list[Found]) -> dict:
+    e = places[0].entry
+    return {"id": e.id, "timestamp": e.timestamp, "summary": e.summary, "trusted": e.trusted, "archived": all(f.home is not layout for f in places)}
 
 
 def _rel(layout: Layout, path: Path) -> str:
