@@ -48,21 +48,7 @@ from memtool.dayfile import read_day
 from memtool.errors import DimensionMismatch, ProviderError, StorageError, StoreCorrupt
 from memtool.fsutil import locked
 from memtool.models import Entry
-from memtool.search.store import (
-    DEFERRED,
-    STORE_VERSION,
-    WRITE_WAIT_S,
-    Known,
-    SearchIndex,
-    _apply,
-    _archive_reader,
-    _meta,
-    connect,
-    entry_vector_key,
-    file_sig,
-    store_path,
-    vector_gap,
-)
+from memtool.search.store import DEFERRED, STORE_VERSION, WRITE_WAIT_S, SearchIndex, connect, entry_vector_key, read_meta, reread, store_path, vector_gap
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store
 
@@ -103,7 +89,7 @@ def index_deferred(layout: Layout, embedder, size: int, errors: list[str]) -> tu
     with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
         conn.execute("BEGIN IMMEDIATE")
         with conn:
-            meta = _meta(conn)
+            meta = read_meta(conn)
             if meta.get("version") != STORE_VERSION or meta.get("model") != embedder.model or meta.get("words_missing", "0") == "0":
                 return 0, 0
             held = dict(conn.execute("SELECT source, count(*) FROM entries WHERE archived = 0 GROUP BY source").fetchall())
@@ -116,11 +102,8 @@ def index_deferred(layout: Layout, embedder, size: int, errors: list[str]) -> tu
                 size -= held.get(k, 1)
                 if size <= 0:
                     break
-            now = {k: (file_sig(layout.root / k), False) for k in part}
-            changed = [k for k in part if now[k][0] != "-"]
-            gone = [k for k in part if now[k][0] == "-"]
-            _apply(conn, layout, embedder, None, errors, Known(), meta.get("transcripts_dir", ""), now, False, changed, gone, None)
-            left = int(_meta(conn).get("words_missing", "0"))
+            reread(conn, layout, embedder, part, errors)
+            left = int(read_meta(conn).get("words_missing", "0"))
     return sum(held.get(k, 0) for k in part), left
 
 
@@ -144,7 +127,7 @@ def fill_vectors(
     if not path.is_file() or hasattr(embedder, "reason"):  # no store yet, or an embedder this machine cannot run
         return report
     with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
-        if _meta(conn).get("model") != embedder.model:
+        if read_meta(conn).get("model") != embedder.model:
             return report  # built for another model: the next refresh rebuilds it
         report.left, _ = vector_gap(conn)
         total = report.left
@@ -182,6 +165,8 @@ def _missing(conn: sqlite3.Connection, size: int, from_end: bool, entries_only: 
 def _entries(layout: Layout, rows: list[tuple]) -> Iterator[tuple[Layout, list[Entry]]]:
     """The entries of these entry documents, as their day files hold them now (one whose content
     changed since is left to the next change set), with the layout their files are under."""
+    from memtool.archive import LiveAndArchive
+
     for source in dict.fromkeys(r[3] for r in rows if r[1] == "entry"):
         wanted = {r[2]: r[5] for r in rows if r[1] == "entry" and r[3] == source}
         try:
@@ -190,7 +175,7 @@ def _entries(layout: Layout, rows: list[tuple]) -> Iterator[tuple[Layout, list[E
             continue  # changed or damaged since: the next change set reads it again
         archived = (layout.root / source).parent.parent.parent == layout.archive_dir  # memory/archive/YYYY/index/
         if entries:
-            yield (_archive_reader(layout) if archived else layout), entries
+            yield (LiveAndArchive(layout.root) if archived else layout), entries
 
 
 def _from_files(layout: Layout, embedder, rows: list[tuple]) -> dict[str, np.ndarray]:
@@ -234,7 +219,7 @@ def _commit(conn: sqlite3.Connection, model: str, vectors: dict[str, np.ndarray]
     that has none. Returns the documents given a vector, or None when the store is of another model now."""
     conn.execute("BEGIN IMMEDIATE")
     with conn:
-        if _meta(conn).get("model") != model:
+        if read_meta(conn).get("model") != model:
             return None
         conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", [(model, k, v.astype("<f2").tobytes()) for k, v in vectors.items()])
         done = conn.execute(
@@ -242,7 +227,7 @@ def _commit(conn: sqlite3.Connection, model: str, vectors: dict[str, np.ndarray]
             "WHERE d.vkey IN (SELECT value FROM json_each(?)) AND d.id NOT IN (SELECT id FROM docvecs)",
             (model, json.dumps(list(vectors))),
         ).rowcount
-        left = max(int(_meta(conn).get("vectors_missing", "0")) - done, 0)
+        left = max(int(read_meta(conn).get("vectors_missing", "0")) - done, 0)
         # a new generation: an open search view reads the columns (and its vector matrix) again
         conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [("vectors_missing", str(left)), ("generation", uuid.uuid4().hex)])
     return done
@@ -338,7 +323,7 @@ def fill_later(layout: Layout, embedder, allowed: bool) -> bool:
     if not allowed or not path.is_file():
         return False
     with closing(connect(path)) as conn:
-        meta = _meta(conn)
+        meta = read_meta(conn)
     vectors = meta.get("vectors_missing", "0") != "0" and not hasattr(embedder, "reason")
     return (vectors or meta.get("words_missing", "0") != "0") and start_fill(layout)
 

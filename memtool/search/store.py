@@ -284,7 +284,7 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
         try:
             with closing(connect(path)) as conn:
                 rows = conn.execute("SELECT id, transcript FROM entries WHERE archived = 0 AND transcript NOT IN ('-', ?)", (DEFERRED,)).fetchall()
-                meta = _meta(conn)
+                meta = read_meta(conn)
             recorded = {eid: int(sig.partition(":")[0]) for eid, sig in rows}
             folder_then = meta.get("transcripts_dir", "") if meta.get("words_missing", "0") == "0" else ""  # deferred ones: stat-ed
         except (sqlite3.Error, ValueError):
@@ -301,7 +301,7 @@ def transcript_sizes(layout: Layout) -> dict[str, int]:
     return out
 
 
-def _meta(conn: sqlite3.Connection) -> dict[str, str]:
+def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
     try:
         return dict(conn.execute("SELECT key, value FROM meta").fetchall())
     except sqlite3.OperationalError:  # no tables yet
@@ -338,7 +338,7 @@ class SearchIndex:
             yield self
 
     def _load(self) -> None:
-        meta = _meta(self.conn)
+        meta = read_meta(self.conn)
         if meta.get("version") != STORE_VERSION:
             raise ValueError(f"{self.path}: version {meta.get('version')!r}, expected {STORE_VERSION}")
         self.generation = meta.get("generation", "")
@@ -541,15 +541,31 @@ def _now_files(layout: Layout, sigs: Sigs, archive: bool) -> dict[str, tuple[str
     return now
 
 
+@dataclass
+class Plan:
+    """A change set's work: the source files in scope now (source_key -> (signature, archived)), which
+    of them to read again, which are gone, and whether to rebuild every document instead."""
+
+    now: dict[str, tuple[str, bool]]
+    changed: list[str]
+    removed: list[str]
+    folder: str  # the transcripts folders' stamp, recorded with the change set
+    rebuild: bool = False
+    transcripts: dict[str, str] | None = None  # kept transcripts' signatures, when taken
+
+    @property
+    def empty(self) -> bool:
+        return not (self.rebuild or self.changed or self.removed)
+
+
 def _plan(
     conn: sqlite3.Connection, layout: Layout, model: str, sigs: Sigs, now: dict[str, tuple[str, bool]], archive: bool, full: bool, look: bool = True
-) -> tuple[bool, list[str], list[str], dict[str, str] | None]:
-    """(rebuild all, sources to read again, sources gone, transcript signatures taken now or None).
-    Without `look`, a changed transcripts folder is not listed (the caller goes on to plan again
+) -> Plan:
+    """Without `look`, a changed transcripts folder is not listed (the caller goes on to plan again
     under the lock whenever the folder changed)."""
-    meta = _meta(conn)
+    meta = read_meta(conn)
     if full or meta.get("version") != STORE_VERSION or meta.get("model") != model:
-        return True, sorted(now), [], None
+        return Plan(now, sorted(now), [], sigs.folder, rebuild=True)
     held = {k: (sig, bool(a)) for k, sig, a in conn.execute("SELECT key, sig, archived FROM sources")}
     in_scope = {k for k, (_, a) in held.items() if archive or not a}
     changed = {k for k, v in now.items() if held.get(k) != v}
@@ -567,7 +583,7 @@ def _plan(
     if edited:
         days = dict(conn.execute("SELECT id, source FROM entries WHERE archived = 0 AND id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(edited)),)))
         changed |= {days[i] for i in edited if i in days and days[i] in now}
-    return False, sorted(changed), sorted(removed), transcripts
+    return Plan(now, sorted(changed), sorted(removed), sigs.folder, transcripts=transcripts)
 
 
 def _refresh(
@@ -575,8 +591,7 @@ def _refresh(
 ) -> bool:
     now = _now_files(layout, sigs, archive)
     with closing(connect(path, timeout=WRITE_WAIT_S if wait else READ_WAIT_S)) as conn:
-        rebuild, changed, removed, _ = _plan(conn, layout, embedder.model, sigs, now, archive, full, look=False)
-        if not (rebuild or changed or removed) and _meta(conn).get("transcripts_dir") == sigs.folder:
+        if _plan(conn, layout, embedder.model, sigs, now, archive, full, look=False).empty and read_meta(conn).get("transcripts_dir") == sigs.folder:
             return False
         if not wait:
             conn.execute("PRAGMA busy_timeout = 0")  # another process's change set: answer from the last committed state
@@ -585,15 +600,15 @@ def _refresh(
         except LockBusy:
             if wait:
                 raise
-            if _meta(conn).get("version") == STORE_VERSION:
+            if read_meta(conn).get("version") == STORE_VERSION:
                 raise StoreBusy(str(path)) from None
             conn.execute(f"PRAGMA busy_timeout = {WRITE_WAIT_S * 1000}")  # no store to answer from yet (a fresh clone): wait for the one being built
             _begin_writing(conn, path)
         with conn:
-            rebuild, changed, removed, transcripts = _plan(conn, layout, embedder.model, sigs, now, archive, full)  # again, under the lock
-            if not rebuild and _dead_share(conn):
-                rebuild, changed, removed = True, sorted(now), []
-            _apply(conn, layout, embedder, progress, errors, known, sigs.folder, now, rebuild, changed, removed, transcripts, defer and not archive)
+            plan = _plan(conn, layout, embedder.model, sigs, now, archive, full)  # again, under the lock
+            if not plan.rebuild and _dead_share(conn):
+                plan = Plan(now, sorted(now), [], sigs.folder, rebuild=True)
+            _apply(conn, layout, embedder, plan, errors, known, progress, defer and not archive)
         return True
 
 
@@ -620,29 +635,24 @@ def _dead_share(conn: sqlite3.Connection) -> bool:
     return dead > COMPACT_MIN_DEAD and dead > COMPACT_DEAD_SHARE * (cols.shape[0] - dead)
 
 
-def _apply(
-    conn: sqlite3.Connection,
-    layout: Layout,
-    embedder,
-    progress,
-    errors: list[str],
-    known: Known,
-    transcripts_dir: str,
-    now: dict[str, tuple[str, bool]],
-    rebuild: bool,
-    changed: list[str],
-    removed: list[str],
-    transcripts: dict[str, str] | None,
-    defer: bool = False,
-) -> None:
-    before = {} if rebuild else _meta(conn)
+def reread(conn: sqlite3.Connection, layout: Layout, embedder, sources: list[str], errors: list[str]) -> None:
+    """Read these live sources again, with their kept transcripts, in the transaction begun on `conn`
+    (the words fill's step: memtool/search/fill.py)."""
+    now = {k: (file_sig(layout.root / k), False) for k in sources}
+    changed = [k for k in sources if now[k][0] != "-"]
+    _apply(conn, layout, embedder, Plan(now, changed, [k for k in sources if now[k][0] == "-"], read_meta(conn).get("transcripts_dir", "")), errors)
+
+
+def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, errors: list[str], known: Known | None = None, progress=None, defer=False) -> None:
+    known, rebuild, changed, now = known or Known(), plan.rebuild, plan.changed, plan.now
+    before = {} if rebuild else read_meta(conn)
     if rebuild:
         for table in (*REBUILT_TABLES, "meta"):
             conn.execute(f"DROP TABLE IF EXISTS {table}")
         _create(conn, SCHEMA)
     cols = np.zeros(0, dtype=DOC_DTYPE) if rebuild else _columns(conn)
     # the documents of the changed and removed sources go
-    gone = [*changed, *removed]
+    gone = [*changed, *plan.removed]
     dead = [i for (i,) in conn.execute("SELECT id FROM docs WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))]
     cols["alive"][dead] = False
     conn.execute("DELETE FROM docvecs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(dead),))
@@ -653,7 +663,9 @@ def _apply(
     # not the whole memory's): which entries supersede which is worked out over every entry held
     arch_sources = {s for s in changed if now[s][1]}
     deferred = _to_defer(conn, layout) if defer else set()  # kept transcripts left to the words fill
-    tsig = dict.fromkeys(deferred, DEFERRED) if deferred else transcripts if transcripts is not None or len(changed) < 50 else _transcript_sigs(layout)
+    tsig = (
+        dict.fromkeys(deferred, DEFERRED) if deferred else plan.transcripts if plan.transcripts is not None or len(changed) < 50 else _transcript_sigs(layout)
+    )
     transcript_sig = tsig.get if tsig is not None else lambda i: file_sig(layout.transcript_file(i))
     declared = [Declared(i, ts, json.loads(sup), "") for i, ts, sup in conn.execute("SELECT id, timestamp, supersedes FROM entries WHERE supersedes != '[]'")]
     read: list[Entry] = []  # entries read that supersede others
@@ -699,7 +711,7 @@ def _apply(
     meta = {
         "version": STORE_VERSION,
         "model": embedder.model,
-        "transcripts_dir": transcripts_dir,
+        "transcripts_dir": plan.folder,
         "newer": json.dumps(newer),
         "generation": uuid.uuid4().hex,
         "dim": str(embedder.dim),
@@ -959,7 +971,7 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
                 held = {t for (t,) in conn.execute("SELECT DISTINCT term FROM postings")}
                 ws = [w for (w,) in conn.execute("SELECT word FROM words")]
                 conn.executemany("DELETE FROM words WHERE word = ?", [(w,) for w, stem in zip(ws, stem_words(ws)) if stem not in held])
-            if _meta(conn).get("vectors_missing", "0") != "0":  # the vector fill's count, without the documents removed
+            if read_meta(conn).get("vectors_missing", "0") != "0":  # the vector fill's count, without the documents removed
                 conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", zip(("vectors_missing", "vectors_total"), map(str, vector_gap(conn))))
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (uuid.uuid4().hex,))
             conn.execute("DELETE FROM access WHERE id IN (SELECT value FROM json_each(?))", (ids,))
