@@ -205,8 +205,8 @@ def _materialise(index: SearchIndex, q: Query, ranked: Iterable[list[tuple[int, 
     hits: list[Hit] = []
     ids: set[str] = set()  # of the results taken so far
     for members in ranked:
-        doc_id, score = members[0]
-        d = index.doc(doc_id)
+        d, *rest = index.docs(i for i, _ in members)
+        score = members[0][1]
         result_id = d["entry"] or d["ref"]
         if q.latest_only and d.get("superseded_by") in ids:  # an older version of a hit already in
             continue
@@ -220,7 +220,7 @@ def _materialise(index: SearchIndex, q: Query, ranked: Iterable[list[tuple[int, 
             timestamp=datetime.fromtimestamp(d["ts"], tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             text=index.entry_summary(d["entry"]) if d["kind"] == "transcript" else d["text"],
             passage=d["text"] if d["kind"] == "transcript" else "",
-            passages=[x["text"] for x in index.docs(i for i, _ in members[1:]) if x["kind"] == "transcript"],
+            passages=[x["text"] for x in rest if x["kind"] == "transcript"],
             ref=d["ref"],
             trusted=d["trusted"],
             superseded_by=d.get("superseded_by", ""),

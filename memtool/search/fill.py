@@ -1,31 +1,12 @@
-"""The background fill: what a search left undone so as to answer at once is done a batch per
-transaction, so a search never waits for it: the words of kept transcripts a fresh clone's first
-search left out (the words fill), then the vectors of documents that have none (the vector fill).
-
-A search's change set that finds more than WORDS_INLINE_MAX kept transcripts new to the store (a
-fresh clone: the words index of 10,000 entries with their transcripts took 3.6 s to build) indexes
-the entries, daily logs and Markdown files only, and marks those entries DEFERRED
-(memtool/search/store.py). `fill_words` reads their day files again with the transcripts,
-WORDS_FILL_BATCH entries per transaction, in the order a one-go build reads them, so the finished
-store ranks as one built in one go.
-
-A change set (memtool/search/store.py) takes the vectors it has without reading or embedding: the
-store's own (keyed by model and content hash) and those a compress or a sync just computed. When
-at most EMBED_INLINE_MAX keys are still missing (a new entry, a log line) it reads the entries'
-embedding files and embeds the rest itself; more (a fresh clone, a new model, a bulk import of
-transcripts) are left here, so the first search on a fresh clone answers from words. Until they
-are filled, search ranks by words plus the vectors there are, and says so (`fill_note`).
-
-`fill_vectors` first takes each entry's vector from its versioned embedding file where the file is
-of this model and this content (made here or on another machine: nothing is embedded again), then
-embeds FILL_BATCH documents at a time; each batch is committed as one transaction
-(their vectors by model and key, and each document's row in `docvecs`): an interrupted fill keeps
-every batch it committed, and the next one starts with what is still missing. The embedding itself
-runs outside any transaction, so searches and change sets go on meanwhile. It runs in the
-foreground in `memory reindex`, or in the background: a search that finds vectors missing starts
-one detached `memory reindex --vectors --background` (setting `background_embed`), which holds
-memory/.cache/embed.lock for its life; a search that finds it held, or a start marker younger than
-FILL_START_GRACE_S, starts none.
+"""The background fill: what a search left undone so as to answer at once (docs/search.md, "A fresh
+clone"), done a batch per transaction so a search never waits for it and an interrupted fill keeps
+every batch it committed: first the words of kept transcripts a fresh clone's first search left
+out (entries marked DEFERRED, memtool/search/store.py), in the order a one-go build reads them, so
+the finished store ranks as one built in one go; then the vectors of documents that have none,
+entries' from their versioned embedding files where those are of this model and content, the rest
+embedded FILL_BATCH at a time, outside any transaction. It runs in `memory reindex`, or detached
+(`memory reindex --vectors --background`, started by a search; memory/.cache/embed.lock held for
+its life, FILL_START_GRACE_S between starts).
 """
 
 from __future__ import annotations
@@ -48,7 +29,19 @@ from memtool.dayfile import read_day
 from memtool.errors import DimensionMismatch, ProviderError, StorageError, StoreCorrupt
 from memtool.fsutil import locked
 from memtool.models import Entry
-from memtool.search.store import DEFERRED, STORE_VERSION, WRITE_WAIT_S, SearchIndex, connect, entry_vector_key, read_meta, reread, store_path, vector_gap
+from memtool.search.store import (
+    DEFERRED,
+    STORE_VERSION,
+    WRITE_WAIT_S,
+    SearchIndex,
+    connect,
+    entry_vector_key,
+    held_vectors,
+    read_meta,
+    reread,
+    store_path,
+    vector_gap,
+)
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store
 
@@ -197,17 +190,11 @@ def _from_files(layout: Layout, embedder, rows: list[tuple]) -> dict[str, np.nda
 def _embed_rows(conn: sqlite3.Connection, layout: Layout, embedder, rows: list[tuple]) -> dict[str, np.ndarray]:
     """Vectors (by key) for these documents: passages and Markdown chunks embedded from their text,
     entries as a compress makes them (the mean of their kept transcript's passages, or their fields)."""
-    keys = list(dict.fromkeys(r[5] for r in rows))
-    model = embedder.model
-    held = {
-        k: np.frombuffer(v, dtype="<f2").astype(np.float32)
-        for k, v in conn.execute("SELECT key, vec FROM vectors WHERE model = ? AND key IN (SELECT value FROM json_each(?))", (model, json.dumps(keys)))
-    }
-    out: dict[str, np.ndarray] = dict(held)  # another fill, or a change set, got there first
-    texts = {r[5]: r[4] for r in rows if r[1] != "entry" and r[5] not in held}
+    out = held_vectors(conn, embedder.model, [r[5] for r in rows])  # another fill, or a change set, got there first
+    texts = {r[5]: r[4] for r in rows if r[1] != "entry" and r[5] not in out}
     if texts:
         out.update(zip(texts, np.asarray(embedder.embed_documents(list(texts.values())), dtype=np.float32)))
-    for lay, entries in _entries(layout, [r for r in rows if r[5] not in held]):
+    for lay, entries in _entries(layout, [r for r in rows if r[5] not in out]):
         vecs, passages = entry_vectors(embedder, entries, kept_sessions(lay, entries), known=lambda ks: {k: out[k] for k in ks if k in out})
         out.update(passages)
         out.update((entry_vector_key(e), v) for e, v in zip(entries, vecs))

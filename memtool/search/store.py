@@ -42,7 +42,7 @@ from memtool.fsutil import stat_sig
 from memtool.models import Entry
 from memtool.search.cues import doc_cues
 from memtool.search.docs import Declared, Doc, collect_docs, source_key, superseded_by
-from memtool.search.typos import dictionary_text, surface_words
+from memtool.search.typos import surface_words
 from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
 from memtool.store import Layout, Store
 from memtool.text import WORDS_VERSION, stem_words, terms, words
@@ -57,8 +57,6 @@ COMPACT_DEAD_SHARE = 0.5  # dead documents over this share of the live ones (and
 COMPACT_MIN_DEAD = 2000
 WRITE_WAIT_S = 300  # how long a compress or a sync waits for another process's change set
 READ_WAIT_S = 2.0  # how long a read waits out a brief exclusive lock (the checkpoint as another process's last connection closes)
-EMBED_STEP = 512  # passages embedded per embedder call
-ENTRY_BATCH = 64  # entries whose vectors are computed together (each with its transcript's passages)
 DENSE_CHUNK_ROWS = 8192  # vectors `dense_scores` reads and scores at a time (12 MB as float32 at e5's size)
 DENSE_HELD_BYTES = 64 << 20  # a reading process keeps every vector for `dense_scores` when they fit (float16: 87k documents at e5's size)
 VECTOR_CACHE_ROWS = 200_000  # vectors a reading process keeps between searches (float16 rows: about 180 MB at e5's size)
@@ -354,7 +352,6 @@ class SearchIndex:
         self._of_kinds: dict[tuple[str, ...], np.ndarray] = {}
         self.avgdl = float(self.length[self.alive].sum()) / max(self.live, 1)
         self.norm = (K1 * (1 - B) + K1 * B / (self.avgdl or 1.0) * self.length).astype(np.float32)  # BM25's length term per document
-        self._dictionary: frozenset[str] | None = None
         self.dim = int(meta.get("dim", "0"))
         # float16 vectors read so far in this snapshot, by document id: a process that searches again
         # reads only the candidates it has not read yet (at most VECTOR_CACHE_ROWS kept)
@@ -371,9 +368,6 @@ class SearchIndex:
         rows = self.conn.execute("SELECT docs, tfs FROM postings WHERE term = ? ORDER BY rowid", (term,)).fetchall()
         docs = np.frombuffer(b"".join(d for d, _ in rows), dtype="<i4")
         tfs = np.frombuffer(b"".join(t for _, t in rows), dtype="<u2")
-        if docs.size and int(docs.max()) >= self.n:  # a document added after this snapshot's columns (cannot happen in one transaction)
-            keep = docs < self.n
-            docs, tfs = docs[keep], tfs[keep]
         if docs.size and not self._every_doc_alive:
             keep = self.alive[docs]
             docs, tfs = docs[keep], tfs[keep]
@@ -406,13 +400,6 @@ class SearchIndex:
             tf = tfs.astype(np.float32)
             out[docs] += np.float32(weight * idf) * tf / (tf + self.norm[docs])
         return out
-
-    def dictionary(self) -> frozenset[str]:
-        """Words a query means as written (memtool.search.typos), read on first use."""
-        if self._dictionary is None:
-            text = dictionary_text()  # static: read from the installed wordllama package, not kept in the store
-            self._dictionary = frozenset(text.split("\n")) if text else frozenset()
-        return self._dictionary
 
     def surface_words(self) -> list[str]:
         return [w for (w,) in self.conn.execute("SELECT word FROM words")]
@@ -475,9 +462,6 @@ class SearchIndex:
             out[have] = vecs.astype(np.float32) @ qvec.astype(np.float32)
         return out
 
-    def doc(self, i: int) -> dict:
-        return self.docs([i])[0]
-
     def docs(self, ids) -> list[dict]:
         ids = [int(i) for i in ids]
         if not ids:
@@ -516,17 +500,15 @@ def refresh_index(
     known = known or Known()
     sigs = known.sigs or Sigs.take(layout, transcripts=False)
     path = store_path(layout)
-    problems: list[str] = []
+    errors = [] if errors is None else errors
     try:
-        changed = _refresh(path, layout, embedder, progress, problems, archive, known, sigs, wait, full, defer)
+        changed = _refresh(path, layout, embedder, progress, errors, archive, known, sigs, wait, full, defer)
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             raise
-        problems.append(f"{path} was damaged ({exc}); rebuilt from the files")
+        errors.append(f"{path} was damaged ({exc}); rebuilt from the files")
         discard(layout)
-        changed = _refresh(path, layout, embedder, progress, problems, archive, known, sigs, wait, True, defer)
-    if errors is not None:
-        errors.extend(problems)
+        changed = _refresh(path, layout, embedder, progress, errors, archive, known, sigs, wait, True, defer)
     return changed
 
 
@@ -869,64 +851,44 @@ def _embed(
     the rest in batches, each committed; words find them meanwhile. If the embedder fails, the rest stay without
     a vector, said in `errors`: words still find them, and a later fill embeds them."""
     model = embedder.model
-    held: set[str] = set()
-    wanted = list(dict.fromkeys(keys))
-    for s in range(0, len(wanted), 5000):
-        part = wanted[s : s + 5000]
-        held.update(
-            k for (k,) in conn.execute("SELECT key FROM vectors WHERE model = ? AND key IN (SELECT value FROM json_each(?))", (model, json.dumps(part)))
-        )
-    added = {k: np.asarray(known.vectors[k], dtype=np.float32) for k in wanted if k in known.vectors and k not in held}
-
-    def put(key: str, vec) -> None:
-        if key not in held and key not in added:
-            added[key] = np.asarray(vec, dtype=np.float32)
-
-    missing = [(d, k) for d, k in zip(docs, keys) if k not in held and k not in added]
-    if len(dict.fromkeys(k for _, k in missing)) > C.EMBED_INLINE_MAX:
-        missing = []  # left to the vector fill, entries' embedding files too (10,000 of them take a second to read)
+    held = held_vectors(conn, model, keys)
+    added = {k: np.asarray(known.vectors[k], dtype=np.float32) for k in keys if k in known.vectors and k not in held}
+    missing = {k: d for d, k in zip(docs, keys) if k not in held and k not in added}
+    if len(missing) > C.EMBED_INLINE_MAX:
+        missing = {}  # left to the vector fill, entries' embedding files too (10,000 of them take a second to read)
     store = Store(layout)
-    todo_entries: list[tuple[Doc, str]] = []
-    for d, k in missing:
-        if d.kind != "entry":
-            continue
-        vec = store.vector_for(by_id[d.ref], model, embedder.dim)
-        if vec is None:
-            todo_entries.append((d, k))
-        else:
-            put(k, vec)
+    for k, d in missing.items():
+        if d.kind == "entry" and (vec := store.vector_for(by_id[d.ref], model, embedder.dim)) is not None:
+            added[k] = np.asarray(vec, dtype=np.float32)
 
     def lookup(ks: list[str]) -> dict[str, np.ndarray]:
-        out = {k: added[k] for k in ks if k in added}
-        rest = [k for k in ks if k not in out and k in held]
-        for k, blob in conn.execute("SELECT key, vec FROM vectors WHERE model = ? AND key IN (SELECT value FROM json_each(?))", (model, json.dumps(rest))):
-            out[k] = np.frombuffer(blob, dtype="<f2").astype(np.float32)
-        return out
+        return {k: v for k in ks if (v := added.get(k, held.get(k))) is not None}
 
-    chunks = list(dict.fromkeys((k, d.index_text) for d, k in missing if d.kind != "entry" and k not in added))
+    # at most EMBED_INLINE_MAX keys: one embedder call for the entries (with their passages), one for the rest
+    entries = {k: by_id[d.ref] for k, d in missing.items() if d.kind == "entry" and k not in added}
     try:
-        for s in range(0, len(todo_entries), ENTRY_BATCH):
-            part = todo_entries[s : s + ENTRY_BATCH]
-            es = [by_id[d.ref] for d, _ in part]
-            vecs, passages = entry_vectors(embedder, es, kept_sessions(layout, es), known=lookup)
-            for key, v in passages.items():
-                put(key, v)
-            for (_, k), v in zip(part, vecs):
-                put(k, v)
+        if entries:
+            vecs, passages = entry_vectors(embedder, list(entries.values()), kept_sessions(layout, entries.values()), known=lookup)
+            added.update(passages)
+            added.update(zip(entries, vecs))
             if progress:
-                progress(len(part))
-        chunks = [(k, t) for k, t in chunks if k not in added]  # passages the entries above embedded
-        for s in range(0, len(chunks), EMBED_STEP):
-            part = chunks[s : s + EMBED_STEP]
-            for (k, _), v in zip(part, embedder.embed_documents([t for _, t in part])):
-                put(k, v)
+                progress(len(entries))
+        chunks = {k: d.index_text for k, d in missing.items() if k not in added}  # passages the entries above embedded are in
+        if chunks:
+            added.update(zip(chunks, np.asarray(embedder.embed_documents(list(chunks.values())), dtype=np.float32)))
             if progress:
-                progress(len(part))
-    except ProviderError as exc:  # no retry per batch: a service that is down would cost a timeout each
+                progress(len(chunks))
+    except ProviderError as exc:  # no retry: a service that is down would cost a timeout each
         left = sum(1 for k in keys if k not in held and k not in added)
         errors.append(f"{left} documents have no vector yet ({exc}); search finds them by their words")
     conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", [(model, k, v.astype("<f2").tobytes()) for k, v in added.items()])
-    return {**added, **lookup([k for k in held if k not in added])}
+    return {**added, **held}
+
+
+def held_vectors(conn: sqlite3.Connection, model: str, keys: list[str]) -> dict[str, np.ndarray]:
+    """The vectors the store holds for these keys and this model, as float32."""
+    rows = conn.execute("SELECT key, vec FROM vectors WHERE model = ? AND key IN (SELECT value FROM json_each(?))", (model, json.dumps(list(set(keys)))))
+    return {k: np.frombuffer(v, dtype="<f2").astype(np.float32) for k, v in rows}
 
 
 def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] = ()) -> int:

@@ -3,7 +3,7 @@ or two away ('postgress' -> 'postgres', 'deploymnet' -> 'deployment').
 
 The derived store (memtool/search/store.py) keeps its documents' words as written, since the BM25
 vocabulary holds stems, which a misspelling does not stem like its word. It also keeps the whole
-words of the WordLlama tokenizer's vocabulary (`dictionary_text`): a query word common
+words of the WordLlama tokenizer's vocabulary (`dictionary`): a query word common
 enough to be one of them was meant as written ('likely' is not 'lively' misspelled), so it is never
 corrected. Matching uses rapidfuzz's optimal-string-alignment distance (a swap of two neighbours is
 one edit), imported only when a query has an unknown word.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -45,16 +46,16 @@ def surface_words(ws: list[str]) -> set[str]:
     return {w for w in ws if len(w) >= SURFACE_MIN_LEN and w not in STOPWORDS and w.isalpha()}
 
 
-def dictionary_text() -> str:
+@cache
+def dictionary() -> frozenset[str]:
     """The words of TYPO_MIN_LEN+ letters that WordLlama's tokenizer (Llama 2's 32,000 pieces) holds
-    whole, one per line: ~8,000 common words. Read from the installed package without importing it."""
+    whole: ~8,000 common words. Read on first use from the installed package, without importing it."""
     spec = find_spec("wordllama")
     folder = Path(next(iter(spec.submodule_search_locations or []))) if spec else None
     if folder is None or not (folder / TOKENIZER_FILE).is_file():
-        return ""  # no dictionary: every unknown word may be corrected
+        return frozenset()  # no dictionary: every unknown word may be corrected
     vocab = json.loads((folder / TOKENIZER_FILE).read_text(encoding="utf-8"))["model"]["vocab"]
-    whole = {t[1:].lower() for t in vocab if t.startswith(WORD_START) and len(t) > TYPO_MIN_LEN and t[1:].isalpha()}
-    return "\n".join(sorted(whole))
+    return frozenset(t[1:].lower() for t in vocab if t.startswith(WORD_START) and len(t) > TYPO_MIN_LEN and t[1:].isalpha())
 
 
 def max_edits(word: str) -> int:
@@ -72,7 +73,7 @@ def query_terms(index, text: str, fix_weight: float) -> Terms:
         return out
     candidates = [w for w in dict.fromkeys(ws) if max_edits(w) and w.isalpha() and w not in STOPWORDS]
     unknown = [w for w, stem in zip(candidates, stem_words(candidates)) if not index.doc_freq(stem)]
-    unknown = unknown and [w for w in unknown if w not in index.dictionary()]  # the dictionary is read only when needed
+    unknown = unknown and [w for w in unknown if w not in dictionary()]  # the dictionary is read only when needed
     if not unknown:
         return out
     from rapidfuzz import process
