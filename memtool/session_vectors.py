@@ -21,7 +21,6 @@ import numpy as np
 from memtool import confine
 from memtool import constants as C
 from memtool.chunking import chunk_lines
-from memtool.errors import UnsafePath
 from memtool.models import Entry
 from memtool.store import Layout
 
@@ -36,14 +35,8 @@ Lookup = Callable[[list[str]], dict[str, np.ndarray]]  # chunk keys -> the vecto
 
 def kept_sessions(layout: Layout, entries: Iterable[Entry]) -> dict[str, str]:
     """Entry id -> its kept transcript, for the entries that have one (read as the search cache reads it)."""
-    out: dict[str, str] = {}
-    for e in entries:
-        path = layout.transcript_file(e.id)
-        try:
-            out[e.id] = confine.read_bytes(path, C.MAX_DOC_BYTES).decode("utf-8", errors="replace")
-        except (FileNotFoundError, UnsafePath):
-            continue  # none, or one the search cache skips too (a link, a FIFO, too large)
-    return out
+    texts = {e.id: confine.read_optional_text(layout.transcript_file(e.id), C.MAX_DOC_BYTES, []) for e in entries}
+    return {i: t for i, t in texts.items() if t is not None}  # none, or one the search cache skips too (a link, a FIFO, too large)
 
 
 def entry_vectors(embedder, entries: list[Entry], sessions: Mapping[str, str], known: Lookup | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:

@@ -137,7 +137,8 @@ def collect_docs(
             source=source,
         )
         docs.append(Doc(kind="entry", ref=e.id, text=e.summary, index_text=entry_search_text(e), **common))
-        ttext = read_transcript(layout.transcript_file(e.id), errors) if transcripts else None  # none kept or deferred: no chunks
+        # none kept, deferred, or one that is a link, not a regular file or too large (reported): no chunks
+        ttext = confine.read_optional_text(layout.transcript_file(e.id), C.MAX_DOC_BYTES, errors, "{}; not searchable") if transcripts else None
         docs += [Doc(kind="transcript", ref=f"{e.id}#L{ch.line}", text=ch.text, index_text=ch.text, line=ch.line, **common) for ch in chunk_lines(ttext or "")]
     for path in layout.markdown_files() if only is None else [layout.root / s for s in only if s.endswith(".md")]:
         rel = source_key(layout, path)
@@ -164,12 +165,6 @@ def collect_docs(
             body = f"{ch.heading}\n{ch.text}" if ch.heading else ch.text
             docs.append(Doc(kind=kind, ref=f"{rel}#L{ch.line}", entry="", text=body, index_text=body, ts=ts, line=ch.line, session="", source=rel))
     return docs, entries
-
-
-def read_transcript(path: Path, errors: list[str]) -> str | None:
-    """A kept transcript's text, or None when there is none; one that is a link, not a regular file or too
-    large is reported into `errors` and skipped."""
-    return confine.read_optional_text(path, C.MAX_DOC_BYTES, errors, "{}; not searchable")
 
 
 def _log_day(name: str) -> datetime | None:

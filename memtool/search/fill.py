@@ -29,19 +29,7 @@ from memtool.dayfile import read_day
 from memtool.errors import DimensionMismatch, ProviderError, StorageError, StoreCorrupt
 from memtool.fsutil import locked
 from memtool.models import Entry
-from memtool.search.store import (
-    DEFERRED,
-    STORE_VERSION,
-    WRITE_WAIT_S,
-    SearchIndex,
-    connect,
-    entry_vector_key,
-    held_vectors,
-    read_meta,
-    reread,
-    store_path,
-    vector_gap,
-)
+from memtool.search.store import WRITE_WAIT_S, SearchIndex, connect, entry_vector_key, held_vectors, read_meta, reread_deferred, store_path, vector_gap
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store
 
@@ -70,34 +58,14 @@ def fill_words(layout: Layout, embedder, batch: int = C.WORDS_FILL_BATCH, pause:
 
 
 def index_deferred(layout: Layout, embedder, size: int, errors: list[str]) -> tuple[int, int]:
-    """One transaction of the words fill: the live source files from the first one with entries
-    DEFERRED on, in the order a one-go build reads them, are read again (their kept transcripts'
-    passages with them) until about `size` entries are; so once all are, the live documents are
-    numbered in the order of a store built in one go (the same ranking, ties included). Returns
-    (entries read, entries still DEFERRED); (0, 0) when nothing is left or the store is of another
-    version or model (the next refresh rebuilds it)."""
+    """One transaction of the words fill (store.reread_deferred): (entries read, entries still DEFERRED)."""
     path = store_path(layout)
     if not path.is_file():
         return 0, 0
     with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
         conn.execute("BEGIN IMMEDIATE")
         with conn:
-            meta = read_meta(conn)
-            if meta.get("version") != STORE_VERSION or meta.get("model") != embedder.model or meta.get("words_missing", "0") == "0":
-                return 0, 0
-            held = dict(conn.execute("SELECT source, count(*) FROM entries WHERE archived = 0 GROUP BY source").fetchall())
-            deferred = {s for (s,) in conn.execute("SELECT DISTINCT source FROM entries WHERE transcript = ?", (DEFERRED,))}
-            order = sorted((k for (k,) in conn.execute("SELECT key FROM sources WHERE archived = 0 ORDER BY key")), key=lambda k: k.endswith(".md"))
-            start = next((i for i, k in enumerate(order) if k in deferred), None)
-            part: list[str] = []
-            for k in order[start:] if start is not None else sorted(deferred):
-                part.append(k)
-                size -= held.get(k, 1)
-                if size <= 0:
-                    break
-            reread(conn, layout, embedder, part, errors)
-            left = int(read_meta(conn).get("words_missing", "0"))
-    return sum(held.get(k, 0) for k in part), left
+            return reread_deferred(conn, layout, embedder, size, errors)
 
 
 def fill_vectors(

@@ -617,12 +617,30 @@ def _dead_share(conn: sqlite3.Connection) -> bool:
     return dead > COMPACT_MIN_DEAD and dead > COMPACT_DEAD_SHARE * (cols.shape[0] - dead)
 
 
-def reread(conn: sqlite3.Connection, layout: Layout, embedder, sources: list[str], errors: list[str]) -> None:
-    """Read these live sources again, with their kept transcripts, in the transaction begun on `conn`
-    (the words fill's step: memtool/search/fill.py)."""
-    now = {k: (file_sig(layout.root / k), False) for k in sources}
-    changed = [k for k in sources if now[k][0] != "-"]
-    _apply(conn, layout, embedder, Plan(now, changed, [k for k in sources if now[k][0] == "-"], read_meta(conn).get("transcripts_dir", "")), errors)
+def reread_deferred(conn: sqlite3.Connection, layout: Layout, embedder, size: int, errors: list[str]) -> tuple[int, int]:
+    """The words fill's step (memtool/search/fill.py), in the transaction begun on `conn`: the live
+    source files from the first one with entries DEFERRED on, in the order a one-go build reads them,
+    are read again (their kept transcripts' passages with them) until about `size` entries are; so
+    once all are, the live documents are numbered in the order of a store built in one go (the same
+    ranking, ties included). Returns (entries read, entries still DEFERRED); (0, 0) when nothing is
+    left or the store is of another version or model (the next refresh rebuilds it)."""
+    meta = read_meta(conn)
+    if meta.get("version") != STORE_VERSION or meta.get("model") != embedder.model or meta.get("words_missing", "0") == "0":
+        return 0, 0
+    held = dict(conn.execute("SELECT source, count(*) FROM entries WHERE archived = 0 GROUP BY source").fetchall())
+    deferred = {s for (s,) in conn.execute("SELECT DISTINCT source FROM entries WHERE transcript = ?", (DEFERRED,))}
+    order = sorted((k for (k,) in conn.execute("SELECT key FROM sources WHERE archived = 0 ORDER BY key")), key=lambda k: k.endswith(".md"))
+    start = next((i for i, k in enumerate(order) if k in deferred), None)
+    part: list[str] = []
+    for k in order[start:] if start is not None else sorted(deferred):
+        part.append(k)
+        size -= held.get(k, 1)
+        if size <= 0:
+            break
+    now = {k: (file_sig(layout.root / k), False) for k in part}
+    changed = [k for k in part if now[k][0] != "-"]
+    _apply(conn, layout, embedder, Plan(now, changed, [k for k in part if now[k][0] == "-"], meta.get("transcripts_dir", "")), errors)
+    return sum(held.get(k, 0) for k in part), int(read_meta(conn).get("words_missing", "0"))
 
 
 def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, errors: list[str], known: Known | None = None, progress=None, defer=False) -> None:
@@ -811,12 +829,10 @@ class Postings:
         """(term, its document ids ascending, how often each holds it), terms in the order first met."""
         if not self.parts:
             return
-        many = len(self.parts) > 1
         term_of, docs, tfs = (np.concatenate(a) for a in zip(*self.parts))
         self.parts = []
-        if many:  # by term, each term's documents still ascending (batches come in id order)
-            order = np.argsort(term_of, kind="stable")
-            term_of, docs, tfs = term_of[order], docs[order], tfs[order]
+        order = np.argsort(term_of, kind="stable")  # by term, each term's documents still ascending (batches come in id order)
+        term_of, docs, tfs = term_of[order], docs[order], tfs[order]
         bounds = np.flatnonzero(np.diff(term_of)) + 1
         names = list(self.vocab)
         for lo, hi in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [term_of.size])).tolist()):
