@@ -90,11 +90,16 @@ def source_key(layout: Layout, path: Path) -> str:
     return text[len(root) + 1 :].replace(os.sep, "/")
 
 
-def read_entries(layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None) -> tuple[list[Entry], list[str]]:
-    """The entries of every day file (or of the day files in `only`, by source_key), and the
-    source_key of each one's day file."""
+def collect_docs(
+    layout: Layout, errors: list[str], only: list[str] | None = None, parsed: ParsedDays | None = None, transcripts: bool = True
+) -> tuple[list[Doc], list[Entry]]:
+    """Documents of every source file (day files, then Markdown), each source's docs contiguous.
+    With `only`, just the sources named there (by source_key, in that order: day files before
+    Markdown files); day files in `parsed` are not read again. Without `transcripts`, the kept
+    transcripts are not read (their passages are left to the background words fill). Which entry
+    supersedes which is over every entry held: the store marks it (Doc.superseded_by)."""
     entries: list[Entry] = []
-    sources: list[str] = []
+    sources: list[str] = []  # each entry's day file, by source_key
     for path in layout.day_files() if only is None else [layout.root / s for s in only if s.endswith(".json")]:
         try:
             day = read_day(path, parsed)
@@ -105,25 +110,7 @@ def read_entries(layout: Layout, errors: list[str], only: list[str] | None = Non
             continue
         entries.extend(day)
         sources.extend([source_key(layout, path)] * len(day))
-    return entries, sources
-
-
-def collect_docs(
-    layout: Layout,
-    errors: list[str],
-    only: list[str] | None = None,
-    parsed: ParsedDays | None = None,
-    newer: dict[str, str] | None = None,
-    transcripts: bool = True,
-) -> tuple[list[Doc], list[Entry]]:
-    """Documents of every source file (day files, then Markdown), each source's docs contiguous.
-    With `only`, just the sources named there (by source_key, in that order: day files before
-    Markdown files); day files in `parsed` are not read again. `newer`: old id -> superseding id over every
-    entry (default: worked out from the entries read). Without `transcripts`, the kept transcripts
-    are not read (their passages are left to the background words fill)."""
-    entries, sources = read_entries(layout, errors, only, parsed)
     docs: list[Doc] = []
-    newer = superseded_by(entries) if newer is None else newer
     for e, source in zip(entries, sources):
         common = dict(
             entry=e.id,
@@ -133,7 +120,6 @@ def collect_docs(
             topics=tuple(e.topics),
             trusted=e.trusted,
             pinned=e.pinned,
-            superseded_by=newer.get(e.id, ""),
             source=source,
         )
         docs.append(Doc(kind="entry", ref=e.id, text=e.summary, index_text=entry_search_text(e), **common))

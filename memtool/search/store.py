@@ -111,7 +111,7 @@ def store_path(layout: Layout) -> Path:
     return Layout(layout.root).cache_dir / C.STORE_FILE
 
 
-def file_sig(path: Path) -> str:
+def file_sig(path: Path | os.DirEntry) -> str:
     """fsutil.stat_sig as the text the store keeps: "size:mtime_ns", "-" when not there."""
     sig = stat_sig(path)
     return f"{sig[0]}:{sig[1]}" if sig else "-"
@@ -256,14 +256,8 @@ class Known:
 
 
 def _transcript_sigs(layout: Layout) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for de in layout.transcript_files():
-        try:
-            st = de.stat()
-        except FileNotFoundError:
-            continue  # deleted while listing
-        out[de.name[:-3]] = f"{st.st_size}:{st.st_mtime_ns}"
-    return out
+    """Each kept transcript's signature by entry id (none for one deleted while listing)."""
+    return {de.name[:-3]: sig for de in layout.transcript_files() if (sig := file_sig(de)) != "-"}
 
 
 def entry_vector_key(e: Entry) -> str:
@@ -340,7 +334,6 @@ class SearchIndex:
         if meta.get("version") != STORE_VERSION:
             raise ValueError(f"{self.path}: version {meta.get('version')!r}, expected {STORE_VERSION}")
         self.generation = meta.get("generation", "")
-        self.model = meta.get("model", "")
         row = self.conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
         cols = np.frombuffer(row[0], dtype=DOC_DTYPE) if row else np.zeros(0, dtype=DOC_DTYPE)
         self.n = int(cols.shape[0])
@@ -512,17 +505,6 @@ def refresh_index(
     return changed
 
 
-def _now_files(layout: Layout, sigs: Sigs, archive: bool) -> dict[str, tuple[str, bool]]:
-    """source_key -> (signature now, archived) of the files in scope."""
-    now = {k: (sig, False) for k, sig in sigs.files.items()}
-    if archive:
-        from memtool.archive import archive_layouts
-
-        for lay in archive_layouts(layout):
-            now.update((source_key(layout, p), (file_sig(p), True)) for p in [*lay.day_files(), *lay.markdown_files()])
-    return now
-
-
 @dataclass
 class Plan:
     """A change set's work: the source files in scope now (source_key -> (signature, archived)), which
@@ -534,10 +516,6 @@ class Plan:
     folder: str  # the transcripts folders' stamp, recorded with the change set
     rebuild: bool = False
     transcripts: dict[str, str] | None = None  # kept transcripts' signatures, when taken
-
-    @property
-    def empty(self) -> bool:
-        return not (self.rebuild or self.changed or self.removed)
 
 
 def _plan(
@@ -571,9 +549,15 @@ def _plan(
 def _refresh(
     path: Path, layout: Layout, embedder, progress, errors: list[str], archive: bool, known: Known, sigs: Sigs, wait: bool, full: bool, defer: bool
 ) -> bool:
-    now = _now_files(layout, sigs, archive)
+    now = {k: (sig, False) for k, sig in sigs.files.items()}  # source_key -> (signature now, archived) of the files in scope
+    if archive:
+        from memtool.archive import archive_layouts
+
+        for lay in archive_layouts(layout):
+            now.update((source_key(layout, p), (file_sig(p), True)) for p in [*lay.day_files(), *lay.markdown_files()])
     with closing(connect(path, timeout=WRITE_WAIT_S if wait else READ_WAIT_S)) as conn:
-        if _plan(conn, layout, embedder.model, sigs, now, archive, full, look=False).empty and read_meta(conn).get("transcripts_dir") == sigs.folder:
+        plan = _plan(conn, layout, embedder.model, sigs, now, archive, full, look=False)
+        if not (plan.rebuild or plan.changed or plan.removed) and read_meta(conn).get("transcripts_dir") == sigs.folder:
             return False
         if not wait:
             conn.execute("PRAGMA busy_timeout = 0")  # another process's change set: answer from the last committed state
@@ -697,13 +681,13 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
         if sum(part[0].size for part in postings.parts) > POSTINGS_HELD:  # written as further blocks of their terms, so a rebuild's memory stays flat
             _append_postings(conn, postings.rows(), fresh=first == 0)
     conn.executemany("INSERT OR REPLACE INTO sources VALUES (?, ?, ?)", [(s, now[s][0], int(now[s][1])) for s in changed])
-    newer = superseded_by([*declared, *read])
-    late = [(newer.get(i, ""), i) for i, given in stored_with.items() if newer.get(i, "") != given]  # superseded by an entry of a later batch
-    conn.executemany("UPDATE docs SET superseded_by = ? WHERE entry = ?", late)
     _append_postings(conn, postings.rows(), fresh=first == 0)
-    old = json.loads(before.get("newer", "{}"))  # documents of entries whose superseding entry changed (a day file not read again)
-    moved = {i for i in {*old, *newer} if old.get(i) != newer.get(i)}
-    conn.executemany("UPDATE docs SET superseded_by = ? WHERE entry = ?", [(newer.get(i, ""), i) for i in moved])
+    newer = superseded_by([*declared, *read])
+    old = json.loads(before.get("newer", "{}"))
+    # documents marked with another superseding entry than the final one: superseded by an entry of a
+    # later batch, or their superseding entry changed (in a day file not read again)
+    stale = {i for i, given in stored_with.items() if newer.get(i, "") != given} | {i for i in {*old, *newer} if old.get(i) != newer.get(i)}
+    conn.executemany("UPDATE docs SET superseded_by = ? WHERE entry = ?", [(newer.get(i, ""), i) for i in stale])
     if rebuild:  # vectors no document uses any more (old versions of edited text) go with a rebuild
         conn.execute("DELETE FROM vectors WHERE model = ? AND key NOT IN (SELECT vkey FROM docs)", (embedder.model,))
     conn.execute("INSERT OR REPLACE INTO columns VALUES ('docs', ?)", (cols.tobytes(),))
@@ -751,7 +735,7 @@ def _collect(
     entries: list[Entry] = []
     for lay, only in ((layout, live), (_archive_reader(layout) if archived else layout, archived)):
         if only:
-            d, e = collect_docs(lay, errors, only=only, parsed=known.days, newer={}, transcripts=transcripts)
+            d, e = collect_docs(lay, errors, only=only, parsed=known.days, transcripts=transcripts)
             docs += d
             entries += e
     day_of = {d.entry: d.source for d in docs if d.kind == "entry"}
@@ -926,11 +910,10 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
             ids = json.dumps(list(entry_ids))
             rows = conn.execute("SELECT id, vkey, source FROM docs WHERE entry IN (SELECT value FROM json_each(?))", (ids,)).fetchall()
             keys = json.dumps(sorted({k for _, k, _ in rows} | {f"text:{i}" for i in entry_ids} | set(passage_keys)))
-            conn.execute("DELETE FROM docs WHERE entry IN (SELECT value FROM json_each(?))", (ids,))
+            for table, column in (("docs", "entry"), ("entries", "id"), ("groups", "key"), ("access", "id")):  # an entry's passages' group key is its id
+                conn.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT value FROM json_each(?))", (ids,))
             conn.execute("DELETE FROM vectors WHERE key IN (SELECT value FROM json_each(?)) AND key NOT IN (SELECT vkey FROM docs)", (keys,))
             conn.executemany("DELETE FROM vectors WHERE key >= ? AND key < ?", [(f"entry:{i}:", f"entry:{i};") for i in entry_ids])
-            conn.execute("DELETE FROM entries WHERE id IN (SELECT value FROM json_each(?))", (ids,))
-            conn.execute("DELETE FROM groups WHERE key IN (SELECT value FROM json_each(?))", (ids,))  # an entry's passages' group key is its id
             conn.execute("UPDATE sources SET sig = '-' WHERE key IN (SELECT value FROM json_each(?))", (json.dumps(sorted({s for _, _, s in rows})),))
             cols = _columns(conn)
             if cols is not None:
@@ -952,7 +935,6 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
             if read_meta(conn).get("vectors_missing", "0") != "0":  # the vector fill's count, without the documents removed
                 conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", zip(("vectors_missing", "vectors_total"), map(str, vector_gap(conn))))
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (uuid.uuid4().hex,))
-            conn.execute("DELETE FROM access WHERE id IN (SELECT value FROM json_each(?))", (ids,))
             conn.execute("DELETE FROM day_words")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return len(rows)
