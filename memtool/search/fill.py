@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -95,7 +95,7 @@ def fill_vectors(
         for entries_only, size in ((True, C.FILL_FILES_BATCH), (False, batch)):
             for rows in _missing(conn, size, from_end, entries_only):
                 try:
-                    vectors = _from_files(layout, embedder, rows) if entries_only else _embed_rows(conn, layout, embedder, rows)
+                    vectors = _vectors(conn, layout, embedder, rows, embed=not entries_only)
                 except ProviderError as exc:
                     report.errors.append(f"{report.left} documents have no vector yet ({exc}); search finds them by their words")
                     report.left = _settle(conn)
@@ -139,33 +139,26 @@ def _entries(layout: Layout, rows: list[tuple]) -> Iterator[tuple[Layout, list[E
             yield (LiveAndArchive(layout.root) if archived else layout), entries
 
 
-def _from_files(layout: Layout, embedder, rows: list[tuple]) -> dict[str, np.ndarray]:
-    """Entry vectors from their versioned embedding files (made here or on another machine), where
-    the file is of this model and this content: nothing is embedded."""
-    out: dict[str, np.ndarray] = {}
-    for lay, entries in _entries(layout, rows):
+def _vectors(conn: sqlite3.Connection, layout: Layout, embedder, rows: list[tuple], embed: bool) -> dict[str, np.ndarray]:
+    """Vectors (by key) for these documents: the store's own, entries' from their versioned embedding
+    files (made here or on another machine) where the file is of this model and this content; with
+    `embed`, the rest embedded: entries as a compress makes them (the mean of their kept transcript's
+    passages, or their fields), passages and Markdown chunks from their text."""
+    out = held_vectors(conn, embedder.model, [r[5] for r in rows])  # another fill, or a change set, got there first
+    for lay, entries in _entries(layout, [r for r in rows if r[5] not in out]):
         store = Store(lay)
         for e in entries:
-            try:
-                vec = store.vector_for(e, embedder.model, embedder.dim)
-            except DimensionMismatch:
-                continue  # another model's: embedded in the second pass
-            if vec is not None:
-                out[entry_vector_key(e)] = vec
-    return out
-
-
-def _embed_rows(conn: sqlite3.Connection, layout: Layout, embedder, rows: list[tuple]) -> dict[str, np.ndarray]:
-    """Vectors (by key) for these documents: passages and Markdown chunks embedded from their text,
-    entries as a compress makes them (the mean of their kept transcript's passages, or their fields)."""
-    out = held_vectors(conn, embedder.model, [r[5] for r in rows])  # another fill, or a change set, got there first
+            with suppress(DimensionMismatch):  # another model's: embedded
+                if (vec := store.vector_for(e, embedder.model, embedder.dim)) is not None:
+                    out[entry_vector_key(e)] = vec
+        todo = [e for e in entries if entry_vector_key(e) not in out]
+        if embed and todo:
+            vecs, passages = entry_vectors(embedder, todo, kept_sessions(lay, todo), known=lambda ks: {k: out[k] for k in ks if k in out})
+            out.update(passages)
+            out.update((entry_vector_key(e), v) for e, v in zip(todo, vecs))
     texts = {r[5]: r[4] for r in rows if r[1] != "entry" and r[5] not in out}
-    if texts:
+    if embed and texts:
         out.update(zip(texts, np.asarray(embedder.embed_documents(list(texts.values())), dtype=np.float32)))
-    for lay, entries in _entries(layout, [r for r in rows if r[5] not in out]):
-        vecs, passages = entry_vectors(embedder, entries, kept_sessions(lay, entries), known=lambda ks: {k: out[k] for k in ks if k in out})
-        out.update(passages)
-        out.update((entry_vector_key(e), v) for e, v in zip(entries, vecs))
     return out
 
 
