@@ -35,7 +35,6 @@ class Declared(NamedTuple):
     id: str
     timestamp: str
     supersedes: list[str]
-    source: str  # its day file
 
 
 def superseded_by(entries: Iterable[Entry | Declared]) -> dict[str, str]:

@@ -16,8 +16,7 @@ import numpy as np
 from memtool import constants as C
 from memtool.dates import mentioned_periods
 from memtool.search.cues import asked_cues
-from memtool.search.fusion import run_starts, sibling_sums, top_docs, weighted_rrf
-from memtool.search.semantic import rescore
+from memtool.search.semantic import rescore, run_starts, sibling_sums
 from memtool.search.store import IMPORTANCE_CODE, SearchIndex
 from memtool.search.typos import Terms
 
@@ -119,6 +118,25 @@ def with_dates(bm25: np.ndarray, ts: np.ndarray, periods: list, w: Weights, allo
         top = float(bm25[allowed].max())
         bm25[near] += (w.date_match * (top if top > 0 else 1.0) * date_closeness(ts[near], periods, w.date_window_days)).astype(np.float32)
     return bm25
+
+
+def top_docs(scores: np.ndarray, allowed: np.ndarray, depth: int) -> np.ndarray:
+    """The `depth` best allowed docs with a positive score in one channel, best first (a doc's rank is its place)."""
+    cand = np.flatnonzero(allowed & (scores > 0))
+    if cand.size > depth:
+        cand = cand[np.argpartition(-scores[cand], depth - 1)[:depth]]
+    return cand[np.argsort(-scores[cand], kind="stable")]
+
+
+def weighted_rrf(channels: list[tuple[np.ndarray, float]], k: int) -> dict[int, float]:
+    """score(d) = sum over channels (docs best first, weight) of weight / (k + rank of d in that channel)."""
+    fused: dict[int, float] = {}
+    for docs, weight in channels:
+        if weight <= 0:
+            continue
+        for r, d in enumerate(docs.tolist(), 1):
+            fused[d] = fused.get(d, 0.0) + weight / (k + r)
+    return fused
 
 
 def with_sibling_support(docs: np.ndarray, scores: np.ndarray, group: np.ndarray, weight: float) -> np.ndarray:

@@ -22,8 +22,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from memtool.search.fusion import run_starts, sibling_sums
 from memtool.search.store import KIND_CODE, SearchIndex
+
+
+def run_starts(keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal values starts in sorted `keys`."""
+    return np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+
+
+SIBLINGS_COUNTED = 3  # documents of one result whose scores add up in `sibling_sums`
+
+
+def sibling_sums(docs: np.ndarray, scores: np.ndarray, group: np.ndarray, weight: float) -> dict[int, tuple[int, float]]:
+    """result -> (position of its best doc in `docs`, s1 + w*s2 + w^2*s3) for `docs` best first,
+    `scores` theirs: a result whose documents match in several places counts them all."""
+    sums: dict[int, tuple[int, float]] = {}
+    counted: dict[int, int] = {}
+    for i, (g, s) in enumerate(zip(group[docs].tolist(), scores.tolist())):
+        c = counted.get(g, 0)
+        if c == 0:
+            sums[g] = (i, s)
+        elif c < SIBLINGS_COUNTED:
+            sums[g] = (sums[g][0], sums[g][1] + weight**c * s)
+        counted[g] = c + 1
+    return sums
 
 
 def rescore(

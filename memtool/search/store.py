@@ -457,8 +457,6 @@ class SearchIndex:
 
     def docs(self, ids) -> list[dict]:
         ids = [int(i) for i in ids]
-        if not ids:
-            return []
         rows = self.conn.execute(DOCS_SQL, (json.dumps(ids),))
         by_id = {r[0]: dict(zip(DOC_FIELDS, r[1:]), topics=json.loads(r[8]), trusted=bool(r[9])) for r in rows}
         return [by_id[i] for i in ids]
@@ -651,7 +649,7 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
         dict.fromkeys(deferred, DEFERRED) if deferred else plan.transcripts if plan.transcripts is not None or len(changed) < 50 else _transcript_sigs(layout)
     )
     transcript_sig = tsig.get if tsig is not None else lambda i: file_sig(layout.transcript_file(i))
-    declared = [Declared(i, ts, json.loads(sup), "") for i, ts, sup in conn.execute("SELECT id, timestamp, supersedes FROM entries WHERE supersedes != '[]'")]
+    declared = [Declared(i, ts, json.loads(sup)) for i, ts, sup in conn.execute("SELECT id, timestamp, supersedes FROM entries WHERE supersedes != '[]'")]
     read: list[Entry] = []  # entries read that supersede others
     stored_with: dict[str, str] = {}  # entry id -> the superseded_by its documents were inserted with
     groups: dict[str, int] = dict(conn.execute("SELECT key, id FROM groups").fetchall())
@@ -946,6 +944,7 @@ def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None
     process writes a change set (a detached session-end compress), the last committed state is read,
     said in `errors`, and the view is marked `stale`."""
     stale = False
+    errors = [] if errors is None else errors
     try:
         refresh_index(layout, embedder, progress, errors, archive, wait=False, defer=defer)
     except StoreBusy:
@@ -954,13 +953,11 @@ def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None
     try:
         index = SearchIndex(path, archive)
     except (sqlite3.DatabaseError, ValueError) as exc:
-        if errors is not None:
-            errors.append(f"{path} was damaged ({exc}); rebuilt from the files")
+        errors.append(f"{path} was damaged ({exc}); rebuilt from the files")
         discard(layout)
         refresh_index(layout, embedder, progress, errors, archive, defer=defer)
         return SearchIndex(path, archive)
+    index.stale = stale
     if stale:
-        index.stale = True
-        if errors is not None:
-            errors.append(BUSY_NOTE)
+        errors.append(BUSY_NOTE)
     return index

@@ -1,6 +1,6 @@
 import numpy as np
 
-from memtool.search.fusion import top_docs, weighted_rrf
+from memtool.search.engine import top_docs, weighted_rrf
 
 
 def test_top_docs_orders_and_filters():
