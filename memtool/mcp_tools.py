@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from memtool import constants as C
-from memtool.budget import fit_to_provider_count
 from memtool.confine import read_bytes as confined_read
-from memtool.context import UNTRUSTED_NOTE, ContextResult
+from memtool.context import UNTRUSTED_NOTE, ContextResult, fit_to_provider_count
 from memtool.errors import BadInput, NotFound, UnsafePath
 from memtool.mcp_fit import brief, file_head, fit, join_notes, leading_within, log_tail, render, tokens
 from memtool.memory import Memory, Session

@@ -17,9 +17,8 @@ from typing import Callable, Iterable, Iterator
 
 from memtool import confine
 from memtool import constants as C
-from memtool.budget import Counting, fit_to_provider_count
 from memtool.config import Settings
-from memtool.context import ContextInput, ContextResult, Section, pack
+from memtool.context import ContextInput, ContextResult, Counting, Section, fit_to_provider_count, pack
 from memtool.dates import anchor
 from memtool.dayfile import read_day
 from memtool.dedupe import Deduper, Duplicate
@@ -430,7 +429,7 @@ class Memory:
         return res
 
     def counting(self) -> Counting:
-        """What a context is counted with by the provider (memtool.budget); its warnings are collected in it."""
+        """What a context is counted with by the provider (memtool.context); its warnings are collected in it."""
         return Counting(self.settings, self.compressor, self.embedder, [])
 
     def pack_offline(self, given: ContextInput, budget: int, template: str | None = None) -> ContextResult:

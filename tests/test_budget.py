@@ -1,4 +1,4 @@
-"""memtool.budget: `Memory.context` held to the budget by the provider's count (a counting
+"""memtool.context's provider count: `Memory.context` held to the budget by the provider's count (a counting
 compressor registered as 'gemini' stands in for the model here; the real SDK path is in
 tests/cli/test_gemini_cli.py)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from memtool.app import open_memory
-from memtool.budget import MAX_COUNT_REQUESTS
 from memtool.config import Settings
+from memtool.context import MAX_COUNT_REQUESTS
 from memtool.errors import ProviderTimeout
 from memtool.scaffold import init
 from memtool.text import count_tokens

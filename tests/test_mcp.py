@@ -606,7 +606,7 @@ def test_context_has_gemini_count_only_the_bundle_that_fits(widgets, home, gemin
     SDK talks to tests/gemini_fake.py."""
     import re
 
-    from memtool.budget import MAX_COUNT_REQUESTS
+    from memtool.context import MAX_COUNT_REQUESTS
     from memtool.mcp_fit import tokens
     from memtool.mcp_tools import MemoryTools
 
