@@ -412,8 +412,7 @@ class SearchIndex:
         for at, vecs in self._vector_chunks():
             if vecs.shape[1] != q.shape[0]:  # vectors of another size than the query's: no cosine
                 return np.zeros(self.n, dtype=np.float32)
-            keep = at < self.n
-            out[at[keep]] = vecs[keep].astype(np.float32) @ q
+            out[at] = vecs.astype(np.float32) @ q
         return out
 
     def _vector_chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -762,9 +761,7 @@ def _insert_docs(
     new_groups: list[tuple[int, str]] = []
     rows = []
     flat: list[str] = []  # every document's terms, one after another
-    lengths = np.zeros(len(docs), dtype=np.int64)
     seen: set[str] = set()
-    topics_json: dict[tuple[str, ...], str] = {}  # an entry's documents share its topics: encoded once
     for j, (d, key) in enumerate(zip(docs, keys)):
         i = first + j
         gkey = d.entry or d.ref
@@ -776,15 +773,14 @@ def _insert_docs(
         ws = words(d.index_text)
         ts = terms(ws) or [""]
         flat += ts
-        lengths[j] = len(ts)
         seen.update(ws)
         add[j] = (KIND_CODE[d.kind], IMPORTANCE_CODE.get(d.importance, 1), d.trusted, d.pinned, doc_cues(ws), True, d.source in archived, len(ts), g, d.ts)
-        topics = topics_json.get(d.topics) or topics_json.setdefault(d.topics, json.dumps(list(d.topics), ensure_ascii=False))
+        topics = json.dumps(list(d.topics), ensure_ascii=False)
         rows.append((i, d.source, d.kind, d.ref, d.entry, d.text, d.session, d.ts, d.importance, topics, int(d.trusted), d.line, d.superseded_by, key))
     conn.executemany("INSERT INTO groups VALUES (?, ?)", new_groups)
     conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in surface_words(list(seen))])
-    postings.add(flat, lengths, first)
+    postings.add(flat, add["length"].astype(np.int64), first)
     return np.concatenate([cols, add])
 
 
