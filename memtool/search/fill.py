@@ -49,23 +49,17 @@ def fill_words(layout: Layout, embedder, batch: int = C.WORDS_FILL_BATCH, pause:
     about `batch` entries per transaction: an interrupted fill keeps every batch it committed.
     `pause` seconds between transactions let a waiting writer (a compress, a sync) take the lock."""
     report = FillReport()
-    while True:
-        done, left = index_deferred(layout, embedder, batch, report.errors)
+    path = store_path(layout)
+    while path.is_file():
+        with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            with conn:
+                done, left = reread_deferred(conn, layout, embedder, batch, report.errors)
         report.indexed += done
         if not done or not left:
-            return report
+            break
         time.sleep(pause)
-
-
-def index_deferred(layout: Layout, embedder, size: int, errors: list[str]) -> tuple[int, int]:
-    """One transaction of the words fill (store.reread_deferred): (entries read, entries still DEFERRED)."""
-    path = store_path(layout)
-    if not path.is_file():
-        return 0, 0
-    with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
-        conn.execute("BEGIN IMMEDIATE")
-        with conn:
-            return reread_deferred(conn, layout, embedder, size, errors)
+    return report
 
 
 def fill_vectors(
