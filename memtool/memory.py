@@ -115,14 +115,10 @@ class Shown:
 def load_counts(layout: Layout) -> dict[str, int]:
     """id -> times returned; none when the store cannot be read."""
     conn = open_state(layout, create=False)
-    if conn is None:
-        return {}
-    try:
-        return dict(conn.execute("SELECT id, uses FROM access").fetchall())
-    except sqlite3.Error:
-        return {}
-    finally:
-        conn.close()
+    if conn is not None:
+        with closing(conn), suppress(sqlite3.Error):
+            return dict(conn.execute("SELECT id, uses FROM access").fetchall())
+    return {}
 
 
 def record(layout: Layout, ids: Iterable[str]) -> None:
@@ -151,12 +147,8 @@ class Memory:
             raise BadInput(f"{name}: looks like a binary file (NUL bytes); give a text transcript")
         if not text.strip():
             raise BadInput(f"{name}: the transcript is empty; nothing to compress")
-        self.check_size(len(text.encode("utf-8", "surrogatepass")), name)
+        check_size(len(text.encode("utf-8", "surrogatepass")), self.settings.max_transcript_bytes, name)
         return text
-
-    def check_size(self, size: int, name: str = "<text>", whole: bool = True) -> None:
-        """Refuse a transcript over the limit (memtool.transcripts.check_size)."""
-        check_size(size, self.settings.max_transcript_bytes, name, whole)
 
     def redact(self, text: str) -> str:
         if not self.settings.redact:

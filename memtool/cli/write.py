@@ -53,7 +53,7 @@ def read_input(path: str, mem=None, convert: bool = True) -> tuple[str, str, dat
     format (anything else on stdin is text). With `mem`, text over its max_transcript_bytes is
     refused before it is read into memory; JSON is measured after conversion (tool output shrinks a
     lot), so it is read whole. Lines of a JSONL transcript that are not JSON are skipped with a warning."""
-    from memtool.transcripts import load_transcript, looks_like_json, transcript_from_bytes
+    from memtool.transcripts import check_size, load_transcript, looks_like_json, transcript_from_bytes
 
     limit = None if mem is None else mem.settings.max_transcript_bytes
     if path == "-":
@@ -63,7 +63,7 @@ def read_input(path: str, mem=None, convert: bool = True) -> tuple[str, str, dat
         is_json = convert and looks_like_json(data)
         if mem is not None and len(data) > limit:
             if not is_json:  # reading stopped at the limit: the real size is unknown
-                mem.check_size(len(data), name, whole=False)
+                check_size(len(data), limit, name, whole=False)
             data += stream.read()
         transcript = transcript_from_bytes(data, name, "sniff" if is_json else "text")
     else:
