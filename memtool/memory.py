@@ -170,27 +170,18 @@ class Memory:
             warnings.append(f"{s.name}: {exc} Saved with the local compressor's summary and marked pending; `memory retry` completes it.")
             compressor, pending = self._compressor_factory("local"), True  # a stand-in; `memory retry` completes it
             out = compressor.compress(text, hints)
-        return self._entry(text, out, when, s, compressor.model, pending)
-
-    def _entry(self, text: str, out: Compressed, when: datetime, s: Session, model: str, pending: bool) -> Entry:
         importance, ents = s.importance or out.importance, out.entities or Entities()
         if importance not in C.IMPORTANCE_LEVELS:  # a plugin compressor's answer; the session's own was checked
             raise ProviderError(f"the compressor gave importance {importance!r:.40}, expected one of {', '.join(C.IMPORTANCE_LEVELS)}; nothing was stored")
         entry = Entry(
             id=make_id(when, text),
             timestamp=iso(when),
-            summary=out.summary,
-            keywords=out.keywords,
-            topics=out.topics,
-            decisions=out.decisions,
-            action_items=out.action_items,
+            **{key: getattr(out, key) for key in ("summary", "keywords", "topics", "decisions", "action_items")},
             entities=replace(ents, dates=[anchor(d, when) for d in ents.dates]),  # 'yesterday' still means something in a year
             importance=importance,
             source_session=s.session,
-            model=model,
-            source=s.source,
-            agent=s.agent,
-            trusted=s.trusted,
+            model=compressor.model,
+            **{key: getattr(s, key) for key in ("source", "agent", "trusted")},
             pending=pending,
             supersedes=list(s.supersedes),
         )
