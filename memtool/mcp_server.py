@@ -96,8 +96,7 @@ def add_tool(server: MCPServer, tools: MemoryTools, method: Callable[..., dict[s
             with tools.lock:
                 return method(**kwargs, **({"agent": _agent(ctx)} if wants_agent else {}))
         except MemtoolError as exc:
-            cap = kwargs.get("max_tokens")
-            cap = cap if isinstance(cap, int) and C.MCP_MIN_TOKENS <= cap <= C.MCP_MAX_TOKENS_CEILING else tools.max_tokens
+            cap = kwargs.get("max_tokens", tools.max_tokens)  # the SDK checked it against the schema before the call
             raise ToolError(capped_message(str(exc), kwargs, cap)) from exc
 
     run.__name__ = f"memory_{method.__name__}"  # names the schema's models too
