@@ -101,25 +101,20 @@ def _why(exc: OSError | RuntimeError) -> str:
     return (exc.strerror or type(exc).__name__) if isinstance(exc, OSError) else "a symlink loop"
 
 
-def confine(root: Path, given: str) -> Path:
-    """`given` (relative to the root, or absolute) resolved with symlinks; refused if it leaves the root."""
+def read_inside(root: Path, given: str, max_bytes: int | None = None) -> tuple[Path, bytes]:
+    """The file `given` (relative to the root, or absolute) names, resolved with symlinks, and its bytes.
+    Outside the root, a directory, a file over `max_bytes` or one the system refuses (permissions, name
+    too long) -> BadInput naming why; missing -> NotFound."""
     if not given.strip():
         raise BadInput("the path is empty")
     if "\x00" in given:
         raise BadInput("the path contains a NUL byte")
     try:
-        real = (root / given).resolve()  # an absolute `given` replaces the root
+        path = (root / given).resolve()  # an absolute `given` replaces the root
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
         raise BadInput(f"{brief(given)}: not a usable path ({_why(exc)})") from exc
-    if not real.is_relative_to(root.resolve()):
+    if not path.is_relative_to(root.resolve()):
         raise BadInput(f"{brief(given)}: outside the memory root {root}. Only files inside the root can be read (symlinks are followed).")
-    return real
-
-
-def read_inside(root: Path, given: str, max_bytes: int | None = None) -> tuple[Path, bytes]:
-    """The file `given` names inside the root, and its bytes. Missing -> NotFound; a directory, a file over
-    `max_bytes` or one the system refuses (permissions, name too long) -> BadInput naming why."""
-    path = confine(root, given)
     try:
         if path.is_dir():
             raise BadInput(f"{brief(given)}: a directory, not a file")
