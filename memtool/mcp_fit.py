@@ -169,16 +169,15 @@ def file_head(text: str, cap: int, name: str) -> str:
 def _boundary(lines: list[str], fits: int) -> int:
     """Where to end a head of `lines` when the first `fits` fit: before the last heading (outside fenced
     code), else at the last blank line, among lines 1..fits, if that keeps HEAD_BOUNDARY_SHARE of them."""
-    headings: list[int] = []
-    blanks: list[int] = []
+    heading = blank = 0  # the last of each, 0: none (line 0 never counts)
     in_fence = False
     for i, line in enumerate(lines[: fits + 1]):
         if FENCE_RE.match(line):
             in_fence = not in_fence
         elif not in_fence and i:
             if HEADING_RE.match(line):
-                headings.append(i)
+                heading = i
             elif not line.strip():
-                blanks.append(i)
+                blank = i
     least = fits * HEAD_BOUNDARY_SHARE
-    return next((found[-1] for found in (headings, blanks) if found and found[-1] >= least), fits)
+    return next((found for found in (heading, blank) if found and found >= least), fits)
