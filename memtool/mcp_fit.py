@@ -55,22 +55,16 @@ def capped_message(message: str, args: dict[str, Any], cap: int) -> str:
     return truncate_to_tokens(message, cap - ERROR_RESERVE)
 
 
-def _string_leaves(node: Any, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
-    """(path, text) of every string that may be shortened: none under a KEEP_WHOLE key."""
+def _string_leaves(node: Any) -> Iterator[tuple[Any, Any, str]]:
+    """(holder, key, text) of every string that may be shortened: none under a KEEP_WHOLE key."""
     items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     for key, value in items:
         if isinstance(key, str) and key in KEEP_WHOLE:
             continue
         if isinstance(value, str):
-            yield path + (key,), value
+            yield node, key, value
         else:
-            yield from _string_leaves(value, path + (key,))
-
-
-def _get(node: Any, path: tuple) -> Any:
-    for key in path:
-        node = node[key]
-    return node
+            yield from _string_leaves(value)
 
 
 def fit(answer: dict[str, Any], cap: int, items_key: str = "") -> list[Any]:
@@ -88,11 +82,10 @@ def fit(answer: dict[str, Any], cap: int, items_key: str = "") -> list[Any]:
     while isinstance(items, list) and len(items) > 1 and tokens(answer) > room:
         dropped.insert(0, items.pop())
     while (over := tokens(answer) - room) > 0:
-        cands = [(len(text), p, text) for p, text in _string_leaves(answer) if count_tokens(text) > MIN_STRING_TOKENS]
+        cands = [(len(text), holder, key, text) for holder, key, text in _string_leaves(answer) if count_tokens(text) > MIN_STRING_TOKENS]
         if not cands:
             break
-        _, (*parent, key), text = max(cands, key=lambda c: c[0])
-        holder = _get(answer, tuple(parent))
+        _, holder, key, text = max(cands, key=lambda c: c[0])
         have = count_tokens(text)
         shown = count_tokens(json.dumps(text, ensure_ascii=False))  # rendered, its escapes (\n, \") cost tokens too
         holder[key] = truncate_to_tokens(text, max(MIN_STRING_TOKENS, (shown - over) * have // shown - 2))
@@ -176,16 +169,15 @@ def file_head(text: str, cap: int, name: str) -> str:
 def _boundary(lines: list[str], fits: int) -> int:
     """Where to end a head of `lines` when the first `fits` fit: before the last heading (outside fenced
     code), else at the last blank line, among lines 1..fits, if that keeps HEAD_BOUNDARY_SHARE of them."""
-    headings: list[int] = []
-    blanks: list[int] = []
+    heading = blank = 0  # the last of each, 0: none (line 0 never counts)
     in_fence = False
     for i, line in enumerate(lines[: fits + 1]):
         if FENCE_RE.match(line):
             in_fence = not in_fence
         elif not in_fence and i:
             if HEADING_RE.match(line):
-                headings.append(i)
+                heading = i
             elif not line.strip():
-                blanks.append(i)
+                blank = i
     least = fits * HEAD_BOUNDARY_SHARE
-    return next((found[-1] for found in (headings, blanks) if found and found[-1] >= least), fits)
+    return next((found for found in (heading, blank) if found and found >= least), fits)

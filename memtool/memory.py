@@ -114,14 +114,10 @@ class Shown:
 def load_counts(layout: Layout) -> dict[str, int]:
     """id -> times returned; none when the store cannot be read."""
     conn = open_state(layout, create=False)
-    if conn is None:
-        return {}
-    try:
-        return dict(conn.execute("SELECT id, uses FROM access").fetchall())
-    except sqlite3.Error:
-        return {}
-    finally:
-        conn.close()
+    if conn is not None:
+        with closing(conn), suppress(sqlite3.Error):
+            return dict(conn.execute("SELECT id, uses FROM access").fetchall())
+    return {}
 
 
 def record(layout: Layout, ids: Iterable[str]) -> None:
@@ -150,12 +146,8 @@ class Memory:
             raise BadInput(f"{name}: looks like a binary file (NUL bytes); give a text transcript")
         if not text.strip():
             raise BadInput(f"{name}: the transcript is empty; nothing to compress")
-        self.check_size(len(text.encode("utf-8", "surrogatepass")), name)
+        check_size(len(text.encode("utf-8", "surrogatepass")), self.settings.max_transcript_bytes, name)
         return text
-
-    def check_size(self, size: int, name: str = "<text>", whole: bool = True) -> None:
-        """Refuse a transcript over the limit (memtool.transcripts.check_size)."""
-        check_size(size, self.settings.max_transcript_bytes, name, whole)
 
     def redact(self, text: str) -> str:
         if not self.settings.redact:
@@ -177,27 +169,18 @@ class Memory:
             warnings.append(f"{s.name}: {exc} Saved with the local compressor's summary and marked pending; `memory retry` completes it.")
             compressor, pending = self._compressor_factory("local"), True  # a stand-in; `memory retry` completes it
             out = compressor.compress(text, hints)
-        return self._entry(text, out, when, s, compressor.model, pending)
-
-    def _entry(self, text: str, out: Compressed, when: datetime, s: Session, model: str, pending: bool) -> Entry:
         importance, ents = s.importance or out.importance, out.entities or Entities()
         if importance not in C.IMPORTANCE_LEVELS:  # a plugin compressor's answer; the session's own was checked
             raise ProviderError(f"the compressor gave importance {importance!r:.40}, expected one of {', '.join(C.IMPORTANCE_LEVELS)}; nothing was stored")
         entry = Entry(
             id=make_id(when, text),
             timestamp=iso(when),
-            summary=out.summary,
-            keywords=out.keywords,
-            topics=out.topics,
-            decisions=out.decisions,
-            action_items=out.action_items,
+            **{key: getattr(out, key) for key in ("summary", "keywords", "topics", "decisions", "action_items")},
             entities=replace(ents, dates=[anchor(d, when) for d in ents.dates]),  # 'yesterday' still means something in a year
             importance=importance,
             source_session=s.session,
-            model=model,
-            source=s.source,
-            agent=s.agent,
-            trusted=s.trusted,
+            model=compressor.model,
+            **{key: getattr(s, key) for key in ("source", "agent", "trusted")},
             pending=pending,
             supersedes=list(s.supersedes),
         )

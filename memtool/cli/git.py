@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import typer
@@ -28,17 +29,10 @@ def setup(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
     layout = layout_of(ctx)
     done = setup_git(layout.root)
     pinned = pin_embedder(layout.root)  # one model for everyone: written into the shared memory/config.yaml
-    if as_json:
-        print_json(
-            {
-                "attributes": str(done.attributes),
-                "wrote_attributes": done.wrote_attributes,
-                "registered": done.registered,
-                "repository": str(done.repository) if done.repository else None,
-                "embedder_pinned": pinned,
-                "index_built": done.index_built,
-            }
-        )
+    if as_json:  # GitSetup's fields (paths as text), embedder_pinned before the last one
+        data = asdict(done)
+        index_built = data.pop("index_built")
+        print_json(data | {"embedder_pinned": pinned, "index_built": index_built})
         return
     if pinned:
         typer.echo(f"embedder: {pinned} written to {layout.config_file.relative_to(layout.root)} (commit it: every clone then uses that model)")

@@ -36,7 +36,7 @@ def log(
     """Append a timestamped line to today's daily log (memory/YYYY-MM-DD.md)."""
     mem = open_from(ctx)
     if text is None or text == "-":
-        text = read_input("-", mem, convert=False)[0]  # a note, even one that looks like JSON
+        text = read_input("-", mem.settings.max_transcript_bytes, convert=False)[0]  # a note, even one that looks like JSON
     elif any("\udc80" <= ch <= "\udcff" for ch in text):  # bytes of the argument that were not UTF-8
         warn("the note is not valid UTF-8; undecodable bytes replaced with U+FFFD")
         text = text.encode("utf-8", "surrogateescape").decode("utf-8", errors="replace")
@@ -44,26 +44,25 @@ def log(
     typer.echo(f"logged to {path}")
 
 
-def read_input(path: str, mem=None, convert: bool = True) -> tuple[str, str, datetime | None]:
+def read_input(path: str, limit: int, convert: bool = True) -> tuple[str, str, datetime | None]:
     """(text, name, start time the transcript states) of one transcript; invalid UTF-8 is replaced,
     with a warning; UTF-16/32 with a BOM is read as such.
 
     With `convert`, agent transcripts in JSON/JSONL are converted to Markdown: a file named
     .json/.jsonl (any case; JSON of no known format is refused), and stdin when it parses as a known
-    format (anything else on stdin is text). With `mem`, text over its max_transcript_bytes is
+    format (anything else on stdin is text). Text over `limit` bytes (max_transcript_bytes) is
     refused before it is read into memory; JSON is measured after conversion (tool output shrinks a
     lot), so it is read whole. Lines of a JSONL transcript that are not JSON are skipped with a warning."""
-    from memtool.transcripts import load_transcript, looks_like_json, transcript_from_bytes
+    from memtool.transcripts import check_size, load_transcript, looks_like_json, transcript_from_bytes
 
-    limit = None if mem is None else mem.settings.max_transcript_bytes
     if path == "-":
         name = "<stdin>"
         stream = sys.stdin.buffer
-        data = stream.read(-1 if limit is None else limit + 1)
+        data = stream.read(limit + 1)
         is_json = convert and looks_like_json(data)
-        if mem is not None and len(data) > limit:
+        if len(data) > limit:
             if not is_json:  # reading stopped at the limit: the real size is unknown
-                mem.check_size(len(data), name, whole=False)
+                check_size(len(data), limit, name, whole=False)
             data += stream.read()
         transcript = transcript_from_bytes(data, name, "sniff" if is_json else "text")
     else:
@@ -130,7 +129,7 @@ def compress(
     def sessions():
         for f in files:
             try:
-                text, name, started = read_input(f, mem)
+                text, name, started = read_input(f, mem.settings.max_transcript_bytes)
                 mem.check_text(text, name)
             except BadInput as exc:
                 if len(files) == 1:
