@@ -36,7 +36,6 @@ from memtool.sync import SyncReport, sync
 if TYPE_CHECKING:
     from memtool.retry import RetryReport
 
-CHANGE_EVENTS = {"created", "deleted", "modified", "moved"}  # not opened/closed: sync itself reads files
 WAKE_S = 0.2  # longest a wait blocks before checking the stop flag (keeps Ctrl-C prompt)
 GONE_POLL_S = 1.0  # while memory/ is missing, also looked for this often (besides the root's events)
 
@@ -150,10 +149,8 @@ class Watcher:
         self._changes: list | None = None  # the event types subscribed to (set by run)
         self.gone = False  # memory/ is missing: nothing is synced until it is back
 
-    # called from the observer thread for every event
     def dispatch(self, event) -> None:
-        if event.event_type not in CHANGE_EVENTS or (event.is_directory and event.event_type == "modified"):
-            return
+        """Called from the observer thread for every event of the kinds subscribed to (run: changes only)."""
         paths = [os.fsdecode(p) for p in (event.src_path, getattr(event, "dest_path", "")) if p]
         paths = [p for p in paths if relevant(self.layout, p)]
         if paths:
