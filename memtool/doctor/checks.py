@@ -8,9 +8,9 @@ import hashlib
 import json
 import os
 import re
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
@@ -85,23 +85,17 @@ class Checker:
         return path.relative_to(self.layout.root).as_posix()
 
     def diagnose(self) -> Report:
-        with self._locked(required=False) as notes:
-            report = self._diagnose()
-        report.problems[:0] = notes
-        return report
-
-    @contextmanager
-    def _locked(self, required: bool) -> Iterator[list[Problem]]:
-        """The store's write lock, so that no writer is half-way through; optional for a read-only check."""
+        """The check, under the store's write lock so that no writer is half-way through; without it
+        (reported) when it cannot be had: a read-only check still runs."""
         notes: list[Problem] = []
         with ExitStack() as stack:
             try:
                 stack.enter_context(self.store.lock())
             except StorageError as exc:
-                if required:
-                    raise
                 notes.append(Problem("lock", self.rel(self.layout.lock_file), f"checked without the lock: {exc}", severity=WARNING))
-            yield notes
+            report = self._diagnose()
+        report.problems[:0] = notes
+        return report
 
     def temp_files(self) -> list[Path]:
         """Temp files of interrupted writes anywhere under memory/, the archive included."""

@@ -45,7 +45,7 @@ class Doctor(Checker):
                 f"finished an interrupted `memory forget` of {', '.join(gone)}: removed {len(finished.removed)} files, "
                 f"rewrote {len(finished.rewritten)}, purged {len(finished.caches)} caches"
             )
-        with self._locked(required=True):
+        with self.store.lock():
             q = Quarantine(self.layout)
             for tmp in self.temp_files():
                 tmp.unlink()
