@@ -115,20 +115,25 @@ def _ident(path: str) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
+def _raise(exc: MemtoolError) -> None:
+    raise exc
+
+
 class Watcher:
-    """Runs the sync loop in the calling thread; the observer runs in its own."""
+    """Runs the sync loop in the calling thread; the observer runs in its own. A failed sync or retry
+    goes to `on_error` (default: raised), the other callbacks' default ignores what they are given."""
 
     def __init__(
         self,
         mem: Memory,
         debounce: float = C.WATCH_DEBOUNCE_S,
         max_latency: float = C.WATCH_MAX_LATENCY_S,
-        on_sync: Callable[[SyncReport], None] | None = None,
-        on_error: Callable[[MemtoolError], None] | None = None,
+        on_sync: Callable[[SyncReport], None] = lambda report: None,
+        on_error: Callable[[MemtoolError], None] = _raise,
         reopen: Callable[[], Memory] | None = None,
-        on_retry: Callable[["RetryReport"], None] | None = None,
+        on_retry: Callable[["RetryReport"], None] = lambda report: None,
         retry_interval: float = C.WATCH_RETRY_INTERVAL_S,
-        on_warning: Callable[[str], None] | None = None,
+        on_warning: Callable[[str], None] = lambda message: None,
     ):
         self.mem = mem
         self.reopen = reopen  # builds a fresh Memory when the settings change (say, another embedder)
@@ -159,19 +164,10 @@ class Watcher:
     def _ours(self, path: str) -> bool:
         return path in self._own and self._own[path] == stat_sig(path)
 
-    def _failed(self, exc: MemtoolError) -> None:
-        if self.on_error is None:
-            raise exc
-        self.on_error(exc)
-
-    def _warn(self, message: str) -> None:
-        if self.on_warning is not None:
-            self.on_warning(message)
-
     def _missing(self) -> None:
         if not self.gone:
             self.gone = True
-            self._warn(f"{self.layout.memory_dir} is gone; nothing is synced until it is back")
+            self.on_warning(f"{self.layout.memory_dir} is gone; nothing is synced until it is back")
 
     def sync_now(self) -> SyncReport | None:
         try:
@@ -186,12 +182,11 @@ class Watcher:
                 return None
             if isinstance(exc, FileNotFoundError):
                 raise
-            return self._failed(exc)
+            return self.on_error(exc)
         own = {str(p): stat_sig(p) for p in report.touched}
         self._own = own if len(self._own) > C.WATCH_OWN_WRITES_KEPT else {**self._own, **own}  # late events of earlier syncs too
         self.syncs += 1
-        if self.on_sync:
-            self.on_sync(report)
+        self.on_sync(report)
         self.retry_pending()
         return report
 
@@ -209,9 +204,8 @@ class Watcher:
         try:
             report = retry(self.mem)
         except MemtoolError as exc:
-            return self._failed(exc)
-        if self.on_retry:
-            self.on_retry(report)
+            return self.on_error(exc)
+        self.on_retry(report)
         return report
 
     def _unwatch(self, observer, path: str) -> None:
@@ -235,7 +229,7 @@ class Watcher:
             except OSError as exc:
                 if _ident(path) is None:
                     return False  # gone again: its deletion is the next event
-                self._warn(f"cannot watch {path}: {exc.strerror or exc}; retried after the next change")
+                self.on_warning(f"cannot watch {path}: {exc.strerror or exc}; retried after the next change")
         return True
 
     def _follow(self, observer, changed: set[str] | frozenset[str] = frozenset()) -> bool:
