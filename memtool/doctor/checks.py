@@ -249,52 +249,19 @@ class Checker:
         """The embedding files and transcripts of one folder (live, or an archive year) against the entries
         of its day files. `elsewhere`: ids of entries archived in another year's folder (not orphans: that
         day file is reported as misplaced)."""
-        self._check_vectors(rep, lay, entries, elsewhere)
-        for t in sorted(Path(de.path) for de in lay.transcript_files()):
-            if t.stem in elsewhere:
-                continue
-            if t.stem not in entries or t != lay.transcript_file(t.stem):
-                why = (
-                    "transcript in another month's folder"
-                    if t.stem in entries
-                    else "transcript of no entry (a write was interrupted, or its entry was removed)"
-                )
-                rep.add("orphan", self.rel(t), why, fix="quarantine")
-
-    def _check_vectors(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
-        store = Store(lay)
-        model = self.embedder.model if self.embedder else None
-        dim = self.embedder.dim if self.embedder else None
-        seen: set[str] = set()  # entries with an embedding file here, current or reported
-        for f in sorted(Path(de.path) for de in lay.embedding_files()):
-            if f.stem in elsewhere:
-                continue
-            where = self.rel(f)
-            seen.add(f.stem)
-            if f.stem not in entries:
-                rep.add("orphan", where, "embedding of no entry (a write was interrupted, or its entry was removed)", fix="quarantine")
-                continue
-            if f != lay.embedding_file(f.stem):
-                rep.add("orphan", where, "embedding in another month's folder", fix="quarantine")
-                continue
-            try:
-                data = store.read_embedding(f.stem)
-            except StoreCorrupt as exc:
-                rep.add("unparsable", where, *split_location(str(exc), f), fix="quarantine, re-embed")
-                continue
-            except UnicodeDecodeError as exc:
-                rep.add("unparsable", where, f"not UTF-8 ({exc.reason})", fix="quarantine, re-embed")
-                continue
-            vec = data["embedding"]
-            if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not bool(np.isfinite(vec).all()):
-                rep.add("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed")
-            elif model is not None and (data.get("model") != model or len(vec) != dim):
-                rep.add(
-                    "embedding",
-                    where,
-                    f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{model}' ({dim} dims). Run `memory reembed`.",
-                )
-            # else current; one made before an edit is kept too: written once, the search cache embeds the edit (Store.write_embeddings)
+        store, seen = Store(lay), set()  # seen: entries with an embedding file here, current or reported
+        for what, files, place in (("embedding", lay.embedding_files, lay.embedding_file), ("transcript", lay.transcript_files, lay.transcript_file)):
+            for f in sorted(Path(de.path) for de in files()):
+                if f.stem in elsewhere:
+                    continue
+                if what == "embedding":
+                    seen.add(f.stem)
+                if f.stem not in entries:
+                    rep.add("orphan", self.rel(f), f"{what} of no entry (a write was interrupted, or its entry was removed)", fix="quarantine")
+                elif f != place(f.stem):
+                    rep.add("orphan", self.rel(f), f"{what} in another month's folder", fix="quarantine")
+                elif what == "embedding":
+                    self._check_vector(rep, store, f)
         for e in entries.values():
             if e.id not in seen:
                 rep.add(
@@ -304,6 +271,28 @@ class Checker:
                     severity=WARNING,
                     fix="embed" if self.embedder else "",
                 )
+
+    def _check_vector(self, rep: Report, store: Store, f: Path) -> None:
+        """One embedding file at its place: readable, well-formed, of the configured embedder."""
+        where = self.rel(f)
+        try:
+            data = store.read_embedding(f.stem)
+        except StoreCorrupt as exc:
+            rep.add("unparsable", where, *split_location(str(exc), f), fix="quarantine, re-embed")
+            return
+        except UnicodeDecodeError as exc:
+            rep.add("unparsable", where, f"not UTF-8 ({exc.reason})", fix="quarantine, re-embed")
+            return
+        vec, emb = data["embedding"], self.embedder
+        if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not bool(np.isfinite(vec).all()):
+            rep.add("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed")
+        elif emb is not None and (data.get("model") != emb.model or len(vec) != emb.dim):
+            rep.add(
+                "embedding",
+                where,
+                f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{emb.model}' ({emb.dim} dims). Run `memory reembed`.",
+            )
+        # else current; one made before an edit is kept too: written once, the search cache embeds the edit (Store.write_embeddings)
 
     def _check_markdown(self, rep: Report, path: Path) -> None:
         try:
