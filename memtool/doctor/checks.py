@@ -1,6 +1,7 @@
 """The checks of `memory doctor`, in the order diagnose() runs them: each file of the store against
 the per-day entry files, which are the truth; then each archive year the same way. Read-only: the
-repairs are in repair.py."""
+repairs are in repair.py. What they hand back: a Report of the Problems found (with what `--fix` did
+about them), which the CLI renders (memtool/cli/doctor.py) or prints as JSON (Report.to_dict)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import os
 import re
 from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
@@ -19,13 +21,51 @@ from memtool import constants as C
 from memtool.archive import ArchiveLayout, archive_layouts
 from memtool.config import Settings
 from memtool.dayfile import CONFLICT_RE, load_json, read_day, sort_entries
-from memtool.doctor.report import WARNING, Problem, Report
 from memtool.errors import StorageError, StoreCorrupt, UnsafePath
 from memtool.models import Entry
 from memtool.store import Layout, Store
 
 if TYPE_CHECKING:
     from memtool.providers import Embedder
+
+ERROR, WARNING = "error", "warning"
+
+
+@dataclass
+class Problem:
+    kind: str  # temp, forget, unparsable, conflict, misplaced, duplicate, index, orphan, embedding, pending, config, unsafe
+    path: str  # relative to the memory root
+    message: str
+    line: int | None = None
+    severity: str = ERROR
+    fix: str = ""  # what `--fix` does about it; empty when it needs a person
+
+    def where(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+
+@dataclass
+class Report:
+    root: str  # the fields in the order Report.to_dict gives them
+    counts: dict[str, int] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not any(p.severity == ERROR for p in self.problems)
+
+    def add(self, *args, **kw) -> None:
+        """Report a Problem(*args, **kw)."""
+        self.problems.append(Problem(*args, **kw))
+
+    def of(self, *kinds: str) -> list[Problem]:
+        return [p for p in self.problems if p.kind in kinds]
+
+    def to_dict(self) -> dict:
+        return {"root": self.root, "healthy": self.healthy, **asdict(self)}
+
 
 MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
 SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR)

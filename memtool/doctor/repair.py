@@ -19,8 +19,7 @@ from typing import Sequence
 from memtool.archive import archive_layouts
 from memtool.confine import is_regular
 from memtool.dayfile import day_document, load_json
-from memtool.doctor.checks import Checker, content_duplicates, readable_text
-from memtool.doctor.report import Report
+from memtool.doctor.checks import Checker, Report, content_duplicates, readable_text
 from memtool.doctor.salvage import Quarantine, parse_entries, salvage
 from memtool.errors import ProviderError, StoreCorrupt
 from memtool.fsutil import atomic_write_text, dumps_json
