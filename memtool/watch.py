@@ -87,15 +87,12 @@ def relevant(layout: Layout, path: str) -> bool:
     """Does a change at `path` concern the memory? (Layer 3 files, or anything under memory/ but
     the cache, the lock and editor droppings.)"""
     try:
-        rel = Path(path).relative_to(layout.root)
+        parts = Path(path).relative_to(layout.root).parts
     except ValueError:
-        return False
-    parts = rel.parts
-    if not parts:
         return False
     if len(parts) == 1:
         return parts[0] in C.LAYER3_FILES or parts[0] == C.MEMORY_DIR
-    return parts[0] == C.MEMORY_DIR and not any(ignored_name(p) for p in parts[1:])
+    return len(parts) > 1 and parts[0] == C.MEMORY_DIR and not any(ignored_name(p) for p in parts[1:])
 
 
 def _settings_sig(layout: Layout) -> tuple:
@@ -208,9 +205,6 @@ class Watcher:
         self.on_retry(report)
         return report
 
-    def _unwatch(self, observer, path: str) -> None:
-        observer.unschedule(self._watches.pop(path)[0])
-
     def _watch(self, observer, path: str, recursive: bool, renew: bool, stopped: set) -> bool:
         """Keep a live watch on the folder at `path`: a fresh one if there was none, if the folder there
         now is another one (another inode; or `renew`: the folder itself was made, deleted or moved in
@@ -219,7 +213,7 @@ class Watcher:
         ident = _ident(path)
         held = self._watches.get(path)
         if held is not None and (renew or ident != held[1] or held[0] in stopped):
-            self._unwatch(observer, path)
+            observer.unschedule(self._watches.pop(path)[0])
             held = None
         if ident is None:
             return False
@@ -245,17 +239,14 @@ class Watcher:
         found: set[str] | None = None
         if self._watch(observer, top, False, renew, stopped):
             try:
-                with os.scandir(top) as it:
-                    found = {
-                        d.path for d in it if d.is_dir(follow_symlinks=False) and not ignored_name(d.name)
-                    }  # a linked folder is not watched (nor read: confine)
+                with os.scandir(top) as it:  # a linked folder is not watched (nor read: confine)
+                    found = {d.path for d in it if d.is_dir(follow_symlinks=False) and not ignored_name(d.name)}
             except (FileNotFoundError, NotADirectoryError):
                 found = None  # gone meanwhile
-        for path in [p for p in self._watches if p not in (root, top) and (found is None or p not in found)]:
-            self._unwatch(observer, path)
+        keep = {root} if found is None else {root, top, *found}
+        for path in [p for p in self._watches if p not in keep]:
+            observer.unschedule(self._watches.pop(path)[0])
         if found is None:
-            if top in self._watches:
-                self._unwatch(observer, top)
             self._missing()
             return False
         for path in sorted(found):
