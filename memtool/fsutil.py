@@ -28,20 +28,13 @@ def _storage_error(path: Path, exc: OSError, target: Path | None = None) -> Stor
     return StorageError(f"cannot write {where}: {reason}. Nothing already stored was changed.")
 
 
-def _fsync_fd(fd: int) -> None:
-    with suppress(OSError):  # some file systems refuse fsync on directories; the rename is still atomic
-        os.fsync(fd)
-
-
 def fsync_dir(folder: Path) -> None:
-    try:
+    with suppress(OSError):  # some platforms and file systems refuse it on folders; the rename is still atomic
         fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return  # not supported on this platform / file system
-    try:
-        _fsync_fd(fd)
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 UMASK = os.umask(0)  # read once, at import (single-threaded): os.umask can only be read by setting it
@@ -204,7 +197,8 @@ def atomic_write_many(items: list[tuple[Path, Data]], skip_same: bool = True) ->
             doing = (path, target)
             os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         for fd in {dfd for _, dfd, _, _, _ in temps}:
-            _fsync_fd(fd)
+            with suppress(OSError):  # as in fsync_dir
+                os.fsync(fd)
     except (OSError, UnsafePath) as exc:
         for tmp, dfd, *_ in temps:
             with suppress(OSError):  # already renamed
