@@ -176,8 +176,10 @@ def atomic_write_many(items: list[tuple[Path, Data]], skip_same: bool = True) ->
                     folders[key] = open_folder(root, names[:-1], path, create=True)
             dfd = folders[key]
             old = _old_stat_at(dfd, name, path)
-            if skip_same and old is not None and old.st_size == len(data) and _same_bytes(name, dfd, data):
-                continue
+            if skip_same and old is not None and old.st_size == len(data):
+                with suppress(OSError), open(name, "rb", opener=lambda n, flags: os.open(n, flags | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)) as f:
+                    if f.read(len(data) + 1) == data:
+                        continue  # already right: left alone
             todo.append((path, target, dfd, name, old, data))
         for start in range(0, len(todo), C.FSYNC_CHUNK):
             opened: list[int] = []
@@ -221,17 +223,6 @@ def _fsync_all(fds: list[int]) -> None:
 
     with ThreadPoolExecutor(max_workers=C.FSYNC_THREADS) as pool:
         list(pool.map(os.fsync, fds))
-
-
-def _same_bytes(name: str, dfd: int, data: bytes) -> bool:
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | CLOEXEC, dir_fd=dfd)
-    except OSError:
-        return False
-    try:
-        return os.read(fd, len(data) + 1) == data
-    finally:
-        os.close(fd)
 
 
 def dumps_json(obj: Any) -> str:
