@@ -28,6 +28,10 @@ from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store
 
 
+def _canonical(e: Entry) -> str:
+    return json.dumps(e.to_dict(), sort_keys=True)
+
+
 class Doctor(Checker):
     """The checks, and `--fix`: repair() mends what can be mended without loss and quarantines the rest."""
 
@@ -100,11 +104,11 @@ class Doctor(Checker):
         content twice keeps the earlier. `live`: the live entries, when the folders are the archive's: an
         archived copy of one of them goes (the live copy is kept, as `memory archive` does)."""
         found, _ = self.read_days(folders)
-        current: dict[Path, list[dict]] = {}
+        current: dict[Path, list[Entry]] = {}
         kept: dict[str, tuple[Path, Entry]] = {}
         removed: list[tuple[Path, Entry, str]] = []
         for path, e in found:
-            current.setdefault(path, []).append(e.to_dict())
+            current.setdefault(path, []).append(e)
             twin = kept[e.id][1] if e.id in kept else live.get(e.id)  # an id of a live entry is never kept here
             if twin is None:
                 kept[e.id] = (path, e)
@@ -117,21 +121,19 @@ class Doctor(Checker):
         for n, (path, e, why) in enumerate(removed, 1):  # each copy that goes is in the quarantine before it goes
             folder = path.parent.relative_to(self.layout.memory_dir).as_posix()
             q.write(f"{folder}/removed-{n}-{e.id}.json", dumps_json({"reason": why, "entry": e.to_dict()}))
-        by_file: dict[Path, list[Entry]] = {}
+        by_file: dict[Path, list[Entry]] = {path: [] for path in current}
         for path, e in kept.values():
             by_file.setdefault(path.parent / f"{e.day}.json", []).append(e)
-        changed = False
-
-        def gains(path: Path) -> bool:  # an entry moves into this file
-            return bool({e.id for e in by_file.get(path, [])} - {d.get("id") for d in current.get(path, [])})
-
-        for path in sorted(sorted(set(by_file) | set(current)), key=lambda p: not gains(p)):  # those first: a crash leaves an entry twice, never nowhere
-            new = by_file.get(path, [])
-            if sorted(json.dumps(d, sort_keys=True) for d in current.get(path, [])) != sorted(json.dumps(e.to_dict(), sort_keys=True) for e in new):
-                atomic_write_text(path, day_document(path.stem, new))
-                fixed.append(f"rewrote {self.rel(path)}: {len(current.get(path, []))} -> {len(new)} entries")
-                changed = True
-        return changed
+        rewrites = [
+            (path, current.get(path, []), new)
+            for path, new in sorted(by_file.items())
+            if sorted(map(_canonical, current.get(path, []))) != sorted(map(_canonical, new))
+        ]
+        rewrites.sort(key=lambda r: not {e.id for e in r[2]} - {e.id for e in r[1]})  # those an entry moves into first: a crash leaves it twice, never nowhere
+        for path, old, new in rewrites:
+            atomic_write_text(path, day_document(path.stem, new))
+            fixed.append(f"rewrote {self.rel(path)}: {len(old)} -> {len(new)} entries")
+        return bool(rewrites)
 
     def _quarantine_strays(self, q: Quarantine, fixed: list[str]) -> None:
         """Transcripts and embeddings of no entry, and broken embedding files, go to the quarantine; a
