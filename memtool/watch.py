@@ -257,20 +257,12 @@ class Watcher:
     def run(self, once: bool = False, stop: threading.Event | None = None) -> int:
         """Sync now, then after every settled burst of changes, until `stop` is set (or after the
         first change-triggered sync with `once`). Returns the number of syncs run."""
-        from watchdog import events as ev
+        from watchdog.events import DirCreatedEvent, DirDeletedEvent, DirMovedEvent, FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent
         from watchdog.observers import Observer
 
         # only changes: reads (opened / closed without writing), which sync and searches do by the
         # hundred, are not even subscribed to, so they never compete with a sync for the CPU
-        self._changes = [
-            ev.FileCreatedEvent,
-            ev.FileDeletedEvent,
-            ev.FileModifiedEvent,
-            ev.FileMovedEvent,
-            ev.DirCreatedEvent,
-            ev.DirDeletedEvent,
-            ev.DirMovedEvent,
-        ]
+        self._changes = [FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
         stop = stop or threading.Event()
         observer = Observer()
         observer.start()  # first: a folder gone before its watch starts is then an OSError of schedule()
