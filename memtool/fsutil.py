@@ -69,7 +69,7 @@ def _target(path: Path) -> Path:
 
 def _keep_attributes(fd: int, old: os.stat_result | None) -> None:
     """Give the temp file the owner and mode of the file it replaces, or for a new file the mode a
-    plain open() would give it (mkstemp's temp files are 0600, which would hide memory from the rest
+    plain open() would give it (the temp files are made 0600, which would hide memory from the rest
     of a team on a shared machine). The owner is kept when the process may set it (root); else the
     group when the writer belongs to it. EPERM (no right) and EINVAL (an id not mapped in this user
     namespace) leave the writer's ids, as a plain rewrite would."""
