@@ -270,10 +270,7 @@ class Watcher:
             if self._follow(observer):
                 self.sync_now()
             self.ready.set()
-            while not stop.is_set():
-                paths = self.debouncer.wait(stop, idle=GONE_POLL_S if self.gone else None)
-                if paths is None:
-                    break
+            while (paths := self.debouncer.wait(stop, idle=GONE_POLL_S if self.gone else None)) is not None:  # None: stopped
                 if paths and all(self._ours(p) for p in paths):
                     self.skipped += 1  # only our own writes came back
                     continue
