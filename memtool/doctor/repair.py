@@ -155,11 +155,8 @@ class Doctor(Checker):
 
     def _entry_homes(self) -> dict[str, Layout]:
         """Entry id -> the folder its entry lives in: live, else the archive year holding its day file."""
-        homes: dict[str, Layout] = {}
-        for arch in reversed(archive_layouts(self.layout)):
-            homes.update((e.id, arch) for _, e in self.read_days([arch])[0])
-        homes.update((e.id, self.layout) for _, e in self.read_days()[0])
-        return homes
+        folders = [*reversed(archive_layouts(self.layout)), self.layout]  # the last one an entry is in wins
+        return {e.id: lay for lay in folders for _, e in self.read_days([lay])[0]}
 
     def _embed_missing(self, fixed: list[str], folders: Sequence[Layout]) -> None:
         """Embed the entries of the folders (live, archive years) that have no current vector."""
