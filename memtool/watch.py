@@ -52,10 +52,9 @@ class Debouncer:
 
     def poke(self, paths: list[str]) -> None:
         with self._cond:
-            now = time.monotonic()
+            self._last = time.monotonic()
             if self._first is None:
-                self._first = now
-            self._last = now
+                self._first = self._last
             self._paths.update(paths)
             self._cond.notify_all()
 
@@ -65,13 +64,10 @@ class Debouncer:
         with self._cond:
             start = time.monotonic()
             while not stop.is_set():
-                if self._first is None:
-                    if idle is not None and time.monotonic() - start >= idle:
-                        return set()
-                    self._cond.wait(WAKE_S)
-                    continue
                 now = time.monotonic()
-                due = min(self._last + self.quiet, self._first + self.max_latency)
+                if self._first is None and idle is not None and now - start >= idle:
+                    return set()
+                due = now + WAKE_S if self._first is None else min(self._last + self.quiet, self._first + self.max_latency)
                 if now >= due:
                     paths, self._paths, self._first = self._paths, set(), None
                     return paths
