@@ -71,7 +71,10 @@ def walked(path: Path | str) -> tuple[str, list[str]] | None:
     return where
 
 
-def _refusal(path: Path | str, exc: OSError, shown: str) -> UnsafePath:
+def _refusal(path: Path | str, exc: OSError, shown: str) -> OSError:
+    """What to raise for `exc`, met opening `shown`: a missing file or a denied permission as is, else UnsafePath."""
+    if isinstance(exc, (FileNotFoundError, PermissionError)):
+        return exc
     if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
         return UnsafePath(f"{path}: {shown} is a symbolic link (or not a folder); memtool never follows links inside a memory root")
     if exc.errno == errno.ENXIO:
@@ -97,8 +100,6 @@ def open_folder(root: str, names: list[str], path: Path | str, create: bool = Fa
                     os.mkdir(name, 0o777, dir_fd=fd)
                 nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
-                if isinstance(exc, PermissionError):
-                    raise
                 raise _refusal(path, exc, os.path.join(root, *names[: i + 1])) from None
             os.close(fd)
             fd = nfd
@@ -120,20 +121,17 @@ def open_read(path: Path | str) -> int:
         try:
             fd = os.open(names[-1], _READ_FLAGS, dir_fd=dfd)
         except OSError as exc:
-            if isinstance(exc, (FileNotFoundError, PermissionError)):
-                raise
             raise _refusal(path, exc, str(path)) from None
         finally:
             os.close(dfd)
     try:
         mode = os.fstat(fd).st_mode
-    except OSError:
+        if not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+            raise UnsafePath(f"{path}: {kind}, not a regular file; skipped")
+    except BaseException:
         os.close(fd)
         raise
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
-        raise UnsafePath(f"{path}: {kind}, not a regular file; skipped")
     return fd
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import cached_property
 from pathlib import Path
 
 from memtool import confine
@@ -92,7 +93,6 @@ class Deduper:
         self.layout = layout
         self.store = Store(layout)
         self.window = timedelta(days=C.DEDUPE_WINDOW_DAYS)
-        self._sizes: dict[int, list[str]] | None = None  # transcript size in bytes -> entry ids
         self._words: dict[str, Words | None] = {}  # entry id -> the content words and numbers of its transcript
         self._days: dict[str, list[Entry]] = {}  # day -> live entries (day files read so far)
         self._added: dict[str, tuple[Entry, bytes]] = {}  # entries of this call, not yet on disk
@@ -138,7 +138,7 @@ class Deduper:
         self._added[entry.id] = (entry, data)
         self._added_days.setdefault(entry.day, []).append(entry)
         self._words[entry.id] = self._comparable(text)
-        self._sizes_by_len().setdefault(len(data), []).append(entry.id)
+        self._sizes.setdefault(len(data), []).append(entry.id)
 
     def require_known(self, ids: list[str]) -> None:
         """Ids a session declares it supersedes must name stored entries (live or archived)."""
@@ -149,37 +149,34 @@ class Deduper:
                 raise BadInput(f"--supersedes {i}: no entry with this id. `memory search` lists ids.")
 
     # -- internals -----------------------------------------------------------------------------------
-    def _sizes_by_len(self) -> dict[int, list[str]]:
-        if self._sizes is None:
-            from memtool.search.store import transcript_sizes  # numpy: only when a check runs
+    @cached_property
+    def _sizes(self) -> dict[int, list[str]]:
+        """Transcript size in bytes -> entry ids."""
+        from memtool.search.store import transcript_sizes  # numpy: only when a check runs
 
-            self._sizes = {}
-            for eid, size in transcript_sizes(self.layout).items():
-                self._sizes.setdefault(size, []).append(eid)
-        return self._sizes
+        sizes: dict[int, list[str]] = {}
+        for eid, size in transcript_sizes(self.layout).items():
+            sizes.setdefault(size, []).append(eid)
+        return sizes
 
     def _same(self, data: bytes) -> Entry | None:
-        for eid in self._sizes_by_len().get(len(data), []):
-            if eid in self._added:
-                if self._added[eid][1] == data:
-                    return self._added[eid][0]
-                continue
-            if self._kept(eid) != data:
-                continue
-            entry = self._live(eid)
-            if entry is not None:  # an orphan transcript (no live entry) is not a stored memory
-                return entry
+        for eid in self._sizes.get(len(data), []):
+            if self._kept(eid) == data:
+                entry = self._added[eid][0] if eid in self._added else self._live(eid)
+                if entry is not None:  # an orphan transcript (no live entry) is not a stored memory
+                    return entry
         return None
 
     def _begins(self, entry: Entry, data: bytes) -> bool:
         """Whether the entry's kept transcript is where `data` (a longer transcript) starts."""
-        if entry.id in self._added:
-            return data.startswith(self._added[entry.id][1])
         kept = self._kept(entry.id)
         return kept is not None and data.startswith(kept)
 
     def _kept(self, entry_id: str) -> bytes | None:
-        """An entry's kept transcript; None when it has none, or one memtool does not read (memtool/confine.py)."""
+        """An entry's kept transcript (this call's, or the stored one); None when it has none, or one memtool
+        does not read (memtool/confine.py)."""
+        if entry_id in self._added:
+            return self._added[entry_id][1]
         try:
             return confine.read_bytes(self.layout.transcript_file(entry_id), C.MAX_DOC_BYTES)
         except (FileNotFoundError, UnsafePath):

@@ -7,7 +7,6 @@ import json
 import os
 import secrets
 import stat
-import tempfile
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Iterator
@@ -29,20 +28,13 @@ def _storage_error(path: Path, exc: OSError, target: Path | None = None) -> Stor
     return StorageError(f"cannot write {where}: {reason}. Nothing already stored was changed.")
 
 
-def _fsync_fd(fd: int) -> None:
-    with suppress(OSError):  # some file systems refuse fsync on directories; the rename is still atomic
-        os.fsync(fd)
-
-
 def fsync_dir(folder: Path) -> None:
-    try:
+    with suppress(OSError):  # some platforms and file systems refuse it on folders; the rename is still atomic
         fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return  # not supported on this platform / file system
-    try:
-        _fsync_fd(fd)
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 UMASK = os.umask(0)  # read once, at import (single-threaded): os.umask can only be read by setting it
@@ -77,7 +69,7 @@ def _target(path: Path) -> Path:
 
 def _keep_attributes(fd: int, old: os.stat_result | None) -> None:
     """Give the temp file the owner and mode of the file it replaces, or for a new file the mode a
-    plain open() would give it (mkstemp's temp files are 0600, which would hide memory from the rest
+    plain open() would give it (the temp files are made 0600, which would hide memory from the rest
     of a team on a shared machine). The owner is kept when the process may set it (root); else the
     group when the writer belongs to it. EPERM (no right) and EINVAL (an id not mapped in this user
     namespace) leave the writer's ids, as a plain rewrite would."""
@@ -132,104 +124,94 @@ def write_all(fd: int, data: Data) -> None:
             view = view[os.write(fd, view) :]
 
 
-def _unlink_quietly(tmp: str, dfd: int | None = None) -> None:
-    with suppress(OSError):  # already renamed, or never created
-        os.unlink(tmp, dir_fd=dfd)
-
-
 def stat_sig(path: str | Path) -> tuple[int, int] | None:
     """(size, mtime_ns) of a file or folder, None when it cannot be stat-ed (not there): the one
     signature by which memtool tells that a file changed since it last read it."""
-    st = _stat_or_none(path)
-    return None if st is None else (st.st_size, st.st_mtime_ns)
-
-
-def _stat_or_none(path: str | Path) -> os.stat_result | None:
     try:
-        return os.stat(path)
+        st = os.stat(path)
     except OSError:
         return None
+    return st.st_size, st.st_mtime_ns
 
 
 def atomic_write_bytes(path: Path, data: Data) -> None:
     """Write `data` to a temp file in the same folder, fsync, then rename over the target.
     Under a memory root the folder is opened by confine's walk and a link in place of the file is refused
     (UnsafePath); a linked Layer 3 file, or a path outside any root, is written through its link (see _target)."""
-    _write_files([(Path(path), data)], skip_same=False)
+    atomic_write_many([(Path(path), data)], skip_same=False)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_many(items: list[tuple[Path, bytes]]) -> list[Path]:
-    """atomic_write_bytes for many files: targets whose bytes are already right are left alone; the
-    others are written to temps, fsynced in parallel (journal commits are shared), then renamed.
-    Every folder and link is checked (confine's walk, each folder opened once) before anything is written.
+def atomic_write_many(items: list[tuple[Path, Data]], skip_same: bool = True) -> list[Path]:
+    """atomic_write_bytes for many files: targets whose bytes are already right are left alone (unless
+    not `skip_same`); the others are written to temps, fsynced in parallel (journal commits are shared),
+    then renamed. Every folder and link is checked (confine's walk, each folder opened once) before
+    anything is written.
 
     A crash leaves every target either old or new, never torn. Returns the paths written.
     """
-    return _write_files(items, skip_same=True)
-
-
-def _write_files(items: list[tuple[Path, Data]], skip_same: bool) -> list[Path]:
-    folders: dict[tuple[str, ...], int] = {}  # each folder opened once by confine's walk (made when missing)
-    # (path asked for, folder fd or None, name in it or the followed target, stat of the file replaced)
-    todo: list[tuple[Path, int | None, str, os.stat_result | None, Data]] = []
-    temps: list[tuple[str, int | None, str, Path]] = []  # temp file, its folder fd, the name it replaces, the path asked for
+    folders: dict[tuple[str, ...], int] = {}  # each folder opened once (made when missing)
+    # (path asked for, the link's target or None, folder fd, name in it, stat of the file replaced)
+    todo: list[tuple[Path, Path | None, int, str, os.stat_result | None, Data]] = []
+    temps: list[tuple[str, int, str, Path, Path | None]] = []  # temp file, its folder fd, the name it replaces, path, target
     doing: tuple[Path, Path | None] = (Path("."), None)  # the file an error is about
     try:
         for path, data in items:
             doing = (path, None)
             where = walked(path)
-            if where is None:
-                dfd, name = None, str(_target(path))
-                old = _stat_or_none(name)
-            else:
+            if where is None:  # outside any root, or a linked Layer 3 file: its folder as the OS finds it
+                target = _target(path)
+                doing = (path, target)
+                key, name = (str(target.parent),), target.name
+                if key not in folders:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    folders[key] = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | CLOEXEC)
+            else:  # under a memory root: by confine's walk
                 root, names = where
-                key = (root, *names[:-1])
+                target, key, name = None, (root, *names[:-1]), names[-1]
                 if key not in folders:
                     folders[key] = open_folder(root, names[:-1], path, create=True)
-                dfd, name = folders[key], names[-1]
-                old = _old_stat_at(dfd, name, path)
-            if skip_same and old is not None and old.st_size == len(data) and _same_bytes(name, dfd, data):
-                continue
-            todo.append((path, dfd, name, old, data))
+            dfd = folders[key]
+            old = _old_stat_at(dfd, name, path)
+            if skip_same and old is not None and old.st_size == len(data):
+                with suppress(OSError), open(name, "rb", opener=lambda n, flags: os.open(n, flags | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)) as f:
+                    if f.read(len(data) + 1) == data:
+                        continue  # already right: left alone
+            todo.append((path, target, dfd, name, old, data))
         for start in range(0, len(todo), C.FSYNC_CHUNK):
             opened: list[int] = []
             try:
-                for path, dfd, name, old, data in todo[start : start + C.FSYNC_CHUNK]:
-                    doing = (path, None if dfd is not None else Path(name))
-                    if dfd is None:
-                        Path(name).parent.mkdir(parents=True, exist_ok=True)
-                        fd, tmp = tempfile.mkstemp(prefix=f".{Path(name).name}.", suffix=".tmp", dir=Path(name).parent)
-                    else:
-                        fd, tmp = _temp_at(dfd, name)
+                for path, target, dfd, name, old, data in todo[start : start + C.FSYNC_CHUNK]:
+                    doing = (path, target)
+                    fd, tmp = _temp_at(dfd, name)
                     opened.append(fd)
-                    temps.append((tmp, dfd, name, path))
+                    temps.append((tmp, dfd, name, path, target))
                     _keep_attributes(fd, old)
                     write_all(fd, data)
                 _fsync_all(opened)
             finally:
                 for fd in opened:
                     os.close(fd)
-        for tmp, dfd, name, path in temps:
-            doing = (path, None if dfd is not None else Path(name))
+        for tmp, dfd, name, path, target in temps:
+            doing = (path, target)
             os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        for fd in {dfd for _, dfd, _, _ in temps if dfd is not None}:
-            _fsync_fd(fd)
+        for fd in {dfd for _, dfd, _, _, _ in temps}:
+            with suppress(OSError):  # as in fsync_dir
+                os.fsync(fd)
     except (OSError, UnsafePath) as exc:
-        for tmp, dfd, _, _ in temps:
-            _unlink_quietly(tmp, dfd)
+        for tmp, dfd, *_ in temps:
+            with suppress(OSError):  # already renamed
+                os.unlink(tmp, dir_fd=dfd)
         if isinstance(exc, UnsafePath):
             raise
         raise _storage_error(doing[0], exc, doing[1]) from None
     finally:
         for fd in folders.values():
             os.close(fd)
-    for folder in {Path(name).parent for _, dfd, name, _ in temps if dfd is None}:
-        fsync_dir(folder)
-    return [path for _, _, _, path in temps]
+    return [path for _, _, _, path, _ in temps]
 
 
 def _fsync_all(fds: list[int]) -> None:
@@ -241,17 +223,6 @@ def _fsync_all(fds: list[int]) -> None:
 
     with ThreadPoolExecutor(max_workers=C.FSYNC_THREADS) as pool:
         list(pool.map(os.fsync, fds))
-
-
-def _same_bytes(name: str, dfd: int | None, data: bytes) -> bool:
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd) if dfd is not None else os.open(name, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        return os.read(fd, len(data) + 1) == data
-    finally:
-        os.close(fd)
 
 
 def dumps_json(obj: Any) -> str:

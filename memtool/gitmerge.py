@@ -160,9 +160,8 @@ def run_driver(base: Path, ours: Path, theirs: Path, path: str) -> int:
     merged = merge_bytes(path, base.read_bytes(), ours.read_bytes(), theirs.read_bytes(), tombstoned_ids(prefix))
     ours.write_bytes(merged.data)
     if merged.conflicts:
-        what = "edited two ways" if merged.conflicts != ["text"] else "changed two ways at one place"
-        ids = "" if merged.conflicts == ["text"] else f" ({', '.join(merged.conflicts)})"
-        print(f"memtool: {path}: {what}{ids}; `memory doctor` explains", file=sys.stderr)
+        what = "changed two ways at one place" if merged.conflicts == ["text"] else f"edited two ways ({', '.join(merged.conflicts)})"
+        print(f"memtool: {path}: {what}; `memory doctor` explains", file=sys.stderr)
         return 1
     return 0
 
@@ -217,8 +216,8 @@ def setup_git(root: Path) -> GitSetup:
     try:
         top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True)
     except OSError:  # no git on this machine: the attributes wait for a clone that has it
-        return GitSetup(attributes, wrote, False, None, built)
-    if top.returncode != 0:
+        top = None
+    if top is None or top.returncode != 0:
         return GitSetup(attributes, wrote, False, None, built)
     settings = (
         (f"merge.{DRIVER}.name", "memtool: entries by id, Markdown by line"),

@@ -36,7 +36,6 @@ from memtool.sync import SyncReport, sync
 if TYPE_CHECKING:
     from memtool.retry import RetryReport
 
-CHANGE_EVENTS = {"created", "deleted", "modified", "moved"}  # not opened/closed: sync itself reads files
 WAKE_S = 0.2  # longest a wait blocks before checking the stop flag (keeps Ctrl-C prompt)
 GONE_POLL_S = 1.0  # while memory/ is missing, also looked for this often (besides the root's events)
 
@@ -53,10 +52,9 @@ class Debouncer:
 
     def poke(self, paths: list[str]) -> None:
         with self._cond:
-            now = time.monotonic()
+            self._last = time.monotonic()
             if self._first is None:
-                self._first = now
-            self._last = now
+                self._first = self._last
             self._paths.update(paths)
             self._cond.notify_all()
 
@@ -66,13 +64,10 @@ class Debouncer:
         with self._cond:
             start = time.monotonic()
             while not stop.is_set():
-                if self._first is None:
-                    if idle is not None and time.monotonic() - start >= idle:
-                        return set()
-                    self._cond.wait(WAKE_S)
-                    continue
                 now = time.monotonic()
-                due = min(self._last + self.quiet, self._first + self.max_latency)
+                if self._first is None and idle is not None and now - start >= idle:
+                    return set()
+                due = now + WAKE_S if self._first is None else min(self._last + self.quiet, self._first + self.max_latency)
                 if now >= due:
                     paths, self._paths, self._first = self._paths, set(), None
                     return paths
@@ -88,15 +83,12 @@ def relevant(layout: Layout, path: str) -> bool:
     """Does a change at `path` concern the memory? (Layer 3 files, or anything under memory/ but
     the cache, the lock and editor droppings.)"""
     try:
-        rel = Path(path).relative_to(layout.root)
+        parts = Path(path).relative_to(layout.root).parts
     except ValueError:
-        return False
-    parts = rel.parts
-    if not parts:
         return False
     if len(parts) == 1:
         return parts[0] in C.LAYER3_FILES or parts[0] == C.MEMORY_DIR
-    return parts[0] == C.MEMORY_DIR and not any(ignored_name(p) for p in parts[1:])
+    return len(parts) > 1 and parts[0] == C.MEMORY_DIR and not any(ignored_name(p) for p in parts[1:])
 
 
 def _settings_sig(layout: Layout) -> tuple:
@@ -116,20 +108,25 @@ def _ident(path: str) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
+def _raise(exc: MemtoolError) -> None:
+    raise exc
+
+
 class Watcher:
-    """Runs the sync loop in the calling thread; the observer runs in its own."""
+    """Runs the sync loop in the calling thread; the observer runs in its own. A failed sync or retry
+    goes to `on_error` (default: raised), the other callbacks' default ignores what they are given."""
 
     def __init__(
         self,
         mem: Memory,
         debounce: float = C.WATCH_DEBOUNCE_S,
         max_latency: float = C.WATCH_MAX_LATENCY_S,
-        on_sync: Callable[[SyncReport], None] | None = None,
-        on_error: Callable[[MemtoolError], None] | None = None,
+        on_sync: Callable[[SyncReport], None] = lambda report: None,
+        on_error: Callable[[MemtoolError], None] = _raise,
         reopen: Callable[[], Memory] | None = None,
-        on_retry: Callable[["RetryReport"], None] | None = None,
+        on_retry: Callable[["RetryReport"], None] = lambda report: None,
         retry_interval: float = C.WATCH_RETRY_INTERVAL_S,
-        on_warning: Callable[[str], None] | None = None,
+        on_warning: Callable[[str], None] = lambda message: None,
     ):
         self.mem = mem
         self.reopen = reopen  # builds a fresh Memory when the settings change (say, another embedder)
@@ -150,10 +147,8 @@ class Watcher:
         self._changes: list | None = None  # the event types subscribed to (set by run)
         self.gone = False  # memory/ is missing: nothing is synced until it is back
 
-    # called from the observer thread for every event
     def dispatch(self, event) -> None:
-        if event.event_type not in CHANGE_EVENTS or (event.is_directory and event.event_type == "modified"):
-            return
+        """Called from the observer thread for every event of the kinds subscribed to (run: changes only)."""
         paths = [os.fsdecode(p) for p in (event.src_path, getattr(event, "dest_path", "")) if p]
         paths = [p for p in paths if relevant(self.layout, p)]
         if paths:
@@ -162,19 +157,10 @@ class Watcher:
     def _ours(self, path: str) -> bool:
         return path in self._own and self._own[path] == stat_sig(path)
 
-    def _failed(self, exc: MemtoolError) -> None:
-        if self.on_error is None:
-            raise exc
-        self.on_error(exc)
-
-    def _warn(self, message: str) -> None:
-        if self.on_warning is not None:
-            self.on_warning(message)
-
     def _missing(self) -> None:
         if not self.gone:
             self.gone = True
-            self._warn(f"{self.layout.memory_dir} is gone; nothing is synced until it is back")
+            self.on_warning(f"{self.layout.memory_dir} is gone; nothing is synced until it is back")
 
     def sync_now(self) -> SyncReport | None:
         try:
@@ -189,12 +175,11 @@ class Watcher:
                 return None
             if isinstance(exc, FileNotFoundError):
                 raise
-            return self._failed(exc)
+            return self.on_error(exc)
         own = {str(p): stat_sig(p) for p in report.touched}
         self._own = own if len(self._own) > C.WATCH_OWN_WRITES_KEPT else {**self._own, **own}  # late events of earlier syncs too
         self.syncs += 1
-        if self.on_sync:
-            self.on_sync(report)
+        self.on_sync(report)
         self.retry_pending()
         return report
 
@@ -212,13 +197,9 @@ class Watcher:
         try:
             report = retry(self.mem)
         except MemtoolError as exc:
-            return self._failed(exc)
-        if self.on_retry:
-            self.on_retry(report)
+            return self.on_error(exc)
+        self.on_retry(report)
         return report
-
-    def _unwatch(self, observer, path: str) -> None:
-        observer.unschedule(self._watches.pop(path)[0])
 
     def _watch(self, observer, path: str, recursive: bool, renew: bool, stopped: set) -> bool:
         """Keep a live watch on the folder at `path`: a fresh one if there was none, if the folder there
@@ -228,7 +209,7 @@ class Watcher:
         ident = _ident(path)
         held = self._watches.get(path)
         if held is not None and (renew or ident != held[1] or held[0] in stopped):
-            self._unwatch(observer, path)
+            observer.unschedule(self._watches.pop(path)[0])
             held = None
         if ident is None:
             return False
@@ -238,7 +219,7 @@ class Watcher:
             except OSError as exc:
                 if _ident(path) is None:
                     return False  # gone again: its deletion is the next event
-                self._warn(f"cannot watch {path}: {exc.strerror or exc}; retried after the next change")
+                self.on_warning(f"cannot watch {path}: {exc.strerror or exc}; retried after the next change")
         return True
 
     def _follow(self, observer, changed: set[str] | frozenset[str] = frozenset()) -> bool:
@@ -254,17 +235,14 @@ class Watcher:
         found: set[str] | None = None
         if self._watch(observer, top, False, renew, stopped):
             try:
-                with os.scandir(top) as it:
-                    found = {
-                        d.path for d in it if d.is_dir(follow_symlinks=False) and not ignored_name(d.name)
-                    }  # a linked folder is not watched (nor read: confine)
+                with os.scandir(top) as it:  # a linked folder is not watched (nor read: confine)
+                    found = {d.path for d in it if d.is_dir(follow_symlinks=False) and not ignored_name(d.name)}
             except (FileNotFoundError, NotADirectoryError):
                 found = None  # gone meanwhile
-        for path in [p for p in self._watches if p not in (root, top) and (found is None or p not in found)]:
-            self._unwatch(observer, path)
+        keep = {root} if found is None else {root, top, *found}
+        for path in [p for p in self._watches if p not in keep]:
+            observer.unschedule(self._watches.pop(path)[0])
         if found is None:
-            if top in self._watches:
-                self._unwatch(observer, top)
             self._missing()
             return False
         for path in sorted(found):
@@ -275,20 +253,12 @@ class Watcher:
     def run(self, once: bool = False, stop: threading.Event | None = None) -> int:
         """Sync now, then after every settled burst of changes, until `stop` is set (or after the
         first change-triggered sync with `once`). Returns the number of syncs run."""
-        from watchdog import events as ev
+        from watchdog.events import DirCreatedEvent, DirDeletedEvent, DirMovedEvent, FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent
         from watchdog.observers import Observer
 
         # only changes: reads (opened / closed without writing), which sync and searches do by the
         # hundred, are not even subscribed to, so they never compete with a sync for the CPU
-        self._changes = [
-            ev.FileCreatedEvent,
-            ev.FileDeletedEvent,
-            ev.FileModifiedEvent,
-            ev.FileMovedEvent,
-            ev.DirCreatedEvent,
-            ev.DirDeletedEvent,
-            ev.DirMovedEvent,
-        ]
+        self._changes = [FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
         stop = stop or threading.Event()
         observer = Observer()
         observer.start()  # first: a folder gone before its watch starts is then an OSError of schedule()
@@ -296,10 +266,7 @@ class Watcher:
             if self._follow(observer):
                 self.sync_now()
             self.ready.set()
-            while not stop.is_set():
-                paths = self.debouncer.wait(stop, idle=GONE_POLL_S if self.gone else None)
-                if paths is None:
-                    break
+            while (paths := self.debouncer.wait(stop, idle=GONE_POLL_S if self.gone else None)) is not None:  # None: stopped
                 if paths and all(self._ours(p) for p in paths):
                     self.skipped += 1  # only our own writes came back
                     continue

@@ -12,7 +12,7 @@ second store: its day files, embeddings, transcripts and logs, and also an entry
 archived (the live copy is kept, as `memory archive` does) and a day file in another year's folder.
 It has no index.json, and archived stand-in entries are not reported (`memory retry` is for live ones).
 
-The modules: report.py (Problem, Report), checks.py (Checker: the checks, read-only), salvage.py (what
+The modules: checks.py (Problem, Report, and Checker: the checks, read-only), salvage.py (what
 is kept of a damaged day file; the Quarantine), repair.py (Doctor: the checks and `--fix`). Here:
 open_doctor, which reads the root's settings and embedder.
 """
@@ -24,8 +24,8 @@ from pathlib import Path
 
 from memtool import constants as C
 from memtool.config import Settings, load_settings
+from memtool.doctor.checks import WARNING, Problem, Report
 from memtool.doctor.repair import Doctor
-from memtool.doctor.report import WARNING, Problem, Report
 from memtool.doctor.salvage import Quarantine
 from memtool.errors import ConfigError, ProviderError
 from memtool.store import Layout

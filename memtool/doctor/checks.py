@@ -1,6 +1,7 @@
 """The checks of `memory doctor`, in the order diagnose() runs them: each file of the store against
 the per-day entry files, which are the truth; then each archive year the same way. Read-only: the
-repairs are in repair.py."""
+repairs are in repair.py. What they hand back: a Report of the Problems found (with what `--fix` did
+about them), which the CLI renders (memtool/cli/doctor.py) or prints as JSON (Report.to_dict)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import hashlib
 import json
 import os
 import re
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
@@ -19,13 +21,51 @@ from memtool import constants as C
 from memtool.archive import ArchiveLayout, archive_layouts
 from memtool.config import Settings
 from memtool.dayfile import CONFLICT_RE, load_json, read_day, sort_entries
-from memtool.doctor.report import WARNING, Problem, Report
 from memtool.errors import StorageError, StoreCorrupt, UnsafePath
 from memtool.models import Entry
 from memtool.store import Layout, Store
 
 if TYPE_CHECKING:
     from memtool.providers import Embedder
+
+ERROR, WARNING = "error", "warning"
+
+
+@dataclass
+class Problem:
+    kind: str  # temp, forget, unparsable, conflict, misplaced, duplicate, index, orphan, embedding, pending, config, unsafe
+    path: str  # relative to the memory root
+    message: str
+    line: int | None = None
+    severity: str = ERROR
+    fix: str = ""  # what `--fix` does about it; empty when it needs a person
+
+    def where(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+
+@dataclass
+class Report:
+    root: str  # the fields in the order Report.to_dict gives them
+    counts: dict[str, int] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not any(p.severity == ERROR for p in self.problems)
+
+    def add(self, *args, **kw) -> None:
+        """Report a Problem(*args, **kw)."""
+        self.problems.append(Problem(*args, **kw))
+
+    def of(self, *kinds: str) -> list[Problem]:
+        return [p for p in self.problems if p.kind in kinds]
+
+    def to_dict(self) -> dict:
+        return {"root": self.root, "healthy": self.healthy, **asdict(self)}
+
 
 MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
 SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR)
@@ -85,23 +125,17 @@ class Checker:
         return path.relative_to(self.layout.root).as_posix()
 
     def diagnose(self) -> Report:
-        with self._locked(required=False) as notes:
-            report = self._diagnose()
-        report.problems[:0] = notes
-        return report
-
-    @contextmanager
-    def _locked(self, required: bool) -> Iterator[list[Problem]]:
-        """The store's write lock, so that no writer is half-way through; optional for a read-only check."""
+        """The check, under the store's write lock so that no writer is half-way through; without it
+        (reported) when it cannot be had: a read-only check still runs."""
         notes: list[Problem] = []
         with ExitStack() as stack:
             try:
                 stack.enter_context(self.store.lock())
             except StorageError as exc:
-                if required:
-                    raise
                 notes.append(Problem("lock", self.rel(self.layout.lock_file), f"checked without the lock: {exc}", severity=WARNING))
-            yield notes
+            report = self._diagnose()
+        report.problems[:0] = notes
+        return report
 
     def temp_files(self) -> list[Path]:
         """Temp files of interrupted writes anywhere under memory/, the archive included."""
@@ -255,52 +289,19 @@ class Checker:
         """The embedding files and transcripts of one folder (live, or an archive year) against the entries
         of its day files. `elsewhere`: ids of entries archived in another year's folder (not orphans: that
         day file is reported as misplaced)."""
-        self._check_vectors(rep, lay, entries, elsewhere)
-        for t in sorted(Path(de.path) for de in lay.transcript_files()):
-            if t.stem in elsewhere:
-                continue
-            if t.stem not in entries or t != lay.transcript_file(t.stem):
-                why = (
-                    "transcript in another month's folder"
-                    if t.stem in entries
-                    else "transcript of no entry (a write was interrupted, or its entry was removed)"
-                )
-                rep.add("orphan", self.rel(t), why, fix="quarantine")
-
-    def _check_vectors(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
-        store = Store(lay)
-        model = self.embedder.model if self.embedder else None
-        dim = self.embedder.dim if self.embedder else None
-        seen: set[str] = set()  # entries with an embedding file here, current or reported
-        for f in sorted(Path(de.path) for de in lay.embedding_files()):
-            if f.stem in elsewhere:
-                continue
-            where = self.rel(f)
-            seen.add(f.stem)
-            if f.stem not in entries:
-                rep.add("orphan", where, "embedding of no entry (a write was interrupted, or its entry was removed)", fix="quarantine")
-                continue
-            if f != lay.embedding_file(f.stem):
-                rep.add("orphan", where, "embedding in another month's folder", fix="quarantine")
-                continue
-            try:
-                data = store.read_embedding(f.stem)
-            except StoreCorrupt as exc:
-                rep.add("unparsable", where, *split_location(str(exc), f), fix="quarantine, re-embed")
-                continue
-            except UnicodeDecodeError as exc:
-                rep.add("unparsable", where, f"not UTF-8 ({exc.reason})", fix="quarantine, re-embed")
-                continue
-            vec = data["embedding"]
-            if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not bool(np.isfinite(vec).all()):
-                rep.add("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed")
-            elif model is not None and (data.get("model") != model or len(vec) != dim):
-                rep.add(
-                    "embedding",
-                    where,
-                    f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{model}' ({dim} dims). Run `memory reembed`.",
-                )
-            # else current; one made before an edit is kept too: written once, the search cache embeds the edit (Store.write_embeddings)
+        store, seen = Store(lay), set()  # seen: entries with an embedding file here, current or reported
+        for what, files, place in (("embedding", lay.embedding_files, lay.embedding_file), ("transcript", lay.transcript_files, lay.transcript_file)):
+            for f in sorted(Path(de.path) for de in files()):
+                if f.stem in elsewhere:
+                    continue
+                if what == "embedding":
+                    seen.add(f.stem)
+                if f.stem not in entries:
+                    rep.add("orphan", self.rel(f), f"{what} of no entry (a write was interrupted, or its entry was removed)", fix="quarantine")
+                elif f != place(f.stem):
+                    rep.add("orphan", self.rel(f), f"{what} in another month's folder", fix="quarantine")
+                elif what == "embedding":
+                    self._check_vector(rep, store, f)
         for e in entries.values():
             if e.id not in seen:
                 rep.add(
@@ -310,6 +311,28 @@ class Checker:
                     severity=WARNING,
                     fix="embed" if self.embedder else "",
                 )
+
+    def _check_vector(self, rep: Report, store: Store, f: Path) -> None:
+        """One embedding file at its place: readable, well-formed, of the configured embedder."""
+        where = self.rel(f)
+        try:
+            data = store.read_embedding(f.stem)
+        except StoreCorrupt as exc:
+            rep.add("unparsable", where, *split_location(str(exc), f), fix="quarantine, re-embed")
+            return
+        except UnicodeDecodeError as exc:
+            rep.add("unparsable", where, f"not UTF-8 ({exc.reason})", fix="quarantine, re-embed")
+            return
+        vec, emb = data["embedding"], self.embedder
+        if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not bool(np.isfinite(vec).all()):
+            rep.add("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed")
+        elif emb is not None and (data.get("model") != emb.model or len(vec) != emb.dim):
+            rep.add(
+                "embedding",
+                where,
+                f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{emb.model}' ({emb.dim} dims). Run `memory reembed`.",
+            )
+        # else current; one made before an edit is kept too: written once, the search cache embeds the edit (Store.write_embeddings)
 
     def _check_markdown(self, rep: Report, path: Path) -> None:
         try:

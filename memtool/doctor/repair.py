@@ -19,14 +19,17 @@ from typing import Sequence
 from memtool.archive import archive_layouts
 from memtool.confine import is_regular
 from memtool.dayfile import day_document, load_json
-from memtool.doctor.checks import Checker, content_duplicates, readable_text
-from memtool.doctor.report import Report
+from memtool.doctor.checks import Checker, Report, content_duplicates, readable_text
 from memtool.doctor.salvage import Quarantine, parse_entries, salvage
 from memtool.errors import ProviderError, StoreCorrupt
 from memtool.fsutil import atomic_write_text, dumps_json
 from memtool.models import Entry
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store
+
+
+def _canonical(e: Entry) -> str:
+    return json.dumps(e.to_dict(), sort_keys=True)
 
 
 class Doctor(Checker):
@@ -45,7 +48,7 @@ class Doctor(Checker):
                 f"finished an interrupted `memory forget` of {', '.join(gone)}: removed {len(finished.removed)} files, "
                 f"rewrote {len(finished.rewritten)}, purged {len(finished.caches)} caches"
             )
-        with self._locked(required=True):
+        with self.store.lock():
             q = Quarantine(self.layout)
             for tmp in self.temp_files():
                 tmp.unlink()
@@ -101,11 +104,11 @@ class Doctor(Checker):
         content twice keeps the earlier. `live`: the live entries, when the folders are the archive's: an
         archived copy of one of them goes (the live copy is kept, as `memory archive` does)."""
         found, _ = self.read_days(folders)
-        current: dict[Path, list[dict]] = {}
+        current: dict[Path, list[Entry]] = {}
         kept: dict[str, tuple[Path, Entry]] = {}
         removed: list[tuple[Path, Entry, str]] = []
         for path, e in found:
-            current.setdefault(path, []).append(e.to_dict())
+            current.setdefault(path, []).append(e)
             twin = kept[e.id][1] if e.id in kept else live.get(e.id)  # an id of a live entry is never kept here
             if twin is None:
                 kept[e.id] = (path, e)
@@ -118,21 +121,19 @@ class Doctor(Checker):
         for n, (path, e, why) in enumerate(removed, 1):  # each copy that goes is in the quarantine before it goes
             folder = path.parent.relative_to(self.layout.memory_dir).as_posix()
             q.write(f"{folder}/removed-{n}-{e.id}.json", dumps_json({"reason": why, "entry": e.to_dict()}))
-        by_file: dict[Path, list[Entry]] = {}
+        by_file: dict[Path, list[Entry]] = {path: [] for path in current}
         for path, e in kept.values():
             by_file.setdefault(path.parent / f"{e.day}.json", []).append(e)
-        changed = False
-
-        def gains(path: Path) -> bool:  # an entry moves into this file
-            return bool({e.id for e in by_file.get(path, [])} - {d.get("id") for d in current.get(path, [])})
-
-        for path in sorted(sorted(set(by_file) | set(current)), key=lambda p: not gains(p)):  # those first: a crash leaves an entry twice, never nowhere
-            new = by_file.get(path, [])
-            if sorted(json.dumps(d, sort_keys=True) for d in current.get(path, [])) != sorted(json.dumps(e.to_dict(), sort_keys=True) for e in new):
-                atomic_write_text(path, day_document(path.stem, new))
-                fixed.append(f"rewrote {self.rel(path)}: {len(current.get(path, []))} -> {len(new)} entries")
-                changed = True
-        return changed
+        rewrites = [
+            (path, current.get(path, []), new)
+            for path, new in sorted(by_file.items())
+            if sorted(map(_canonical, current.get(path, []))) != sorted(map(_canonical, new))
+        ]
+        rewrites.sort(key=lambda r: not {e.id for e in r[2]} - {e.id for e in r[1]})  # those an entry moves into first: a crash leaves it twice, never nowhere
+        for path, old, new in rewrites:
+            atomic_write_text(path, day_document(path.stem, new))
+            fixed.append(f"rewrote {self.rel(path)}: {len(old)} -> {len(new)} entries")
+        return bool(rewrites)
 
     def _quarantine_strays(self, q: Quarantine, fixed: list[str]) -> None:
         """Transcripts and embeddings of no entry, and broken embedding files, go to the quarantine; a
@@ -154,11 +155,8 @@ class Doctor(Checker):
 
     def _entry_homes(self) -> dict[str, Layout]:
         """Entry id -> the folder its entry lives in: live, else the archive year holding its day file."""
-        homes: dict[str, Layout] = {}
-        for arch in reversed(archive_layouts(self.layout)):
-            homes.update((e.id, arch) for _, e in self.read_days([arch])[0])
-        homes.update((e.id, self.layout) for _, e in self.read_days()[0])
-        return homes
+        folders = [*reversed(archive_layouts(self.layout)), self.layout]  # the last one an entry is in wins
+        return {e.id: lay for lay in folders for _, e in self.read_days([lay])[0]}
 
     def _embed_missing(self, fixed: list[str], folders: Sequence[Layout]) -> None:
         """Embed the entries of the folders (live, archive years) that have no current vector."""

@@ -21,6 +21,8 @@ from memtool.store import Layout
 
 ENTRIES_RE = re.compile(r'"entries"\s*:\s*\[\s*')
 SEPARATOR_RE = re.compile(r"\s*,?\s*")
+# a conflict: <<<<<<< ours [||||||| base] ======= theirs >>>>>>> (each marker: the first 7 characters of a line)
+HUNK_RE = re.compile(r"^<{7}[^\n]*\n(.*?)^(?:\|{7}[^\n]*\n.*?^)?={7}[^\n]*\n(.*?)^>{7}[^\n]*(?:\n|\Z)", re.M | re.S)
 
 
 class Quarantine:
@@ -70,26 +72,11 @@ def salvage(text: str) -> dict[str, Entry]:
 
 
 def conflict_sides(text: str) -> tuple[str, str] | None:
-    """The two versions of a file holding git conflict markers (diff3 base sections dropped)."""
-    ours: list[str] = []
-    theirs: list[str] = []
-    state, seen = "", False
-    for line in text.splitlines(keepends=True):
-        marker = line[:7]
-        if marker == "<" * 7 and not state:
-            state, seen = "ours", True
-        elif marker == "|" * 7 and state == "ours":
-            state = "base"
-        elif marker == "=" * 7 and state in ("ours", "base"):
-            state = "theirs"
-        elif marker == ">" * 7 and state == "theirs":
-            state = ""
-        else:
-            if state in ("", "ours"):
-                ours.append(line)
-            if state in ("", "theirs"):
-                theirs.append(line)
-    return ("".join(ours), "".join(theirs)) if seen and not state else None
+    """The two versions of a file holding git conflict markers (diff3 base sections dropped); None when
+    it holds none, or a conflict that does not end."""
+    if not HUNK_RE.search(text) or re.search(r"^<{7}", HUNK_RE.sub("", text), re.M):
+        return None
+    return HUNK_RE.sub(r"\1", text), HUNK_RE.sub(r"\2", text)
 
 
 def parse_entries(data: object) -> list[Entry]:
