@@ -11,29 +11,139 @@ All three supported agents have session hooks that receive a JSON payload on std
 Each installed hook runs `<memory> hooks run session-start|session-end --agent NAME`
 (memtool.hooks.session), `<memory>` being the absolute path of the installing `memory` program, so
 that the hook runs whatever PATH the agent has; `memory hooks doctor` (memtool.hooks.doctor) runs
-them as the agent would. This module is the registry of the agents (one module each: their
-file, the groups memtool adds, their warnings) and installs or uninstalls through the
-byte-preserving merge of memtool.hooks.common.
+them as the agent would. This module is the registry of the agents (a table: their file, the groups
+memtool adds, their warnings) and installs or uninstalls through the byte-preserving merge of
+memtool.hooks.common.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import shlex
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
+from memtool import constants as C
 from memtool.errors import BadInput, ConfigError
-from memtool.hooks import claude_code, codex, gemini, record
-from memtool.hooks.common import AgentSpec, Group, HookPlan, apply, filled_record, merge_in, read_config, survey, take_out
+from memtool.hooks import record
+from memtool.hooks.common import Group, HookPlan, apply, filled_record, merge_in, read_config, survey, take_out
+from memtool.jsonc import Document
 
-SPECS: dict[str, AgentSpec] = {s.name: s for s in (claude_code.SPEC, codex.SPEC, gemini.SPEC)}
-AGENTS = tuple(SPECS)
-HOOK_EVENTS = ("session-start", "session-end")
+HOOK_EVENTS = {"session-start": "SessionStart", "session-end": "SessionEnd"}  # ours -> the agents' event names
 ENTRY_POINT = "memory"  # the console script in pyproject.toml
 Scope = Literal["project", "user"]
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One agent: where its hook config lives, its format, and the groups memtool adds to it."""
+
+    name: str
+    label: str
+    folder: str  # holds the config file: in the project folder, and (user scope) in the home directory
+    file: str  # the config file in that folder
+    comments: bool  # the format allows // and /* */ comments
+    groups: tuple[Group, Group]  # the SessionStart and SessionEnd groups, each with one handler whose "command" install fills
+    notes: tuple[str, ...]
+    warnings: Callable[[Path, str], list[str]] = lambda path, new_text: []  # (config file, its new text): settings that keep the hooks from running
+    folder_env: str | None = None  # an environment variable naming the user-scope folder instead
+    timeout_units_per_s: int = 1  # what the handlers' "timeout" counts: seconds, or (1000) milliseconds
+
+
+def _codex_warnings(path: Path, new_text: str) -> list[str]:
+    """The config.toml beside hooks.json turning hooks off, or unreadable."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: no stdlib TOML reader; skip the check
+        return []
+    config = path.parent / "config.toml"
+    try:
+        raw = config.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as err:
+        return [f"{config}: cannot read it to check [features].hooks: {err}"]
+    try:
+        data = tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as err:
+        return [f"{config}: invalid TOML ({err}); Codex will not start until it is fixed."]
+    features = data.get("features")
+    off = [key for key in ("hooks", "codex_hooks") if isinstance(features, dict) and features.get(key) is False]
+    return [f"{config}: [features] {off[0]} = false turns Codex hooks off."] if off else []
+
+
+def _gemini_warnings(path: Path, new_text: str) -> list[str]:
+    """Hooks turned off, or ours listed as disabled, in the same settings file."""
+    data = Document(new_text, comments=True).data()
+    holders = {label: data[label] for label in ("hooksConfig", "hooks") if isinstance(data.get(label), dict)}
+    out = [f"{path}: {label}.enabled is false, so Gemini CLI runs no hooks." for label, holder in holders.items() if holder.get("enabled") is False]
+    disabled = [name for holder in holders.values() if isinstance(holder.get("disabled"), list) for name in holder["disabled"]]
+    ours = [group["hooks"][0]["name"] for group in SPECS["gemini"].groups]
+    return out + [f"{path}: hook {name!r} is listed as disabled." for name in ours if name in disabled]
+
+
+def _handler(timeout_s: int, **fields: Any) -> dict[str, Any]:
+    return {"type": "command", "command": "", "timeout": timeout_s} | fields
+
+
+def _named(name: str, description: str, timeout_s: int) -> dict[str, Any]:
+    return {"name": name, "type": "command", "command": "", "description": description, "timeout": timeout_s * 1000}
+
+
+# Context on start-up, /clear and compaction; SessionEnd gets a timeout (Claude Code's default is 1.5 s,
+# Codex caps it at 3 s). Gemini CLI: named handlers with timeouts in milliseconds; lifecycle matchers
+# are exact strings there, so none (= all).
+_MATCHER = "startup|clear|compact"
+SPECS: dict[str, AgentSpec] = {
+    s.name: s
+    for s in (
+        AgentSpec(
+            "claude-code",
+            "Claude Code",
+            ".claude",
+            "settings.json",
+            comments=False,
+            groups=({"matcher": _MATCHER, "hooks": [_handler(C.HOOK_START_TIMEOUT_S)]}, {"hooks": [_handler(C.HOOK_END_TIMEOUT_S)]}),
+            notes=("Claude Code reads hooks at start-up: restart it, then check them with /hooks.",),
+        ),
+        AgentSpec(
+            "codex",
+            "Codex CLI",
+            ".codex",
+            "hooks.json",
+            comments=False,
+            groups=(
+                {"matcher": _MATCHER, "hooks": [_handler(C.HOOK_START_TIMEOUT_S, statusMessage="Loading memtool memory")]},
+                {"hooks": [_handler(C.HOOK_CODEX_END_TIMEOUT_S, statusMessage="Saving session to memtool")]},
+            ),
+            notes=(
+                "Codex runs new hooks only after you review and trust them: open /hooks in Codex.",
+                "SessionEnd hooks need a recent Codex (0.146 or later); project hooks load only in trusted projects.",
+            ),
+            warnings=_codex_warnings,  # hooks also need `[features] hooks` left on in the config.toml beside hooks.json
+            folder_env="CODEX_HOME",
+        ),
+        AgentSpec(
+            "gemini",
+            "Gemini CLI",
+            ".gemini",
+            "settings.json",
+            comments=True,
+            groups=(
+                {"hooks": [_named("memtool-session-start", "Load the memtool memory context", C.HOOK_START_TIMEOUT_S)]},
+                {"hooks": [_named("memtool-session-end", "Compress this session into memtool memory", C.HOOK_END_TIMEOUT_S)]},
+            ),
+            notes=("Check the hooks with /hooks panel in Gemini CLI (older versions need hooks enabled in /settings).",),
+            warnings=_gemini_warnings,
+            timeout_units_per_s=1000,
+        ),
+    )
+}
+AGENTS = tuple(SPECS)
 
 
 def spec(agent: str) -> AgentSpec:
@@ -108,9 +218,11 @@ def hook_command(runner: str, event: str, agent: str) -> str:
 
 def desired_groups(agent: str, runner: str) -> dict[str, Group]:
     """The matcher groups we add, keyed by the agent's event name."""
-    s = spec(agent)
-    start, end = s.groups(hook_command(runner, "session-start", agent), hook_command(runner, "session-end", agent))
-    return {s.start_event: start, s.end_event: end}
+    out = {}
+    for (event, agent_event), template in zip(HOOK_EVENTS.items(), spec(agent).groups):
+        out[agent_event] = group = copy.deepcopy(template)
+        group["hooks"][0]["command"] = hook_command(runner, event, agent)
+    return out
 
 
 def plan_install(
@@ -127,7 +239,7 @@ def plan_install(
     s = spec(agent)
     new = merge_in(path, old, desired_groups(agent, runner), s.comments)
     before = record.load(path)  # and after: the empty containers this install fills (see record)
-    after = filled_record(survey(path, old, (s.start_event, s.end_event), s.comments), before)
+    after = filled_record(survey(path, old, HOOK_EVENTS.values(), s.comments), before)
     plan = HookPlan(agent, "install", path, old, new, notes=list(s.notes), record_before=before, record_after=after)
     plan.commands = {event: hook_command(runner, event, agent) for event in HOOK_EVENTS}
     plan.warnings = s.warnings(path, new)

@@ -1,4 +1,4 @@
-"""What the three agents share: their description, and the merge of memtool's hook groups into
+"""What the three agents share: the merge of memtool's hook groups into
 their JSON (or JSONC) config file.
 
 Config files are edited as text: only the spans we add or remove change, so every other byte (key
@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Iterable, Literal
 
 from memtool.errors import HookConfigError, StorageError
 from memtool.fsutil import atomic_write_text
@@ -28,23 +28,6 @@ Group = dict[str, Any]  # one matcher group: {"matcher": ..., "hooks": [handler,
 
 _OURS = re.compile(r"(?:^|\s)hooks\s+run\s+session-(?:start|end)\b")
 _OURS_WHOLE = re.compile(r"(?:^|\s)hooks\s+run\s+session-(?:start|end)\s+--agent\s+(?:claude-code|codex|gemini)\s*$")
-
-
-@dataclass(frozen=True)
-class AgentSpec:
-    """One agent: where its hook config lives, its format, and the groups memtool adds to it."""
-
-    name: str
-    label: str
-    folder: str  # holds the config file: in the project folder, and (user scope) in the home directory
-    file: str  # the config file in that folder
-    comments: bool  # the format allows // and /* */ comments
-    groups: Callable[[str, str], tuple[Group, Group]]  # (start command, end command) -> (start group, end group)
-    notes: tuple[str, ...]
-    warnings: Callable[[Path, str], list[str]] = lambda path, new_text: []  # (config file, its new text): settings that keep the hooks from running
-    folder_env: str | None = None  # an environment variable naming the user-scope folder instead
-    start_event: str = "SessionStart"
-    end_event: str = "SessionEnd"
 
 
 def is_ours(handler: Any) -> bool:

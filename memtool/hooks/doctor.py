@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memtool import constants as C
-from memtool.hooks import AGENTS, Scope, config_path, spec
+from memtool.hooks import AGENTS, HOOK_EVENTS, Scope, config_path, spec
 from memtool.hooks.common import is_ours, read_config
 from memtool.jsonc import Document, JsoncError
 
@@ -67,8 +67,7 @@ def agent_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
 
 def sample_payload(event: str, project: Path) -> str:
     """What the agent writes on the hook's stdin; session-end without a transcript (nothing is compressed)."""
-    name = "SessionStart" if event == "session-start" else "SessionEnd"
-    data: dict[str, Any] = {"session_id": "memtool-hooks-doctor", "cwd": str(project), "hook_event_name": name}
+    data: dict[str, Any] = {"session_id": "memtool-hooks-doctor", "cwd": str(project), "hook_event_name": HOOK_EVENTS[event]}
     data.update({"source": "startup"} if event == "session-start" else {"reason": "other"})
     return json.dumps(data)
 
@@ -86,7 +85,7 @@ def installed(agent: str, scope: Scope, project: Path, home: Path | None = None)
         return path, []  # `memory hooks install` names the line; nothing of ours can run from it
     hooks = data.get("hooks") if isinstance(data, dict) else None
     found: list[tuple[str, dict[str, Any]]] = []
-    for agent_event, event in ((s.start_event, "session-start"), (s.end_event, "session-end")):
+    for event, agent_event in HOOK_EVENTS.items():
         groups = hooks.get(agent_event) if isinstance(hooks, dict) else None
         for group in groups if isinstance(groups, list) else []:
             handlers = group.get("hooks") if isinstance(group, dict) else None
@@ -98,7 +97,7 @@ def _timeout_s(agent: str, handler: dict[str, Any]) -> float:
     value = handler.get("timeout")
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
         return float(C.HOOK_START_TIMEOUT_S)
-    return value / 1000 if spec(agent).name == "gemini" else float(value)  # Gemini CLI counts milliseconds
+    return value / spec(agent).timeout_units_per_s
 
 
 def _last_line(text: str) -> str:

@@ -28,7 +28,7 @@ def uninstall_text(agent: str, path: Path, text: str, kept=None) -> str:
 def empty_containers(agent: str, path: Path, text: str):
     """The record plan_install makes for `text` with no record before it: the empty containers it fills."""
     s = core.spec(agent)
-    return filled_record(survey(path, text, (s.start_event, s.end_event), s.comments), {})
+    return filled_record(survey(path, text, ("SessionStart", "SessionEnd"), s.comments), {})
 
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), st.text(max_size=8))

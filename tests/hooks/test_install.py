@@ -35,8 +35,7 @@ def test_install_merges_and_keeps_every_other_setting(project, agent):
     for event, groups in before["hooks"].items():
         assert after["hooks"][event][: len(groups)] == groups
     # ours: exactly one handler per session event, with the documented command
-    spec = core.spec(agent)
-    start, end = ours(after["hooks"][spec.start_event]), ours(after["hooks"][spec.end_event])
+    start, end = ours(after["hooks"]["SessionStart"]), ours(after["hooks"]["SessionEnd"])
     assert [h["command"] for h in start] == [f"{RUNNER} hooks run session-start --agent {agent}"]
     assert [h["command"] for h in end] == [f"{RUNNER} hooks run session-end --agent {agent}"]
     assert "memory" in result.output and str(path) in result.output
