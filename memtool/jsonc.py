@@ -204,25 +204,27 @@ class Document:
     def line_of(self, node: Node) -> int:
         return line_col(self.text, node.start)[0]
 
-    def lookup(self, *path: str) -> tuple[int, Node] | None:
-        """(index in its parent, node) of the member at `path` from the root object."""
+    def lookup(self, *path: str | int) -> tuple[int, Node] | None:
+        """(index in its parent, node) at `path` from the root: member names and list indexes."""
         node, found = self.root, None
         for key in path:
-            if node.kind != "object":
-                return None
-            found = node.member(key)
+            if isinstance(key, str):
+                found = node.member(key) if node.kind == "object" else None
+            else:
+                found = (key, node.children[key]) if node.kind == "array" and 0 <= key < len(node.children) else None
             if found is None:
                 return None
             node = found[1]
         return found
 
-    def node(self, *path: str) -> Node:
-        if not path:
-            return self.root
-        found = self.lookup(*path)
+    def entry(self, *path: str | int) -> tuple[int, Node]:
+        found = self.lookup(*path) if path else (0, self.root)
         if found is None:
-            raise KeyError("/".join(path))
-        return found[1]
+            raise KeyError("/".join(map(str, path)))
+        return found
+
+    def node(self, *path: str | int) -> Node:
+        return self.entry(*path)[1]
 
     def replace(self, edits: list[tuple[int, int, str]]) -> None:
         """Apply non-overlapping (start, end, replacement) edits, then parse again."""
@@ -234,10 +236,10 @@ class Document:
 
     # --- edits ----------------------------------------------------------------------------
 
-    def append(self, container: Node, value: Any, key: str | None = None) -> None:
-        """Add `value` at the end of `container` (as member `key` when it is an object),
-        laid out like the container's existing entries."""
-        text, newline = self.text, self._newline()
+    def append(self, where: tuple[str | int, ...], value: Any, key: str | None = None) -> None:
+        """Add `value` at the end of the container at `where` (as member `key` when it is an
+        object), laid out like the container's existing entries."""
+        text, newline, container = self.text, self._newline(), self.node(*where)
         prefix = json.dumps(key, ensure_ascii=False) + ": " if key is not None else ""
         n = len(container.children)
         if n:
@@ -264,11 +266,11 @@ class Document:
                 edits = [(container.start + 1, container.end - 1, newline + indent + entry + newline + own)]
         self.replace(edits)
 
-    def remove(self, container: Node, i: int) -> None:
-        """Remove entry `i` of `container` with its comma. An entry as append() added it (the
+    def remove(self, *path: str | int) -> None:
+        """Remove the entry at `path` with its comma. An entry as append() added it (the
         last one, or the only one, before any comments) goes with exactly the text append()
         inserted; otherwise entries on lines of their own take their lines with them."""
-        text = self.text
+        text, container, i = self.text, self.node(*path[:-1]), self.entry(*path)[0]
         n = len(container.children)
         start, end = container.item_start(i), container.children[i].end
         blank = " \t\r\n"

@@ -29,8 +29,7 @@ from typing import Any, Callable, Literal
 
 from memtool import constants as C
 from memtool.errors import BadInput, ConfigError
-from memtool.hooks import record
-from memtool.hooks.common import Group, HookPlan, apply, filled_record, merge_in, read_config, survey, take_out
+from memtool.hooks.common import Group, HookPlan, apply, filled_record, load_record, merge_in, read_config, survey, take_out
 from memtool.jsonc import Document
 
 HOOK_EVENTS = {"session-start": "SessionStart", "session-end": "SessionEnd"}  # ours -> the agents' event names
@@ -238,7 +237,7 @@ def plan_install(
     old = read_config(path)
     s = spec(agent)
     new = merge_in(path, old, desired_groups(agent, runner), s.comments)
-    before = record.load(path)  # and after: the empty containers this install fills (see record)
+    before = load_record(path)  # and after: the empty containers this install fills (see memtool.hooks.common)
     after = filled_record(survey(path, old, HOOK_EVENTS.values(), s.comments), before)
     plan = HookPlan(agent, "install", path, old, new, notes=list(s.notes), record_before=before, record_after=after)
     plan.commands = {event: hook_command(runner, event, agent) for event in HOOK_EVENTS}
@@ -249,7 +248,7 @@ def plan_install(
 def plan_uninstall(agent: str, scope: Scope = "project", *, project_dir: Path | None = None, home: Path | None = None) -> HookPlan:
     path = config_path(agent, scope, project_dir, home)
     old = read_config(path)
-    before = record.load(path)
+    before = load_record(path)
     new = None if old is None else take_out(path, old, spec(agent).comments, before)
     return HookPlan(agent, "uninstall", path, old, new, record_before=before)
 

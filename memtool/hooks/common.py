@@ -1,10 +1,20 @@
-"""What the three agents share: the merge of memtool's hook groups into
-their JSON (or JSONC) config file.
+"""What the three agents share: the merge of memtool's hook groups into their JSON (or JSONC)
+config file, and the record install keeps for uninstall.
 
 Config files are edited as text: only the spans we add or remove change, so every other byte (key
 order, formatting, and the comments Gemini CLI's JSONC allows) is kept. Each edit is checked
 against the same change made on the parsed document (`installed_semantics`,
 `uninstalled_semantics`) before anything is written.
+
+The record: text alone cannot tell `{"model": "x"}` from `{"model": "x", "hooks": {}}` (laid out
+alike) once our hooks are in, yet uninstall must give back `"hooks": {}` to the one and nothing to
+the other. So install notes, per config file (by its real path), each container that was there,
+empty, before it filled it (the root object, "hooks", or an event's list) with the text between
+its brackets; uninstall keeps those containers when our hooks leave them empty, giving back their
+blank (spaces, line breaks) as it was; comments inside come back by the text edit itself. The
+record is a cache file beside the hooks log. When it is missing (cleared, another machine, a file
+installed by an older memtool), uninstall drops an emptied container that holds no comment, as
+install would have created it.
 """
 
 from __future__ import annotations
@@ -19,12 +29,12 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from memtool.errors import HookConfigError, StorageError
-from memtool.fsutil import atomic_write_text
-from memtool.hooks import record
-from memtool.hooks.record import Containers
+from memtool.fsutil import atomic_write_text, dumps_json, locked, make_folder
 from memtool.jsonc import Document, JsoncError, Node
 
 Group = dict[str, Any]  # one matcher group: {"matcher": ..., "hooks": [handler, ...]}
+Containers = dict[tuple[str, ...], str]  # the record: container path from the root -> the text between its brackets
+_RECORD_VERSION = 1
 
 _OURS = re.compile(r"(?:^|\s)hooks\s+run\s+session-(?:start|end)\b")
 _OURS_WHOLE = re.compile(r"(?:^|\s)hooks\s+run\s+session-(?:start|end)\s+--agent\s+(?:claude-code|codex|gemini)\s*$")
@@ -40,6 +50,17 @@ def is_ours(handler: Any) -> bool:
     # the program is memory (or python -m memtool), or one named by `install --memory`: then the
     # command is exactly what install writes after it
     return "memory" in command or "memtool" in command or bool(_OURS_WHOLE.search(command))
+
+
+def ours_in(groups: Any) -> dict[int, list[int]]:
+    """Our handlers in a list of matcher groups: group index -> the indexes of ours in its "hooks"."""
+    found = {}
+    for gi, group in enumerate(groups if isinstance(groups, list) else ()):
+        handlers = group.get("hooks") if isinstance(group, dict) else None
+        ours = [hi for hi, handler in enumerate(handlers) if is_ours(handler)] if isinstance(handlers, list) else []
+        if ours:
+            found[gi] = ours
+    return found
 
 
 # --- semantic transforms (the reference each text edit is checked against) -------------------
@@ -92,7 +113,7 @@ def uninstalled_semantics(doc: dict[str, Any], keep_events: frozenset[str] = fro
 
 def _already_installed(arr: list[Any], group: Group) -> bool:
     """The list holds one handler of ours, in a group equal to `group`."""
-    holding = [g for g in arr if isinstance(g, dict) and isinstance(g.get("hooks"), list) for h in g["hooks"] if is_ours(h)]
+    holding = [arr[gi] for gi, ours in ours_in(arr).items() for _ in ours]
     return len(holding) == 1 and holding[0] == group
 
 
@@ -133,18 +154,16 @@ def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comment
         found = doc.lookup("hooks", event)
         if found is not None and found[1].kind != "array":
             raise HookConfigError(f'{path}: line {doc.line_of(found[1])}: "hooks.{event}" must be a list; nothing was changed.')
-    expected = installed_semantics(doc.data(), groups)
-    if doc.lookup("hooks") is None:
-        doc.append(doc.root, _as_lists(groups), key="hooks")
-    for event, group in groups.items():
-        found = doc.lookup("hooks", event)
-        if found is None:
-            doc.append(doc.node("hooks"), [group], key=event)
-            continue
-        if _already_installed(found[1].plain(), group):
-            continue
-        _remove_ours(doc, ("hooks", event))
-        doc.append(doc.node("hooks", event), group)
+    data = doc.data()
+    expected = installed_semantics(data, groups)
+    if "hooks" not in data:
+        doc.append((), _as_lists(groups), key="hooks")
+    for event, group in groups.items() if "hooks" in data else ():
+        if event not in data["hooks"]:
+            doc.append(("hooks",), [group], key=event)
+        elif not _already_installed(data["hooks"][event], group):
+            _remove_ours(doc, event)
+            doc.append(("hooks", event), group)
     _verify(doc, expected, path)
     return doc.full_text()
 
@@ -183,32 +202,18 @@ def take_out(path: Path, old_text: str, comments: bool, kept: Containers | None 
         return old_text
     doc = _open(path, old_text, comments)
     original = doc.data()
-    found = doc.lookup("hooks")
-    if found is None:
+    if "hooks" not in original:
         return old_text
     touched = False
     kept_events: set[str] = set()
-    for event in reversed(dict.fromkeys(found[1].keys)):  # last first: the reverse of install's appends
-        if not _remove_ours(doc, ("hooks", event)):
-            continue
-        touched = True
-        emptied = doc.lookup("hooks", event)
-        if emptied is None or emptied[1].children:
-            continue
-        if ("hooks", event) in kept or not doc.is_bare_empty(emptied[1]):
-            kept_events.add(event)
-            _give_back(doc, ("hooks", event), kept)
-        else:
-            doc.remove(doc.node("hooks"), emptied[0])
-    hooks = doc.lookup("hooks")
-    keep_hooks = hooks is not None and not hooks[1].children and (("hooks",) in kept or not doc.is_bare_empty(hooks[1]))
-    if touched and hooks is not None and not hooks[1].children:
-        if keep_hooks:
-            _give_back(doc, ("hooks",), kept)
-        else:
-            doc.remove(doc.root, hooks[0])
-            if not doc.root.children:
-                _give_back(doc, (), kept)
+    for event in reversed(original["hooks"]):  # last first: the reverse of install's appends
+        if _remove_ours(doc, event):
+            touched = True
+            if _keep_emptied(doc, ("hooks", event), kept):
+                kept_events.add(event)
+    keep_hooks = touched and _keep_emptied(doc, ("hooks",), kept)
+    if touched and not doc.root.children:
+        _give_back(doc, (), kept)
     _verify(doc, uninstalled_semantics(original, frozenset(kept_events), keep_hooks), path)
     return doc.full_text()
 
@@ -217,39 +222,40 @@ def _inside(doc: Document, node: Node) -> str:
     return doc.text[node.start + 1 : node.end - 1]
 
 
+def _keep_emptied(doc: Document, where: tuple[str, ...], kept: Containers) -> bool:
+    """A container our handlers left empty stays if `kept` says it was there, empty, before install,
+    or if it holds a comment (then with its blank given back); else it goes. True: it stays."""
+    node = doc.node(*where)
+    if node.children:
+        return False
+    if where in kept or not doc.is_bare_empty(node):
+        _give_back(doc, where, kept)
+        return True
+    doc.remove(*where)
+    return False
+
+
 def _give_back(doc: Document, where: tuple[str, ...], kept: Containers) -> None:
     """Put back the blank that was between the brackets of an emptied container before install
     (install lays out the entries it puts into an empty container afresh)."""
     node = doc.node(*where)
     was = kept.get(where)
-    if was is None or node.children or was.strip(" \t\r\n") or _inside(doc, node).strip(" \t\r\n"):
+    if was is None or was.strip(" \t\r\n") or _inside(doc, node).strip(" \t\r\n"):
         return  # not recorded, or comments inside (then the text edit itself restored them)
     doc.replace([(node.start + 1, node.end - 1, was)])
 
 
-def _remove_ours(doc: Document, path: tuple[str, ...]) -> bool:
-    """Remove our handlers, and the groups they leave empty, from the groups list at `path`."""
-    found = doc.lookup(*path)
-    if found is None or found[1].kind != "array":
-        return False
-    removed = False
-    for gi in range(len(found[1].children) - 1, -1, -1):
-        group = doc.node(*path).children[gi]
-        handlers = group.member("hooks") if group.kind == "object" else None
-        if handlers is None or handlers[1].kind != "array":
-            continue
-        ours = [hi for hi, h in enumerate(handlers[1].children) if is_ours(h.plain())]
-        if not ours:
-            continue
-        removed = True
-        if len(ours) == len(handlers[1].children):
-            doc.remove(doc.node(*path), gi)
-            continue
-        for hi in reversed(ours):
-            member = doc.node(*path).children[gi].member("hooks")
-            assert member is not None
-            doc.remove(member[1], hi)
-    return removed
+def _remove_ours(doc: Document, event: str) -> bool:
+    """Remove our handlers, and the groups they leave empty, from the event's groups list."""
+    groups = doc.data()["hooks"].get(event)
+    found = ours_in(groups)
+    for gi, ours in reversed(found.items()):
+        if len(ours) == len(groups[gi]["hooks"]):
+            doc.remove("hooks", event, gi)
+        else:
+            for hi in reversed(ours):
+                doc.remove("hooks", event, gi, "hooks", hi)
+    return bool(found)
 
 
 # --- plans and file IO ------------------------------------------------------------------------
@@ -265,7 +271,7 @@ class HookPlan:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     commands: dict[str, str] = field(default_factory=dict)
-    record_before: Containers = field(default_factory=dict)  # see memtool.hooks.record
+    record_before: Containers = field(default_factory=dict)  # see the record, above
     record_after: Containers = field(default_factory=dict)
 
     @property
@@ -333,7 +339,50 @@ def apply(plan: HookPlan) -> bool:
         written = True
     if plan.record_after != plan.record_before:
         try:
-            record.save(plan.path, plan.record_after)
+            save_record(plan.path, plan.record_after)
         except StorageError as err:  # the config file is right; only uninstall's memory is lost
             plan.warnings.append(f"{err} (uninstall may then remove empty containers that were there before install)")
     return written
+
+
+def _record_file() -> Path:
+    from memtool.config import user_cache_dir
+
+    return user_cache_dir() / "hooks" / "filled-containers.json"
+
+
+def _read_records() -> dict[str, Containers]:
+    """Every file's record; an unreadable or damaged record counts as none (it is a cache)."""
+    try:
+        data = json.loads(_record_file().read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) and data.get("version") == _RECORD_VERSION else None
+    out: dict[str, Containers] = {}
+    for name, entries in files.items() if isinstance(files, dict) else ():
+        kept: Containers = {}
+        for entry in entries if isinstance(entries, list) else ():
+            match entry:
+                case [list() as where, str() as inside] if all(isinstance(key, str) for key in where):
+                    kept[tuple(where)] = inside
+        if kept:
+            out[name] = kept
+    return out
+
+
+def load_record(config: Path) -> Containers:
+    return _read_records().get(os.path.realpath(config), {})
+
+
+def save_record(config: Path, containers: Containers) -> None:
+    """Record `containers` for `config` (an empty dict forgets it); raises StorageError."""
+    lock = _record_file().with_suffix(".lock")
+    make_folder(lock.parent)  # ~/.cache/memtool/hooks with its parents: a lock makes no tree
+    with locked(lock):
+        records = _read_records()
+        if containers:
+            records[os.path.realpath(config)] = dict(containers)
+        elif records.pop(os.path.realpath(config), None) is None:
+            return
+        files = {name: [[list(path), inside] for path, inside in sorted(kept.items())] for name, kept in sorted(records.items())}
+        atomic_write_text(_record_file(), dumps_json({"version": _RECORD_VERSION, "files": files}))

@@ -19,7 +19,7 @@ from typing import Any
 
 from memtool import constants as C
 from memtool.hooks import AGENTS, HOOK_EVENTS, Scope, config_path, spec
-from memtool.hooks.common import is_ours, read_config
+from memtool.hooks.common import ours_in, read_config
 from memtool.jsonc import Document, JsoncError
 
 NOT_FOUND_EXIT = 127  # what a POSIX shell exits with when the command is not found
@@ -87,9 +87,7 @@ def installed(agent: str, scope: Scope, project: Path, home: Path | None = None)
     found: list[tuple[str, dict[str, Any]]] = []
     for event, agent_event in HOOK_EVENTS.items():
         groups = hooks.get(agent_event) if isinstance(hooks, dict) else None
-        for group in groups if isinstance(groups, list) else []:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            found += [(event, h) for h in handlers if is_ours(h)] if isinstance(handlers, list) else []
+        found += [(event, groups[gi]["hooks"][hi]) for gi, ours in ours_in(groups).items() for hi in ours]
     return path, found
 
 
