@@ -62,13 +62,6 @@ class Node:
         return {k: c.plain() for k, c in zip(self.keys, self.children)}
 
 
-class _Fail(Exception):
-    def __init__(self, pos: int, message: str) -> None:
-        super().__init__(message)
-        self.pos = pos
-        self.message = message
-
-
 def line_col(text: str, pos: int) -> tuple[int, int]:
     line = text.count("\n", 0, pos) + 1
     return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
@@ -78,92 +71,73 @@ class _Parser:
     def __init__(self, text: str, comments: bool) -> None:
         self.text = text
         self.comments = comments
-        self.depth = 0
+
+    def fail(self, pos: int, message: str) -> JsoncError:
+        return JsoncError(*line_col(self.text, pos), message)
 
     def skip(self, pos: int) -> int:
         """Skip whitespace and, when allowed, comments."""
         pos = (_BLANK_OR_COMMENTS if self.comments else _BLANK).match(self.text, pos).end()
         if self.comments and self.text.startswith("/*", pos):
-            raise _Fail(pos, "unterminated /* comment")
+            raise self.fail(pos, "unterminated /* comment")
         return pos
 
     def document(self) -> Node:
-        node = self.value(self.skip(0))
+        node = self.value(self.skip(0), 0)
         end = self.skip(node.end)
         if end != len(self.text):
-            raise _Fail(end, "unexpected text after the JSON value")
+            raise self.fail(end, "unexpected text after the JSON value")
         return node
 
-    def value(self, pos: int) -> Node:
-        if pos >= len(self.text):
-            raise _Fail(pos, "expected a value, found the end of the file")
-        ch = self.text[pos]
-        if ch in "{[":
-            return self.container(pos, "object" if ch == "{" else "array")
-        if ch == '"':
-            end = self.string_end(pos)
-            return Node("scalar", pos, end, value=self.decode(pos, end))
-        match = _NUMBER.match(self.text, pos)
-        if match:
-            return Node("scalar", pos, match.end(), value=json.loads(match.group()))
-        for word, literal in _LITERALS.items():
-            if self.text.startswith(word, pos):
-                return Node("scalar", pos, pos + len(word), value=literal)
-        raise _Fail(pos, f"unexpected character {ch!r}")
-
-    def string_end(self, pos: int) -> int:
+    def string(self, pos: int) -> Node:
         match = _STRING.match(self.text, pos)
         if match is None:
-            raise _Fail(pos, "unterminated string")
-        return match.end()
-
-    def decode(self, start: int, end: int) -> str:
+            raise self.fail(pos, "unterminated string")
         try:
-            value = json.loads(self.text[start:end])
+            return Node("scalar", pos, match.end(), value=json.loads(match.group()))
         except json.JSONDecodeError as err:
-            raise _Fail(start + err.pos, f"invalid string: {err.msg}") from None
-        assert isinstance(value, str)
-        return value
+            raise self.fail(pos + err.pos, f"invalid string: {err.msg}") from None
 
-    def container(self, start: int, kind: Literal["object", "array"]) -> Node:
-        if self.depth >= MAX_DEPTH:
-            raise _Fail(start, f"objects and lists nested more than {MAX_DEPTH} levels deep")
-        self.depth += 1
-        try:
-            return self.members(start, kind)
-        finally:
-            self.depth -= 1
-
-    def members(self, start: int, kind: Literal["object", "array"]) -> Node:
-        close = "}" if kind == "object" else "]"
-        node = Node(kind, start, start)
-        pos = self.skip(start + 1)
-        if pos < len(self.text) and self.text[pos] == close:
-            node.end = pos + 1
-            return node
-        while True:
-            if kind == "object":
-                if pos >= len(self.text) or self.text[pos] != '"':
-                    raise _Fail(pos, "expected a quoted key")
-                key_end = self.string_end(pos)
-                node.keys.append(self.decode(pos, key_end))
+    def value(self, pos: int, depth: int) -> Node:
+        text = self.text
+        if pos >= len(text):
+            raise self.fail(pos, "expected a value, found the end of the file")
+        if text[pos] == '"':
+            return self.string(pos)
+        if text[pos] not in "{[":
+            match = _NUMBER.match(text, pos)
+            if match:
+                return Node("scalar", pos, match.end(), value=json.loads(match.group()))
+            for word, literal in _LITERALS.items():
+                if text.startswith(word, pos):
+                    return Node("scalar", pos, pos + len(word), value=literal)
+            raise self.fail(pos, f"unexpected character {text[pos]!r}")
+        if depth >= MAX_DEPTH:
+            raise self.fail(pos, f"objects and lists nested more than {MAX_DEPTH} levels deep")
+        node = Node("object" if text[pos] == "{" else "array", pos, pos)
+        close = "}" if node.kind == "object" else "]"
+        pos = self.skip(pos + 1)
+        while not text.startswith(close, pos):
+            if node.children:
+                if not text.startswith(",", pos):
+                    raise self.fail(pos, f"expected ',' or '{close}'")
+                pos = self.skip(pos + 1)
+                if text.startswith(close, pos):
+                    raise self.fail(pos, "trailing comma")
+            if node.kind == "object":
+                if not text.startswith('"', pos):
+                    raise self.fail(pos, "expected a quoted key")
+                key = self.string(pos)
+                node.keys.append(key.value)
                 node.key_starts.append(pos)
-                pos = self.skip(key_end)
-                if pos >= len(self.text) or self.text[pos] != ":":
-                    raise _Fail(pos, "expected ':' after the key")
+                pos = self.skip(key.end)
+                if not text.startswith(":", pos):
+                    raise self.fail(pos, "expected ':' after the key")
                 pos = self.skip(pos + 1)
-            child = self.value(pos)
-            node.children.append(child)
-            pos = self.skip(child.end)
-            if pos < len(self.text) and self.text[pos] == ",":
-                pos = self.skip(pos + 1)
-                if pos < len(self.text) and self.text[pos] == close:
-                    raise _Fail(pos, "trailing comma")
-                continue
-            if pos < len(self.text) and self.text[pos] == close:
-                node.end = pos + 1
-                return node
-            raise _Fail(pos, f"expected ',' or '{close}'")
+            node.children.append(self.value(pos, depth + 1))
+            pos = self.skip(node.children[-1].end)
+        node.end = pos + 1
+        return node
 
 
 def parse(text: str, comments: bool = False) -> Node:
@@ -175,11 +149,7 @@ def parse(text: str, comments: bool = False) -> Node:
             raise JsoncError(err.lineno, err.colno, err.msg) from None
         except RecursionError:
             pass  # nested thousands deep: the parser below stops at MAX_DEPTH with the position
-    try:
-        return _Parser(text, comments).document()
-    except _Fail as err:
-        line, col = line_col(text, err.pos)
-        raise JsoncError(line, col, err.message) from None
+    return _Parser(text, comments).document()
 
 
 class Document:
