@@ -210,9 +210,7 @@ def checked_runner(runner: str) -> str:
 
 
 def hook_command(runner: str, event: str, agent: str) -> str:
-    if event not in HOOK_EVENTS:
-        raise BadInput(f"unknown hook event {event!r}: choose {' or '.join(HOOK_EVENTS)}")
-    return f"{runner} hooks run {event} --agent {spec(agent).name}"
+    return f"{runner} hooks run {event} --agent {agent}"
 
 
 def desired_groups(agent: str, runner: str) -> dict[str, Group]:
@@ -224,40 +222,33 @@ def desired_groups(agent: str, runner: str) -> dict[str, Group]:
     return out
 
 
-def plan_install(
+def install(
     agent: str,
     scope: Scope = "project",
     *,
+    dry_run: bool = False,
     project_dir: Path | None = None,
     home: Path | None = None,
     runner: str | None = None,
-) -> HookPlan:
+) -> tuple[HookPlan, bool]:
+    """Merge memtool's hooks into the agent's config file (written unless `dry_run`): (the plan, written)."""
     runner = checked_runner(runner or default_runner())
-    path = config_path(agent, scope, project_dir, home)
+    path, s = config_path(agent, scope, project_dir, home), spec(agent)
     old = read_config(path)
-    s = spec(agent)
     new = merge_in(path, old, desired_groups(agent, runner), s.comments)
     before = load_record(path)  # and after: the empty containers this install fills (see memtool.hooks.common)
     after = filled_record(survey(path, old, HOOK_EVENTS.values(), s.comments), before)
-    plan = HookPlan(agent, "install", path, old, new, notes=list(s.notes), record_before=before, record_after=after)
-    plan.commands = {event: hook_command(runner, event, agent) for event in HOOK_EVENTS}
-    plan.warnings = s.warnings(path, new)
-    return plan
-
-
-def plan_uninstall(agent: str, scope: Scope = "project", *, project_dir: Path | None = None, home: Path | None = None) -> HookPlan:
-    path = config_path(agent, scope, project_dir, home)
-    old = read_config(path)
-    before = load_record(path)
-    new = None if old is None else take_out(path, old, spec(agent).comments, before)
-    return HookPlan(agent, "uninstall", path, old, new, record_before=before)
-
-
-def install(agent: str, scope: Scope = "project", *, dry_run: bool = False, **kwargs: Any) -> tuple[HookPlan, bool]:
-    plan = plan_install(agent, scope, **kwargs)
+    commands = {event: hook_command(runner, event, agent) for event in HOOK_EVENTS}
+    plan = HookPlan(agent, "install", path, old, new, s.warnings(path, new), list(s.notes), commands, before, after)
     return plan, not dry_run and apply(plan)
 
 
-def uninstall(agent: str, scope: Scope = "project", *, dry_run: bool = False, **kwargs: Any) -> tuple[HookPlan, bool]:
-    plan = plan_uninstall(agent, scope, **kwargs)
+def uninstall(
+    agent: str, scope: Scope = "project", *, dry_run: bool = False, project_dir: Path | None = None, home: Path | None = None
+) -> tuple[HookPlan, bool]:
+    """Take exactly memtool's hooks out of the agent's config file (written unless `dry_run`): (the plan, written)."""
+    path = config_path(agent, scope, project_dir, home)
+    old = read_config(path)
+    before = load_record(path)
+    plan = HookPlan(agent, "uninstall", path, old, None if old is None else take_out(path, old, spec(agent).comments, before), record_before=before)
     return plan, not dry_run and apply(plan)

@@ -66,18 +66,14 @@ def ours_in(groups: Any) -> dict[int, list[int]]:
 # --- semantic transforms (the reference each text edit is checked against) -------------------
 
 
-def _strip_ours_from_groups(groups: list[Any]) -> bool:
+def _strip_ours_from_groups(groups: Any) -> bool:
     """Remove our handlers from a list of matcher groups (and groups left empty by that)."""
-    changed = False
-    for i in reversed(range(len(groups))):
-        handlers = groups[i].get("hooks") if isinstance(groups[i], dict) else None
-        if not isinstance(handlers, list) or not any(map(is_ours, handlers)):
-            continue
-        changed = True
-        groups[i]["hooks"] = [h for h in handlers if not is_ours(h)]
-        if not groups[i]["hooks"]:
-            del groups[i]
-    return changed
+    found = ours_in(groups)
+    for gi, ours in reversed(found.items()):
+        groups[gi]["hooks"] = [handler for hi, handler in enumerate(groups[gi]["hooks"]) if hi not in ours]
+        if not groups[gi]["hooks"]:
+            del groups[gi]
+    return bool(found)
 
 
 def installed_semantics(doc: dict[str, Any], groups: dict[str, Group]) -> dict[str, Any]:
@@ -102,7 +98,7 @@ def uninstalled_semantics(doc: dict[str, Any], keep_events: frozenset[str] = fro
     touched = False
     for event in list(hooks):
         arr = hooks[event]
-        if isinstance(arr, list) and _strip_ours_from_groups(arr):
+        if _strip_ours_from_groups(arr):
             touched = True
             if not arr and event not in keep_events:
                 del hooks[event]
