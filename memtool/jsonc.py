@@ -219,8 +219,7 @@ class Document:
             if sep == " " and text[last.end : after_comment].lstrip(" \t").startswith("//"):
                 # inline layout ending in a line comment: the entry must start on a new line
                 sep = newline + self._line_indent(container.start) + self._indent_unit()
-            multiline = sep != " "
-            entry = prefix + self._serialize(value, sep[len(newline) :] if multiline else "", multiline)
+            entry = prefix + self._serialize(value, sep[len(newline) :] if sep != " " else None)
             if after_comment != last.end:  # `1 // note` -> `1, // note` + new line
                 edits = [(last.end, last.end, ","), (after_comment, after_comment, sep + entry)]
             else:
@@ -228,7 +227,7 @@ class Document:
         else:
             own = self._line_indent(container.start)
             indent = own + self._indent_unit()
-            entry = prefix + self._serialize(value, indent, True)
+            entry = prefix + self._serialize(value, indent)
             inner = text[container.start + 1 : container.end - 1]
             if inner.strip(" \t\r\n"):  # only comments inside: keep them, after the entry
                 edits = [(container.start + 1, container.start + 1, newline + indent + entry)]
@@ -304,8 +303,9 @@ class Document:
         indent = self.text[line_start:pos]
         return self._newline() + indent if line_start and not indent.strip(" \t") else " "
 
-    def _serialize(self, value: Any, indent: str, multiline: bool) -> str:
-        if not multiline:
+    def _serialize(self, value: Any, indent: str | None) -> str:
+        """`value` as JSON on one line (no `indent`), or laid out over lines indented by `indent`."""
+        if indent is None:
             return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
         dumped = json.dumps(value, ensure_ascii=False, indent=self._indent_unit())
         return dumped.replace("\n", self._newline() + indent)
@@ -316,7 +316,5 @@ class Document:
         return match.end() if match else pos
 
     def _comma_after(self, pos: int) -> int:
-        i = _Parser(self.text, self.comments).skip(pos)
-        if i >= len(self.text) or self.text[i] != ",":
-            raise AssertionError(f"expected ',' at offset {i}")
-        return i
+        """The comma after an entry that is not the last (the text parsed: nothing else can follow it)."""
+        return _Parser(self.text, self.comments).skip(pos)

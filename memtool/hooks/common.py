@@ -116,7 +116,8 @@ def _already_installed(arr: list[Any], group: Group) -> bool:
 # --- text edits -------------------------------------------------------------------------------
 
 
-def _open(path: Path, text: str, comments: bool) -> Document:
+def open_config(path: Path, text: str, comments: bool) -> Document:
+    """The config file's text parsed; a HookConfigError names what is wrong with it."""
     try:
         doc = Document(text, comments=comments)
     except JsoncError as err:
@@ -137,15 +138,11 @@ def _verify(doc: Document, expected: dict[str, Any], path: Path) -> None:
         raise AssertionError(f"{path}: the text edit does not match the intended change (memtool bug)")
 
 
-def _as_lists(groups: dict[str, Group]) -> dict[str, list[Group]]:
-    return {event: [group] for event, group in groups.items()}
-
-
 def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comments: bool) -> str:
     """`old_text` with `groups` (keyed by event) merged in, replacing older memtool handlers (pure)."""
     if old_text is None or not old_text.strip():
-        return json.dumps({"hooks": _as_lists(groups)}, ensure_ascii=False, indent=2) + "\n"
-    doc = _open(path, old_text, comments)
+        return json.dumps({"hooks": {event: [group] for event, group in groups.items()}}, ensure_ascii=False, indent=2) + "\n"
+    doc = open_config(path, old_text, comments)
     for event in groups:
         found = doc.lookup("hooks", event)
         if found is not None and found[1].kind != "array":
@@ -153,7 +150,7 @@ def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comment
     data = doc.data()
     expected = installed_semantics(data, groups)
     if "hooks" not in data:
-        doc.append((), _as_lists(groups), key="hooks")
+        doc.append((), {event: [group] for event, group in groups.items()}, key="hooks")
     for event, group in groups.items() if "hooks" in data else ():
         if event not in data["hooks"]:
             doc.append(("hooks",), [group], key=event)
@@ -169,7 +166,7 @@ def survey(path: Path, old_text: str | None, events: Iterable[str], comments: bo
     `old_text`: path -> the text between the brackets of an empty one, None for one with entries."""
     if old_text is None or not old_text.strip():
         return {}
-    doc = _open(path, old_text, comments)
+    doc = open_config(path, old_text, comments)
     out: dict[tuple[str, ...], str | None] = {}
     for where in ((), ("hooks",), *(("hooks", event) for event in events)):
         found = doc.lookup(*where) if where else (0, doc.root)
@@ -196,7 +193,7 @@ def take_out(path: Path, old_text: str, comments: bool, kept: Containers | None 
     kept = kept or {}
     if not old_text.strip():
         return old_text
-    doc = _open(path, old_text, comments)
+    doc = open_config(path, old_text, comments)
     original = doc.data()
     if "hooks" not in original:
         return old_text

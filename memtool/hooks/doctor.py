@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from memtool import constants as C
+from memtool.errors import HookConfigError
 from memtool.hooks import AGENTS, HOOK_EVENTS, Scope, config_path, spec
-from memtool.hooks.common import ours_in, read_config
-from memtool.jsonc import Document, JsoncError
+from memtool.hooks.common import open_config, ours_in, read_config
 
 NOT_FOUND_EXIT = 127  # what a POSIX shell exits with when the command is not found
 NOT_EXECUTABLE_EXIT = 126
@@ -74,19 +74,15 @@ def sample_payload(event: str, project: Path) -> str:
 
 def installed(agent: str, scope: Scope, project: Path, home: Path | None = None) -> tuple[Path, list[tuple[str, dict[str, Any]]]]:
     """The agent's config file for `scope`, and memtool's handlers in it as (event, handler)."""
-    s = spec(agent)
     path = config_path(agent, scope, project, home)
     text = read_config(path)
-    if text is None or not text.strip():
-        return path, []
     try:
-        data = Document(text, comments=s.comments).data()
-    except JsoncError:
-        return path, []  # `memory hooks install` names the line; nothing of ours can run from it
-    hooks = data.get("hooks") if isinstance(data, dict) else None
+        hooks = open_config(path, text, spec(agent).comments).data().get("hooks", {}) if text and text.strip() else {}
+    except HookConfigError:
+        hooks = {}  # `memory hooks install` names the line; nothing of ours can run from it
     found: list[tuple[str, dict[str, Any]]] = []
     for event, agent_event in HOOK_EVENTS.items():
-        groups = hooks.get(agent_event) if isinstance(hooks, dict) else None
+        groups = hooks.get(agent_event)
         found += [(event, groups[gi]["hooks"][hi]) for gi, ours in ours_in(groups).items() for hi in ours]
     return path, found
 
