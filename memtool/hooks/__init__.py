@@ -1,19 +1,12 @@
 """Install memtool into a coding agent's own hook configuration, and run those hooks.
 
-All three supported agents have session hooks that receive a JSON payload on stdin
-(`session_id`, `transcript_path`, `cwd`, `hook_event_name`, ...):
-
-  agent        file (project / user scope)                        events
-  claude-code  .claude/settings.json / ~/.claude/settings.json     SessionStart, SessionEnd
-  codex        .codex/hooks.json / $CODEX_HOME/hooks.json          SessionStart, SessionEnd
-  gemini       .gemini/settings.json / ~/.gemini/settings.json     SessionStart, SessionEnd
-
-Each installed hook runs `<memory> hooks run session-start|session-end --agent NAME`
-(memtool.hooks.session), `<memory>` being the absolute path of the installing `memory` program, so
-that the hook runs whatever PATH the agent has; `memory hooks doctor` (memtool.hooks.doctor) runs
-them as the agent would. This module is the registry of the agents (a table: their file, the groups
-memtool adds, their warnings) and installs or uninstalls through the byte-preserving merge of
-memtool.hooks.common.
+The three supported agents (SPECS, below: their config file, the groups memtool adds to it, their
+warnings) have session hooks that receive a JSON payload on stdin (`session_id`, `transcript_path`,
+`cwd`, `hook_event_name`, ...). Each installed hook runs `<memory> hooks run session-start|session-end
+--agent NAME` (memtool.hooks.session), `<memory>` being the absolute path of the installing `memory`
+program, so that the hook runs whatever PATH the agent has; `memory hooks doctor`
+(memtool.hooks.doctor) runs them as the agent would. Install and uninstall go through the
+byte-preserving merge of memtool.hooks.common.
 """
 
 from __future__ import annotations
