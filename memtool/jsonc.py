@@ -3,12 +3,15 @@
 The file is parsed into a tree of spans (where each value starts and ends in the text).
 Edits splice text at those spans, so every byte outside the added or removed entries —
 key order, indentation, blank lines, comments — stays as it was. After each edit the text
-is parsed again; callers compare `Document.data()` with the change they intended.
+is parsed again and must hold the data the edit intended (else AssertionError: a bug here,
+found before anything is written).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -140,6 +143,10 @@ class _Parser:
         return node
 
 
+def _at(data: Any, path: tuple[str | int, ...]) -> Any:
+    return functools.reduce(operator.getitem, path, data)
+
+
 def parse(text: str, comments: bool = False) -> Node:
     """Parse JSON (JSONC when `comments`) into a span tree; raises JsoncError."""
     if not comments:
@@ -196,13 +203,17 @@ class Document:
     def node(self, *path: str | int) -> Node:
         return self.entry(*path)[1]
 
-    def replace(self, edits: list[tuple[int, int, str]]) -> None:
-        """Apply non-overlapping (start, end, replacement) edits, then parse again."""
+    def replace(self, edits: list[tuple[int, int, str]], expected: Any = None) -> None:
+        """Apply non-overlapping (start, end, replacement) edits, then parse again: the new text
+        must hold `expected` (by default, the same data: a change of layout only)."""
+        expected = self.data() if expected is None else expected
         text = self.text
         for start, end, new in sorted(edits, key=lambda e: e[0], reverse=True):
             text = text[:start] + new + text[end:]
-        self.root = parse(text, self.comments)
-        self.text = text
+        root = parse(text, self.comments)
+        if root.plain() != expected:
+            raise AssertionError("the text edit does not match the intended change (memtool bug)")
+        self.root, self.text = root, text
 
     # --- edits ----------------------------------------------------------------------------
 
@@ -210,6 +221,11 @@ class Document:
         """Add `value` at the end of the container at `where` (as member `key` when it is an
         object), laid out like the container's existing entries."""
         text, newline, container = self.text, self._newline(), self.node(*where)
+        expected = self.data()
+        if key is None:
+            _at(expected, where).append(value)
+        else:
+            _at(expected, where)[key] = value
         prefix = json.dumps(key, ensure_ascii=False) + ": " if key is not None else ""
         n = len(container.children)
         if n:
@@ -233,23 +249,25 @@ class Document:
                 edits = [(container.start + 1, container.start + 1, newline + indent + entry)]
             else:
                 edits = [(container.start + 1, container.end - 1, newline + indent + entry + newline + own)]
-        self.replace(edits)
+        self.replace(edits, expected)
 
     def remove(self, *path: str | int) -> None:
         """Remove the entry at `path` with its comma. An entry as append() added it (the
         last one, or the only one, before any comments) goes with exactly the text append()
         inserted; otherwise entries on lines of their own take their lines with them."""
         text, container, i = self.text, self.node(*path[:-1]), self.entry(*path)[0]
+        expected = self.data()
+        del _at(expected, path[:-1])[path[-1]]
         n = len(container.children)
         start, end = container.item_start(i), container.children[i].end
         blank = " \t\r\n"
         rest = text[container.start + 1 : start] + text[end : container.end - 1]
         if n == 1 and not rest.strip(blank):  # nothing else inside: back to {} / []
-            self.replace([(container.start + 1, container.end - 1, "")])
+            self.replace([(container.start + 1, container.end - 1, "")], expected)
             return
         if n == 1 and not text[container.start + 1 : start].strip(blank):
             # first inside, comments after it: append() put it in front of them with a line break
-            self.replace([(container.start + 1, end, "")])
+            self.replace([(container.start + 1, end, "")], expected)
             return
         comma = self._comma_after(container.children[i - 1].end) if i > 0 else -1  # the one before the entry
         if i == n - 1 and n > 1:
@@ -257,7 +275,7 @@ class Document:
             if not text[resume:start].strip(blank):
                 # the comma append() put after the entry before, and the separator and entry it
                 # put after that entry's same-line comment (if any)
-                self.replace([(comma, comma + 1, ""), (resume, end, "")])
+                self.replace([(comma, comma + 1, ""), (resume, end, "")], expected)
                 return
         after = self._comma_after(end) + 1 if i < n - 1 else end
         line_start = text.rfind("\n", 0, start) + 1
@@ -278,7 +296,7 @@ class Document:
             edits.append((start, _INDENT.match(text, after).end(), ""))
         else:
             edits.append((start, end, ""))
-        self.replace(edits)
+        self.replace(edits, expected)
 
     # --- layout helpers -------------------------------------------------------------------
 

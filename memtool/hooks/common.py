@@ -2,9 +2,8 @@
 config file, and the record install keeps for uninstall.
 
 Config files are edited as text: only the spans we add or remove change, so every other byte (key
-order, formatting, and the comments Gemini CLI's JSONC allows) is kept. Each edit is checked
-against the same change made on the parsed document (`installed_semantics`,
-`uninstalled_semantics`) before anything is written.
+order, formatting, and the comments Gemini CLI's JSONC allows) is kept; memtool.jsonc checks each
+edit against the data it intended before anything is written.
 
 The record: text alone cannot tell `{"model": "x"}` from `{"model": "x", "hooks": {}}` (laid out
 alike) once our hooks are in, yet uninstall must give back `"hooks": {}` to the one and nothing to
@@ -19,7 +18,6 @@ install would have created it.
 
 from __future__ import annotations
 
-import copy
 import difflib
 import json
 import os
@@ -63,50 +61,6 @@ def ours_in(groups: Any) -> dict[int, list[int]]:
     return found
 
 
-# --- semantic transforms (the reference each text edit is checked against) -------------------
-
-
-def _strip_ours_from_groups(groups: Any) -> bool:
-    """Remove our handlers from a list of matcher groups (and groups left empty by that)."""
-    found = ours_in(groups)
-    for gi, ours in reversed(found.items()):
-        groups[gi]["hooks"] = [handler for hi, handler in enumerate(groups[gi]["hooks"]) if hi not in ours]
-        if not groups[gi]["hooks"]:
-            del groups[gi]
-    return bool(found)
-
-
-def installed_semantics(doc: dict[str, Any], groups: dict[str, Group]) -> dict[str, Any]:
-    out = copy.deepcopy(doc)
-    hooks = out.setdefault("hooks", {})
-    for event, group in groups.items():
-        arr = hooks.setdefault(event, [])
-        if _already_installed(arr, group):
-            continue
-        _strip_ours_from_groups(arr)
-        arr.append(copy.deepcopy(group))
-    return out
-
-
-def uninstalled_semantics(doc: dict[str, Any], keep_events: frozenset[str] = frozenset(), keep_hooks: bool = False) -> dict[str, Any]:
-    """`doc` without our handlers; lists and the hooks object we empty go too, unless kept
-    (a text edit keeps an emptied container that still holds a comment)."""
-    out = copy.deepcopy(doc)
-    hooks = out.get("hooks")
-    if not isinstance(hooks, dict):
-        return out
-    touched = False
-    for event in list(hooks):
-        arr = hooks[event]
-        if _strip_ours_from_groups(arr):
-            touched = True
-            if not arr and event not in keep_events:
-                del hooks[event]
-    if touched and not hooks and not keep_hooks:
-        del out["hooks"]
-    return out
-
-
 def _already_installed(arr: list[Any], group: Group) -> bool:
     """The list holds one handler of ours, in a group equal to `group`."""
     holding = [arr[gi] for gi, ours in ours_in(arr).items() for _ in ours]
@@ -133,11 +87,6 @@ def open_config(path: Path, text: str, comments: bool) -> Document:
     return doc
 
 
-def _verify(doc: Document, expected: dict[str, Any], path: Path) -> None:
-    if doc.data() != expected:
-        raise AssertionError(f"{path}: the text edit does not match the intended change (memtool bug)")
-
-
 def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comments: bool) -> str:
     """`old_text` with `groups` (keyed by event) merged in, replacing older memtool handlers (pure)."""
     if old_text is None or not old_text.strip():
@@ -148,7 +97,6 @@ def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comment
         if found is not None and found[1].kind != "array":
             raise HookConfigError(f'{path}: line {doc.line_of(found[1])}: "hooks.{event}" must be a list; nothing was changed.')
     data = doc.data()
-    expected = installed_semantics(data, groups)
     if "hooks" not in data:
         doc.append((), {event: [group] for event, group in groups.items()}, key="hooks")
     for event, group in groups.items() if "hooks" in data else ():
@@ -157,7 +105,6 @@ def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comment
         elif not _already_installed(data["hooks"][event], group):
             _remove_ours(doc, event)
             doc.append(("hooks", event), group)
-    _verify(doc, expected, path)
     return doc.full_text()
 
 
@@ -198,16 +145,12 @@ def take_out(path: Path, old_text: str, comments: bool, kept: Containers | None 
     if "hooks" not in original:
         return old_text
     touched = False
-    kept_events: set[str] = set()
     for event in reversed(original["hooks"]):  # last first: the reverse of install's appends
         if _remove_ours(doc, event):
             touched = True
-            if _keep_emptied(doc, ("hooks", event), kept):
-                kept_events.add(event)
-    keep_hooks = touched and _keep_emptied(doc, ("hooks",), kept)
-    if touched and not doc.root.children:
+            _keep_emptied(doc, ("hooks", event), kept)
+    if touched and not _keep_emptied(doc, ("hooks",), kept) and not doc.root.children:
         _give_back(doc, (), kept)
-    _verify(doc, uninstalled_semantics(original, frozenset(kept_events), keep_hooks), path)
     return doc.full_text()
 
 

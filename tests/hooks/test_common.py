@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from pathlib import Path
@@ -11,8 +12,51 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memtool import hooks as core
-from memtool.hooks.common import filled_record, installed_semantics, merge_in, survey, take_out, uninstalled_semantics
+from memtool.hooks.common import filled_record, merge_in, ours_in, survey, take_out
 from tests.hooks.conftest import CASES, RUNNER, cli
+
+# --- the intended changes on the parsed document: the reference the text edits are checked against
+
+
+def _strip_ours_from_groups(groups) -> bool:
+    """Remove our handlers from a list of matcher groups (and groups left empty by that)."""
+    found = ours_in(groups)
+    for gi, ours in reversed(found.items()):
+        groups[gi]["hooks"] = [handler for hi, handler in enumerate(groups[gi]["hooks"]) if hi not in ours]
+        if not groups[gi]["hooks"]:
+            del groups[gi]
+    return bool(found)
+
+
+def installed_semantics(doc, groups):
+    out = copy.deepcopy(doc)
+    hooks = out.setdefault("hooks", {})
+    for event, group in groups.items():
+        arr = hooks.setdefault(event, [])
+        holding = [arr[gi] for gi, ours in ours_in(arr).items() for _ in ours]
+        if len(holding) == 1 and holding[0] == group:  # already installed
+            continue
+        _strip_ours_from_groups(arr)
+        arr.append(copy.deepcopy(group))
+    return out
+
+
+def uninstalled_semantics(doc):
+    """`doc` without our handlers; lists and the hooks object we empty go too."""
+    out = copy.deepcopy(doc)
+    hooks = out.get("hooks")
+    if not isinstance(hooks, dict):
+        return out
+    touched = False
+    for event in list(hooks):
+        arr = hooks[event]
+        if _strip_ours_from_groups(arr):
+            touched = True
+            if not arr:
+                del hooks[event]
+    if touched and not hooks:
+        del out["hooks"]
+    return out
 
 
 def install_text(agent: str, path: Path, text: str, runner: str) -> str:
