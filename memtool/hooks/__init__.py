@@ -22,7 +22,7 @@ from typing import Any, Callable, Literal
 
 from memtool import constants as C
 from memtool.errors import BadInput, ConfigError
-from memtool.hooks.common import Group, HookPlan, apply, filled_record, load_record, merge_in, read_config, survey, take_out
+from memtool.hooks.common import Group, HookPlan, apply, load_record, merge_in, read_config, take_out
 from memtool.jsonc import Document
 
 HOOK_EVENTS = {"session-start": "SessionStart", "session-end": "SessionEnd"}  # ours -> the agents' event names
@@ -228,9 +228,8 @@ def install(
     runner = checked_runner(runner or default_runner())
     path, s = config_path(agent, scope, project_dir, home), spec(agent)
     old = read_config(path)
-    new = merge_in(path, old, desired_groups(agent, runner), s.comments)
     before = load_record(path)  # and after: the empty containers this install fills (see memtool.hooks.common)
-    after = filled_record(survey(path, old, HOOK_EVENTS.values(), s.comments), before)
+    new, after = merge_in(path, old, desired_groups(agent, runner), s.comments, before)
     commands = {event: hook_command(runner, event, agent) for event in HOOK_EVENTS}
     plan = HookPlan(agent, "install", path, old, new, s.warnings(path, new), list(s.notes), commands, before, after)
     return plan, not dry_run and apply(plan)

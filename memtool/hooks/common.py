@@ -24,7 +24,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 from memtool.errors import HookConfigError, StorageError
 from memtool.fsutil import atomic_write_text, dumps_json, locked, make_folder
@@ -87,15 +87,25 @@ def open_config(path: Path, text: str, comments: bool) -> Document:
     return doc
 
 
-def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comments: bool) -> str:
-    """`old_text` with `groups` (keyed by event) merged in, replacing older memtool handlers (pure)."""
+def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comments: bool, previous: Containers) -> tuple[str, Containers]:
+    """`old_text` with `groups` (keyed by event) merged in, replacing older memtool handlers, and the
+    record after that: the empty containers it fills (the root object, "hooks", the events' lists),
+    plus what the `previous` record says of those that still hold entries (ours, from an earlier
+    install); containers gone are forgotten (pure)."""
     if old_text is None or not old_text.strip():
-        return json.dumps({"hooks": {event: [group] for event, group in groups.items()}}, ensure_ascii=False, indent=2) + "\n"
+        return json.dumps({"hooks": {event: [group] for event, group in groups.items()}}, ensure_ascii=False, indent=2) + "\n", {}
     doc = open_config(path, old_text, comments)
     for event in groups:
         found = doc.lookup("hooks", event)
         if found is not None and found[1].kind != "array":
             raise HookConfigError(f'{path}: line {doc.line_of(found[1])}: "hooks.{event}" must be a list; nothing was changed.')
+    record: Containers = {}
+    for where in ((), ("hooks",), *(("hooks", event) for event in groups)):
+        found = doc.lookup(*where) if where else (0, doc.root)
+        if found is not None and not found[1].children:
+            record[where] = _inside(doc, found[1])
+        elif found is not None and where in previous:
+            record[where] = previous[where]
     data = doc.data()
     if "hooks" not in data:
         doc.append((), {event: [group] for event, group in groups.items()}, key="hooks")
@@ -105,29 +115,7 @@ def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comment
         elif not _already_installed(data["hooks"][event], group):
             _remove_ours(doc, event)
             doc.append(("hooks", event), group)
-    return doc.full_text()
-
-
-def survey(path: Path, old_text: str | None, events: Iterable[str], comments: bool) -> dict[tuple[str, ...], str | None]:
-    """The containers install may fill (the root object, "hooks", the events' lists) that are in
-    `old_text`: path -> the text between the brackets of an empty one, None for one with entries."""
-    if old_text is None or not old_text.strip():
-        return {}
-    doc = open_config(path, old_text, comments)
-    out: dict[tuple[str, ...], str | None] = {}
-    for where in ((), ("hooks",), *(("hooks", event) for event in events)):
-        found = doc.lookup(*where) if where else (0, doc.root)
-        if found is not None and found[1].kind != "scalar":
-            out[where] = None if found[1].children else _inside(doc, found[1])
-    return out
-
-
-def filled_record(found: dict[tuple[str, ...], str | None], previous: Containers) -> Containers:
-    """The record after an install: the empty containers it fills now, plus what `previous` says of
-    those that still hold entries (ours, from an earlier install). Containers gone are forgotten."""
-    out = {where: inside for where, inside in found.items() if inside is not None}
-    out.update({where: inside for where, inside in previous.items() if where in found and found[where] is None})
-    return out
+    return doc.full_text(), record
 
 
 def take_out(path: Path, old_text: str, comments: bool, kept: Containers | None = None) -> str:

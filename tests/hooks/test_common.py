@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memtool import hooks as core
-from memtool.hooks.common import filled_record, merge_in, ours_in, survey, take_out
+from memtool.hooks.common import merge_in, ours_in, take_out
 from tests.hooks.conftest import CASES, RUNNER, cli
 
 # --- the intended changes on the parsed document: the reference the text edits are checked against
@@ -61,7 +61,7 @@ def uninstalled_semantics(doc):
 
 def install_text(agent: str, path: Path, text: str, runner: str) -> str:
     """What plan_install writes for `text` (the merge alone, pure)."""
-    return merge_in(path, text, core.desired_groups(agent, runner), core.spec(agent).comments)
+    return merge_in(path, text, core.desired_groups(agent, runner), core.spec(agent).comments, {})[0]
 
 
 def uninstall_text(agent: str, path: Path, text: str, kept=None) -> str:
@@ -71,8 +71,7 @@ def uninstall_text(agent: str, path: Path, text: str, kept=None) -> str:
 
 def empty_containers(agent: str, path: Path, text: str):
     """The record plan_install makes for `text` with no record before it: the empty containers it fills."""
-    s = core.spec(agent)
-    return filled_record(survey(path, text, ("SessionStart", "SessionEnd"), s.comments), {})
+    return merge_in(path, text, core.desired_groups(agent, RUNNER), core.spec(agent).comments, {})[1]
 
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), st.text(max_size=8))
@@ -211,7 +210,7 @@ def test_install_then_uninstall_round_trips_any_layout(doc, agent, rnd):
     assert uninstall_text(agent, path, installed, record) == text
     # an outdated memtool hook (another runner) replaced, then uninstalled: the same bytes
     older = install_text(agent, path, text, "/old/python -m memtool")
-    record = filled_record(survey(path, older, ("SessionStart", "SessionEnd"), comments), record)
+    record = merge_in(path, older, core.desired_groups(agent, RUNNER), comments, record)[1]
     assert uninstall_text(agent, path, install_text(agent, path, older, RUNNER), record) == text
 
 
