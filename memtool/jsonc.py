@@ -43,26 +43,23 @@ class Node:
     start: int
     end: int
     value: Any = None
-    keys: list[str] = field(default_factory=list)
-    key_starts: list[int] = field(default_factory=list)
+    keys: list["Node"] = field(default_factory=list)  # an object's member names (string scalars)
     children: list["Node"] = field(default_factory=list)
 
     def member(self, key: str) -> tuple[int, "Node"] | None:
         """(index, value) of member `key`; the last one wins, as in json.loads."""
-        for i in range(len(self.keys) - 1, -1, -1):
-            if self.keys[i] == key:
-                return i, self.children[i]
-        return None
+        i = max((i for i, name in enumerate(self.keys) if name.value == key), default=None)
+        return None if i is None else (i, self.children[i])
 
     def item_start(self, i: int) -> int:
-        return self.key_starts[i] if self.kind == "object" else self.children[i].start
+        return (self.keys or self.children)[i].start
 
     def plain(self) -> Any:
         if self.kind == "scalar":
             return self.value
         if self.kind == "array":
             return [c.plain() for c in self.children]
-        return {k: c.plain() for k, c in zip(self.keys, self.children)}
+        return {k.value: c.plain() for k, c in zip(self.keys, self.children)}
 
 
 def line_col(text: str, pos: int) -> tuple[int, int]:
@@ -130,10 +127,8 @@ class _Parser:
             if node.kind == "object":
                 if not text.startswith('"', pos):
                     raise self.fail(pos, "expected a quoted key")
-                key = self.string(pos)
-                node.keys.append(key.value)
-                node.key_starts.append(pos)
-                pos = self.skip(key.end)
+                node.keys.append(self.string(pos))
+                pos = self.skip(node.keys[-1].end)
                 if not text.startswith(":", pos):
                     raise self.fail(pos, "expected ':' after the key")
                 pos = self.skip(pos + 1)
@@ -174,9 +169,13 @@ class Document:
     def full_text(self) -> str:
         return self.bom + self.text
 
+    def inside(self, node: Node) -> str:
+        """The text between an object's or array's brackets."""
+        return self.text[node.start + 1 : node.end - 1]
+
     def is_bare_empty(self, node: Node) -> bool:
         """An empty object/array with nothing (no comment) between its brackets."""
-        return not node.children and not self.text[node.start + 1 : node.end - 1].strip(" \t\r\n")
+        return not node.children and not self.inside(node).strip(" \t\r\n")
 
     def line_of(self, node: Node) -> int:
         return line_col(self.text, node.start)[0]
@@ -244,8 +243,7 @@ class Document:
             own = self._line_indent(container.start)
             indent = own + self._indent_unit()
             entry = prefix + self._serialize(value, indent)
-            inner = text[container.start + 1 : container.end - 1]
-            if inner.strip(" \t\r\n"):  # only comments inside: keep them, after the entry
+            if self.inside(container).strip(" \t\r\n"):  # only comments inside: keep them, after the entry
                 edits = [(container.start + 1, container.start + 1, newline + indent + entry)]
             else:
                 edits = [(container.start + 1, container.end - 1, newline + indent + entry + newline + own)]

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from memtool.errors import HookConfigError, StorageError
 from memtool.fsutil import atomic_write_text, dumps_json, locked, make_folder
-from memtool.jsonc import Document, JsoncError, Node
+from memtool.jsonc import Document, JsoncError
 
 Group = dict[str, Any]  # one matcher group: {"matcher": ..., "hooks": [handler, ...]}
 Containers = dict[tuple[str, ...], str]  # the record: container path from the root -> the text between its brackets
@@ -103,7 +103,7 @@ def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comment
     for where in ((), ("hooks",), *(("hooks", event) for event in groups)):
         found = doc.lookup(*where) if where else (0, doc.root)
         if found is not None and not found[1].children:
-            record[where] = _inside(doc, found[1])
+            record[where] = doc.inside(found[1])
         elif found is not None and where in previous:
             record[where] = previous[where]
     data = doc.data()
@@ -142,10 +142,6 @@ def take_out(path: Path, old_text: str, comments: bool, kept: Containers | None 
     return doc.full_text()
 
 
-def _inside(doc: Document, node: Node) -> str:
-    return doc.text[node.start + 1 : node.end - 1]
-
-
 def _keep_emptied(doc: Document, where: tuple[str, ...], kept: Containers) -> bool:
     """A container our handlers left empty stays if `kept` says it was there, empty, before install,
     or if it holds a comment (then with its blank given back); else it goes. True: it stays."""
@@ -164,7 +160,7 @@ def _give_back(doc: Document, where: tuple[str, ...], kept: Containers) -> None:
     (install lays out the entries it puts into an empty container afresh)."""
     node = doc.node(*where)
     was = kept.get(where)
-    if was is None or was.strip(" \t\r\n") or _inside(doc, node).strip(" \t\r\n"):
+    if was is None or was.strip(" \t\r\n") or doc.inside(node).strip(" \t\r\n"):
         return  # not recorded, or comments inside (then the text edit itself restored them)
     doc.replace([(node.start + 1, node.end - 1, was)])
 

@@ -103,13 +103,13 @@ def _call(run: Runner | None, command: list[str], payload: HookPayload, timeout:
     return (run or subprocess.run)(command, cwd=_workdir(payload), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-def run_session_start(payload: HookPayload, *, run: Runner | None = None) -> tuple[str, str]:
+def run_session_start(payload: HookPayload) -> tuple[str, str]:
     """Run `memory context` for the session's folder. Returns (stdout for the agent, message for stderr).
 
     When memtool fails, or the folder has no memory, the agent still gets one line saying so."""
     check = "`memory hooks doctor` in the project shows the hook's whole error"
     try:
-        done = _call(run, memtool_command("context"), payload, C.HOOK_CONTEXT_TIMEOUT_S)
+        done = _call(None, memtool_command("context"), payload, C.HOOK_CONTEXT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         note = f"memtool: `memory context` took longer than {C.HOOK_CONTEXT_TIMEOUT_S:.0f} s; no memory loaded ({check})."
     except OSError as err:
