@@ -253,48 +253,36 @@ class Document:
         """Remove the entry at `path` with its comma. An entry as append() added it (the
         last one, or the only one, before any comments) goes with exactly the text append()
         inserted; otherwise entries on lines of their own take their lines with them."""
-        text, container, i = self.text, self.node(*path[:-1]), self.entry(*path)[0]
         expected = self.data()
         del _at(expected, path[:-1])[path[-1]]
-        n = len(container.children)
+        self.replace(self._removal(self.node(*path[:-1]), self.entry(*path)[0]), expected)
+
+    def _removal(self, container: Node, i: int) -> list[tuple[int, int, str]]:
+        text, n, blank = self.text, len(container.children), " \t\r\n"
         start, end = container.item_start(i), container.children[i].end
-        blank = " \t\r\n"
-        rest = text[container.start + 1 : start] + text[end : container.end - 1]
-        if n == 1 and not rest.strip(blank):  # nothing else inside: back to {} / []
-            self.replace([(container.start + 1, container.end - 1, "")], expected)
-            return
+        if n == 1 and not (text[container.start + 1 : start] + text[end : container.end - 1]).strip(blank):
+            return [(container.start + 1, container.end - 1, "")]  # nothing else inside: back to {} / []
         if n == 1 and not text[container.start + 1 : start].strip(blank):
             # first inside, comments after it: append() put it in front of them with a line break
-            self.replace([(container.start + 1, end, "")], expected)
-            return
+            return [(container.start + 1, end, "")]
         comma = self._comma_after(container.children[i - 1].end) if i > 0 else -1  # the one before the entry
-        if i == n - 1 and n > 1:
-            resume = self._after_trailing_comment(comma + 1)
-            if not text[resume:start].strip(blank):
-                # the comma append() put after the entry before, and the separator and entry it
-                # put after that entry's same-line comment (if any)
-                self.replace([(comma, comma + 1, ""), (resume, end, "")], expected)
-                return
+        last_of_several = i == n - 1 and n > 1
+        resume = self._after_trailing_comment(comma + 1)
+        if last_of_several and not text[resume:start].strip(blank):
+            # the comma append() put after the entry before, and the separator and entry it
+            # put after that entry's same-line comment (if any)
+            return [(comma, comma + 1, ""), (resume, end, "")]
         after = self._comma_after(end) + 1 if i < n - 1 else end
         line_start = text.rfind("\n", 0, start) + 1
         line_end = text.find("\n", after)
         line_end = len(text) if line_end < 0 else line_end + 1
-        own_lines = not text[line_start:start].strip(" \t") and not text[after:line_end].strip(blank)
-        edits: list[tuple[int, int, str]] = []
-        if own_lines:
-            if i == n - 1 and n > 1:
-                edits.append((comma, comma + 1, ""))
-            edits.append((line_start, line_end, ""))
-        elif i > 0:
-            if not text[comma + 1 : start].strip(blank):
-                edits.append((comma, end, ""))
-            else:  # a comment sits between: keep it
-                edits += [(comma, comma + 1, ""), (start, end, "")]
-        elif n > 1:
-            edits.append((start, _INDENT.match(text, after).end(), ""))
-        else:
-            edits.append((start, end, ""))
-        self.replace(edits, expected)
+        if not text[line_start:start].strip(" \t") and not text[after:line_end].strip(blank):  # on lines of its own
+            return ([(comma, comma + 1, "")] if last_of_several else []) + [(line_start, line_end, "")]
+        if i > 0 and not text[comma + 1 : start].strip(blank):
+            return [(comma, end, "")]
+        if i > 0:  # a comment sits between: keep it
+            return [(comma, comma + 1, ""), (start, end, "")]
+        return [(start, _INDENT.match(text, after).end() if n > 1 else end, "")]
 
     # --- layout helpers -------------------------------------------------------------------
 
