@@ -36,13 +36,12 @@ class AgentSpec:
 
     name: str
     label: str
-    folder: str  # holds the config file: in the project folder, and (user scope) in the home directory
-    file: str  # the config file in that folder
+    config: str  # the config file, in the project folder and (user scope) in the home directory
     comments: bool  # the format allows // and /* */ comments
     groups: tuple[Group, Group]  # the SessionStart and SessionEnd groups, each with one handler whose "command" install fills
     notes: tuple[str, ...]
     warnings: Callable[[Path, str], list[str]] = lambda path, new_text: []  # (config file, its new text): settings that keep the hooks from running
-    folder_env: str | None = None  # an environment variable naming the user-scope folder instead
+    folder_env: str | None = None  # an environment variable naming the user-scope folder of the config file instead
     timeout_units_per_s: int = 1  # what the handlers' "timeout" counts: seconds, or (1000) milliseconds
 
 
@@ -96,8 +95,7 @@ SPECS: dict[str, AgentSpec] = {
         AgentSpec(
             "claude-code",
             "Claude Code",
-            ".claude",
-            "settings.json",
+            ".claude/settings.json",
             comments=False,
             groups=({"matcher": _MATCHER, "hooks": [_handler(C.HOOK_START_TIMEOUT_S)]}, {"hooks": [_handler(C.HOOK_END_TIMEOUT_S)]}),
             notes=("Claude Code reads hooks at start-up: restart it, then check them with /hooks.",),
@@ -105,8 +103,7 @@ SPECS: dict[str, AgentSpec] = {
         AgentSpec(
             "codex",
             "Codex CLI",
-            ".codex",
-            "hooks.json",
+            ".codex/hooks.json",
             comments=False,
             groups=(
                 {"matcher": _MATCHER, "hooks": [_handler(C.HOOK_START_TIMEOUT_S, statusMessage="Loading memtool memory")]},
@@ -122,8 +119,7 @@ SPECS: dict[str, AgentSpec] = {
         AgentSpec(
             "gemini",
             "Gemini CLI",
-            ".gemini",
-            "settings.json",
+            ".gemini/settings.json",
             comments=True,
             groups=(
                 {"hooks": [_named("memtool-session-start", "Load the memtool memory context", C.HOOK_START_TIMEOUT_S)]},
@@ -145,14 +141,13 @@ def spec(agent: str) -> AgentSpec:
 
 
 def config_path(agent: str, scope: Scope, project_dir: Path | None = None, home: Path | None = None) -> Path:
-    """The file `install` edits for this agent and scope."""
     s = spec(agent)
     if scope == "project":
-        return (project_dir or Path.cwd()) / s.folder / s.file
+        return (project_dir or Path.cwd()) / s.config
     if scope != "user":
         raise BadInput(f"unknown scope {scope!r}: choose project or user")
     named = os.environ.get(s.folder_env) if s.folder_env else None
-    return (Path(named) if named else (home or Path.home()) / s.folder) / s.file
+    return Path(named) / Path(s.config).name if named else (home or Path.home()) / s.config
 
 
 def entry_point() -> Path | None:

@@ -99,14 +99,8 @@ def _last_line(text: str) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def run_hook(agent: str, scope: str, config: Path, event: str, handler: dict[str, Any], project: Path, env: dict[str, str] | None = None) -> HookCheck:
-    """Run one handler's command as the agent would and judge what it did."""
-    command = str(handler.get("command", ""))
-    return HookCheck(agent, scope, event, str(config), command, *_outcome(agent, scope, event, command, _timeout_s(agent, handler), project, env))
-
-
 def _outcome(agent: str, scope: str, event: str, command: str, timeout: float, project: Path, env: dict[str, str] | None) -> tuple[bool, str, str]:
-    """(ok, detail, fix) of running the command once."""
+    """(ok, detail, fix) of running a handler's command once, as the agent would."""
     reinstall = f"memory hooks install --agent {agent}" + (" --scope user" if scope == "user" else "")
     try:
         done = subprocess.run(
@@ -149,5 +143,9 @@ def check_hooks(project: Path, agents: tuple[str, ...] = AGENTS, home: Path | No
             path, handlers = installed(agent, scope, project, home)
             if not handlers:
                 missing.append(f"{agent} ({scope}): {path}")
-            checks += [run_hook(agent, scope, path, event, handler, project, env) for event, handler in handlers]
+            for event, handler in handlers:
+                command = str(handler.get("command", ""))
+                checks.append(
+                    HookCheck(agent, scope, event, str(path), command, *_outcome(agent, scope, event, command, _timeout_s(agent, handler), project, env))
+                )
     return HooksReport(project, checks, missing)
