@@ -76,7 +76,6 @@ class _Parser:
         return JsoncError(*line_col(self.text, pos), message)
 
     def skip(self, pos: int) -> int:
-        """Skip whitespace and, when allowed, comments."""
         pos = (_BLANK_OR_COMMENTS if self.comments else _BLANK).match(self.text, pos).end()
         if self.comments and self.text.startswith("/*", pos):
             raise self.fail(pos, "unterminated /* comment")
@@ -170,7 +169,6 @@ class Document:
         return self.bom + self.text
 
     def inside(self, node: Node) -> str:
-        """The text between an object's or array's brackets."""
         return self.text[node.start + 1 : node.end - 1]
 
     def is_bare_empty(self, node: Node) -> bool:
@@ -294,10 +292,9 @@ class Document:
 
     def _indent_unit(self) -> str:
         """The indentation of the root object's first member on a line of its own."""
-        for i in range(len(self.root.children)):
-            pos = self.root.item_start(i)
-            indent = self._line_indent(pos)
-            if indent and self.text[:pos].rstrip(" \t").endswith("\n"):
+        for item in self.root.keys or self.root.children:
+            indent = self._line_indent(item.start)
+            if indent and self.text[: item.start].rstrip(" \t").endswith("\n"):
                 return indent
         return "  "
 

@@ -141,22 +141,21 @@ def _render(plan: HookPlan, dry_run: bool, written: bool, as_json: bool) -> None
 
     out = Console(highlight=False, soft_wrap=True)
     label = spec(plan.agent).label
-    if not plan.changed:
-        if plan.action == "install":
-            out.print(f"{label}: memtool hooks already installed in {plan.path}; nothing to do.")
-        elif plan.old_text is None:
-            out.print(f"{label}: {plan.path} does not exist; nothing to remove.")
-        else:
-            out.print(f"{label}: no memtool hooks in {plan.path}; nothing to remove.")
-    elif dry_run:
+    if plan.changed and dry_run:
         for line in plan.diff().splitlines():
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
             out.print(line, style=style, markup=False)
         out.print(f"(dry run: {plan.path} not written)")
+    elif plan.changed:
+        out.print(f"{label}: installed memtool hooks in {plan.path}" if plan.action == "install" else f"{label}: removed memtool hooks from {plan.path}")
     elif plan.action == "install":
-        out.print(f"{label}: installed memtool hooks in {plan.path}")
+        out.print(f"{label}: memtool hooks already installed in {plan.path}; nothing to do.")
     else:
-        out.print(f"{label}: removed memtool hooks from {plan.path}")
+        out.print(
+            f"{label}: {plan.path} does not exist; nothing to remove."
+            if plan.old_text is None
+            else f"{label}: no memtool hooks in {plan.path}; nothing to remove."
+        )
     if plan.action == "install":
         for event, command in plan.commands.items():
             out.print(f"  {event:<13} {command}", markup=False)

@@ -226,7 +226,7 @@ def install(
     before = load_record(path)  # and after: the empty containers this install fills (see memtool.hooks.common)
     new, after = merge_in(path, old, desired_groups(agent, runner), s.comments, before)
     commands = {event: hook_command(runner, event, agent) for event in HOOK_EVENTS}
-    plan = HookPlan(agent, "install", path, old, new, s.warnings(path, new), list(s.notes), commands, before, after)
+    plan = HookPlan(agent, "install", path, old, new, s.warnings(path, new), list(s.notes), commands, after if after != before else None)
     return plan, not dry_run and apply(plan)
 
 
@@ -237,5 +237,5 @@ def uninstall(
     path = config_path(agent, scope, project_dir, home)
     old = read_config(path)
     before = load_record(path)
-    plan = HookPlan(agent, "uninstall", path, old, None if old is None else take_out(path, old, spec(agent).comments, before), record_before=before)
+    plan = HookPlan(agent, "uninstall", path, old, None if old is None else take_out(path, old, spec(agent).comments, before), record={} if before else None)
     return plan, not dry_run and apply(plan)

@@ -71,7 +71,6 @@ def _already_installed(arr: list[Any], group: Group) -> bool:
 
 
 def open_config(path: Path, text: str, comments: bool) -> Document:
-    """The config file's text parsed; a HookConfigError names what is wrong with it."""
     try:
         doc = Document(text, comments=comments)
     except JsoncError as err:
@@ -191,8 +190,7 @@ class HookPlan:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     commands: dict[str, str] = field(default_factory=dict)
-    record_before: Containers = field(default_factory=dict)  # see the record, above
-    record_after: Containers = field(default_factory=dict)
+    record: Containers | None = None  # the record to keep for this file after the change (see above); None: as it is
 
     @property
     def changed(self) -> bool:
@@ -253,13 +251,12 @@ def read_config(path: Path) -> str | None:
 def apply(plan: HookPlan) -> bool:
     """Write the plan's new content (atomically, at the end of a symbolic link, which stays) when
     it differs, then its record; True when the config file was written."""
-    written = False
-    if plan.changed and plan.new_text is not None:
+    written = plan.changed and plan.new_text is not None
+    if written:
         atomic_write_text(real_file(plan.path), plan.new_text)
-        written = True
-    if plan.record_after != plan.record_before:
+    if plan.record is not None:
         try:
-            save_record(plan.path, plan.record_after)
+            save_record(plan.path, plan.record)
         except StorageError as err:  # the config file is right; only uninstall's memory is lost
             plan.warnings.append(f"{err} (uninstall may then remove empty containers that were there before install)")
     return written
