@@ -151,11 +151,7 @@ def _render(plan: HookPlan, dry_run: bool, written: bool, as_json: bool) -> None
     elif plan.action == "install":
         out.print(f"{label}: memtool hooks already installed in {plan.path}; nothing to do.")
     else:
-        out.print(
-            f"{label}: {plan.path} does not exist; nothing to remove."
-            if plan.old_text is None
-            else f"{label}: no memtool hooks in {plan.path}; nothing to remove."
-        )
+        out.print(f"{label}: " + (f"{plan.path} does not exist" if plan.old_text is None else f"no memtool hooks in {plan.path}") + "; nothing to remove.")
     if plan.action == "install":
         for event, command in plan.commands.items():
             out.print(f"  {event:<13} {command}", markup=False)
