@@ -46,17 +46,9 @@ def parse_payload(raw: str) -> HookPayload:
     if not isinstance(data, dict):
         raise BadInput("hook payload must be a JSON object")
 
-    def text(key: str) -> str | None:
-        value = data.get(key)
-        return value if isinstance(value, str) and value else None
-
-    transcript = text("transcript_path")
-    cwd = text("cwd")
-    return HookPayload(
-        session_id=text("session_id"),
-        transcript_path=Path(transcript).expanduser() if transcript else None,
-        cwd=Path(cwd) if cwd else None,
-    )
+    given = {key: value for key in ("session_id", "transcript_path", "cwd") if isinstance(value := data.get(key), str) and value}
+    transcript, cwd = given.get("transcript_path"), given.get("cwd")
+    return HookPayload(given.get("session_id"), Path(transcript).expanduser() if transcript else None, Path(cwd) if cwd else None)
 
 
 def read_payload(stream: Any) -> str:
