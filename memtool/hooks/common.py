@@ -118,12 +118,8 @@ def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comment
 
 
 def take_out(path: Path, old_text: str, comments: bool, kept: Containers | None = None) -> str:
-    """`old_text` with exactly memtool's handlers removed (pure).
-
-    A container our handlers leave empty goes too, unless `kept` (what install recorded) says it
-    was there, empty, before install: then it stays, with the blank it had between its brackets.
-    Without a record, one that holds a comment stays and a bare one goes (install created it).
-    """
+    """`old_text` with exactly memtool's handlers removed, and the containers they leave empty
+    unless install's record `kept` or a comment keeps them (see _keep_emptied) (pure)."""
     kept = kept or {}
     if not old_text.strip():
         return old_text
@@ -137,31 +133,24 @@ def take_out(path: Path, old_text: str, comments: bool, kept: Containers | None 
             touched = True
             _keep_emptied(doc, ("hooks", event), kept)
     if touched and not _keep_emptied(doc, ("hooks",), kept) and not doc.root.children:
-        _give_back(doc, (), kept)
+        _keep_emptied(doc, (), kept)
     return doc.full_text()
 
 
 def _keep_emptied(doc: Document, where: tuple[str, ...], kept: Containers) -> bool:
-    """A container our handlers left empty stays if `kept` says it was there, empty, before install,
-    or if it holds a comment (then with its blank given back); else it goes. True: it stays."""
+    """A container our handlers left empty goes, unless it is the root, `kept` says it was there,
+    empty, before install, or it holds a comment. One that stays gets back the blank recorded for it
+    (install lays out the entries it puts into an empty container afresh). True: it stays."""
     node = doc.node(*where)
     if node.children:
         return False
-    if where in kept or not doc.is_bare_empty(node):
-        _give_back(doc, where, kept)
-        return True
-    doc.remove(*where)
-    return False
-
-
-def _give_back(doc: Document, where: tuple[str, ...], kept: Containers) -> None:
-    """Put back the blank that was between the brackets of an emptied container before install
-    (install lays out the entries it puts into an empty container afresh)."""
-    node = doc.node(*where)
+    if where and where not in kept and doc.is_bare_empty(node):
+        doc.remove(*where)
+        return False
     was = kept.get(where)
-    if was is None or was.strip(" \t\r\n") or doc.inside(node).strip(" \t\r\n"):
-        return  # not recorded, or comments inside (then the text edit itself restored them)
-    doc.replace([(node.start + 1, node.end - 1, was)])
+    if was is not None and not was.strip(" \t\r\n") and not doc.inside(node).strip(" \t\r\n"):  # comments: the text edit kept them
+        doc.replace([(node.start + 1, node.end - 1, was)])
+    return True
 
 
 def _remove_ours(doc: Document, event: str) -> bool:
