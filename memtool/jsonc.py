@@ -179,8 +179,8 @@ class Document:
         return line_col(self.text, node.start)[0]
 
     def lookup(self, *path: str | int) -> tuple[int, Node] | None:
-        """(index in its parent, node) at `path` from the root: member names and list indexes."""
-        node, found = self.root, None
+        """(index in its parent, node) at `path` from the root (member names and list indexes)."""
+        node, found = self.root, (0, self.root)
         for key in path:
             if isinstance(key, str):
                 found = node.member(key) if node.kind == "object" else None
@@ -192,7 +192,7 @@ class Document:
         return found
 
     def entry(self, *path: str | int) -> tuple[int, Node]:
-        found = self.lookup(*path) if path else (0, self.root)
+        found = self.lookup(*path)
         if found is None:
             raise KeyError("/".join(map(str, path)))
         return found

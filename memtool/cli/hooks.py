@@ -117,13 +117,12 @@ def run(
         if foreground:
             raise typer.Exit(session.run_session_end(payload, agent))
         if payload.transcript_path is None:
-            typer.echo("memtool: the agent sent no transcript_path; nothing to compress.", err=True)
-            return
-        if session.memory_root_for(payload) is None:
-            typer.echo("memtool: no memory/ here or above (`memory init` starts one); this session is not saved.", err=True)
-            return
-        log = session.spawn_session_end(raw, payload, agent)
-        typer.echo(f"memtool: compressing the session in the background (log: {log})", err=True)
+            note = "memtool: the agent sent no transcript_path; nothing to compress."
+        elif session.memory_root_for(payload) is None:
+            note = "memtool: no memory/ here or above (`memory init` starts one); this session is not saved."
+        else:
+            note = f"memtool: compressing the session in the background (log: {session.spawn_session_end(raw, payload, agent)})"
+        typer.echo(note, err=True)
     except (MemtoolError, OSError) as exc:
         if foreground:
             raise

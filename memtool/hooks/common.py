@@ -100,7 +100,7 @@ def merge_in(path: Path, old_text: str | None, groups: dict[str, Group], comment
             raise HookConfigError(f'{path}: line {doc.line_of(found[1])}: "hooks.{event}" must be a list; nothing was changed.')
     record: Containers = {}
     for where in ((), ("hooks",), *(("hooks", event) for event in groups)):
-        found = doc.lookup(*where) if where else (0, doc.root)
+        found = doc.lookup(*where)
         if found is not None and not found[1].children:
             record[where] = doc.inside(found[1])
         elif found is not None and where in previous:

@@ -80,11 +80,8 @@ def installed(agent: str, scope: Scope, project: Path, home: Path | None = None)
         hooks = open_config(path, text, spec(agent).comments).data().get("hooks", {}) if text and text.strip() else {}
     except HookConfigError:
         hooks = {}  # `memory hooks install` names the line; nothing of ours can run from it
-    found: list[tuple[str, dict[str, Any]]] = []
-    for event, agent_event in HOOK_EVENTS.items():
-        groups = hooks.get(agent_event)
-        found += [(event, groups[gi]["hooks"][hi]) for gi, ours in ours_in(groups).items() for hi in ours]
-    return path, found
+    groups = {event: hooks.get(agent_event) for event, agent_event in HOOK_EVENTS.items()}
+    return path, [(event, groups[event][gi]["hooks"][hi]) for event in groups for gi, ours in ours_in(groups[event]).items() for hi in ours]
 
 
 def _timeout_s(agent: str, handler: dict[str, Any]) -> float:
