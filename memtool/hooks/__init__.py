@@ -140,14 +140,14 @@ def spec(agent: str) -> AgentSpec:
     return SPECS[agent]
 
 
-def config_path(agent: str, scope: Scope, project_dir: Path | None = None, home: Path | None = None) -> Path:
+def config_path(agent: str, scope: Scope, project_dir: Path | None = None) -> Path:
     s = spec(agent)
     if scope == "project":
         return (project_dir or Path.cwd()) / s.config
     if scope != "user":
         raise BadInput(f"unknown scope {scope!r}: choose project or user")
     named = os.environ.get(s.folder_env) if s.folder_env else None
-    return Path(named) / Path(s.config).name if named else (home or Path.home()) / s.config
+    return Path(named) / Path(s.config).name if named else Path.home() / s.config
 
 
 def entry_point() -> Path | None:
@@ -211,17 +211,11 @@ def desired_groups(agent: str, runner: str) -> dict[str, Group]:
 
 
 def install(
-    agent: str,
-    scope: Scope = "project",
-    *,
-    dry_run: bool = False,
-    project_dir: Path | None = None,
-    home: Path | None = None,
-    runner: str | None = None,
+    agent: str, scope: Scope = "project", *, dry_run: bool = False, project_dir: Path | None = None, runner: str | None = None
 ) -> tuple[HookPlan, bool]:
     """Merge memtool's hooks into the agent's config file (written unless `dry_run`): (the plan, written)."""
     runner = checked_runner(runner or default_runner())
-    path, s = config_path(agent, scope, project_dir, home), spec(agent)
+    path, s = config_path(agent, scope, project_dir), spec(agent)
     old = read_config(path)
     before = load_record(path)  # and after: the empty containers this install fills (see memtool.hooks.common)
     new, after = merge_in(path, old, desired_groups(agent, runner), s.comments, before)
@@ -230,11 +224,9 @@ def install(
     return plan, not dry_run and apply(plan)
 
 
-def uninstall(
-    agent: str, scope: Scope = "project", *, dry_run: bool = False, project_dir: Path | None = None, home: Path | None = None
-) -> tuple[HookPlan, bool]:
+def uninstall(agent: str, scope: Scope = "project", *, dry_run: bool = False, project_dir: Path | None = None) -> tuple[HookPlan, bool]:
     """Take exactly memtool's hooks out of the agent's config file (written unless `dry_run`): (the plan, written)."""
-    path = config_path(agent, scope, project_dir, home)
+    path = config_path(agent, scope, project_dir)
     old = read_config(path)
     before = load_record(path)
     plan = HookPlan(agent, "uninstall", path, old, None if old is None else take_out(path, old, spec(agent).comments, before), record={} if before else None)

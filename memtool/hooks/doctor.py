@@ -72,9 +72,9 @@ def sample_payload(event: str, project: Path) -> str:
     return json.dumps(data)
 
 
-def installed(agent: str, scope: Scope, project: Path, home: Path | None = None) -> tuple[Path, list[tuple[str, dict[str, Any]]]]:
+def installed(agent: str, scope: Scope, project: Path) -> tuple[Path, list[tuple[str, dict[str, Any]]]]:
     """The agent's config file for `scope`, and memtool's handlers in it as (event, handler)."""
-    path = config_path(agent, scope, project, home)
+    path = config_path(agent, scope, project)
     text = read_config(path)
     try:
         hooks = open_config(path, text, spec(agent).comments).data().get("hooks", {}) if text and text.strip() else {}
@@ -130,14 +130,14 @@ def _outcome(agent: str, scope: str, event: str, command: str, timeout: float, p
     return True, f"exit 0; loads {len(context)} characters of memory", ""
 
 
-def check_hooks(project: Path, agents: tuple[str, ...] = AGENTS, home: Path | None = None, env: dict[str, str] | None = None) -> HooksReport:
+def check_hooks(project: Path, agents: tuple[str, ...] = AGENTS, env: dict[str, str] | None = None) -> HooksReport:
     """Every memtool hook installed for `agents`, in the project and for the user, run once."""
     project = project.resolve()
     checks: list[HookCheck] = []
     missing: list[str] = []
     for agent in agents:
         for scope in ("project", "user"):
-            path, handlers = installed(agent, scope, project, home)
+            path, handlers = installed(agent, scope, project)
             if not handlers:
                 missing.append(f"{agent} ({scope}): {path}")
             for event, handler in handlers:
