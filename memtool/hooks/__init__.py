@@ -160,13 +160,9 @@ def entry_point() -> Path | None:
         candidates.append(argv0 if os.sep in argv0 or (os.altsep and os.altsep in argv0) else shutil.which(argv0))
     candidates.append(shutil.which(ENTRY_POINT, path=str(Path(sys.executable).parent)))
     for found in candidates:
-        if found and _runnable(Path(found)):
+        if found and Path(found).is_file() and os.access(found, os.X_OK):
             return Path(os.path.abspath(found))  # links kept: a pipx link survives a reinstall of its venv
     return None
-
-
-def _runnable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
 
 
 def default_runner() -> str:
@@ -191,7 +187,7 @@ def checked_runner(runner: str) -> str:
     )
     if not path.is_absolute():
         raise ConfigError(f"hook command {program!r} is not an absolute path: an agent started from another shell may not find it; {hint}")
-    if not _runnable(path):
+    if not (path.is_file() and os.access(path, os.X_OK)):
         why = "does not exist" if not path.exists() else "is not an executable file"
         raise ConfigError(f"hook command {path} {why}; {hint}")
     return shlex.join([str(path), *shlex.split(runner)[1:]])

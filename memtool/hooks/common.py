@@ -210,9 +210,7 @@ class HookPlan:
 def real_file(path: Path) -> Path:
     """The file to write for `path`: the end of its symbolic links (so a config linked from a
     dotfiles folder is edited there and stays a link). A link to nothing is an error."""
-    for link in (path, *path.parents):
-        if not link.is_symlink():
-            continue
+    for link in filter(Path.is_symlink, (path, *path.parents)):
         try:
             os.path.realpath(link, strict=True)
         except OSError as err:

@@ -52,9 +52,7 @@ def parse_payload(raw: str) -> HookPayload:
 
 
 def read_payload(stream: Any) -> str:
-    if stream is None or stream.isatty():
-        return ""
-    return str(stream.read(C.HOOK_MAX_PAYLOAD_BYTES))
+    return "" if stream is None or stream.isatty() else str(stream.read(C.HOOK_MAX_PAYLOAD_BYTES))
 
 
 def memtool_command(*args: str) -> list[str]:
