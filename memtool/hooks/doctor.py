@@ -67,9 +67,8 @@ def agent_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
 
 def sample_payload(event: str, project: Path) -> str:
     """What the agent writes on the hook's stdin; session-end without a transcript (nothing is compressed)."""
-    data: dict[str, Any] = {"session_id": "memtool-hooks-doctor", "cwd": str(project), "hook_event_name": HOOK_EVENTS[event]}
-    data.update({"source": "startup"} if event == "session-start" else {"reason": "other"})
-    return json.dumps(data)
+    extra = {"source": "startup"} if event == "session-start" else {"reason": "other"}
+    return json.dumps({"session_id": "memtool-hooks-doctor", "cwd": str(project), "hook_event_name": HOOK_EVENTS[event]} | extra)
 
 
 def installed(agent: str, scope: Scope, project: Path) -> tuple[Path, list[tuple[str, dict[str, Any]]]]:

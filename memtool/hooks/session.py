@@ -55,8 +55,7 @@ def read_payload(stream: Any) -> str:
     return "" if stream is None or stream.isatty() else str(stream.read(C.HOOK_MAX_PAYLOAD_BYTES))
 
 
-def memtool_command(*args: str) -> list[str]:
-    """Command line running the `memory` CLI with this interpreter."""
+def memtool_command(*args: str) -> list[str]:  # the `memory` CLI of this install
     return [sys.executable, "-m", "memtool", *args]
 
 
