@@ -186,8 +186,7 @@ class HookPlan:
         return self.old_text != self.new_text
 
     def diff(self) -> str:
-        old = (self.old_text or "").splitlines(keepends=True)
-        new = (self.new_text or "").splitlines(keepends=True)
+        old, new = ((text or "").splitlines(keepends=True) for text in (self.old_text, self.new_text))
         label = str(self.path)
         lines = difflib.unified_diff(old, new, fromfile=label if self.old_text is not None else "/dev/null", tofile=label)
         return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
