@@ -155,14 +155,11 @@ def entry_point() -> Path | None:
     was started as (a venv's `bin/memory`, a pipx or `uv tool install` link in ~/.local/bin), else the
     one beside this interpreter (`python -m memtool` in a venv or tool environment). None: no such file."""
     argv0 = sys.argv[0] if sys.argv else ""
-    candidates: list[str | None] = []
+    candidates = [shutil.which(ENTRY_POINT, path=str(Path(sys.executable).parent))]
     if Path(argv0).stem == ENTRY_POINT:  # memory, or memory.exe on Windows
-        candidates.append(argv0 if os.sep in argv0 or (os.altsep and os.altsep in argv0) else shutil.which(argv0))
-    candidates.append(shutil.which(ENTRY_POINT, path=str(Path(sys.executable).parent)))
-    for found in candidates:
-        if found and Path(found).is_file() and os.access(found, os.X_OK):
-            return Path(os.path.abspath(found))  # links kept: a pipx link survives a reinstall of its venv
-    return None
+        candidates.insert(0, argv0 if os.sep in argv0 or (os.altsep and os.altsep in argv0) else shutil.which(argv0))
+    runnable = (found for found in candidates if found and Path(found).is_file() and os.access(found, os.X_OK))
+    return next((Path(os.path.abspath(found)) for found in runnable), None)  # links kept: a pipx link survives a reinstall of its venv
 
 
 def default_runner() -> str:
