@@ -266,7 +266,11 @@ class Document:
         comma = self._comma_after(container.children[i - 1].end) if i > 0 else -1  # the one before the entry
         last_of_several = i == n - 1 and n > 1
         resume = self._after_trailing_comment(comma + 1)
-        if last_of_several and not text[resume:start].strip(blank):
+        rest_of_line = text[end:].split("\n", 1)[0]
+        # joining that comment to the rest of the entry's line would comment out what follows
+        ends_in_line_comment = text[comma + 1 : resume].lstrip(" \t").startswith("//")
+        joins = ends_in_line_comment and _BLANK_OR_COMMENTS.match(rest_of_line).end() < len(rest_of_line)
+        if last_of_several and not text[resume:start].strip(blank) and not joins:
             # the comma append() put after the entry before, and the separator and entry it
             # put after that entry's same-line comment (if any)
             return [(comma, comma + 1, ""), (resume, end, "")]

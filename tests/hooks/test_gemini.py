@@ -51,3 +51,16 @@ def test_gemini_warns_when_hooks_are_disabled(project):
     assert result.exit_code == 0
     assert "hooksConfig.enabled is false" in result.stderr
     assert "'memtool-session-end' is listed as disabled" in result.stderr
+
+
+def test_uninstall_keeps_a_line_comment_from_swallowing_the_rest_of_the_line(project):
+    """Our hook last in a list, after a `//` comment that follows the comma, with more on its own line:
+    the comment stays and what followed the hook stays outside it (this once crashed uninstall)."""
+    path = project / ".gemini" / "settings.json"
+    path.parent.mkdir(parents=True)
+    theirs = '{"hooks": [{"type": "command", "command": "./a.sh"}]}'
+    ours = '{"hooks": [{"type": "command", "command": "/old/venv/bin/memory hooks run session-end --agent gemini"}]}'
+    path.write_text('{"hooks": {"Stop": [' + theirs + ", // mine\n" + ours + "/* end */]}}")
+    result = cli("uninstall", "--agent", "gemini", "--project-dir", str(project))
+    assert result.exit_code == 0, result.output
+    assert path.read_text() == '{"hooks": {"Stop": [' + theirs + " // mine\n/* end */]}}"
