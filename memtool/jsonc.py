@@ -268,8 +268,7 @@ class Document:
         resume = self._after_trailing_comment(comma + 1)
         rest_of_line = text[end:].split("\n", 1)[0]
         # joining that comment to the rest of the entry's line would comment out what follows
-        ends_in_line_comment = text[comma + 1 : resume].lstrip(" \t").startswith("//")
-        joins = ends_in_line_comment and _BLANK_OR_COMMENTS.match(rest_of_line).end() < len(rest_of_line)
+        joins = text[comma + 1 : resume].lstrip(" \t").startswith("//") and _BLANK_OR_COMMENTS.match(rest_of_line).end() < len(rest_of_line)
         if last_of_several and not text[resume:start].strip(blank) and not joins:
             # the comma append() put after the entry before, and the separator and entry it
             # put after that entry's same-line comment (if any)

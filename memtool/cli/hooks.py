@@ -26,7 +26,6 @@ app = command_group("Make a coding agent load memory at session start and compre
 
 Agent = Literal["claude-code", "codex", "gemini"]  # memtool.hooks.AGENTS, not imported here
 Scope = Literal["project", "user"]
-Event = Literal["session-start", "session-end"]
 
 AGENT_OPTION = typer.Option(..., "--agent", help="The agent whose configuration to edit.")
 SCOPE_OPTION = typer.Option("project", "--scope", help="project: files in the project folder; user: files under $HOME.")
@@ -97,7 +96,7 @@ def doctor(
 
 @app.command(hidden=True)
 def run(
-    event: Event = typer.Argument(..., help="session-start or session-end."),
+    event: Literal["session-start", "session-end"] = typer.Argument(..., help="session-start or session-end."),
     agent: Agent = AGENT_OPTION,
     foreground: bool = typer.Option(False, "--foreground", hidden=True, help="session-end: compress now and wait."),
 ) -> None:
