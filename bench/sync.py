@@ -159,9 +159,7 @@ def instrument(embedder) -> None:
 
     wrap(embedder, "embed_documents", "embedder.embed_documents (entries + chunks)")
     wrap(store_mod.Store, "write_embeddings", "Store.write_embeddings (embedding files; a thread, overlaps embedding)")
-    wrap(store_mod.Store, "rebuild_index", "Store.rebuild_index (index.json from every day file)")
-    wrap(sync_mod, "_index_state", "index.json checked against every day file")
-    wrap(sync_mod, "_patch_index", "index.json patched for the changed day files")
+    wrap(sync_mod, "write_index", "index.json written whole (from the derived store)")
     wrap(sync_mod, "refresh_index", "derived store: refresh_index (one transaction)")
     wrap(index_mod, "collect_docs", "  collect_docs (day files as the scan parsed them, Markdown chunked)")
     wrap(store_mod.Store, "vector_for", "  Store.vector_for x entries (reads embedding JSON)")

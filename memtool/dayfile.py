@@ -19,12 +19,6 @@ ID_DAY_RE = re.compile(rf"^{C.ENTRY_ID_PREFIX}-(\d{{4}})(\d{{2}})(\d{{2}})-")  #
 CONFLICT_RE = re.compile(r"^(<{7}|={7}|>{7})( |$)", re.M)
 
 
-def file_sig(path: Path) -> list[int] | None:
-    """fsutil.stat_sig as the JSON list the store's index_json_state keeps (memtool/index_json.py)."""
-    sig = stat_sig(path)
-    return list(sig) if sig else None
-
-
 def read_store_text(path: Path) -> str:
     """A JSON file of the store, opened by confine (no link, no FIFO, capped): one that is not a
     regular file inside the root is StoreCorrupt naming why, which every reader reports and skips."""
@@ -59,7 +53,6 @@ def load_json(path: Path, text: str | None = None) -> object:
 # Day files already parsed, by path: the (size, mtime_ns) each had when it was read, and its entries.
 # One sync reads every changed day file once and hands this on (index.json, the search cache).
 ParsedDays = dict[str, tuple[tuple[int, int], list[Entry]]]
-DaySigs = dict[str, list[int]]  # day file name -> [size, mtime_ns]
 
 
 def parse_day(path: Path, text: str) -> list[Entry]:

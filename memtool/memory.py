@@ -205,7 +205,6 @@ class Memory:
         df, n_docs = recent_doc_freq(self.layout)  # words rare in recent memory are what sets a session apart
         results = result.entries  # in input order: stored entries, and stored ones a duplicate repeats
         dedupe = Deduper(self.layout)
-        touched: set[str] = set()  # days whose files this call writes: index.json is patched for them
         fresh: dict = {}  # entry_vector_key -> the vector this call computed, for the search cache
         self._compressor_factory(provider)  # an unknown provider fails before anything is read or stored
         for s in sessions:
@@ -229,19 +228,15 @@ class Memory:
             df.update(set(content_words(entry.embed_text())))
             n_docs += 1
             pending_batch.append((entry, text))
-            touched.add(entry.day)
             if len(pending_batch) >= batch:
                 done.extend(self._write(pending_batch, fresh, warnings))
                 if progress:
                     progress(len(pending_batch))
                 pending_batch = []
         if pending_batch:
-            done.extend(self._write(pending_batch, fresh, warnings, index_days=touched))
+            done.extend(self._write(pending_batch, fresh, warnings))
             if progress:
                 progress(len(pending_batch))
-        elif done:  # the last batch was full: it did not update index.json
-            with self.store.lock():
-                self.store.update_index(self.settings.compressor, touched)
         if done:
             self._index_written(fresh, warnings)
         result.superseded = list(dict.fromkeys(old for e in done for old in e.supersedes))
@@ -250,17 +245,20 @@ class Memory:
     def _index_written(self, fresh: dict, warnings: list[str]) -> None:
         """Bring the search cache up to date with the entries just stored, so that their transcripts'
         chunks are embedded now, at the end of a session, and not by the next search at the start of
-        one (seconds per session with a model such as e5). `fresh`: the entry vectors just computed.
-        The cache is derived: one that cannot be written now is built by the next search."""
+        one (seconds per session with a model such as e5), then index.json from it. `fresh`: the entry
+        vectors just computed. The cache is derived: one that cannot be written now is built by the
+        next search, and index.json is then written from the day files (memtool/index_json.py)."""
         try:
             refresh_index(self.layout, self.embedder, errors=warnings, known=Known(vectors=fresh))
         except (StorageError, OSError) as exc:
             warnings.append(f"stored, but the search cache was not updated ({exc}); the next search updates it")
+        with self.store.lock():
+            self.store.rebuild_index(self.settings.compressor)
 
-    def _write(self, items: list[tuple[Entry, str]], fresh: dict, warnings: list[str], index_days: set[str] | None = None) -> list[Entry]:
-        """Store a batch. index.json (derived from the day files) is updated only by the final batch
-        of a call (`index_days`: every day the call touched), so a bulk import stays linear; a crash
-        before that leaves it stale, and the next write or `memory reindex` rebuilds it."""
+    def _write(self, items: list[tuple[Entry, str]], fresh: dict, warnings: list[str]) -> list[Entry]:
+        """Store a batch. index.json (derived) is written once the call's last batch is stored
+        (_index_written), so a bulk import stays linear; a crash before that leaves it stale, and the
+        next write or `memory reindex` writes it."""
         entries = [e for e, _ in items]
         try:  # each entry's vector averages its session's passages (memtool.session_vectors)
             vectors, passages = entry_vectors(self.embedder, entries, {e.id: text for e, text in items})
@@ -283,8 +281,6 @@ class Memory:
             except StorageError:  # disk full / read-only: take back the files of entries not stored
                 self._roll_back(created, {e.day for e in entries})
                 raise
-            if index_days is not None:
-                self.store.update_index(self.settings.compressor, index_days)
         self._index = None
         return entries
 

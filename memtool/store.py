@@ -26,7 +26,7 @@ from memtool.confine import register_root
 from memtool.dayfile import DAY_RE, day_document, id_day, read_day
 from memtool.errors import DimensionMismatch, NotAMemoryRoot, OldLayout, StoreCorrupt, UnsafePath
 from memtool.fsutil import append_text, atomic_write_many, atomic_write_text, locked
-from memtool.index_json import IndexJson
+from memtool.index_json import write_index
 from memtool.models import Entry
 
 
@@ -318,7 +318,7 @@ def locate(homes: list[Layout], ids: list[str], errors: list[str]) -> dict[str, 
     return found
 
 
-class Store(IndexJson):
+class Store:
     """Reads and writes the versioned files. Writers hold the root's lock briefly."""
 
     def __init__(self, layout: Layout):
@@ -328,6 +328,11 @@ class Store(IndexJson):
         """The store's write lock. memory/ must be there: moved or deleted while a command runs, it
         is an error (NotAMemoryRoot), never an empty memory/ made again by the lock."""
         return locked(self.layout.lock_file, folder_must_exist=True)
+
+    def rebuild_index(self, provider: str) -> list[str]:
+        """Write index.json whole after the day files changed (memtool/index_json.py); returns the day
+        files that cannot be read. Caller holds the lock."""
+        return write_index(self.layout, provider)[1]
 
     # -- entries ---------------------------------------------------------------------------------
     def iter_entries(self, errors: list[str] | None = None) -> Iterator[Entry]:

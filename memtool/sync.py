@@ -7,7 +7,8 @@ nothing changed only stats files. Changed files are re-read and compared by cont
 mtime; only entries whose content hash changed (or whose embedding file is missing, corrupt or from
 another model) are re-embedded. A file that cannot be parsed is reported as path:line and skipped:
 its entries stay in index.json and their embedding files are kept. The search cache
-(`search.store.refresh_index`) is then brought up to date in one transaction.
+(`search.store.refresh_index`) is then brought up to date in one transaction, and index.json
+written whole from it (`memtool.index_json`).
 
 Embedding runs outside the root's lock and writes each batch as it goes, so an interrupted sync or
 `memory reembed` resumes where it stopped.
@@ -15,27 +16,26 @@ Embedding runs outside the root's lock and writes each batch as it goes, so an i
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
 
-from memtool import confine
 from memtool import constants as C
 from memtool.archive import archive_layouts
-from memtool.dayfile import CONFLICT_RE, read_day
-from memtool.errors import StoreCorrupt, UnsafePath
+from memtool.dayfile import read_day
 from memtool.fsutil import atomic_write_text, stat_sig
+from memtool.index_json import write_index
 from memtool.memory import Memory
 from memtool.models import Entry
 from memtool.search.docs import source_key
 from memtool.search.fill import fill_vectors
-from memtool.search.store import Known, Sigs, entry_vector_key, refresh_index
+from memtool.search.store import Known, Sigs, entry_vector_key, open_state, refresh_index, write_state
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store, vector_file_ok
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files
@@ -53,7 +53,6 @@ class SyncReport:
     dropped: int = 0  # embedding files of vanished entries removed
     buried: list[str] = field(default_factory=list)  # forgotten (tombstoned) ids a merge brought back, removed again
     index_rebuilt: str = ""  # why index.json was rewritten ('' if it was not)
-    index_patched: int = 0  # day files re-read into index.json when it was patched (0: rebuilt from every day file, or not rewritten)
     search_rebuilt: bool = False
     first: bool = False  # no manifest yet (or --full): every file counts as added
     full: bool = False
@@ -84,9 +83,7 @@ class SyncReport:
             parts.append(f"dropped {self.dropped}")
         if self.buried:
             parts.append(f"removed {len(self.buried)} forgotten entr{'y' if len(self.buried) == 1 else 'ies'} a merge brought back")
-        if self.index_patched:
-            parts.append(f"index.json patched ({self.index_rebuilt}: {self.index_patched} day file(s))")
-        elif self.index_rebuilt:
+        if self.index_rebuilt:
             parts.append(f"index.json rebuilt ({self.index_rebuilt})")
         if self.search_rebuilt:
             parts.append("search cache rebuilt")
@@ -141,97 +138,16 @@ def _entries_for(layout: Layout, ids: list[str], scan: Scan) -> list[Entry]:
 
 
 # -- index.json ------------------------------------------------------------------------------------
-def _index_state(layout: Layout, scan: Scan) -> str:
-    """'' if index.json matches the day files, else why it must be rebuilt."""
-    try:
-        text = confine.read_text(layout.index_file, errors="replace")
-    except FileNotFoundError:
-        return "missing"
-    except UnsafePath:
-        return "not a regular file"  # rewritten: the write refuses a link, naming it
-    if CONFLICT_RE.search(text):
-        return "git conflict markers"
-    try:
-        data = json.loads(text)
-        items = data["entries"]
-        if not isinstance(items, list) or data.get("version") != C.INDEX_VERSION:
-            return "not an index"
-    except (ValueError, KeyError, TypeError, RecursionError):
-        return "invalid JSON"
-    expected: list = []
-    for name in sorted(scan.days):  # day files hold their entries in time order, as index.json does
-        if not scan.days[name][4]:
-            try:
-                day = json.loads(confine.read_bytes(layout.index_dir / name))
-            except (OSError, ValueError, RecursionError, UnsafePath):
-                return "stale"
-            expected.extend(day.get("entries", []) if isinstance(day, dict) else day)
-    have = [d for d in items if not (isinstance(d, dict) and str(d.get("timestamp", ""))[:10] in scan.bad_days)]
-    return "" if have == expected else "stale"  # a hand-written partial entry reads as stale: rebuilt, normalised
-
-
-def _sync_index(mem: Memory, man: Manifest, scan: Scan, full: bool, report: SyncReport, progress: Progress | None) -> None:
-    """Rewrite index.json if it no longer matches the day files: patched for the day files changed
-    since it was written when that is sure to give what a rebuild would, else (no record of what it
-    matches, a day file unreadable, --full) checked against every day file and rebuilt if stale."""
+def _sync_index(mem: Memory, man: Manifest, scan: Scan, full: bool, report: SyncReport) -> None:
+    """Write index.json whole (memtool/index_json.py) unless neither it nor any day file changed since
+    the last sync left them matching; only when its bytes differ (or `full`)."""
     index_sig = stat_sig(mem.layout.index_file)
     if not full and not scan.days_changed and index_sig is not None and list(index_sig) == man.index_sig:
-        return  # neither index.json nor any day file changed since the last sync left them matching
-    days = None if full else _stale_days(mem, man, scan, index_sig)
-    if days is not None and not days:
-        return  # index.json is the file written from the day files as they are (a compress since the last sync)
-    if days and _patch_index(mem, scan, days):
-        report.index_rebuilt, report.index_patched = "stale", len(days)
-    else:
-        why = "--full" if full else _index_state(mem.layout, scan)
-        if not why:
-            return
-        if progress:
-            progress("rewriting index.json", 0, 0)
-        mem.store.rebuild_index(mem.settings.compressor, scan.parsed, _scan_sigs(scan))
-        report.index_rebuilt = why
-    report.touched.append(mem.layout.index_file)
-
-
-def _stale_days(mem: Memory, man: Manifest, scan: Scan, index_sig: tuple[int, int] | None) -> set[str] | None:
-    """Names of the day files whose entries index.json may not hold as they are now (changed, added
-    or gone since it was written); None when nothing records what it matches, or a day file cannot
-    be read (a rebuild keeps that file's entries from index.json by date)."""
-    if index_sig is None or scan.bad_days:
-        return None
-    if list(index_sig) == man.index_sig:  # the file the last sync left: it matched the days as the manifest records them
-        return _differ({name: rec[2] for name, rec in man.days.items()}, {name: rec[2] for name, rec in scan.days.items()})
-    was = mem.store.indexed_days()  # else the file the Store last wrote (a compress), if it is that one: it matched these stats
-    if was is None:
-        return None
-    now = _scan_sigs(scan)
-    racy = {name for name, sig in now.items() if sig[1] + C.SYNC_RACY_NS > index_sig[1]}  # changed too close to that write to trust
-    return racy | _differ(was, now)
-
-
-def _differ(was: dict, now: dict) -> set[str]:
-    return {key for key in was.keys() | now.keys() if was.get(key) != now.get(key)}
-
-
-def _patch_index(mem: Memory, scan: Scan, days: set[str]) -> bool:
-    """Rewrite index.json from its entries of the other day files, found by id, and the entries of
-    `days` read now. False (nothing written) when that could differ from a rebuild: an id in two day
-    files (which copy is which?), a day file changed again since the scan, index.json not holding
-    each entry of the other day files once (see Store.patch_index)."""
-    unchanged = [rec[3] for name, rec in scan.days.items() if name not in days]
-    keep = set().union(*unchanged)
-    if len(keep) != sum(map(len, unchanged)):
-        return False
-    try:
-        fresh = [e for name in sorted(days) if name in scan.days for e in read_day(mem.layout.index_dir / name, scan.parsed)]
-    except (OSError, StoreCorrupt, UnicodeDecodeError):
-        return False  # the full check reports it
-    return keep.isdisjoint(e.id for e in fresh) and mem.store.patch_index(mem.settings.compressor, keep, fresh, _scan_sigs(scan))
-
-
-def _scan_sigs(scan: Scan) -> dict[str, list[int]]:
-    """The day files' [size, mtime_ns] as the scan found them, before it read them."""
-    return {name: list(rec[:2]) for name, rec in scan.days.items()}
+        return
+    why = write_index(mem.layout, mem.settings.compressor, scan.parsed)[0]  # its unreadable day files: reported by the scan
+    if why or full:
+        report.index_rebuilt = "--full" if full else why
+        report.touched.append(mem.layout.index_file)
 
 
 # -- the sync --------------------------------------------------------------------------------------
@@ -276,21 +192,24 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
             path.unlink(missing_ok=True)
             report.touched.append(path)
             report.dropped += 1
-        _sync_index(mem, man, scan, full, report, progress)
-        index_sig = stat_sig(layout.index_file)
         stamp = layout.embeddings_stamp()
         if stamp is not None and stamp == man.emb_dir_ns and not (report.embedded or report.dropped):
             listed = set(man.vectors)  # the folders as the last sync left them, when they held exactly these
         else:
             listed = {de.name[: -len(C.VECTOR_SUFFIX)] for de in layout.embedding_files()}
         keep_dir = stamp is not None and listed == set(verified)  # else rescan the folders next time
-        index_sig = list(index_sig) if index_sig else None
-        new = Manifest(model=model, index_sig=index_sig, emb_dir_ns=stamp if keep_dir else None, days=scan.days, markdown=scan.markdown, vectors=verified)
     # the scan's stats, taken before this sync read anything, are the search cache's signatures too
     days = source_key(layout, layout.index_dir)
     files = {f"{days}/{name}": f"{rec[0]}:{rec[1]}" for name, rec in scan.days.items()}
     files.update((rel, f"{rec[0]}:{rec[1]}") for rel, rec in scan.markdown.items())
+    if not report.first:  # day files changed by content: read again, even if the store read them at this stat
+        _reread(layout, [f"{days}/{n}" for n, rec in scan.days.items() if rec[2] != man.days.get(n, [0, 0, ""])[2]])
     report.search_rebuilt = _refresh_search(mem, full, progress, report, Known(scan.parsed, fresh, Sigs.take(layout, files)))
+    with store.lock():  # index.json from the store just refreshed
+        _sync_index(mem, man, scan, full, report)
+        index_sig = stat_sig(layout.index_file)
+    index_sig = list(index_sig) if index_sig else None
+    new = Manifest(model=model, index_sig=index_sig, emb_dir_ns=stamp if keep_dir else None, days=scan.days, markdown=scan.markdown, vectors=verified)
     if scan.reread or new != man:  # nothing new: leave the manifest (and the disk) alone
         new.save(layout, man)
     if fill:
@@ -299,6 +218,15 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         report.errors.extend(filled.errors)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _reread(layout: Layout, sources: list[str]) -> None:
+    """Make the store read these sources again: an edit within the mtime tick of its last read (coarse
+    mtimes, same size) leaves the stat it recorded, and the scan compares content, the store only stats."""
+    conn = open_state(layout, create=False) if sources else None
+    if conn is not None:
+        with closing(conn):
+            write_state(conn, [("UPDATE sources SET sig = '-' WHERE key = ?", [(s,) for s in sources])])
 
 
 def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: SyncReport, known: Known) -> bool:

@@ -1,11 +1,14 @@
-"""index.json kept in step with the day files: patched per day when nothing else moved, rebuilt otherwise."""
+"""index.json kept in step with the day files: written whole from the derived store after each change,
+from the day files when the store does not hold them as they are; the same bytes either way."""
 
 import json
 from datetime import datetime, timezone
 
 import pytest
 
+import memtool.index_json as index_mod
 from memtool.app import open_memory
+from memtool.index_json import index_document
 from memtool.scaffold import init
 
 
@@ -27,32 +30,28 @@ def entries_of(root):
 
 
 def rebuilt(mem, root):
-    body = lambda t: t.split('"entries"', 1)[1]  # noqa: E731 - the header holds last_updated
-    patched = (root / "memory/index/index.json").read_text()
-    mem.store.rebuild_index(mem.settings.compressor)
-    return body(patched) == body((root / "memory/index/index.json").read_text())
+    """index.json is byte for byte index_document over the day files' entries (an id once)."""
+    from_days = index_document(mem.settings.compressor, {e.id: e for e in mem.store.iter_entries()}.values())
+    return (root / "memory/index/index.json").read_bytes() == from_days
 
 
-def test_patched_index_equals_a_full_rebuild(mem, root, monkeypatch):
-    calls = []
-    monkeypatch.setattr(mem.store, "rebuild_index", lambda p, _orig=mem.store.rebuild_index: calls.append(p) or _orig(p))
+def from_day_files_unused(*a, **k):
+    raise AssertionError("index.json was written from the day files, not from the derived store")
+
+
+def test_index_written_from_the_store_equals_the_day_files_document(mem, root, monkeypatch):
+    monkeypatch.setattr(index_mod, "_from_day_files", from_day_files_unused)
     mem.compress("Frank: a second note on day 3 about Grafana alerts.", when=when(3, 15), session="late")
     mem.compress("Grace: day 9, a new day file entirely.", when=when(9), session="new")
-    assert calls == []  # both writes patched index.json in place
     assert len(entries_of(root)) == 7
     monkeypatch.undo()
     assert rebuilt(mem, root)
 
 
-def test_a_session_of_the_latest_day_is_appended_without_reading_every_line(mem, root, monkeypatch):
-    """The usual compress (a session stored today, the newest day) copies the other lines as one run
-    of bytes: the line-by-line patch is not used, and the result is still byte for byte a rebuild's."""
-
-    def unused(*a, **k):
-        raise AssertionError("index.json was parsed line by line")
-
-    monkeypatch.setattr(mem.store, "_index_rows", unused)
-    monkeypatch.setattr(mem.store, "rebuild_index", unused)
+def test_a_session_of_the_latest_day_is_written_from_the_store(mem, root, monkeypatch):
+    """The usual compress (a session stored today, the newest day): index.json from the store's lines,
+    byte for byte the day files' document."""
+    monkeypatch.setattr(index_mod, "_from_day_files", from_day_files_unused)
     mem.compress("Frank: day 5 again, the Grafana alert on consumer lag fired twice.", when=when(5, 15), session="late")
     mem.compress("Grace: day 9, a new day file entirely.", when=when(9), session="new")
     mem.compress("Heidi: day 9 afternoon, the billing backfill finished.", when=when(9, 16), session="pm")
@@ -61,23 +60,14 @@ def test_a_session_of_the_latest_day_is_appended_without_reading_every_line(mem,
     assert rebuilt(mem, root)
 
 
-def test_a_session_dated_in_the_past_is_spliced_in_without_reading_every_line(mem, root, monkeypatch):
+def test_a_session_dated_in_the_past_lands_in_time_order(mem, root, monkeypatch):
     """A session dated yesterday (a session that began before midnight, `--date`) lands inside
-    index.json: its day's lines are found by bisecting the lines by time and replaced, the rest
-    copied as runs of bytes. Byte for byte a rebuild's, for a day in the middle, a new day between
-    two, the first day, and a day before all of them."""
-
-    def unused(*a, **k):
-        raise AssertionError("index.json was parsed line by line")
-
-    monkeypatch.setattr(mem.store, "_index_rows", unused)
-    monkeypatch.setattr(mem.store, "rebuild_index", unused)
+    index.json, written from the store: byte for byte the day files' document, for a day in the
+    middle, a new day between two, the first day, and a day before all of them."""
+    monkeypatch.setattr(index_mod, "_from_day_files", from_day_files_unused)
     for day, hour, name in ((3, 15, "mid"), (3, 7, "early"), (1, 20, "first"), (4, 12, "four")):
         mem.compress(f"Frank: day {day} at {hour}, the {name} session on the Grafana alert for consumer lag.", when=when(day, hour), session=name)
-    monkeypatch.undo()
     assert rebuilt(mem, root)
-    monkeypatch.setattr(mem.store, "_index_rows", unused)
-    monkeypatch.setattr(mem.store, "rebuild_index", unused)
     init_feb = datetime(2026, 2, 27, 9, tzinfo=timezone.utc)  # before every stored day
     mem.compress("Grace: a late import from February about the billing cutover plan.", when=init_feb, session="feb")
     monkeypatch.undo()
@@ -86,13 +76,10 @@ def test_a_session_dated_in_the_past_is_spliced_in_without_reading_every_line(me
     assert rebuilt(mem, root)
 
 
-def test_random_past_and_new_days_keep_index_json_a_rebuilds(root, fake_embedder, monkeypatch):
-    """Sessions on random days, past and new, one by one, each spliced in: after each, index.json is
-    byte for byte what a rebuild from the day files writes."""
+def test_random_past_and_new_days_keep_index_json_the_day_files_document(root, fake_embedder, monkeypatch):
+    """Sessions on random days, past and new, one by one, each written from the store: after each,
+    index.json is byte for byte what index_document over the day files gives."""
     import random
-
-    def unused(*a, **k):
-        raise AssertionError("index.json was parsed line by line")
 
     init(root)
     m = open_memory(root, embedder=fake_embedder)
@@ -101,8 +88,7 @@ def test_random_past_and_new_days_keep_index_json_a_rebuilds(root, fake_embedder
     for i in range(24):
         day, hour = rng.randint(1, 12), rng.randint(0, 23)
         with monkeypatch.context() as patch:
-            patch.setattr(m.store, "_index_rows", unused)
-            patch.setattr(m.store, "rebuild_index", unused)
+            patch.setattr(index_mod, "_from_day_files", from_day_files_unused)
             m.compress(
                 f"Note {i}: on day {day} the {rng.choice(['Kafka', 'Postgres', 'Grafana', 'Auth0'])} work moved on, item {i}.",
                 when=when(day, hour),
@@ -121,7 +107,7 @@ def test_an_entry_taken_by_hand_from_the_latest_day_is_not_kept_by_the_append(me
     assert rebuilt(mem, root)
 
 
-def test_anything_unexpected_falls_back_to_the_full_rebuild(mem, root, monkeypatch):
+def test_a_hand_edit_to_another_day_shows_after_the_next_write(mem, root):
     # a hand edit (or git pull) to another day file since the last index write
     day2 = root / "memory/index/2026-03-02.json"
     data = json.loads(day2.read_text())
@@ -184,10 +170,8 @@ def test_an_entry_filed_under_another_day_survives_a_write_to_its_dates_day(mem,
 
 
 def test_a_day_file_saved_while_index_json_is_written_is_not_recorded_as_included(mem, root, monkeypatch):
-    """An editor saves day 2 just after a rebuild read it: index.json misses the edit, so the record of
-    what index.json holds must not carry the edited file's stat, or later writes patch around it for good."""
-    import memtool.index_json as index_mod
-
+    """An editor saves day 2 just after index.json was written from the day files (the store could not
+    be read): index.json misses the edit, and the next write must not keep missing it."""
     day2 = root / "memory/index/2026-03-02.json"
     real = index_mod.read_day
 
@@ -200,6 +184,7 @@ def test_a_day_file_saved_while_index_json_is_written_is_not_recorded_as_include
         return entries
 
     monkeypatch.setattr(index_mod, "read_day", read_then_edit)
+    monkeypatch.setattr(index_mod, "_store_lines", lambda layout: None)
     mem.store.rebuild_index(mem.settings.compressor)
     monkeypatch.undo()
     assert not any(e["summary"].startswith("Saved by an editor") for e in entries_of(root))  # the race, as it happened
@@ -208,21 +193,34 @@ def test_a_day_file_saved_while_index_json_is_written_is_not_recorded_as_include
     assert rebuilt(mem, root)
 
 
-def test_patching_keeps_non_ascii_lines_byte_for_byte(mem, root, monkeypatch):
+def test_non_ascii_lines_are_written_byte_for_byte(mem, root, monkeypatch):
     mem.compress("Zoë: the naïve café build broke on 東京 runners 🚀, so we pinned the toolchain.", when=when(2, 15), session="u1")
-    calls = []
-    monkeypatch.setattr(mem.store, "rebuild_index", lambda *a, _orig=mem.store.rebuild_index, **k: calls.append(a) or _orig(*a, **k))
+    monkeypatch.setattr(index_mod, "_from_day_files", from_day_files_unused)
     mem.compress("Åsa: the München mirror is back; Ωmega jobs resume.", when=when(7), session="u2")
-    assert calls == []  # patched, non-ASCII lines copied as bytes
     text = (root / "memory/index/index.json").read_text(encoding="utf-8")
     assert "Zoë" in text and "München" in text
     monkeypatch.undo()
     assert rebuilt(mem, root)
 
 
-def test_an_index_json_reformatted_by_hand_is_rebuilt_not_patched(mem, root):
+def test_an_index_json_reformatted_by_hand_is_written_whole_again(mem, root):
     path = root / "memory/index/index.json"
     path.write_text(json.dumps(json.loads(path.read_text()), indent=2))  # an editor pretty-printed it
     mem.compress("Noor: day 6 note about the queue backlog.", when=when(6), session="p")
     assert len(entries_of(root)) == 6 and rebuilt(mem, root)
     assert len(path.read_text().splitlines()) < 20  # one line per entry again
+
+
+def test_a_store_that_cannot_be_written_leaves_index_json_written_from_the_day_files(mem, root, monkeypatch):
+    """The store busy past its wait (or read-only, or a disk error): the compress stores the entry, says
+    the search cache was not updated, and writes index.json from the day files, the same bytes."""
+    import memtool.memory as memory_mod
+    from memtool.errors import LockBusy
+
+    def busy(*a, **k):
+        raise LockBusy("memtool.sqlite: another memtool process is writing the search cache")
+
+    monkeypatch.setattr(memory_mod, "refresh_index", busy)
+    result = mem.compress_many([memory_mod.Session(text="Omar: day 8 note about the flaky canary.", when=when(8), session="o")])
+    assert any("search cache was not updated" in w for w in result.warnings)
+    assert len(entries_of(root)) == 6 and rebuilt(mem, root)

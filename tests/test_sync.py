@@ -16,6 +16,7 @@ from memtool.chunking import chunk_lines
 from memtool.cli.main import app
 from memtool.config import load_settings
 from memtool.errors import DimensionMismatch, ProviderError
+from memtool.index_json import index_document
 from memtool.scaffold import init
 from memtool.store import Store
 from memtool.sync import persist_embedder, sync
@@ -100,7 +101,7 @@ def test_hand_edited_summary_reembeds_that_entry_only(root, store):
     stored = read_vector_at(embedding_path(root, target.id))
     assert stored["content_hash"] == target.content_hash() != Store(mem_with(root).layout).get(target.id).content_hash()
     assert sync(mem_with(root, RecordingEmbedder())).embedded == 0
-    assert (report.index_rebuilt, report.index_patched) == ("stale", 1)
+    assert report.index_rebuilt == "stale"
     assert "Cobolzz" in (root / "memory/index/index.json").read_text()
     assert search_refs(root, "Cobolzz")[0] == target.id
 
@@ -188,7 +189,6 @@ def test_index_json_is_rebuilt(root, store, damage):
     good[0 if good[0]["id"] == store[0].id else 1]["summary"] = "We moved billing to Cobolzz."
     report = sync(mem_with(root))
     assert report.index_rebuilt == {"delete": "missing", "conflict": "git conflict markers", "stale": "stale"}[damage]
-    assert report.index_patched == 0  # index.json is not the file the last sync left: not patched
     assert json.loads(index.read_text())["entries"] == good
     assert sync(mem_with(root)).index_rebuilt == ""
 
@@ -199,67 +199,68 @@ def index_text(root) -> str:
 
 
 def rebuilt_index_text(root) -> str:
+    """index.json as written from the day files: index_document over every entry they hold, an id once."""
     mem = mem_with(root)
-    mem.store.rebuild_index(mem.settings.compressor)
-    return index_text(root)
+    text = index_document(mem.settings.compressor, {e.id: e for e in mem.store.iter_entries()}.values()).decode("utf-8")
+    return re.sub(r'"last_updated": "[^"]*"', "", text)
 
 
-def test_patched_index_json_matches_a_full_rebuild(root, store):
-    """A hand edit, a deleted and an added day file: index.json is patched for those three days only,
-    and ends as the rebuild from every day file would write it."""
+def test_index_json_after_edits_matches_the_day_files(root, store):
+    """A hand edit, a deleted and an added day file: index.json, written from the derived store,
+    ends as index_document over every day file's entries would write it."""
     target = store[0]
     edit_day(root, 3, lambda es: [e.update(summary="We moved billing to Cobolzz.") for e in es if e["id"] == target.id])
     day_path(root, 4).unlink()
     pulled = {"id": "ctx-20260209-abcdef12", "timestamp": "2026-02-09T08:00:00.000Z", "summary": "Erin switched the queue to Kafka."}
     day_path(root, 9).write_text(json.dumps({"date": "2026-02-09", "entries": [pulled]}))
     report = sync(mem_with(root))
-    assert (report.index_rebuilt, report.index_patched) == ("stale", 3)
+    assert report.index_rebuilt == "stale"
     assert sync(mem_with(root)).index_rebuilt == ""
     patched = index_text(root)
     assert "Cobolzz" in patched and store[1].id not in patched and pulled["id"] in patched
     assert patched == rebuilt_index_text(root)
 
 
-def test_index_json_written_by_compress_is_patched_too(root, store):
-    """A compress since the last sync rewrote index.json: the Store's record of what it matches stands in for the manifest's."""
+def test_index_json_written_by_compress_is_rewritten_by_the_next_sync(root, store):
+    """A compress since the last sync rewrote index.json; a hand edit after it shows in the next sync's."""
     mem_with(root).compress("Dana rotated the TLS certificates on the edge proxies.", when=when(9))
     edit_day(root, 3, lambda es: [e.update(summary="We moved billing to Cobolzz.") for e in es if e["id"] == store[0].id])
     report = sync(mem_with(root))
-    assert report.index_rebuilt == "stale" and report.index_patched >= 1
+    assert report.index_rebuilt == "stale"
     assert "Cobolzz" in index_text(root) and index_text(root) == rebuilt_index_text(root)
 
 
 def test_same_size_edit_right_after_compress_is_not_missed(root, store):
-    """A day file whose stat is still the one recorded at the index write, but taken within the racy
-    window of it (coarse mtimes), is read again."""
+    """A day file whose stat is still the one the derived store read it at (coarse mtimes), but whose
+    content the sync's scan finds changed, is read again."""
     entry = mem_with(root).compress("Dana rotated the TLS certificates on the edge proxies.", when=when(9))
     path = day_path(root, 9)
     st = path.stat()
     path.write_text(path.read_text().replace("TLS", "SSH"))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert path.stat().st_size == st.st_size
-    assert sync(mem_with(root)).index_patched >= 1
+    assert sync(mem_with(root)).index_rebuilt == "stale"
     index = json.loads((root / "memory/index/index.json").read_text())
     assert "SSH" in next(d["summary"] for d in index["entries"] if d["id"] == entry.id)
     assert index_text(root) == rebuilt_index_text(root)
 
 
-def test_index_json_is_rebuilt_when_an_id_is_in_two_day_files(root, store):
-    """Patching drops and keeps entries by id: an id an unchanged day file holds too gets the full check."""
+def test_index_json_lists_an_id_in_two_day_files_once(root, store):
+    """The store holds one entry per id (the copy read last); the day files' index.json keeps the later file's."""
     twin = json.loads(day_path(root, 4).read_text())["entries"][0]
     edit_day(root, 5, lambda es: es.append(twin))
     report = sync(mem_with(root))
-    assert (report.index_rebuilt, report.index_patched) == ("stale", 0)
-    assert index_ids(root).count(twin["id"]) == 2 and index_text(root) == rebuilt_index_text(root)
+    assert report.index_rebuilt == ""  # index.json already lists the id, once
+    assert index_ids(root).count(twin["id"]) == 1 and index_text(root) == rebuilt_index_text(root)
 
 
 def test_index_json_is_rebuilt_while_a_day_file_is_unreadable(root, store):
-    """The rebuild keeps the entries of an unreadable day file from index.json; a patch is not tried."""
+    """index.json keeps the entries of an unreadable day file from the old index.json."""
     kept = [e.id for e in store if e.day == "2026-02-04"]
     day_path(root, 4).write_text("{ not json")
     edit_day(root, 3, lambda es: [e.update(summary="We moved billing to Cobolzz.") for e in es if e["id"] == store[0].id])
     report = sync(mem_with(root))
-    assert (report.index_rebuilt, report.index_patched) == ("stale", 0) and len(report.errors) == 1
+    assert report.index_rebuilt == "stale" and len(report.errors) == 1
     assert "Cobolzz" in index_text(root) and set(kept) <= set(index_ids(root))
 
 

@@ -3,7 +3,8 @@ watch, forget, archive and dedupe read. The files are the truth; everything here
 them when it is missing, damaged or of another version.
 
 What it holds (SCHEMA): each source file read (day files, Markdown files) with the stat signature
-it was read at; each entry's day file, supersedes list and kept transcript's signature; one row per
+it was read at; each entry's day file, supersedes list, kept transcript's signature and its line of
+index.json (memtool/index_json.py writes index.json whole from them); one row per
 searchable document (memtool/search/docs.py) with its kind, time, importance, trust, pin, archived
 and superseded flags; the BM25 postings of the analysed terms the search uses (memtool.text: our
 stemming, scripts and stopwords), as per-term blocks of document ids and term counts; the documents'
@@ -47,7 +48,7 @@ from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
 from memtool.store import Layout, Store
 from memtool.text import WORDS_VERSION, stem_words, terms, words
 
-STORE_VERSION = f"3.{WORDS_VERSION}"  # the schema, and the word rules the postings were analysed by
+STORE_VERSION = f"4.{WORDS_VERSION}"  # the schema, and the word rules the postings were analysed by
 KINDS = ("entry", "transcript", "log", "memory")
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 IMPORTANCE_CODE = {"low": 0, "medium": 1, "high": 2, "critical": 3}
@@ -87,7 +88,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sources(key TEXT PRIMARY KEY, sig TEXT NOT NULL, archived INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS entries(id TEXT PRIMARY KEY, source TEXT NOT NULL, timestamp TEXT NOT NULL,
-    supersedes TEXT NOT NULL, transcript TEXT NOT NULL, archived INTEGER NOT NULL);
+    supersedes TEXT NOT NULL, transcript TEXT NOT NULL, archived INTEGER NOT NULL, line TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS entries_source ON entries(source);
 CREATE TABLE IF NOT EXISTS groups(id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS docs(id INTEGER PRIMARY KEY, source TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL,
@@ -139,19 +140,18 @@ def connect(path: Path, timeout: float = READ_WAIT_S) -> sqlite3.Connection:
 
 # -- derived state besides the search: its own tables, kept across rebuilds of the search tables --------
 # The compressor's word counts per day file (memtool/docfreq.py), how often each entry was returned
-# (memtool/memory.py), what the last sync saw of each file (memtool/sync_scan.py) and the day-file
-# stats index.json was last written from (memtool/index_json.py). A rebuild of the
+# (memtool/memory.py) and what the last sync saw of each file (memtool/sync_scan.py). A rebuild of the
 # search tables (another STORE_VERSION or model, `reindex --full`, compaction) leaves them alone, so
 # their layout has its own version, PRAGMA user_version; only a store discarded as damaged loses them.
-STATE_VERSION = 2
-STATE_ADDED_TO = (1,)  # older state versions whose tables this one keeps as they are (it only adds tables)
+STATE_VERSION = 3
+STATE_KEPT_FROM = (1, 2)  # older state versions whose tables this one keeps as they are
+STATE_DROPPED = ("index_json_state",)  # tables of older state versions that this one no longer has
 STATE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS day_words(day TEXT PRIMARY KEY, sig TEXT NOT NULL, entries INTEGER NOT NULL, counts TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sync_state(name TEXT PRIMARY KEY, data TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS index_json_state(name TEXT PRIMARY KEY, data TEXT NOT NULL);
 """
-STATE_TABLES = ("day_words", "access", "sync_state", "index_json_state")
+STATE_TABLES = ("day_words", "access", "sync_state")
 STATE_WAIT_S = 0.5  # how long a write of this state waits for another process's change set before it is skipped
 # what this state and the search cache were kept in before they moved into the store: removed once
 LEGACY_CACHE = ("doc-freq.json", "access.json", "sync.json", "index-state.json", "build.lock", "search", "search-archive", "archive")
@@ -170,7 +170,7 @@ def _ensure_state(conn: sqlite3.Connection, folder: Path) -> None:
     with conn:  # commits, or rolls back on any exception (so does each `with conn` after a BEGIN here)
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version != STATE_VERSION:
-            for table in STATE_TABLES if version not in STATE_ADDED_TO else ():
+            for table in (*STATE_DROPPED, *(STATE_TABLES if version not in STATE_KEPT_FROM else ())):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
             _create(conn, STATE_SCHEMA)
             conn.execute(f"PRAGMA user_version = {STATE_VERSION}")
@@ -665,8 +665,9 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
         rows = []
         for e, src in zip(entries, sources):
             kept = "-" if src in arch_sources else transcript_sig(e.id) or "-"
-            rows.append((e.id, src, e.timestamp, json.dumps(list(e.supersedes)), kept, int(src in arch_sources)))
-        conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)", rows)
+            line = json.dumps(e.to_dict(), ensure_ascii=False)  # its line in index.json (memtool/index_json.py)
+            rows.append((e.id, src, e.timestamp, json.dumps(list(e.supersedes)), kept, int(src in arch_sources), line))
+        conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         by_id = {e.id: e for e in entries}
         keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else chunk_key(d.index_text) for d in docs]
         vectors = _embed(conn, _archive_reader(layout) if archived else layout, embedder, docs, keys, by_id, known, errors, progress)

@@ -421,25 +421,21 @@ def test_dense_scores_read_in_chunks_equal_the_whole_matrix(mem, root, fake_embe
         assert np.array_equal(bounded.dense_scores(qvec), chunked) and bounded._dense is None
 
 
-def test_a_store_of_the_previous_state_version_gains_its_new_table_and_keeps_the_rest(mem, root):
-    """State version 1 had no index_json_state: opening it adds the table and keeps the use counts."""
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_store_of_an_earlier_state_version_keeps_its_tables_and_loses_index_json_state(mem, root, version):
+    """State version 2 had index_json_state (what index.json was last written from), version 1 had
+    not: opening either keeps the use counts and leaves no index_json_state."""
     mem.search("Kafka")
     path = store_path(mem.layout)
     with sqlite3.connect(path) as conn:
-        conn.execute("DROP TABLE index_json_state")
+        conn.execute("CREATE TABLE index_json_state(name TEXT PRIMARY KEY, data TEXT NOT NULL)" if version == 2 else "SELECT 1")
         conn.execute("INSERT OR REPLACE INTO access VALUES ('ctx-kept', 7)")
-        conn.execute("PRAGMA user_version = 1")
+        conn.execute(f"PRAGMA user_version = {version}")
     st.connect(path).close()
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == st.STATE_VERSION
         assert conn.execute("SELECT uses FROM access WHERE id = 'ctx-kept'").fetchone() == (7,)
-        assert conn.execute("SELECT count(*) FROM index_json_state").fetchone() == (0,)
-    finally:
-        conn.close()
-    mem.compress("Alice: the Grafana alerts now page the on-call.", when=when(9), session="g")  # index.json's record goes there again
-    conn = sqlite3.connect(path)
-    try:
-        assert conn.execute("SELECT name FROM index_json_state").fetchall() == [("built_from",)]
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'index_json_state'").fetchone() == (0,)
     finally:
         conn.close()
