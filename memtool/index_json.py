@@ -9,6 +9,7 @@ derives its own."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from contextlib import closing
 from typing import Iterable
@@ -24,15 +25,16 @@ from memtool.models import Entry
 def index_document(provider: str, entries: Iterable[Entry | dict]) -> bytes:
     """index.json of these entries (dicts: entries in their on-disk form, Entry.to_dict)."""
     dicts = sorted((e if isinstance(e, dict) else e.to_dict() for e in entries), key=lambda d: (d["timestamp"], d["id"]))
-    return _index_bytes(provider, [json.dumps(d, ensure_ascii=False) for d in dicts], dicts[-1]["timestamp"] if dicts else None)
+    lines = [json.dumps(d, ensure_ascii=False).encode("utf-8") for d in dicts]
+    return _index_bytes(provider, lines, dicts[-1]["timestamp"] if dicts else None)
 
 
-def _index_bytes(provider: str, lines: list[str], latest: str | None) -> bytes:
-    """The header indented, then the entry lines. last_updated is the newest entry's timestamp (not a
-    clock time), so two clones holding the same entries write the same bytes."""
+def _index_bytes(provider: str, lines: list[bytes], latest: str | None) -> bytes:
+    """The header indented, then the entry lines (UTF-8). last_updated is the newest entry's timestamp
+    (not a clock time), so two clones holding the same entries write the same bytes."""
     head = json.dumps({"version": C.INDEX_VERSION, "provider": provider, "last_updated": latest}, indent=2, ensure_ascii=False)[:-2]
-    body = "\n    " + ",\n    ".join(lines) + "\n  " if lines else ""
-    return f'{head},\n  "entries": [{body}]\n}}\n'.encode("utf-8")
+    body = b"\n    " + b",\n    ".join(lines) + b"\n  " if lines else b""
+    return head.encode("utf-8") + b',\n  "entries": [' + body + b"]\n}\n"
 
 
 def index_bytes(layout, provider: str, parsed: ParsedDays | None = None) -> tuple[bytes, list[str]]:
@@ -43,7 +45,7 @@ def index_bytes(layout, provider: str, parsed: ParsedDays | None = None) -> tupl
     return _from_day_files(layout, provider, parsed)
 
 
-def _store_lines(layout) -> tuple[list[str], str | None] | None:
+def _store_lines(layout) -> tuple[list[bytes], str | None] | None:
     """The live entries' lines from the derived store in index.json's order, and the newest timestamp;
     None when the store is not there, cannot be read, or does not hold every live day file with the
     signature it has now, or a day file it holds no entry of cannot be read (an unreadable file's
@@ -69,10 +71,12 @@ def _store_lines(layout) -> tuple[list[str], str | None] | None:
                 for key, _, count in held:
                     if count == 0:
                         read_day(files[key])  # an empty day, or an unreadable one: StoreCorrupt
-                rows = conn.execute("SELECT line, timestamp FROM entries WHERE archived = 0 ORDER BY timestamp, id").fetchall()
+                # read as bytes (no decoding and encoding again); sorted here: SQLite's sorter would carry every line
+                rows = conn.execute("SELECT timestamp, id, CAST(line AS BLOB) FROM entries WHERE archived = 0").fetchall()
         except (sqlite3.Error, OSError, StoreCorrupt, UnicodeDecodeError):
             return None
-    return [line for line, _ in rows], rows[-1][1] if rows else None
+    rows.sort(key=lambda r: r[:2])  # (timestamp, id): code point order, as index_document sorts
+    return [r[2] for r in rows], rows[-1][0] if rows else None
 
 
 def _from_day_files(layout, provider: str, parsed: ParsedDays | None) -> tuple[bytes, list[str]]:
@@ -97,13 +101,14 @@ def _from_day_files(layout, provider: str, parsed: ParsedDays | None) -> tuple[b
     return index_document(provider, kept.values()), errors
 
 
-def write_index(layout, provider: str, parsed: ParsedDays | None = None) -> tuple[str, list[str]]:
-    """Write index.json unless it already holds index_bytes's bytes. Returns why it was written ('':
-    it was not) and the day files that cannot be read. Caller holds the root's lock, so no day file
-    changes between the check and the write."""
+def write_index(layout, provider: str, parsed: ParsedDays | None = None, explain: bool = False) -> tuple[str, list[str]]:
+    """Write index.json unless it already holds index_bytes's bytes (read only when of their size, or
+    to `explain` why it changed). Returns why it was written ('': it was not) and the day files that
+    cannot be read. Caller holds the root's lock, so no day file changes between the check and the write."""
     data, errors = index_bytes(layout, provider, parsed)
     try:
-        old = confine.read_bytes(layout.index_file)
+        size = os.lstat(layout.index_file).st_size
+        old = confine.read_bytes(layout.index_file) if explain or size == len(data) else b""
         why = "" if old == data else "git conflict markers" if _conflicted(old) else "stale"
     except FileNotFoundError:
         why = "missing"

@@ -144,7 +144,7 @@ def _sync_index(mem: Memory, man: Manifest, scan: Scan, full: bool, report: Sync
     index_sig = stat_sig(mem.layout.index_file)
     if not full and not scan.days_changed and index_sig is not None and list(index_sig) == man.index_sig:
         return
-    why = write_index(mem.layout, mem.settings.compressor, scan.parsed)[0]  # its unreadable day files: reported by the scan
+    why = write_index(mem.layout, mem.settings.compressor, scan.parsed, explain=True)[0]  # its unreadable day files: reported by the scan
     if why or full:
         report.index_rebuilt = "--full" if full else why
         report.touched.append(mem.layout.index_file)
