@@ -26,27 +26,30 @@ def index_document(provider: str, entries: Iterable[Entry | dict]) -> bytes:
     """index.json of these entries (dicts: entries in their on-disk form, Entry.to_dict)."""
     dicts = sorted((e if isinstance(e, dict) else e.to_dict() for e in entries), key=lambda d: (d["timestamp"], d["id"]))
     lines = [json.dumps(d, ensure_ascii=False).encode("utf-8") for d in dicts]
-    return _index_bytes(provider, lines, dicts[-1]["timestamp"] if dicts else None)
+    return b"".join(_index_pieces(provider, lines, dicts[-1]["timestamp"] if dicts else None))
 
 
-def _index_bytes(provider: str, lines: list[bytes], latest: str | None) -> bytes:
-    """The header indented, then the entry lines (UTF-8). last_updated is the newest entry's timestamp
-    (not a clock time), so two clones holding the same entries write the same bytes."""
+def _index_pieces(provider: str, lines: list[bytes], latest: str | None) -> list[bytes]:
+    """index.json in pieces to write one after another (the entry lines joined once: each copy of
+    megabytes costs): the header indented, then one entry a line (`lines`: UTF-8, or runs of them
+    already apart by ',\n    '). last_updated is the newest entry's timestamp (not a clock time), so
+    two clones holding the same entries write the same bytes."""
     head = json.dumps({"version": C.INDEX_VERSION, "provider": provider, "last_updated": latest}, indent=2, ensure_ascii=False)[:-2]
-    body = b"\n    " + b",\n    ".join(lines) + b"\n  " if lines else b""
-    return head.encode("utf-8") + b',\n  "entries": [' + body + b"]\n}\n"
+    if not lines:
+        return [head.encode("utf-8") + b',\n  "entries": []\n}\n']
+    return [head.encode("utf-8") + b',\n  "entries": [\n    ', b",\n    ".join(lines), b"\n  ]\n}\n"]
 
 
-def index_bytes(layout, provider: str, parsed: ParsedDays | None = None) -> tuple[bytes, list[str]]:
+def index_pieces(layout, provider: str, parsed: ParsedDays | None = None) -> tuple[list[bytes], list[str]]:
     """index.json as it should be now, and the day files that cannot be read (from the store, none)."""
     stored = _store_lines(layout)
     if stored is not None:
-        return _index_bytes(provider, *stored), []
+        return _index_pieces(provider, *stored), []
     return _from_day_files(layout, provider, parsed)
 
 
 def _store_lines(layout) -> tuple[list[bytes], str | None] | None:
-    """The live entries' lines from the derived store in index.json's order, and the newest timestamp;
+    """The live entries' lines from the derived store in index.json's order (one run), and the newest timestamp;
     None when the store is not there, cannot be read, or does not hold every live day file with the
     signature it has now, or a day file it holds no entry of cannot be read (an unreadable file's
     entries are kept by the fallback, from the old index.json)."""
@@ -65,21 +68,25 @@ def _store_lines(layout) -> tuple[list[bytes], str | None] | None:
                 held = conn.execute(
                     "SELECT key, sig, (SELECT count(*) FROM entries WHERE source = key) FROM sources WHERE archived = 0 AND key LIKE '%.json'"
                 ).fetchall()
-                files = {source_key(layout, p): p for p in layout.day_files()}
+                folder = source_key(layout, layout.index_dir)
+                files = {f"{folder}/{p.name}": p for p in layout.day_files()}
                 if {k: sig for k, sig, _ in held} != {k: file_sig(p) for k, p in files.items()}:
                     return None
                 for key, _, count in held:
                     if count == 0:
                         read_day(files[key])  # an empty day, or an unreadable one: StoreCorrupt
-                # read as bytes (no decoding and encoding again); sorted here: SQLite's sorter would carry every line
-                rows = conn.execute("SELECT timestamp, id, CAST(line AS BLOB) FROM entries WHERE archived = 0").fetchall()
+                # the body made in one piece by SQLite, in the order of the index entries_order: no row
+                # of Python objects per entry, and no sort that carries every line
+                body, latest = conn.execute(
+                    "SELECT CAST(group_concat(line, ',\n    ') AS BLOB), max(timestamp) FROM "
+                    "(SELECT line, timestamp FROM entries WHERE archived = 0 ORDER BY timestamp, id)"
+                ).fetchone()
         except (sqlite3.Error, OSError, StoreCorrupt, UnicodeDecodeError):
             return None
-    rows.sort(key=lambda r: r[:2])  # (timestamp, id): code point order, as index_document sorts
-    return [r[2] for r in rows], rows[-1][0] if rows else None
+    return ([body] if body else []), latest
 
 
-def _from_day_files(layout, provider: str, parsed: ParsedDays | None) -> tuple[bytes, list[str]]:
+def _from_day_files(layout, provider: str, parsed: ParsedDays | None) -> tuple[list[bytes], list[str]]:
     """index.json from the day files (those in `parsed` are not read again). The entries of an
     unreadable day file are kept from the old index.json, so one bad file never drops anything; an
     id in two day files is listed once, the later file's copy (as in a store built from scratch)."""
@@ -98,24 +105,25 @@ def _from_day_files(layout, provider: str, parsed: ParsedDays | None) -> tuple[b
             kept = {**{d["id"]: d for d in old if str(d.get("timestamp", ""))[:10] in bad_days}, **kept}
         except (OSError, StoreCorrupt, UnicodeDecodeError, AttributeError, TypeError, KeyError):
             pass  # the old index is itself unreadable: nothing more to keep
-    return index_document(provider, kept.values()), errors
+    return [index_document(provider, kept.values())], errors
 
 
 def write_index(layout, provider: str, parsed: ParsedDays | None = None, explain: bool = False) -> tuple[str, list[str]]:
-    """Write index.json unless it already holds index_bytes's bytes (read only when of their size, or
+    """Write index.json unless it already holds index_pieces's bytes (read only when of their size, or
     to `explain` why it changed). Returns why it was written ('': it was not) and the day files that
     cannot be read. Caller holds the root's lock, so no day file changes between the check and the write."""
-    data, errors = index_bytes(layout, provider, parsed)
+    pieces, errors = index_pieces(layout, provider, parsed)
+    size = sum(map(len, pieces))
     try:
-        size = os.lstat(layout.index_file).st_size
-        old = confine.read_bytes(layout.index_file) if explain or size == len(data) else b""
-        why = "" if old == data else "git conflict markers" if _conflicted(old) else "stale"
+        same_size = os.lstat(layout.index_file).st_size == size
+        old = confine.read_bytes(layout.index_file) if explain or same_size else b""
+        why = "" if same_size and old == b"".join(pieces) else "git conflict markers" if _conflicted(old) else "stale"
     except FileNotFoundError:
         why = "missing"
     except UnsafePath:
         why = "not a regular file"  # replaced: the write refuses a link, naming it
     if why:
-        atomic_write_bytes(layout.index_file, data)
+        atomic_write_bytes(layout.index_file, pieces)
     return why, errors
 
 
