@@ -211,7 +211,7 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
     index_sig = list(index_sig) if index_sig else None
     new = Manifest(model=model, index_sig=index_sig, emb_dir_ns=stamp if keep_dir else None, days=scan.days, markdown=scan.markdown, vectors=verified)
     if scan.reread or new != man:  # nothing new: leave the manifest (and the disk) alone
-        new.save(layout, man)
+        new.save(layout)
     if fill:
         filled = fill_vectors(layout, embedder, (lambda done, total: progress("embedding documents", done, total)) if progress else None, from_end=True)
         report.filled = filled.filled

@@ -17,7 +17,7 @@ import os
 import re
 import sqlite3
 import time
-import uuid
+from contextlib import closing
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -32,7 +32,7 @@ from memtool.models import Entry
 from memtool.search.store import open_state, write_state
 from memtool.store import Layout
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 1: the same records in four rows
 
 
 @dataclass
@@ -58,63 +58,32 @@ class Manifest:
     days: dict[str, list] = field(default_factory=dict)  # name -> [size, mtime_ns, sha, {id: hash}, error]
     markdown: dict[str, list] = field(default_factory=dict)  # rel path -> [size, mtime_ns, sha, error]
     vectors: dict[str, list] = field(default_factory=dict)  # id -> [size, mtime_ns, content_hash] verified for model
-    encoded: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # JSON of the tables as saved here
-    generation: str = field(default="", repr=False, compare=False)  # of the saved manifest this one was read or written as
 
     @classmethod
     def load(cls, layout: Layout) -> "Manifest | None":
-        """The saved manifest (derived store, table sync_state); the very object this process last
-        read or wrote while it is unchanged (`memory watch` syncs again and again: no re-parse).
-        Shared, so read-only. None when there is none, or it cannot be read: start over."""
+        """The saved manifest (derived store, table sync_state: one JSON row); None when there is
+        none, or it cannot be read: start over."""
         conn = open_state(layout, create=False)
         if conn is None:
             return None
         try:
-            conn.execute("BEGIN")
-            try:
-                row = conn.execute("SELECT data FROM sync_state WHERE name = 'generation'").fetchone()
-                recent = _RECENT.get(str(layout.root))
-                if row is None or (recent is not None and recent.generation == row[0]):
-                    return recent if row is not None else None
-                saved = dict(conn.execute("SELECT name, data FROM sync_state").fetchall())
-            finally:
-                conn.execute("COMMIT")
-            head = json.loads(saved.pop("head"))
-            if head.pop("version", None) != MANIFEST_VERSION:
-                return None
-            tables = {key: json.loads(saved[key]) for key in TABLES}
-            man = cls(**head, **tables, encoded={key: saved[key] for key in TABLES}, generation=saved["generation"])
-        except (sqlite3.Error, ValueError, KeyError, TypeError):
+            row = conn.execute("SELECT data FROM sync_state WHERE name = 'manifest'").fetchone()
+            data = json.loads(row[0]) if row else None
+            return cls(**data) if isinstance(data, dict) and data.pop("version", None) == MANIFEST_VERSION else None
+        except (sqlite3.Error, ValueError, TypeError):
             return None  # damaged or of another layout: it is derived, start over
         finally:
             conn.close()
-        _RECENT[str(layout.root)] = man
-        return man
 
-    def save(self, layout: Layout, previous: "Manifest | None" = None) -> None:
-        """Write it; a record table equal to the one `previous` saved is not encoded or written again
-        (a daily-log edit changes one Markdown record, not the 10,000 entry records). Skipped when the
-        store cannot be written: every file is then hashed again next time."""
+    def save(self, layout: Layout) -> None:
+        """Write it (in place of whatever sync_state held). Skipped when the store cannot be written:
+        every file is then hashed again next time."""
         self.written_ns = time.time_ns()
-        for key in TABLES:
-            same = previous is not None and key in previous.encoded and getattr(previous, key) == getattr(self, key)
-            self.encoded[key] = previous.encoded[key] if same else json.dumps(getattr(self, key), separators=(",", ":"))
-        head = {"version": MANIFEST_VERSION, "model": self.model, "written_ns": self.written_ns, "index_sig": self.index_sig, "emb_dir_ns": self.emb_dir_ns}
         conn = open_state(layout)
-        if conn is None:
-            return
-        try:
-            row = conn.execute("SELECT data FROM sync_state WHERE name = 'generation'").fetchone()
-            kept = previous is not None and row is not None and row[0] == previous.generation  # the rows are those `previous` holds
-            tables = [(key, self.encoded[key]) for key in TABLES if not (kept and self.encoded[key] is previous.encoded[key])]
-            self.generation = uuid.uuid4().hex
-            rows = [("generation", self.generation), ("head", json.dumps(head)), *tables]
-            if write_state(conn, [("INSERT OR REPLACE INTO sync_state VALUES (?, ?)", rows)]):
-                _RECENT[str(layout.root)] = self
-        except sqlite3.Error:
-            return  # derived: every file is hashed again next time
-        finally:
-            conn.close()
+        if conn is not None:
+            with closing(conn):
+                data = json.dumps({"version": MANIFEST_VERSION, **vars(self)}, separators=(",", ":"))
+                write_state(conn, [("DELETE FROM sync_state", [()]), ("INSERT INTO sync_state VALUES ('manifest', ?)", [(data,)])])
 
     @staticmethod
     def drop(layout: Layout, ids: set[str]) -> None:
@@ -125,14 +94,7 @@ class Manifest:
         if man is not None and (listed or ids & man.vectors.keys()):
             days = {k: v for k, v in man.days.items() if k not in listed}
             vectors = {k: v for k, v in man.vectors.items() if k not in ids}
-            Manifest(man.model, man.written_ns, man.index_sig, man.emb_dir_ns, days, man.markdown, vectors).save(layout, man)
-
-
-TABLES = ("days", "markdown", "vectors")  # the manifest's record tables, one row each in sync_state
-# The manifest each root's store held when this process last read or wrote it, by its generation.
-# Every record in a manifest is keyed by a file's stat, so even one that another process has since
-# replaced says nothing false: at worst a file is hashed again.
-_RECENT: dict[str, Manifest] = {}
+            Manifest(man.model, man.written_ns, man.index_sig, man.emb_dir_ns, days, man.markdown, vectors).save(layout)
 
 
 def _fresh(rec: list | None, size: int, mtime_ns: int, man: Manifest) -> bool:
