@@ -16,7 +16,7 @@ from typing import Iterable
 
 from memtool import confine
 from memtool import constants as C
-from memtool.dayfile import CONFLICT_RE, ParsedDays, load_json, read_day
+from memtool.dayfile import CONFLICT_RE, load_json, read_day
 from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.fsutil import atomic_write_bytes
 from memtool.models import Entry
@@ -38,14 +38,6 @@ def _index_pieces(provider: str, lines: list[bytes], latest: str | None) -> list
     if not lines:
         return [head.encode("utf-8") + b',\n  "entries": []\n}\n']
     return [head.encode("utf-8") + b',\n  "entries": [\n    ', b",\n    ".join(lines), b"\n  ]\n}\n"]
-
-
-def index_pieces(layout, provider: str, parsed: ParsedDays | None = None) -> tuple[list[bytes], list[str]]:
-    """index.json as it should be now, and the day files that cannot be read (from the store, none)."""
-    stored = _store_lines(layout)
-    if stored is not None:
-        return _index_pieces(provider, *stored), []
-    return _from_day_files(layout, provider, parsed)
 
 
 def _store_lines(layout) -> tuple[list[bytes], str | None] | None:
@@ -86,8 +78,8 @@ def _store_lines(layout) -> tuple[list[bytes], str | None] | None:
     return ([body] if body else []), latest
 
 
-def _from_day_files(layout, provider: str, parsed: ParsedDays | None) -> tuple[list[bytes], list[str]]:
-    """index.json from the day files (those in `parsed` are not read again). The entries of an
+def _from_day_files(layout, provider: str) -> tuple[list[bytes], list[str]]:
+    """index.json from the day files, as read. The entries of an
     unreadable day file are kept from the old index.json, so one bad file never drops anything; an
     id in two day files is listed once, the later file's copy (as in a store built from scratch)."""
     errors: list[str] = []
@@ -95,7 +87,7 @@ def _from_day_files(layout, provider: str, parsed: ParsedDays | None) -> tuple[l
     bad_days: set[str] = set()
     for path in layout.day_files():
         try:
-            kept.update((e.id, e) for e in read_day(path, parsed))
+            kept.update((e.id, e) for e in read_day(path))
         except (StoreCorrupt, UnicodeDecodeError) as exc:
             errors.append(str(exc))
             bad_days.add(path.stem)
@@ -108,11 +100,13 @@ def _from_day_files(layout, provider: str, parsed: ParsedDays | None) -> tuple[l
     return [index_document(provider, kept.values())], errors
 
 
-def write_index(layout, provider: str, parsed: ParsedDays | None = None, explain: bool = False) -> tuple[str, list[str]]:
-    """Write index.json unless it already holds index_pieces's bytes (read only when of their size, or
-    to `explain` why it changed). Returns why it was written ('': it was not) and the day files that
-    cannot be read. Caller holds the root's lock, so no day file changes between the check and the write."""
-    pieces, errors = index_pieces(layout, provider, parsed)
+def write_index(layout, provider: str, explain: bool = False) -> tuple[str, list[str]]:
+    """Write index.json from the store, else from the day files, unless it already holds those bytes
+    (it is read only when of their size, or to `explain` why it changed). Returns why it was written
+    ('': it was not) and the day files that cannot be read (from the store: none). Caller holds the
+    root's lock, so no day file changes between the check and the write."""
+    stored = _store_lines(layout)
+    pieces, errors = (_index_pieces(provider, *stored), []) if stored is not None else _from_day_files(layout, provider)
     size = sum(map(len, pieces))
     try:
         same_size = os.lstat(layout.index_file).st_size == size

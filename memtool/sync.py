@@ -107,17 +107,13 @@ def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: in
     need: list[str] = []
     verified: dict[str, list] = {}
     for entry_id, content_hash in scan.entries.items():
-        sig = present.get(entry_id)
-        rec = trusted.get(entry_id)
-        if sig is not None and not full and rec is not None and (rec[0], rec[1]) == sig and rec[2] == content_hash:
-            verified[entry_id] = rec
-        elif (
-            sig is not None
-            and not full
-            and (rec is None or (rec[0], rec[1]) != sig)
-            and vector_file_ok(layout.embedding_file(entry_id), model, dim, content_hash)
+        sig, rec = present.get(entry_id), trusted.get(entry_id)
+        now = [*sig, content_hash] if sig is not None and not full else None
+        # the record of this stat and text says the file was checked; a file of another stat is read
+        if now is not None and (
+            now == rec or ((rec is None or rec[:2] != now[:2]) and vector_file_ok(layout.embedding_file(entry_id), model, dim, content_hash))
         ):
-            verified[entry_id] = [*sig, content_hash]
+            verified[entry_id] = now
         elif entry_id not in unreadable:
             need.append(entry_id)
     bad_days = {d.replace("-", "") for d in scan.bad_days}  # entry ids carry their UTC day: ctx-YYYYMMDD-...
@@ -144,7 +140,7 @@ def _sync_index(mem: Memory, man: Manifest, scan: Scan, full: bool, report: Sync
     index_sig = stat_sig(mem.layout.index_file)
     if not full and not scan.days_changed and index_sig is not None and list(index_sig) == man.index_sig:
         return
-    why = write_index(mem.layout, mem.settings.compressor, scan.parsed, explain=True)[0]  # its unreadable day files: reported by the scan
+    why = write_index(mem.layout, mem.settings.compressor, explain=True)[0]  # its unreadable day files: reported by the scan
     if why or full:
         report.index_rebuilt = "--full" if full else why
         report.touched.append(mem.layout.index_file)

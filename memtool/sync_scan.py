@@ -92,9 +92,9 @@ class Manifest:
         man = Manifest.load(layout)
         listed = {name for name, rec in man.days.items() if ids & rec[3].keys()} if man else set()
         if man is not None and (listed or ids & man.vectors.keys()):
-            days = {k: v for k, v in man.days.items() if k not in listed}
-            vectors = {k: v for k, v in man.vectors.items() if k not in ids}
-            Manifest(man.model, man.written_ns, man.index_sig, man.emb_dir_ns, days, man.markdown, vectors).save(layout)
+            man.days = {k: v for k, v in man.days.items() if k not in listed}
+            man.vectors = {k: v for k, v in man.vectors.items() if k not in ids}
+            man.save(layout)
 
 
 def _fresh(rec: list | None, size: int, mtime_ns: int, man: Manifest) -> bool:
@@ -138,10 +138,6 @@ def _day_error(path: Path, data: bytes, exc: Exception) -> str:
         line = _entry_line(data.decode("utf-8", "replace"), int(m.group(1)))
         return f"{path}:{line}: entry {m.group(1)}: {m.group(2)}"
     return msg
-
-
-def _hash(data: bytes) -> str:
-    return hashlib.sha1(data).hexdigest()
 
 
 # -- scanning --------------------------------------------------------------------------------------
@@ -214,7 +210,7 @@ def _day_record(path: Path, rec: list | None, man: Manifest, scan: Scan, old_ind
     except UnsafePath as exc:  # a link, a FIFO, a device, too large: never read, reported like a damaged file
         return [*sig, "", kept(), str(exc)]
     scan.reread += 1
-    sha = _hash(data)
+    sha = hashlib.sha1(data).hexdigest()
     if rec is not None and rec[2] == sha:
         return [*sig, sha, rec[3], rec[4]]
     try:
@@ -267,7 +263,7 @@ def _md_record(path: Path, sig: tuple[int, int], rec: list | None) -> list | Non
         return None
     except UnsafePath as exc:  # a link out of the root, a FIFO, /dev/zero, too large: never read, never indexed
         return [*sig, "", f"{exc}; not searchable"]
-    sha = _hash(data)
+    sha = hashlib.sha1(data).hexdigest()
     if rec is not None and rec[2] == sha:
         return [*sig, sha, rec[3]]
     try:
