@@ -123,14 +123,12 @@ def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: in
 
 def _entries_for(layout: Layout, ids: list[str], scan: Scan) -> list[Entry]:
     """Entry objects for ids, parsing the day files not already read by the scan."""
-    wanted = set(ids) - set(scan.loaded)
-    days = {name for name, rec in scan.days.items() if not rec[4] and wanted & rec[3].keys()}
-    for name in sorted(days):
-        path = layout.index_dir / name
-        entries = read_day(path)
-        scan.loaded.update((e.id, e) for e in entries)
-        scan.parsed[str(path)] = ((scan.days[name][0], scan.days[name][1]), entries)
-    return [scan.loaded[i] for i in ids]
+    wanted = set(ids)
+    for name, rec in sorted(scan.days.items()):
+        if not rec[4] and str(layout.index_dir / name) not in scan.parsed and wanted & rec[3].keys():
+            scan.parsed[str(layout.index_dir / name)] = ((rec[0], rec[1]), read_day(layout.index_dir / name))
+    loaded = {e.id: e for _, entries in scan.parsed.values() for e in entries}
+    return [loaded[i] for i in ids]
 
 
 # -- index.json ------------------------------------------------------------------------------------

@@ -148,7 +148,6 @@ class Scan:
     days: dict[str, list] = field(default_factory=dict)  # day file name -> its manifest record
     markdown: dict[str, list] = field(default_factory=dict)  # Markdown path relative to the root -> its record
     entries: dict[str, str] = field(default_factory=dict)  # id -> content hash
-    loaded: dict[str, Entry] = field(default_factory=dict)  # entries parsed during the scan
     parsed: ParsedDays = field(default_factory=dict)  # the day files parsed during the scan (read once per sync)
     bad_days: set[str] = field(default_factory=set)
     days_changed: bool = False
@@ -217,7 +216,6 @@ def _day_record(path: Path, rec: list | None, man: Manifest, scan: Scan, old_ind
         entries = parse_day(path, data.decode("utf-8"))
     except (StoreCorrupt, UnicodeDecodeError) as exc:
         return [*sig, sha, kept(), _day_error(path, data, exc)]
-    scan.loaded.update((e.id, e) for e in entries)
     scan.parsed[str(path)] = (sig, entries)
     return [*sig, sha, {e.id: e.content_hash() for e in entries}, ""]
 
