@@ -79,11 +79,11 @@ def _store_lines(layout) -> tuple[list[bytes], str | None] | None:
 
 
 def _from_day_files(layout, provider: str) -> tuple[list[bytes], list[str]]:
-    """index.json from the day files, as read. The entries of an
-    unreadable day file are kept from the old index.json, so one bad file never drops anything; an
-    id in two day files is listed once, the later file's copy (as in a store built from scratch)."""
+    """index.json from the day files, as read. The entries of an unreadable day file are kept from the
+    old index.json, so one bad file never drops anything; an id in two day files is listed once, the
+    later file's copy (as in a store built from scratch)."""
     errors: list[str] = []
-    kept: dict[str, Entry | dict] = {}
+    kept: dict[str, Entry] = {}
     bad_days: set[str] = set()
     for path in layout.day_files():
         try:
@@ -94,8 +94,8 @@ def _from_day_files(layout, provider: str) -> tuple[list[bytes], list[str]]:
     if bad_days:
         try:
             old = load_json(layout.index_file).get("entries", [])
-            kept = {**{d["id"]: d for d in old if str(d.get("timestamp", ""))[:10] in bad_days}, **kept}
-        except (OSError, StoreCorrupt, UnicodeDecodeError, AttributeError, TypeError, KeyError):
+            kept = {**{e.id: e for e in (Entry.from_dict(d) for d in old if str(d.get("timestamp", ""))[:10] in bad_days)}, **kept}
+        except (OSError, StoreCorrupt, UnicodeDecodeError, AttributeError):
             pass  # the old index is itself unreadable: nothing more to keep
     return [index_document(provider, kept.values())], errors
 

@@ -224,3 +224,16 @@ def test_a_store_that_cannot_be_written_leaves_index_json_written_from_the_day_f
     result = mem.compress_many([memory_mod.Session(text="Omar: day 8 note about the flaky canary.", when=when(8), session="o")])
     assert any("search cache was not updated" in w for w in result.warnings)
     assert len(entries_of(root)) == 6 and rebuilt(mem, root)
+
+
+def test_a_compress_while_a_day_file_is_unreadable_keeps_its_entries(mem, root, monkeypatch):
+    """The store read the broken day file and holds none of its entries: index.json is then written
+    from the day files, keeping that day's entries from the old index.json."""
+    day2 = root / "memory/index/2026-03-02.json"
+    kept = {e["id"] for e in entries_of(root) if e["timestamp"].startswith("2026-03-02")}
+    day2.write_text('{"date": "2026-03-02", "entries": [')  # cut off
+    calls = []
+    monkeypatch.setattr(index_mod, "_from_day_files", lambda *a, _orig=index_mod._from_day_files: calls.append(a) or _orig(*a))
+    mem.compress("Pia: day 8 note about the flaky canary.", when=when(8), session="q")
+    ids = {e["id"] for e in entries_of(root)}
+    assert calls and kept and kept <= ids and len(ids) == 6
