@@ -18,7 +18,7 @@ from typing import Iterator
 from memtool.models import Entities
 from memtool.providers import Compressed, Hints
 from memtool.providers.local_parts import parts, said_text
-from memtool.providers.local_session import is_agent_session, read_session
+from memtool.providers.local_session import fit, is_agent_session, read_session
 from memtool.text import LETTER, SPACELESS, SPEAKER_ROLES, STOPWORDS, content_words, count_tokens, spaceless_re, split_sentences, stem_words, truncate_to_tokens
 
 TARGET_RATIO = 11.2  # aim above the 10:1 the design promises
@@ -171,7 +171,7 @@ class LocalCompressor:
             actions = [a for a in _cue_sentences(sentences, ACTION_RE, cue_budget - sum(map(count_tokens, decisions))) if a not in decisions]
             used = sum(map(count_tokens, [summary, *decisions, *actions, *people, *systems, *dates, *topics]))
             keyword_budget = max(int(budget * KEYWORD_SHARE), budget - used)
-            keywords = _fill(_keywords(tf, idf, people, keyword_budget), keyword_budget)
+            keywords = fit(_keywords(tf, idf, people, keyword_budget), keyword_budget)
         if not topics:
             topics = keywords[:2]
         return Compressed(
@@ -191,7 +191,7 @@ class LocalCompressor:
         dates = _uniq(m.group(0) for m in DATE_RE.finditer(said_text(ps)))[:MAX_DATES]
         used = sum(map(count_tokens, [r.summary, *r.decisions, *r.action_items, *r.people, *r.systems, *dates]))
         keyword_budget = max(int(budget * KEYWORD_SHARE), budget - used)
-        keywords = _fill(r.keywords, keyword_budget)
+        keywords = fit(r.keywords, keyword_budget)
         tf = Counter(w for w in content_words(" ".join([r.summary, *keywords])) if w not in FILLER)
         return Compressed(
             summary=r.summary,
@@ -350,30 +350,11 @@ def _name(text: str, run: list[re.Match]) -> tuple[int, int, str]:
     return run[0].start(), run[-1].end(), text[run[0].start() : run[-1].end()]
 
 
-def _cue_sentences(sentences: list[str], cue: re.Pattern, budget: int, limit: int = 2) -> list[str]:
-    """Distinct sentences carrying a cue (decision, action item) with enough substance, within a token budget."""
-    out: list[str] = []
-    for s in sentences:
-        if len(out) >= limit:
-            break
-        cost = count_tokens(s)
-        if cue.search(s) and len(set(content_words(s))) >= 3 and cost <= budget and s not in out:
-            out.append(s)  # whole sentences only: a decision cut mid-way misleads
-            budget -= cost
-    return out
-
-
-def _fill(words_by_score: list[str], budget: int) -> list[str]:
-    """The best-scored words whose token cost adds up to at most `budget`."""
-    out: list[str] = []
-    for w in words_by_score:
-        cost = count_tokens(w)
-        if cost <= budget:
-            out.append(w)
-            budget -= cost
-        if budget <= 0:
-            break
-    return out
+def _cue_sentences(sentences: list[str], cue: re.Pattern, budget: int) -> list[str]:
+    """Up to two distinct whole sentences carrying a cue (decision, action item) with enough
+    substance, within a token budget: a decision cut mid-way misleads."""
+    found = (s for s in dict.fromkeys(sentences) if cue.search(s) and len(set(content_words(s))) >= 3)
+    return fit(found, budget, limit=2)
 
 
 def _uniq(items) -> list[str]:

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Iterable
 
 from memtool.providers.local_parts import Part, Stated, stated
 from memtool.providers.tech import NOT_SYSTEMS, command_systems, known_system, mentions
@@ -181,8 +182,8 @@ def read_session(ps: list[Part], text: str, budget: int, idf) -> SessionReading:
     said = [p for p in ps if p.kind == "said"]
     summary = _summary(said, int(budget * SUMMARY_SHARE), idf)
     st = stated(ps)
-    decisions = _fit(_decisions(st, said), _item_budget(budget, st.decisions), skip_long=True)
-    actions = _fit(_open_items(st, said, text), _item_budget(budget, st.open_items))
+    decisions = fit(_decisions(st, said), _item_budget(budget, st.decisions), first_free=True)
+    actions = fit(_open_items(st, said, text), _item_budget(budget, st.open_items), first_free=True, skip_long=False)
     people = _people(text, said)
     systems = _systems(ps, said, people)
     return SessionReading(summary, decisions, actions, people, systems, _keywords(said, idf, people, text))
@@ -195,20 +196,23 @@ def _item_budget(budget: int, written: list[str]) -> int:
     return max(int(budget * ITEM_SHARE), min(MIN_ITEM_TOKENS, listed), MIN_GUESSED_ITEM_TOKENS)
 
 
-def _fit(items: list[str], budget: int, skip_long: bool = False) -> list[str]:
-    """The items, in order, while they fit the budget (the first always); with `skip_long` one that
-    does not fit is passed over for shorter ones after it (decisions are ranked candidates, an open
-    list is a list: it is cut where it stops fitting)."""
+def fit(items: Iterable[str], budget: int, *, first_free: bool = False, skip_long: bool = True, limit: int | None = None) -> list[str]:
+    """The items, in order, while their token costs add up to at most `budget` (and at most `limit`
+    of them). `first_free`: the first is kept whatever its cost. One that does not fit is passed over
+    for shorter ones after it, or with `skip_long=False` ends the list (decisions and keywords are
+    ranked candidates; an open list is a list: it is cut where it stops fitting)."""
     kept: list[str] = []
     used = 0
     for item in items:
         cost = count_tokens(item)
-        if kept and used + cost > budget:
+        if used + cost > budget and not (first_free and not kept):
             if skip_long:
                 continue
             break
         kept.append(item)
         used += cost
+        if len(kept) == limit:
+            break
     return kept
 
 
