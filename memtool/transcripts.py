@@ -389,17 +389,15 @@ def _from_records(records: list[dict[str, Any]]) -> Transcript:
         elif shape == "summary":
             out.turns.append(Turn("summary", record["summary"]))
         elif shape == "response_item":
-            out.turns.extend(_codex_item(record["payload"], cwd))
+            out.turns.extend(_block(record["payload"], "", cwd))
         elif shape == "compacted":
             out.turns.append(Turn("summary", _text_of(record["payload"].get("message"))))
-        elif shape == "event_msg" and not has_items:
-            out.turns.extend(_codex_event(record["payload"]))
+        elif shape == "event_msg" and not has_items and record["payload"].get("type") in _EVENT_ROLES:
+            out.turns.extend(_block(record["payload"], "", cwd))
         elif shape == "codex-item":
-            out.turns.extend(_codex_item(record, cwd))
+            out.turns.extend(_block(record, "", cwd))
         elif isinstance(record.get("role"), str) and "content" in record:
-            role = _role(record["role"])
-            if role:
-                out.turns.extend(_said(role, _text_of(record["content"])))
+            out.turns.extend(_said(_role(record["role"]), _text_of(record["content"])))
     return out
 
 
@@ -422,7 +420,7 @@ def _branch(records: Iterable[dict[str, Any]]) -> str:
     return next((v.strip() for v in values if isinstance(v, str) and v.strip() and v != "HEAD"), "")
 
 
-# --- Claude Code ------------------------------------------------------------------------------
+# --- Claude Code and Codex CLI -------------------------------------------------------------------
 
 
 def _claude_record(record: dict[str, Any], cwd: str) -> Iterator[Turn]:
@@ -430,69 +428,52 @@ def _claude_record(record: dict[str, Any], cwd: str) -> Iterator[Turn]:
         return
     message = record["message"]
     role = _role(str(message.get("role") or record["type"]))
+    content = message.get("content")
     if not role:
         return
     if record.get("isCompactSummary"):
-        yield Turn("summary", _text_of(message.get("content")))
-        return
-    content = message.get("content")
-    if isinstance(content, str):
+        yield Turn("summary", _text_of(content))
+    elif isinstance(content, str):
         yield from _said(role, content)
-        return
-    if not isinstance(content, list):
-        return
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            yield from _said(role, block["text"])
-        elif kind == "thinking" and isinstance(block.get("thinking"), str):
-            yield Turn("assistant", block["thinking"], "thinking")
-        elif kind == "tool_use":
-            yield _tool_turn(str(block.get("name", "tool")), block.get("input"), cwd)
-        elif kind == "tool_result":
-            yield Turn("tool", _text_of(block.get("content")), "output")
-        # redacted_thinking, image: nothing to read
+    elif isinstance(content, list):
+        for block in content:  # redacted_thinking, image: nothing to read
+            if isinstance(block, dict):
+                yield from _block(block, role, cwd)
 
 
-# --- Codex CLI --------------------------------------------------------------------------------
+# The typed parts both formats are made of: a Claude Code content block, a Codex rollout item (a
+# response_item's payload, or an older un-wrapped line) or event_msg (user_message, agent_message).
+_BLOCKS = {"text": "said", "message": "said", "user_message": "said", "agent_message": "said", "thinking": "thinking", "reasoning": "thinking"}
+_BLOCKS.update(dict.fromkeys(("tool_use", "function_call", "custom_tool_call", "local_shell_call"), "tool"))
+_BLOCKS.update(dict.fromkeys(("tool_result", "function_call_output", "custom_tool_call_output"), "output"))
+_EVENT_ROLES = {"user_message": "user", "agent_message": "assistant"}
 
 
-def _codex_item(item: dict[str, Any], cwd: str) -> Iterator[Turn]:
-    kind = item.get("type")
-    if kind == "message":
-        role = _role(str(item.get("role", "")))
-        if role:
-            yield from _said(role, _text_of(item.get("content")))
-    elif kind == "reasoning":
-        summary = item.get("summary")
-        text = "\n".join(_text_of(s) for s in summary) if isinstance(summary, list) else ""
-        if text.strip():
+def _block(block: dict[str, Any], role: str, cwd: str) -> Iterator[Turn]:
+    """The turn a block holds; `role`: the Claude Code message's (a Codex item or event names its own)."""
+    kind = str(block.get("type"))
+    what = _BLOCKS.get(kind)
+    if what == "said":
+        who = _EVENT_ROLES.get(kind) or (_role(str(block.get("role", ""))) if kind == "message" else role)
+        yield from _said(who, _text_of(block if kind == "text" else block.get("content" if kind == "message" else "message")))
+    elif what == "thinking":
+        text = _text_of(block.get("summary")) if kind == "reasoning" else block.get("thinking")
+        if isinstance(text, str) and text.strip():
             yield Turn("assistant", text, "thinking")
-    elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
-        arguments: Any = item.get("arguments", item.get("input", item.get("action")))
-        if isinstance(arguments, str) and kind != "custom_tool_call":
+    elif what == "tool":
+        arguments: Any = block.get("arguments", block.get("input", block.get("action")))
+        if isinstance(arguments, str) and kind in ("function_call", "local_shell_call"):
             with suppress(ValueError, RecursionError):  # not JSON, or beyond the parser: shown as the string
                 arguments = json.loads(arguments)
-        yield _tool_turn(str(item.get("name", "shell" if kind == "local_shell_call" else "tool")), arguments, cwd)
-    elif kind in ("function_call_output", "custom_tool_call_output"):
-        output = item.get("output")
-        if isinstance(output, str) and output.lstrip().startswith("{"):
-            with suppress(ValueError, RecursionError):  # not JSON, or beyond the parser: the string itself
+        yield _tool_turn(str(block.get("name", "shell" if kind == "local_shell_call" else "tool")), arguments, cwd)
+    elif what == "output":
+        output = block.get("content" if kind == "tool_result" else "output")
+        if isinstance(output, str) and kind != "tool_result" and output.lstrip().startswith("{"):
+            with suppress(ValueError, RecursionError):  # Codex's {"output": ...}; not JSON, or beyond the parser: the string itself
                 parsed = json.loads(output)
                 if isinstance(parsed, dict) and isinstance(parsed.get("output"), str):
                     output = parsed["output"]
         yield Turn("tool", output if isinstance(output, str) else _text_of(output), "output")
-
-
-def _codex_event(payload: dict[str, Any]) -> Iterator[Turn]:
-    """event_msg records, read only when a rollout has no response_item copies of them."""
-    kind = payload.get("type")
-    if kind == "user_message":
-        yield from _said("user", _text_of(payload.get("message")))
-    elif kind == "agent_message":
-        yield from _said("assistant", _text_of(payload.get("message")))
 
 
 # --- Gemini CLI -------------------------------------------------------------------------------
@@ -670,12 +651,10 @@ def _role(raw: str) -> str:
 
 
 def _said(role: str, text: str) -> Iterator[Turn]:
+    """What a user or assistant ("" : anyone else) said, if anything; not what an agent injected."""
     stripped = text.strip()
-    if not stripped:
-        return
-    if role == "user" and stripped.startswith(_INJECTED_PREFIXES):
-        return
-    yield Turn(role, stripped)
+    if role and stripped and not (role == "user" and stripped.startswith(_INJECTED_PREFIXES)):
+        yield Turn(role, stripped)
 
 
 def _text_of(content: Any) -> str:
