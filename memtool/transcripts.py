@@ -118,10 +118,6 @@ class Transcript:
 _EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch", "replace", "write_file", "edit_file", "edit"})
 
 
-class _NotJson(Exception):
-    """Text that starts like JSON but is not JSON or JSON Lines (a Markdown note starting with "[")."""
-
-
 class _Unreadable(Exception):
     """JSON that is valid but beyond what the parser can take (nesting depth, a huge number)."""
 
@@ -132,14 +128,14 @@ class _Unreadable(Exception):
 def decode(data: bytes) -> str:
     """Text of a transcript file's bytes: UTF-32/16 when a BOM says so, else UTF-8 (a BOM dropped);
     undecodable bytes are replaced, never fatal."""
-    utf32 = data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")  # the UTF-16 codec would take its first half
-    codec = "utf-32" if utf32 else "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
-    return data.decode(codec, errors="replace")
+    return data.decode(_bom_codec(data) or "utf-8-sig", errors="replace")
 
 
-def has_text_bom(data: bytes) -> bool:
-    """Whether bytes start with a UTF-16/32 BOM (such text holds NUL bytes and is not binary)."""
-    return data[:2] in (b"\xff\xfe", b"\xfe\xff") or data[:4] == b"\x00\x00\xfe\xff"
+def _bom_codec(data: bytes) -> str | None:
+    """The codec a UTF-32/16 BOM names (such text holds NUL bytes and is not binary), else None."""
+    if data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):  # before UTF-16: its codec would take the first half
+        return "utf-32"
+    return "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else None
 
 
 def format_of(name: str | Path) -> str:
@@ -164,7 +160,7 @@ def transcript_from_bytes(data: bytes, name: str, form: str = "sniff") -> Transc
     memory_compress and the agent hooks share. Binary data (NUL bytes without a UTF-16/32 BOM) is
     BadInput; UTF-16/32 with a BOM is read as such; invalid UTF-8 is replaced, with a warning in the
     transcript's `warnings`. `form`: as format_of says."""
-    bom = has_text_bom(data)
+    bom = _bom_codec(data)
     if b"\x00" in data[:8192] and not bom:
         raise BadInput(f"{name}: looks like a binary file (NUL bytes); give a text transcript")
     warnings: list[str] = []
@@ -215,25 +211,18 @@ def parse_transcript(text: str, name: str = "<text>", strict: bool = False) -> T
     be read (nested too deeply), is a text transcript too, or with `strict` (the input claims to be a
     JSON transcript: a .json/.jsonl file) raises BadInput naming `name` and the known formats.
     """
-    body = text.lstrip("\ufeff \t\r\n")
-    if not body or body[0] not in "{[":
-        return text_transcript(text)
     try:
-        parsed = _parse(body, name)
-    except _NotJson:
-        return text_transcript(text)
+        parsed = _parse(text, name)
     except _Unreadable as exc:
         if strict:
             raise BadInput(f"{name}: {exc}; not a transcript memtool can read") from None
         return text_transcript(text)
-    if parsed is not None:
-        return parsed
-    if strict:
+    if parsed is None and strict:
         raise BadInput(
             f"{name}: JSON, but of no known transcript format. memtool reads {KNOWN_FORMATS}; "
             'convert it to Markdown or plain text (one "role: text" paragraph per turn) first.'
         )
-    return text_transcript(text)  # not JSON at all (a Markdown note that starts with "["), or unknown
+    return parsed or text_transcript(text)
 
 
 # --- dates ------------------------------------------------------------------------------------
@@ -291,9 +280,13 @@ def stated_start(text: str) -> datetime | None:
 # --- parsing ----------------------------------------------------------------------------------
 
 
-def _parse(body: str, name: str) -> Transcript | None:
+def _parse(text: str, name: str) -> Transcript | None:
     """The transcript of JSON/JSONL of a known format (it may hold no conversation text), None for
-    other JSON/JSONL or for no JSON at all. Raises _Unreadable for JSON beyond the parser's limits."""
+    other JSON/JSONL; text that is not JSON at all (a Markdown note that starts with "[") is a text
+    transcript. Raises _Unreadable for JSON beyond the parser's limits."""
+    body = text.lstrip("\ufeff \t\r\n")
+    if body[:1] not in ("{", "["):
+        return text_transcript(text)
     warnings: list[str] = []
     try:
         try:
@@ -301,10 +294,11 @@ def _parse(body: str, name: str) -> Transcript | None:
         except json.JSONDecodeError:
             records = _jsonl_records(body, name, warnings)
             if records is None:
-                raise _NotJson
+                return text_transcript(text)
         else:
             if isinstance(document, dict) and isinstance(document.get("messages"), list):
-                return _gemini_document(document)
+                messages = [m for m in document["messages"] if isinstance(m, dict)]
+                return _gemini("gemini-json", messages, parse_timestamp(document.get("startTime")))
             records = [document] if isinstance(document, dict) else [r for r in document if isinstance(r, dict)]
         if not records:
             return None
@@ -477,11 +471,6 @@ def _block(block: dict[str, Any], role: str, cwd: str) -> Iterator[Turn]:
 
 
 # --- Gemini CLI -------------------------------------------------------------------------------
-
-
-def _gemini_document(document: dict[str, Any]) -> Transcript:
-    messages = [m for m in document["messages"] if isinstance(m, dict)]
-    return _gemini("gemini-json", messages, parse_timestamp(document.get("startTime")))
 
 
 def _gemini(form: str, messages: list[dict[str, Any]], started: datetime | None) -> Transcript:
