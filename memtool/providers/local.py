@@ -146,17 +146,23 @@ class LocalCompressor:
         budget = max(MIN_BUDGET, min(MAX_BUDGET, int(total / TARGET_RATIO)))
         found = [m.group(1).strip() for m in SPEAKER_RE.finditer(text)]
         labels = _label_counts(text, found)
-        if total > SHORT_TEXT_TOKENS:
-            ps = parts(text)
-            if is_agent_session(ps, text, chat=CHAT in labels):
-                return self._session(ps, text, budget, idf)
+        if total > SHORT_TEXT_TOKENS and is_agent_session(ps := parts(text), text, chat=CHAT in labels):
+            reading = read_session(ps, text, budget, idf)  # a session with an agent: local_session reads it
+            ents = reading.entities
+            ents.dates = _dates(said_text(ps))
+            said = [reading.summary, *reading.decisions, *reading.action_items, *ents.people, *ents.systems, *ents.dates]
+            reading.keywords = fit(reading.keywords, _keyword_budget(budget, said))
+            tf = Counter(w for w in content_words(" ".join([reading.summary, *reading.keywords])) if w not in FILLER)
+            reading.topics = _topics(tf) or reading.keywords[:2]
+            reading.importance = _importance(text, reading.decisions)
+            return reading
         speakers = [label for label in found if _is_speaker(label, labels)]
         body = SPEAKER_RE.sub(lambda m: "" if _is_speaker(m.group(1), labels) else m.group(0), text)
         sentences = split_sentences(body) or [body.strip()]
         tf = Counter(w for w in content_words(body) if w not in FILLER and not w[0].isdigit())  # '0.820', '25th': no topic
         people = _people(text, speakers)[:MAX_PEOPLE]
         systems = _systems(text, people)[:MAX_SYSTEMS]
-        dates = _uniq(m.group(0) for m in DATE_RE.finditer(body))[:MAX_DATES]
+        dates = _dates(body)
         topics = _topics(tf)
         if total <= SHORT_TEXT_TOKENS:  # a short note is kept whole; a few keywords suffice
             summary = " ".join(body.split())
@@ -169,39 +175,14 @@ class LocalCompressor:
             cue_budget = max(MIN_CUE_TOKENS, int(budget * CUE_SHARE))
             decisions = _cue_sentences(sentences, DECISION_RE, cue_budget)  # decisions first, actions get the rest
             actions = [a for a in _cue_sentences(sentences, ACTION_RE, cue_budget - sum(map(count_tokens, decisions))) if a not in decisions]
-            used = sum(map(count_tokens, [summary, *decisions, *actions, *people, *systems, *dates, *topics]))
-            keyword_budget = max(int(budget * KEYWORD_SHARE), budget - used)
+            keyword_budget = _keyword_budget(budget, [summary, *decisions, *actions, *people, *systems, *dates, *topics])
             keywords = fit(_keywords(tf, idf, people, keyword_budget), keyword_budget)
-        if not topics:
-            topics = keywords[:2]
-        return Compressed(
-            summary=summary,
-            keywords=keywords,
-            topics=topics,
-            decisions=decisions,
-            action_items=actions,
-            entities=Entities(people=people, systems=systems, dates=dates),
-            importance=_importance(text, decisions),
-        )
+        return Compressed(summary, keywords, topics or keywords[:2], decisions, actions, Entities(people, systems, dates), _importance(text, decisions))
 
-    def _session(self, ps, text: str, budget: int, idf) -> Compressed:
-        """A session with an agent: local_session reads it (request and outcome, stated decisions and
-        open items, people in a person's place, systems from a lexicon and the commands run)."""
-        r = read_session(ps, text, budget, idf)
-        dates = _uniq(m.group(0) for m in DATE_RE.finditer(said_text(ps)))[:MAX_DATES]
-        used = sum(map(count_tokens, [r.summary, *r.decisions, *r.action_items, *r.people, *r.systems, *dates]))
-        keyword_budget = max(int(budget * KEYWORD_SHARE), budget - used)
-        keywords = fit(r.keywords, keyword_budget)
-        tf = Counter(w for w in content_words(" ".join([r.summary, *keywords])) if w not in FILLER)
-        return Compressed(
-            summary=r.summary,
-            keywords=keywords,
-            topics=_topics(tf) or keywords[:2],
-            decisions=r.decisions,
-            action_items=r.action_items,
-            entities=Entities(people=r.people, systems=r.systems, dates=dates),
-            importance=_importance(text, r.decisions),
-        )
+
+def _keyword_budget(budget: int, fields: list[str]) -> int:
+    """Keywords take what the other fields leave of the budget, and at least their share."""
+    return max(int(budget * KEYWORD_SHARE), budget - sum(map(count_tokens, fields)))
 
 
 def _summary(sentences: list[str], tf: Counter, idf, budget: int, first_cap: int = FIRST_SENTENCE_TOKENS) -> str:
@@ -357,8 +338,9 @@ def _cue_sentences(sentences: list[str], cue: re.Pattern, budget: int) -> list[s
     return fit(found, budget, limit=2)
 
 
-def _uniq(items) -> list[str]:
+def _dates(text: str) -> list[str]:
+    """The dates the text states, the first spelling of each (case aside), at most MAX_DATES."""
     seen: dict[str, str] = {}
-    for it in items:
-        seen.setdefault(it.lower(), it)
-    return list(seen.values())
+    for m in DATE_RE.finditer(text):
+        seen.setdefault(m.group(0).lower(), m.group(0))
+    return list(seen.values())[:MAX_DATES]

@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
+from memtool.models import Entities
+from memtool.providers import Compressed
 from memtool.providers.local_parts import Part, Stated, stated
 from memtool.providers.tech import NOT_SYSTEMS, command_systems, known_system, mentions
 from memtool.text import STOPWORDS, content_words, count_tokens, split_sentences
@@ -159,16 +160,6 @@ SHORT_HASH_RE = re.compile(r"(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{7}")  # git's shor
 TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.#/-]*[A-Za-z0-9]")
 
 
-@dataclass
-class SessionReading:
-    summary: str
-    decisions: list[str]
-    action_items: list[str]
-    people: list[str]
-    systems: list[str]
-    keywords: list[str]
-
-
 def is_agent_session(ps: list[Part], text: str, chat: bool) -> bool:
     """Whether a transcript (`ps`, its parts) is a work session (with an agent, or notes of one), not
     a conversation between people: `chat`, most of its lines are "Name: text"."""
@@ -178,7 +169,9 @@ def is_agent_session(ps: list[Part], text: str, chat: bool) -> bool:
     return not chat and text.isascii()
 
 
-def read_session(ps: list[Part], text: str, budget: int, idf) -> SessionReading:
+def read_session(ps: list[Part], text: str, budget: int, idf) -> Compressed:
+    """Summary, decisions, open items, people, systems and keywords (all, best first: the caller
+    fits them to what the budget leaves) of a session; no dates, topics or importance."""
     said = [p for p in ps if p.kind == "said"]
     summary = _summary(said, int(budget * SUMMARY_SHARE), idf)
     st = stated(ps)
@@ -186,7 +179,7 @@ def read_session(ps: list[Part], text: str, budget: int, idf) -> SessionReading:
     actions = fit(_open_items(st, said, text), _item_budget(budget, st.open_items), first_free=True, skip_long=False)
     people = _people(text, said)
     systems = _systems(ps, said, people)
-    return SessionReading(summary, decisions, actions, people, systems, _keywords(said, idf, people, text))
+    return Compressed(summary, _keywords(said, idf, people, text), [], decisions, actions, Entities(people, systems))
 
 
 def _item_budget(budget: int, written: list[str]) -> int:
