@@ -308,10 +308,11 @@ def _decisions(st: Stated, said: list[Part]) -> list[str]:
         cands = []
         for i, p in enumerate(said):
             if p.role == "user":
-                approved = _adopted(said, i) + _accepted_offer(said, i)
+                turn, first = _agent_turn(said, i), _first(p)  # what the agent said just before; the user's first sentence
+                approved = _adopted(said, i, turn, first) + _accepted_offer(turn, first) if turn and BARE_ASSENT_RE.match(first) else []
                 # an assent that only approves what the agent said is read as what it approved
-                cands += [(1, i, c) for c in _user_choices(said, i) if not (approved and _only_assent(c))]
-                cands += [(1, i - 1, c) for c in approved + _planned(said, i)]
+                cands += [(1, i, c) for c in _user_choices(said, i, turn) if not (approved and _only_assent(c))]
+                cands += [(1, i - 1, c) for c in approved + _planned(turn, first)]
                 continue
             if OPTIONS_HEAD_RE.search(p.text) or PLAN_HEAD_RE.search(p.text):
                 continue  # options the agent lays out are weighed, not chosen; a plan counts once approved
@@ -366,7 +367,7 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(ws) | {a + b for a, b in zip(ws, ws[1:])} | set(re.findall(r"(?<![\w.])\d[\w.]*\w|(?<![\w.])\d", text))
 
 
-def _user_choices(said: list[Part], i: int) -> list[str]:
+def _user_choices(said: list[Part], i: int, turn: list[Part]) -> list[str]:
     """What a user's turn chose: a sentence with a choice cue, an answer that approves and adds
     something ("ok, ship 4 shards not 6"), a refusal ("Don't touch prod today"). A choice that names
     one of the options the agent listed takes that option ("Go with Decimal …" -> "… — Keep Decimal
@@ -374,7 +375,6 @@ def _user_choices(said: list[Part], i: int) -> list[str]:
     choice takes the agent's sentence just before that it answers ("keep the Expo push service" ->
     "… the backend sends through the Expo push service (exponent_server_sdk)")."""
     out = []
-    turn = _agent_turn(said, i)
     options = [_clean(x) for x in _items_after(OPTIONS_HEAD_RE, turn)]
     for s in split_sentences(said[i].text):
         s = _clean(s)
@@ -416,23 +416,17 @@ def _named_option(choice: str, options: list[str]) -> str:
     return (split_sentences(ranked[0][1]) or [ranked[0][1]])[0]
 
 
-def _planned(said: list[Part], i: int) -> list[str]:
+def _planned(turn: list[Part], first: str) -> list[str]:
     """The items of the agent's plan or proposal ("Plan:", "Fix-forward proposal (v2.15.1):") when
-    the user's next turn goes ahead with it rather than refusing it."""
-    turn = _agent_turn(said, i)
-    first = _first(said[i])
+    the user's next turn (its `first` sentence) goes ahead with it rather than refusing it."""
     if not turn or PLAN_REFUSED_RE.match(first) or QUESTION_RE.search(first):
         return []  # refused, or answered with a question: not (yet) approved
     return [x for x in _items_after(PLAN_HEAD_RE, turn) if not QUESTION_RE.search(x) and not LOOKING_RE.match(_clean(x))]
 
 
-def _accepted_offer(said: list[Part], i: int) -> list[str]:
+def _accepted_offer(turn: list[Part], first: str) -> list[str]:
     """An offer the user says yes to ("Want me to roll back?" -> "Yes, …"): the agent's sentence that
     says what the offer is (the one sharing most words with the offer and the answer)."""
-    turn = _agent_turn(said, i)
-    first = _first(said[i])
-    if not turn or not BARE_ASSENT_RE.match(first):
-        return []
     sentences = [s for p in turn for s in _short_sentences(p)]
     offer = next((m.group(1) for s in reversed(sentences) if (m := OFFER_RE.match(s))), "")
     if not offer:
@@ -486,19 +480,16 @@ def _with_context(choice: str, before: Part) -> str:
     return f"{choice} — {best}" if shared >= max(2, len(words) // 2) else choice
 
 
-def _adopted(said: list[Part], i: int) -> list[str]:
-    """The agent's recommendation just before a user turn that only approves it ("agreed."). When it
-    answers the user's "Should we also cache the totals?" with "that", "it" or "this", the question
-    says what: "Cache the totals: no — keep that out of this change."."""
-    first = _first(said[i])
-    if i == 0 or said[i - 1].role != "assistant" or not BARE_ASSENT_RE.match(first):
-        return []
+def _adopted(said: list[Part], i: int, turn: list[Part], first: str) -> list[str]:
+    """The agent's recommendation (in `turn`) just before a user turn that only approves it ("agreed.").
+    When it answers the user's "Should we also cache the totals?" with "that", "it" or "this", the
+    question says what: "Cache the totals: no — keep that out of this change."."""
     proposals = [
         re.sub(r"^i'?d\s+|^i would\s+", "", next((c for c in re.split(r"(?<=\.)\s+", s) if PROPOSAL_RE.search(c)), s), flags=re.I)  # the clause that proposes
         for s in _short_sentences(said[i - 1])
         if PROPOSAL_RE.search(s) and not QUESTION_RE.search(s) and not MEASURED_RE.search(s)
     ][-2:]
-    asked = _asked(said, i - len(_agent_turn(said, i)))
+    asked = _asked(said, i - len(turn))
     said_too = frozenset() if _only_assent(first) else _words(first)  # a reply that says more is kept as the user's choice
     return [a for a in (_answer(asked, s) if asked else s for s in proposals) if len(said_too & _words(a)) < 2]
 
