@@ -35,6 +35,7 @@ OPEN_HEAD_RE = re.compile(
 DONE_HEAD_RE = re.compile(
     r"^(?:done|changes?(?: made)?|what (?:i )?(?:changed|did)|summary(?: of changes)?|fix(?:ed)?|the fix|result|implemented)(?![\w-])", re.I
 )
+_SECTIONS = (("decision", DECISION_HEAD_RE), ("open", OPEN_HEAD_RE), ("done", DONE_HEAD_RE))
 CHANGE_RE = re.compile(
     r"\b(?:now|instead of|rather than|->|→|switched|replaced|moved|pinned|set to|raised|lowered|maps? to|takes? an?|uses?|keeps?|stays?|only)\b", re.I
 )
@@ -150,9 +151,8 @@ class Stated:
 def stated(ps: list[Part]) -> Stated:
     """Items under a Decisions / Open items heading (or a "Left on …:" line), and "Decision: …" /
     "TODO: …" lines; done items ("[x]") are left out."""
-    decisions: list[str] = []
-    open_items: list[str] = []
-    changes: list[str] = []
+    found: dict[str, list[str]] = {"decision": [], "open": [], "done": []}
+    decisions, open_items = found["decision"], found["open"]
     for p in ps:
         if p.kind != "said":
             continue
@@ -183,15 +183,9 @@ def stated(ps: list[Part]) -> Stated:
                 if item.group(1) in ("x", "X"):
                     continue  # done
                 body = item.group(2).strip()
-                if section == "decision":
-                    decisions.append(body)
-                    continue
-                if section == "open":
-                    open_items.append(body)
-                    continue
-                if section == "done":
-                    if p.role != "user" and CHANGE_RE.search(body):
-                        changes.append(body)
+                if section:  # of the agent's report of what it did, only what says how things are now
+                    if section != "done" or (p.role != "user" and CHANGE_RE.search(body)):
+                        found[section].append(body)
                     continue
             elif section and not line.startswith((" ", "\t")):
                 section = ""  # a paragraph after the list ends it
@@ -202,15 +196,10 @@ def stated(ps: list[Part]) -> Stated:
             o = OPEN_LINE_RE.match(line)
             if o and len(o.group(1).split()) >= 2:
                 open_items.append(o.group(1).strip())
-            elif section in ("decision", "open") and item is None and line.startswith((" ", "\t")) and (decisions or open_items):
-                target = decisions if section == "decision" else open_items
-                target[-1] = f"{target[-1]} {bare}"  # a list item's wrapped line
-    return Stated(decisions, open_items, changes)
+            elif section in ("decision", "open") and item is None and line.startswith((" ", "\t")) and found[section]:
+                found[section][-1] += f" {bare}"  # a list item's wrapped line
+    return Stated(decisions, open_items, found["done"])
 
 
 def _section(title: str) -> str:
-    if DECISION_HEAD_RE.match(title):
-        return "decision"
-    if OPEN_HEAD_RE.match(title):
-        return "open"
-    return "done" if DONE_HEAD_RE.match(title) else ""
+    return next((name for name, head in _SECTIONS if head.match(title)), "")

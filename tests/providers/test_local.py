@@ -607,3 +607,17 @@ assistant: Committed and pushed; PR #2214 is open.
     out = LocalCompressor().compress(text * 2)
     assert out.decisions[0] == "Pin exactly 5.81.0 instead of ~> 5.70: no — keep ~> 5.70; an exact pin makes every minor bump a code change."
     assert "Don't touch prod today." in out.decisions  # a short decision after a long one still fits
+
+
+def test_an_indented_line_under_a_decisions_heading_with_no_decision_yet_is_not_a_crash():
+    # It used to extend the last decision (there was none: IndexError) when an open item came before.
+    text = (
+        "user: The nightly export to the billing bucket fails since Monday with an access error from S3.\n\n"
+        "assistant: The role lost s3:PutObject when the bucket policy was rewritten last week; I restored it "
+        "and the export ran again in 4 minutes.\n"
+        "TODO: add an alarm on the export job so a failure pages someone the same night.\n"
+        "Decisions:\n"
+        "  the bucket policy now lives in Terraform next to the role that writes to it\n"
+    )
+    entry = LocalCompressor().compress(text)
+    assert any("alarm on the export job" in a for a in entry.action_items)
