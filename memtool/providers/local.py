@@ -312,23 +312,14 @@ def _capitalised_names(text: str) -> Iterator[tuple[int, int, str]]:
     only: "José", "Zoë Martin", "Łódź", "Иван Петров". A capitalised word is a whole word of letters,
     upper-case then lower-case ("McDonald", "NASA", "R2D2" and "Carol_x" are not)."""
     run: list[re.Match] = []
-    for m in WORD_RUN_RE.finditer(text):
-        w = m.group()
-        if not (len(w) > 1 and w.isalpha() and w[0].isupper() and w[1:].islower() and spaceless_re().search(w) is None):
-            if run:
-                yield _name(text, run)
-                run = []
-            continue
-        if run and (len(run) == MAX_NAME_WORDS or not text[run[-1].end() : m.start()].isspace()):
-            yield _name(text, run)
+    for m in [*WORD_RUN_RE.finditer(text), None]:  # None: the end, which closes the last run
+        w = m.group() if m else ""
+        capital = len(w) > 1 and w.isalpha() and w[0].isupper() and w[1:].islower() and spaceless_re().search(w) is None
+        if run and (not capital or len(run) == MAX_NAME_WORDS or not text[run[-1].end() : m.start()].isspace()):
+            yield run[0].start(), run[-1].end(), text[run[0].start() : run[-1].end()]
             run = []
-        run.append(m)
-    if run:
-        yield _name(text, run)
-
-
-def _name(text: str, run: list[re.Match]) -> tuple[int, int, str]:
-    return run[0].start(), run[-1].end(), text[run[0].start() : run[-1].end()]
+        if capital:
+            run.append(m)
 
 
 def _cue_sentences(sentences: list[str], cue: re.Pattern, budget: int) -> list[str]:
