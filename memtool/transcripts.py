@@ -372,25 +372,19 @@ def _shape(record: dict[str, Any]) -> str:
 def _from_records(records: list[dict[str, Any]]) -> Transcript:
     shapes = [_shape(r) for r in records]
     codex = any(shape in _CODEX_ENVELOPES for shape in shapes)
-    out = Transcript("codex" if codex else "claude-code" if "claude-code" in shapes else "generic")
-    out.started = _first_time(records)
-    cwd = out.cwd = _cwd(records)
-    out.branch = _branch(records)
-    has_items = "response_item" in shapes
+    cwd, events = _cwd(records), "response_item" not in shapes  # event_msg copies are read only without response_item ones
+    out = Transcript(
+        "codex" if codex else "claude-code" if "claude-code" in shapes else "generic", started=_first_time(records), cwd=cwd, branch=_branch(records)
+    )
     for record, shape in zip(records, shapes):
+        item = record.get("payload", record)  # a rollout record's item; an older Codex line is one itself
         if shape == "claude-code":
             out.turns.extend(_claude_record(record, cwd))
-        elif shape == "summary":
-            out.turns.append(Turn("summary", record["summary"]))
-        elif shape == "response_item":
-            out.turns.extend(_block(record["payload"], "", cwd))
-        elif shape == "compacted":
-            out.turns.append(Turn("summary", _text_of(record["payload"].get("message"))))
-        elif shape == "event_msg" and not has_items and record["payload"].get("type") in _EVENT_ROLES:
-            out.turns.extend(_block(record["payload"], "", cwd))
-        elif shape == "codex-item":
-            out.turns.extend(_block(record, "", cwd))
-        elif isinstance(record.get("role"), str) and "content" in record:
+        elif shape in ("summary", "compacted"):
+            out.turns.append(Turn("summary", _text_of(record["summary"] if shape == "summary" else item.get("message"))))
+        elif shape in ("response_item", "codex-item") or (shape == "event_msg" and events and item.get("type") in _EVENT_ROLES):
+            out.turns.extend(_block(item, "", cwd))
+        elif shape == "generic":
             out.turns.extend(_said(_role(record["role"]), _text_of(record["content"])))
     return out
 
