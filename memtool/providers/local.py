@@ -200,17 +200,13 @@ def _summary(sentences: list[str], tf: Counter, idf, budget: int, first_cap: int
     scored.sort(reverse=True)
     lengths = sorted(_floor_tokens(s) for _, _, s in scored)
     typical = min(TYPICAL_SENTENCE_CAP, lengths[len(lengths) // 2]) if lengths else 0  # median: long in technical text
-    picked, used = [], 0
-    for _, i, s in scored:  # the first pick may take twice the budget (or a floor): a summary says something
-        cost = count_tokens(s)
-        if (used + cost <= budget) if picked else (cost <= 2 * budget or _floor_tokens(s) <= max(first_cap, typical)):
-            picked.append((i, s))
-            used += cost
+    place = {s: i for _, i, s in scored}  # in order of score
+    picked = fit(place, budget, first=lambda s, cost: cost <= 2 * budget or _floor_tokens(s) <= max(first_cap, typical))  # a summary says something
     if not picked:  # no sentence fits: the best whole one up to twice the budget (or a floor), else cut the best
         whole = [s for _, _, s in scored if count_tokens(s) <= 2 * budget or _floor_tokens(s) <= FALLBACK_SENTENCE_TOKENS]
         best = whole[0] if whole else (scored[0][2] if scored else " ".join(sentences))
         return best if whole else truncate_to_tokens(best, budget)
-    return " ".join(s for _, s in sorted(picked))
+    return " ".join(sorted(picked, key=place.__getitem__))
 
 
 def _people(text: str, speakers: list[str]) -> list[str]:
