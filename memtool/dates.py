@@ -92,11 +92,9 @@ def _parse(text: str, now: datetime) -> tuple[datetime, datetime]:
         return (point, point + unit) if unit < UNITS["day"] else _day(point)
     if re.match(r"^\d{4}-\d{2}-\d{2}$", text):
         return _day(datetime.fromisoformat(text).replace(tzinfo=tz))
-    if re.match(r"^\d{4}-\d{2}$", text):
-        y, mo = text.split("-")
-        return _month(int(y), int(mo), tz)
-    if re.match(r"^\d{4}$", text):
-        return _year(int(text), tz)
+    m = re.fullmatch(r"(\d{4})(?:-(\d{2}))?", text)  # a year, or a month of one
+    if m:
+        return _month(int(m[1]), int(m[2]), tz) if m[2] else _year(int(m[1]), tz)
     if re.match(r"^\d{4}-\d{2}-\d{2}[t ]\d", text):
         dt = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
         dt = dt if dt.tzinfo else dt.replace(tzinfo=tz)

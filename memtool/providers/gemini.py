@@ -173,8 +173,9 @@ class GeminiTokenCounter:
         return resp.total_tokens
 
 
-class GeminiCompressor(S.WindowedCompressor):
-    """One structured-output `generateContent` call per window of transcript; parts are merged."""
+class GeminiCompressor(S.WindowedCompressor, GeminiTokenCounter):
+    """One structured-output `generateContent` call per window of transcript; parts are merged.
+    Counts tokens as its model does (GeminiTokenCounter)."""
 
     name = "gemini"
 
@@ -191,7 +192,6 @@ class GeminiCompressor(S.WindowedCompressor):
         self.window_chars, self.window_tokens = window_chars, window_tokens
         self.max_summary_chars = max_summary_chars
         self.scrub = client.scrub
-        self._counter = GeminiTokenCounter(client, model)
 
     @classmethod
     def from_settings(cls, settings: "Settings", root: Path, *, retry_base_delay: float = RETRY_BASE_DELAY_S) -> "GeminiCompressor":
@@ -201,9 +201,6 @@ class GeminiCompressor(S.WindowedCompressor):
 
     def __repr__(self) -> str:
         return f"GeminiCompressor(model={self.model!r}, client={self.client!r})"
-
-    def count_tokens(self, text: str) -> int:
-        return self._counter.count_tokens(text)
 
     def _window(self, text: str) -> int:
         """Max chars per part: window_chars, tightened by counted tokens when window_tokens is set."""
