@@ -25,6 +25,7 @@ import shlex
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from itertools import takewhile
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Iterator
 
@@ -453,7 +454,7 @@ def _block(block: dict[str, Any], role: str, cwd: str) -> Iterator[Turn]:
         if isinstance(arguments, str) and kind in ("function_call", "local_shell_call"):
             with suppress(ValueError, RecursionError):  # not JSON, or beyond the parser: shown as the string
                 arguments = json.loads(arguments)
-        yield _tool_turn(str(block.get("name", "shell" if kind == "local_shell_call" else "tool")), arguments, cwd)
+        yield Turn("assistant", "", "tool", tool_call(str(block.get("name", "shell" if kind == "local_shell_call" else "tool")), arguments, cwd))
     elif what == "output":
         output = block.get("content" if kind == "tool_result" else "output")
         if isinstance(output, str) and kind != "tool_result" and output.lstrip().startswith("{"):
@@ -503,10 +504,7 @@ def _gemini_log(records: list[dict[str, Any]]) -> Transcript:
     for n, r in enumerate(records):
         if "$rewindTo" in r:
             target = str(r["$rewindTo"])
-            if target in messages:
-                ids = list(messages)
-                for dropped in ids[ids.index(target) :]:
-                    del messages[dropped]
+            messages = dict(takewhile(lambda item: item[0] != target, messages.items()))
         elif "$set" in r:
             continue
         elif "type" in r and ("content" in r or "toolCalls" in r or "thoughts" in r):
@@ -531,7 +529,7 @@ def _gemini_messages(messages: list[dict[str, Any]]) -> Iterator[Turn]:
         for call in message.get("toolCalls") or []:
             if not isinstance(call, dict):
                 continue
-            yield _tool_turn(str(call.get("name", "tool")), call.get("args"), "")
+            yield Turn("assistant", "", "tool", tool_call(str(call.get("name", "tool")), call.get("args")))
             output = _gemini_output(call)
             if output:
                 yield Turn("tool", output, "output")
@@ -549,10 +547,6 @@ def _gemini_output(call: dict[str, Any]) -> str:
 
 
 # --- tool calls -------------------------------------------------------------------------------
-
-
-def _tool_turn(name: str, arguments: Any, cwd: str) -> Turn:
-    return Turn("assistant", "", "tool", tool_call(name, arguments, cwd))
 
 
 def tool_call(name: str, arguments: Any, cwd: str = "") -> ToolCall:
