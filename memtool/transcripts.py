@@ -58,7 +58,7 @@ _OTHER_KEYS = ("pattern", "query", "url", "description", "prompt")
 # Codex rollout records that carry no conversation text but mark the file as a rollout.
 _CODEX_ENVELOPES = ("response_item", "session_meta", "turn_context", "event_msg", "compacted")
 _PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
-_SHELL_WRAPPERS = ("bash -lc ", "bash -c ", "sh -c ", "zsh -lc ", "zsh -c ")
+_SHELL_RE = re.compile(r"(?:bash -l?c|sh -c|zsh -l?c) (.*)", re.S)  # a command handed to a shell
 
 
 @dataclass
@@ -581,13 +581,9 @@ def _unwrap_shell(command: str | list[str]) -> str:
         if len(command) == 3 and command[0] in ("bash", "sh", "zsh") and command[1] in ("-lc", "-c"):
             return command[2]
         return " ".join(shlex.quote(c) if " " in c else c for c in command)
-    for prefix in _SHELL_WRAPPERS:
-        if command.startswith(prefix):
-            rest = command[len(prefix) :].strip()
-            if len(rest) >= 2 and rest[0] == rest[-1] and rest[0] in "'\"":
-                rest = rest[1:-1]
-            return rest
-    return command
+    m = _SHELL_RE.match(command)
+    rest = m.group(1).strip() if m else command
+    return rest[1:-1] if m and len(rest) >= 2 and rest[0] == rest[-1] and rest[0] in "'\"" else rest
 
 
 def _relative(path: str, cwd: str) -> str:
