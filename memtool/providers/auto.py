@@ -33,10 +33,7 @@ X86 = ("x86_64", "amd64", "i386", "i686")
 def choose_embedder(root: Path) -> str:
     """The built-in embedder `auto` stands for in the memory root `root`: the one of its vectors (on a
     machine that cannot run it, build_embedder searches by words), else the best that runs here."""
-    stored = _embedder_of(stored_model(root))
-    if stored is not None:
-        return stored
-    return E5 if e5_runs() else WORDLLAMA
+    return _embedder_of(stored_model(root)) or (E5 if e5_runs() else WORDLLAMA)
 
 
 def pin_embedder(root: Path) -> str | None:

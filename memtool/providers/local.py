@@ -121,11 +121,7 @@ _TOPIC_INDEX = {w: t for t, ws in TOPIC_LEXICON.items() for w in ws.split()}
 def _idf(hints: Hints):
     """Inverse document frequency over the entries already stored; flat (1.0) for an empty store."""
     n, df = hints.n_docs, hints.doc_freq
-
-    def idf(word: str) -> float:
-        return 1.0 + math.log((n + 1) / (df.get(word, 0) + 1))
-
-    return idf
+    return lambda word: 1.0 + math.log((n + 1) / (df.get(word, 0) + 1))
 
 
 class LocalCompressor:
