@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 EMBED_BATCH = 100  # batchEmbedContents accepts at most 100 requests
-RETRY_BASE_DELAY_S = S.RETRY_BASE_DELAY_S
 RETRYABLE = {408, 429, 500, 502, 503, 504}
 
 
@@ -67,7 +66,7 @@ class GeminiClient:
         base_url: str = "",
         timeout_s: float = 60.0,
         max_retries: int = 3,
-        retry_base_delay: float = RETRY_BASE_DELAY_S,
+        retry_base_delay: float = S.RETRY_BASE_DELAY_S,
     ):
         if timeout_s <= 0:
             raise ProviderError("gemini_timeout_s must be positive")
@@ -194,7 +193,7 @@ class GeminiCompressor(S.WindowedCompressor, GeminiTokenCounter):
         self.scrub = client.scrub
 
     @classmethod
-    def from_settings(cls, settings: "Settings", root: Path, *, retry_base_delay: float = RETRY_BASE_DELAY_S) -> "GeminiCompressor":
+    def from_settings(cls, settings: "Settings", root: Path, *, retry_base_delay: float = S.RETRY_BASE_DELAY_S) -> "GeminiCompressor":
         if settings.gemini_window_chars < 1:
             raise ConfigError(f"gemini_window_chars must be positive, got {settings.gemini_window_chars}")
         return cls(_client(settings, retry_base_delay), settings.gemini_model, window_chars=settings.gemini_window_chars)
@@ -243,7 +242,7 @@ class GeminiEmbedder:
         self.client, self.model, self.dim = client, model, int(dim)
 
     @classmethod
-    def from_settings(cls, settings: "Settings", root: Path, *, retry_base_delay: float = RETRY_BASE_DELAY_S) -> "GeminiEmbedder":
+    def from_settings(cls, settings: "Settings", root: Path, *, retry_base_delay: float = S.RETRY_BASE_DELAY_S) -> "GeminiEmbedder":
         return cls(_client(settings, retry_base_delay), settings.gemini_embed_model, settings.gemini_embed_dim)
 
     def __repr__(self) -> str:

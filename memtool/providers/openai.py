@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from memtool.config import Settings
 
 T = TypeVar("T")
-RETRY_BASE_DELAY_S = S.RETRY_BASE_DELAY_S
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 NO_KEY = "not-needed"  # what a local server that wants no key is sent (the SDK requires a value)
 LABEL = "OpenAI-compatible model"
@@ -70,7 +69,7 @@ class OpenAICompressor(S.WindowedCompressor):
         timeout_s: float = 60.0,
         max_retries: int = 3,
         window_chars: int = C.DEFAULT_OPENAI_WINDOW_CHARS,
-        retry_base_delay: float = RETRY_BASE_DELAY_S,
+        retry_base_delay: float = S.RETRY_BASE_DELAY_S,
         max_summary_chars: int = S.DEFAULT_MAX_SUMMARY_CHARS,
     ):
         if timeout_s <= 0:
@@ -86,7 +85,7 @@ class OpenAICompressor(S.WindowedCompressor):
         self._client: Any = None
 
     @classmethod
-    def from_settings(cls, settings: "Settings", root: Path, *, retry_base_delay: float = RETRY_BASE_DELAY_S) -> "OpenAICompressor":
+    def from_settings(cls, settings: "Settings", root: Path, *, retry_base_delay: float = S.RETRY_BASE_DELAY_S) -> "OpenAICompressor":
         return cls(
             api_key_from_env(settings.openai_base_url),
             settings.openai_model,
