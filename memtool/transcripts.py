@@ -477,14 +477,9 @@ _HOME_RE = re.compile(r"^(/(?:home|Users)/[^/\s]+/(?:[^/\s]+/){0,2})")
 
 def _home_of(messages: list[dict[str, Any]]) -> str:
     """Gemini CLI records no folder: the project folder under a home folder its tool calls name."""
-    for m in messages:
-        for call in m.get("toolCalls") or []:
-            args = call.get("args") if isinstance(call, dict) else None
-            for value in (args or {}).values() if isinstance(args, dict) else ():
-                found = _HOME_RE.match(value) if isinstance(value, str) else None
-                if found:
-                    return found.group(1).rstrip("/")
-    return ""
+    calls = (c for m in messages for c in m.get("toolCalls") or [] if isinstance(c, dict) and isinstance(c.get("args"), dict))
+    found = (_HOME_RE.match(value) for c in calls for value in c["args"].values() if isinstance(value, str))
+    return next((m.group(1).rstrip("/") for m in found if m), "")
 
 
 def _is_gemini_log(records: list[dict[str, Any]]) -> bool:

@@ -171,9 +171,7 @@ def load_wordllama():
 
     # wordllama calls logging.basicConfig() on import, which would print every library's debug log
     # (bm25s logs at DEBUG) to our users' stderr: take the root logger back to how it was.
-    for h in root.handlers[:]:
-        if h not in handlers:
-            root.removeHandler(h)
+    root.handlers[:] = handlers
     root.setLevel(level)
 
     return WordLlama.load(config=CONFIG, dim=DIM, cache_dir=Path(wordllama.__file__).parent, disable_download=True)
