@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import numpy as np
 
 from memtool.providers.wordllama import WordLlamaEmbedder, load_wordllama
@@ -40,3 +43,13 @@ def test_a_batch_embeds_each_text_exactly_as_alone():
     assert e._piecewise  # the word-piece path ran
     for text, vec in zip(texts, batch):
         assert np.array_equal(vec, e.embed_query(text)), repr(text)
+
+
+def test_loading_wordllama_leaves_the_root_logger_as_it_was():
+    # wordllama calls logging.basicConfig() on import: a fresh process shows whether it is undone.
+    check = (
+        "import logging; root = logging.getLogger(); before = (list(root.handlers), root.level)\n"
+        "from memtool.providers.wordllama import load_wordllama; load_wordllama()\n"
+        "assert (list(root.handlers), root.level) == before, root.handlers"
+    )
+    subprocess.run([sys.executable, "-c", check], check=True, timeout=120)
