@@ -11,7 +11,7 @@ and entries of high or critical importance never move.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -104,9 +104,6 @@ class ArchiveReport:
     resolved: list[str] = field(default_factory=list)  # leftovers of an interrupted run, put right
     log_retention_days: int = 0  # the settings it ran with
     entry_retention_days: int = 0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class Archiver:

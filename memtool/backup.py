@@ -27,7 +27,7 @@ import secrets
 import shutil
 import stat
 import tarfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -82,9 +82,6 @@ class BackupReport:
     bytes: int  # uncompressed size of the files
     archive_bytes: int
     skipped: list[str] = field(default_factory=list)  # "name: why" for what was not packed
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def backup_members(layout: Layout, skip: list[Path] | None = None, skipped: list[str] | None = None) -> list[tuple[str, Path, bool]]:
@@ -170,9 +167,6 @@ class RestoreReport:
     unchanged: int = 0  # files already byte-identical
     quarantined: list[str] = field(default_factory=list)  # replaced files, moved aside (--force)
     not_in_backup: list[str] = field(default_factory=list)  # files here the backup does not have: left alone
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

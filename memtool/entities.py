@@ -11,7 +11,7 @@ import difflib
 import itertools
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
@@ -152,9 +152,6 @@ class PagesReport:
     written: list[str] = field(default_factory=list)  # root-relative paths created or changed
     removed: list[str] = field(default_factory=list)  # generated pages of entities no longer seen
     unchanged: int = 0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def page_slugs(found: dict[str, list[Entity]]) -> dict[tuple[str, str], str]:

@@ -17,7 +17,7 @@ What forget does not change, it names: lines of Markdown files you write (MEMORY
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from memtool import confine
@@ -44,9 +44,6 @@ class ForgetReport:
     rewritten: list[str] = field(default_factory=list)  # files rewritten without the entries
     caches: list[str] = field(default_factory=list)  # derived caches dropped or purged of the entries
     mentions: list[str] = field(default_factory=list)  # "MEMORY.md:12: ..." lines still naming an id
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def journal_file(layout: Layout) -> Path:

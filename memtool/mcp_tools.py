@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Callable, Iterable, Literal
@@ -540,7 +540,7 @@ class MemoryTools:
         mem = self.memory()
         report = forget(mem.layout, ids, mem.settings.compressor, dry_run=not confirm)
         entries = [e | {"summary": e["summary"] if e["trusted"] else quoted(e["summary"])} for e in report.entries]
-        answer: dict[str, Any] = {"forgotten": confirm, "truncated": False, **report.to_dict(), "entries": entries}
+        answer: dict[str, Any] = {"forgotten": confirm, "truncated": False, **asdict(report), "entries": entries}
         del answer["dry_run"]
         notes = [
             "" if confirm else FORGET_CONFIRM_NOTE,
@@ -565,7 +565,7 @@ class MemoryTools:
         from memtool.archive import archive
 
         mem = self.memory()
-        answer: dict[str, Any] = {"truncated": False, **archive(mem.layout, mem.settings, dry_run=dry_run).to_dict()}
+        answer: dict[str, Any] = {"truncated": False, **asdict(archive(mem.layout, mem.settings, dry_run=dry_run))}
         fit(answer, self.max_tokens, "entries")
         return answer
 

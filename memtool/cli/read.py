@@ -85,7 +85,7 @@ def context(
     res = mem.context(query, budget=budget, template=template, limit=limit)
     warn(*res.warnings)  # e.g. the provider's token count failed; the offline count was used
     if as_json:
-        print_json(res.__dict__)
+        print_json(res)
         return
     typer.echo(res.text)
     note = f"[{res.tokens}/{res.budget} tokens, template {res.template}"

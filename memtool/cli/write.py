@@ -215,7 +215,7 @@ def forget(
             raise typer.Exit(1)
     report = run(layout, ids, compressor, dry_run=dry_run)
     if as_json:
-        print_json(report.to_dict())
+        print_json(report)
         return
 
     def verb(now: str, past: str) -> str:
