@@ -106,7 +106,7 @@ def backup_members(layout: Layout, skip: list[Path] | None = None, skipped: list
             filenames = [f for f in filenames if f not in C.BACKUP_EXCLUDE]
         for entry in sorted(dirnames) + sorted(filenames):
             path = here / entry
-            name = path.relative_to(layout.root).as_posix()
+            name = layout.rel(path)
             if str(path) in leave:
                 continue
             try:
@@ -357,7 +357,7 @@ def _put_in_place(layout: Layout, members: list[Member], stage_fd: int, force: b
         )
     from memtool.doctor.salvage import Quarantine  # here: `memory backup` need not import the doctor
 
-    aside = Quarantine(layout).folder.relative_to(layout.root).as_posix() if existing else None
+    aside = layout.rel(Quarantine(layout).folder) if existing else None
     for m in existing:
         names = m.name.split("/")
         sfd = confine.open_folder(str(layout.root), names[:-1], layout.root / m.name)
