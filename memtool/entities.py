@@ -91,6 +91,11 @@ def check_kind(kind: str | None) -> tuple[str, ...]:
     return (kind,)
 
 
+# (JSON key, Entry attribute) of one item of `memory entity NAME --json`'s timeline, in order
+TIMELINE_FIELDS = (("date", "day"), ("timestamp", "timestamp"), ("id", "id"), ("session", "source_session"))
+TIMELINE_FIELDS += (("importance", "importance"), ("summary", "summary"), ("decisions", "decisions"))
+
+
 @dataclass
 class Timeline:
     name: str
@@ -112,18 +117,7 @@ class Timeline:
             "count": len(entries),
             "first_seen": entries[0].day,
             "last_seen": entries[-1].day,
-            "timeline": [
-                {
-                    "date": e.day,
-                    "timestamp": e.timestamp,
-                    "id": e.id,
-                    "session": e.source_session,
-                    "importance": e.importance,
-                    "summary": e.summary,
-                    "decisions": e.decisions,
-                }
-                for e in entries
-            ],
+            "timeline": [{key: getattr(e, attr) for key, attr in TIMELINE_FIELDS} for e in entries],
         }
 
 
