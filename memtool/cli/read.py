@@ -48,7 +48,7 @@ def search(
 
     echo_lines(fix_notes(found.typo_fixes), err=True)  # on stderr: --json output stays the hits alone
     if as_json:
-        print_json([h.to_dict() for h in hits])
+        print_json(hits)
         return
     if not hits:
         typer.echo("no matches")
