@@ -11,7 +11,7 @@ and entries of high or critical importance never move.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -105,9 +105,6 @@ class ArchiveReport:
     log_retention_days: int = 0  # the settings it ran with
     entry_retention_days: int = 0
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 class Archiver:
     def __init__(self, layout: Layout, settings: Settings, now: datetime | None = None):
@@ -115,9 +112,6 @@ class Archiver:
         self.store = Store(layout)
         self.settings = settings
         self.now = (now or utcnow()).astimezone()
-
-    def rel(self, path: Path) -> str:
-        return path.relative_to(self.layout.root).as_posix()
 
     # -- what moves ----------------------------------------------------------------------------------
     def old_logs(self) -> list[Path]:
@@ -156,7 +150,7 @@ class Archiver:
             entries = self.old_entries(report)
             for path in logs:
                 dest = ArchiveLayout(self.layout.root, path.stem[:4]).daily_log(path.stem)
-                report.logs.append(f"{self.rel(path)} -> {self.rel(dest)}")
+                report.logs.append(f"{self.layout.rel(path)} -> {self.layout.rel(dest)}")
                 if not dry_run:
                     _move_log(path, dest)
             report.entries = [e.id for _, e in entries]
@@ -210,7 +204,7 @@ class Archiver:
                         continue
                     differs = e.to_dict() != live[e.id].to_dict()
                     note = " (the archived copy differed; it is in memory/quarantine/)" if differs else ""
-                    report.resolved.append(f"entry {e.id} was both live and in {self.rel(path)}: kept the live one{note}")
+                    report.resolved.append(f"entry {e.id} was both live and in {self.layout.rel(path)}: kept the live one{note}")
                     if differs and not dry_run:
                         _quarantine(lay, f"{C.ARCHIVE_DIR}/{arch.year}/{C.INDEX_DIR}/{e.id}.json", e)
                 if len(rest) < len(entries) and not dry_run:
@@ -229,13 +223,13 @@ class Archiver:
             for eid in sorted(archived):
                 for src, dest in self._files(eid, arch):
                     if src.is_file():
-                        report.resolved.append(f"{self.rel(src)} belongs to archived entry {eid}: moved to {self.rel(dest)}")
+                        report.resolved.append(f"{self.layout.rel(src)} belongs to archived entry {eid}: moved to {self.layout.rel(dest)}")
                         if not dry_run:
                             _move(src, dest)
             for log in arch.markdown_files():
                 twin = lay.daily_log(log.stem)
                 if twin.is_file() and confine.read_bytes(twin) == confine.read_bytes(log):  # a different one is merged when it moves
-                    report.resolved.append(f"{self.rel(twin)} was also in {self.rel(log)}: kept the live one")
+                    report.resolved.append(f"{self.layout.rel(twin)} was also in {self.layout.rel(log)}: kept the live one")
                     if not dry_run:
                         _unlink(log)
 

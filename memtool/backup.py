@@ -27,7 +27,7 @@ import secrets
 import shutil
 import stat
 import tarfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -83,9 +83,6 @@ class BackupReport:
     archive_bytes: int
     skipped: list[str] = field(default_factory=list)  # "name: why" for what was not packed
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 def backup_members(layout: Layout, skip: list[Path] | None = None, skipped: list[str] | None = None) -> list[tuple[str, Path, bool]]:
     """(archive name, path, is a folder) for every file and folder a backup holds, sorted by name. Links
@@ -109,7 +106,7 @@ def backup_members(layout: Layout, skip: list[Path] | None = None, skipped: list
             filenames = [f for f in filenames if f not in C.BACKUP_EXCLUDE]
         for entry in sorted(dirnames) + sorted(filenames):
             path = here / entry
-            name = path.relative_to(layout.root).as_posix()
+            name = layout.rel(path)
             if str(path) in leave:
                 continue
             try:
@@ -170,9 +167,6 @@ class RestoreReport:
     unchanged: int = 0  # files already byte-identical
     quarantined: list[str] = field(default_factory=list)  # replaced files, moved aside (--force)
     not_in_backup: list[str] = field(default_factory=list)  # files here the backup does not have: left alone
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -363,7 +357,7 @@ def _put_in_place(layout: Layout, members: list[Member], stage_fd: int, force: b
         )
     from memtool.doctor.salvage import Quarantine  # here: `memory backup` need not import the doctor
 
-    aside = Quarantine(layout).folder.relative_to(layout.root).as_posix() if existing else None
+    aside = layout.rel(Quarantine(layout).folder) if existing else None
     for m in existing:
         names = m.name.split("/")
         sfd = confine.open_folder(str(layout.root), names[:-1], layout.root / m.name)

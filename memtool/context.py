@@ -71,7 +71,7 @@ class ContextResult:
 @dataclass(frozen=True)
 class ContextInput:
     """What a bundle is packed from: one search's hits and the files around them. Packing it again at
-    another budget (`Memory.pack_context`) does not search again."""
+    another budget (`Memory.pack_offline`) does not search again."""
 
     layer3: list[Section]
     hits: list[Hit]

@@ -17,7 +17,7 @@ What forget does not change, it names: lines of Markdown files you write (MEMORY
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from memtool import confine
@@ -44,9 +44,6 @@ class ForgetReport:
     rewritten: list[str] = field(default_factory=list)  # files rewritten without the entries
     caches: list[str] = field(default_factory=list)  # derived caches dropped or purged of the entries
     mentions: list[str] = field(default_factory=list)  # "MEMORY.md:12: ..." lines still naming an id
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def journal_file(layout: Layout) -> Path:
@@ -116,9 +113,9 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
     page_entries = _entries_for_pages(store, gone) if pages else None
     report.entries = [_described(layout, fs) for fs in found.values() if fs]
     report.completed = [i for i in every if not found[i]]
-    report.removed = [_rel(layout, p) for p in files]
-    report.rewritten = [_rel(layout, p) for p in day_files] + [_rel(layout, layout.index_file)] * listed
-    report.rewritten += [_rel(layout, p) for p in pages] if page_entries is not None else []
+    report.removed = [layout.rel(p) for p in files]
+    report.rewritten = [layout.rel(p) for p in day_files] + [layout.rel(layout.index_file)] * listed
+    report.rewritten += [layout.rel(p) for p in pages] if page_entries is not None else []
     report.mentions = _mentions(layout, gone, [] if page_entries is not None else pages)
     keys = list(dict.fromkeys([*journal_keys, *(k for p in files if p.suffix == ".md" for k in _passage_keys(p))]))
     if dry_run:
@@ -161,7 +158,7 @@ def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = 
     if not dry_run:
         Manifest.drop(layout, ids)
         purge_entries(layout, sorted(ids), sorted(keys))
-    return [_rel(layout, store)]
+    return [layout.rel(store)]
 
 
 def _passage_keys(transcript: Path) -> list[str]:
@@ -189,10 +186,6 @@ def _described(layout: Layout, places: list[Found]) -> dict:
     return {"id": e.id, "timestamp": e.timestamp, "summary": e.summary, "trusted": e.trusted, "archived": all(f.home is not layout for f in places)}
 
 
-def _rel(layout: Layout, path: Path) -> str:
-    return path.relative_to(layout.root).as_posix()
-
-
 def _pages_naming(layout: Layout, ids: set[str]) -> list[Path]:
     """Generated entity pages (memory/areas/) that name one of these entries (as `id`)."""
     folder = layout.memory_dir / C.AREAS_DIR
@@ -208,9 +201,9 @@ def _mentions(layout: Layout, ids: set[str], extra: list[Path]) -> list[str]:
     for path in files:
         for n, line in enumerate(_text(path).splitlines(), 1):
             if any(i in line for i in ids):
-                out.append(f"{_rel(layout, path)}:{n}: {line.strip()[:120]}")
+                out.append(f"{layout.rel(path)}:{n}: {line.strip()[:120]}")
     quarantined = sorted(p for p in layout.quarantine_dir.rglob("*") if p.is_file()) if layout.quarantine_dir.is_dir() else []
-    out += [f"{_rel(layout, p)}: a copy `memory doctor` set aside" for p in quarantined if any(i in _text(p) for i in ids)]
+    out += [f"{layout.rel(p)}: a copy `memory doctor` set aside" for p in quarantined if any(i in _text(p) for i in ids)]
     return out
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Callable, Iterable, Literal
@@ -27,7 +27,7 @@ from pydantic import Field
 
 from memtool import constants as C
 from memtool.confine import read_bytes as confined_read
-from memtool.context import UNTRUSTED_NOTE, ContextResult, fit_to_provider_count
+from memtool.context import MIN_PACK_BUDGET, UNTRUSTED_NOTE, ContextResult, fit_to_provider_count
 from memtool.errors import BadInput, NotFound, UnsafePath
 from memtool.mcp_fit import brief, file_head, fit, join_notes, leading_within, log_tail, render, tokens
 from memtool.memory import Memory, Session
@@ -42,7 +42,6 @@ FILE_REF_RE = re.compile(r"^(?P<path>[^#]+\.md)(?:#L(?P<line>\d+))?$")
 META_FIELDS = ("source_session", "agent", "source")  # entry fields naming where it came from: shown on one line
 CONTEXT_WRAPPER = 150  # first guess at the tokens of the JSON around the context bundle
 CONTEXT_PACKS = 8  # packings tried before giving up on fitting the bundle in max_tokens
-MIN_PACK_BUDGET = 50  # the smallest budget `memtool.context.pack` accepts
 DROPPED_SHARE = 0.1  # share of max_tokens the list of what the context dropped may take
 FILE_WRAPPER = 120  # tokens of the JSON around the text of a file read from a line on, with its note
 SENT_NOTE = (
@@ -540,7 +539,7 @@ class MemoryTools:
         mem = self.memory()
         report = forget(mem.layout, ids, mem.settings.compressor, dry_run=not confirm)
         entries = [e | {"summary": e["summary"] if e["trusted"] else quoted(e["summary"])} for e in report.entries]
-        answer: dict[str, Any] = {"forgotten": confirm, "truncated": False, **report.to_dict(), "entries": entries}
+        answer: dict[str, Any] = {"forgotten": confirm, "truncated": False, **asdict(report), "entries": entries}
         del answer["dry_run"]
         notes = [
             "" if confirm else FORGET_CONFIRM_NOTE,
@@ -565,7 +564,7 @@ class MemoryTools:
         from memtool.archive import archive
 
         mem = self.memory()
-        answer: dict[str, Any] = {"truncated": False, **archive(mem.layout, mem.settings, dry_run=dry_run).to_dict()}
+        answer: dict[str, Any] = {"truncated": False, **asdict(archive(mem.layout, mem.settings, dry_run=dry_run))}
         fit(answer, self.max_tokens, "entries")
         return answer
 

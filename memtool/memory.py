@@ -378,7 +378,13 @@ class Memory:
     def context(
         self, query: str | None = None, budget: int | None = None, template: str | None = None, limit: int = 8, now: datetime | None = None
     ) -> ContextResult:
-        return self.pack_context(self.context_input(query, limit, now), budget, template)
+        """The bundle for `query` packed into `budget` tokens (held to the provider's count when Gemini is configured)."""
+        given = self.context_input(query, limit, now)
+        budget = self.settings.budget if budget is None else budget
+        counting = self.counting()
+        res = fit_to_provider_count(counting, lambda b: self.pack_offline(given, b, template), budget)
+        res.warnings = [*given.warnings, *counting.warnings]
+        return res
 
     def context_input(self, query: str | None = None, limit: int = 8, now: datetime | None = None) -> ContextInput:
         """What the bundle is packed from: Layer 3, the hits of one search (or the recent entries) and
@@ -395,17 +401,9 @@ class Memory:
         else:
             hits = self.recent(limit, warnings)
         if today is not None:  # today's log is packed whole; do not repeat its chunks as hits
-            today_ref = today_path.relative_to(self.layout.root).as_posix() + "#"
+            today_ref = self.layout.rel(today_path) + "#"
             hits = [h for h in hits if not h.ref.startswith(today_ref)]
         return ContextInput(layer3, hits, today, query or "", tuple(warnings))
-
-    def pack_context(self, given: ContextInput, budget: int | None = None, template: str | None = None) -> ContextResult:
-        """`given` packed into `budget` tokens (held to the provider's count when Gemini is configured)."""
-        budget = self.settings.budget if budget is None else budget
-        counting = self.counting()
-        res = fit_to_provider_count(counting, lambda b: self.pack_offline(given, b, template), budget)
-        res.warnings = [*given.warnings, *counting.warnings]
-        return res
 
     def counting(self) -> Counting:
         """What a context is counted with by the provider (memtool.context); its warnings are collected in it."""

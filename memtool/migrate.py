@@ -110,7 +110,7 @@ def _convert_vector(layout: Layout, src: Path, dest: Path, report: MigrateReport
 
 def _untrack_index(layout: Layout, report: MigrateReport, dry_run: bool) -> None:
     """index.json out of git's index (the file itself stays: every clone derives its own)."""
-    rel = layout.index_file.relative_to(layout.root).as_posix()
+    rel = layout.rel(layout.index_file)
     try:
         tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "--", rel], cwd=layout.root, capture_output=True, text=True)
     except OSError:  # no git on this machine

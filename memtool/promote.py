@@ -30,11 +30,11 @@ NEW_FILE = "# MEMORY\n"
 
 
 @dataclass
-class Promotion:
-    section: str
-    bullet: str  # the line written (or found), without its line ending
+class Promotion:  # fields in the order `memory promote --json` prints them
     added: bool  # False when the insight was already in MEMORY.md
     path: Path
+    section: str
+    bullet: str  # the line written (or found), without its line ending
     entry_id: str = ""
 
 
@@ -145,12 +145,12 @@ def _write(mem: Memory, insight: str, provenance: str, section: str, entry: Entr
         lines = _lines(text)
         found, entry_id = _find_existing(lines, insight, section), entry.id if entry else ""
         if found is not None:
-            result = Promotion(found, f"- {insight}", False, path, entry_id)
+            result = Promotion(False, path, found, f"- {insight}", entry_id)
         else:
             bullet = f"- {insight} ({provenance})"
             match = next((s.name for s in _outline(lines)[0] if s.name.casefold() == section.casefold()), section)
             atomic_write_bytes(path, insert_bullet(text, match, bullet).encode("utf-8"))
-            result = Promotion(match, bullet, True, path, entry_id)
+            result = Promotion(True, path, match, bullet, entry_id)
         if entry is not None and entry.promoted_to != f"{C.MEMORY_MD}#{result.section}":
             entry.promoted_to = f"{C.MEMORY_MD}#{result.section}"
             mem.store.update_entries([entry])

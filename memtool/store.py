@@ -80,6 +80,10 @@ class Layout:
     def quarantine_dir(self) -> Path:
         return self.memory_dir / C.QUARANTINE_DIR
 
+    def rel(self, path: Path) -> str:
+        """`path` (under the root) as the root-relative posix name reports show."""
+        return path.relative_to(self.root).as_posix()
+
     def day_file(self, day: str) -> Path:
         return self.index_dir / f"{day}.json"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
+from dataclasses import asdict, is_dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import typer
@@ -61,7 +62,14 @@ def open_from(ctx: typer.Context, **kw):
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    """`data` as JSON; a result dataclass goes by its `to_dict` if it has one, else field by field."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=_plain) + "\n")
+
+
+def _plain(obj: Any) -> Any:
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    return asdict(obj) if is_dataclass(obj) else str(obj)
 
 
 def echo_lines(lines: Iterable[str], err: bool = False) -> None:

@@ -33,7 +33,7 @@ def archive(
     settings = load_settings(layout.root)
     report = run(layout, settings, dry_run=dry_run)
     if as_json:
-        print_json(report.to_dict())
+        print_json(report)
         return
     verb = "would move" if dry_run else "moved"
     echo_lines(f"{'would resolve' if dry_run else 'resolved'}: {line}" for line in report.resolved)
@@ -74,7 +74,7 @@ def entities(
         with mem.store.lock():
             rep = write_pages(mem.layout, collect_entities(entries))
         if as_json:
-            print_json(rep.to_dict())
+            print_json(rep)
             return
         index = mem.layout.memory_dir / C.AREAS_DIR / C.AREA_INDEX_FILE
         typer.echo(f"{len(rep.written)} page(s) written, {rep.unchanged} unchanged, {len(rep.removed)} removed; start at {index}")
@@ -158,7 +158,7 @@ def backup(
 
     rep = do_backup(layout_of(ctx, require=False), archive)
     if as_json:
-        print_json(rep.to_dict())
+        print_json(rep)
         return
     typer.echo(f"backed up {rep.files} files ({human_bytes(rep.bytes)}) to {rep.path} ({human_bytes(rep.archive_bytes)})")
     warn(*(f"not backed up: {why}" for why in rep.skipped))
@@ -175,7 +175,7 @@ def restore(
 
     rep = do_restore(layout_of(ctx, require=False), archive, force=force)
     if as_json:
-        print_json(rep.to_dict())
+        print_json(rep)
         return
     typer.echo(f"restored {len(rep.restored)} files, {rep.unchanged} already identical")
     if rep.quarantined:
@@ -210,7 +210,7 @@ def migrate(
 
     report = run(root_path(ctx), dry_run=dry_run)
     if as_json:
-        print_json(report.to_dict())
+        print_json(report)
         return
     would = "would " if dry_run else ""
     if not report.moved and not report.index_untracked and not report.index_command:

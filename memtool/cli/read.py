@@ -48,7 +48,7 @@ def search(
 
     echo_lines(fix_notes(found.typo_fixes), err=True)  # on stderr: --json output stays the hits alone
     if as_json:
-        print_json([h.to_dict() for h in hits])
+        print_json(hits)
         return
     if not hits:
         typer.echo("no matches")
@@ -85,7 +85,7 @@ def context(
     res = mem.context(query, budget=budget, template=template, limit=limit)
     warn(*res.warnings)  # e.g. the provider's token count failed; the offline count was used
     if as_json:
-        print_json(res.__dict__)
+        print_json(res)
         return
     typer.echo(res.text)
     note = f"[{res.tokens}/{res.budget} tokens, template {res.template}"

@@ -50,7 +50,7 @@ def promote(
 
     p = do_promote(open_from(ctx), target, section)
     if as_json:
-        print_json({"added": p.added, "path": str(p.path), "section": p.section, "bullet": p.bullet, "entry_id": p.entry_id})
+        print_json(p)
         return
     if p.added:
         typer.echo(f"added to {p.path.name} under ## {p.section}:\n{p.bullet}")

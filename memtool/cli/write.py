@@ -203,6 +203,7 @@ def forget(
     not changed. Git history keeps old versions of the files."""
     from memtool.config import load_settings
     from memtool.forget import forget as run
+    from memtool.transcripts import _clip
 
     layout = layout_of(ctx)
     compressor = load_settings(layout.root).compressor
@@ -210,19 +211,19 @@ def forget(
         plan = run(layout, ids, compressor, dry_run=True)  # checks every id before asking
         if not sys.stdin.isatty():
             raise BadInput("memory forget removes entries for good: pass --yes to confirm (or --dry-run to see what it would remove).")
-        echo_lines(f"{e['id']}  {e['timestamp'][:16]}  {_clip(e['summary'])}" for e in plan.entries)
+        echo_lines(f"{e['id']}  {e['timestamp'][:16]}  {_clip(e['summary'], 70)}" for e in plan.entries)
         if not typer.confirm(f"Forget {len(plan.entries)} entr{'y' if len(plan.entries) == 1 else 'ies'} for good?"):
             raise typer.Exit(1)
     report = run(layout, ids, compressor, dry_run=dry_run)
     if as_json:
-        print_json(report.to_dict())
+        print_json(report)
         return
 
     def verb(now: str, past: str) -> str:
         return f"would {now}" if dry_run else past
 
     for e in report.entries:
-        typer.echo(f"{verb('forget', 'forgot')} {e['id']} ({e['timestamp'][:16]}{', archived' if e['archived'] else ''}): {_clip(e['summary'])}")
+        typer.echo(f"{verb('forget', 'forgot')} {e['id']} ({e['timestamp'][:16]}{', archived' if e['archived'] else ''}): {_clip(e['summary'], 70)}")
     echo_lines(f"{verb('finish', 'finished')} forgetting {entry_id} (an interrupted forget had removed its entry)" for entry_id in report.completed)
     echo_lines(f"{verb('remove', 'removed')} {path}" for path in report.removed)
     echo_lines(f"{verb('rewrite', 'rewrote')} {path}" for path in report.rewritten)
@@ -238,11 +239,6 @@ def forget(
             "git history still holds the old bytes of these entries. To purge them: `git filter-repo --invert-paths --path <each removed file>` "
             "and `--replace-text` with the summary text (it is in the day file and index.json), then force-push; every clone must clone again"
         )
-
-
-def _clip(text: str, width: int = 70) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 COMMANDS = (init, log, compress, forget)  # registered in this order by memtool.cli.main

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable, Iterator, Mapping
 
@@ -56,9 +56,6 @@ class Hit:
     superseded_by: str = ""  # id of a newer entry that supersedes this one (ranked above it when both match)
     newer_action_items: list[str] = field(default_factory=list)  # the open items of that newer entry (`Memory.search` fills them)
     newer_trusted: bool = True  # whether that newer entry's text is trusted
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass
