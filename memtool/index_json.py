@@ -16,7 +16,7 @@ from typing import Iterable
 
 from memtool import confine
 from memtool import constants as C
-from memtool.dayfile import CONFLICT_RE, load_json, read_day
+from memtool.dayfile import conflict_line, load_json, read_day
 from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.fsutil import atomic_write_bytes
 from memtool.models import Entry
@@ -79,9 +79,9 @@ def _store_lines(layout) -> tuple[list[bytes], str | None] | None:
 
 
 def _from_day_files(layout, provider: str) -> tuple[list[bytes], list[str]]:
-    """index.json from the day files, as read. The entries of an unreadable day file are kept from the
-    old index.json, so one bad file never drops anything; an id in two day files is listed once, the
-    later file's copy (as in a store built from scratch)."""
+    """index.json from the day files, as read, and those that cannot be read (their entries kept from
+    the old index.json); an id in two day files is listed once, the later file's copy (as in a store
+    built from scratch)."""
     errors: list[str] = []
     kept: dict[str, Entry] = {}
     bad_days: set[str] = set()
@@ -91,13 +91,18 @@ def _from_day_files(layout, provider: str) -> tuple[list[bytes], list[str]]:
         except (StoreCorrupt, UnicodeDecodeError) as exc:
             errors.append(str(exc))
             bad_days.add(path.stem)
-    if bad_days:
-        try:
-            old = load_json(layout.index_file).get("entries", [])
-            kept = {**{e.id: e for e in (Entry.from_dict(d) for d in old if str(d.get("timestamp", ""))[:10] in bad_days)}, **kept}
-        except (OSError, StoreCorrupt, UnicodeDecodeError, AttributeError):
-            pass  # the old index is itself unreadable: nothing more to keep
+    kept = {**{e.id: e for e in kept_entries(layout, bad_days)}, **kept}
     return [index_document(provider, kept.values())], errors
+
+
+def kept_entries(layout, days: set[str]) -> list[Entry]:
+    """The entries of these days in the current index.json (those of day files that cannot be read
+    now, so one bad file never drops anything); none when it cannot be read."""
+    try:
+        old = load_json(layout.index_file).get("entries", []) if days else []
+        return [Entry.from_dict(d) for d in old if str(d.get("timestamp", ""))[:10] in days]
+    except (OSError, StoreCorrupt, UnicodeDecodeError, AttributeError):
+        return []  # the old index is itself unreadable: nothing to keep from it
 
 
 def write_index(layout, provider: str, explain: bool = False) -> tuple[str, list[str]]:
@@ -111,7 +116,7 @@ def write_index(layout, provider: str, explain: bool = False) -> tuple[str, list
     try:
         same_size = os.lstat(layout.index_file).st_size == size
         old = confine.read_bytes(layout.index_file) if explain or same_size else b""
-        why = "" if same_size and old == b"".join(pieces) else "git conflict markers" if _conflicted(old) else "stale"
+        why = "" if same_size and old == b"".join(pieces) else "git conflict markers" if conflict_line(old.decode("utf-8", "replace")) else "stale"
     except FileNotFoundError:
         why = "missing"
     except UnsafePath:
@@ -119,7 +124,3 @@ def write_index(layout, provider: str, explain: bool = False) -> tuple[str, list
     if why:
         atomic_write_bytes(layout.index_file, pieces)
     return why, errors
-
-
-def _conflicted(data: bytes) -> bool:
-    return any(m in data for m in (b"<<<<<<<", b"=======", b">>>>>>>")) and bool(CONFLICT_RE.search(data.decode("utf-8", "replace")))

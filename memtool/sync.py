@@ -77,32 +77,24 @@ class SyncReport:
         if not self.changed and not self.errors:
             return f"up to date ({self.seconds:.2f}s)"
         parts = [f"entries {self.entries.text()}", f"markdown {self.markdown.text()}", f"embedded {self.embedded}"]
-        if self.filled:
-            parts.append(f"search vectors filled {self.filled}")
-        if self.dropped:
-            parts.append(f"dropped {self.dropped}")
-        if self.buried:
-            parts.append(f"removed {len(self.buried)} forgotten entr{'y' if len(self.buried) == 1 else 'ies'} a merge brought back")
-        if self.index_rebuilt:
-            parts.append(f"index.json rebuilt ({self.index_rebuilt})")
-        if self.search_rebuilt:
-            parts.append("search cache rebuilt")
-        if self.errors:
-            parts.append(f"{len(self.errors)} problem(s)")
+        optional = [
+            (self.filled, f"search vectors filled {self.filled}"),
+            (self.dropped, f"dropped {self.dropped}"),
+            (self.buried, f"removed {len(self.buried)} forgotten entr{'y' if len(self.buried) == 1 else 'ies'} a merge brought back"),
+            (self.index_rebuilt, f"index.json rebuilt ({self.index_rebuilt})"),
+            (self.search_rebuilt, "search cache rebuilt"),
+            (self.errors, f"{len(self.errors)} problem(s)"),
+        ]
+        parts += [text for shown, text in optional if shown]
         prefix = "full rebuild: " if self.full else "first sync: " if self.first else ""
         return prefix + ", ".join(parts) + f" ({self.seconds:.2f}s)"
 
 
 # -- embeddings --------------------------------------------------------------------------------------
-def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: int, full: bool) -> tuple[list[str], dict[str, list], list[str]]:
-    """(ids to embed, verified vector records, orphan embedding files to drop). `full`: embed all."""
+def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: int, full: bool, present: dict) -> tuple[list[str], dict[str, list], list[str]]:
+    """(ids to embed, verified vector records, orphan embedding files to drop). `present`: the vector
+    files' stats by id. `full`: embed all."""
     trusted = man.vectors if man.model == model else {}
-    stamp = layout.embeddings_stamp()
-    present: dict[str, tuple[int, int]] = {}
-    if stamp is not None and stamp == man.emb_dir_ns and man.model == model:
-        present = {i: (r[0], r[1]) for i, r in trusted.items()}  # folders untouched since: same files
-    elif stamp is not None:
-        present = {de.name[: -len(C.VECTOR_SUFFIX)]: sig for de in layout.embedding_files() if (sig := stat_sig(de.path))}
     unreadable = {i for rec in scan.days.values() if rec[4] for i in rec[3]}  # kept, but cannot be embedded now
     need: list[str] = []
     verified: dict[str, list] = {}
@@ -121,6 +113,13 @@ def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: in
     return need, verified, orphans
 
 
+def _vector_files(layout: Layout, man: Manifest, model: str, stamp: int | None) -> dict[str, tuple[int, int]]:
+    """Each vector file's stat by id: the manifest's records when the folders are as it saw them."""
+    if stamp is not None and stamp == man.emb_dir_ns and man.model == model:
+        return {i: (r[0], r[1]) for i, r in man.vectors.items()}  # folders untouched since: same files
+    return {de.name[: -len(C.VECTOR_SUFFIX)]: sig for de in layout.embedding_files() if (sig := stat_sig(de.path))}
+
+
 def _entries_for(layout: Layout, ids: list[str], scan: Scan) -> list[Entry]:
     """Entry objects for ids, parsing the day files not already read by the scan."""
     wanted = set(ids)
@@ -129,19 +128,6 @@ def _entries_for(layout: Layout, ids: list[str], scan: Scan) -> list[Entry]:
             scan.parsed[str(layout.index_dir / name)] = ((rec[0], rec[1]), read_day(layout.index_dir / name))
     loaded = {e.id: e for _, entries in scan.parsed.values() for e in entries}
     return [loaded[i] for i in ids]
-
-
-# -- index.json ------------------------------------------------------------------------------------
-def _sync_index(mem: Memory, man: Manifest, scan: Scan, full: bool, report: SyncReport) -> None:
-    """Write index.json whole (memtool/index_json.py) unless neither it nor any day file changed since
-    the last sync left them matching; only when its bytes differ (or `full`)."""
-    index_sig = stat_sig(mem.layout.index_file)
-    if not full and not scan.days_changed and index_sig is not None and list(index_sig) == man.index_sig:
-        return
-    why = write_index(mem.layout, mem.settings.compressor, explain=True)[0]  # its unreadable day files: reported by the scan
-    if why or full:
-        report.index_rebuilt = "--full" if full else why
-        report.touched.append(mem.layout.index_file)
 
 
 # -- the sync --------------------------------------------------------------------------------------
@@ -163,7 +149,9 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         scan = scan_files(layout, man)
         report.entries, report.markdown = scan.entry_delta, scan.markdown_delta
         report.errors.extend(scan.errors)
-        need, verified, orphans = _plan_vectors(layout, man, scan, model, dim, full)
+        planned = layout.embeddings_stamp()
+        present = _vector_files(layout, man, model, planned) if planned is not None else {}
+        need, verified, orphans = _plan_vectors(layout, man, scan, model, dim, full, present)
         todo = _entries_for(layout, need, scan)
     if todo and hasattr(embedder, "reason"):  # the store's embedder cannot run here (WordsOnlyEmbedder)
         report.errors.append(
@@ -187,21 +175,33 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
             report.touched.append(path)
             report.dropped += 1
         stamp = layout.embeddings_stamp()
-        if stamp is not None and stamp == man.emb_dir_ns and not (report.embedded or report.dropped):
-            listed = set(man.vectors)  # the folders as the last sync left them, when they held exactly these
-        else:
-            listed = {de.name[: -len(C.VECTOR_SUFFIX)] for de in layout.embedding_files()}
+        # the folders as the plan found them when untouched since (not listed twice)
+        listed = (
+            set(present)
+            if stamp == planned and not (report.embedded or report.dropped)
+            else {de.name[: -len(C.VECTOR_SUFFIX)] for de in layout.embedding_files()}
+        )
         keep_dir = stamp is not None and listed == set(verified)  # else rescan the folders next time
     # the scan's stats, taken before this sync read anything, are the search cache's signatures too
     days = source_key(layout, layout.index_dir)
     files = {f"{days}/{name}": f"{rec[0]}:{rec[1]}" for name, rec in scan.days.items()}
     files.update((rel, f"{rec[0]}:{rec[1]}") for rel, rec in scan.markdown.items())
-    if not report.first:  # day files changed by content: read again, even if the store read them at this stat
-        _reread(layout, [f"{days}/{n}" for n, rec in scan.days.items() if rec[2] != man.days.get(n, [0, 0, ""])[2]])
+    # day files changed by content are read again even at the stat the store read them at: an edit within
+    # the mtime tick of its last read (coarse mtimes, same size) leaves that stat, and the store only stats
+    reread = [(f"{days}/{n}",) for n, rec in scan.days.items() if not report.first and rec[2] != man.days.get(n, [0, 0, ""])[2]]
+    conn = open_state(layout, create=False) if reread else None
+    if conn is not None:
+        with closing(conn):
+            write_state(conn, [("UPDATE sources SET sig = '-' WHERE key = ?", reread)])
     report.search_rebuilt = _refresh_search(mem, full, progress, report, Known(scan.parsed, fresh, Sigs.take(layout, files)))
-    with store.lock():  # index.json from the store just refreshed
-        _sync_index(mem, man, scan, full, report)
+    with store.lock():  # index.json written whole from the store just refreshed, unless neither it nor a day file changed since the last sync
         index_sig = stat_sig(layout.index_file)
+        if full or scan.days_changed or index_sig is None or list(index_sig) != man.index_sig:
+            why = write_index(layout, mem.settings.compressor, explain=True)[0]  # its unreadable day files: reported by the scan
+            if why or full:
+                report.index_rebuilt = "--full" if full else why
+                report.touched.append(layout.index_file)
+            index_sig = stat_sig(layout.index_file)
     index_sig = list(index_sig) if index_sig else None
     new = Manifest(model=model, index_sig=index_sig, emb_dir_ns=stamp if keep_dir else None, days=scan.days, markdown=scan.markdown, vectors=verified)
     if scan.reread or new != man:  # nothing new: leave the manifest (and the disk) alone
@@ -212,15 +212,6 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         report.errors.extend(filled.errors)
     report.seconds = time.perf_counter() - t0
     return report
-
-
-def _reread(layout: Layout, sources: list[str]) -> None:
-    """Make the store read these sources again: an edit within the mtime tick of its last read (coarse
-    mtimes, same size) leaves the stat it recorded, and the scan compares content, the store only stats."""
-    conn = open_state(layout, create=False) if sources else None
-    if conn is not None:
-        with closing(conn):
-            write_state(conn, [("UPDATE sources SET sig = '-' WHERE key = ?", [(s,) for s in sources])])
 
 
 def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: SyncReport, known: Known) -> bool:

@@ -19,16 +19,14 @@ import sqlite3
 import time
 from contextlib import closing
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
-from typing import Callable
 
 from memtool import confine
 from memtool import constants as C
-from memtool.dayfile import ParsedDays, load_json, parse_day
+from memtool.dayfile import ParsedDays, parse_day
 from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.fsutil import stat_sig
-from memtool.models import Entry
+from memtool.index_json import kept_entries
 from memtool.search.store import open_state, write_state
 from memtool.store import Layout
 
@@ -166,10 +164,9 @@ def scan_files(layout: Layout, man: Manifest) -> Scan:
 
 
 def _scan_days(layout: Layout, man: Manifest, scan: Scan) -> None:
-    old_index = cache(lambda: _index_by_day(layout))
     for path in layout.day_files():
         rec = man.days.get(path.name)
-        new = _day_record(path, rec, man, scan, old_index)
+        new = _day_record(path, rec, man, scan)
         if new is None:
             continue  # deleted while listing: counts as removed
         scan.days[path.name] = new
@@ -178,6 +175,9 @@ def _scan_days(layout: Layout, man: Manifest, scan: Scan) -> None:
             scan.errors.append(new[4])
             scan.bad_days.add(path.stem)
         scan.entries.update(new[3])
+    unseen = {name[:-5] for name, rec in scan.days.items() if rec[4] and name not in man.days}
+    for e in kept_entries(layout, unseen):  # unreadable, never read before: its entries as index.json lists them
+        scan.days[f"{e.day}.json"][3][e.id] = scan.entries[e.id] = e.content_hash()
     if set(man.days) - set(scan.days):
         scan.days_changed = True
     if not scan.days_changed:
@@ -190,14 +190,11 @@ def _scan_days(layout: Layout, man: Manifest, scan: Scan) -> None:
     )
 
 
-def _day_record(path: Path, rec: list | None, man: Manifest, scan: Scan, old_index: Callable[[], dict]) -> list | None:
+def _day_record(path: Path, rec: list | None, man: Manifest, scan: Scan) -> list | None:
     """[size, mtime_ns, sha, {id: content hash}, error] of a day file, read and parsed only when its
     stat is not `rec`'s; None if it is gone. The entries kept for a day file that cannot be read now:
-    as last seen, else from index.json (`old_index`: by day)."""
-
-    def kept() -> dict[str, str]:
-        return rec[3] if rec is not None else old_index().get(path.stem, {})
-
+    as last seen (none when never read: _scan_days takes them from index.json)."""
+    kept = rec[3] if rec is not None else {}
     try:
         st = path.stat()
         sig = (st.st_size, st.st_mtime_ns)  # not stat_sig: a day file that cannot be stat-ed is an error, not gone
@@ -207,7 +204,7 @@ def _day_record(path: Path, rec: list | None, man: Manifest, scan: Scan, old_ind
     except FileNotFoundError:
         return None
     except UnsafePath as exc:  # a link, a FIFO, a device, too large: never read, reported like a damaged file
-        return [*sig, "", kept(), str(exc)]
+        return [*sig, "", kept, str(exc)]
     scan.reread += 1
     sha = hashlib.sha1(data).hexdigest()
     if rec is not None and rec[2] == sha:
@@ -215,22 +212,9 @@ def _day_record(path: Path, rec: list | None, man: Manifest, scan: Scan, old_ind
     try:
         entries = parse_day(path, data.decode("utf-8"))
     except (StoreCorrupt, UnicodeDecodeError) as exc:
-        return [*sig, sha, kept(), _day_error(path, data, exc)]
+        return [*sig, sha, kept, _day_error(path, data, exc)]
     scan.parsed[str(path)] = (sig, entries)
     return [*sig, sha, {e.id: e.content_hash() for e in entries}, ""]
-
-
-def _index_by_day(layout: Layout) -> dict[str, dict[str, str]]:
-    """Entries of the current index.json by day, to keep those of a day file that cannot be read."""
-    out: dict[str, dict[str, str]] = {}
-    try:
-        data = load_json(layout.index_file)
-        for item in data.get("entries", []) if isinstance(data, dict) else []:
-            e = Entry.from_dict(item)
-            out.setdefault(e.day, {})[e.id] = e.content_hash()
-    except (OSError, StoreCorrupt, UnicodeDecodeError):
-        pass  # no usable index.json: nothing to keep from it
-    return out
 
 
 def _scan_markdown(layout: Layout, man: Manifest, scan: Scan) -> None:
