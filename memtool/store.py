@@ -118,10 +118,6 @@ class Layout:
         JSON vectors anywhere under embeddings/, and transcripts directly in transcripts/."""
         return sorted(Path(de.path) for de in (*self._top_legacy_files(), *_shard_files(self.embeddings_dir, C.LEGACY_VECTOR_SUFFIX)))
 
-    def has_legacy_files(self) -> bool:
-        """legacy_files() is not empty, answered from the top folders alone (what an old store holds)."""
-        return any(self._top_legacy_files())
-
     def _top_legacy_files(self) -> Iterator[os.DirEntry]:
         for folder, suffix in ((self.transcripts_dir, C.TRANSCRIPT_SUFFIX), (self.embeddings_dir, C.LEGACY_VECTOR_SUFFIX)):
             yield from (de for de in _scan(folder) if de.name.endswith(suffix) and not de.name.startswith(".") and _is_file(de))
@@ -146,7 +142,12 @@ class Layout:
     def require_current(self) -> None:
         """OldLayout when the live store or an archive year still holds files of the layout before month
         folders (flat embeddings/ and transcripts/, JSON vectors)."""
-        old = [lay for lay in (self, *_archive_years(self)) if lay.has_legacy_files()]
+        homes = [self]
+        if type(self) is Layout and self.archive_dir.is_dir():  # an archive year, or no archive: nothing more to look at (nor to import)
+            from memtool.archive import archive_layouts  # archive.py builds on this module
+
+            homes += archive_layouts(self)
+        old = [lay for lay in homes if any(lay._top_legacy_files())]  # the top folders tell: what an old store holds
         if old:
             where = ", ".join(str(lay.memory_dir.relative_to(self.root)) for lay in old)
             raise OldLayout(
@@ -181,14 +182,6 @@ def shard_of(entry_id: str) -> str:
     (ctx-YYYYMMDD-...), the same on every clone and for ever; ids naming no day share one folder."""
     day = id_day(entry_id)
     return day[:7] if day else C.UNDATED_SHARD
-
-
-def _archive_years(layout: Layout) -> list[Layout]:
-    if type(layout) is not Layout or not layout.archive_dir.is_dir():
-        return []  # an archive year, or no archive: nothing more to look at (nor to import)
-    from memtool.archive import archive_layouts  # archive.py builds on this module
-
-    return archive_layouts(layout)
 
 
 def _scan(folder: Path) -> list[os.DirEntry]:

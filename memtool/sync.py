@@ -95,7 +95,7 @@ def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: in
     """(ids to embed, verified vector records, orphan embedding files to drop). `present`: the vector
     files' stats by id. `full`: embed all."""
     trusted = man.vectors if man.model == model else {}
-    unreadable = {i for rec in scan.days.values() if rec[4] for i in rec[3]}  # kept, but cannot be embedded now
+    unreadable = {i for rec in scan.days.values() if rec[3] for i in rec[4]}  # kept, but cannot be embedded now
     need: list[str] = []
     verified: dict[str, list] = {}
     for entry_id, content_hash in scan.entries.items():
@@ -124,7 +124,7 @@ def _entries_for(layout: Layout, ids: list[str], scan: Scan) -> list[Entry]:
     """Entry objects for ids, parsing the day files not already read by the scan."""
     wanted = set(ids)
     for name, rec in sorted(scan.days.items()):
-        if not rec[4] and str(layout.index_dir / name) not in scan.parsed and wanted & rec[3].keys():
+        if not rec[3] and str(layout.index_dir / name) not in scan.parsed and wanted & rec[4].keys():
             scan.parsed[str(layout.index_dir / name)] = ((rec[0], rec[1]), read_day(layout.index_dir / name))
     loaded = {e.id: e for _, entries in scan.parsed.values() for e in entries}
     return [loaded[i] for i in ids]
@@ -311,9 +311,8 @@ def persist_embedder(layout: Layout, name: str) -> Path:
     text = before.decode("utf-8") if before is not None else ""
     line = f"embedder: {name}"
     pattern = re.compile(r"^embedder\s*:.*$", re.M)
-    if pattern.search(text):
-        text = pattern.sub(line, text, count=1)
-    else:
+    text, found = pattern.subn(line, text, count=1)
+    if not found:
         text = text + ("" if not text or text.endswith("\n") else "\n") + line + "\n"
     atomic_write_text(path, text)
     keep_approval(path, before, text.encode("utf-8"))

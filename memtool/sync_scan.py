@@ -20,6 +20,7 @@ import time
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from memtool import confine
 from memtool import constants as C
@@ -30,7 +31,7 @@ from memtool.index_json import kept_entries
 from memtool.search.store import open_state, write_state
 from memtool.store import Layout
 
-MANIFEST_VERSION = 2  # 1: the same records in four rows
+MANIFEST_VERSION = 3  # 1: the same records in four rows; 2: a day file's error after its entries
 
 
 @dataclass
@@ -53,7 +54,7 @@ class Manifest:
     written_ns: int = field(default=0, compare=False)  # when it was saved: files modified close to this are re-hashed (racy mtimes)
     index_sig: list | None = None  # [size, mtime_ns] of index.json
     emb_dir_ns: int | None = None  # Layout.embeddings_stamp(): changes when a vector file is added, removed or replaced
-    days: dict[str, list] = field(default_factory=dict)  # name -> [size, mtime_ns, sha, {id: hash}, error]
+    days: dict[str, list] = field(default_factory=dict)  # name -> [size, mtime_ns, sha, error, {id: hash}]
     markdown: dict[str, list] = field(default_factory=dict)  # rel path -> [size, mtime_ns, sha, error]
     vectors: dict[str, list] = field(default_factory=dict)  # id -> [size, mtime_ns, content_hash] verified for model
 
@@ -88,7 +89,7 @@ class Manifest:
         """Save the manifest without these ids (`memory forget`): their vector records, and the records
         of the day files that listed them (hashed again by the next sync)."""
         man = Manifest.load(layout)
-        listed = {name for name, rec in man.days.items() if ids & rec[3].keys()} if man else set()
+        listed = {name for name, rec in man.days.items() if ids & rec[4].keys()} if man else set()
         if man is not None and (listed or ids & man.vectors.keys()):
             man.days = {k: v for k, v in man.days.items() if k not in listed}
             man.vectors = {k: v for k, v in man.vectors.items() if k not in ids}
@@ -166,23 +167,28 @@ def scan_files(layout: Layout, man: Manifest) -> Scan:
 def _scan_days(layout: Layout, man: Manifest, scan: Scan) -> None:
     for path in layout.day_files():
         rec = man.days.get(path.name)
-        new = _day_record(path, rec, man, scan)
-        if new is None:
+        try:
+            st = path.stat()  # not stat_sig: a day file that cannot be stat-ed is an error, not gone
+        except FileNotFoundError:
             continue  # deleted while listing: counts as removed
+        sig = (st.st_size, st.st_mtime_ns)
+        new = _record(path, sig, rec, man, scan, C.MAX_STORE_FILE_BYTES, lambda data: _check_day(path, sig, data, rec, scan))
+        if new is None:
+            continue
         scan.days[path.name] = new
-        scan.days_changed = scan.days_changed or rec is None or (new[2], new[4]) != (rec[2], rec[4])
-        if new[4]:
-            scan.errors.append(new[4])
+        scan.days_changed = scan.days_changed or rec is None or new[2:4] != rec[2:4]
+        if new[3]:
+            scan.errors.append(new[3])
             scan.bad_days.add(path.stem)
-        scan.entries.update(new[3])
-    unseen = {name[:-5] for name, rec in scan.days.items() if rec[4] and name not in man.days}
+        scan.entries.update(new[4])
+    unseen = {name[:-5] for name, rec in scan.days.items() if rec[3] and name not in man.days}
     for e in kept_entries(layout, unseen):  # unreadable, never read before: its entries as index.json lists them
-        scan.days[f"{e.day}.json"][3][e.id] = scan.entries[e.id] = e.content_hash()
+        scan.days[f"{e.day}.json"][4][e.id] = scan.entries[e.id] = e.content_hash()
     if set(man.days) - set(scan.days):
         scan.days_changed = True
     if not scan.days_changed:
         return  # every day file as recorded: the same entries
-    old = {i: h for rec in man.days.values() for i, h in rec[3].items()}
+    old = {i: h for rec in man.days.values() for i, h in rec[4].items()}
     scan.entry_delta = Delta(
         added=sorted(set(scan.entries) - set(old)),
         changed=sorted(i for i, h in scan.entries.items() if i in old and old[i] != h),
@@ -190,66 +196,60 @@ def _scan_days(layout: Layout, man: Manifest, scan: Scan) -> None:
     )
 
 
-def _day_record(path: Path, rec: list | None, man: Manifest, scan: Scan) -> list | None:
-    """[size, mtime_ns, sha, {id: content hash}, error] of a day file, read and parsed only when its
-    stat is not `rec`'s; None if it is gone. The entries kept for a day file that cannot be read now:
-    as last seen (none when never read: _scan_days takes them from index.json)."""
-    kept = rec[3] if rec is not None else {}
-    try:
-        st = path.stat()
-        sig = (st.st_size, st.st_mtime_ns)  # not stat_sig: a day file that cannot be stat-ed is an error, not gone
-        if _fresh(rec, *sig, man):
-            return rec
-        data = confine.read_bytes(path)
-    except FileNotFoundError:
-        return None
-    except UnsafePath as exc:  # a link, a FIFO, a device, too large: never read, reported like a damaged file
-        return [*sig, "", kept, str(exc)]
-    scan.reread += 1
-    sha = hashlib.sha1(data).hexdigest()
-    if rec is not None and rec[2] == sha:
-        return [*sig, sha, rec[3], rec[4]]
-    try:
-        entries = parse_day(path, data.decode("utf-8"))
-    except (StoreCorrupt, UnicodeDecodeError) as exc:
-        return [*sig, sha, kept, _day_error(path, data, exc)]
-    scan.parsed[str(path)] = (sig, entries)
-    return [*sig, sha, {e.id: e.content_hash() for e in entries}, ""]
-
-
 def _scan_markdown(layout: Layout, man: Manifest, scan: Scan) -> None:
     out, delta = scan.markdown, scan.markdown_delta
     cut = len(str(layout.root)) + 1
     for path in layout.markdown_files():
         rel = str(path)[cut:].replace(os.sep, "/")
-        sig = stat_sig(path)
         rec = man.markdown.get(rel)
-        if sig is not None and not _fresh(rec, *sig, man):
-            scan.reread += 1
-            was, rec = rec, _md_record(path, sig, rec)
-            if rec is not None and (was is None or not rec[2] or rec[2] != was[2]):  # an unsafe file has no hash: a change
-                (delta.changed if was is not None else delta.added).append(rel)
-        if sig is None or rec is None:
+        new = _record(path, sig, rec, man, scan, C.MAX_DOC_BYTES, lambda data: _check_markdown(path, data)) if (sig := stat_sig(path)) else None
+        if new is None:
             continue  # vanished while we looked
-        if rec[3]:
-            scan.errors.append(rec[3])
-        out[rel] = rec
+        if new is not rec and (rec is None or not new[2] or new[2] != rec[2]):  # an unsafe file has no hash: a change
+            (delta.changed if rec is not None else delta.added).append(rel)
+        if new[3]:
+            scan.errors.append(new[3])
+        out[rel] = new
     delta.removed = sorted(set(man.markdown) - set(out))
 
 
-def _md_record(path: Path, sig: tuple[int, int], rec: list | None) -> list | None:
-    """[size, mtime_ns, sha, error] of a Markdown file whose stat changed; None if it is gone."""
+def _record(path: Path, sig: tuple[int, int], rec: list | None, man: Manifest, scan: Scan, cap: int, check: Callable) -> list | None:
+    """[size, mtime_ns, sha, error, *what `check` finds] of a file of stat `sig`: `rec` while that
+    still holds; else the file is read and hashed, and `check`ed (its bytes, or the UnsafePath that
+    kept it unread) when its content is not `rec`'s. None if it is gone."""
+    if _fresh(rec, *sig, man):
+        return rec
+    scan.reread += 1
     try:
-        data = confine.read_bytes(path, C.MAX_DOC_BYTES)
+        data = confine.read_bytes(path, cap)
     except FileNotFoundError:
         return None
-    except UnsafePath as exc:  # a link out of the root, a FIFO, /dev/zero, too large: never read, never indexed
-        return [*sig, "", f"{exc}; not searchable"]
+    except UnsafePath as exc:  # a link out of the root, a FIFO, /dev/zero, too large: never read
+        return [*sig, "", *check(exc)]
     sha = hashlib.sha1(data).hexdigest()
-    if rec is not None and rec[2] == sha:
-        return [*sig, sha, rec[3]]
+    return [*sig, *rec[2:]] if rec is not None and rec[2] == sha else [*sig, sha, *check(data)]
+
+
+def _check_day(path: Path, sig: tuple[int, int], data: bytes | UnsafePath, rec: list | None, scan: Scan) -> list:
+    """[error, {id: content hash}] of a day file; one that cannot be read keeps its entries as last
+    seen (none when never read: _scan_days takes them from index.json), reported like a damaged file."""
+    kept = rec[4] if rec is not None else {}
+    if isinstance(data, UnsafePath):
+        return [str(data), kept]
+    try:
+        entries = parse_day(path, data.decode("utf-8"))
+    except (StoreCorrupt, UnicodeDecodeError) as exc:
+        return [_day_error(path, data, exc), kept]
+    scan.parsed[str(path)] = (sig, entries)
+    return ["", {e.id: e.content_hash() for e in entries}]
+
+
+def _check_markdown(path: Path, data: bytes | UnsafePath) -> list:
+    """[error] of a Markdown file: one that cannot be read is never indexed."""
+    if isinstance(data, UnsafePath):
+        return [f"{data}; not searchable"]
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return [*sig, sha, _bad_utf8(path, data, exc, "not searchable")]
-    return [*sig, sha, ""]
+        return [_bad_utf8(path, data, exc, "not searchable")]
+    return [""]

@@ -154,9 +154,6 @@ class Watcher:
         if paths:
             self.debouncer.poke(paths)
 
-    def _ours(self, path: str) -> bool:
-        return path in self._own and self._own[path] == stat_sig(path)
-
     def _missing(self) -> None:
         if not self.gone:
             self.gone = True
@@ -267,7 +264,7 @@ class Watcher:
                 self.sync_now()
             self.ready.set()
             while (paths := self.debouncer.wait(stop, idle=GONE_POLL_S if self.gone else None)) is not None:  # None: stopped
-                if paths and all(self._ours(p) for p in paths):
+                if paths and all(p in self._own and self._own[p] == stat_sig(p) for p in paths):
                     self.skipped += 1  # only our own writes came back
                     continue
                 if not self._follow(observer, paths):  # before the sync, which sees what a new folder holds
