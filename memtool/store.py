@@ -25,7 +25,7 @@ from memtool import constants as C
 from memtool.confine import register_root
 from memtool.dayfile import DAY_RE, day_document, id_day, read_day
 from memtool.errors import DimensionMismatch, NotAMemoryRoot, OldLayout, StoreCorrupt, UnsafePath
-from memtool.fsutil import append_text, atomic_write_many, atomic_write_text, locked
+from memtool.fsutil import append_text, atomic_write_many, atomic_write_text, locked, stat_sig
 from memtool.index_json import write_index
 from memtool.models import Entry
 
@@ -135,25 +135,21 @@ class Layout:
                 raise StoreCorrupt(
                     f"{folder} is a file, not a folder: memtool keeps entries there. Move or rename it, then run `memory init` to recreate the folder."
                 )
-        if not legacy_ok:
-            self.require_current()
-        return self
-
-    def require_current(self) -> None:
-        """OldLayout when the live store or an archive year still holds files of the layout before month
-        folders (flat embeddings/ and transcripts/, JSON vectors)."""
+        if legacy_ok:
+            return self
         homes = [self]
         if type(self) is Layout and self.archive_dir.is_dir():  # an archive year, or no archive: nothing more to look at (nor to import)
             from memtool.archive import archive_layouts  # archive.py builds on this module
 
             homes += archive_layouts(self)
-        old = [lay for lay in homes if any(lay._top_legacy_files())]  # the top folders tell: what an old store holds
+        old = [lay for lay in homes if any(lay._top_legacy_files())]  # their top folders tell: flat embeddings/ and transcripts/, JSON vectors
         if old:
             where = ", ".join(str(lay.memory_dir.relative_to(self.root)) for lay in old)
             raise OldLayout(
                 f"{where} holds vectors or transcripts in the layout before month folders (one flat folder, JSON vectors). "
                 "Run `memory migrate` to move them (lossless; `memory migrate --dry-run` shows the plan)."
             )
+        return self
 
     def day_files(self) -> list[Path]:
         if not self.index_dir.is_dir():
@@ -199,27 +195,23 @@ def _is_file(de: os.DirEntry) -> bool:
         return False
 
 
+def _shards(folder: Path) -> list[os.DirEntry]:
+    """The month folders in `folder`, by name."""
+    return [de for de in sorted(_scan(folder), key=lambda de: de.name) if SHARD_RE.match(de.name) and de.is_dir(follow_symlinks=False)]
+
+
 def _shard_files(folder: Path, suffix: str) -> Iterator[os.DirEntry]:
-    for shard in sorted(_scan(folder), key=lambda de: de.name):
-        if SHARD_RE.match(shard.name) and shard.is_dir(follow_symlinks=False):
-            yield from (de for de in _scan(Path(shard.path)) if de.name.endswith(suffix) and not de.name.startswith("."))
+    for shard in _shards(folder):
+        yield from (de for de in _scan(Path(shard.path)) if de.name.endswith(suffix) and not de.name.startswith("."))
 
 
 def _tree_stamp(folder: Path) -> int | None:
     """A number that changes when a file is added to, removed from or renamed into `folder` or one of
     its month folders (their sizes and mtimes); None when the folder is not there."""
-    try:
-        top = folder.stat()
-    except OSError:
+    top = stat_sig(folder)
+    if top is None:
         return None
-    parts = [f"{top.st_size}:{top.st_mtime_ns}"]
-    for de in sorted(_scan(folder), key=lambda de: de.name):
-        if SHARD_RE.match(de.name) and de.is_dir(follow_symlinks=False):
-            try:
-                st = de.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            parts.append(f"{de.name}:{st.st_size}:{st.st_mtime_ns}")
+    parts = [f"{top[0]}:{top[1]}", *(f"{de.name}:{sig[0]}:{sig[1]}" for de in _shards(folder) if (sig := stat_sig(de.path)))]
     return int.from_bytes(hashlib.blake2b("|".join(parts).encode(), digest_size=7).digest(), "big")
 
 

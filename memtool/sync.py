@@ -108,7 +108,7 @@ def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: in
             verified[entry_id] = now
         elif entry_id not in unreadable:
             need.append(entry_id)
-    bad_days = {d.replace("-", "") for d in scan.bad_days}  # entry ids carry their UTC day: ctx-YYYYMMDD-...
+    bad_days = {n[:-5].replace("-", "") for n, rec in scan.days.items() if rec[3]}  # entry ids carry their UTC day: ctx-YYYYMMDD-...
     orphans = [i for i in present if i not in scan.entries and i[len(C.ENTRY_ID_PREFIX) + 1 :][:8] not in bad_days]
     return need, verified, orphans
 

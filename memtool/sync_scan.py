@@ -148,7 +148,6 @@ class Scan:
     markdown: dict[str, list] = field(default_factory=dict)  # Markdown path relative to the root -> its record
     entries: dict[str, str] = field(default_factory=dict)  # id -> content hash
     parsed: ParsedDays = field(default_factory=dict)  # the day files parsed during the scan (read once per sync)
-    bad_days: set[str] = field(default_factory=set)
     days_changed: bool = False
     reread: int = 0  # files whose stat did not match (or was too recent to trust): read and hashed
     entry_delta: Delta = field(default_factory=Delta)  # entry ids; empty when every day file is as recorded
@@ -161,6 +160,7 @@ def scan_files(layout: Layout, man: Manifest) -> Scan:
     scan = Scan()
     _scan_days(layout, man, scan)
     _scan_markdown(layout, man, scan)
+    scan.errors = [rec[3] for rec in (*scan.days.values(), *scan.markdown.values()) if rec[3]]
     return scan
 
 
@@ -177,9 +177,6 @@ def _scan_days(layout: Layout, man: Manifest, scan: Scan) -> None:
             continue
         scan.days[path.name] = new
         scan.days_changed = scan.days_changed or rec is None or new[2:4] != rec[2:4]
-        if new[3]:
-            scan.errors.append(new[3])
-            scan.bad_days.add(path.stem)
         scan.entries.update(new[4])
     unseen = {name[:-5] for name, rec in scan.days.items() if rec[3] and name not in man.days}
     for e in kept_entries(layout, unseen):  # unreadable, never read before: its entries as index.json lists them
@@ -207,8 +204,6 @@ def _scan_markdown(layout: Layout, man: Manifest, scan: Scan) -> None:
             continue  # vanished while we looked
         if new is not rec and (rec is None or not new[2] or new[2] != rec[2]):  # an unsafe file has no hash: a change
             (delta.changed if rec is not None else delta.added).append(rel)
-        if new[3]:
-            scan.errors.append(new[3])
         out[rel] = new
     delta.removed = sorted(set(man.markdown) - set(out))
 
