@@ -185,10 +185,8 @@ def retry(
         if not total:
             typer.echo("nothing to retry: no pending entries, and every entry has its vector")
         for title, failures in (("still pending", report.pending), ("still without a vector", report.unembedded)):
-            by_reason: dict[str, list[str]] = {}
-            for entry_id, failure in failures.items():
-                by_reason.setdefault(failure.reason, []).append(entry_id)
-            for reason, ids in by_reason.items():
+            for reason in dict.fromkeys(f.reason for f in failures.values()):  # one line per reason, in order of first failure
+                ids = [entry_id for entry_id, f in failures.items() if f.reason == reason]
                 typer.echo(f"error: {title} ({len(ids)}: {', '.join(ids[:5])}{' …' if len(ids) > 5 else ''}): {reason}", err=True)
     if not report.ok:
         raise typer.Exit(report.exit_code)
