@@ -287,23 +287,20 @@ def locate(homes: list[Layout], ids: list[str], errors: list[str]) -> dict[str, 
     files = [(home, path) for home in homes for path in home.day_files()]
     named = {id_day(i) for i in ids} - {None}
 
-    def scan(home: Layout, path: Path) -> None:
+    def wanted() -> Iterator[tuple[Layout, Path]]:
+        yield from ((home, path) for home, path in files if path.stem in named)
+        if not all(found.values()):
+            yield from ((home, path) for home, path in files if path.stem not in named)
+
+    for home, path in wanted():
         try:
             entries = read_day(path)
         except (StoreCorrupt, UnicodeDecodeError) as exc:
             errors.append(str(exc))
-            return
+            continue
         for e in entries:
             if e.id in found:
                 found[e.id].append(Found(e, home, path))
-
-    for home, path in files:
-        if path.stem in named:
-            scan(home, path)
-    if any(not places for places in found.values()):
-        for home, path in files:
-            if path.stem not in named:
-                scan(home, path)
     return found
 
 

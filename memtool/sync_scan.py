@@ -128,17 +128,6 @@ def _bad_utf8(path: Path, data: bytes, exc: UnicodeDecodeError, what: str) -> st
     return f"{path}:{line}: not UTF-8 ({exc.reason}); {what}"
 
 
-def _day_error(path: Path, data: bytes, exc: Exception) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return _bad_utf8(path, data, exc, "skipped, its entries kept in index.json")
-    msg = str(exc)
-    m = re.match(rf"^{re.escape(str(path))} entry (\d+): (.*)$", msg, re.S)
-    if m:
-        line = _entry_line(data.decode("utf-8", "replace"), int(m.group(1)))
-        return f"{path}:{line}: entry {m.group(1)}: {m.group(2)}"
-    return msg
-
-
 # -- scanning --------------------------------------------------------------------------------------
 @dataclass
 class Scan:
@@ -233,8 +222,11 @@ def _check_day(path: Path, sig: tuple[int, int], data: bytes | UnsafePath, rec: 
         return [str(data), kept]
     try:
         entries = parse_day(path, data.decode("utf-8"))
-    except (StoreCorrupt, UnicodeDecodeError) as exc:
-        return [_day_error(path, data, exc), kept]
+    except UnicodeDecodeError as exc:
+        return [_bad_utf8(path, data, exc, "skipped, its entries kept in index.json"), kept]
+    except StoreCorrupt as exc:  # an entry's schema error points at the line its object starts on
+        m = re.match(rf"^{re.escape(str(path))} entry (\d+): (.*)$", str(exc), re.S)
+        return [f"{path}:{_entry_line(data.decode('utf-8'), int(m.group(1)))}: entry {m.group(1)}: {m.group(2)}" if m else str(exc), kept]
     scan.parsed[str(path)] = (sig, entries)
     return ["", {e.id: e.content_hash() for e in entries}]
 
