@@ -97,7 +97,7 @@ def _convert_vector(layout: Layout, src: Path, dest: Path, report: MigrateReport
     except (OSError, UnsafePath, ValueError, TypeError, KeyError, RecursionError):
         report.set_aside.append(str(src.relative_to(layout.root)))
         if not dry_run:
-            from memtool.doctor.salvage import Quarantine  # memtool.doctor imports the store: a cycle at import time
+            from memtool.doctor import Quarantine  # memtool.doctor imports the store: a cycle at import time
 
             Quarantine(layout).move(src)
         return
