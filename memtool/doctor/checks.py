@@ -75,18 +75,22 @@ SAME_ID_TWICE = ("stored twice", "keep one", "keep the first, quarantine the oth
 SAME_ID_LIVE = ("also live", "keep the live one", "keep the live one, quarantine this copy")
 
 
-def split_location(message: str, path: Path) -> tuple[str, int | None]:
-    """'<path>:<line>:<col>: what' -> ('what', line): the report shows the path once."""
-    m = re.match(re.escape(str(path)) + r"(?::(\d+))?(?::\d+)?:?\s*", message)
+def split_location(exc: StoreCorrupt | UnicodeDecodeError, path: Path, text: str | None = None) -> tuple[str, int | None]:
+    """(what, line) of a file that does not read: '<path>:<line>:<col>: what' -> ('what', line), as the
+    report shows the path once; bytes not UTF-8 -> ('not UTF-8 (why)', their line in `text`, if given)."""
+    if isinstance(exc, UnicodeDecodeError):
+        line = None if text is None else text.encode("utf-8", errors="surrogateescape")[: exc.start].count(b"\n") + 1
+        return f"not UTF-8 ({exc.reason})", line
+    m = re.match(re.escape(str(path)) + r"(?::(\d+))?(?::\d+)?:?\s*", str(exc))
     if not m:
-        return message, None
-    return message[m.end() :], int(m.group(1)) if m.group(1) else None
+        return str(exc), None
+    return str(exc)[m.end() :], int(m.group(1)) if m.group(1) else None
 
 
-def readable_text(path: Path) -> str:
+def readable_text(path: Path, errors: str = "surrogateescape") -> str:
     """A day file's text for telling a conflict from other damage; '' when memtool does not read it (confine)."""
     try:
-        return confine.read_bytes(path).decode("utf-8", errors="surrogateescape")
+        return confine.read_text(path, errors=errors)
     except (OSError, UnsafePath):
         return ""
 
@@ -155,12 +159,10 @@ class Checker:
             for path in lay.day_files():
                 try:
                     found.extend((path, e) for e in read_day(path))
-                except StoreCorrupt as exc:
-                    kind = "conflict" if CONFLICT_RE.search(readable_text(path)) else "unparsable"
-                    bad.append(Problem(kind, self.rel(path), *split_location(str(exc), path), fix="quarantine, keep what parses"))
-                except UnicodeDecodeError as exc:
-                    line = readable_text(path).encode("utf-8", errors="surrogateescape")[: exc.start].count(b"\n") + 1
-                    bad.append(Problem("unparsable", self.rel(path), f"not UTF-8 ({exc.reason})", line, fix="quarantine, keep what parses"))
+                except (StoreCorrupt, UnicodeDecodeError) as exc:
+                    text = readable_text(path)
+                    kind = "conflict" if isinstance(exc, StoreCorrupt) and CONFLICT_RE.search(text) else "unparsable"
+                    bad.append(Problem(kind, self.rel(path), *split_location(exc, path, text), fix="quarantine, keep what parses"))
         return found, bad
 
     def _diagnose(self) -> Report:
@@ -274,7 +276,7 @@ class Checker:
             listed = {d["id"]: Entry.from_dict(d).to_dict() for d in data["entries"]}
         except StoreCorrupt as exc:
             kind = "conflict" if "conflict" in str(exc) else "unparsable"
-            rep.add(kind, where, *split_location(str(exc), path), fix=REBUILD_INDEX)
+            rep.add(kind, where, *split_location(exc, path), fix=REBUILD_INDEX)
             return
         except (TypeError, KeyError, UnicodeDecodeError) as exc:
             rep.add("unparsable", where, f"not a memtool index ({exc!r:.80})", fix=REBUILD_INDEX)
@@ -317,11 +319,8 @@ class Checker:
         where = self.rel(f)
         try:
             data = store.read_embedding(f.stem)
-        except StoreCorrupt as exc:
-            rep.add("unparsable", where, *split_location(str(exc), f), fix="quarantine, re-embed")
-            return
-        except UnicodeDecodeError as exc:
-            rep.add("unparsable", where, f"not UTF-8 ({exc.reason})", fix="quarantine, re-embed")
+        except (StoreCorrupt, UnicodeDecodeError) as exc:
+            rep.add("unparsable", where, *split_location(exc, f), fix="quarantine, re-embed")
             return
         vec, emb = data["embedding"], self.embedder
         if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not bool(np.isfinite(vec).all()):
