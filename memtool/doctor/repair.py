@@ -61,11 +61,6 @@ class Quarantine:
             raise StorageError(f"cannot move {path} into {self.folder}: {exc.strerror}") from None
         self.moved.append(dest.relative_to(self.layout.root).as_posix())
 
-    def copy(self, path: Path) -> None:
-        """Keep a copy of `path` (written and fsynced) before it is rewritten in place: a crash then
-        leaves the original either in place or here, never nowhere."""
-        self.write(path.relative_to(self.layout.memory_dir), path.read_bytes())
-
     def write(self, relative: str | Path, data: str | bytes) -> None:
         dest = self.folder / relative
         atomic_write_bytes(dest, data.encode("utf-8") if isinstance(data, str) else data)
@@ -184,7 +179,8 @@ class Doctor(Checker):
                     if e.day == path.stem:
                         kept.setdefault(e.id, e)
             if is_regular(path):
-                q.copy(path)  # the original kept first: a crash leaves it in place or in the quarantine
+                # a copy of the original (written and fsynced) first: a crash leaves it in place or in the quarantine
+                q.write(path.relative_to(self.layout.memory_dir), path.read_bytes())
             else:
                 q.move(path)  # a link or FIFO is set aside unread: there is nothing in it to lose
             atomic_write_text(path, day_document(path.stem, kept.values()))
@@ -231,7 +227,8 @@ class Doctor(Checker):
         """Transcripts and embeddings of no entry, and broken embedding files, go to the quarantine; a
         transcript or embedding whose entry lives in another folder (live, or an archive year) that lacks
         it moves there instead: it may be the only copy (an interrupted archive or restore)."""
-        homes = self._entry_homes()
+        folders = [*reversed(archive_layouts(self.layout)), self.layout]  # the last one an entry is in wins
+        homes = {e.id: lay for lay in folders for _, e in self.read_days([lay])[0]}  # id -> the folder of its day file
         for p in self._diagnose().of("orphan", "embedding", "unparsable"):
             path = self.layout.root / p.path
             if not (p.fix.startswith("quarantine") and path.is_file()):
@@ -244,11 +241,6 @@ class Doctor(Checker):
                 fixed.append(f"moved {p.path} to {self.rel(target)}, beside its entry")
             else:
                 q.move(path)
-
-    def _entry_homes(self) -> dict[str, Layout]:
-        """Entry id -> the folder its entry lives in: live, else the archive year holding its day file."""
-        folders = [*reversed(archive_layouts(self.layout)), self.layout]  # the last one an entry is in wins
-        return {e.id: lay for lay in folders for _, e in self.read_days([lay])[0]}
 
     def _embed_missing(self, fixed: list[str], folders: Sequence[Layout]) -> None:
         """Embed the entries of the folders (live, archive years) that have no current vector."""
