@@ -91,8 +91,7 @@ def _timeout_s(agent: str, handler: dict[str, Any]) -> float:
 
 
 def _last_line(text: str) -> str:
-    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else ""
+    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
 
 
 def _outcome(agent: str, scope: str, event: str, command: str, timeout: float, project: Path, env: dict[str, str] | None) -> tuple[bool, str, str]:
