@@ -95,10 +95,10 @@ def readable_text(path: Path, errors: str = "surrogateescape") -> str:
         return ""
 
 
-def content_duplicates(entries: Iterable[Entry], layout: Layout) -> list[tuple[Entry, Entry]]:
-    """(later, earlier) pairs holding the same memory twice: same compressed fields and same transcript."""
+def content_duplicates(found: Iterable[tuple[Path, Entry]], layout: Layout) -> list[tuple[Entry, Entry]]:
+    """(later, earlier) pairs of the folder's day file entries holding the same memory twice: same compressed fields and transcript."""
     groups: dict[str, list[Entry]] = {}
-    for e in sort_entries(entries):
+    for e in sort_entries(e for path, e in found if path.parent == layout.index_dir):
         record = {k: v for k, v in e.to_dict().items() if k not in ("id", "timestamp")}
         groups.setdefault(json.dumps(record, sort_keys=True), []).append(e)
     out: list[tuple[Entry, Entry]] = []
@@ -199,14 +199,11 @@ class Checker:
     def _check_forget(self, rep: Report) -> None:
         from memtool.forget import journal_file, read_journal
 
-        if journal_file(self.layout).exists():
+        journal = journal_file(self.layout)
+        if journal.exists():
             ids = read_journal(self.layout)[0]
-            rep.add(
-                "forget",
-                self.rel(journal_file(self.layout)),
-                f"an interrupted `memory forget` of {len(ids)} entries ({', '.join(ids) or 'unreadable journal'}); their copies may remain",
-                fix="finish it",
-            )
+            what = f"an interrupted `memory forget` of {len(ids)} entries ({', '.join(ids) or 'unreadable journal'}); their copies may remain"
+            rep.add("forget", self.rel(journal), what, fix="finish it")
 
     def _check_entries(self, rep: Report, folders: Sequence[Layout], live: dict[str, Entry]) -> dict[str, tuple[Path, Entry]]:
         """Day files that cannot be read, misplaced and duplicate entries. `live`: the live entries, when
@@ -214,16 +211,11 @@ class Checker:
         found, bad = self.read_days(folders)
         rep.problems.extend(bad)
         for arch in folders:
-            if isinstance(arch, ArchiveLayout):
-                for path in arch.day_files():
-                    if path.stem[:4] != arch.year:
-                        home = ArchiveLayout(arch.root, path.stem[:4]).day_file(path.stem)
-                        rep.add(
-                            "misplaced",
-                            self.rel(path),
-                            f"a day of {path.stem[:4]} in the archive of {arch.year}; "
-                            f"move it to {self.rel(home)} by hand (and its entries' transcripts and embeddings, if they are beside it)",
-                        )
+            for path in arch.day_files() if isinstance(arch, ArchiveLayout) else ():
+                if path.stem[:4] != arch.year:
+                    home = self.rel(ArchiveLayout(arch.root, path.stem[:4]).day_file(path.stem))
+                    what = f"move it to {home} by hand (and its entries' transcripts and embeddings, if they are beside it)"
+                    rep.add("misplaced", self.rel(path), f"a day of {path.stem[:4]} in the archive of {arch.year}; {what}")
         self._check_merge_conflicts(rep, {path for path, _ in found})
         kept: dict[str, tuple[Path, Entry]] = {}
         for path, e in found:
@@ -237,14 +229,9 @@ class Checker:
             where, fix_same, fix_other = SAME_ID_TWICE if e.id in kept else SAME_ID_LIVE
             rep.add("duplicate", self.rel(path), f"entry {e.id} is {where}" + ("" if same else " with different content"), fix=fix_same if same else fix_other)
         for lay in folders:
-            stored_here = [e for path, e in kept.values() if path.parent == lay.index_dir]
-            for dup, first in content_duplicates(stored_here, lay):
-                rep.add(
-                    "duplicate",
-                    self.rel(lay.day_file(dup.day)),
-                    f"entry {dup.id} repeats entry {first.id} (same content)",
-                    fix="keep the earlier, quarantine this one",
-                )
+            for dup, first in content_duplicates(kept.values(), lay):
+                what = f"entry {dup.id} repeats entry {first.id} (same content)"
+                rep.add("duplicate", self.rel(lay.day_file(dup.day)), what, fix="keep the earlier, quarantine this one")
         return kept
 
     def _check_merge_conflicts(self, rep: Report, paths: set[Path]) -> None:
@@ -306,13 +293,8 @@ class Checker:
                     self._check_vector(rep, store, f)
         for e in entries.values():
             if e.id not in seen:
-                rep.add(
-                    "pending",
-                    self.rel(lay.embedding_file(e.id)),
-                    f"entry {e.id} has no current embedding (search embeds it on the fly)",
-                    severity=WARNING,
-                    fix="embed" if self.embedder else "",
-                )
+                what = f"entry {e.id} has no current embedding (search embeds it on the fly)"
+                rep.add("pending", self.rel(lay.embedding_file(e.id)), what, severity=WARNING, fix="embed" if self.embedder else "")
 
     def _check_vector(self, rep: Report, store: Store, f: Path) -> None:
         """One embedding file at its place: readable, well-formed, of the configured embedder."""
@@ -326,11 +308,8 @@ class Checker:
         if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not bool(np.isfinite(vec).all()):
             rep.add("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed")
         elif emb is not None and (data.get("model") != emb.model or len(vec) != emb.dim):
-            rep.add(
-                "embedding",
-                where,
-                f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{emb.model}' ({emb.dim} dims). Run `memory reembed`.",
-            )
+            what = f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{emb.model}' ({emb.dim} dims)"
+            rep.add("embedding", where, what + ". Run `memory reembed`.")
         # else current; one made before an edit is kept too: written once, the search cache embeds the edit (Store.write_embeddings)
 
     def _check_markdown(self, rep: Report, path: Path) -> None:

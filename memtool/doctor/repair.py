@@ -204,7 +204,7 @@ class Doctor(Checker):
                 why = "archived copy of a live entry" if e.id in live else f"same id as an entry kept in {twin.day}.json"
                 removed.append((path, e, why + ", different content"))
         for lay in folders:  # its transcript and embedding are then of no entry: quarantined with the strays
-            for e, first in content_duplicates([e for path, e in kept.values() if path.parent == lay.index_dir], lay):
+            for e, first in content_duplicates(kept.values(), lay):
                 removed.append((kept.pop(e.id)[0], e, f"same content as {first.id}"))
         for n, (path, e, why) in enumerate(removed, 1):  # each copy that goes is in the quarantine before it goes
             folder = path.parent.relative_to(self.layout.memory_dir).as_posix()

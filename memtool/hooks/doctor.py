@@ -140,7 +140,6 @@ def check_hooks(project: Path, agents: tuple[str, ...] = AGENTS, env: dict[str, 
                 missing.append(f"{agent} ({scope}): {path}")
             for event, handler in handlers:
                 command = str(handler.get("command", ""))
-                checks.append(
-                    HookCheck(agent, scope, event, str(path), command, *_outcome(agent, scope, event, command, _timeout_s(agent, handler), project, env))
-                )
+                outcome = _outcome(agent, scope, event, command, _timeout_s(agent, handler), project, env)
+                checks.append(HookCheck(agent, scope, event, str(path), command, *outcome))
     return HooksReport(project, checks, missing)
