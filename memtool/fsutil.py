@@ -213,10 +213,7 @@ def atomic_write_many(items: list[tuple[Path, Data]], skip_same: bool = True) ->
 
 
 def _fsync_all(fds: list[int]) -> None:
-    """fsync every file; several in parallel, since their journal commits are shared."""
-    if len(fds) < 2:
-        list(map(os.fsync, fds))
-        return
+    """fsync every file, in parallel: their journal commits are shared."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=C.FSYNC_THREADS) as pool:
