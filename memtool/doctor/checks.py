@@ -70,6 +70,10 @@ class Report:
 MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
 SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR)
 REBUILD_INDEX = "rebuild from the day files"
+MERGE_CONFLICT_FIX = (  # a day file's "conflicts": memtool's merge driver met one entry edited two ways (memtool/gitmerge.py)
+    '"entries" holds one version, "conflicts" both ("ours", "theirs"); put the right one in "entries", delete "conflicts", '
+    "then `git add` the file and run `memory reindex`"
+)
 # an id met again: (what the message says, the fix when both copies are the same, the fix otherwise)
 SAME_ID_TWICE = ("stored twice", "keep one", "keep the first, quarantine the other")
 SAME_ID_LIVE = ("also live", "keep the live one", "keep the live one, quarantine this copy")
@@ -243,13 +247,7 @@ class Checker:
             data = load_json(path, text)
             for item in data.get("conflicts") or () if isinstance(data, dict) else ():
                 entry_id = item.get("id") if isinstance(item, dict) else None
-                rep.add(
-                    "conflict",
-                    self.rel(path),
-                    f'entry {entry_id} was edited two ways on the two sides of a git merge: "entries" holds one version, '
-                    '"conflicts" both ("ours", "theirs"); put the right one in "entries", delete "conflicts", '
-                    "then `git add` the file and run `memory reindex`",
-                )
+                rep.add("conflict", self.rel(path), f"entry {entry_id} was edited two ways on the two sides of a git merge: {MERGE_CONFLICT_FIX}")
 
     def _check_index(self, rep: Report, entries: dict[str, Entry]) -> None:
         path = self.layout.index_file

@@ -172,8 +172,7 @@ class Doctor(Checker):
         indexed = cache(self._index_entries)  # read once, when a live day needs it
         for problem in bad:
             path = self.layout.root / problem.path
-            text = readable_text(path, errors="replace")  # a link or FIFO: "" (confine)
-            kept = salvage(text)
+            kept = salvage(readable_text(path, errors="replace"))  # a link or FIFO: "" (confine)
             if path.parent == self.layout.index_dir:  # index.json lists live entries only
                 for e in indexed():
                     if e.day == path.stem:
