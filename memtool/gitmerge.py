@@ -116,9 +116,7 @@ def _merge_entries(name: str, docs: list, tombstoned: set[str], prefer: str) -> 
         return Merged(index_document(provider, merged.values()))
     date = next((d.get("date") for d in docs[1:] if isinstance(d, dict) and d.get("date")), name[:-5])
     entries = sorted(merged.values(), key=lambda d: (str(d.get("timestamp", "")), d["id"]))  # day_document's order
-    doc: dict = {"date": date, "entries": entries}
-    if conflicts:
-        doc["conflicts"] = conflicts
+    doc = {"date": date, "entries": entries} | ({"conflicts": conflicts} if conflicts else {})
     return Merged(dumps_json(doc).encode("utf-8"), [c["id"] for c in conflicts])
 
 
