@@ -259,7 +259,7 @@ def _move_log(src: Path, dest: Path) -> None:
 
 
 def _quarantine(layout: Layout, relative: str, entry: Entry) -> None:
-    from memtool.doctor.salvage import Quarantine  # memtool.doctor imports this module: a cycle at import time
+    from memtool.doctor import Quarantine  # memtool.doctor imports this module: a cycle at import time
 
     Quarantine(layout).write(relative, dumps_json({"reason": "archived copy of an entry that is also live", "entry": entry.to_dict()}))
 

@@ -355,7 +355,7 @@ def _put_in_place(layout: Layout, members: list[Member], stage_fd: int, force: b
             "Nothing was written. Use --force to replace them (the current ones are kept in "
             f"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/<timestamp>/)."
         )
-    from memtool.doctor.salvage import Quarantine  # here: `memory backup` need not import the doctor
+    from memtool.doctor import Quarantine  # here: `memory backup` need not import the doctor
 
     aside = layout.rel(Quarantine(layout).folder) if existing else None
     for m in existing:

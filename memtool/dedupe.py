@@ -31,7 +31,6 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
-from pathlib import Path
 
 from memtool import confine
 from memtool import constants as C
@@ -184,16 +183,17 @@ class Deduper:
 
     def _live(self, entry_id: str) -> Entry | None:
         named = id_day(entry_id)
-        day = self._read(self.layout.day_file(named)) if named else []
-        return next((e for e in day if e.id == entry_id), None)
+        return next((e for e in self._day(named) if e.id == entry_id), None) if named else None
 
-    def _read(self, path: Path) -> list[Entry]:
-        """A day file's entries; a missing or unreadable one counts as empty (doctor reports it;
-        compress must not fail for a file it does not write)."""
-        try:
-            return read_day(path)
-        except (FileNotFoundError, StoreCorrupt, UnicodeDecodeError):
-            return []
+    def _day(self, day: str) -> list[Entry]:
+        """A day file's live entries, read once; a missing or unreadable one counts as empty (doctor
+        reports it; compress must not fail for a file it does not write)."""
+        if day not in self._days:
+            try:
+                self._days[day] = read_day(self.layout.day_file(day))
+            except (FileNotFoundError, StoreCorrupt, UnicodeDecodeError):
+                self._days[day] = []
+        return self._days[day]
 
     def _near_candidates(self, when: datetime) -> list[Entry]:
         """Live entries (and this call's) dated within the window; day files are named by UTC day."""
@@ -203,10 +203,8 @@ class Deduper:
         day, last = lo.astimezone(timezone.utc).date(), hi.astimezone(timezone.utc).date()
         while day <= last:
             key = day.isoformat()
-            if key not in self._days:
-                self._days[key] = self._read(self.layout.day_file(key))
-            out.extend(self._days[key])
-            stored = {e.id for e in self._days[key]}
+            out.extend(self._day(key))
+            stored = {e.id for e in self._day(key)}
             out.extend(e for e in self._added_days.get(key, ()) if e.id not in stored)
             day += timedelta(days=1)
         return [e for e in out if lo <= parse_iso(e.timestamp) <= hi]

@@ -165,15 +165,13 @@ def atomic_write_many(items: list[tuple[Path, Data]], skip_same: bool = True) ->
             if where is None:  # outside any root, or a linked Layer 3 file: its folder as the OS finds it
                 target = _target(path)
                 doing = (path, target)
-                key, name = (str(target.parent),), target.name
-                if key not in folders:
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    folders[key] = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | CLOEXEC)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                root, names = str(target.parent), [target.name]
             else:  # under a memory root: by confine's walk
-                root, names = where
-                target, key, name = None, (root, *names[:-1]), names[-1]
-                if key not in folders:
-                    folders[key] = open_folder(root, names[:-1], path, create=True)
+                target, (root, names) = None, where
+            key, name = (root, *names[:-1]), names[-1]
+            if key not in folders:
+                folders[key] = open_folder(root, names[:-1], path, create=True)
             dfd = folders[key]
             old = _old_stat_at(dfd, name, path)
             if skip_same and old is not None and old.st_size == len(data):
@@ -216,7 +214,7 @@ def atomic_write_many(items: list[tuple[Path, Data]], skip_same: bool = True) ->
 
 def _fsync_all(fds: list[int]) -> None:
     """fsync every file; several in parallel, since their journal commits are shared."""
-    if len(fds) < 2:
+    if len(fds) < 2:  # in this thread: strace's fault injection (tests/test_fault_injection.py) counts calls per thread
         list(map(os.fsync, fds))
         return
     from concurrent.futures import ThreadPoolExecutor
@@ -237,7 +235,6 @@ def append_text(path: Path, text: str) -> None:
     does not end with a newline (a previous torn write, or a hand edit), one is added first.
     If the disk refuses part of the line (full, quota), the file is cut back to its old size.
     """
-    path = Path(path)
     data = text if text.endswith("\n") else text + "\n"
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | CLOEXEC
     where = locate(path)

@@ -34,6 +34,9 @@ from pathlib import Path
 from memtool import constants as C
 from memtool.dayfile import DAY_RE
 from memtool.errors import BadInput
+from memtool.fsutil import append_text, atomic_write_text, dumps_json
+from memtool.index_json import index_document
+from memtool.tombstones import parse_tombstones, read_tombstones
 
 DRIVER = "memtool"
 
@@ -92,9 +95,6 @@ def _by_id(doc: object) -> dict[str, dict]:
 
 
 def _merge_entries(name: str, docs: list, tombstoned: set[str], prefer: str) -> Merged:
-    from memtool.fsutil import dumps_json
-    from memtool.index_json import index_document
-
     base, ours, theirs = (_by_id(d) for d in docs)
     merged: dict[str, dict] = {}
     conflicts: list[dict] = []
@@ -116,9 +116,7 @@ def _merge_entries(name: str, docs: list, tombstoned: set[str], prefer: str) -> 
         return Merged(index_document(provider, merged.values()))
     date = next((d.get("date") for d in docs[1:] if isinstance(d, dict) and d.get("date")), name[:-5])
     entries = sorted(merged.values(), key=lambda d: (str(d.get("timestamp", "")), d["id"]))  # day_document's order
-    doc: dict = {"date": date, "entries": entries}
-    if conflicts:
-        doc["conflicts"] = conflicts
+    doc = {"date": date, "entries": entries} | ({"conflicts": conflicts} if conflicts else {})
     return Merged(dumps_json(doc).encode("utf-8"), [c["id"] for c in conflicts])
 
 
@@ -143,8 +141,6 @@ def tombstoned_ids(prefix: str) -> set[str]:
     """Ids forgotten on either side of the merge under way: the tombstones of the working tree and of
     commits either side can be (MERGE_SIDES: git merges files in no set order, so the merged
     tombstones may not be written yet). `prefix`: the memory root's path in the repository."""
-    from memtool.tombstones import parse_tombstones, read_tombstones
-
     dead = set(read_tombstones(Path(prefix or ".")))
     name = f"{prefix}{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.TOMBSTONES_FILE}"
     for ref in MERGE_SIDES:
@@ -195,8 +191,6 @@ def _ignore_local_files(root: Path) -> None:
     have = ignore.read_text(encoding="utf-8", errors="replace").split()
     missing = [line for line in IGNORED if line not in have]
     if missing:
-        from memtool.fsutil import append_text
-
         append_text(ignore, "\n".join(missing))
 
 
@@ -208,8 +202,6 @@ def setup_git(root: Path) -> GitSetup:
     wrote = GITATTRIBUTES not in current
     if wrote:
         current = current.replace(PREVIOUS_GITATTRIBUTES, "")
-        from memtool.fsutil import atomic_write_text
-
         atomic_write_text(attributes, current + ("\n" if current and not current.endswith("\n") else "") + GITATTRIBUTES)
     _ignore_local_files(root)
     built = _derive_index(root)

@@ -171,10 +171,6 @@ class Document:
     def inside(self, node: Node) -> str:
         return self.text[node.start + 1 : node.end - 1]
 
-    def is_bare_empty(self, node: Node) -> bool:
-        """An empty object/array with nothing (no comment) between its brackets."""
-        return not node.children and not self.inside(node).strip(" \t\r\n")
-
     def line_of(self, node: Node) -> int:
         return line_col(self.text, node.start)[0]
 

@@ -27,8 +27,10 @@ import numpy as np
 from memtool import confine
 from memtool import constants as C
 from memtool.archive import archive_layouts
+from memtool.doctor import Quarantine
 from memtool.errors import StorageError, UnsafePath
 from memtool.fsutil import atomic_write_bytes
+from memtool.gitmerge import setup_git
 from memtool.store import Layout, Store, vector_bytes
 
 
@@ -63,8 +65,6 @@ def migrate(root: Path, dry_run: bool = False) -> MigrateReport:
                     _convert_vector(layout, path, home.embedding_file(path.stem), report, dry_run)
         _untrack_index(layout, report, dry_run)
     if not dry_run:
-        from memtool.gitmerge import setup_git
-
         report.attributes = setup_git(layout.root).wrote_attributes
     return report
 
@@ -97,8 +97,6 @@ def _convert_vector(layout: Layout, src: Path, dest: Path, report: MigrateReport
     except (OSError, UnsafePath, ValueError, TypeError, KeyError, RecursionError):
         report.set_aside.append(str(src.relative_to(layout.root)))
         if not dry_run:
-            from memtool.doctor.salvage import Quarantine  # memtool.doctor imports the store: a cycle at import time
-
             Quarantine(layout).move(src)
         return
     report.vectors += 1

@@ -25,10 +25,9 @@ def read_tombstones(root: Path) -> dict[str, dict]:
     """Forgotten id -> its first tombstone. Lines that are not a tombstone (a hand edit, a merge
     marker) are skipped: a tombstone only ever removes, so a bad line can only keep an entry."""
     try:
-        text = confine.read_text(tombstones_file(root), errors="replace")
+        return parse_tombstones(confine.read_text(tombstones_file(root), errors="replace"))
     except FileNotFoundError:
         return {}
-    return parse_tombstones(text)
 
 
 def parse_tombstones(text: str) -> dict[str, dict]:

@@ -16,7 +16,7 @@ from memtool.archive import ArchiveLayout, archive
 from memtool.cli.main import app
 from memtool.dayfile import read_day
 from memtool.doctor import Doctor
-from memtool.doctor.salvage import conflict_sides
+from memtool.doctor.repair import conflict_sides
 from memtool.errors import StoreCorrupt
 from memtool.scaffold import init
 from memtool.search.engine import Query

@@ -30,9 +30,7 @@ def setup(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
     done = setup_git(layout.root)
     pinned = pin_embedder(layout.root)  # one model for everyone: written into the shared memory/config.yaml
     if as_json:  # GitSetup's fields (paths as text), embedder_pinned before the last one
-        data = asdict(done)
-        index_built = data.pop("index_built")
-        print_json(data | {"embedder_pinned": pinned, "index_built": index_built})
+        print_json({k: v for k, v in asdict(done).items() if k != "index_built"} | {"embedder_pinned": pinned, "index_built": done.index_built})
         return
     if pinned:
         typer.echo(f"embedder: {pinned} written to {layout.config_file.relative_to(layout.root)} (commit it: every clone then uses that model)")

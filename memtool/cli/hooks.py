@@ -8,6 +8,7 @@ imported inside the commands: the full CLI (a cold `memory search`) does not loa
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Optional
@@ -50,8 +51,6 @@ def install(
     """Add memtool's session-start and session-end hooks to the agent's configuration (merging, idempotent).
 
     The hooks run this install's `memory` by its absolute path, so they work whatever PATH the agent has."""
-    import shlex
-
     from memtool import hooks
 
     runner = shlex.quote(str(memory.expanduser().absolute())) if memory else None

@@ -12,9 +12,8 @@ second store: its day files, embeddings, transcripts and logs, and also an entry
 archived (the live copy is kept, as `memory archive` does) and a day file in another year's folder.
 It has no index.json, and archived stand-in entries are not reported (`memory retry` is for live ones).
 
-The modules: checks.py (Problem, Report, and Checker: the checks, read-only), salvage.py (what
-is kept of a damaged day file; the Quarantine), repair.py (Doctor: the checks and `--fix`). Here:
-open_doctor, which reads the root's settings and embedder.
+The modules: checks.py (Problem, Report, and Checker: the checks, read-only), repair.py (Doctor:
+the checks and `--fix`; the Quarantine). Here: open_doctor, which reads the root's settings and embedder.
 """
 
 from __future__ import annotations
@@ -25,8 +24,7 @@ from pathlib import Path
 from memtool import constants as C
 from memtool.config import Settings, load_settings
 from memtool.doctor.checks import WARNING, Problem, Report
-from memtool.doctor.repair import Doctor
-from memtool.doctor.salvage import Quarantine
+from memtool.doctor.repair import Doctor, Quarantine
 from memtool.errors import ConfigError, ProviderError
 from memtool.store import Layout
 

@@ -70,31 +70,39 @@ class Report:
 MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
 SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR)
 REBUILD_INDEX = "rebuild from the day files"
+MERGE_CONFLICT_FIX = (  # a day file's "conflicts": memtool's merge driver met one entry edited two ways (memtool/gitmerge.py)
+    '"entries" holds one version, "conflicts" both ("ours", "theirs"); put the right one in "entries", delete "conflicts", '
+    "then `git add` the file and run `memory reindex`"
+)
 # an id met again: (what the message says, the fix when both copies are the same, the fix otherwise)
 SAME_ID_TWICE = ("stored twice", "keep one", "keep the first, quarantine the other")
 SAME_ID_LIVE = ("also live", "keep the live one", "keep the live one, quarantine this copy")
 
 
-def split_location(message: str, path: Path) -> tuple[str, int | None]:
-    """'<path>:<line>:<col>: what' -> ('what', line): the report shows the path once."""
-    m = re.match(re.escape(str(path)) + r"(?::(\d+))?(?::\d+)?:?\s*", message)
+def split_location(exc: StoreCorrupt | UnicodeDecodeError, path: Path, text: str | None = None) -> tuple[str, int | None]:
+    """(what, line) of a file that does not read: '<path>:<line>:<col>: what' -> ('what', line), as the
+    report shows the path once; bytes not UTF-8 -> ('not UTF-8 (why)', their line in `text`, if given)."""
+    if isinstance(exc, UnicodeDecodeError):
+        line = None if text is None else text.encode("utf-8", errors="surrogateescape")[: exc.start].count(b"\n") + 1
+        return f"not UTF-8 ({exc.reason})", line
+    m = re.match(re.escape(str(path)) + r"(?::(\d+))?(?::\d+)?:?\s*", str(exc))
     if not m:
-        return message, None
-    return message[m.end() :], int(m.group(1)) if m.group(1) else None
+        return str(exc), None
+    return str(exc)[m.end() :], int(m.group(1)) if m.group(1) else None
 
 
-def readable_text(path: Path) -> str:
+def readable_text(path: Path, errors: str = "surrogateescape") -> str:
     """A day file's text for telling a conflict from other damage; '' when memtool does not read it (confine)."""
     try:
-        return confine.read_bytes(path).decode("utf-8", errors="surrogateescape")
+        return confine.read_text(path, errors=errors)
     except (OSError, UnsafePath):
         return ""
 
 
-def content_duplicates(entries: Iterable[Entry], layout: Layout) -> list[tuple[Entry, Entry]]:
-    """(later, earlier) pairs holding the same memory twice: same compressed fields and same transcript."""
+def content_duplicates(found: Iterable[tuple[Path, Entry]], layout: Layout) -> list[tuple[Entry, Entry]]:
+    """(later, earlier) pairs of the folder's day file entries holding the same memory twice: same compressed fields and transcript."""
     groups: dict[str, list[Entry]] = {}
-    for e in sort_entries(entries):
+    for e in sort_entries(e for path, e in found if path.parent == layout.index_dir):
         record = {k: v for k, v in e.to_dict().items() if k not in ("id", "timestamp")}
         groups.setdefault(json.dumps(record, sort_keys=True), []).append(e)
     out: list[tuple[Entry, Entry]] = []
@@ -155,12 +163,10 @@ class Checker:
             for path in lay.day_files():
                 try:
                     found.extend((path, e) for e in read_day(path))
-                except StoreCorrupt as exc:
-                    kind = "conflict" if CONFLICT_RE.search(readable_text(path)) else "unparsable"
-                    bad.append(Problem(kind, self.rel(path), *split_location(str(exc), path), fix="quarantine, keep what parses"))
-                except UnicodeDecodeError as exc:
-                    line = readable_text(path).encode("utf-8", errors="surrogateescape")[: exc.start].count(b"\n") + 1
-                    bad.append(Problem("unparsable", self.rel(path), f"not UTF-8 ({exc.reason})", line, fix="quarantine, keep what parses"))
+                except (StoreCorrupt, UnicodeDecodeError) as exc:
+                    text = readable_text(path)
+                    kind = "conflict" if isinstance(exc, StoreCorrupt) and CONFLICT_RE.search(text) else "unparsable"
+                    bad.append(Problem(kind, self.rel(path), *split_location(exc, path, text), fix="quarantine, keep what parses"))
         return found, bad
 
     def _diagnose(self) -> Report:
@@ -197,14 +203,11 @@ class Checker:
     def _check_forget(self, rep: Report) -> None:
         from memtool.forget import journal_file, read_journal
 
-        if journal_file(self.layout).exists():
+        journal = journal_file(self.layout)
+        if journal.exists():
             ids = read_journal(self.layout)[0]
-            rep.add(
-                "forget",
-                self.rel(journal_file(self.layout)),
-                f"an interrupted `memory forget` of {len(ids)} entries ({', '.join(ids) or 'unreadable journal'}); their copies may remain",
-                fix="finish it",
-            )
+            what = f"an interrupted `memory forget` of {len(ids)} entries ({', '.join(ids) or 'unreadable journal'}); their copies may remain"
+            rep.add("forget", self.rel(journal), what, fix="finish it")
 
     def _check_entries(self, rep: Report, folders: Sequence[Layout], live: dict[str, Entry]) -> dict[str, tuple[Path, Entry]]:
         """Day files that cannot be read, misplaced and duplicate entries. `live`: the live entries, when
@@ -212,16 +215,11 @@ class Checker:
         found, bad = self.read_days(folders)
         rep.problems.extend(bad)
         for arch in folders:
-            if isinstance(arch, ArchiveLayout):
-                for path in arch.day_files():
-                    if path.stem[:4] != arch.year:
-                        home = ArchiveLayout(arch.root, path.stem[:4]).day_file(path.stem)
-                        rep.add(
-                            "misplaced",
-                            self.rel(path),
-                            f"a day of {path.stem[:4]} in the archive of {arch.year}; "
-                            f"move it to {self.rel(home)} by hand (and its entries' transcripts and embeddings, if they are beside it)",
-                        )
+            for path in arch.day_files() if isinstance(arch, ArchiveLayout) else ():
+                if path.stem[:4] != arch.year:
+                    home = self.rel(ArchiveLayout(arch.root, path.stem[:4]).day_file(path.stem))
+                    what = f"move it to {home} by hand (and its entries' transcripts and embeddings, if they are beside it)"
+                    rep.add("misplaced", self.rel(path), f"a day of {path.stem[:4]} in the archive of {arch.year}; {what}")
         self._check_merge_conflicts(rep, {path for path, _ in found})
         kept: dict[str, tuple[Path, Entry]] = {}
         for path, e in found:
@@ -235,14 +233,9 @@ class Checker:
             where, fix_same, fix_other = SAME_ID_TWICE if e.id in kept else SAME_ID_LIVE
             rep.add("duplicate", self.rel(path), f"entry {e.id} is {where}" + ("" if same else " with different content"), fix=fix_same if same else fix_other)
         for lay in folders:
-            stored_here = [e for path, e in kept.values() if path.parent == lay.index_dir]
-            for dup, first in content_duplicates(stored_here, lay):
-                rep.add(
-                    "duplicate",
-                    self.rel(lay.day_file(dup.day)),
-                    f"entry {dup.id} repeats entry {first.id} (same content)",
-                    fix="keep the earlier, quarantine this one",
-                )
+            for dup, first in content_duplicates(kept.values(), lay):
+                what = f"entry {dup.id} repeats entry {first.id} (same content)"
+                rep.add("duplicate", self.rel(lay.day_file(dup.day)), what, fix="keep the earlier, quarantine this one")
         return kept
 
     def _check_merge_conflicts(self, rep: Report, paths: set[Path]) -> None:
@@ -254,13 +247,7 @@ class Checker:
             data = load_json(path, text)
             for item in data.get("conflicts") or () if isinstance(data, dict) else ():
                 entry_id = item.get("id") if isinstance(item, dict) else None
-                rep.add(
-                    "conflict",
-                    self.rel(path),
-                    f'entry {entry_id} was edited two ways on the two sides of a git merge: "entries" holds one version, '
-                    '"conflicts" both ("ours", "theirs"); put the right one in "entries", delete "conflicts", '
-                    "then `git add` the file and run `memory reindex`",
-                )
+                rep.add("conflict", self.rel(path), f"entry {entry_id} was edited two ways on the two sides of a git merge: {MERGE_CONFLICT_FIX}")
 
     def _check_index(self, rep: Report, entries: dict[str, Entry]) -> None:
         path = self.layout.index_file
@@ -274,7 +261,7 @@ class Checker:
             listed = {d["id"]: Entry.from_dict(d).to_dict() for d in data["entries"]}
         except StoreCorrupt as exc:
             kind = "conflict" if "conflict" in str(exc) else "unparsable"
-            rep.add(kind, where, *split_location(str(exc), path), fix=REBUILD_INDEX)
+            rep.add(kind, where, *split_location(exc, path), fix=REBUILD_INDEX)
             return
         except (TypeError, KeyError, UnicodeDecodeError) as exc:
             rep.add("unparsable", where, f"not a memtool index ({exc!r:.80})", fix=REBUILD_INDEX)
@@ -304,34 +291,23 @@ class Checker:
                     self._check_vector(rep, store, f)
         for e in entries.values():
             if e.id not in seen:
-                rep.add(
-                    "pending",
-                    self.rel(lay.embedding_file(e.id)),
-                    f"entry {e.id} has no current embedding (search embeds it on the fly)",
-                    severity=WARNING,
-                    fix="embed" if self.embedder else "",
-                )
+                what = f"entry {e.id} has no current embedding (search embeds it on the fly)"
+                rep.add("pending", self.rel(lay.embedding_file(e.id)), what, severity=WARNING, fix="embed" if self.embedder else "")
 
     def _check_vector(self, rep: Report, store: Store, f: Path) -> None:
         """One embedding file at its place: readable, well-formed, of the configured embedder."""
         where = self.rel(f)
         try:
             data = store.read_embedding(f.stem)
-        except StoreCorrupt as exc:
-            rep.add("unparsable", where, *split_location(str(exc), f), fix="quarantine, re-embed")
-            return
-        except UnicodeDecodeError as exc:
-            rep.add("unparsable", where, f"not UTF-8 ({exc.reason})", fix="quarantine, re-embed")
+        except (StoreCorrupt, UnicodeDecodeError) as exc:
+            rep.add("unparsable", where, *split_location(exc, f), fix="quarantine, re-embed")
             return
         vec, emb = data["embedding"], self.embedder
         if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not bool(np.isfinite(vec).all()):
             rep.add("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed")
         elif emb is not None and (data.get("model") != emb.model or len(vec) != emb.dim):
-            rep.add(
-                "embedding",
-                where,
-                f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{emb.model}' ({emb.dim} dims). Run `memory reembed`.",
-            )
+            what = f"made with '{data.get('model')}' ({len(vec)} dims); the configured embedder is '{emb.model}' ({emb.dim} dims)"
+            rep.add("embedding", where, what + ". Run `memory reembed`.")
         # else current; one made before an edit is kept too: written once, the search cache embeds the edit (Store.write_embeddings)
 
     def _check_markdown(self, rep: Report, path: Path) -> None:

@@ -1,31 +1,118 @@
-"""`memory doctor --fix`: repair what can be repaired without loss, move the rest into the quarantine.
+"""`memory doctor --fix`: repair what can be repaired without loss, move the rest into the quarantine
+(memory/quarantine/<timestamp>/: nothing is ever deleted).
 
 Under the store's lock, in this order: remove temp files; rewrite unreadable day files with every
-entry that still parses (salvage.py); dedupe (misplaced entries go to their day, the same id or the
-same content twice keeps one, an archived copy of a live entry goes); quarantine orphan transcripts
-and embeddings and broken embedding files; embed what has no current vector; rebuild index.json when
-it is out of date (an unreadable one is quarantined first). The Report returned is a check made
-after the repairs.
+entry that still parses (salvage: a day file cut off by a crash keeps every whole entry before the
+cut, one holding git conflict markers the entries of both sides); dedupe (misplaced entries go to
+their day, the same id or the same content twice keeps one, an archived copy of a live entry goes);
+quarantine orphan transcripts and embeddings and broken embedding files; embed what has no current
+vector; rebuild index.json when it is out of date (an unreadable one is quarantined first). The
+Report returned is a check made after the repairs.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from functools import cache
+import re
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Sequence
 
 from memtool.archive import archive_layouts
-from memtool.confine import is_regular
+from memtool.confine import is_regular, safe_folder
 from memtool.dayfile import day_document, load_json
 from memtool.doctor.checks import Checker, Report, content_duplicates, readable_text
-from memtool.doctor.salvage import Quarantine, parse_entries, salvage
-from memtool.errors import ProviderError, StoreCorrupt
-from memtool.fsutil import atomic_write_text, dumps_json
-from memtool.models import Entry
+from memtool.errors import ProviderError, StorageError, StoreCorrupt
+from memtool.fsutil import atomic_write_bytes, atomic_write_text, dumps_json
+from memtool.models import Entry, utcnow
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store
+
+ENTRIES_RE = re.compile(r'"entries"\s*:\s*\[\s*')
+SEPARATOR_RE = re.compile(r"\s*,?\s*")
+# a conflict: <<<<<<< ours [||||||| base] ======= theirs >>>>>>> (each marker: the first 7 characters of a line)
+HUNK_RE = re.compile(r"^<{7}[^\n]*\n(.*?)^(?:\|{7}[^\n]*\n.*?^)?={7}[^\n]*\n(.*?)^>{7}[^\n]*(?:\n|\Z)", re.M | re.S)
+
+
+class Quarantine:
+    """memory/quarantine/<UTC timestamp>/..., created on first use."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+        self.moved: list[str] = []
+
+    @cached_property
+    def folder(self) -> Path:
+        """memory/quarantine/<timestamp>[-n], one not there yet (not even as a dangling link)."""
+        stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+        folder, n = self.layout.quarantine_dir / stamp, 1
+        while os.path.lexists(folder):
+            n += 1
+            folder = self.layout.quarantine_dir / f"{stamp}-{n}"
+        return folder
+
+    def move(self, path: Path) -> None:
+        dest = self.folder / path.relative_to(self.layout.memory_dir)
+        try:
+            safe_folder(dest.parent, create=True)  # memory/quarantine reached without a link (memtool/confine.py)
+            os.replace(path, dest)
+        except OSError as exc:
+            raise StorageError(f"cannot move {path} into {self.folder}: {exc.strerror}") from None
+        self.moved.append(dest.relative_to(self.layout.root).as_posix())
+
+    def write(self, relative: str | Path, data: str | bytes) -> None:
+        dest = self.folder / relative
+        atomic_write_bytes(dest, data.encode("utf-8") if isinstance(data, str) else data)
+        self.moved.append(dest.relative_to(self.layout.root).as_posix())
+
+
+def salvage(text: str) -> dict[str, Entry]:
+    """Every entry that parses in a damaged day file's text (both sides of a conflict), by id, the first of each."""
+    kept: dict[str, Entry] = {}
+    for side in conflict_sides(text) or (text,):
+        for e in _entries_of(side):
+            kept.setdefault(e.id, e)
+    return kept
+
+
+def conflict_sides(text: str) -> tuple[str, str] | None:
+    """The two versions of a file holding git conflict markers (diff3 base sections dropped); None when
+    it holds none, or a conflict that does not end."""
+    if not HUNK_RE.search(text) or re.search(r"^<{7}", HUNK_RE.sub("", text), re.M):
+        return None
+    return HUNK_RE.sub(r"\1", text), HUNK_RE.sub(r"\2", text)
+
+
+def parse_entries(data: object) -> list[Entry]:
+    """The entries of a parsed day (or index) document that are valid; the others are skipped."""
+    items = data.get("entries") if isinstance(data, dict) else data
+    out = []
+    for item in items if isinstance(items, list) else []:
+        try:
+            out.append(Entry.from_dict(item))
+        except StoreCorrupt:
+            continue  # this one stays only in the quarantined original
+    return out
+
+
+def _entries_of(text: str) -> list[Entry]:
+    """The valid entries of a day file's text; when it is damaged (cut off, say), every whole entry
+    before the damage."""
+    try:
+        return parse_entries(json.loads(text))
+    except (json.JSONDecodeError, RecursionError):  # RecursionError: brackets nested thousands deep
+        pass
+    start = ENTRIES_RE.search(text)
+    decoder, items, pos = json.JSONDecoder(), [], start.end() if start else len(text)
+    while pos < len(text):
+        try:
+            item, pos = decoder.raw_decode(text, pos)
+        except (json.JSONDecodeError, RecursionError):
+            break
+        items.append(item)
+        pos = SEPARATOR_RE.match(text, pos).end()
+    return parse_entries(items)
 
 
 def _canonical(e: Entry) -> str:
@@ -85,14 +172,14 @@ class Doctor(Checker):
         indexed = cache(self._index_entries)  # read once, when a live day needs it
         for problem in bad:
             path = self.layout.root / problem.path
-            text = readable_text(path).encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")  # a link or FIFO: "" (confine)
-            kept = salvage(text)
+            kept = salvage(readable_text(path, errors="replace"))  # a link or FIFO: "" (confine)
             if path.parent == self.layout.index_dir:  # index.json lists live entries only
                 for e in indexed():
                     if e.day == path.stem:
                         kept.setdefault(e.id, e)
             if is_regular(path):
-                q.copy(path)  # the original kept first: a crash leaves it in place or in the quarantine
+                # a copy of the original (written and fsynced) first: a crash leaves it in place or in the quarantine
+                q.write(path.relative_to(self.layout.memory_dir), path.read_bytes())
             else:
                 q.move(path)  # a link or FIFO is set aside unread: there is nothing in it to lose
             atomic_write_text(path, day_document(path.stem, kept.values()))
@@ -116,7 +203,7 @@ class Doctor(Checker):
                 why = "archived copy of a live entry" if e.id in live else f"same id as an entry kept in {twin.day}.json"
                 removed.append((path, e, why + ", different content"))
         for lay in folders:  # its transcript and embedding are then of no entry: quarantined with the strays
-            for e, first in content_duplicates([e for path, e in kept.values() if path.parent == lay.index_dir], lay):
+            for e, first in content_duplicates(kept.values(), lay):
                 removed.append((kept.pop(e.id)[0], e, f"same content as {first.id}"))
         for n, (path, e, why) in enumerate(removed, 1):  # each copy that goes is in the quarantine before it goes
             folder = path.parent.relative_to(self.layout.memory_dir).as_posix()
@@ -139,7 +226,8 @@ class Doctor(Checker):
         """Transcripts and embeddings of no entry, and broken embedding files, go to the quarantine; a
         transcript or embedding whose entry lives in another folder (live, or an archive year) that lacks
         it moves there instead: it may be the only copy (an interrupted archive or restore)."""
-        homes = self._entry_homes()
+        folders = [*reversed(archive_layouts(self.layout)), self.layout]  # the last one an entry is in wins
+        homes = {e.id: lay for lay in folders for _, e in self.read_days([lay])[0]}  # id -> the folder of its day file
         for p in self._diagnose().of("orphan", "embedding", "unparsable"):
             path = self.layout.root / p.path
             if not (p.fix.startswith("quarantine") and path.is_file()):
@@ -152,11 +240,6 @@ class Doctor(Checker):
                 fixed.append(f"moved {p.path} to {self.rel(target)}, beside its entry")
             else:
                 q.move(path)
-
-    def _entry_homes(self) -> dict[str, Layout]:
-        """Entry id -> the folder its entry lives in: live, else the archive year holding its day file."""
-        folders = [*reversed(archive_layouts(self.layout)), self.layout]  # the last one an entry is in wins
-        return {e.id: lay for lay in folders for _, e in self.read_days([lay])[0]}
 
     def _embed_missing(self, fixed: list[str], folders: Sequence[Layout]) -> None:
         """Embed the entries of the folders (live, archive years) that have no current vector."""

@@ -144,11 +144,12 @@ def _keep_emptied(doc: Document, where: tuple[str, ...], kept: Containers) -> bo
     node = doc.node(*where)
     if node.children:
         return False
-    if where and where not in kept and doc.is_bare_empty(node):
+    bare = not doc.inside(node).strip(" \t\r\n")  # no comment between its brackets
+    if where and where not in kept and bare:
         doc.remove(*where)
         return False
     was = kept.get(where)
-    if was is not None and not was.strip(" \t\r\n") and not doc.inside(node).strip(" \t\r\n"):  # comments: the text edit kept them
+    if was is not None and not was.strip(" \t\r\n") and bare:  # comments: the text edit kept them
         doc.replace([(node.start + 1, node.end - 1, was)])
     return True
 

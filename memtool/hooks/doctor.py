@@ -91,8 +91,7 @@ def _timeout_s(agent: str, handler: dict[str, Any]) -> float:
 
 
 def _last_line(text: str) -> str:
-    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else ""
+    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
 
 
 def _outcome(agent: str, scope: str, event: str, command: str, timeout: float, project: Path, env: dict[str, str] | None) -> tuple[bool, str, str]:
@@ -141,7 +140,6 @@ def check_hooks(project: Path, agents: tuple[str, ...] = AGENTS, env: dict[str, 
                 missing.append(f"{agent} ({scope}): {path}")
             for event, handler in handlers:
                 command = str(handler.get("command", ""))
-                checks.append(
-                    HookCheck(agent, scope, event, str(path), command, *_outcome(agent, scope, event, command, _timeout_s(agent, handler), project, env))
-                )
+                outcome = _outcome(agent, scope, event, command, _timeout_s(agent, handler), project, env)
+                checks.append(HookCheck(agent, scope, event, str(path), command, *outcome))
     return HooksReport(project, checks, missing)

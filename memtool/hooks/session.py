@@ -121,10 +121,6 @@ def log_path() -> Path:
     return user_cache_dir() / "hooks" / "hooks.log"
 
 
-def _safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:120] or "session"
-
-
 def _write_private(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` readable by its owner only (0600): a temp file made by mkstemp
     (0600 from the start), renamed over ``path`` (a link at ``path`` is replaced, not followed)."""
@@ -161,7 +157,8 @@ def prepare_transcript(payload: HookPayload, agent: str) -> Path:
         raise StorageError(f"{payload.transcript_path}: cannot read: {err.strerror}") from None
     if not text.strip():
         raise BadInput(f"{payload.transcript_path}: no conversation text in the transcript; nothing to compress")
-    name = _safe_name(f"{spec(agent).name}-{payload.session_id or payload.transcript_path.stem}") + ".md"
+    stem = f"{spec(agent).name}-{payload.session_id or payload.transcript_path.stem}"
+    name = (re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-.")[:120] or "session") + ".md"  # a safe file name
     target = log_path().parent / name
     _write_private(target, redact(text)[0])
     return target
