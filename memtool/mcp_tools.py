@@ -157,12 +157,6 @@ class MemoryTools:
         """A fresh Memory per call (settings and the search cache follow the files), sharing the embedder."""
         return self._open(self.root, embedder=self.embedder)
 
-    @staticmethod
-    def _cap(max_tokens: int) -> int:
-        if not C.MCP_MIN_TOKENS <= max_tokens <= C.MCP_MAX_TOKENS_CEILING:
-            raise BadInput(f"max_tokens must be between {C.MCP_MIN_TOKENS} and {C.MCP_MAX_TOKENS_CEILING}, got {max_tokens}")
-        return max_tokens
-
     def _rel(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else str(path)
 
@@ -191,11 +185,8 @@ class MemoryTools:
         """
         from memtool.dates import parse_period
 
-        cap = self._cap(max_tokens)
         if not query.strip():
             raise BadInput("query is empty: say what to look for")
-        if not 1 <= limit <= C.MCP_SEARCH_MAX_LIMIT:
-            raise BadInput(f"limit must be between 1 and {C.MCP_SEARCH_MAX_LIMIT}, got {limit}")
         q = Query(
             text=query,
             limit=limit,
@@ -212,7 +203,7 @@ class MemoryTools:
         sent = SENT_NOTE if any(h.get("already_sent") for h in shown) else ""
         if note := join_notes(*fix_notes(found.typo_fixes), *found.warnings, sent):
             answer["note"] = note
-        fit(answer, cap, "hits")
+        fit(answer, max_tokens, "hits")
         answer["count"] = len(answer["hits"])
         self.seen.update(h["id"] for h in answer["hits"])
         return answer
@@ -267,7 +258,6 @@ class MemoryTools:
         # configured, the model then counts only the bundle found and holds it to the budget it was packed
         # at (`fit_to_provider_count`: at most MAX_COUNT_REQUESTS requests a call), any smaller packing that
         # takes fitted to the cap again.
-        cap = self._cap(max_tokens)
         mem = self.memory()
         given = mem.context_input(query or None, limit=limit)
         sent_before = frozenset(self.seen)
@@ -282,8 +272,8 @@ class MemoryTools:
             measured as it will be sent: naming the budget held to, its token count at its widest."""
             for _ in range(CONTEXT_PACKS):
                 res = mem.pack_offline(given, target, template)
-                sent = self._context_answer(replace(res, budget=held or target), budget, cap, sent_before, warned())
-                over = tokens(sent | {"tokens": WIDEST_COUNT}) - cap
+                sent = self._context_answer(replace(res, budget=held or target), budget, max_tokens, sent_before, warned())
+                over = tokens(sent | {"tokens": WIDEST_COUNT}) - max_tokens
                 if over <= 0:
                     return res
                 per_token = max(count_tokens(render({"text": res.text})) / max(res.tokens, 1), 1.0)  # JSON escapes cost tokens
@@ -293,16 +283,18 @@ class MemoryTools:
             raise _NoFit
 
         try:
-            held = within_cap(min(budget, cap - CONTEXT_WRAPPER)).budget
+            held = within_cap(min(budget, max_tokens - CONTEXT_WRAPPER)).budget
             res = fit_to_provider_count(counting, within_cap, held)
         except _NoFit:
-            answer = self._context_answer(ContextResult("", 0, budget, template, truncated=True), budget, cap, sent_before)
-            answer["note"] = f"the bundle does not fit max_tokens={cap} with its wrapper; nothing was sent (ask with a larger max_tokens or a smaller limit)"
-            fit(answer, cap)
+            answer = self._context_answer(ContextResult("", 0, budget, template, truncated=True), budget, max_tokens, sent_before)
+            answer["note"] = (
+                f"the bundle does not fit max_tokens={max_tokens} with its wrapper; nothing was sent (ask with a larger max_tokens or a smaller limit)"
+            )
+            fit(answer, max_tokens)
             return answer
-        answer = self._context_answer(res, budget, cap, sent_before, warned())
-        if tokens(answer) > cap:  # a warning met after the fitting (Gemini's count): the bundle comes first
-            answer = self._context_answer(res, budget, cap, sent_before)
+        answer = self._context_answer(res, budget, max_tokens, sent_before, warned())
+        if tokens(answer) > max_tokens:  # a warning met after the fitting (Gemini's count): the bundle comes first
+            answer = self._context_answer(res, budget, max_tokens, sent_before)
         self.seen.update(res.included)
         return answer
 
@@ -347,10 +339,9 @@ class MemoryTools:
         the chunk starting at that line, else the file from that line on as far as fits, note: the id that reads on}; files must
         be inside the memory root.
         """
-        cap = self._cap(max_tokens)
         m = FILE_REF_RE.match(id.strip())
-        answer = self._file_ref(m["path"], m["line"] or "1", cap) if m else self._entry(id.strip())
-        fit(answer, cap)
+        answer = self._file_ref(m["path"], m["line"] or "1", max_tokens) if m else self._entry(id.strip())
+        fit(answer, max_tokens)
         return answer
 
     def _entry(self, entry_id: str) -> dict[str, Any]:
@@ -447,7 +438,6 @@ class MemoryTools:
         redacted before anything is written. Returns JSON {id, day, summary, decisions, action_items, topics, keywords,
         importance, trusted, compression_ratio, tokens_original, tokens_compressed, pending, truncated, note}.
         """
-        cap = self._cap(max_tokens)
         if bool(text.strip()) == bool(path.strip()):
             raise BadInput("give exactly one of text (the transcript itself) or path (a transcript file inside the memory root)")
         mem = self.memory()
@@ -468,7 +458,7 @@ class MemoryTools:
             notes.append("the configured compressor failed; compressed locally for now (`memory retry` completes it)")
         if notes:
             answer["note"] = "; ".join(notes)
-        fit(answer, cap)
+        fit(answer, max_tokens)
         return answer
 
     @tool(read_only=False)
@@ -534,8 +524,6 @@ class MemoryTools:
         from memtool.forget import forget
         from memtool.tombstones import tombstones_file
 
-        if not ids:
-            raise BadInput("ids is empty: name the entries to forget (ctx-YYYYMMDD-xxxxxxxx, from memory_search)")
         mem = self.memory()
         report = forget(mem.layout, ids, mem.settings.compressor, dry_run=not confirm)
         entries = [e | {"summary": e["summary"] if e["trusted"] else quoted(e["summary"])} for e in report.entries]
