@@ -198,7 +198,7 @@ class MemoryTools:
         mem = self.memory()
         found = mem.search(q)
         hits = found.hits
-        shown = [self._sent(h) if h.id in self.seen and not include_seen else self._hit(h) for h in hits]
+        shown = [self._hit(h, sent=h.id in self.seen and not include_seen) for h in hits]
         answer: dict[str, Any] = {"root": str(self.root), "query": query, "truncated": False, "count": len(hits), "hits": shown}
         sent = SENT_NOTE if any(h.get("already_sent") for h in shown) else ""
         if note := join_notes(*fix_notes(found.typo_fixes), *found.warnings, sent):
@@ -209,20 +209,12 @@ class MemoryTools:
         return answer
 
     @staticmethod
-    def _sent(h: Hit) -> dict[str, Any]:
-        """A hit already sent in this session: its place in the ranking, without its text again."""
-        return {"id": h.id, "kind": h.kind, "score": round(h.score, 4), "already_sent": True}
-
-    @staticmethod
-    def _hit(h: Hit) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": h.id,
-            "kind": h.kind,
-            "score": round(h.score, 4),
-            "session": one_line(h.source_session),
-            "timestamp": h.timestamp,
-            "trusted": h.trusted,
-        }
+    def _hit(h: Hit, sent: bool = False) -> dict[str, Any]:
+        """A hit as answered; one `sent` earlier in this session keeps its place in the ranking, without its text again."""
+        out: dict[str, Any] = {"id": h.id, "kind": h.kind, "score": round(h.score, 4)}
+        if sent:
+            return out | {"already_sent": True}
+        out |= {"session": one_line(h.source_session), "timestamp": h.timestamp, "trusted": h.trusted}
         if not h.trusted:
             out["warning"] = UNTRUSTED_NOTE
         out["text"] = h.text if h.trusted else quoted(h.text)
@@ -311,16 +303,8 @@ class MemoryTools:
             notes.append("nothing to show: MEMORY.md and USER.md hold no notes yet and no entries matched")
         if again := sum(i in sent_before for i in res.included):
             notes.append(f"{again} of the included entries were already sent earlier in this session (packed again: the bundle is whole)")
-        answer: dict[str, Any] = {
-            "root": str(self.root),
-            "truncated": res.truncated or bool(res.dropped),
-            "tokens": res.tokens,
-            "budget": budget,
-            "template": res.template,
-            "included": res.included,
-            "dropped": dropped,
-            "text": res.text,
-        }
+        answer: dict[str, Any] = {"root": str(self.root), "truncated": res.truncated or bool(res.dropped), "tokens": res.tokens, "budget": budget}
+        answer |= {"template": res.template, "included": res.included, "dropped": dropped, "text": res.text}
         if note := join_notes(*notes):
             answer["note"] = note
         return answer
@@ -580,16 +564,8 @@ class MemoryTools:
         report = reembed(mem, provider or None)
         if provider:
             self.embedder = mem.embedder  # later calls search with the vectors just made
-        answer: dict[str, Any] = {
-            "model": report.model,
-            "embedded": report.embedded,
-            "dropped": report.dropped,
-            "summary": report.line(),
-            "embedder_set": report.embedder_set,
-            "problems": report.errors,
-            "warnings": report.warnings,
-            "truncated": False,
-        }
+        answer: dict[str, Any] = {"model": report.model, "embedded": report.embedded, "dropped": report.dropped, "summary": report.line()}
+        answer |= {"embedder_set": report.embedder_set, "problems": report.errors, "warnings": report.warnings, "truncated": False}
         fit(answer, self.max_tokens, "problems")
         return answer
 
