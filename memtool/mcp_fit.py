@@ -67,20 +67,20 @@ def _string_leaves(node: Any) -> Iterator[tuple[Any, Any, str]]:
             yield from _string_leaves(value)
 
 
-def fit(answer: dict[str, Any], cap: int, items_key: str = "") -> list[Any]:
+def fit(answer: dict[str, Any], cap: int, items_key: str = "") -> None:
     """Make `answer` render within `cap` tokens, in place. Drops trailing items of answer[items_key]
-    first (at least one is kept), then shortens the longest strings, then drops items again. Returns
-    the dropped items. Raises BadInput if even the strings kept whole do not fit."""
+    first (at least one is kept), then shortens the longest strings, then drops items again. Raises
+    BadInput if even the strings kept whole do not fit."""
     if tokens(answer) <= cap:
-        return []
+        return
     answer["truncated"] = True
     before = answer.get("note", "")
     answer["note"] = before
     room = cap - NOTE_RESERVE
-    dropped: list[Any] = []
-    items = answer.get(items_key) if items_key else None
-    while isinstance(items, list) and len(items) > 1 and tokens(answer) > room:
-        dropped.insert(0, items.pop())
+    items: list[Any] = answer[items_key] if isinstance(answer.get(items_key), list) else []
+    listed = len(items)
+    while len(items) > 1 and tokens(answer) > room:
+        items.pop()
     while (over := tokens(answer) - room) > 0:
         cands = [(len(text), holder, key, text) for holder, key, text in _string_leaves(answer) if count_tokens(text) > MIN_STRING_TOKENS]
         if not cands:
@@ -90,15 +90,14 @@ def fit(answer: dict[str, Any], cap: int, items_key: str = "") -> list[Any]:
         shown = count_tokens(json.dumps(text, ensure_ascii=False))  # rendered, its escapes (\n, \") cost tokens too
         holder[key] = truncate_to_tokens(text, max(MIN_STRING_TOKENS, (shown - over) * have // shown - 2))
     parts = [f"answer cut to fit max_tokens={cap}"]
-    if dropped:
-        parts.append(f"{len(dropped)} more {items_key} left out (ask again with a larger max_tokens or a smaller limit)")
+    if len(items) < listed:
+        parts.append(f"{listed - len(items)} more {items_key} left out (ask again with a larger max_tokens or a smaller limit)")
     parts.append("text ending in '…' was shortened")
     answer["note"] = join_notes(before, *parts)
-    while isinstance(items, list) and items and tokens(answer) > cap:  # long unshortenable fields: give up items
-        dropped.insert(0, items.pop())
+    while items and tokens(answer) > cap:  # long unshortenable fields: give up items
+        items.pop()
     if tokens(answer) > cap:
         raise BadInput(f"the answer does not fit max_tokens={cap} even cut down (its ids and paths alone are longer); ask with a larger max_tokens")
-    return dropped
 
 
 def leading_within(items: list[str], room: int, separator: int = 0) -> int:
