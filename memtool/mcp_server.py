@@ -61,10 +61,9 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
             try:
                 with tools.lock:
                     return read()
-            except NotFound as exc:
-                raise ResourceNotFoundError(capped_message(str(exc), {}, tools.max_tokens)) from exc
-            except MemtoolError as exc:  # the file exists but cannot be read
-                raise ResourceError(capped_message(str(exc), {}, tools.max_tokens)) from exc
+            except MemtoolError as exc:  # missing, or there but unreadable
+                refusal = ResourceNotFoundError if isinstance(exc, NotFound) else ResourceError
+                raise refusal(capped_message(str(exc), {}, tools.max_tokens)) from exc
 
         server.resource(uri, name=name, description=description, mime_type="text/markdown")(fn)
 
