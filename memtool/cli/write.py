@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import List, Optional
 
@@ -123,6 +124,7 @@ def compress(
     mem = open_from(ctx, **overrides)
     when = parse_when(date) if date else None
 
+    given = partial(Session, importance=importance, source=source, agent=agent, trusted=not untrusted)  # what every input shares
     failed: list[str] = []
     names: list[str] = []  # of the sessions compressed, in input order (one result each)
 
@@ -140,17 +142,7 @@ def compress(
             ts = when or started or (datetime.fromtimestamp(Path(f).stat().st_mtime).astimezone() if f != "-" else None)
             name_session = session or (C.DEFAULT_SESSION if len(files) == 1 else Path(f).stem)
             names.append(name)
-            yield Session(
-                text=text,
-                when=ts,
-                session=name_session,
-                importance=importance,
-                source=source,
-                agent=agent,
-                trusted=not untrusted,
-                name=name,
-                supersedes=list(supersedes or []),
-            )
+            yield given(text=text, when=ts, session=name_session, name=name, supersedes=list(supersedes or []))
 
     with progress_bar("compressing", len(files), len(files) > 1 and not as_json) as advance:
         stored = mem.compress_many(sessions(), provider=provider, progress=advance)
