@@ -117,13 +117,50 @@ def show(
 
 def stats(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> None:
     """At a glance: entries per week, topics, compression ratios, store size, pending work."""
-    from memtool.stats import collect
+    from memtool.stats import collect, human_bytes, week_series
 
-    data = collect(open_from(ctx))
+    d = collect(open_from(ctx))
     if as_json:
-        print_json(data)
+        print_json(d)
         return
-    _render_stats(data)
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = console()
+    lo, hi = d["compression_ratio_range"]
+    rows = [
+        ("entries", f"{d['entries']} in {d['days_with_entries']} days · {d['daily_logs']} daily logs · {d['transcripts']} transcripts"),
+        (
+            "pending",
+            f"{d['pending_compression']} compression · {d['pending_embeddings']} embeddings"
+            + (" [yellow](`memory retry`)[/yellow]" if d["pending_compression"] or d["pending_embeddings"] else ""),
+        ),
+        (
+            "compression",
+            f"mean {d['mean_compression_ratio']}:1 · median {d['median_compression_ratio']}:1 · range {lo}-{hi}:1 · "
+            f"{d['tokens_original']:,} -> {d['tokens_compressed']:,} tokens",
+        ),
+        ("store", f"{human_bytes(d['store_bytes'])} (+ {human_bytes(d['cache_bytes'])} derived cache)"),
+        ("importance", " · ".join(f"{n} {k}" for k in C.IMPORTANCE_LEVELS if (n := d["importance"].get(k)))),
+        ("names", " · ".join(f"{n} {k}" for k, n in d["entities"].items())),
+        ("embedder", escape(d["embedder"])),
+    ]
+    table = Table(box=None, show_header=False, title=escape(f"memory stats: {d['root']}"), title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for key, value in rows:
+        table.add_row(key, value)
+    weeks = week_series(d["entries_per_week"])[-C.STATS_WEEKS_SHOWN :]
+    if weeks:
+        table.add_row("per week", week_line(weeks))
+    out.print(table)
+    if d["top_topics"]:
+        out.print("\n[bold]top topics[/bold]")
+        out.print(_bars({escape(k): v for k, v in list(d["top_topics"].items())[: C.STATS_TOP_SHOWN]}))
+    if d["entries"]:
+        out.print("\n[bold]compression ratios[/bold]")
+        out.print(_bars(d["compression_ratio_histogram"]))
+    warn(*d["problems"])
 
 
 def week_line(weeks: list[tuple[str, int]]) -> str:
@@ -148,50 +185,6 @@ def _bars(items: dict[str, int], width: int = 24):
     for label, n in items.items():
         table.add_row(label, "[cyan]" + "█" * max(round(width * n / peak), 1 if n else 0) + "[/cyan]", str(n))
     return table
-
-
-def _render_stats(d: dict) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from memtool.stats import human_bytes, week_series
-
-    out = console()
-    names = " · ".join(f"{n} {k}" for k, n in d["entities"].items())
-    lo, hi = d["compression_ratio_range"]
-    rows = [
-        ("entries", f"{d['entries']} in {d['days_with_entries']} days · {d['daily_logs']} daily logs · {d['transcripts']} transcripts"),
-        (
-            "pending",
-            f"{d['pending_compression']} compression · {d['pending_embeddings']} embeddings"
-            + (" [yellow](`memory retry`)[/yellow]" if d["pending_compression"] or d["pending_embeddings"] else ""),
-        ),
-        (
-            "compression",
-            f"mean {d['mean_compression_ratio']}:1 · median {d['median_compression_ratio']}:1 · range {lo}-{hi}:1 · "
-            f"{d['tokens_original']:,} -> {d['tokens_compressed']:,} tokens",
-        ),
-        ("store", f"{human_bytes(d['store_bytes'])} (+ {human_bytes(d['cache_bytes'])} derived cache)"),
-        ("importance", " · ".join(f"{n} {k}" for k in C.IMPORTANCE_LEVELS if (n := d["importance"].get(k)))),
-        ("names", names),
-        ("embedder", escape(d["embedder"])),
-    ]
-    table = Table(box=None, show_header=False, title=escape(f"memory stats: {d['root']}"), title_justify="left")
-    table.add_column(style="bold")
-    table.add_column(overflow="fold")
-    for key, value in rows:
-        table.add_row(key, value)
-    weeks = week_series(d["entries_per_week"])[-C.STATS_WEEKS_SHOWN :]
-    if weeks:
-        table.add_row("per week", week_line(weeks))
-    out.print(table)
-    if d["top_topics"]:
-        out.print("\n[bold]top topics[/bold]")
-        out.print(_bars({escape(k): v for k, v in list(d["top_topics"].items())[: C.STATS_TOP_SHOWN]}))
-    if d["entries"]:
-        out.print("\n[bold]compression ratios[/bold]")
-        out.print(_bars(d["compression_ratio_histogram"]))
-    warn(*d["problems"])
 
 
 COMMANDS = (search, context, show, stats)  # registered in this order by memtool.cli.main
