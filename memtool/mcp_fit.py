@@ -39,8 +39,10 @@ def tokens(answer: dict[str, Any]) -> int:
     return count_tokens(render(answer))
 
 
-def join_notes(*notes: str) -> str:
-    return "; ".join(n for n in notes if n)
+def add_note(answer: dict[str, Any], *notes: str) -> None:
+    """answer["note"]: the `notes` that are not empty, joined with '; ' (none: no note)."""
+    if note := "; ".join(n for n in notes if n):
+        answer["note"] = note
 
 
 def brief(value: str, chars: int = ECHO_CHARS) -> str:
@@ -93,7 +95,7 @@ def fit(answer: dict[str, Any], cap: int, items_key: str = "") -> None:
     if len(items) < listed:
         parts.append(f"{listed - len(items)} more {items_key} left out (ask again with a larger max_tokens or a smaller limit)")
     parts.append("text ending in '…' was shortened")
-    answer["note"] = join_notes(before, *parts)
+    add_note(answer, before, *parts)
     while items and tokens(answer) > cap:  # long unshortenable fields: give up items
         items.pop()
     if tokens(answer) > cap:

@@ -29,7 +29,7 @@ from memtool import constants as C
 from memtool.confine import read_bytes as confined_read
 from memtool.context import MIN_PACK_BUDGET, UNTRUSTED_NOTE, ContextResult, fit_to_provider_count
 from memtool.errors import BadInput, NotFound, UnsafePath
-from memtool.mcp_fit import brief, file_head, fit, join_notes, leading_within, log_tail, render, tokens
+from memtool.mcp_fit import add_note, brief, file_head, fit, leading_within, log_tail, render, tokens
 from memtool.memory import Memory, Session
 from memtool.quoting import one_line
 from memtool.search.engine import Hit, Query
@@ -187,22 +187,12 @@ class MemoryTools:
 
         if not query.strip():
             raise BadInput("query is empty: say what to look for")
-        q = Query(
-            text=query,
-            limit=limit,
-            since=parse_period(since)[0] if since.strip() else None,
-            until=parse_period(until)[1] if until.strip() else None,
-            topic=topic.strip() or None,
-            trusted_only=trusted_only,
-        )
-        mem = self.memory()
-        found = mem.search(q)
-        hits = found.hits
-        shown = [self._hit(h, sent=h.id in self.seen and not include_seen) for h in hits]
-        answer: dict[str, Any] = {"root": str(self.root), "query": query, "truncated": False, "count": len(hits), "hits": shown}
-        sent = SENT_NOTE if any(h.get("already_sent") for h in shown) else ""
-        if note := join_notes(*fix_notes(found.typo_fixes), *found.warnings, sent):
-            answer["note"] = note
+        start = parse_period(since)[0] if since.strip() else None
+        end = parse_period(until)[1] if until.strip() else None
+        found = self.memory().search(Query(text=query, limit=limit, since=start, until=end, topic=topic.strip() or None, trusted_only=trusted_only))
+        shown = [self._hit(h, sent=h.id in self.seen and not include_seen) for h in found.hits]
+        answer: dict[str, Any] = {"root": str(self.root), "query": query, "truncated": False, "count": len(shown), "hits": shown}
+        add_note(answer, *fix_notes(found.typo_fixes), *found.warnings, SENT_NOTE if any(h.get("already_sent") for h in shown) else "")
         fit(answer, max_tokens, "hits")
         answer["count"] = len(answer["hits"])
         self.seen.update(h["id"] for h in answer["hits"])
@@ -305,8 +295,7 @@ class MemoryTools:
             notes.append(f"{again} of the included entries were already sent earlier in this session (packed again: the bundle is whole)")
         answer: dict[str, Any] = {"root": str(self.root), "truncated": res.truncated or bool(res.dropped), "tokens": res.tokens, "budget": budget}
         answer |= {"template": res.template, "included": res.included, "dropped": dropped, "text": res.text}
-        if note := join_notes(*notes):
-            answer["note"] = note
+        add_note(answer, *notes)
         return answer
 
     @tool(read_only=True, trust_note=True)
@@ -366,8 +355,7 @@ class MemoryTools:
         answer: dict[str, Any] = {"id": f"{rel}#L{line}", "kind": "file", "path": rel, "line": line, "truncated": False}
         if chunk is not None:
             answer["text"] = f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text
-            if next_line is not None:
-                answer["note"] = f"memory_get with id '{rel}#L{next_line}' reads on"
+            add_note(answer, "" if next_line is None else f"memory_get with id '{rel}#L{next_line}' reads on")
             return answer
         rest = lines[line - 1 :]
         shown = max(leading_within(rest, cap - FILE_WRAPPER), 1)  # a first line too long alone is cut by `fit`
@@ -437,11 +425,8 @@ class MemoryTools:
         if not entry.trusted:  # read back from untrusted input: a quotation, as every other answer shows it
             answer["warning"] = UNTRUSTED_NOTE
             _quote_fields(answer)
-        notes = [dup.message() for dup in stored.duplicates]  # already stored, or superseding a stored entry
-        if entry.pending:
-            notes.append("the configured compressor failed; compressed locally for now (`memory retry` completes it)")
-        if notes:
-            answer["note"] = "; ".join(notes)
+        pending = "the configured compressor failed; compressed locally for now (`memory retry` completes it)" if entry.pending else ""
+        add_note(answer, *(dup.message() for dup in stored.duplicates), pending)  # already stored, or superseding a stored entry
         fit(answer, max_tokens)
         return answer
 
@@ -487,8 +472,7 @@ class MemoryTools:
         answer: dict[str, Any] = {"added": p.added, "path": self._rel(p.path), "section": p.section, "bullet": p.bullet, "truncated": False}
         if p.entry_id:
             answer["entry_id"] = p.entry_id
-        if not p.added:
-            answer["note"] = "already in MEMORY.md; nothing added"
+        add_note(answer, "" if p.added else "already in MEMORY.md; nothing added")
         return answer
 
     # -- lifecycle: the same core use cases as `memory forget`, `memory archive`, `memory reembed` --
@@ -513,14 +497,13 @@ class MemoryTools:
         entries = [e | {"summary": e["summary"] if e["trusted"] else quoted(e["summary"])} for e in report.entries]
         answer: dict[str, Any] = {"forgotten": confirm, "truncated": False, **asdict(report), "entries": entries}
         del answer["dry_run"]
-        notes = [
+        add_note(
+            answer,
             "" if confirm else FORGET_CONFIRM_NOTE,
             "the mentions are lines people wrote that name these ids: left as they are" if report.mentions else "",
             f"recorded in {self._rel(tombstones_file(self.root))}: commit it, and every clone's next reindex removes these entries too" if confirm else "",
             "git history still holds the old bytes of the removed files" if confirm else "",
-        ]
-        if note := join_notes(*notes):
-            answer["note"] = note
+        )
         if confirm:
             self.seen.difference_update(ids)
         fit(answer, self.max_tokens, "mentions")
