@@ -52,10 +52,7 @@ def promote(
     if as_json:
         print_json(p)
         return
-    if p.added:
-        typer.echo(f"added to {p.path.name} under ## {p.section}:\n{p.bullet}")
-    else:
-        typer.echo(f"already in {p.path.name} under ## {p.section}; nothing added")
+    typer.echo(f"added to {p.path.name} under ## {p.section}:\n{p.bullet}" if p.added else f"already in {p.path.name} under ## {p.section}; nothing added")
 
 
 COMMANDS = (serve, promote)  # registered in this order by memtool.cli.main
