@@ -67,9 +67,7 @@ def print_json(data: Any) -> None:
 
 
 def _plain(obj: Any) -> Any:
-    if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    return asdict(obj) if is_dataclass(obj) else str(obj)
+    return obj.to_dict() if hasattr(obj, "to_dict") else asdict(obj) if is_dataclass(obj) else str(obj)
 
 
 def echo_lines(lines: Iterable[str], err: bool = False) -> None:
