@@ -49,6 +49,8 @@ SENT_NOTE = (
     "repeated (memory_get fetches one; include_seen=true repeats them)"
 )
 FORGET_CONFIRM_NOTE = "nothing was removed: this is what would go. Call memory_forget again with confirm=true to remove these entries for good."
+# memtool.stats figures a memory_status answer shows: the compressor is named after the first four
+STORE_STATE = ("entries", "daily_logs", "transcripts", "embedder", "pending_compression", "pending_embeddings", "problems")
 # the stored entry's fields a memory_compress answer shows
 COMPRESSED_FIELDS = "day summary decisions action_items topics keywords importance trusted compression_ratio tokens_original tokens_compressed pending".split()
 WIDEST_COUNT = 999_999_999  # a context answer's `tokens` while it is fitted: the model's count may replace the offline one
@@ -376,15 +378,9 @@ class MemoryTools:
         from memtool.stats import collect
 
         data = collect(self.memory())
-        return {
-            "root": str(self.root),
-            "server": f"{C.MCP_SERVER_NAME} {__version__}",
-            **{key: data[key] for key in ("entries", "daily_logs", "transcripts", "embedder")},
-            "compressor": self.settings.compressor,
-            **{key: data[key] for key in ("pending_compression", "pending_embeddings", "problems")},
-            "results_sent_this_session": len(self.seen),
-            "max_tokens_default": self.max_tokens,
-        }
+        answer = {"root": str(self.root), "server": f"{C.MCP_SERVER_NAME} {__version__}"} | {key: data[key] for key in STORE_STATE[:4]}
+        answer |= {"compressor": self.settings.compressor} | {key: data[key] for key in STORE_STATE[4:]}
+        return answer | {"results_sent_this_session": len(self.seen), "max_tokens_default": self.max_tokens}
 
     # -- write -----------------------------------------------------------------------------------
     @tool(read_only=False)
