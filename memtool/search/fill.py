@@ -272,15 +272,14 @@ def fill_later(layout: Layout, embedder, allowed: bool) -> bool:
 
 def fill_note(layout: Layout, missing: int, total: int, started: bool, unindexed: int = 0) -> str:
     """What a search says while vectors are missing or kept transcripts are not indexed yet."""
-    have = total - missing
+    have, started = total - missing, started or filling(layout)
     share = f"semantic ranking is partial: {have:,} of {total:,} documents have vectors ({100 * have // max(total, 1)}%)"
     if not unindexed:
         busy = "the rest are being embedded in the background (`memory reindex` embeds them now, with progress)"
-        how = busy if started or filling(layout) else "`memory reindex` embeds the rest (with progress)"
-        return f"{share}; word matches are complete; {how}"
+        return f"{share}; word matches are complete; {busy if started else '`memory reindex` embeds the rest (with progress)'}"
     words = f"word matches are partial: the kept transcripts of {unindexed:,} entries are not indexed yet (entries, logs and Markdown files are)"
     busy = "they are being indexed and embedded in the background (`memory reindex` does it now, with progress)"
-    how = busy if started or filling(layout) else "`memory reindex` indexes and embeds them (with progress)"
+    how = busy if started else "`memory reindex` indexes and embeds them (with progress)"
     return f"{words}; {share if missing else 'every indexed document has a vector'}; {how}"
 
 

@@ -570,7 +570,9 @@ def _refresh(
             _begin_writing(conn, path)
         with conn:
             plan = _plan(conn, layout, embedder.model, sigs, now, archive, full)  # again, under the lock
-            if not plan.rebuild and _dead_share(conn):
+            cols = None if plan.rebuild else _columns(conn)
+            dead = 0 if cols is None else int((~cols["alive"]).sum())
+            if cols is None or dead > COMPACT_MIN_DEAD and dead > COMPACT_DEAD_SHARE * (cols.shape[0] - dead):
                 plan = Plan(now, sorted(now), [], sigs.folder, rebuild=True)
             _apply(conn, layout, embedder, plan, errors, known, progress, defer and not archive)
         return True
@@ -589,14 +591,6 @@ def _columns(conn: sqlite3.Connection) -> np.ndarray | None:
     """The packed per-document columns, as a copy to change; None before the first change set."""
     row = conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
     return None if row is None else np.frombuffer(row[0], dtype=DOC_DTYPE).copy()
-
-
-def _dead_share(conn: sqlite3.Connection) -> bool:
-    cols = _columns(conn)
-    if cols is None:
-        return True
-    dead = int((~cols["alive"]).sum())
-    return dead > COMPACT_MIN_DEAD and dead > COMPACT_DEAD_SHARE * (cols.shape[0] - dead)
 
 
 def reread_deferred(conn: sqlite3.Connection, layout: Layout, embedder, size: int, errors: list[str]) -> tuple[int, int]:
@@ -936,13 +930,12 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
     return len(rows)
 
 
-def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False, defer: bool = False) -> SearchIndex:
+def open_index(layout: Layout, embedder, progress, errors: list[str], archive: bool = False, defer: bool = False) -> SearchIndex:
     """The store, brought up to date first (refresh_index; `defer`: many new kept transcripts are left
     to the words fill), as a read snapshot. A damaged store is rebuilt from the files. While another
     process writes a change set (a detached session-end compress), the last committed state is read,
     said in `errors`, and the view is marked `stale`."""
     stale = False
-    errors = [] if errors is None else errors
     try:
         refresh_index(layout, embedder, progress, errors, archive, wait=False, defer=defer)
     except StoreBusy:
