@@ -238,12 +238,11 @@ def run_background(layout: Layout, embedder, log: Callable[[str], None]) -> Fill
     it), at a lower priority than the user's own work."""
     from filelock import Timeout
 
-    lock = _fill_lock(layout)
     try:
-        lock.acquire()
+        held = _fill_lock(layout).acquire()
     except Timeout:
         return None
-    try:
+    with held:  # released when the fill ends
         if hasattr(os, "nice"):
             os.nice(C.FILL_NICE)
         log(f"pid {os.getpid()}: filling the search cache's missing vectors ({embedder.model})")
@@ -253,8 +252,6 @@ def run_background(layout: Layout, embedder, log: Callable[[str], None]) -> Fill
             + "".join(f"; {e}" for e in report.errors)
         )
         return report
-    finally:
-        lock.release()
 
 
 def fill_later(layout: Layout, embedder, allowed: bool) -> bool:

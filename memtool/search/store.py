@@ -631,10 +631,8 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
     gone = [*changed, *plan.removed]
     dead = [i for (i,) in conn.execute("SELECT id FROM docs WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))]
     cols["alive"][dead] = False
-    conn.execute("DELETE FROM docvecs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(dead),))
-    conn.execute("DELETE FROM docs WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
-    conn.execute("DELETE FROM entries WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
-    conn.execute("DELETE FROM sources WHERE key IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
+    for table, column, ids in (("docvecs", "id", dead), ("docs", "source", gone), ("entries", "source", gone), ("sources", "key", gone)):
+        conn.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
     # read them again, BUILD_BATCH sources at a time (a rebuild holds one batch's text and vectors,
     # not the whole memory's): which entries supersede which is worked out over every entry held
     arch_sources = {s for s in changed if now[s][1]}
