@@ -493,14 +493,13 @@ def refresh_index(
     path = store_path(layout)
     errors = [] if errors is None else errors
     try:
-        changed = _refresh(path, layout, embedder, progress, errors, archive, known, sigs, wait, full, defer)
+        return _refresh(path, layout, embedder, progress, errors, archive, known, sigs, wait, full, defer)
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             raise
         errors.append(f"{path} was damaged ({exc}); rebuilt from the files")
         discard(layout)
-        changed = _refresh(path, layout, embedder, progress, errors, archive, known, sigs, wait, True, defer)
-    return changed
+    return _refresh(path, layout, embedder, progress, errors, archive, known, sigs, wait, True, defer)
 
 
 @dataclass
