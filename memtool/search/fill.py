@@ -84,8 +84,7 @@ def fill_vectors(
     with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
         if read_meta(conn).get("model") != embedder.model:
             return report  # built for another model: the next refresh rebuilds it
-        report.left, _ = vector_gap(conn)
-        total = report.left
+        total = report.left = vector_gap(conn)[0]
         for entries_only, size in ((True, C.FILL_FILES_BATCH), (False, batch)):
             for rows in _missing(conn, size, from_end, entries_only):
                 try:
