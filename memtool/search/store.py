@@ -757,12 +757,10 @@ def _insert_docs(
     seen: set[str] = set()
     for j, (d, key) in enumerate(zip(docs, keys)):
         i = first + j
-        gkey = d.entry or d.ref
-        g = groups.get(gkey)
-        if g is None:
-            g = groups[gkey] = next_group
+        g = groups.get(gkey := d.entry or d.ref)
+        if g is None:  # a new group: the next id after the held ones and those added so far
+            g = groups[gkey] = next_group + len(new_groups)
             new_groups.append((g, gkey))
-            next_group += 1
         ws = words(d.index_text)
         ts = terms(ws) or [""]
         flat += ts
