@@ -47,13 +47,9 @@ def entry_vectors(embedder, entries: list[Entry], sessions: Mapping[str, str], k
     parts: list[list[str]] = []  # per entry: the keys of what its vector averages
     texts: dict[str, str] = {}  # key -> text, each distinct text once
     for e in entries:
-        chunks = [c.text for c in chunk_lines(sessions[e.id])] if sessions.get(e.id) else []
-        if chunks:
-            keys = [chunk_key(t) for t in chunks]
-            texts.update(zip(keys, chunks))
-        else:
-            keys = [f"text:{e.id}"]
-            texts[keys[0]] = e.embed_text()
+        chunks = [c.text for c in chunk_lines(sessions.get(e.id) or "")]
+        keys = [chunk_key(t) for t in chunks] or [f"text:{e.id}"]  # no session text: the entry's own fields
+        texts.update(zip(keys, chunks or [e.embed_text()]))
         parts.append(keys)
     held = known([k for k in texts if not k.startswith("text:")]) if known else {}
     todo = [k for k in texts if k not in held]

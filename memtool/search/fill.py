@@ -84,8 +84,7 @@ def fill_vectors(
     with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
         if read_meta(conn).get("model") != embedder.model:
             return report  # built for another model: the next refresh rebuilds it
-        report.left, _ = vector_gap(conn)
-        total = report.left
+        total = report.left = vector_gap(conn)[0]
         for entries_only, size in ((True, C.FILL_FILES_BATCH), (False, batch)):
             for rows in _missing(conn, size, from_end, entries_only):
                 try:
@@ -238,12 +237,11 @@ def run_background(layout: Layout, embedder, log: Callable[[str], None]) -> Fill
     it), at a lower priority than the user's own work."""
     from filelock import Timeout
 
-    lock = _fill_lock(layout)
     try:
-        lock.acquire()
+        held = _fill_lock(layout).acquire()
     except Timeout:
         return None
-    try:
+    with held:  # released when the fill ends
         if hasattr(os, "nice"):
             os.nice(C.FILL_NICE)
         log(f"pid {os.getpid()}: filling the search cache's missing vectors ({embedder.model})")
@@ -253,8 +251,6 @@ def run_background(layout: Layout, embedder, log: Callable[[str], None]) -> Fill
             + "".join(f"; {e}" for e in report.errors)
         )
         return report
-    finally:
-        lock.release()
 
 
 def fill_later(layout: Layout, embedder, allowed: bool) -> bool:
@@ -272,15 +268,14 @@ def fill_later(layout: Layout, embedder, allowed: bool) -> bool:
 
 def fill_note(layout: Layout, missing: int, total: int, started: bool, unindexed: int = 0) -> str:
     """What a search says while vectors are missing or kept transcripts are not indexed yet."""
-    have = total - missing
+    have, started = total - missing, started or filling(layout)
     share = f"semantic ranking is partial: {have:,} of {total:,} documents have vectors ({100 * have // max(total, 1)}%)"
     if not unindexed:
         busy = "the rest are being embedded in the background (`memory reindex` embeds them now, with progress)"
-        how = busy if started or filling(layout) else "`memory reindex` embeds the rest (with progress)"
-        return f"{share}; word matches are complete; {how}"
+        return f"{share}; word matches are complete; {busy if started else '`memory reindex` embeds the rest (with progress)'}"
     words = f"word matches are partial: the kept transcripts of {unindexed:,} entries are not indexed yet (entries, logs and Markdown files are)"
     busy = "they are being indexed and embedded in the background (`memory reindex` does it now, with progress)"
-    how = busy if started or filling(layout) else "`memory reindex` indexes and embeds them (with progress)"
+    how = busy if started else "`memory reindex` indexes and embeds them (with progress)"
     return f"{words}; {share if missing else 'every indexed document has a vector'}; {how}"
 
 

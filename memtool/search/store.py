@@ -493,14 +493,13 @@ def refresh_index(
     path = store_path(layout)
     errors = [] if errors is None else errors
     try:
-        changed = _refresh(path, layout, embedder, progress, errors, archive, known, sigs, wait, full, defer)
+        return _refresh(path, layout, embedder, progress, errors, archive, known, sigs, wait, full, defer)
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             raise
         errors.append(f"{path} was damaged ({exc}); rebuilt from the files")
         discard(layout)
-        changed = _refresh(path, layout, embedder, progress, errors, archive, known, sigs, wait, True, defer)
-    return changed
+    return _refresh(path, layout, embedder, progress, errors, archive, known, sigs, wait, True, defer)
 
 
 @dataclass
@@ -570,7 +569,9 @@ def _refresh(
             _begin_writing(conn, path)
         with conn:
             plan = _plan(conn, layout, embedder.model, sigs, now, archive, full)  # again, under the lock
-            if not plan.rebuild and _dead_share(conn):
+            cols = None if plan.rebuild else _columns(conn)
+            dead = 0 if cols is None else int((~cols["alive"]).sum())
+            if cols is None or dead > COMPACT_MIN_DEAD and dead > COMPACT_DEAD_SHARE * (cols.shape[0] - dead):
                 plan = Plan(now, sorted(now), [], sigs.folder, rebuild=True)
             _apply(conn, layout, embedder, plan, errors, known, progress, defer and not archive)
         return True
@@ -589,14 +590,6 @@ def _columns(conn: sqlite3.Connection) -> np.ndarray | None:
     """The packed per-document columns, as a copy to change; None before the first change set."""
     row = conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
     return None if row is None else np.frombuffer(row[0], dtype=DOC_DTYPE).copy()
-
-
-def _dead_share(conn: sqlite3.Connection) -> bool:
-    cols = _columns(conn)
-    if cols is None:
-        return True
-    dead = int((~cols["alive"]).sum())
-    return dead > COMPACT_MIN_DEAD and dead > COMPACT_DEAD_SHARE * (cols.shape[0] - dead)
 
 
 def reread_deferred(conn: sqlite3.Connection, layout: Layout, embedder, size: int, errors: list[str]) -> tuple[int, int]:
@@ -637,10 +630,8 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
     gone = [*changed, *plan.removed]
     dead = [i for (i,) in conn.execute("SELECT id FROM docs WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))]
     cols["alive"][dead] = False
-    conn.execute("DELETE FROM docvecs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(dead),))
-    conn.execute("DELETE FROM docs WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
-    conn.execute("DELETE FROM entries WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
-    conn.execute("DELETE FROM sources WHERE key IN (SELECT value FROM json_each(?))", (json.dumps(gone),))
+    for table, column, ids in (("docvecs", "id", dead), ("docs", "source", gone), ("entries", "source", gone), ("sources", "key", gone)):
+        conn.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
     # read them again, BUILD_BATCH sources at a time (a rebuild holds one batch's text and vectors,
     # not the whole memory's): which entries supersede which is worked out over every entry held
     arch_sources = {s for s in changed if now[s][1]}
@@ -766,12 +757,10 @@ def _insert_docs(
     seen: set[str] = set()
     for j, (d, key) in enumerate(zip(docs, keys)):
         i = first + j
-        gkey = d.entry or d.ref
-        g = groups.get(gkey)
-        if g is None:
-            g = groups[gkey] = next_group
+        g = groups.get(gkey := d.entry or d.ref)
+        if g is None:  # a new group: the next id after the held ones and those added so far
+            g = groups[gkey] = next_group + len(new_groups)
             new_groups.append((g, gkey))
-            next_group += 1
         ws = words(d.index_text)
         ts = terms(ws) or [""]
         flat += ts
@@ -936,13 +925,12 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] 
     return len(rows)
 
 
-def open_index(layout: Layout, embedder, progress=None, errors: list[str] | None = None, archive: bool = False, defer: bool = False) -> SearchIndex:
+def open_index(layout: Layout, embedder, progress, errors: list[str], archive: bool = False, defer: bool = False) -> SearchIndex:
     """The store, brought up to date first (refresh_index; `defer`: many new kept transcripts are left
     to the words fill), as a read snapshot. A damaged store is rebuilt from the files. While another
     process writes a change set (a detached session-end compress), the last committed state is read,
     said in `errors`, and the view is marked `stale`."""
     stale = False
-    errors = [] if errors is None else errors
     try:
         refresh_index(layout, embedder, progress, errors, archive, wait=False, defer=defer)
     except StoreBusy:
