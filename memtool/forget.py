@@ -107,7 +107,8 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
         raise NotFound(f"no entry with id {', '.join(missing)}{unread}; nothing was forgotten. `memory search --archive` lists ids.")
     files = sorted({p for ps in leftovers.values() for p in ps})
     day_files = sorted({f.day_file for fs in found.values() for f in fs})  # each lists every id of `every` it holds (locate)
-    listed = _indexed(layout, every)
+    index_text = _text(layout.index_file)
+    listed = any(i in index_text for i in every)  # index.json names one: it is rebuilt
     gone = set(every)
     pages = _pages_naming(layout, gone)
     page_entries = _entries_for_pages(store, gone) if pages else None
@@ -117,7 +118,8 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
     report.rewritten = [layout.rel(p) for p in day_files] + [layout.rel(layout.index_file)] * listed
     report.rewritten += [layout.rel(p) for p in pages] if page_entries is not None else []
     report.mentions = _mentions(layout, gone, [] if page_entries is not None else pages)
-    keys = list(dict.fromkeys([*journal_keys, *(k for p in files if p.suffix == ".md" for k in _passage_keys(p))]))
+    passages = (c for p in files if p.suffix == ".md" for c in chunk_lines(_text(p)))  # a kept transcript's, as the search cache keys their vectors
+    keys = list(dict.fromkeys([*journal_keys, *(chunk_key(c.text) for c in passages)]))
     if dry_run:
         report.caches = purge_caches(layout, gone, set(keys), dry_run=True)
         return report
@@ -159,18 +161,6 @@ def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = 
         Manifest.drop(layout, ids)
         purge_entries(layout, sorted(ids), sorted(keys))
     return [layout.rel(store)]
-
-
-def _passage_keys(transcript: Path) -> list[str]:
-    """The vector cache keys of a kept transcript's passages (as the search cache keys them)."""
-    text = _text(transcript)
-    return [chunk_key(c.text) for c in chunk_lines(text)] if text else []
-
-
-def _indexed(layout: Layout, ids: list[str]) -> bool:
-    """Whether index.json names one of these ids (it is then rebuilt)."""
-    data = _text(layout.index_file)
-    return any(i in data for i in ids)
 
 
 def _entries_for_pages(store: Store, gone: set[str]) -> list[Entry] | None:
