@@ -202,7 +202,10 @@ def _resolve(lay: Layout, store: Store, report: ArchiveReport, dry_run: bool) ->
                 note = " (the archived copy differed; it is in memory/quarantine/)" if differs else ""
                 report.resolved.append(f"entry {e.id} was both live and in {lay.rel(path)}: kept the live one{note}")
                 if differs and not dry_run:
-                    _quarantine(lay, f"{C.ARCHIVE_DIR}/{arch.year}/{C.INDEX_DIR}/{e.id}.json", e)
+                    from memtool.doctor import Quarantine  # memtool.doctor imports this module: a cycle at import time
+
+                    copy = dumps_json({"reason": "archived copy of an entry that is also live", "entry": e.to_dict()})
+                    Quarantine(lay).write(f"{C.ARCHIVE_DIR}/{arch.year}/{C.INDEX_DIR}/{e.id}.json", copy)
             if len(rest) < len(entries) and not dry_run:
                 if rest:
                     atomic_write_text(path, day_document(path.stem, rest))
@@ -247,12 +250,6 @@ def _move_log(src: Path, dest: Path) -> None:
             data = old + (b"" if old.endswith(b"\n") else b"\n") + body
     atomic_write_bytes(dest, data)
     _unlink(src)
-
-
-def _quarantine(layout: Layout, relative: str, entry: Entry) -> None:
-    from memtool.doctor import Quarantine  # memtool.doctor imports this module: a cycle at import time
-
-    Quarantine(layout).write(relative, dumps_json({"reason": "archived copy of an entry that is also live", "entry": entry.to_dict()}))
 
 
 def _move(src: Path, dest: Path) -> None:

@@ -76,11 +76,8 @@ def collect_entities(entries: Iterable[Entry], kinds: Iterable[str] = C.ENTITY_K
                 ent.spellings[spelling] += 1
                 if not ent.entries or ent.entries[-1] is not entry:  # two spellings of one name: the entry counts once
                     ent.entries.append(entry)
-    return {kind: _ranked(found.values()) for kind, found in by_kind.items()}
-
-
-def _ranked(entities: Iterable[Entity]) -> list[Entity]:
-    return sorted(sorted(entities, key=lambda e: e.key), key=lambda e: (e.count, e.last_seen), reverse=True)  # a stable sort
+    by_name = {kind: sorted(found.values(), key=lambda e: e.key) for kind, found in by_kind.items()}
+    return {kind: sorted(ents, key=lambda e: (e.count, e.last_seen), reverse=True) for kind, ents in by_name.items()}  # a stable sort
 
 
 def check_kind(kind: str | None) -> tuple[str, ...]:
