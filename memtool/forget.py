@@ -88,8 +88,7 @@ def finish_interrupted(layout: Layout, provider: str) -> ForgetReport | None:
 
 def _drop_journal_temps(layout: Layout) -> None:
     """Temp files of a journal whose write was cut off (they name ids). Caller holds the lock."""
-    folder = journal_file(layout).parent
-    for tmp in folder.glob(f".{JOURNAL_FILE}.*.tmp"):
+    for tmp in journal_file(layout).parent.glob(f".{JOURNAL_FILE}.*.tmp"):
         tmp.unlink(missing_ok=True)
 
 
@@ -178,9 +177,7 @@ def _described(layout: Layout, places: list[Found]) -> dict:
 
 def _pages_naming(layout: Layout, ids: set[str]) -> list[Path]:
     """Generated entity pages (memory/areas/) that name one of these entries (as `id`)."""
-    folder = layout.memory_dir / C.AREAS_DIR
-    pages = sorted(folder.rglob("*.md")) if folder.is_dir() else []
-    return [p for p in pages if any(f"`{i}`" in _text(p) for i in ids)]
+    return [p for p in sorted((layout.memory_dir / C.AREAS_DIR).rglob("*.md")) if any(f"`{i}`" in _text(p) for i in ids)]
 
 
 def _mentions(layout: Layout, ids: set[str], extra: list[Path]) -> list[str]:
@@ -192,7 +189,7 @@ def _mentions(layout: Layout, ids: set[str], extra: list[Path]) -> list[str]:
         for n, line in enumerate(_text(path).splitlines(), 1):
             if any(i in line for i in ids):
                 out.append(f"{layout.rel(path)}:{n}: {line.strip()[:120]}")
-    quarantined = sorted(p for p in layout.quarantine_dir.rglob("*") if p.is_file()) if layout.quarantine_dir.is_dir() else []
+    quarantined = sorted(p for p in layout.quarantine_dir.rglob("*") if p.is_file())  # a missing folder yields nothing
     out += [f"{layout.rel(p)}: a copy `memory doctor` set aside" for p in quarantined if any(i in _text(p) for i in ids)]
     return out
 

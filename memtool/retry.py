@@ -185,8 +185,7 @@ def _save(mem: "Memory", pairs: list[tuple[Entry, Entry]], report: RetryReport, 
     with mem.store.lock():
         changed: list[Entry] = []
         for i, (old, new) in enumerate(pairs):
-            current = mem.store.get(old.id)
-            if current != old or (not completing and mem.layout.embedding_file(old.id).is_file()):
+            if mem.store.get(old.id) != old or (not completing and mem.layout.embedding_file(old.id).is_file()):
                 report.skipped.append(old.id)
                 continue
             if vectors is not None:
