@@ -161,7 +161,7 @@ def _move_entries(layout: Layout, entries: list[tuple[Path, Entry]]) -> None:
     files = [pair for _, e in entries for pair in _files(layout, e.id, ArchiveLayout(layout.root, e.day[:4]))]
     for src, dest in files:
         if src.is_file():
-            _copy(src, dest)
+            atomic_write_bytes(dest, confine.read_bytes(src))  # temp file, fsync, rename, fsync the folder
     by_day: dict[str, list[Entry]] = {}
     for _, e in entries:
         by_day.setdefault(e.day, []).append(e)
@@ -234,10 +234,6 @@ def _resolve(lay: Layout, store: Store, report: ArchiveReport, dry_run: bool) ->
 
 
 # -- crash-safe file moves ---------------------------------------------------------------------------
-def _copy(src: Path, dest: Path) -> None:
-    atomic_write_bytes(dest, confine.read_bytes(src))  # temp file, fsync, rename, fsync the folder
-
-
 def _move_log(src: Path, dest: Path) -> None:
     """Move a daily log; if the archive already holds a different log of that day (one written
     live again after its day was archived), the live lines are appended to it: nothing is lost."""
@@ -253,8 +249,8 @@ def _move_log(src: Path, dest: Path) -> None:
 
 
 def _move(src: Path, dest: Path) -> None:
-    """Copy then remove: a crash in between leaves the file in both places, never in neither."""
-    _copy(src, dest)
+    """Copy (atomically) then remove: a crash in between leaves the file in both places, never in neither."""
+    atomic_write_bytes(dest, confine.read_bytes(src))
     _unlink(src)
 
 
