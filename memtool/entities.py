@@ -129,8 +129,7 @@ def timeline(found: dict[str, list[Entity]], name: str) -> Timeline:
     names = {e.key: e.name for ents in found.values() for e in ents}
     close = difflib.get_close_matches(key, list(names), n=C.ENTITY_SUGGESTIONS, cutoff=C.ENTITY_SUGGEST_CUTOFF)
     close += [k for k in sorted(names) if key in k.split() and k not in close]  # "smith" -> "Alice Smith"
-    close = close[: C.ENTITY_SUGGESTIONS]
-    hint = f" Did you mean: {', '.join(names[k] for k in close)}?" if close else ""
+    hint = f" Did you mean: {', '.join(names[k] for k in close[: C.ENTITY_SUGGESTIONS])}?" if close else ""
     raise NotFound(f"no person, system, date or topic called {name!r} in any entry.{hint} `memory entities` lists them.")
 
 

@@ -74,8 +74,7 @@ def work(mem: "Memory") -> tuple[list[Entry], list[Entry]]:
     """(pending entries, entries that are not pending and have no embedding file)."""
     entries = list(mem.store.iter_entries())
     pending = [e for e in entries if e.pending]
-    unembedded = [e for e in entries if not e.pending and not mem.layout.embedding_file(e.id).is_file()]
-    return pending, unembedded
+    return pending, [e for e in entries if not e.pending and not mem.layout.embedding_file(e.id).is_file()]
 
 
 def retry(mem: "Memory", provider: str | None = None, progress: Callable[[int], None] | None = None) -> RetryReport:
