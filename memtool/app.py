@@ -18,11 +18,9 @@ from memtool.store import Layout
 
 def resolve_root(root: str | Path | None = None) -> Path:
     """--root, else $MEMTOOL_ROOT, else the nearest folder upwards from here holding memory/."""
-    if root:
-        return _named_root(Path(root).expanduser(), "--root")
-    env = os.environ.get(C.ENV_ROOT)
-    if env:
-        return _named_root(Path(env).expanduser(), C.ENV_ROOT)
+    for given, named in ((root, "--root"), (os.environ.get(C.ENV_ROOT), C.ENV_ROOT)):
+        if given:
+            return _named_root(Path(given).expanduser(), named)
     here = Path.cwd().resolve()
     for folder in (here, *here.parents):
         if (folder / C.MEMORY_DIR / C.INDEX_DIR).is_dir():

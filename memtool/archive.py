@@ -106,144 +106,134 @@ class ArchiveReport:
     entry_retention_days: int = 0
 
 
-class Archiver:
-    def __init__(self, layout: Layout, settings: Settings, now: datetime | None = None):
-        self.layout = layout
-        self.store = Store(layout)
-        self.settings = settings
-        self.now = (now or utcnow()).astimezone()
-
-    # -- what moves ----------------------------------------------------------------------------------
-    def old_logs(self) -> list[Path]:
-        days = self.settings.log_retention_days
-        if days <= 0:
-            return []
-        cutoff = (self.now - timedelta(days=days)).date().isoformat()
-        return sorted(p for p in self.layout.memory_dir.glob("*.md") if DAY_RE.match(p.stem) and p.stem < cutoff)
-
-    def old_entries(self, report: ArchiveReport) -> list[tuple[Path, Entry]]:
-        """(day file, entry) of every entry to move. An unreadable day file raises: nothing is archived
-        until `memory doctor --fix` has repaired it."""
-        days = self.settings.entry_retention_days
-        if days <= 0:
-            return []
-        cutoff = self.now - timedelta(days=days)
-        moving: list[tuple[Path, Entry]] = []
-        for path in self.layout.day_files():
-            for e in read_day(path):
-                if parse_iso(e.timestamp) >= cutoff:
-                    continue
-                if e.pinned:
-                    report.kept_pinned.append(e.id)
-                elif e.importance in C.LIFECYCLE_EXEMPT_IMPORTANCE:
-                    report.kept_important.append(e.id)
-                else:
-                    moving.append((path, e))
-        return moving
-
-    # -- running -------------------------------------------------------------------------------------
-    def run(self, dry_run: bool = False) -> ArchiveReport:
-        report = ArchiveReport(dry_run, log_retention_days=self.settings.log_retention_days, entry_retention_days=self.settings.entry_retention_days)
-        with self.store.lock():
-            self.resolve(report, dry_run)
-            logs = self.old_logs()
-            entries = self.old_entries(report)
-            for path in logs:
-                dest = ArchiveLayout(self.layout.root, path.stem[:4]).daily_log(path.stem)
-                report.logs.append(f"{self.layout.rel(path)} -> {self.layout.rel(dest)}")
-                if not dry_run:
-                    _move_log(path, dest)
-            report.entries = [e.id for _, e in entries]
-            if entries and not dry_run:
-                self._move_entries(entries)
-            if not dry_run and (entries or report.resolved):
-                self.store.rebuild_index(self.settings.compressor)
-        return report
-
-    def _move_entries(self, entries: list[tuple[Path, Entry]]) -> None:
-        """Files first, then the archive day files, then the live day files, then the live files go."""
-        moving = {e.id for _, e in entries}
-        by_day: dict[str, list[Entry]] = {}
-        for _, e in entries:
-            by_day.setdefault(e.day, []).append(e)
-            for src, dest in self._files(e.id, ArchiveLayout(self.layout.root, e.day[:4])):
-                if src.is_file():
-                    _copy(src, dest)
-        for day, moved in sorted(by_day.items()):
-            dest = ArchiveLayout(self.layout.root, day[:4]).day_file(day)
-            current = {e.id: e for e in read_day(dest)} if dest.is_file() else {}
-            current.update((e.id, e) for e in moved)
-            atomic_write_text(dest, day_document(day, current.values()))
-        for live in sorted({path for path, _ in entries}):
-            # kept even when every entry moves: a teammate's concurrent change to that day then merges
-            # in git instead of meeting a deleted file (modify/delete)
-            atomic_write_text(live, day_document(live.stem, [e for e in read_day(live) if e.id not in moving]))
-        for _, e in entries:
-            for src, _ in self._files(e.id, ArchiveLayout(self.layout.root, e.day[:4])):
-                _unlink(src)
-
-    def _files(self, entry_id: str, arch: ArchiveLayout) -> list[tuple[Path, Path]]:
-        """(live, archived) transcript and embedding of one entry."""
-        lay = self.layout
-        return [(lay.transcript_file(entry_id), arch.transcript_file(entry_id)), (lay.embedding_file(entry_id), arch.embedding_file(entry_id))]
-
-    def resolve(self, report: ArchiveReport, dry_run: bool) -> None:
-        """Put right what an interrupted run left. An entry both live and archived keeps its live copy;
-        so does a log whose archived copy is the same; files copied ahead of their entry go back (or,
-        if the live ones exist, are removed); the live transcript/embedding of an archived entry moves."""
-        lay = self.layout
-        live = {e.id: e for e in self.store.iter_entries()}
-        for arch in archive_layouts(lay):
-            archived: set[str] = set()
-            for path in arch.day_files():
-                entries = read_day(path)
-                rest = [e for e in entries if e.id not in live]
-                archived.update(e.id for e in rest)
-                for e in entries:
-                    if e.id not in live:
-                        continue
-                    differs = e.to_dict() != live[e.id].to_dict()
-                    note = " (the archived copy differed; it is in memory/quarantine/)" if differs else ""
-                    report.resolved.append(f"entry {e.id} was both live and in {self.layout.rel(path)}: kept the live one{note}")
-                    if differs and not dry_run:
-                        _quarantine(lay, f"{C.ARCHIVE_DIR}/{arch.year}/{C.INDEX_DIR}/{e.id}.json", e)
-                if len(rest) < len(entries) and not dry_run:
-                    if rest:
-                        atomic_write_text(path, day_document(path.stem, rest))
-                    else:
-                        _unlink(path)
-            for files, live_file in ((arch.transcript_files, lay.transcript_file), (arch.embedding_files, lay.embedding_file)):
-                for copy in sorted(Path(de.path) for de in files()):
-                    if copy.stem not in live or dry_run:
-                        continue
-                    if live_file(copy.stem).is_file():  # copied ahead of its entry by a run that was cut short
-                        _unlink(copy)
-                    else:  # the live entry's own file: take it back
-                        _move(copy, live_file(copy.stem))
-            for eid in sorted(archived):
-                for src, dest in self._files(eid, arch):
-                    if src.is_file():
-                        report.resolved.append(f"{self.layout.rel(src)} belongs to archived entry {eid}: moved to {self.layout.rel(dest)}")
-                        if not dry_run:
-                            _move(src, dest)
-            for log in arch.markdown_files():
-                twin = lay.daily_log(log.stem)
-                if twin.is_file() and confine.read_bytes(twin) == confine.read_bytes(log):  # a different one is merged when it moves
-                    report.resolved.append(f"{self.layout.rel(twin)} was also in {self.layout.rel(log)}: kept the live one")
-                    if not dry_run:
-                        _unlink(log)
-
-
 def archive(layout: Layout, settings: Settings, dry_run: bool = False, now: datetime | None = None) -> ArchiveReport:
     """`memory archive` and MCP memory_archive."""
-    return Archiver(layout, settings, now).run(dry_run)
+    now = (now or utcnow()).astimezone()
+    store = Store(layout)
+    report = ArchiveReport(dry_run, log_retention_days=settings.log_retention_days, entry_retention_days=settings.entry_retention_days)
+    with store.lock():
+        _resolve(layout, store, report, dry_run)
+        logs = _old_logs(layout, settings.log_retention_days, now)
+        entries = _old_entries(layout, settings.entry_retention_days, now, report)
+        for path in logs:
+            dest = ArchiveLayout(layout.root, path.stem[:4]).daily_log(path.stem)
+            report.logs.append(f"{layout.rel(path)} -> {layout.rel(dest)}")
+            if not dry_run:
+                _move_log(path, dest)
+        report.entries = [e.id for _, e in entries]
+        if entries and not dry_run:
+            _move_entries(layout, entries)
+        if not dry_run and (entries or report.resolved):
+            store.rebuild_index(settings.compressor)
+    return report
+
+
+# -- what moves ----------------------------------------------------------------------------------------
+def _old_logs(layout: Layout, days: int, now: datetime) -> list[Path]:
+    if days <= 0:
+        return []
+    cutoff = (now - timedelta(days=days)).date().isoformat()
+    return sorted(p for p in layout.memory_dir.glob("*.md") if DAY_RE.match(p.stem) and p.stem < cutoff)
+
+
+def _old_entries(layout: Layout, days: int, now: datetime, report: ArchiveReport) -> list[tuple[Path, Entry]]:
+    """(day file, entry) of every entry to move. An unreadable day file raises: nothing is archived
+    until `memory doctor --fix` has repaired it."""
+    if days <= 0:
+        return []
+    cutoff = now - timedelta(days=days)
+    moving: list[tuple[Path, Entry]] = []
+    for path in layout.day_files():
+        for e in read_day(path):
+            if parse_iso(e.timestamp) >= cutoff:
+                continue
+            if e.pinned:
+                report.kept_pinned.append(e.id)
+            elif e.importance in C.LIFECYCLE_EXEMPT_IMPORTANCE:
+                report.kept_important.append(e.id)
+            else:
+                moving.append((path, e))
+    return moving
+
+
+def _move_entries(layout: Layout, entries: list[tuple[Path, Entry]]) -> None:
+    """Files first, then the archive day files, then the live day files, then the live files go."""
+    files = [pair for _, e in entries for pair in _files(layout, e.id, ArchiveLayout(layout.root, e.day[:4]))]
+    for src, dest in files:
+        if src.is_file():
+            atomic_write_bytes(dest, confine.read_bytes(src))  # temp file, fsync, rename, fsync the folder
+    by_day: dict[str, list[Entry]] = {}
+    for _, e in entries:
+        by_day.setdefault(e.day, []).append(e)
+    for day, moved in sorted(by_day.items()):
+        dest = ArchiveLayout(layout.root, day[:4]).day_file(day)
+        current = {e.id: e for e in read_day(dest)} if dest.is_file() else {}
+        current.update((e.id, e) for e in moved)
+        atomic_write_text(dest, day_document(day, current.values()))
+    moving = {e.id for _, e in entries}
+    for live in sorted({path for path, _ in entries}):
+        # kept even when every entry moves: a teammate's concurrent change to that day then merges
+        # in git instead of meeting a deleted file (modify/delete)
+        atomic_write_text(live, day_document(live.stem, [e for e in read_day(live) if e.id not in moving]))
+    for src, _ in files:
+        _unlink(src)
+
+
+def _files(layout: Layout, entry_id: str, arch: ArchiveLayout) -> list[tuple[Path, Path]]:
+    """(live, archived) transcript and embedding of one entry."""
+    return [(file_of(layout, entry_id), file_of(arch, entry_id)) for file_of in (Layout.transcript_file, Layout.embedding_file)]
+
+
+def _resolve(lay: Layout, store: Store, report: ArchiveReport, dry_run: bool) -> None:
+    """Put right what an interrupted run left. An entry both live and archived keeps its live copy;
+    so does a log whose archived copy is the same; files copied ahead of their entry go back (or,
+    if the live ones exist, are removed); the live transcript/embedding of an archived entry moves."""
+    live = {e.id: e for e in store.iter_entries()}
+    for arch in archive_layouts(lay):
+        archived: set[str] = set()
+        for path in arch.day_files():
+            entries = read_day(path)
+            rest = [e for e in entries if e.id not in live]
+            archived.update(e.id for e in rest)
+            for e in entries:
+                if e.id not in live:
+                    continue
+                differs = e.to_dict() != live[e.id].to_dict()
+                note = " (the archived copy differed; it is in memory/quarantine/)" if differs else ""
+                report.resolved.append(f"entry {e.id} was both live and in {lay.rel(path)}: kept the live one{note}")
+                if differs and not dry_run:
+                    from memtool.doctor import Quarantine  # memtool.doctor imports this module: a cycle at import time
+
+                    copy = dumps_json({"reason": "archived copy of an entry that is also live", "entry": e.to_dict()})
+                    Quarantine(lay).write(f"{C.ARCHIVE_DIR}/{arch.year}/{C.INDEX_DIR}/{e.id}.json", copy)
+            if len(rest) < len(entries) and not dry_run:
+                if rest:
+                    atomic_write_text(path, day_document(path.stem, rest))
+                else:
+                    _unlink(path)
+        for files, live_file in ((arch.transcript_files, lay.transcript_file), (arch.embedding_files, lay.embedding_file)):
+            for copy in sorted(Path(de.path) for de in files()):
+                if copy.stem not in live or dry_run:
+                    continue
+                if live_file(copy.stem).is_file():  # copied ahead of its entry by a run that was cut short
+                    _unlink(copy)
+                else:  # the live entry's own file: take it back
+                    _move(copy, live_file(copy.stem))
+        for eid in sorted(archived):
+            for src, dest in _files(lay, eid, arch):
+                if src.is_file():
+                    report.resolved.append(f"{lay.rel(src)} belongs to archived entry {eid}: moved to {lay.rel(dest)}")
+                    if not dry_run:
+                        _move(src, dest)
+        for log in arch.markdown_files():
+            twin = lay.daily_log(log.stem)
+            if twin.is_file() and confine.read_bytes(twin) == confine.read_bytes(log):  # a different one is merged when it moves
+                report.resolved.append(f"{lay.rel(twin)} was also in {lay.rel(log)}: kept the live one")
+                if not dry_run:
+                    _unlink(log)
 
 
 # -- crash-safe file moves ---------------------------------------------------------------------------
-def _copy(src: Path, dest: Path) -> None:
-    atomic_write_bytes(dest, confine.read_bytes(src))  # temp file, fsync, rename, fsync the folder
-
-
 def _move_log(src: Path, dest: Path) -> None:
     """Move a daily log; if the archive already holds a different log of that day (one written
     live again after its day was archived), the live lines are appended to it: nothing is lost."""
@@ -258,15 +248,9 @@ def _move_log(src: Path, dest: Path) -> None:
     _unlink(src)
 
 
-def _quarantine(layout: Layout, relative: str, entry: Entry) -> None:
-    from memtool.doctor import Quarantine  # memtool.doctor imports this module: a cycle at import time
-
-    Quarantine(layout).write(relative, dumps_json({"reason": "archived copy of an entry that is also live", "entry": entry.to_dict()}))
-
-
 def _move(src: Path, dest: Path) -> None:
-    """Copy then remove: a crash in between leaves the file in both places, never in neither."""
-    _copy(src, dest)
+    """Copy (atomically) then remove: a crash in between leaves the file in both places, never in neither."""
+    atomic_write_bytes(dest, confine.read_bytes(src))
     _unlink(src)
 
 
@@ -280,4 +264,4 @@ def _unlink(path: Path) -> None:
     fsync_dir(path.parent)
 
 
-__all__ = ["ArchiveLayout", "ArchiveReport", "Archiver", "archive", "archive_layouts", "get_archived"]
+__all__ = ["ArchiveLayout", "ArchiveReport", "archive", "archive_layouts", "get_archived"]

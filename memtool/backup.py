@@ -133,7 +133,7 @@ def backup(layout: Layout, dest: Path) -> BackupReport:
     if dest.is_dir():
         raise BadInput(f"{dest} is a folder; name the archive file, e.g. {dest / 'memory-backup.tar.gz'}")
     raw = io.BytesIO()
-    total = files = 0
+    sizes: list[int] = []  # of the files packed
     skipped: list[str] = []
     with locked(layout.lock_file, folder_must_exist=True):
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
@@ -153,11 +153,10 @@ def backup(layout: Layout, dest: Path) -> BackupReport:
                     continue
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
-                total += len(data)
-                files += 1
+                sizes.append(len(data))
     data = raw.getvalue()
     atomic_write_bytes(dest, data)
-    return BackupReport(str(dest), files, total, len(data), skipped)
+    return BackupReport(str(dest), len(sizes), sum(sizes), len(data), skipped)
 
 
 # -- restore ----------------------------------------------------------------------------------------------

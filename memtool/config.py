@@ -199,8 +199,7 @@ def protection(name: str) -> str:
 
 def user_cache_dir() -> Path:
     """Per-user cache shared by all memory roots (exported model weights): $XDG_CACHE_HOME/memtool."""
-    base = os.environ.get(C.ENV_CACHE_HOME) or str(Path.home() / ".cache")
-    return Path(base) / "memtool"
+    return Path(os.environ.get(C.ENV_CACHE_HOME) or Path.home() / ".cache") / "memtool"
 
 
 # --- one value: its type, then its range -------------------------------------------------------

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Template:
-    name: str
     header: str
     item: str  # placeholders: {content} {kind} {id} {session} (inline code) {timestamp} {date} {score}
     separator: str
@@ -34,9 +33,9 @@ class Template:
 
 
 TEMPLATES = {
-    "chat": Template("chat", "## Relevant past work\n", "- [{date}] {content}", "\n", True),
-    "detailed": Template("detailed", "## Relevant memories\n", "[{kind} {id} · session {session} · {timestamp} · score {score}]\n{content}", "\n\n", True),
-    "summary": Template("summary", "Key information: ", "{content}", " | ", False),
+    "chat": Template("## Relevant past work\n", "- [{date}] {content}", "\n", True),
+    "detailed": Template("## Relevant memories\n", "[{kind} {id} · session {session} · {timestamp} · score {score}]\n{content}", "\n\n", True),
+    "summary": Template("Key information: ", "{content}", " | ", False),
 }
 # Share of the budget each fixed section may take at most; search hits get the rest.
 SHARES = {"MEMORY.md": 0.30, "USER.md": 0.10, "today": 0.15}
@@ -155,19 +154,18 @@ def pack(layer3: list[Section], hits: list[Hit], today: Section | None, budget: 
     tpl = TEMPLATES[template]
     if today is not None:  # its provenance tags shown decoded, no line of it a heading
         today = Section(today.name, shown_log(today.text))
-    res = ContextResult(text="", tokens=0, budget=budget, template=tpl.name)
+    res = ContextResult(text="", tokens=0, budget=budget, template=template)
     parts: list[str] = []
-    add = parts.append
     fixed = [(s, SHARES.get(s.name, 0.1)) for s in layer3] + ([(today, SHARES["today"])] if today else [])
     reserved = {s.name: min(count_tokens(s.text) + 8, int(budget * share)) for s, share in fixed if s.text.strip()}
     hit_budget = budget - sum(reserved.values())
 
     for s in layer3:
         if s.name in reserved:
-            add(_fit_section(s, reserved[s.name], res))
+            parts.append(_fit_section(s, reserved[s.name], res))
 
     if hits:
-        add(tpl.header.rstrip("\n"))
+        parts.append(tpl.header.rstrip("\n"))
         items: list[str] = []
         terms = set(tokenize(query))
         room = hit_budget - count_tokens(tpl.header) - 2
@@ -183,10 +181,10 @@ def pack(layer3: list[Section], hits: list[Hit], today: Section | None, budget: 
             items.append(item)
             res.included.append(hit.id)
             room -= cost
-        add(tpl.separator.join(items))
+        parts.append(tpl.separator.join(items))
 
     if today is not None and today.name in reserved:
-        add(_fit_section(today, reserved[today.name], res, keep_tail=True))
+        parts.append(_fit_section(today, reserved[today.name], res, keep_tail=True))
 
     text = "\n\n".join(p for p in parts if p.strip())
     while count_tokens(text) > budget:  # separators and headings can tip it over; cut the end
@@ -205,9 +203,8 @@ def _fit_section(s: Section, limit: int, res: ContextResult, keep_tail: bool = F
     res.truncated = True
     res.dropped.append(f"part of {s.name} ({count_tokens(body) - room} tokens cut)")
     if keep_tail:  # for a log, the most recent lines matter most
-        lines = body.splitlines()
         kept: list[str] = []
-        for line in reversed(lines):
+        for line in reversed(body.splitlines()):
             if count_tokens("\n".join([line, *kept])) + 1 > room:
                 break
             kept.insert(0, line)
@@ -257,8 +254,6 @@ def provider_counter(c: Counting) -> tuple[TokenCounter, str] | None:
 def fit_to_provider_count(counting: Counting, pack_at: Callable[[int], ContextResult], budget: int) -> ContextResult:
     """pack_at(budget), checked (and re-packed if needed) against the provider's count."""
     res = pack_at(budget)
-    if PROVIDER not in (counting.settings.compressor, counting.settings.embedder):
-        return res
     try:
         found = provider_counter(counting)
     except ProviderError as exc:

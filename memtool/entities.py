@@ -76,11 +76,8 @@ def collect_entities(entries: Iterable[Entry], kinds: Iterable[str] = C.ENTITY_K
                 ent.spellings[spelling] += 1
                 if not ent.entries or ent.entries[-1] is not entry:  # two spellings of one name: the entry counts once
                     ent.entries.append(entry)
-    return {kind: _ranked(found.values()) for kind, found in by_kind.items()}
-
-
-def _ranked(entities: Iterable[Entity]) -> list[Entity]:
-    return sorted(sorted(entities, key=lambda e: e.key), key=lambda e: (e.count, e.last_seen), reverse=True)  # a stable sort
+    by_name = {kind: sorted(found.values(), key=lambda e: e.key) for kind, found in by_kind.items()}
+    return {kind: sorted(ents, key=lambda e: (e.count, e.last_seen), reverse=True) for kind, ents in by_name.items()}  # a stable sort
 
 
 def check_kind(kind: str | None) -> tuple[str, ...]:
@@ -132,8 +129,7 @@ def timeline(found: dict[str, list[Entity]], name: str) -> Timeline:
     names = {e.key: e.name for ents in found.values() for e in ents}
     close = difflib.get_close_matches(key, list(names), n=C.ENTITY_SUGGESTIONS, cutoff=C.ENTITY_SUGGEST_CUTOFF)
     close += [k for k in sorted(names) if key in k.split() and k not in close]  # "smith" -> "Alice Smith"
-    close = close[: C.ENTITY_SUGGESTIONS]
-    hint = f" Did you mean: {', '.join(names[k] for k in close)}?" if close else ""
+    hint = f" Did you mean: {', '.join(names[k] for k in close[: C.ENTITY_SUGGESTIONS])}?" if close else ""
     raise NotFound(f"no person, system, date or topic called {name!r} in any entry.{hint} `memory entities` lists them.")
 
 

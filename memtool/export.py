@@ -18,8 +18,7 @@ from memtool.quoting import inline_code, no_headings
 def export_text(entries: Iterable[Entry], fmt: str) -> str:
     if fmt not in C.EXPORT_FORMATS:
         raise BadInput(f"--format must be one of {', '.join(C.EXPORT_FORMATS)}, got {fmt!r}")
-    ordered = sort_entries(entries)
-    return {"jsonl": _jsonl, "csv": _csv, "md": _markdown}[fmt](ordered)
+    return {"jsonl": _jsonl, "csv": _csv, "md": _markdown}[fmt](sort_entries(entries))
 
 
 def _jsonl(entries: list[Entry]) -> str:

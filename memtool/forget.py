@@ -88,8 +88,7 @@ def finish_interrupted(layout: Layout, provider: str) -> ForgetReport | None:
 
 def _drop_journal_temps(layout: Layout) -> None:
     """Temp files of a journal whose write was cut off (they name ids). Caller holds the lock."""
-    folder = journal_file(layout).parent
-    for tmp in folder.glob(f".{JOURNAL_FILE}.*.tmp"):
+    for tmp in journal_file(layout).parent.glob(f".{JOURNAL_FILE}.*.tmp"):
         tmp.unlink(missing_ok=True)
 
 
@@ -107,7 +106,8 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
         raise NotFound(f"no entry with id {', '.join(missing)}{unread}; nothing was forgotten. `memory search --archive` lists ids.")
     files = sorted({p for ps in leftovers.values() for p in ps})
     day_files = sorted({f.day_file for fs in found.values() for f in fs})  # each lists every id of `every` it holds (locate)
-    listed = _indexed(layout, every)
+    index_text = _text(layout.index_file)
+    listed = any(i in index_text for i in every)  # index.json names one: it is rebuilt
     gone = set(every)
     pages = _pages_naming(layout, gone)
     page_entries = _entries_for_pages(store, gone) if pages else None
@@ -117,7 +117,8 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
     report.rewritten = [layout.rel(p) for p in day_files] + [layout.rel(layout.index_file)] * listed
     report.rewritten += [layout.rel(p) for p in pages] if page_entries is not None else []
     report.mentions = _mentions(layout, gone, [] if page_entries is not None else pages)
-    keys = list(dict.fromkeys([*journal_keys, *(k for p in files if p.suffix == ".md" for k in _passage_keys(p))]))
+    passages = (c for p in files if p.suffix == ".md" for c in chunk_lines(_text(p)))  # a kept transcript's, as the search cache keys their vectors
+    keys = list(dict.fromkeys([*journal_keys, *(chunk_key(c.text) for c in passages)]))
     if dry_run:
         report.caches = purge_caches(layout, gone, set(keys), dry_run=True)
         return report
@@ -161,18 +162,6 @@ def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = 
     return [layout.rel(store)]
 
 
-def _passage_keys(transcript: Path) -> list[str]:
-    """The vector cache keys of a kept transcript's passages (as the search cache keys them)."""
-    text = _text(transcript)
-    return [chunk_key(c.text) for c in chunk_lines(text)] if text else []
-
-
-def _indexed(layout: Layout, ids: list[str]) -> bool:
-    """Whether index.json names one of these ids (it is then rebuilt)."""
-    data = _text(layout.index_file)
-    return any(i in data for i in ids)
-
-
 def _entries_for_pages(store: Store, gone: set[str]) -> list[Entry] | None:
     """The live entries the entity pages are rewritten from, or None when a day file is unreadable
     (rewriting then would drop the pages of the entities it names)."""
@@ -188,9 +177,7 @@ def _described(layout: Layout, places: list[Found]) -> dict:
 
 def _pages_naming(layout: Layout, ids: set[str]) -> list[Path]:
     """Generated entity pages (memory/areas/) that name one of these entries (as `id`)."""
-    folder = layout.memory_dir / C.AREAS_DIR
-    pages = sorted(folder.rglob("*.md")) if folder.is_dir() else []
-    return [p for p in pages if any(f"`{i}`" in _text(p) for i in ids)]
+    return [p for p in sorted((layout.memory_dir / C.AREAS_DIR).rglob("*.md")) if any(f"`{i}`" in _text(p) for i in ids)]
 
 
 def _mentions(layout: Layout, ids: set[str], extra: list[Path]) -> list[str]:
@@ -202,7 +189,7 @@ def _mentions(layout: Layout, ids: set[str], extra: list[Path]) -> list[str]:
         for n, line in enumerate(_text(path).splitlines(), 1):
             if any(i in line for i in ids):
                 out.append(f"{layout.rel(path)}:{n}: {line.strip()[:120]}")
-    quarantined = sorted(p for p in layout.quarantine_dir.rglob("*") if p.is_file()) if layout.quarantine_dir.is_dir() else []
+    quarantined = sorted(p for p in layout.quarantine_dir.rglob("*") if p.is_file())  # a missing folder yields nothing
     out += [f"{layout.rel(p)}: a copy `memory doctor` set aside" for p in quarantined if any(i in _text(p) for i in ids)]
     return out
 

@@ -93,13 +93,6 @@ def _outline(lines: list[str]) -> tuple[list[_Section], list[tuple[int, str]]]:
     return [_Section(m.group(1).strip(), start, end) for start, end in zip(heads, ends) if (m := H2_RE.match(_body(lines[start])))], bullets
 
 
-def _find_existing(lines: list[str], insight: str, section: str) -> str | None:
-    """The name of the section holding a bullet with this insight (`section` when it is outside any); None if absent."""
-    sections, bullets = _outline(lines)
-    at = next((i for i, text in bullets if _norm(text) == _norm(insight)), None)
-    return None if at is None else next((s.name for s in sections if s.start < at < s.end), section)
-
-
 def insert_bullet(text: str, section: str, bullet: str) -> str:
     """`text` with `bullet` appended at the end of `## section` (created at the end if missing)."""
     lines = _lines(text)
@@ -115,10 +108,7 @@ def insert_bullet(text: str, section: str, bullet: str) -> str:
     last = next((i for i in range(target.end - 1, target.start, -1) if _body(lines[i]).strip()), target.start)  # its last non-blank line
     if not lines[last].endswith("\n"):
         lines[last] += eol
-    new = [f"{bullet}{eol}"]
-    if last == target.start:  # empty section: keep a blank line under the heading
-        new.insert(0, eol)
-    lines[last + 1 : last + 1] = new
+    lines[last + 1 : last + 1] = [eol] * (last == target.start) + [f"{bullet}{eol}"]  # an empty section keeps a blank line under its heading
     return "".join(lines)
 
 
@@ -142,13 +132,13 @@ def _write(mem: Memory, insight: str, provenance: str, section: str, entry: Entr
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise BadInput(f"{path}: not UTF-8 (byte {exc.start}); fix the file before promoting into it") from None
-        lines = _lines(text)
-        found, entry_id = _find_existing(lines, insight, section), entry.id if entry else ""
-        if found is not None:
-            result = Promotion(False, path, found, f"- {insight}", entry_id)
+        sections, bullets = _outline(_lines(text))
+        at, entry_id = next((i for i, b in bullets if _norm(b) == _norm(insight)), None), entry.id if entry else ""
+        if at is not None:  # already there: named by the section holding it (`section` when it is outside any)
+            result = Promotion(False, path, next((s.name for s in sections if s.start < at < s.end), section), f"- {insight}", entry_id)
         else:
             bullet = f"- {insight} ({provenance})"
-            match = next((s.name for s in _outline(lines)[0] if s.name.casefold() == section.casefold()), section)
+            match = next((s.name for s in sections if s.name.casefold() == section.casefold()), section)
             atomic_write_bytes(path, insert_bullet(text, match, bullet).encode("utf-8"))
             result = Promotion(True, path, match, bullet, entry_id)
         if entry is not None and entry.promoted_to != f"{C.MEMORY_MD}#{result.section}":

@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 
 from memtool import constants as C
-from memtool.fsutil import atomic_write_text
+from memtool.fsutil import atomic_write_many
 from memtool.memory import Memory
 from memtool.stats import collect, human_bytes, week_series
 
@@ -182,7 +182,5 @@ def write_report(mem: Memory, path: Path | None = None) -> tuple[Path, dict]:
     """Write the page (atomically; left alone if the bytes are the same) and return its path and the numbers."""
     data = collect(mem)
     target = Path(path) if path else mem.layout.memory_dir / C.REPORT_FILE
-    text = render(data)
-    if not (target.is_file() and not target.is_symlink() and target.read_bytes() == text.encode("utf-8")):
-        atomic_write_text(target, text)
+    atomic_write_many([(target, render(data).encode("utf-8"))])  # left alone when its bytes are already these
     return target, data

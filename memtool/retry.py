@@ -74,8 +74,7 @@ def work(mem: "Memory") -> tuple[list[Entry], list[Entry]]:
     """(pending entries, entries that are not pending and have no embedding file)."""
     entries = list(mem.store.iter_entries())
     pending = [e for e in entries if e.pending]
-    unembedded = [e for e in entries if not e.pending and not mem.layout.embedding_file(e.id).is_file()]
-    return pending, unembedded
+    return pending, [e for e in entries if not e.pending and not mem.layout.embedding_file(e.id).is_file()]
 
 
 def retry(mem: "Memory", provider: str | None = None, progress: Callable[[int], None] | None = None) -> RetryReport:
@@ -86,15 +85,13 @@ def retry(mem: "Memory", provider: str | None = None, progress: Callable[[int], 
     pending, unembedded = work(mem)
     halt: Failure | None = None  # the compressor is unavailable: do not call it again in this run
     stop = _other_model(mem) if pending or unembedded else None  # the same for the embedder
-    for i in range(0, len(pending), RETRY_BATCH):
-        batch = pending[i : i + RETRY_BATCH]
-        done, halt = _complete(mem, name, provider is None, batch, report, halt)
-        stop = _save(mem, done, report, stop, completing=True)
-        if progress:
-            progress(len(batch))
-    for i in range(0, len(unembedded), RETRY_BATCH):
-        batch = unembedded[i : i + RETRY_BATCH]
-        stop = _save(mem, [(e, e) for e in batch], report, stop, completing=False)
+    batches = [(True, pending[i : i + RETRY_BATCH]) for i in range(0, len(pending), RETRY_BATCH)]
+    batches += [(False, unembedded[i : i + RETRY_BATCH]) for i in range(0, len(unembedded), RETRY_BATCH)]
+    for completing, batch in batches:
+        done = [(e, e) for e in batch]
+        if completing:
+            done, halt = _complete(mem, name, provider is None, batch, report, halt)
+        stop = _save(mem, done, report, stop, completing=completing)
         if progress:
             progress(len(batch))
     return report
@@ -143,6 +140,7 @@ def _complete(
         path = mem.layout.transcript_file(entry.id)
         try:
             text = confine.read_bytes(path, C.MAX_DOC_BYTES).decode("utf-8", errors="replace")
+            out = compressor.compress(text)
         except FileNotFoundError:
             report.pending[entry.id] = Failure(
                 f"its transcript {path.relative_to(mem.layout.root)} is gone, so there is nothing to compress again. "
@@ -150,14 +148,9 @@ def _complete(
                 NotFound.exit_code,
             )
             continue
-        except UnsafePath as exc:  # a link out of the root, a FIFO, too large: never sent to a provider
+        except (UnsafePath, ProviderError) as exc:  # UnsafePath: a link out of the root, a FIFO, too large: never sent to a provider
             report.pending[entry.id] = Failure(str(exc), exc.exit_code)
-            continue
-        try:
-            out = compressor.compress(text)
-        except ProviderError as exc:
-            report.pending[entry.id] = Failure(str(exc), exc.exit_code)
-            if isinstance(exc, BadModelOutput):  # about this transcript only: go on with the others
+            if isinstance(exc, (UnsafePath, BadModelOutput)):  # about this transcript only: go on with the others
                 continue
             halt = Failure(f"not tried: {exc}", exc.exit_code)  # quota, timeout, server down: the others would fail the same way
             report.pending.update({e.id: halt for e in batch[n + 1 :]})
@@ -191,8 +184,7 @@ def _save(mem: "Memory", pairs: list[tuple[Entry, Entry]], report: RetryReport, 
     with mem.store.lock():
         changed: list[Entry] = []
         for i, (old, new) in enumerate(pairs):
-            current = mem.store.get(old.id)
-            if current != old or (not completing and mem.layout.embedding_file(old.id).is_file()):
+            if mem.store.get(old.id) != old or (not completing and mem.layout.embedding_file(old.id).is_file()):
                 report.skipped.append(old.id)
                 continue
             if vectors is not None:
