@@ -225,10 +225,6 @@ def _short_sentences(p: Part) -> tuple[str, ...]:
     return tuple(_clean(s) for s in split_sentences(p.text) if len(content_words(s)) >= 2)
 
 
-def _first(p: Part) -> str:
-    return (_short_sentences(p) or (p.text.strip(),))[0]
-
-
 def _clean(s: str) -> str:
     s = re.sub(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+", "", s)
     return " ".join(s.replace("**", "").replace("`", "").split()).strip()
@@ -303,7 +299,8 @@ def _decisions(st: Stated, said: list[Part]) -> list[str]:
         cands = []
         for i, p in enumerate(said):
             if p.role == "user":
-                turn, first = _agent_turn(said, i), _first(p)  # what the agent said just before; the user's first sentence
+                j = next(j for j in range(i, -1, -1) if j == 0 or said[j - 1].role != "assistant")
+                turn, first = said[j:i], (_short_sentences(p) or (p.text.strip(),))[0]  # what the agent said just before; the user's first sentence
                 approved = _adopted(said, i, turn, first) + _accepted_offer(turn, first) if turn and BARE_ASSENT_RE.match(first) else []
                 # an assent that only approves what the agent said is read as what it approved
                 cands += [(1, i, c) for c in _user_choices(said, i, turn) if not (approved and _only_assent(c))]
@@ -345,14 +342,6 @@ def _request(clause: str) -> bool:
     """A clause that asks the agent for work in this session ("Write the script", "Commit this"), or
     holds work off only for now ("Don't fix them yet"): no decision."""
     return bool(REQUEST_CLAUSE_RE.match(clause)) or (REFUSAL_RE.match(clause) is not None and re.search(r"\byet\b", clause, re.I) is not None)
-
-
-def _agent_turn(said: list[Part], i: int) -> list[Part]:
-    """The agent's paragraphs just before turn i (back to the previous user turn)."""
-    j = i
-    while j > 0 and said[j - 1].role == "assistant":
-        j -= 1
-    return said[j:i]
 
 
 @lru_cache(maxsize=4096)
@@ -535,7 +524,8 @@ def _open_items(st: Stated, said: list[Part], text: str = "") -> list[str]:
             m = inline.search(s)
             if m and re.search(r"(?://|#|[\"'])\s*$", s[: m.start()]):
                 continue  # a TODO comment quoted from code ("// TODO: …") is no open item
-            if m and not _found_in(m.group(1), found):
+            words = set(content_words(m.group(1))) if m else set()
+            if m and not any(len(words & set(content_words(t))) >= max(2, len(words) * 0.6) for t in found):
                 found += [x for x in re.split(r";\s+|,\s+and\s+(?=the\b|a\b|an\b|[a-z]+ing\b|[A-Z])", m.group(1)) if len(content_words(x)) >= 2]
     tail = said[len(said) * 2 // 3 :] if len(said) > 3 else said
     if not found:  # no list: what is said to be left, in the last part of the session
@@ -582,11 +572,6 @@ def _done(item: str) -> bool:
     """An item that reports work done ("Pushed the fix", "the PR is merged"), not one that waits for
     it ("run it against production after the ADR is merged")."""
     return bool(DONE_RE.search(item)) and not CONDITION_RE.search(item)
-
-
-def _found_in(text: str, found: list[str]) -> bool:
-    words = set(content_words(text))
-    return any(len(words & set(content_words(t))) >= max(2, len(words) * 0.6) for t in found)
 
 
 def _distinct(items: list[str], keep_last: bool = False) -> list[str]:
