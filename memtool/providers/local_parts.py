@@ -135,10 +135,6 @@ def parts(text: str) -> list[Part]:
     return out
 
 
-def said_text(ps: list[Part]) -> str:
-    return "\n\n".join(p.text for p in ps if p.kind == "said")
-
-
 @dataclass
 class Stated:
     """Decisions and open items a transcript states outright, in order."""

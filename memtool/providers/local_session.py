@@ -271,26 +271,24 @@ def _summary(said: list[Part], budget: int, idf) -> str:
     return " ".join(sorted(picked, key=place.__getitem__))
 
 
-def _cut(s: str, budget: int) -> str:
-    """A long sentence cut at its last clause boundary that fits."""
-    words = s.split()
-    while words and count_tokens(" ".join(words)) > budget:
-        words.pop()
-    text = " ".join(words)
-    at = max(text.rfind(", "), text.rfind("; "), text.rfind(": "))
-    return (text[:at] if at > len(text) // 2 else text).rstrip(",;:") + "…"
-
-
 # --- decisions and open items -------------------------------------------------------------------
 
 
 def _item(s: str, asides: bool = False) -> str:
     """An item as short as it can say itself: asides in brackets dropped once it runs long (kept with
-    `asides` while it fits: in a report of a change they say how)."""
+    `asides` while it fits: in a report of a change they say how); a long one cut at its last clause
+    boundary that fits."""
     s = _clean(s)
     if count_tokens(s) > (MAX_ITEM_TOKENS if asides else SHORT_ITEM_TOKENS):
         s = " ".join(re.sub(r"\s*\([^()]{3,}\)", "", s).split())
-    return _cut(s, MAX_ITEM_TOKENS) if count_tokens(s) > MAX_ITEM_TOKENS else s
+    if count_tokens(s) <= MAX_ITEM_TOKENS:
+        return s
+    words = s.split()
+    while words and count_tokens(" ".join(words)) > MAX_ITEM_TOKENS:
+        words.pop()
+    text = " ".join(words)
+    at = max(text.rfind(", "), text.rfind("; "), text.rfind(": "))
+    return (text[:at] if at > len(text) // 2 else text).rstrip(",;:") + "…"
 
 
 def _decisions(st: Stated, said: list[Part]) -> list[str]:
