@@ -531,14 +531,10 @@ def _gemini_messages(messages: list[dict[str, Any]]) -> Iterator[Turn]:
 
 
 def _gemini_output(call: dict[str, Any]) -> str:
-    for result in call.get("result") or []:
-        response = result.get("functionResponse", {}).get("response") if isinstance(result, dict) else None
-        if isinstance(response, dict):
-            value = response.get("output", response.get("error"))
-            if isinstance(value, str):
-                return value
-    display = call.get("resultDisplay")
-    return display if isinstance(display, str) else ""
+    """The call's output (or error) in its function responses, else what the CLI displayed."""
+    responses = (_dict(_dict(result).get("functionResponse")).get("response") for result in call.get("result") or [])
+    found = (_dict(r).get("output", _dict(r).get("error")) for r in responses)
+    return next((value for value in [*found, call.get("resultDisplay")] if isinstance(value, str)), "")
 
 
 # --- tool calls -------------------------------------------------------------------------------

@@ -319,21 +319,14 @@ def _decisions(st: Stated, said: list[Part]) -> list[str]:
         found += [_item(s, asides=True) for _, _, s in cands]
         found += [_item(c, asides=True) for t in st.changes for c in _clauses(t, at_semicolons=True)]  # what the agent reports it changed
         found += [_item(s, asides=True) for p in said[len(said) // 2 :] if p.role == "assistant" for s in _sentences(p) if CHANGED_RE.match(s)]
-    return _unrepeated(_distinct(found))[:MAX_DECISIONS]
-
-
-def _unrepeated(items: list[str]) -> list[str]:
-    """Items without those that only restate an earlier one's measures ("Make it 2s overall and 800ms
-    per call", then "each call gets its own 800ms timeout")."""
     out: list[str] = []
-    seen: set[str] = set()
-    for item in items:
+    seen: set[str] = set()  # measures said: an item that only restates them ("each call gets its own 800ms timeout") goes
+    for item in _distinct(found):
         values = {v.lower() for v in UNIT_VALUE_RE.findall(item)}
-        if values and values <= seen:
-            continue
+        if not values or not values <= seen:
+            out.append(item)
         seen |= values
-        out.append(item)
-    return out
+    return out[:MAX_DECISIONS]
 
 
 def _request(clause: str) -> bool:
