@@ -483,12 +483,11 @@ def _home_of(messages: list[dict[str, Any]]) -> str:
 
 
 def _is_gemini_log(records: list[dict[str, Any]]) -> bool:
-    head = records[0]
-    if "sessionId" in head and "projectHash" in head and "type" not in head:
+    """Its metadata line first, or its $set / $rewindTo updates beside message records."""
+    if "sessionId" in records[0] and "projectHash" in records[0] and "type" not in records[0]:
         return True
-    return any("$rewindTo" in r or "$set" in r for r in records) and any(
-        r.get("type") in ("user", "gemini") and "id" in r and "message" not in r for r in records
-    )
+    updates = any("$rewindTo" in r or "$set" in r for r in records)
+    return updates and any(r.get("type") in ("user", "gemini") and "id" in r and "message" not in r for r in records)
 
 
 def _gemini_log(records: list[dict[str, Any]]) -> Transcript:

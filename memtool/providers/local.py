@@ -263,9 +263,7 @@ def _importance(text: str, decisions: list[str]) -> str:
     hits = len(HIGH_RE.findall(text))
     if hits >= 4:
         return "high"
-    if hits or decisions:
-        return "medium"
-    return "low" if count_tokens(text) < 40 else "medium"
+    return "medium" if hits or decisions or count_tokens(text) >= 40 else "low"
 
 
 def _floor_tokens(sentence: str) -> int:
