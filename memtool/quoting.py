@@ -52,9 +52,7 @@ def comment_tags(text: str) -> dict[str, str]:
     """The provenance tags of a log line's comment (as `log_tag_comment` wrote them), decoded;
     empty when the line has none."""
     m = TAG_COMMENT_RE.search(text)
-    if not m:
-        return {}
-    pairs = (part.split("=", 1) for part in m.group(1).split())
+    pairs = (part.split("=", 1) for part in m.group(1).split()) if m else ()
     return {k: one_line(unquote(v)) for k, v in pairs}
 
 

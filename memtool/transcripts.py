@@ -483,12 +483,11 @@ def _home_of(messages: list[dict[str, Any]]) -> str:
 
 
 def _is_gemini_log(records: list[dict[str, Any]]) -> bool:
-    head = records[0]
-    if "sessionId" in head and "projectHash" in head and "type" not in head:
+    """Its metadata line first, or its $set / $rewindTo updates beside message records."""
+    if "sessionId" in records[0] and "projectHash" in records[0] and "type" not in records[0]:
         return True
-    return any("$rewindTo" in r or "$set" in r for r in records) and any(
-        r.get("type") in ("user", "gemini") and "id" in r and "message" not in r for r in records
-    )
+    updates = any("$rewindTo" in r or "$set" in r for r in records)
+    return updates and any(r.get("type") in ("user", "gemini") and "id" in r and "message" not in r for r in records)
 
 
 def _gemini_log(records: list[dict[str, Any]]) -> Transcript:
@@ -531,14 +530,10 @@ def _gemini_messages(messages: list[dict[str, Any]]) -> Iterator[Turn]:
 
 
 def _gemini_output(call: dict[str, Any]) -> str:
-    for result in call.get("result") or []:
-        response = result.get("functionResponse", {}).get("response") if isinstance(result, dict) else None
-        if isinstance(response, dict):
-            value = response.get("output", response.get("error"))
-            if isinstance(value, str):
-                return value
-    display = call.get("resultDisplay")
-    return display if isinstance(display, str) else ""
+    """The call's output (or error) in its function responses, else what the CLI displayed."""
+    responses = (_dict(_dict(result).get("functionResponse")).get("response") for result in call.get("result") or [])
+    found = (_dict(r).get("output", _dict(r).get("error")) for r in responses)
+    return next((value for value in [*found, call.get("resultDisplay")] if isinstance(value, str)), "")
 
 
 # --- tool calls -------------------------------------------------------------------------------

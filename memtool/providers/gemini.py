@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
@@ -43,16 +44,8 @@ def api_key_from_env() -> tuple[str, str]:
 
 def _transport_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
     """(timeouts, other transport errors) of whichever of httpx / httpx2 the SDK may use."""
-    timeouts: list[type[BaseException]] = []
-    transport: list[type[BaseException]] = []
-    for name in ("httpx2", "httpx"):
-        try:
-            mod = importlib.import_module(name)
-        except ImportError:
-            continue
-        timeouts.append(mod.TimeoutException)
-        transport.append(mod.TransportError)
-    return tuple(timeouts), tuple(transport)
+    mods = [importlib.import_module(name) for name in ("httpx2", "httpx") if find_spec(name)]
+    return tuple(m.TimeoutException for m in mods), tuple(m.TransportError for m in mods)
 
 
 class GeminiClient:

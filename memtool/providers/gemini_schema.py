@@ -125,9 +125,7 @@ def _strings(data: dict[str, Any], key: str, where: str, who: str) -> list[str]:
 
 def to_compressed(data: dict[str, Any], who: str = "Gemini") -> Compressed:
     """Validate a parsed answer against ENTRY_SCHEMA; anything missing or mistyped is an error."""
-    summary = data.get("summary")
-    if not isinstance(summary, str) or not summary.strip():
-        raise BadModelOutput(f"{who}'s answer has no summary; nothing was stored.")
+    summary = summary_of(data, who, "answer has no summary")
     lists = {key: _strings(data, key, "", who) for key in LIST_FIELDS}
     ents = data.get("entities")
     if not isinstance(ents, dict):
@@ -137,13 +135,13 @@ def to_compressed(data: dict[str, Any], who: str = "Gemini") -> Compressed:
     importance = importance.strip().lower() if isinstance(importance, str) else importance
     if importance not in C.IMPORTANCE_LEVELS:
         raise BadModelOutput(f"{who}'s answer has importance {importance!r:.40}, expected one of {', '.join(C.IMPORTANCE_LEVELS)}; nothing was stored.")
-    return Compressed(summary=summary.strip(), entities=entities, importance=importance, **lists)
+    return Compressed(summary=summary, entities=entities, importance=importance, **lists)
 
 
-def summary_of(data: dict[str, Any], who: str = "Gemini") -> str:
+def summary_of(data: dict[str, Any], who: str, problem: str) -> str:
     summary = data.get("summary")
     if not isinstance(summary, str) or not summary.strip():
-        raise BadModelOutput(f"{who}'s merged summary is empty; nothing was stored.")
+        raise BadModelOutput(f"{who}'s {problem}; nothing was stored.")
     return summary.strip()
 
 
@@ -219,7 +217,7 @@ class WindowedCompressor:
         result = merge(done)
         if len(done) > 1 and len(result.summary) > self.max_summary_chars:
             data = self._generate(result.summary, SUMMARY_INSTRUCTION, SUMMARY_SCHEMA, "summary merge")
-            result.summary = summary_of(data, self.who)
+            result.summary = summary_of(data, self.who, "merged summary is empty")
         fix = self.scrub  # the key must never reach an entry, even if a transcript or the model echoed it
         result.summary = fix(result.summary)
         for key in LIST_FIELDS:

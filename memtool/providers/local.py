@@ -17,7 +17,7 @@ from typing import Iterator
 
 from memtool.models import Entities
 from memtool.providers import Compressed, Hints
-from memtool.providers.local_parts import parts, said_text
+from memtool.providers.local_parts import parts
 from memtool.providers.local_session import fit, is_agent_session, read_session
 from memtool.text import LETTER, SPACELESS, SPEAKER_ROLES, STOPWORDS, content_words, count_tokens, spaceless_re, split_sentences, stem_words, truncate_to_tokens
 
@@ -118,12 +118,6 @@ TOPIC_LEXICON = {
 _TOPIC_INDEX = {w: t for t, ws in TOPIC_LEXICON.items() for w in ws.split()}
 
 
-def _idf(hints: Hints):
-    """Inverse document frequency over the entries already stored; flat (1.0) for an empty store."""
-    n, df = hints.n_docs, hints.doc_freq
-    return lambda word: 1.0 + math.log((n + 1) / (df.get(word, 0) + 1))
-
-
 class LocalCompressor:
     name = "local"
     model = "local-extractive-v1"
@@ -133,8 +127,11 @@ class LocalCompressor:
         return cls()
 
     def compress(self, text: str, hints: Hints | None = None) -> Compressed:
-        hints = hints or Hints()
-        idf = _idf(hints)
+        n, df = (hints.n_docs, hints.doc_freq) if hints else (0, {})
+
+        def idf(word: str) -> float:  # inverse document frequency over the stored entries; 1.0 for an empty store
+            return 1.0 + math.log((n + 1) / (df.get(word, 0) + 1))
+
         if not text.isascii():  # one spelling of "Zoë" (a decomposed ë is two code points)
             text = unicodedata.normalize("NFC", text)
         text = text.removeprefix("\ufeff")
@@ -145,7 +142,7 @@ class LocalCompressor:
         if total > SHORT_TEXT_TOKENS and is_agent_session(ps := parts(text), text, chat=CHAT in labels):
             reading = read_session(ps, text, budget, idf)  # a session with an agent: local_session reads it
             ents = reading.entities
-            ents.dates = _dates(said_text(ps))
+            ents.dates = _dates("\n\n".join(p.text for p in ps if p.kind == "said"))
             said = [reading.summary, *reading.decisions, *reading.action_items, *ents.people, *ents.systems, *ents.dates]
             reading.keywords = fit(reading.keywords, _keyword_budget(budget, said))
             tf = Counter(w for w in content_words(" ".join([reading.summary, *reading.keywords])) if w not in FILLER)
@@ -266,9 +263,7 @@ def _importance(text: str, decisions: list[str]) -> str:
     hits = len(HIGH_RE.findall(text))
     if hits >= 4:
         return "high"
-    if hits or decisions:
-        return "medium"
-    return "low" if count_tokens(text) < 40 else "medium"
+    return "medium" if hits or decisions or count_tokens(text) >= 40 else "low"
 
 
 def _floor_tokens(sentence: str) -> int:

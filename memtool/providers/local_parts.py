@@ -122,21 +122,14 @@ def parts(text: str) -> list[Part]:
             flush()
             out.append(Part(role, "tool", line.strip()))
             continue
-        if not line.strip():
+        if line.strip() in ("", "---"):  # a paragraph ends; a blank line ends a tool call or thinking too
             flush()
-            if kind in ("tool", "thinking"):
+            if not line.strip() and kind in ("tool", "thinking"):
                 kind = "said"
-            continue
-        if line.strip() == "---":
-            flush()
             continue
         lines.append(line)
     flush()
     return out
-
-
-def said_text(ps: list[Part]) -> str:
-    return "\n\n".join(p.text for p in ps if p.kind == "said")
 
 
 @dataclass
@@ -152,7 +145,6 @@ def stated(ps: list[Part]) -> Stated:
     """Items under a Decisions / Open items heading (or a "Left on …:" line), and "Decision: …" /
     "TODO: …" lines; done items ("[x]") are left out."""
     found: dict[str, list[str]] = {"decision": [], "open": [], "done": []}
-    decisions, open_items = found["decision"], found["open"]
     for p in ps:
         if p.kind != "said":
             continue
@@ -191,14 +183,14 @@ def stated(ps: list[Part]) -> Stated:
                 section = ""  # a paragraph after the list ends it
             d = DECISION_LINE_RE.match(line)
             if d:
-                decisions.append(d.group(1).strip())
+                found["decision"].append(d.group(1).strip())
                 continue
             o = OPEN_LINE_RE.match(line)
             if o and len(o.group(1).split()) >= 2:
-                open_items.append(o.group(1).strip())
+                found["open"].append(o.group(1).strip())
             elif section in ("decision", "open") and item is None and line.startswith((" ", "\t")) and found[section]:
                 found[section][-1] += f" {bare}"  # a list item's wrapped line
-    return Stated(decisions, open_items, found["done"])
+    return Stated(found["decision"], found["open"], found["done"])
 
 
 def _section(title: str) -> str:

@@ -225,10 +225,6 @@ def _short_sentences(p: Part) -> tuple[str, ...]:
     return tuple(_clean(s) for s in split_sentences(p.text) if len(content_words(s)) >= 2)
 
 
-def _first(p: Part) -> str:
-    return (_short_sentences(p) or (p.text.strip(),))[0]
-
-
 def _clean(s: str) -> str:
     s = re.sub(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+", "", s)
     return " ".join(s.replace("**", "").replace("`", "").split()).strip()
@@ -275,26 +271,24 @@ def _summary(said: list[Part], budget: int, idf) -> str:
     return " ".join(sorted(picked, key=place.__getitem__))
 
 
-def _cut(s: str, budget: int) -> str:
-    """A long sentence cut at its last clause boundary that fits."""
-    words = s.split()
-    while words and count_tokens(" ".join(words)) > budget:
-        words.pop()
-    text = " ".join(words)
-    at = max(text.rfind(", "), text.rfind("; "), text.rfind(": "))
-    return (text[:at] if at > len(text) // 2 else text).rstrip(",;:") + "…"
-
-
 # --- decisions and open items -------------------------------------------------------------------
 
 
 def _item(s: str, asides: bool = False) -> str:
     """An item as short as it can say itself: asides in brackets dropped once it runs long (kept with
-    `asides` while it fits: in a report of a change they say how)."""
+    `asides` while it fits: in a report of a change they say how); a long one cut at its last clause
+    boundary that fits."""
     s = _clean(s)
     if count_tokens(s) > (MAX_ITEM_TOKENS if asides else SHORT_ITEM_TOKENS):
         s = " ".join(re.sub(r"\s*\([^()]{3,}\)", "", s).split())
-    return _cut(s, MAX_ITEM_TOKENS) if count_tokens(s) > MAX_ITEM_TOKENS else s
+    if count_tokens(s) <= MAX_ITEM_TOKENS:
+        return s
+    words = s.split()
+    while words and count_tokens(" ".join(words)) > MAX_ITEM_TOKENS:
+        words.pop()
+    text = " ".join(words)
+    at = max(text.rfind(", "), text.rfind("; "), text.rfind(": "))
+    return (text[:at] if at > len(text) // 2 else text).rstrip(",;:") + "…"
 
 
 def _decisions(st: Stated, said: list[Part]) -> list[str]:
@@ -303,7 +297,8 @@ def _decisions(st: Stated, said: list[Part]) -> list[str]:
         cands = []
         for i, p in enumerate(said):
             if p.role == "user":
-                turn, first = _agent_turn(said, i), _first(p)  # what the agent said just before; the user's first sentence
+                j = next(j for j in range(i, -1, -1) if j == 0 or said[j - 1].role != "assistant")
+                turn, first = said[j:i], (_short_sentences(p) or (p.text.strip(),))[0]  # what the agent said just before; the user's first sentence
                 approved = _adopted(said, i, turn, first) + _accepted_offer(turn, first) if turn and BARE_ASSENT_RE.match(first) else []
                 # an assent that only approves what the agent said is read as what it approved
                 cands += [(1, i, c) for c in _user_choices(said, i, turn) if not (approved and _only_assent(c))]
@@ -324,35 +319,20 @@ def _decisions(st: Stated, said: list[Part]) -> list[str]:
         found += [_item(s, asides=True) for _, _, s in cands]
         found += [_item(c, asides=True) for t in st.changes for c in _clauses(t, at_semicolons=True)]  # what the agent reports it changed
         found += [_item(s, asides=True) for p in said[len(said) // 2 :] if p.role == "assistant" for s in _sentences(p) if CHANGED_RE.match(s)]
-    return _unrepeated(_distinct(found))[:MAX_DECISIONS]
-
-
-def _unrepeated(items: list[str]) -> list[str]:
-    """Items without those that only restate an earlier one's measures ("Make it 2s overall and 800ms
-    per call", then "each call gets its own 800ms timeout")."""
     out: list[str] = []
-    seen: set[str] = set()
-    for item in items:
+    seen: set[str] = set()  # measures said: an item that only restates them ("each call gets its own 800ms timeout") goes
+    for item in _distinct(found):
         values = {v.lower() for v in UNIT_VALUE_RE.findall(item)}
-        if values and values <= seen:
-            continue
+        if not values or not values <= seen:
+            out.append(item)
         seen |= values
-        out.append(item)
-    return out
+    return out[:MAX_DECISIONS]
 
 
 def _request(clause: str) -> bool:
     """A clause that asks the agent for work in this session ("Write the script", "Commit this"), or
     holds work off only for now ("Don't fix them yet"): no decision."""
     return bool(REQUEST_CLAUSE_RE.match(clause)) or (REFUSAL_RE.match(clause) is not None and re.search(r"\byet\b", clause, re.I) is not None)
-
-
-def _agent_turn(said: list[Part], i: int) -> list[Part]:
-    """The agent's paragraphs just before turn i (back to the previous user turn)."""
-    j = i
-    while j > 0 and said[j - 1].role == "assistant":
-        j -= 1
-    return said[j:i]
 
 
 @lru_cache(maxsize=4096)
@@ -535,7 +515,8 @@ def _open_items(st: Stated, said: list[Part], text: str = "") -> list[str]:
             m = inline.search(s)
             if m and re.search(r"(?://|#|[\"'])\s*$", s[: m.start()]):
                 continue  # a TODO comment quoted from code ("// TODO: …") is no open item
-            if m and not _found_in(m.group(1), found):
+            words = set(content_words(m.group(1))) if m else set()
+            if m and not any(len(words & set(content_words(t))) >= max(2, len(words) * 0.6) for t in found):
                 found += [x for x in re.split(r";\s+|,\s+and\s+(?=the\b|a\b|an\b|[a-z]+ing\b|[A-Z])", m.group(1)) if len(content_words(x)) >= 2]
     tail = said[len(said) * 2 // 3 :] if len(said) > 3 else said
     if not found:  # no list: what is said to be left, in the last part of the session
@@ -582,11 +563,6 @@ def _done(item: str) -> bool:
     """An item that reports work done ("Pushed the fix", "the PR is merged"), not one that waits for
     it ("run it against production after the ADR is merged")."""
     return bool(DONE_RE.search(item)) and not CONDITION_RE.search(item)
-
-
-def _found_in(text: str, found: list[str]) -> bool:
-    words = set(content_words(text))
-    return any(len(words & set(content_words(t))) >= max(2, len(words) * 0.6) for t in found)
 
 
 def _distinct(items: list[str], keep_last: bool = False) -> list[str]:

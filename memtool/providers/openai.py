@@ -43,14 +43,10 @@ def _sdk():
 def _schema_text() -> str:
     """ENTRY_SCHEMA as a JSON Schema with lower-case types, for the system prompt."""
 
-    def lower(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: (v.lower() if k == "type" and isinstance(v, str) else lower(v)) for k, v in node.items() if k != "propertyOrdering"}
-        if isinstance(node, list):
-            return [lower(v) for v in node]
-        return node
+    def plain(node: dict[str, Any]) -> dict[str, Any]:  # json.loads calls it on each object, innermost first
+        return {k: (v.lower() if k == "type" and isinstance(v, str) else v) for k, v in node.items() if k != "propertyOrdering"}
 
-    return json.dumps(lower(S.ENTRY_SCHEMA), separators=(",", ":"))
+    return json.dumps(json.loads(json.dumps(S.ENTRY_SCHEMA), object_hook=plain), separators=(",", ":"))
 
 
 class OpenAICompressor(S.WindowedCompressor):
