@@ -44,7 +44,7 @@ def _store_lines(layout) -> tuple[list[bytes], str | None] | None:
     """The live entries' lines from the derived store in index.json's order (one run), and the newest timestamp;
     None when the store is not there, cannot be read, or does not hold every live day file with the
     signature it has now, or a day file it holds no entry of cannot be read (an unreadable file's
-    entries are kept by the fallback, from the old index.json)."""
+    entries are kept by the fallback, from the old index.json), or an entry's line is still missing."""
     from memtool.search.docs import source_key
     from memtool.search.store import STORE_VERSION, file_sig, open_state
 
@@ -67,6 +67,8 @@ def _store_lines(layout) -> tuple[list[bytes], str | None] | None:
                 for key, _, count in held:
                     if count == 0:
                         read_day(files[key])  # an empty day, or an unreadable one: StoreCorrupt
+                if conn.execute("SELECT 1 FROM entries WHERE archived = 0 AND line = '' LIMIT 1").fetchone():
+                    return None  # lines the words fill has yet to write (a fresh clone's deferred entries)
                 # the body made in one piece by SQLite, in the order of the index entries_order: no row
                 # of Python objects per entry, and no sort that carries every line
                 body, latest = conn.execute(

@@ -657,7 +657,9 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
         rows = []
         for e, src in zip(entries, sources):
             kept = "-" if src in arch_sources else transcript_sig(e.id) or "-"
-            line = json.dumps(e.to_dict(), ensure_ascii=False)  # its line in index.json (memtool/index_json.py)
+            # its line in index.json (memtool/index_json.py); a deferred entry's is left to the words fill,
+            # which reads it again (a fresh clone's first search does not serialise every entry)
+            line = "" if kept == DEFERRED else json.dumps(e.to_dict(), ensure_ascii=False)
             rows.append((e.id, src, e.timestamp, json.dumps(list(e.supersedes)), kept, int(src in arch_sources), line))
         conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         by_id = {e.id: e for e in entries}

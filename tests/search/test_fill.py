@@ -366,3 +366,30 @@ def test_a_writer_waiting_on_the_words_fill_gets_in_between_its_batches(root, mo
         fill.join()
     assert left_then > 0  # it got the lock before the fill's last batch
     assert meta(root)["words_missing"] == "0"
+
+
+def test_a_deferred_entrys_index_json_line_is_left_to_the_words_fill(root, monkeypatch):
+    from memtool.index_json import _index_pieces, _store_lines, write_index
+
+    build(root, RecordingEmbedder(), 12)
+    layout = Layout(root)
+    written = layout.index_file.read_bytes()
+    discard(layout)  # a fresh clone: no memory/.cache, no index.json (git-ignored)
+    layout.index_file.unlink()
+    monkeypatch.setattr(C, "WORDS_INLINE_MAX", 4)
+    monkeypatch.setenv("MEMTOOL_BACKGROUND_EMBED", "true")
+    layout.cache_dir.mkdir(exist_ok=True)
+    running = FileLock(str(layout.cache_dir / C.FILL_LOCK))  # a fill runs: none is started
+    running.acquire()
+    mem = open_memory(root, embedder=RecordingEmbedder())
+    assert mem.search("billing postgres").hits
+    running.release()
+    assert store_rows(root, "SELECT count(*) FROM entries WHERE line = ''") == [(12,)]  # not serialised by the search
+    assert _store_lines(layout) is None  # so index.json is written from the day files meanwhile
+    assert write_index(layout, mem.settings.compressor)[0] == "missing"
+    assert layout.index_file.read_bytes() == written
+
+    fill_vectors(layout, RecordingEmbedder(), batch=5)
+    assert store_rows(root, "SELECT count(*) FROM entries WHERE line = ''") == [(0,)]
+    stored = _store_lines(layout)
+    assert stored is not None and b"".join(_index_pieces(mem.settings.compressor, *stored)) == written
