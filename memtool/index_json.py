@@ -2,7 +2,8 @@
 (timestamp, id) order, so a changed entry is a one-line diff and `jq` reads it whole. It is written
 whole, never patched: from the derived store's entry lines (memtool/search/store.py, table entries)
 when the store holds every live day file as it is now, else from the day files as read (no store
-yet, a write the store has not read, a day file that cannot be read, a store that cannot be read).
+yet, a write the store has not read, a day file that cannot be read, a store that cannot be read,
+entry lines the words fill has yet to write).
 Both give the same bytes for the same entries. It is git-ignored (memory/.gitignore): each clone
 derives its own."""
 
