@@ -173,3 +173,8 @@ HOOK_CODEX_END_TIMEOUT_S = 3  # Codex caps SessionEnd hooks at 3 s
 HOOK_COMPRESS_TIMEOUT_S = 900.0  # the detached worker's limit for `memory compress`
 HOOK_MAX_PAYLOAD_BYTES = 1024 * 1024  # most of the agent's JSON a hook reads from stdin
 HOOK_LOG_MAX_BYTES = 1024 * 1024  # the hooks log is rotated (to hooks.log.1) past this size
+# What memtool injects into an agent's session (session-start context, prompt recall) is wrapped in
+# this tag; a transcript's text inside it (or inside Gemini CLI's <hook_context>) was given to the
+# agent, not said by anyone, and is never compressed into an entry.
+INJECTED_TAG = "memtool-context"
+INJECTED_TAGS = (INJECTED_TAG, "hook_context")
