@@ -409,12 +409,13 @@ class MemoryTools:
         if bool(text.strip()) == bool(path.strip()):
             raise BadInput("give exactly one of text (the transcript itself) or path (a transcript file inside the memory root)")
         mem = self.memory()
-        name = "<text>"
-        if path.strip():  # read as `memory compress FILE` reads one (memtool.transcripts)
+        name, when = "<text>", None
+        if path.strip():  # read as `memory compress FILE` reads one (memtool.transcripts), dated by its own timestamps
             _, data = read_inside(self.root, path, mem.settings.max_transcript_bytes)
-            text, name = transcript_from_bytes(data, brief(path), format_of(path)).render(), path
+            transcript = transcript_from_bytes(data, brief(path), format_of(path))
+            text, name, when = transcript.render(), path, transcript.started
         level = None if importance == "auto" else importance
-        given = Session(text=text, session=session.strip() or C.DEFAULT_SESSION, importance=level, agent=agent, trusted=not untrusted, name=name)
+        given = Session(text=text, session=session.strip() or C.DEFAULT_SESSION, importance=level, agent=agent, trusted=not untrusted, name=name, when=when)
         stored = mem.compress_many([given])
         entry = stored.entries[0]
         answer: dict[str, Any] = {"id": entry.id, "truncated": False} | {key: getattr(entry, key) for key in COMPRESSED_FIELDS}

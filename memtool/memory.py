@@ -34,7 +34,7 @@ from memtool.search.typos import query_terms
 from memtool.session_vectors import entry_vectors
 from memtool.store import Layout, Store
 from memtool.text import content_words
-from memtool.transcripts import check_size
+from memtool.transcripts import check_size, without_injected
 
 SKIPPED = "skipped: {}"  # the warning for a Markdown file the context does not read (a link out of the root, a FIFO, too large)
 
@@ -210,7 +210,7 @@ class Memory:
         for s in sessions:
             check_session(s)  # before the duplicate check: a repeated session with bad options is refused too
             s = replace(s, session=self.redact(s.session), agent=self.redact(s.agent))  # stored like the text
-            text = self.redact(self.check_text(s.text, s.name))
+            text = self.redact(self.check_text(without_injected(s.text), s.name))  # what memtool injected is nobody's words
             dedupe.require_known(s.supersedes)
             dup = dedupe.check(s.name, text, s.when or utcnow(), s.session)
             if dup is not None:

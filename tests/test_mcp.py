@@ -302,6 +302,31 @@ def test_compress_a_file_inside_the_root(client, seeded):
     assert "no such file" in absolute
 
 
+def test_a_transcript_file_is_dated_by_its_own_timestamps_and_loses_the_context_memtool_injected(client, seeded):
+    lines = [
+        {
+            "type": "user",
+            "timestamp": "2026-04-07T09:30:00Z",
+            "message": {"role": "user", "content": "<memtool-context>\n## Relevant past work\n- old</memtool-context>"},
+        },
+        {
+            "type": "user",
+            "timestamp": "2026-04-07T09:31:00Z",
+            "message": {"role": "user", "content": "On 3 March 2026 the invoices API broke; add a contract test for it."},
+        },
+        {
+            "type": "assistant",
+            "timestamp": "2026-04-07T09:32:00Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "Added the contract test."}]},
+        },
+    ]
+    (seeded["root"] / "inbox" / "claude.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    made = client.ok("memory_compress", {"path": "inbox/claude.jsonl"})
+    assert made["day"] == "2026-04-07", made
+    got = client.ok("memory_get", {"id": made["id"]})
+    assert "Relevant past work" not in json.dumps(got) and "old" not in made["summary"]
+
+
 def test_compress_refuses_json_of_no_known_transcript_format_as_the_cli_does(client, seeded):
     (seeded["root"] / "inbox" / "package.json").write_text('{"name": "web", "messages": "x"}')
     assert "no known transcript format" in client.error("memory_compress", {"path": "inbox/package.json"})

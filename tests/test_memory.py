@@ -299,3 +299,12 @@ def test_context_carries_its_own_warnings(mem, root):
     assert any("2026-02-05.json" in w for w in bad.warnings)
     (root / "memory/index/2026-02-05.json").unlink()
     assert mem.context().warnings == []  # a later call does not inherit the earlier one's
+
+
+def test_context_memtool_injected_is_never_stored_whatever_door_the_text_comes_in_by(mem, root):
+    given = mem.context(None, budget=400).text or "## Relevant past work\n- nothing yet"
+    e = mem.compress(f"user: <memtool-context>\n{given}\n</memtool-context>\n{DB}", when=when(5), session="db")
+    stored = transcript_path(root, e.id).read_text()
+    assert "memtool-context" not in stored and "Relevant past work" not in stored and "0.8 seconds" in stored
+    with pytest.raises(BadInput, match="empty"):  # nothing but injected context: nothing to compress, nothing stored
+        mem.compress("<hook_context>## Relevant past work\n- [5 February 2026] invoices index</hook_context>", when=when(6))

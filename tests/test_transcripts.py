@@ -345,3 +345,46 @@ def test_a_json_transcript_under_another_name_is_still_recognised(tmp_path):
     notes = tmp_path / "notes.md"  # Markdown is kept as written, even when it looks like JSON
     notes.write_text('[{"role": "user", "content": "hi"}]\n')
     assert load_transcript(notes).render() == '[{"role": "user", "content": "hi"}]\n'
+
+
+# -- what memtool injected is nobody's words; a date someone said is not the session's -------------
+MEMTOOL_CONTEXT = "<memtool-context>\n## Relevant past work\n- [1 December 2026] Orders migration: dual writes behind a flag\n</memtool-context>"
+
+
+def test_gemini_hook_context_in_the_prompt_is_not_kept_and_does_not_date_the_session():
+    doc = {
+        "sessionId": "s1",
+        "startTime": "2026-12-01T10:00:00Z",
+        "messages": [
+            {"type": "user", "content": f"<hook_context>{MEMTOOL_CONTEXT}\nOld note of 3 March 2026</hook_context>\nWhere are we with the orders migration?"},
+            {"type": "gemini", "content": "The dual writes are on; the backfill is next."},
+        ],
+    }
+    t = parse_transcript(json.dumps(doc))
+    assert t.render() == "user: Where are we with the orders migration?\n\nassistant: The dual writes are on; the backfill is next.\n"
+    assert t.started.isoformat() == "2026-12-01T10:00:00+00:00"
+
+
+def test_a_user_turn_that_is_only_injected_context_is_dropped_and_an_unclosed_tag_ends_with_its_turn():
+    lines = [
+        {"type": "user", "timestamp": "2026-12-01T09:00:00Z", "message": {"role": "user", "content": MEMTOOL_CONTEXT}},
+        {"type": "user", "timestamp": "2026-12-01T09:00:01Z", "message": {"role": "user", "content": "<memtool-context>\n## Relevant past work\n- cut off"}},
+        {"type": "user", "timestamp": "2026-12-01T09:00:02Z", "message": {"role": "user", "content": "Ship the backfill today."}},
+    ]
+    text = parse_transcript("\n".join(json.dumps(line) for line in lines)).render()
+    assert text == "user: Ship the backfill today.\n"
+
+
+def test_markdown_loses_injected_blocks_but_keeps_the_turns_after_an_unclosed_one():
+    md = f"user: {MEMTOOL_CONTEXT}\nfix the login\n\nassistant: <hook_context>## Relevant past work\n- stale\n\nuser: and add a test\n"
+    kept = text_transcript(md).text
+    assert "Relevant past work" not in kept and "stale" not in kept
+    assert "fix the login" in kept and "user: and add a test" in kept
+
+
+def test_a_date_a_speaker_mentions_in_the_first_lines_does_not_date_a_markdown_transcript():
+    assert text_transcript("session: /home/dev/shop, branch master\n\nuser: what did we decide on 3 March 2026?\n").started is None
+    assert (
+        text_transcript("# aider chat started at 2025-03-20 09:14:02\n\n#### the release of 3 March 2026\n").started.isoformat() == "2025-03-20T09:14:02+00:00"
+    )
+    assert text_transcript("_**User (2025-01-26 19:52Z)**_\n\nship it on 3 March 2026\n").started.isoformat() == "2025-01-26T19:52:00+00:00"

@@ -20,6 +20,7 @@ from memtool.providers import Compressed, Hints
 from memtool.providers.local_parts import parts
 from memtool.providers.local_session import fit, is_agent_session, read_session
 from memtool.text import LETTER, SPACELESS, SPEAKER_ROLES, STOPWORDS, content_words, count_tokens, spaceless_re, split_sentences, stem_words, truncate_to_tokens
+from memtool.transcripts import split_header
 
 TARGET_RATIO = 11.2  # aim above the 10:1 the design promises
 MAX_PEOPLE, MAX_SYSTEMS, MAX_DATES, MAX_TOPICS = 6, 5, 4, 2
@@ -135,7 +136,8 @@ class LocalCompressor:
         if not text.isascii():  # one spelling of "Zoë" (a decomposed ë is two code points)
             text = unicodedata.normalize("NFC", text)
         text = text.removeprefix("\ufeff")
-        total = count_tokens(text)
+        plain = split_header(text)[1]  # where the session ran is not something said in it
+        total = count_tokens(plain)
         budget = max(MIN_BUDGET, min(MAX_BUDGET, int(total / TARGET_RATIO)))
         found = [m.group(1).strip() for m in SPEAKER_RE.finditer(text)]
         labels = _label_counts(text, found)
@@ -149,6 +151,7 @@ class LocalCompressor:
             reading.topics = _topics(tf) or reading.keywords[:2]
             reading.importance = _importance(text, reading.decisions)
             return reading
+        text = plain
         speakers = [label for label in found if _is_speaker(label, labels)]
         body = SPEAKER_RE.sub(lambda m: "" if _is_speaker(m.group(1), labels) else m.group(0), text)
         sentences = split_sentences(body) or [body.strip()]

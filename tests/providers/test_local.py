@@ -621,3 +621,15 @@ def test_an_indented_line_under_a_decisions_heading_with_no_decision_yet_is_not_
     )
     entry = LocalCompressor().compress(text)
     assert any("alarm on the export job" in a for a in entry.action_items)
+
+
+def test_the_transcript_header_is_where_the_session_ran_not_what_was_said():
+    text = (
+        "session: /home/dev/projects/shop-api, branch master\n\n"
+        "user: What did we decide about the orders table migration? Remind me who owns the runbook.\n\n"
+        "assistant: We decided to do dual writes behind a feature flag.\n"
+    )
+    out = LocalCompressor().compress(text)
+    assert out.summary.startswith("What did we decide about the orders table migration?"), out.summary
+    assert "session" not in out.summary and "/home" not in out.summary
+    assert "shop-api" not in out.entities.systems and "projects" not in out.keywords
