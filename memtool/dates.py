@@ -19,6 +19,11 @@ UNITS = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1), "day": time
 UNITS.update(month=timedelta(days=30), year=timedelta(days=365))  # '3 months ago': the day 90 days back
 DAY_SHIFT = {"yesterday": -1, "today": 0, "tomorrow": 1}
 DAYS_UNTIL_NOW = {"this week": 6, "past week": 6, "last 7 days": 6, "last week": 7}  # from the start of the day this many days back
+WEEK_UNTIL_NOW = {
+    "last week": "the week before {0.day} {0:%B %Y}",
+    "past week": "the week before {0.day} {0:%B %Y}",
+    "this week": "the week of {0.day} {0:%B %Y}",
+}
 SHIFT = {"last": -1, "this": 0, "next": 1}
 # `anchor`: how a period of up to this many days is named (a longer one by its year)
 ANCHOR_LABELS = ((1, "{0.day} {0:%B %Y}"), (2, "weekend of {0.day} {0:%B %Y}"), (8, "week of {0.day} {0:%B %Y}"), (31, "{0:%B %Y}"))
@@ -126,6 +131,8 @@ def anchor(expression: str, when: datetime) -> str:
         start, end = _parse(expression, when)
     except (ValueError, OverflowError, KeyError):
         return expression
+    if expression.lower() in WEEK_UNTIL_NOW:  # 'last week' said on 25 May: the seven days up to it, not a calendar week
+        return f"{expression} ({WEEK_UNTIL_NOW[expression.lower()].format(when)})"
     label = next((form for most, form in ANCHOR_LABELS if (end - start).days <= most), "{0:%Y}")
     return f"{expression} ({label.format(start)})"
 

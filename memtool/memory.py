@@ -375,6 +375,21 @@ class Memory:
                 h.newer_trusted = newer.trusted
         return hits
 
+    def _with_items(self, hits: list[Hit], warnings: list[str]) -> list[Hit]:
+        """Entry hits matched on the entry itself (no transcript passage) carry its decisions and open
+        items, which the context shows under the summary."""
+        for h in hits:
+            if h.kind != "entry" or h.passage or h.passages or h.superseded_by:
+                continue
+            try:
+                entry = self.store.get(h.id)
+            except StoreCorrupt as exc:
+                warnings.append(f"skipped: {exc}; `memory doctor` shows how to mend it")
+                continue
+            if entry is not None:
+                h.decisions, h.action_items = list(entry.decisions), list(entry.action_items)
+        return hits
+
     def context(
         self, query: str | None = None, budget: int | None = None, template: str | None = None, limit: int = 8, now: datetime | None = None
     ) -> ContextResult:
@@ -396,7 +411,7 @@ class Memory:
         today = Section("Today's log", _shown(today_text)) if today_text is not None else None
         if query and query.strip():
             found = self.search(Query(text=query, limit=limit, kinds=("entry", "transcript", "log"), latest_only=True))
-            hits = found.hits
+            hits = self._with_items(found.hits, warnings)
             warnings += found.warnings
         else:
             hits = self.recent(limit, warnings)
@@ -430,11 +445,7 @@ class Memory:
         entries = sorted(self.store.iter_entries(errors), key=lambda e: (e.timestamp, C.IMPORTANCE_LEVELS.index(e.importance)), reverse=True)
         warnings += [f"skipped: {message}; `memory doctor` shows how to mend it" for message in errors]
         replaced = superseded_by(entries)
-        return [
-            Hit(id=e.id, kind="entry", score=0.0, source_session=e.source_session, timestamp=e.timestamp, text=e.summary, trusted=e.trusted)
-            for e in entries
-            if e.id not in replaced
-        ][:limit]
+        return [_entry_hit(e) for e in entries if e.id not in replaced][:limit]
 
     def get(self, entry_id: str) -> Entry | None:
         return self.store.get(entry_id)
@@ -460,6 +471,13 @@ class Memory:
     def invalidate(self) -> None:
         """Forget the loaded search index: the files were changed outside compress_many."""
         self._index = None
+
+
+def _entry_hit(e: Entry) -> Hit:
+    """An entry as the query-less context shows it: its summary, what it decided and what it left open."""
+    hit = Hit(id=e.id, kind="entry", score=0.0, source_session=e.source_session, timestamp=e.timestamp, text=e.summary, trusted=e.trusted)
+    hit.decisions, hit.action_items = list(e.decisions), list(e.action_items)
+    return hit
 
 
 def check_session(s: Session) -> None:

@@ -308,3 +308,18 @@ def test_context_memtool_injected_is_never_stored_whatever_door_the_text_comes_i
     assert "memtool-context" not in stored and "Relevant past work" not in stored and "0.8 seconds" in stored
     with pytest.raises(BadInput, match="empty"):  # nothing but injected context: nothing to compress, nothing stored
         mem.compress("<hook_context>## Relevant past work\n- [5 February 2026] invoices index</hook_context>", when=when(6))
+
+
+MIGRATION = (
+    "user: How do we migrate the orders table without downtime?\n\n"
+    "assistant: We decided to use dual writes behind a feature flag, then backfill.\n\n"
+    "user: TODO: Dana writes the cut-over runbook by Friday.\n"
+)
+
+
+def test_the_start_context_carries_what_was_decided_and_what_is_open(mem, root):
+    e = mem.compress(MIGRATION, when=when(5), session="mig")
+    assert e.decisions and e.action_items
+    text = mem.context(None, budget=2000).text
+    assert f"Decided: {e.decisions[0].rstrip('.')}" in text and f"Open: {e.action_items[0].rstrip('.')}" in text
+    assert "Dana writes the cut-over runbook" in mem.context("orders table migration", budget=2000).text

@@ -56,6 +56,8 @@ class Hit:
     superseded_by: str = ""  # id of a newer entry that supersedes this one (ranked above it when both match)
     newer_action_items: list[str] = field(default_factory=list)  # the open items of that newer entry (`Memory.search` fills them)
     newer_trusted: bool = True  # whether that newer entry's text is trusted
+    decisions: list[str] = field(default_factory=list)  # an entry hit's own decisions and open items, where the context shows them
+    action_items: list[str] = field(default_factory=list)
 
 
 @dataclass
