@@ -6,7 +6,7 @@ memory/config.yaml; MEMTOOL_<NAME> environment variables; options given on the c
 
 A repository's config was written by whoever wrote the repository. Its `protected` settings (those
 that send data off this machine or weaken protection: a remote compressor or embedder, a provider
-URL, `redact: false`) apply only once the user approved the file's exact bytes with
+URL, `redact: false`, `redact_patterns`, which run on every write) apply only once the user approved the file's exact bytes with
 `memory config trust`; until then they are ignored, and each command says so on stderr. As with
 direnv and mise, an approval is the file's absolute path and the SHA-256 of its bytes, recorded in
 $XDG_CONFIG_HOME/memtool/trusted.json: any edit withdraws it until the user looks again.
@@ -166,7 +166,10 @@ class Settings:
     max_transcript_bytes: int = _f(C.MAX_TRANSCRIPT_BYTES, "Transcripts larger than this are refused.", minimum=1, maximum=C.MAX_TRANSCRIPT_BYTES_CEILING)
     redact: bool = _f(True, "Redact secrets before anything is written to memory.", protected=True, safe=(True,))
     redact_patterns: list = _f(
-        [], "Extra regular expressions whose matches are redacted (a list of strings; a named group `secret` limits the redaction to it)."
+        [],
+        "Extra regular expressions whose matches are redacted (a list of strings; a named group `secret` limits the redaction to it). Run with RE2 (linear time; no backreferences or lookaround). A repository's config sets them only once approved: they run on every write.",
+        protected=True,
+        safe=([],),
     )
 
     @classmethod
@@ -250,11 +253,13 @@ def _problem(name: str, value: Any) -> str | None:
     if name in ("gemini_base_url", "openai_base_url") and value:
         return _url_problem(value)
     if name == "redact_patterns":
+        from memtool.redact import compile_pattern
+
         for i, pattern in enumerate(value, 1):
             try:
-                re.compile(pattern)
-            except re.error as exc:
-                return f"item {i} {pattern!r} is not a valid regular expression: {exc}"
+                compile_pattern(pattern)
+            except ConfigError as exc:
+                return f"item {i} {exc}"
     return None
 
 

@@ -19,8 +19,10 @@ Design notes
     URLs and code expressions (``token = tokenizer.encode(text)``, ``key=settings.API_KEY``) are
     not secrets and are kept, as are values of secret-named keys shorter than MIN_SECRET_LEN.
   * ``extra_patterns`` (config ``redact_patterns``) are user regexes: a named group ``secret`` is
-    redacted alone, otherwise the whole match; their kind is ``custom``. They run as written, so
-    their speed is the user's to keep linear. A bad one raises ConfigError naming it.
+    redacted alone, otherwise the whole match; their kind is ``custom``. They are compiled with
+    RE2 (google-re2, compile_pattern), which matches in time linear in the text whatever the
+    pattern: ``(a+)+$`` cannot hang a write. RE2 has no backreferences or lookaround; a pattern
+    that uses them, or is not a regex at all, raises ConfigError naming it.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from functools import lru_cache
 
 from memtool.errors import ConfigError
 
-__all__ = ["Finding", "redact", "marker", "KINDS", "CUSTOM_KIND", "MIN_SECRET_LEN"]
+__all__ = ["Finding", "redact", "compile_pattern", "marker", "KINDS", "CUSTOM_KIND", "MIN_SECRET_LEN"]
 
 # Values of secret-named keys shorter than this are kept (flags, counts, short words).
 MIN_SECRET_LEN = 8
@@ -662,11 +664,23 @@ _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
 @lru_cache(maxsize=256)
-def _compile_extra(pattern: str) -> re.Pattern[str]:
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    """A user's pattern compiled with RE2 (linear-time matching, no catastrophic backtracking).
+    ConfigError naming it when RE2 cannot compile it."""
+    import re2  # google-re2: only when a config sets redact_patterns
+
+    options = re2.Options()
+    options.log_errors = False  # the error is raised, not written to stderr by RE2's own logger
     try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise ConfigError(f"redact_patterns: invalid regular expression {pattern!r}: {exc}") from None
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        why = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise ConfigError(
+            f"{pattern!r} is not a valid regular expression ({why}): patterns run on RE2, in time linear in the text, which has no backreferences or lookaround"
+        ) from None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _candidates(text: str, rules: Iterable[_Rule]) -> list[tuple[int, int, str]]:
@@ -676,8 +690,11 @@ def _candidates(text: str, rules: Iterable[_Rule]) -> list[tuple[int, int, str]]
         lowered = text.translate(_ASCII_LOWER)  # offsets must match the text's
     found: list[tuple[int, int, str]] = []
     for rule in rules:
-        for m in rule.regex.finditer(lowered if rule.lowered else text):
-            span = rule.extract(m, text) if rule.extract else m.span("secret" if "secret" in rule.regex.groupindex else 0)
+        subject = lowered if rule.lowered else text
+        if rule.kind == CUSTOM_KIND and not text.isascii():  # RE2 reads UTF-8: a lone surrogate becomes U+FFFD (one character, offsets kept)
+            subject = _SURROGATE.sub("\ufffd", text)
+        for m in rule.regex.finditer(subject):
+            span = rule.extract(m, text) if rule.extract else m.span(rule.regex.groupindex.get("secret", 0))
             if span is not None and 0 <= span[0] < span[1]:
                 found.append((span[0], span[1], span[2] if len(span) == 3 else rule.kind))
     return found
@@ -707,7 +724,10 @@ def redact(text: str, extra_patterns: Sequence[str] = ()) -> tuple[str, list[Fin
     for pattern in extra_patterns:
         if not isinstance(pattern, str):
             raise ConfigError(f"redact_patterns: each entry must be a string, got {pattern!r}")
-        rules.append(_Rule(CUSTOM_KIND, _compile_extra(pattern)))
+        try:
+            rules.append(_Rule(CUSTOM_KIND, compile_pattern(pattern)))
+        except ConfigError as exc:
+            raise ConfigError(f"redact_patterns: {exc}") from None
     spans = _merge(_candidates(text, rules))
     ends = [0, *(end for _, end, _ in spans)]
     out = "".join(text[pos:start] + marker(kind) for pos, (start, _, kind) in zip(ends, spans)) + text[ends[-1] :]

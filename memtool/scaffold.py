@@ -26,7 +26,7 @@ def config_text() -> str:
         "# ($XDG_CONFIG_HOME/memtool); this file; MEMTOOL_<NAME> environment variables; command options.",
         "#",
         "# Trust: this file travels with the repository, so whoever wrote the repository wrote it.",
-        "# Settings marked [protected ...] send data off this machine or weaken protection; set here, they",
+        "# Settings marked [protected ...] send data off this machine, weaken protection or run on every write; set here, they",
         "# apply only after you approve this file's exact content with `memory config trust` (any later",
         "# edit withdraws the approval; `memory config untrust` withdraws it too). Until then they are",
         "# ignored with a warning. In your own config or the environment they always apply.",

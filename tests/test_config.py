@@ -225,9 +225,9 @@ def test_wrong_types_and_ranges_are_refused_with_the_field_named(root, line, nee
 def test_right_types_pass(root):
     from memtool.config import user_config_file
 
-    write_cfg(root, "date_boost: 3\nredact_patterns: ['(?:x):y']\ntemplate: summary\n")
+    write_cfg(root, "date_boost: 3\ntemplate: summary\n")
     user_config_file().parent.mkdir(parents=True)
-    user_config_file().write_text("gemini_base_url: https://proxy.example/v1\n")
+    user_config_file().write_text("gemini_base_url: https://proxy.example/v1\nredact_patterns: ['(?:x):y']\n")
     s = load_settings(root, env={})
     assert s.date_boost == 3.0 and isinstance(s.date_boost, float)
     assert (s.gemini_base_url, s.redact_patterns, s.template) == ("https://proxy.example/v1", ["(?:x):y"], "summary")
@@ -277,4 +277,4 @@ def test_init_writes_the_trust_model_into_the_config_header(root):
     assert load_settings(root, env={}) == Settings()  # all commented out
     lines = text.splitlines()
     marked = [name for name in FIELDS if "[protected unless" in lines[lines.index(next(line for line in lines if line.startswith(f"# {name}: "))) - 1]]
-    assert marked == ["compressor", "embedder", "gemini_base_url", "openai_base_url", "redact"]
+    assert marked == ["compressor", "embedder", "gemini_base_url", "openai_base_url", "redact", "redact_patterns"]

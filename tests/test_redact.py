@@ -257,10 +257,10 @@ def test_extra_pattern_matching_empty_string_changes_nothing() -> None:
 
 
 def test_extra_pattern_is_compiled_once() -> None:
-    redact_mod._compile_extra.cache_clear()
+    redact_mod.compile_pattern.cache_clear()
     for _ in range(3):
         redact("abc", [r"zz\d+zz"])
-    info = redact_mod._compile_extra.cache_info()
+    info = redact_mod.compile_pattern.cache_info()
     assert (info.misses, info.hits) == (1, 2)
 
 
@@ -269,13 +269,7 @@ def test_bad_extra_pattern_is_a_config_error_naming_it(bad: str) -> None:
     with pytest.raises(ConfigError) as info:
         redact("text", ["fine\\d+", bad])
     message = str(info.value)
-    assert repr(bad) in message
-    try:
-        re.compile(bad)
-    except re.error as exc:
-        assert str(exc) in message
-    else:  # pragma: no cover
-        pytest.fail(f"{bad!r} compiled")
+    assert repr(bad) in message and "is not a valid regular expression (" in message  # RE2's reason in the brackets
 
 
 def test_non_string_extra_pattern_is_a_config_error() -> None:

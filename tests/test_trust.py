@@ -132,6 +132,39 @@ def test_redact_false_from_an_unapproved_repo_config_keeps_redaction_on(proc_env
     assert f"second note {SECRET}" in days
 
 
+REDOS = "(a+)+$"  # catastrophic on a backtracking engine: 2^40 steps on 40 "a"s and a "b"
+
+
+def test_a_repo_configs_redact_patterns_wait_for_approval_and_never_hang_a_write(proc_env, root, tmp_path):
+    repo_config(root, f"redact_patterns: ['{REDOS}']\n")
+    check = memory(proc_env, "config", "check")
+    assert "NOT approved" in check.stdout and f"redact_patterns: ['{REDOS}'] (line 1), ignored" in check.stderr
+    hostile = "a" * 40 + "b"
+    transcript = tmp_path / "s.md"
+    transcript.write_text(f"We kept the retry at three attempts.\n{hostile}\n")
+    memory(proc_env, "compress", str(transcript), "--session", "redos")  # 120 s timeout in memory(): before RE2 this ran for minutes
+    memory(proc_env, "log", hostile)
+    assert hostile in (root / "memory").joinpath(next(p.name for p in (root / "memory").glob("????-??-??.md"))).read_text()  # not applied
+
+    memory(proc_env, "config", "trust")  # approved: the pattern applies, on RE2, in linear time
+    memory(proc_env, "log", f"{hostile} then aaaa")
+    days = "".join(p.read_text() for p in (root / "memory").glob("????-??-??.md"))
+    assert f"{hostile} then [REDACTED:custom]" in days
+
+
+def test_redact_patterns_run_on_re2_in_linear_time():
+    import time
+
+    from memtool.redact import redact
+
+    start = time.process_time()
+    out, _ = redact("a" * 5000 + "b\n" + "aaa", [REDOS])
+    assert out.endswith("[REDACTED:custom]") and time.process_time() - start < 5  # the backtracking engine: never returns
+    with pytest.raises(ConfigError, match="no backreferences or lookaround"):
+        redact("x", [r"(a)\1"])
+    assert redact("\udcff tok=abc", [r"tok=(?P<secret>\w+)"])[0] == "\udcff tok=[REDACTED:custom]"  # a lone surrogate, offsets kept
+
+
 def test_the_users_own_config_and_the_environment_always_count(root, capsys):
     init(root)
     repo_config(root, "compressor: gemini\nredact: false\n")
