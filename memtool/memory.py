@@ -332,6 +332,7 @@ class Memory:
         if q.limit < 1:
             raise BadInput("--limit must be at least 1")
         warnings: list[str] = []
+        q = self._cut_query(q, warnings)
         access = load_counts(self.layout) if self.settings.access_boost > 0 else None
         index, weights = self.index(errors=warnings, archive=q.archive), self.weights()
         with index.reading():  # one committed state of the store for the whole search
@@ -345,6 +346,20 @@ class Memory:
         if access is not None:  # use counts are kept while the boost is on (a write costs ~1 ms on ext4)
             record(self.layout, [h.id for h in hits if h.kind == "entry"])
         return SearchResult(self._newer_items(hits, warnings), warnings, terms.fixes)
+
+    @staticmethod
+    def _cut_query(q: Query, warnings: list[str]) -> Query:
+        """A query longer than the embedder reads in one window is cut (at a word) to C.QUERY_MAX_CHARS, and says so."""
+        if len(q.text) <= C.QUERY_MAX_CHARS:
+            return q
+        head = q.text[: C.QUERY_MAX_CHARS]
+        space = max(head.rfind(" "), head.rfind("\n"))
+        in_word = head[-1:].strip() and q.text[C.QUERY_MAX_CHARS : C.QUERY_MAX_CHARS + 1].strip()
+        cut = head[:space].rstrip() if in_word and space >= C.QUERY_MAX_CHARS - 64 else head  # not half a word, unless that word is long
+        warnings.append(
+            f"query: searched its first {len(cut):,} characters of {len(q.text):,}, what the embedder reads in one window; ask in fewer words for the rest"
+        )
+        return replace(q, text=cut or head)
 
     def _vectors_missing(self, index: SearchIndex, warnings: list[str]) -> None:
         """While documents have no vector yet, or kept transcripts are not indexed yet

@@ -210,6 +210,14 @@ def test_search_says_what_it_searched_for_a_misspelled_word(client, seeded):
     assert "no document has 'postgress': also searched 'postgres'" in ans["note"]
 
 
+def test_a_long_query_is_cut_to_what_the_embedder_reads_and_the_server_answers_on(client, seeded):
+    query = "billing job queue Postgres " + " ".join(f"word{i}" for i in range(600))  # ~4,800 characters: e5 took minutes on it uncut
+    ans = client.ok("memory_search", {"query": query, "include_seen": True})
+    assert ans["hits"][0]["id"] == seeded["ids"]["billing"]
+    assert "searched its first 99" in ans["note"] and f"of {len(query):,}, what the embedder reads" in ans["note"]
+    assert client.ok("memory_search", {"query": "billing job queue Postgres", "include_seen": True})["hits"][0]["id"] == seeded["ids"]["billing"]
+
+
 def test_search_returns_the_matching_transcript_passage(client, seeded):
     ans = client.ok("memory_search", {"query": "webhook retry schedule", "include_seen": True})
     with_passage = [h for h in ans["hits"] if h.get("passage")]

@@ -274,3 +274,11 @@ def test_search_says_what_it_worked_around(ready):
     res = run("search", "quetzal sighting")
     assert res.exit_code == 0 and "quetzal" in res.stdout
     assert "2026-02-03.md: not valid UTF-8" in res.stderr
+
+
+def test_a_long_query_is_cut_with_a_warning(ready):
+    (ready / "memory/2026-02-03.md").write_text("# 2026-02-03\n- 09:00 quetzal sighting by the river\n")
+    query = "quetzal sighting " + "x" * 5000 + " more words after the cut"
+    res = run("search", query, "--json")
+    assert res.exit_code == 0 and "quetzal" in res.stdout
+    assert f"query: searched its first 1,000 characters of {len(query):,}" in res.stderr
