@@ -72,7 +72,8 @@ _HUNK_RE = re.compile(rb"^<{7}[^\n]*\n(.*?)^\|{7}[^\n]*\n(.*?)^={7}\n(.*?)^>{7}[
 @dataclass
 class Merged:
     data: bytes
-    conflicts: list[str] = field(default_factory=list)  # entry ids changed two ways (or "text" for Markdown)
+    conflicts: list[str] = field(default_factory=list)  # entry ids changed two ways (or "text" for Markdown, "unreadable" for a side not read)
+    problems: list[str] = field(default_factory=list)  # why a side could not be read ("theirs: \"entries\" is a JSON str, not a list")
 
 
 def merge_bytes(path: str, base: bytes, ours: bytes, theirs: bytes, tombstoned: set[str] | None = None, prefer: str = "ours") -> Merged:
@@ -81,20 +82,69 @@ def merge_bytes(path: str, base: bytes, ours: bytes, theirs: bytes, tombstoned: 
     if name.endswith((C.VECTOR_SUFFIX, C.LEGACY_VECTOR_SUFFIX)) and "/" + C.EMBEDDINGS_DIR + "/" in "/" + path:
         return Merged(ours if prefer == "ours" else theirs)  # derived from the entry: sync re-embeds a stale one
     if name == C.INDEX_FILE or (name.endswith(".json") and DAY_RE.match(name[:-5])):
-        try:
-            docs = [json.loads(b.decode("utf-8")) if b.strip() else {} for b in (base, ours, theirs)]
-        except (UnicodeDecodeError, ValueError):
-            return _merge_text(base, ours, theirs)  # not JSON (a hand edit gone wrong): git's own markers
+        docs, problems = [], []
+        for side, data in zip(SIDES, (base, ours, theirs)):
+            doc, problem = _read_side(data)
+            docs.append(doc)
+            if problem:
+                problems.append(f"{side}: {problem}")
+        if problems and name == C.INDEX_FILE:  # derived from the day files: ours stands until the next sync rebuilds it
+            return Merged(ours)
+        if problems:  # never merged by id from a side that cannot be read: that would drop its entries
+            return _unreadable(ours, theirs, problems)
         return _merge_entries(name, docs, tombstoned or set(), prefer)
     return _merge_text(base, ours, theirs)
 
 
-def _by_id(doc: object) -> dict[str, dict]:
-    items = doc.get("entries") if isinstance(doc, dict) else doc
-    return {d["id"]: d for d in items or () if isinstance(d, dict) and isinstance(d.get("id"), str)}
+SIDES = ("base", "ours", "theirs")
 
 
-def _merge_entries(name: str, docs: list, tombstoned: set[str], prefer: str) -> Merged:
+def _read_side(data: bytes) -> tuple[dict, str]:
+    """One side of an entry file as {"entries": [...], ...}, and '' ; or {} and what makes it unreadable.
+    An empty side (the file added or removed on one side) holds no entries."""
+    if not data.strip():
+        return {"entries": []}, ""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return {}, f"not UTF-8 (byte {exc.start})"
+    except ValueError as exc:
+        return {}, f"not valid JSON ({exc})"
+    if not isinstance(doc, dict):
+        return {}, f'{_json_type(doc)}, not an object with "entries"'
+    entries = doc.get("entries")
+    if not isinstance(entries, list):
+        return {}, f'"entries" is {"missing" if "entries" not in doc else _json_type(entries)}, not a list'
+    ids: set[str] = set()
+    for n, item in enumerate(entries, 1):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            return {}, f'entry {n} is not an object with a string "id"'
+        if item["id"] in ids:
+            return {}, f"entry id {item['id']} is there twice"
+        ids.add(item["id"])
+    return doc, ""
+
+
+def _json_type(value: object) -> str:
+    names = {bool: "true or false", int: "a number", float: "a number", str: "a string", list: "a list", dict: "an object"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _unreadable(ours: bytes, theirs: bytes, problems: list[str]) -> Merged:
+    """A conflict over the whole file: both sides kept between git's markers, each side's problem named."""
+
+    def side(data: bytes) -> bytes:
+        return data if data.endswith(b"\n") or not data else data + b"\n"
+
+    marked = b"<<<<<<< ours\n" + side(ours) + b"=======\n" + side(theirs) + b">>>>>>> theirs\n"
+    return Merged(marked, ["unreadable"], problems)
+
+
+def _by_id(doc: dict) -> dict[str, dict]:
+    return {d["id"]: d for d in doc["entries"]}
+
+
+def _merge_entries(name: str, docs: list[dict], tombstoned: set[str], prefer: str) -> Merged:
     base, ours, theirs = (_by_id(d) for d in docs)
     merged: dict[str, dict] = {}
     conflicts: list[dict] = []
@@ -112,9 +162,9 @@ def _merge_entries(name: str, docs: list, tombstoned: set[str], prefer: str) -> 
         if kept is not None:
             merged[i] = kept
     if name == C.INDEX_FILE:  # derived from the day files: the day file reports the conflict, the next sync rebuilds this
-        provider = next((d.get("provider") for d in docs[1:] if isinstance(d, dict) and d.get("provider")), "local")
+        provider = next((d.get("provider") for d in docs[1:] if isinstance(d.get("provider"), str) and d.get("provider")), "local")
         return Merged(index_document(provider, merged.values()))
-    date = next((d.get("date") for d in docs[1:] if isinstance(d, dict) and d.get("date")), name[:-5])
+    date = next((d.get("date") for d in docs[1:] if isinstance(d.get("date"), str) and d.get("date")), name[:-5])
     entries = sorted(merged.values(), key=lambda d: (str(d.get("timestamp", "")), d["id"]))  # day_document's order
     doc = {"date": date, "entries": entries} | ({"conflicts": conflicts} if conflicts else {})
     return Merged(dumps_json(doc).encode("utf-8"), [c["id"] for c in conflicts])
@@ -153,8 +203,20 @@ def tombstoned_ids(prefix: str) -> set[str]:
 def run_driver(base: Path, ours: Path, theirs: Path, path: str) -> int:
     """`memory merge-driver %O %A %B %P`: merge into `ours` (git's %A); 0 merged, 1 a conflict left."""
     prefix = path.split(C.MEMORY_DIR + "/", 1)[0] if (C.MEMORY_DIR + "/") in path else ""
-    merged = merge_bytes(path, base.read_bytes(), ours.read_bytes(), theirs.read_bytes(), tombstoned_ids(prefix))
+    try:
+        sides = [p.read_bytes() for p in (base, ours, theirs)]
+    except OSError as exc:
+        print(f"memtool: {path}: cannot read {exc.filename}: {exc.strerror}; left as a conflict for git", file=sys.stderr)
+        return 1
+    merged = merge_bytes(path, *sides, tombstoned_ids(prefix))
     ours.write_bytes(merged.data)
+    if merged.problems:
+        print(
+            f"memtool: {path}: not merged by entry id, one side is not a memtool entry file ({'; '.join(merged.problems)}). "
+            "Both sides are kept between conflict markers: keep the readable one (or mend the other), then `memory doctor`",
+            file=sys.stderr,
+        )
+        return 1
     if merged.conflicts:
         what = "changed two ways at one place" if merged.conflicts == ["text"] else f"edited two ways ({', '.join(merged.conflicts)})"
         print(f"memtool: {path}: {what}; `memory doctor` explains", file=sys.stderr)

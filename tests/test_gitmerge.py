@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from datetime import datetime, timezone
 
 import pytest
@@ -321,3 +322,36 @@ def test_init_without_git_on_the_machine_still_works(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no git to be found
     created = init(tmp_path / "store")
     assert tmp_path / "store" / ".gitattributes" in created
+
+
+@pytest.mark.parametrize(
+    "theirs, problem",
+    [
+        ('{"date": "2026-03-02", "entries": "none"}', 'theirs: "entries" is a string, not a list'),
+        ('{"date": "2026-03-02", "entries": 5}', 'theirs: "entries" is a number, not a list'),
+        ('{"date": "2026-03-02"}', 'theirs: "entries" is missing, not a list'),
+        ("5", 'theirs: a number, not an object with "entries"'),
+        ("null", 'theirs: null, not an object with "entries"'),
+        ('{"entries": [3]}', 'theirs: entry 1 is not an object with a string "id"'),
+        ('{"entries": [{"id": 7}]}', 'theirs: entry 1 is not an object with a string "id"'),
+        ('{"entries": [', "theirs: not valid JSON"),
+    ],
+)
+def test_the_merge_driver_leaves_a_conflict_never_an_empty_day_on_a_side_it_cannot_read(tmp_path, theirs, problem):
+    entry = {"id": "ctx-20260302-aaaa0001", "timestamp": "2026-03-02T10:00:01Z", "summary": "one"}
+    day = json.dumps({"date": "2026-03-02", "entries": [entry]}).encode()
+    base, ours, other = tmp_path / "base", tmp_path / "ours", tmp_path / "theirs"
+    base.write_bytes(day)
+    ours.write_bytes(day)
+    other.write_text(theirs)
+    out = subprocess.run(
+        [sys.executable, "-m", "memtool", "merge-driver", str(base), str(ours), str(other), "memory/index/2026-03/2026-03-02.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert problem in out.stderr and "not merged by entry id" in out.stderr
+    merged = ours.read_bytes()
+    assert merged.startswith(b"<<<<<<< ours\n" + day) and theirs.encode() in merged  # both kept for the person resolving it
+    assert b"ctx-20260302-aaaa0001" in merged
