@@ -4,7 +4,9 @@ Metadata values (session names, agents, sources, titles) and untrusted text reac
 bundle, MCP answers and the daily log's provenance comments. Each helper here makes one kind of
 embedding safe: a value on one line (no line breaks, no control characters), the same as inline code
 (nothing in it renders as Markdown), a line that cannot start a heading, and a value inside an HTML
-comment that cannot close it (percent-encoded, read back with `comment_tags`).
+comment that cannot close it (percent-encoded, read back with `comment_tags`), and text printed to a
+terminal that cannot drive it (`terminal_safe`: no escape sequence from a file sets a window title or
+clears the screen).
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ META_MAX_CHARS = 120  # a metadata value is cut to this many characters where it
 TAG_COMMENT_RE = re.compile(r"<!-- ((?:[a-z_]+=[^\s<>]* ?)+)-->")  # a log line's provenance tags, as `log_tag_comment` writes them
 HEADING_START_RE = re.compile(r"^( {0,3})(#)", re.MULTILINE)  # a line CommonMark would read as an ATX heading
 LOG_TITLE_RE = re.compile(r"# \d{4}-\d{2}-\d{2}")  # a daily log's first line, as memtool writes it
+# What a terminal would act on rather than show: C0 controls but tab and newline (ESC starts every
+# escape sequence, BEL ends OSC ones, a lone CR rewrites the line), DEL, the C1 controls (U+009B is
+# an 8-bit CSI) and the bidirectional overrides and isolates (text shown in another order than stored).
+TERMINAL_UNSAFE_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
 
 
 def one_line(value: str, limit: int = META_MAX_CHARS) -> str:
@@ -26,6 +32,15 @@ def one_line(value: str, limit: int = META_MAX_CHARS) -> str:
     text = " ".join(str(value).split())
     text = "".join(ch for ch in text if unicodedata.category(ch)[0] != "C")
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def terminal_safe(text: str) -> str:
+    """`text` as it may be printed to a terminal: each character the terminal would act on
+    (TERMINAL_UNSAFE_RE) shown as its escape, `\\x1b` or `\\u202e`; newlines, tabs and every other
+    character kept. For what the CLI prints, not for --json (JSON escapes control characters itself)."""
+    if text.isprintable():
+        return text
+    return TERMINAL_UNSAFE_RE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
 
 def inline_code(value: str, limit: int = META_MAX_CHARS) -> str:
@@ -72,4 +87,4 @@ def shown_log(text: str) -> str:
     return title + ("\n" + no_headings(body) if rest else "")
 
 
-__all__ = ["comment_tags", "inline_code", "log_tag_comment", "no_headings", "one_line", "shown_log"]
+__all__ = ["comment_tags", "inline_code", "log_tag_comment", "no_headings", "one_line", "shown_log", "terminal_safe"]

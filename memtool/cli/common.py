@@ -1,4 +1,8 @@
-"""What every command module shares: the memory root, JSON and line output, progress bars, the error mapping."""
+"""What every command module shares: the memory root, JSON and line output, progress bars, the error mapping.
+
+Every line for the terminal goes through `echo` (or `markup`, for rich): text from a file, a
+transcript or a clone is printed with its control characters shown, not acted on
+(memtool.quoting.terminal_safe). `print_json` writes JSON as it is (JSON escapes them itself)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from memtool.errors import MemtoolError
+from memtool.quoting import terminal_safe
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -26,7 +31,7 @@ class MemtoolGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except MemtoolError as exc:
-            typer.echo(f"error: {exc}", err=True)
+            echo(f"error: {exc}", err=True)
             raise typer.Exit(exc.exit_code) from None
 
 
@@ -70,9 +75,21 @@ def _plain(obj: Any) -> Any:
     return obj.to_dict() if hasattr(obj, "to_dict") else asdict(obj) if is_dataclass(obj) else str(obj)
 
 
+def echo(text: str = "", err: bool = False) -> None:
+    """One line (or more) to stdout or stderr, safe for the terminal."""
+    typer.echo(terminal_safe(str(text)), err=err)
+
+
 def echo_lines(lines: Iterable[str], err: bool = False) -> None:
     for line in lines:
-        typer.echo(line, err=err)
+        echo(line, err=err)
+
+
+def markup(text: str) -> str:
+    """Stored text inside rich markup: shown as typed ("[brackets]" stay), safe for the terminal."""
+    from rich.markup import escape
+
+    return escape(terminal_safe(text))
 
 
 def console():
@@ -96,4 +113,4 @@ def progress_bar(label: str, total: int, shown: bool) -> Iterator[Callable[[int]
 
 def warn(*messages: str) -> None:
     for message in messages:
-        typer.echo(f"warning: {message}", err=True)
+        echo(f"warning: {message}", err=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from memtool.cli.common import command_group, echo_lines, print_json, root_path, warn
+from memtool.cli.common import command_group, echo, echo_lines, print_json, root_path, warn
 
 app = command_group("Show the settings in effect and where each came from; approve (trust) this repository's memory/config.yaml.")
 
@@ -72,7 +72,7 @@ def check(ctx: typer.Context) -> None:
 
     root = root_path(ctx)
     _report(root, load(root))
-    typer.echo("ok: every setting is valid")
+    echo("ok: every setting is valid")
 
 
 @app.command("trust")
@@ -83,11 +83,11 @@ def trust_cmd(ctx: typer.Context) -> None:
     from memtool.config import approve, shown, trust_file
 
     approval = approve(root_path(ctx))
-    typer.echo(f"trusted {approval.path} (sha256 {approval.digest[:12]}…), recorded in {trust_file()}")
+    echo(f"trusted {approval.path} (sha256 {approval.digest[:12]}…), recorded in {trust_file()}")
     if approval.protected:
-        typer.echo("its protected settings now apply: " + ", ".join(f"{name}: {shown(value)}" for name, value in approval.protected.items()))
+        echo("its protected settings now apply: " + ", ".join(f"{name}: {shown(value)}" for name, value in approval.protected.items()))
     else:
-        typer.echo("it sets no protected setting today; an edit that adds one will need `memory config trust` again")
+        echo("it sets no protected setting today; an edit that adds one will need `memory config trust` again")
 
 
 @app.command("untrust")
@@ -96,4 +96,4 @@ def untrust_cmd(ctx: typer.Context) -> None:
     from memtool.config import repo_config_path, withdraw
 
     root = root_path(ctx)
-    typer.echo(f"{'no longer trusted' if withdraw(root) else 'was not trusted'}: {repo_config_path(root)}")
+    echo(f"{'no longer trusted' if withdraw(root) else 'was not trusted'}: {repo_config_path(root)}")

@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from memtool.cli.common import console
+from memtool.cli.common import console, markup
 
 DEMO_QUERY = "why did we move to Auth0 and what are the next steps"
 RELEVANT_SHARE = 0.5  # the demo shows hits scoring at least this share of the best one (scores are relative)
@@ -28,7 +28,6 @@ def demo(
     from datetime import datetime
     from importlib import resources
 
-    from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
 
@@ -60,7 +59,7 @@ def demo(
         hits = mem.search(query, limit=3).hits
         shown = relevant(hits)
         for h in shown:
-            out.print(f"  {h.score:.3f}  {h.kind:6} {h.id}  {escape(h.text[:100])}", overflow="ellipsis", no_wrap=True, crop=True)
+            out.print(f"  {h.score:.3f}  {h.kind:6} {h.id}  {markup(h.text[:100])}", overflow="ellipsis", no_wrap=True, crop=True)
         if len(shown) < len(hits):
             out.print(f"  ({len(hits) - len(shown)} weaker hits left out: below {RELEVANT_SHARE:.0%} of the best score)")
         res = mem.context(query, budget=600, limit=max(len(shown), 1))

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from memtool.cli.common import echo_lines, print_json, root_path
+from memtool.cli.common import echo, echo_lines, print_json, root_path
 
 if TYPE_CHECKING:
     from memtool.doctor import Report
@@ -33,19 +33,19 @@ def doctor(
 
 def _render(report: "Report", fix: bool) -> None:
     counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in report.counts.items())
-    typer.echo(f"memory doctor: {report.root}\n  {counts}")
+    echo(f"memory doctor: {report.root}\n  {counts}")
     echo_lines(f"  fixed: {line}" for line in report.fixed)
     echo_lines(f"  quarantined: {path}" for path in report.quarantined)
     for p in report.problems:
         todo = f"  [--fix: {p.fix}]" if p.fix and not fix else ""
-        typer.echo(f"  {p.severity:7} {p.kind:10} {p.where()}: {p.message}{todo}")
+        echo(f"  {p.severity:7} {p.kind:10} {p.where()}: {p.message}{todo}")
     errors = sum(p.severity == "error" for p in report.problems)
     if report.healthy:
-        typer.echo("healthy" + (f" ({len(report.problems)} warnings)" if report.problems else ""))
+        echo("healthy" + (f" ({len(report.problems)} warnings)" if report.problems else ""))
     elif fix:
-        typer.echo(f"{errors} problems need a person (see above)")
+        echo(f"{errors} problems need a person (see above)")
     else:
-        typer.echo(f"{errors} problems; `memory doctor --fix` repairs those marked [--fix: ...]")
+        echo(f"{errors} problems; `memory doctor --fix` repairs those marked [--fix: ...]")
 
 
 COMMANDS = (doctor,)  # registered in this order by memtool.cli.main

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from memtool.cli.common import command_group, layout_of, print_json
+from memtool.cli.common import command_group, echo, layout_of, print_json
 
 app = command_group("Share the memory through git: merge rules and the merge driver.")
 
@@ -33,14 +33,14 @@ def setup(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
         print_json({k: v for k, v in asdict(done).items() if k != "index_built"} | {"embedder_pinned": pinned, "index_built": done.index_built})
         return
     if pinned:
-        typer.echo(f"embedder: {pinned} written to {layout.config_file.relative_to(layout.root)} (commit it: every clone then uses that model)")
-    typer.echo(f"{'wrote' if done.wrote_attributes else 'kept'} {done.attributes}")
+        echo(f"embedder: {pinned} written to {layout.config_file.relative_to(layout.root)} (commit it: every clone then uses that model)")
+    echo(f"{'wrote' if done.wrote_attributes else 'kept'} {done.attributes}")
     if done.index_built:
-        typer.echo(f"derived {layout.index_file.relative_to(layout.root)} from the day files (git-ignored: each clone builds its own)")
+        echo(f"derived {layout.index_file.relative_to(layout.root)} from the day files (git-ignored: each clone builds its own)")
     if done.registered:
-        typer.echo(f"registered the memtool merge driver in {done.repository}/.git/config")
+        echo(f"registered the memtool merge driver in {done.repository}/.git/config")
     else:
-        typer.echo(f"{layout.root} is not inside a git work tree: run `memory git setup` again after `git init` or `git clone`")
+        echo(f"{layout.root} is not inside a git work tree: run `memory git setup` again after `git init` or `git clone`")
 
 
 def merge_driver(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal, Optional
 
 import typer
 
-from memtool.cli.common import command_group, print_json, warn
+from memtool.cli.common import command_group, echo, print_json, warn
 from memtool.errors import MemtoolError
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def run(
         if event == "session-start":
             output, message = session.run_session_start(payload)
             if message:
-                typer.echo(message, err=True)
+                echo(message, err=True)
             if output:
                 sys.stdout.write(output + "\n")
             return
@@ -120,12 +120,12 @@ def run(
             note = "memtool: no memory/ here or above (`memory init` starts one); this session is not saved."
         else:
             note = f"memtool: compressing the session in the background (log: {session.spawn_session_end(raw, payload, agent)})"
-        typer.echo(note, err=True)
+        echo(note, err=True)
     except (MemtoolError, OSError) as exc:
         if foreground:
             raise
         # A hook must never fail the agent's session: report and exit 0.
-        typer.echo(f"memtool: {event} hook skipped: {exc}", err=True)
+        echo(f"memtool: {event} hook skipped: {exc}", err=True)
 
 
 def _render(plan: HookPlan, dry_run: bool, written: bool, as_json: bool) -> None:
@@ -135,13 +135,14 @@ def _render(plan: HookPlan, dry_run: bool, written: bool, as_json: bool) -> None
     from rich.console import Console
 
     from memtool.hooks import spec
+    from memtool.quoting import terminal_safe
 
     out = Console(highlight=False, soft_wrap=True)
     label = spec(plan.agent).label
     if plan.changed and dry_run:
         for line in plan.diff().splitlines():
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
-            out.print(line, style=style, markup=False)
+            out.print(terminal_safe(line), style=style, markup=False)  # the agent's settings file, as found
         out.print(f"(dry run: {plan.path} not written)")
     elif plan.changed:
         out.print(f"{label}: installed memtool hooks in {plan.path}" if plan.action == "install" else f"{label}: removed memtool hooks from {plan.path}")
@@ -159,11 +160,11 @@ def _render(plan: HookPlan, dry_run: bool, written: bool, as_json: bool) -> None
 
 def _render_doctor(report: HooksReport) -> None:
     if not report.checks:
-        typer.echo(f"no memtool hooks installed for {report.project} (nor for this user): `memory hooks install --agent NAME`")
+        echo(f"no memtool hooks installed for {report.project} (nor for this user): `memory hooks install --agent NAME`")
         return
     for c in report.checks:
-        typer.echo(f"{'ok  ' if c.ok else 'FAIL'} {c.agent} ({c.scope}) {c.event}: {c.detail}")
+        echo(f"{'ok  ' if c.ok else 'FAIL'} {c.agent} ({c.scope}) {c.event}: {c.detail}")
         if not c.ok:
-            typer.echo(f"     command: {c.command}\n     in: {c.config}\n     fix: {c.fix}")
+            echo(f"     command: {c.command}\n     in: {c.config}\n     fix: {c.fix}")
     failed = sum(not c.ok for c in report.checks)
-    typer.echo(f"{len(report.checks) - failed} of {len(report.checks)} hooks ok" + (f"; {failed} failing (see fix above)" if failed else ""))
+    echo(f"{len(report.checks) - failed} of {len(report.checks)} hooks ok" + (f"; {failed} failing (see fix above)" if failed else ""))

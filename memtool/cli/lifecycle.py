@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import console, echo_lines, layout_of, open_from, print_json, root_path, warn
+from memtool.cli.common import console, echo, echo_lines, layout_of, markup, open_from, print_json, root_path, warn
 
 if TYPE_CHECKING:
     from memtool.memory import Memory
@@ -42,12 +42,12 @@ def archive(
     kept = [f"{len(report.kept_pinned)} pinned"] * bool(report.kept_pinned) + [f"{len(report.kept_important)} high/critical"] * bool(report.kept_important)
     windows = f"logs older than {settings.log_retention_days} days, entries older than {settings.entry_retention_days} days"
     if not report.logs and not report.entries:
-        typer.echo(f"nothing to archive ({windows})" + (f"; kept live: {', '.join(kept)}" if kept else ""))
+        echo(f"nothing to archive ({windows})" + (f"; kept live: {', '.join(kept)}" if kept else ""))
         return
     summary = f"{len(report.logs)} daily logs and {len(report.entries)} entries ({windows})"
-    typer.echo(f"{'would archive' if dry_run else 'archived'} {summary}" + (f"; kept live: {', '.join(kept)} entries" if kept else ""))
+    echo(f"{'would archive' if dry_run else 'archived'} {summary}" + (f"; kept live: {', '.join(kept)} entries" if kept else ""))
     if not dry_run:
-        typer.echo("`memory search --archive` searches them")
+        echo("`memory search --archive` searches them")
 
 
 def _entries(ctx: typer.Context) -> "tuple[Memory, list[Entry]]":
@@ -77,7 +77,7 @@ def entities(
             print_json(rep)
             return
         index = mem.layout.memory_dir / C.AREAS_DIR / C.AREA_INDEX_FILE
-        typer.echo(f"{len(rep.written)} page(s) written, {rep.unchanged} unchanged, {len(rep.removed)} removed; start at {index}")
+        echo(f"{len(rep.written)} page(s) written, {rep.unchanged} unchanged, {len(rep.removed)} removed; start at {index}")
         return
     found = collect_entities(entries, kinds)
     cap = limit if limit is not None else (0 if as_json else TABLE_LIMIT)
@@ -93,7 +93,7 @@ def entities(
         for col, justify in (("name", "left"), ("entries", "right"), ("first seen", "left"), ("last seen", "left")):
             table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
         for e in shown:
-            table.add_row(e.name, str(e.count), e.first_seen, e.last_seen)
+            table.add_row(markup(e.name), str(e.count), e.first_seen, e.last_seen)
         if not ents:
             table.add_row("[dim]none yet[/dim]", "", "", "")
         out.print(table)
@@ -117,14 +117,13 @@ def entity(
         print_json(data)
         return
     out = console()
-    from rich.markup import escape
 
-    out.print(f"[bold]{escape(t.name)}[/bold] ({', '.join(t.kinds)}): {data['count']} entries, {data['first_seen']} to {data['last_seen']}")
+    out.print(f"[bold]{markup(t.name)}[/bold] ({', '.join(t.kinds)}): {data['count']} entries, {data['first_seen']} to {data['last_seen']}")
     for item in data["timeline"]:
-        out.print(f"\n[bold]{item['date']}[/bold] [dim]session[/dim] {escape(item['session'])} [dim]{item['id']} · {item['importance']}[/dim]")
-        out.print(escape(item["summary"]), soft_wrap=False)
+        out.print(f"\n[bold]{item['date']}[/bold] [dim]session[/dim] {markup(item['session'])} [dim]{item['id']} · {item['importance']}[/dim]")
+        out.print(markup(item["summary"]), soft_wrap=False)
         for d in item["decisions"]:
-            out.print(f"  [green]decision:[/green] {escape(d)}")
+            out.print(f"  [green]decision:[/green] {markup(d)}")
 
 
 def export(
@@ -144,7 +143,7 @@ def export(
         sys.stdout.write(text)
         return
     atomic_write_bytes(output, text.encode("utf-8"))
-    typer.echo(f"exported {len(entries)} entries to {output}", err=True)
+    echo(f"exported {len(entries)} entries to {output}", err=True)
 
 
 def backup(
@@ -160,7 +159,7 @@ def backup(
     if as_json:
         print_json(rep)
         return
-    typer.echo(f"backed up {rep.files} files ({human_bytes(rep.bytes)}) to {rep.path} ({human_bytes(rep.archive_bytes)})")
+    echo(f"backed up {rep.files} files ({human_bytes(rep.bytes)}) to {rep.path} ({human_bytes(rep.archive_bytes)})")
     warn(*(f"not backed up: {why}" for why in rep.skipped))
 
 
@@ -177,9 +176,9 @@ def restore(
     if as_json:
         print_json(rep)
         return
-    typer.echo(f"restored {len(rep.restored)} files, {rep.unchanged} already identical")
+    echo(f"restored {len(rep.restored)} files, {rep.unchanged} already identical")
     if rep.quarantined:
-        typer.echo(f"kept the {len(rep.quarantined)} replaced files in {'/'.join(rep.quarantined[0].split('/')[:3])}/")
+        echo(f"kept the {len(rep.quarantined)} replaced files in {'/'.join(rep.quarantined[0].split('/')[:3])}/")
     if rep.not_in_backup:
         warn(
             f"{len(rep.not_in_backup)} files here are not in the backup and were left alone, e.g. {rep.not_in_backup[0]}; "
@@ -195,7 +194,7 @@ def report(
     from memtool.report import write_report
 
     path, data = write_report(open_from(ctx), output)
-    typer.echo(f"wrote {path} ({data['entries']} entries)")
+    echo(f"wrote {path} ({data['entries']} entries)")
 
 
 def migrate(
@@ -214,20 +213,20 @@ def migrate(
         return
     would = "would " if dry_run else ""
     if not report.moved and not report.index_untracked and not report.index_command:
-        typer.echo("the store is already in the current layout: nothing to move")
+        echo("the store is already in the current layout: nothing to move")
     if report.transcripts:
-        typer.echo(f"{would}move {report.transcripts} transcripts into month folders (memory/transcripts/YYYY-MM/)")
+        echo(f"{would}move {report.transcripts} transcripts into month folders (memory/transcripts/YYYY-MM/)")
     if report.vectors:
-        typer.echo(f"{would}write {report.vectors} vectors as binary float16 files in month folders (memory/index/embeddings/YYYY-MM/<id>.vec)")
+        echo(f"{would}write {report.vectors} vectors as binary float16 files in month folders (memory/index/embeddings/YYYY-MM/<id>.vec)")
     for path in report.set_aside:
-        typer.echo(f"{would}set aside unreadable vector {path} in memory/quarantine/ (the next `memory reindex` embeds its entry again)")
+        echo(f"{would}set aside unreadable vector {path} in memory/quarantine/ (the next `memory reindex` embeds its entry again)")
     echo_lines(f"left in place: {line}" for line in report.left)
     if report.index_untracked:
-        typer.echo(f"{would}untrack memory/index/index.json from git (git rm --cached; the file stays, git-ignored)")
+        echo(f"{would}untrack memory/index/index.json from git (git rm --cached; the file stays, git-ignored)")
     if report.index_command:
-        typer.echo(f"index.json is derived and no longer versioned: run `{report.index_command}`")
+        echo(f"index.json is derived and no longer versioned: run `{report.index_command}`")
     if not dry_run and (report.moved or report.index_untracked or report.attributes):
-        typer.echo("commit the result (git add -A && git commit), so every clone gets the new layout")
+        echo("commit the result (git add -A && git commit), so every clone gets the new layout")
 
 
 COMMANDS = (archive, entities, entity, export, backup, restore, report)  # registered in this order by memtool.cli.main (migrate last)

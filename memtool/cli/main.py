@@ -10,7 +10,7 @@ from memtool.cli import config as config_cli
 from memtool.cli import demo, doctor, hooks, lifecycle, read, serve, write
 from memtool.cli import git as git_cli
 from memtool.cli import sync as sync_cli
-from memtool.cli.common import command_group
+from memtool.cli.common import command_group, echo
 
 app = command_group("File-first memory for AI coding agents: daily logs, a compressed index, hybrid search, token-budgeted context.")
 
@@ -30,7 +30,7 @@ def version() -> str:
 
 def _print_version(given: bool) -> None:
     if given:
-        typer.echo(f"memory (memtool) {version()}")
+        echo(f"memory (memtool) {version()}")
         raise typer.Exit()
 
 

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import console, echo_lines, open_from, print_json, warn
+from memtool.cli.common import console, echo, echo_lines, markup, open_from, print_json, warn
 from memtool.errors import BadInput, NotFound
 
 
@@ -51,9 +51,8 @@ def search(
         print_json(hits)
         return
     if not hits:
-        typer.echo("no matches")
+        echo("no matches")
         return
-    from rich.markup import escape
     from rich.table import Table
 
     from memtool.context import replaced_note
@@ -65,10 +64,10 @@ def search(
     for col in ("session", "text"):
         table.add_column(col, overflow="fold")
     for h in hits:  # stored text is data, not markup: "[brackets]" in a note must show as typed
-        text = escape(h.text) if not h.passage else f"{escape(h.text)}\n[dim]> {escape(h.passage[:200])}[/dim]"
+        text = markup(h.text) if not h.passage else f"{markup(h.text)}\n[dim]> {markup(h.passage[:200])}[/dim]"
         if h.superseded_by:  # an older version: its open items are the newer entry's, not its own passage's
-            text = f"[yellow]{escape(replaced_note(h))}[/yellow] {escape(h.text)}"
-        table.add_row(f"{h.score:.3f}", h.kind, h.id, h.timestamp[:10], escape(one_line(h.source_session)), text)
+            text = f"[yellow]{markup(replaced_note(h))}[/yellow] {markup(h.text)}"
+        table.add_row(f"{h.score:.3f}", h.kind, h.id, h.timestamp[:10], markup(one_line(h.source_session)), text)
     console().print(table)
 
 
@@ -87,11 +86,11 @@ def context(
     if as_json:
         print_json(res)
         return
-    typer.echo(res.text)
+    echo(res.text)
     note = f"[{res.tokens}/{res.budget} tokens, template {res.template}"
     if res.dropped:
         note += "; dropped to fit: " + "; ".join(res.dropped)
-    typer.echo(note + "]", err=True)
+    echo(note + "]", err=True)
 
 
 def show(
@@ -108,11 +107,11 @@ def show(
     for key, value in data.items():
         if value in ("", [], False) or (isinstance(value, dict) and not any(value.values())):
             continue
-        typer.echo(f"{key}: {value}")
+        echo(f"{key}: {value}")
     if shown.archived:
-        typer.echo(f"archived: {shown.day_file}")
+        echo(f"archived: {shown.day_file}")
     if shown.transcript is not None:
-        typer.echo(f"transcript: {shown.transcript}")
+        echo(f"transcript: {shown.transcript}")
 
 
 def stats(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> None:
@@ -123,7 +122,6 @@ def stats(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> 
     if as_json:
         print_json(d)
         return
-    from rich.markup import escape
     from rich.table import Table
 
     out = console()
@@ -143,9 +141,9 @@ def stats(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> 
         ("store", f"{human_bytes(d['store_bytes'])} (+ {human_bytes(d['cache_bytes'])} derived cache)"),
         ("importance", " · ".join(f"{n} {k}" for k in C.IMPORTANCE_LEVELS if (n := d["importance"].get(k)))),
         ("names", " · ".join(f"{n} {k}" for k, n in d["entities"].items())),
-        ("embedder", escape(d["embedder"])),
+        ("embedder", markup(d["embedder"])),
     ]
-    table = Table(box=None, show_header=False, title=escape(f"memory stats: {d['root']}"), title_justify="left")
+    table = Table(box=None, show_header=False, title=markup(f"memory stats: {d['root']}"), title_justify="left")
     table.add_column(style="bold")
     table.add_column(overflow="fold")
     for key, value in rows:
@@ -156,7 +154,7 @@ def stats(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> 
     out.print(table)
     if d["top_topics"]:
         out.print("\n[bold]top topics[/bold]")
-        out.print(_bars({escape(k): v for k, v in list(d["top_topics"].items())[: C.STATS_TOP_SHOWN]}))
+        out.print(_bars({markup(k): v for k, v in list(d["top_topics"].items())[: C.STATS_TOP_SHOWN]}))
     if d["entries"]:
         out.print("\n[bold]compression ratios[/bold]")
         out.print(_bars(d["compression_ratio_histogram"]))

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import open_from, print_json, root_of
+from memtool.cli.common import echo, open_from, print_json, root_of
 from memtool.errors import BadInput
 
 
@@ -52,7 +52,7 @@ def promote(
     if as_json:
         print_json(p)
         return
-    typer.echo(f"added to {p.path.name} under ## {p.section}:\n{p.bullet}" if p.added else f"already in {p.path.name} under ## {p.section}; nothing added")
+    echo(f"added to {p.path.name} under ## {p.section}:\n{p.bullet}" if p.added else f"already in {p.path.name} under ## {p.section}; nothing added")
 
 
 COMMANDS = (serve, promote)  # registered in this order by memtool.cli.main

@@ -9,7 +9,7 @@ from typing import Iterator, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import echo_lines, open_from, print_json, progress_bar, warn
+from memtool.cli.common import echo, echo_lines, open_from, print_json, progress_bar, warn
 
 PROGRESS_AFTER = 64  # show a progress bar only for work at least this large
 
@@ -47,7 +47,7 @@ def _render(report, as_json: bool) -> None:
     if as_json:
         print_json(report.to_dict())
         return
-    typer.echo(report.line())
+    echo(report.line())
     warn(*report.warnings, *report.errors)
 
 
@@ -83,7 +83,7 @@ def _fill(ctx: typer.Context, background: bool, batch: int | None, as_json: bool
     problems: list[str] = []
     refresh_index(mem.layout, mem.embedder, errors=problems)  # the documents as the files are now (words only: cheap)
     if background:
-        run_background(mem.layout, mem.embedder, lambda line: typer.echo(f"{datetime.now():%Y-%m-%d %H:%M:%S} {line}"))
+        run_background(mem.layout, mem.embedder, lambda line: echo(f"{datetime.now():%Y-%m-%d %H:%M:%S} {line}"))
         return
     with _progress(not as_json) as progress:
         step = (lambda done, total: progress("embedding documents", done, total)) if progress else None
@@ -93,7 +93,7 @@ def _fill(ctx: typer.Context, background: bool, batch: int | None, as_json: bool
         print_json(vars(report))
         return
     indexed = f"{report.indexed} kept transcripts indexed, " if report.indexed else ""
-    typer.echo(f"{indexed}{report.filled} documents embedded, {report.left} without a vector")
+    echo(f"{indexed}{report.filled} documents embedded, {report.left} without a vector")
     warn(*report.errors)
 
 
@@ -110,7 +110,7 @@ def reembed(
     with _progress(not as_json) as progress:
         report = run(mem, provider, progress=progress)
     if report.embedder_set and not as_json:
-        typer.echo(f"{report.embedder_set}: embedder set to {provider}")
+        echo(f"{report.embedder_set}: embedder set to {provider}")
     _render(report, as_json)
 
 
@@ -128,7 +128,7 @@ def watch(
     mem = open_from(ctx)
 
     def say(line: str, err: bool = False) -> None:
-        typer.echo(f"{datetime.now():%H:%M:%S} {line}", err=err)
+        echo(f"{datetime.now():%H:%M:%S} {line}", err=err)
 
     def on_sync(report) -> None:
         say(report.line())
@@ -139,7 +139,7 @@ def watch(
         line = f"retry: {len(report.completed)} completed, {len(report.embedded)} embedded"
         say(line + (f", {len(still)} still pending ({next(iter(still.values())).reason})" if still else ""))
 
-    typer.echo(f"watching {mem.layout.root} (Ctrl-C to stop)", err=True)
+    echo(f"watching {mem.layout.root} (Ctrl-C to stop)", err=True)
     try:
         watcher = Watcher(
             mem,
@@ -153,7 +153,7 @@ def watch(
         )
         watcher.run(once=once)
     except KeyboardInterrupt:
-        typer.echo("stopped", err=True)
+        echo("stopped", err=True)
 
 
 def retry(
@@ -179,15 +179,15 @@ def retry(
     else:
         echo_lines(f"{entry_id}  completed with {model}" for entry_id, model in report.completed.items())
         if report.embedded:
-            typer.echo(f"{len(report.embedded)} entr{'y' if len(report.embedded) == 1 else 'ies'} embedded with {mem.embedder.model}")
+            echo(f"{len(report.embedded)} entr{'y' if len(report.embedded) == 1 else 'ies'} embedded with {mem.embedder.model}")
         if report.skipped:
-            typer.echo(f"{len(report.skipped)} entries changed while retrying; left alone: {', '.join(report.skipped)}")
+            echo(f"{len(report.skipped)} entries changed while retrying; left alone: {', '.join(report.skipped)}")
         if not total:
-            typer.echo("nothing to retry: no pending entries, and every entry has its vector")
+            echo("nothing to retry: no pending entries, and every entry has its vector")
         for title, failures in (("still pending", report.pending), ("still without a vector", report.unembedded)):
             for reason in dict.fromkeys(f.reason for f in failures.values()):  # one line per reason, in order of first failure
                 ids = [entry_id for entry_id, f in failures.items() if f.reason == reason]
-                typer.echo(f"error: {title} ({len(ids)}: {', '.join(ids[:5])}{' …' if len(ids) > 5 else ''}): {reason}", err=True)
+                echo(f"error: {title} ({len(ids)}: {', '.join(ids[:5])}{' …' if len(ids) > 5 else ''}): {reason}", err=True)
     if not report.ok:
         raise typer.Exit(report.exit_code)
 

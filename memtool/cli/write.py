@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import echo_lines, layout_of, open_from, print_json, progress_bar, root_path, warn
+from memtool.cli.common import echo, echo_lines, layout_of, open_from, print_json, progress_bar, root_path, warn
 from memtool.errors import BadInput
 
 TRANSCRIPT_SUFFIXES = {".md", ".txt", ".jsonl", ".json", ".log"}
@@ -24,7 +24,7 @@ def init(ctx: typer.Context) -> None:
     root = root_path(ctx)
     created = do_init(root)
     echo_lines(f"created {path.relative_to(root) if path.is_relative_to(root) else path}" for path in created)
-    typer.echo(f"memory root ready at {root}" + ("" if created else " (nothing to do)"))
+    echo(f"memory root ready at {root}" + ("" if created else " (nothing to do)"))
 
 
 def log(
@@ -42,7 +42,7 @@ def log(
         warn("the note is not valid UTF-8; undecodable bytes replaced with U+FFFD")
         text = text.encode("utf-8", "surrogateescape").decode("utf-8", errors="replace")
     path = mem.log(text, source=source, agent=agent, session=session)
-    typer.echo(f"logged to {path}")
+    echo(f"logged to {path}")
 
 
 def read_input(path: str, limit: int, convert: bool = True) -> tuple[str, str, datetime | None]:
@@ -158,14 +158,14 @@ def compress(
             flag += "  [duplicate: this transcript was already stored; nothing added]"
         elif e.supersedes:
             flag += f"  [supersedes {', '.join(e.supersedes)}]"
-        typer.echo(f"{e.id}  {e.compression_ratio} ({e.tokens_original} -> {e.tokens_compressed} tokens)  {e.summary[:70]}{flag}")
+        echo(f"{e.id}  {e.compression_ratio} ({e.tokens_original} -> {e.tokens_compressed} tokens)  {e.summary[:70]}{flag}")
     if len(entries) > 1 and not as_json:
         stored = [e for i, e in enumerate(entries) if i not in repeats]
         total_o = sum(e.tokens_original for e in stored)
         total_c = sum(e.tokens_compressed for e in stored)
         dups = f" ({len(repeats)} duplicate{'s' if len(repeats) != 1 else ''} added nothing)" if repeats else ""
         ratio = f", overall compression {total_o / max(total_c, 1):.1f}:1" if stored else ""
-        typer.echo(f"{len(stored)} entr{'ies' if len(stored) != 1 else 'y'} stored{dups}{ratio}")
+        echo(f"{len(stored)} entr{'ies' if len(stored) != 1 else 'y'} stored{dups}{ratio}")
     if failed:
         raise BadInput(f"{len(failed)} of {len(files)} inputs were skipped (see warnings above); the others were stored")
 
@@ -215,7 +215,7 @@ def forget(
         return f"would {now}" if dry_run else past
 
     for e in report.entries:
-        typer.echo(f"{verb('forget', 'forgot')} {e['id']} ({e['timestamp'][:16]}{', archived' if e['archived'] else ''}): {_clip(e['summary'], 70)}")
+        echo(f"{verb('forget', 'forgot')} {e['id']} ({e['timestamp'][:16]}{', archived' if e['archived'] else ''}): {_clip(e['summary'], 70)}")
     echo_lines(f"{verb('finish', 'finished')} forgetting {entry_id} (an interrupted forget had removed its entry)" for entry_id in report.completed)
     echo_lines(f"{verb('remove', 'removed')} {path}" for path in report.removed)
     echo_lines(f"{verb('rewrite', 'rewrote')} {path}" for path in report.rewritten)
@@ -226,7 +226,7 @@ def forget(
     if not dry_run:
         from memtool.tombstones import tombstones_file
 
-        typer.echo(f"recorded in {tombstones_file(Path('.')).as_posix()}: commit it, and every clone's next `memory reindex` removes these entries too")
+        echo(f"recorded in {tombstones_file(Path('.')).as_posix()}: commit it, and every clone's next `memory reindex` removes these entries too")
         warn(
             "git history still holds the old bytes of these entries. To purge them: `git filter-repo --invert-paths --path <each removed file>` "
             "and `--replace-text` with the summary text (it is in the day file and index.json), then force-push; every clone must clone again"
