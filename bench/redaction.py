@@ -2,6 +2,13 @@
 
     python bench/redaction.py [--corpus tests/data/redaction] [--baseline REV] [--detect-secrets]
                               [--megabytes 4] [--repeat 3] [--text FILE_OR_DIR ...] [--show-misses]
+                              [--through-memory]
+
+Corpora: tests/data/redaction (bench/redaction_corpus.py, the rules were written against it) and
+tests/data/redaction_heldout (bench/redaction_heldout.py, never tuned on): report both.
+--through-memory scores what reaches the memory files instead of redact()'s output: every row in
+one transcript given to `compress` (the kept transcript) and each row given to `log` (the daily
+log), on a temporary root; a secret counts as left if it is anywhere under memory/.
 
 Corpus (made by `bench/redaction_corpus.py`, fake values only):
   secrets.jsonl   a row is redacted when none of its "secrets" strings is left in the output;
@@ -86,6 +93,61 @@ def detect_secrets_redactor() -> Redactor:
     return run
 
 
+def through_memory(rows: list[dict]) -> tuple[list[str], str]:
+    """What reaches a fresh memory root of each row (its part of the kept transcript and its log
+    line, joined), and every file under memory/ together."""
+    import os
+
+    from memtool.app import open_memory
+    from memtool.scaffold import init
+
+    root = Path(tempfile.mkdtemp(prefix="memtool-redaction-"))
+    os.environ["XDG_CONFIG_HOME"] = str(root / ".config")  # no user config, no approvals: the defaults
+    init(root)
+    mem = open_memory(root, embedder="fake" if "fake" in _embedders() else "wordllama", compressor="local", background_embed=False)
+    marks = [f"=== row {i} ===" for i in range(len(rows))]
+    mem.compress("\n\n".join(f"{mark}\n{row['text']}" for mark, row in zip(marks, rows)) + "\n", session="redaction-bench")
+    for mark, row in zip(marks, rows):
+        mem.log(f"{mark} {row['text']}")
+    files = [p for p in (root / "memory").rglob("*") if p.is_file() and ".cache" not in p.parts]
+    everything = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in files)
+    [kept] = [p.read_text(encoding="utf-8") for p in (root / "memory" / "transcripts").rglob("*.md")]
+    logged = "".join(p.read_text(encoding="utf-8") for p in sorted((root / "memory").glob("????-??-??.md")))
+    parts = []
+    for i, mark in enumerate(marks):
+        end = marks[i + 1] if i + 1 < len(marks) else None
+        in_transcript = kept.split(mark + "\n", 1)[1].split("\n\n" + end, 1)[0] if end else kept.split(mark + "\n", 1)[1].rstrip("\n")
+        line = logged.split(mark + " ", 1)[1].split("\n- ", 1)[0].rstrip("\n")
+        in_log = "\n".join(part[2:] if n else part for n, part in enumerate(line.split("\n")))  # continuation lines are indented by two
+        parts.append(in_transcript + "\n\x00\n" + in_log)
+    return parts, everything
+
+
+def _embedders() -> list[str]:
+    from memtool.providers import EMBEDDER_GROUP, available
+
+    return available(EMBEDDER_GROUP)
+
+
+def score_memory(secrets: list[dict], ordinary: list[dict]) -> tuple[Counter, Counter, list[dict], list[dict]]:
+    """`score` on what reaches the memory files (through_memory)."""
+    caught, touched = Counter(), Counter()
+    missed, wrongly = [], []
+    parts, everything = through_memory(secrets)
+    for row in secrets:
+        if any(s in everything for s in row["secrets"]):
+            missed.append(row)
+        else:
+            caught[row["family"]] += 1
+    parts, _ = through_memory(ordinary)
+    for row, part in zip(ordinary, parts):
+        in_transcript, in_log = part.split("\n\x00\n")
+        if in_transcript.strip() != row["text"].strip() or in_log.strip() != row["text"].strip():
+            touched[row["family"]] += 1
+            wrongly.append(row)
+    return caught, touched, missed, wrongly
+
+
 def score(redactor: Redactor, secrets: list[dict], ordinary: list[dict]) -> tuple[Counter, Counter, list[dict], list[dict]]:
     caught, touched = Counter(), Counter()
     missed, wrongly = [], []
@@ -128,6 +190,7 @@ def main() -> None:
         metavar="N",
         help="also regenerate the corpus with seeds 1..N (new random values, same shapes) and score memtool on each",
     )
+    parser.add_argument("--through-memory", action="store_true", help="score what reaches the memory files through compress and log (memtool only)")
     args = parser.parse_args()
 
     secrets, ordinary = load(args.corpus / "secrets.jsonl"), load(args.corpus / "ordinary.jsonl")
@@ -140,6 +203,9 @@ def main() -> None:
     families_s = Counter(row["family"] for row in secrets)
     families_o = Counter(row["family"] for row in ordinary)
     results = {name: score(run, secrets, ordinary) for name, run in engines.items()}
+    if args.through_memory:
+        engines = {"memtool (memory files)": engines["memtool"]}
+        results = {"memtool (memory files)": score_memory(secrets, ordinary)}
     names = list(engines)
     print(f"corpus: {len(secrets)} secrets in {len(families_s)} families, {len(ordinary)} ordinary values")
     print("\nsecrets redacted, per family: " + " | ".join(names))
