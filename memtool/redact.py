@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
 import re
 import string
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -549,6 +551,83 @@ def _identified_by(m: re.Match[str], text: str) -> tuple[int, int] | None:
     return m.span("bare") if _SQL_USER.search(statement) else None
 
 
+# --- tokens without a label ---------------------------------------------------------------------
+# The one rule for what is redacted without a key name, a prefix or a command around it: a token of
+# a secret's shape, 32 characters or more of base64/base62 (an AWS secret access key is 40), that is
+# random: upper case, lower case and two digits or more, a high Shannon entropy, and not made of
+# words (an identifier, `AbstractSingletonProxyFactoryBean2`, is runs of lower-case letters).
+# Hex (a git sha, a digest, a UUID), one-case base32 (ULIDs, nix hashes) never match; neither do
+# the encodings that are public by their context (_PUBLIC_BEFORE, a PEM block that is not a
+# private key) nor base64 that decodes to text without a ":" (a `user:password` pair is a secret),
+# nor a part of a URL. Its kind ranks last: where a labelled rule matches too, its kind is kept.
+_UNLABELLED = _c(r"(?<![A-Za-z0-9+/_\-.=])[A-Za-z0-9][A-Za-z0-9+/_\-]{31,511}={0,2}(?![A-Za-z0-9+/_\-=]|\.[A-Za-z0-9])")
+UNLABELLED_MIN_ENTROPY = 3.9  # bits per character; 32 random base62 characters: 3.99 at the lowest of 2,000 draws, 40 of base64: 4.32
+_WORDY = _c(r"[a-z]{3,}|[A-Z]{4,}")
+_PUBLIC_BEFORE = _c(
+    r"(?:sha(?:1|224|256|384|512)[-:=]|md5[-:]|base64,|ssh-[a-z0-9]+[ \t]+|ecdsa-sha2-[a-z0-9]+[ \t]+|sk-(?:ssh|ecdsa)-[a-z0-9@.\-]+[ \t]+)$",
+)
+# A digest written with its algorithm (Subresource Integrity, npm's lockfile): one token with it.
+_DIGEST_PREFIX = _c(
+    r"(?:sha(?:1|224|256|384|512)|md5)-",
+)
+# The key a value is assigned to, just before it (`key: `, `key=`, `"key": "`), and the key words
+# that say the value is a position, a digest or an id rather than a credential.
+_KEY_BEFORE = _c(r"([A-Za-z_][A-Za-z0-9_.\-]{0,63})[\"']?[ \t]*[:=][ \t]*[\"']?$")
+_PUBLIC_VALUE_KEY = _c(
+    r"(?:page|next|continuation|cursor|resume|sync)_?token|etag|hash|digest|checksum|integrity|fingerprint|sha|uuid|(?:^|[_.\-])id$|commit|revision"
+)
+_PEM_ARMOUR = _c(r"-----(BEGIN|END) ([A-Z0-9 ]{1,40})-----")
+
+
+def _entropy(value: str) -> float:
+    n = len(value)
+    return -sum(k / n * math.log2(k / n) for k in Counter(value).values())
+
+
+def _random_token(token: str) -> bool:
+    """Upper case, lower case and two digits or more, high entropy, and not mostly words."""
+    digits = sum(c.isdigit() for c in token)
+    if digits < 2 or not any(c.isupper() for c in token) or not any(c.islower() for c in token):
+        return False
+    if sum(len(w) for w in _WORDY.findall(token)) >= 0.5 * len(token):
+        return False
+    return _entropy(token) >= UNLABELLED_MIN_ENTROPY
+
+
+def _text_in_base64(token: str) -> bool:
+    """Base64 of printable text that holds no ":" (an encoded sentence, not a credential pair)."""
+    padded = token + "=" * (-len(token) % 4)
+    try:
+        decoded = base64.b64decode(padded, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return decoded.isprintable() and ":" not in decoded
+
+
+def _in_public_pem(text: str, pos: int) -> bool:
+    """Inside a PEM block that is not a private key (a certificate, a public key)."""
+    last = None
+    for last in _PEM_ARMOUR.finditer(text, max(0, pos - 8192), pos):
+        pass
+    return last is not None and last.group(1) == "BEGIN" and "PRIVATE" not in last.group(2)
+
+
+def _unlabelled(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    token = m.group().rstrip("=")
+    if _DIGEST_PREFIX.match(token) or not _random_token(token) or _text_in_base64(m.group()):
+        return None
+    before = text[max(0, m.start() - 64) : m.start()]
+    if _PUBLIC_BEFORE.search(before.lower()) or _in_public_pem(text, m.start()):
+        return None
+    word_start = max(before.rfind(" "), before.rfind("\t"), before.rfind("\n")) + 1
+    if "://" in before[word_start:]:
+        return None  # part of a URL: its password, path and query have their own rules
+    key = _KEY_BEFORE.search(before)
+    if key and _PUBLIC_VALUE_KEY.search(key.group(1).lower()):
+        return None  # labelled as what it is: `next_page_token: ...`, `"etag": "..."`
+    return m.span()
+
+
 # --- rules --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Rule:
@@ -642,6 +721,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("vendor_token", _c(r"~(?:(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}|(?<=sha256~)[A-Za-z0-9_\-]{43})" + _E), extract=_tilde),
     _Rule("password_option", _PASSWORD_FLAG, extract=_password_flag),
     _Rule("password_option", _SQL_IDENTIFIED_BY, lowered=True, extract=_identified_by),
+    _Rule("unlabelled_token", _UNLABELLED, extract=_unlabelled),
     *(_Rule("env_assignment", regex, lowered=True, extract=_assignment) for regex in ENV_ASSIGNMENTS),
 )
 
@@ -656,7 +736,7 @@ _SPECIFIC_KINDS = (
     "azure_ad_secret",
     "openshift_token",
 )
-KINDS: tuple[str, ...] = (*dict.fromkeys(_SPECIFIC_KINDS), *_GENERIC_KINDS, CUSTOM_KIND, "env_assignment")
+KINDS: tuple[str, ...] = (*dict.fromkeys(_SPECIFIC_KINDS), *_GENERIC_KINDS, CUSTOM_KIND, "env_assignment", "unlabelled_token")
 # Rank of each kind when spans merge: lower wins.
 _RANK = {kind: i for i, kind in enumerate(KINDS)}
 # A-Z -> a-z only, for the rare text whose str.lower() changes length (U+0130).

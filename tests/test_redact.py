@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import string
@@ -493,3 +494,56 @@ def test_corpus_files_are_what_the_generator_writes(tmp_path: Path) -> None:
         write_corpus()
     for name in ("secrets.jsonl", "ordinary.jsonl"):
         assert (tmp_path / name).read_text(encoding="utf-8") == (CORPUS / name).read_text(encoding="utf-8")
+
+
+AWS_SECRET = "nnhIFD4wgwEmcrMfowpqEk5R7jEsu5YvMxDnDzR3"  # 40 random characters of base64, the shape of a secret access key
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{AWS_SECRET}\n",
+        f"here it is:\n  {AWS_SECRET}\n",
+        f"```\n{AWS_SECRET}\n```",
+        f"the key is {AWS_SECRET}.",
+        f'"{AWS_SECRET}"',
+        "K6WSAJTSqU9Opq4sU66qB11vCfdwiRaE",
+    ],
+)
+def test_a_random_token_without_a_label_is_redacted(text: str) -> None:
+    out, found = redact(text)
+    secret = AWS_SECRET if AWS_SECRET in text else text
+    assert secret not in out and [f.kind for f in found] == ["unlabelled_token"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "3f786850e387550fdab836ed7e6dc881de23001b",  # a git sha
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",  # a sha256
+        "2f1e9b0c-6a4d-4c3e-9f0a-1b2c3d4e5f60",
+        'integrity="sha384-oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K/uxy9rx7HNQlGYl1kPzQho1wx4JwY8wC"',
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG8zQ1v7Xk2Lw9pR4tY6uB3nM5cE0aS7dF1gH2jK4lZx dev@laptop",
+        "AbstractSingletonProxyFactoryBeanV2Impl",
+        "01ARZ3NDEKTSV4RRFFQ69G5FAV",
+        "next_page_token: 5yzt9xJ1dUhIzNfDAEISbohICc1VBcWJTOvxApl72U9",
+        "https://example.com/files/Zgis1LyKLRP16fqo7E6BvqFXYRB2Qu0OFvTA/view",
+        "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUDdH1Jq0xHk3tW5n7mPqR2sVbYzAwCgYIKoZIzj0EAwIw\n-----END CERTIFICATE-----",
+        base64.b64encode(b"release notes for the spring version").decode(),
+    ],
+)
+def test_ordinary_values_that_look_random_are_kept(text: str) -> None:
+    assert redact(text)[0] == text
+
+
+def test_a_bare_aws_secret_never_reaches_the_memory_files(root) -> None:
+    from memtool.app import open_memory
+    from memtool.scaffold import init
+
+    init(root)
+    mem = open_memory(root)
+    mem.log(f"rotated the deploy user's key, new secret:\n{AWS_SECRET}")
+    mem.compress(f"user: the new AWS credentials are\nAKIAIOSFODNN7EXAMPL2\n{AWS_SECRET}\nassistant: stored in the vault.\n", session="rotate")
+    mem.search("AWS credentials")
+    stored = b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+    assert AWS_SECRET.encode() not in stored and b"[REDACTED:unlabelled_token]" in stored
