@@ -70,6 +70,9 @@ class Report:
 MD_CONFLICT_RE = re.compile(r"^<{7}(?: |$)(?:.*\n)*?^={7}$(?:.*\n)*?^>{7}(?: |$)", re.M)
 SKIP_DIRS = (C.CACHE_DIR, C.QUARANTINE_DIR)
 REBUILD_INDEX = "rebuild from the day files"
+# index.json is derived from the day files and git-ignored: behind them after every `git pull` that
+# brought entries, and absent in a fresh clone. Not an error: nothing is lost, and any write rebuilds it.
+DERIVED_INDEX = "It is derived from the day files (normal after a git pull or in a fresh clone); the next write, `memory reindex` or --fix rebuilds it"
 MERGE_CONFLICT_FIX = (  # a day file's "conflicts": memtool's merge driver met one entry edited two ways (memtool/gitmerge.py)
     '"entries" holds one version, "conflicts" both ("ours", "theirs"); put the right one in "entries", delete "conflicts", '
     "then `git add` the file and run `memory reindex`"
@@ -254,7 +257,7 @@ class Checker:
         where = self.rel(path)
         if not path.is_file():
             if entries:
-                rep.add("index", where, f"missing; {len(entries)} entries are not listed", fix=REBUILD_INDEX)
+                rep.add("index", where, f"missing; {len(entries)} entries are not listed. {DERIVED_INDEX}", severity=WARNING, fix=REBUILD_INDEX)
             return
         try:
             data = load_json(path)
@@ -270,7 +273,8 @@ class Checker:
         extra = listed.keys() - entries.keys()
         differ = [i for i in entries.keys() & listed.keys() if entries[i].to_dict() != listed[i]]
         if missing or extra or differ:
-            rep.add("index", where, f"out of date: {len(missing)} entries missing, {len(extra)} extra, {len(differ)} differ", fix=REBUILD_INDEX)
+            counts = f"{len(missing)} entries missing, {len(extra)} extra, {len(differ)} differ"
+            rep.add("index", where, f"out of date: {counts}. {DERIVED_INDEX}", severity=WARNING, fix=REBUILD_INDEX)
 
     def _check_files(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
         """The embedding files and transcripts of one folder (live, or an archive year) against the entries
