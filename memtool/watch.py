@@ -248,8 +248,16 @@ class Watcher:
         return True
 
     def run(self, once: bool = False, stop: threading.Event | None = None) -> int:
-        """Sync now, then after every settled burst of changes, until `stop` is set (or after the
-        first change-triggered sync with `once`). Returns the number of syncs run."""
+        """Sync now, then after every settled burst of changes, until `stop` is set; with `once`, the
+        first sync only (one pass, as a cron job or a script wants: it never waits for a change).
+        Returns the number of syncs run."""
+        if once:
+            if self.layout.memory_dir.is_dir():
+                self.sync_now()
+            else:
+                self._missing()
+            self.ready.set()
+            return self.syncs
         from watchdog.events import DirCreatedEvent, DirDeletedEvent, DirMovedEvent, FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent
         from watchdog.observers import Observer
 

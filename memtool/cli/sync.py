@@ -116,7 +116,7 @@ def reembed(
 
 def watch(
     ctx: typer.Context,
-    once: bool = typer.Option(False, "--once", help="Exit after the first sync triggered by a change."),
+    once: bool = typer.Option(False, "--once", help="Sync once (and retry pending entries) and exit, without waiting for a change."),
     debounce: float = typer.Option(C.WATCH_DEBOUNCE_S, "--debounce", min=0.0, help="Seconds of quiet before a sync."),
 ) -> None:
     """Watch the root and sync on every change (debounced). One status line per sync; entries left
@@ -139,7 +139,8 @@ def watch(
         line = f"retry: {len(report.completed)} completed, {len(report.embedded)} embedded"
         say(line + (f", {len(still)} still pending ({next(iter(still.values())).reason})" if still else ""))
 
-    echo(f"watching {mem.layout.root} (Ctrl-C to stop)", err=True)
+    if not once:
+        echo(f"watching {mem.layout.root} (Ctrl-C to stop)", err=True)
     try:
         watcher = Watcher(
             mem,
