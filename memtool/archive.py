@@ -85,6 +85,12 @@ def archive_layouts(layout: Layout) -> list[ArchiveLayout]:
     return [ArchiveLayout(layout.root, p.name) for p in sorted(base.iterdir()) if p.is_dir() and YEAR_RE.match(p.name)]
 
 
+def archived_entries(layout: Layout, errors: list[str] | None = None) -> list[Entry]:
+    """Every entry `memory archive` moved to memory/archive/, oldest year first (a bad day file
+    raises, or is reported into `errors` and skipped, as Store.iter_entries does)."""
+    return [e for arch in archive_layouts(layout) for e in Store(arch).iter_entries(errors)]
+
+
 def get_archived(layout: Layout, entry_id: str) -> Entry | None:
     """An archived entry by id (its id names its day), or None."""
     m = ID_DAY_RE.match(entry_id)

@@ -311,3 +311,22 @@ def test_cli_reembed_counts_archived_entries(mem, root, monkeypatch):
     assert read_vector_at(ArchiveLayout(root, YEAR).embedding_file(ids["zebra"]))["model"] == data["model"]
     again = json.loads(CliRunner().invoke(app, ["reembed", "--json"]).stdout)
     assert again["embedded"] == 0
+
+
+def test_export_says_it_left_archived_entries_out_and_exports_them_with_archived(mem, root):
+    ids = populate(mem)
+    archive(mem.layout, mem.settings, now=NOW)
+    runner = CliRunner()
+    live = runner.invoke(app, ["--root", str(root), "export"])
+    assert live.exit_code == 0 and ids["zebra"] not in live.stdout
+    assert "archived entr" in live.stderr and "left out" in live.stderr and "`memory export --archived`" in live.stderr
+    every = runner.invoke(app, ["--root", str(root), "export", "--archived"])
+    assert every.exit_code == 0 and ids["zebra"] in every.stdout and "left out" not in every.stderr
+    assert len(every.stdout.splitlines()) == len(live.stdout.splitlines()) + len(get_archived_ids(root))
+
+
+def get_archived_ids(root: Path) -> list[str]:
+    from memtool.archive import archived_entries
+    from memtool.store import Layout
+
+    return [e.id for e in archived_entries(Layout(root))]

@@ -132,12 +132,21 @@ def export(
         "jsonl", "--format", "-f", help=f"One of {', '.join(C.EXPORT_FORMATS)}: one JSON entry per line, a CSV table, or a Markdown digest by day."
     ),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of stdout."),
+    archived: bool = typer.Option(False, "--archived", help="Also export the entries `memory archive` moved to memory/archive/."),
 ) -> None:
-    """Export every entry, oldest first."""
+    """Export every live entry, oldest first (with --archived, the archived ones too; without it, stderr says how many were left out)."""
+    from memtool.archive import archived_entries
     from memtool.export import export_text
     from memtool.fsutil import atomic_write_bytes
 
-    _, entries = _entries(ctx)
+    mem, entries = _entries(ctx)
+    errors: list[str] = []
+    old = archived_entries(mem.layout, errors)
+    warn(*(f"skipped: {message}" for message in errors))
+    if archived:
+        entries += old
+    elif old:
+        warn(f"{len(old)} archived entr{'y' if len(old) == 1 else 'ies'} left out (in memory/archive/); `memory export --archived` includes them")
     text = export_text(entries, fmt)
     if output is None:
         sys.stdout.write(text)
