@@ -417,6 +417,8 @@ class MemoryTools:
         level = None if importance == "auto" else importance
         given = Session(text=text, session=session.strip() or C.DEFAULT_SESSION, importance=level, agent=agent, trusted=not untrusted, name=name, when=when)
         stored = mem.compress_many([given])
+        if stored.refused:  # the entry it makes was forgotten
+            raise BadInput(stored.refused[0][1])
         entry = stored.entries[0]
         answer: dict[str, Any] = {"id": entry.id, "truncated": False} | {key: getattr(entry, key) for key in COMPRESSED_FIELDS}
         if not entry.trusted:  # read back from untrusted input: a quotation, as every other answer shows it

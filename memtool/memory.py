@@ -34,6 +34,7 @@ from memtool.search.typos import query_terms
 from memtool.session_vectors import entry_vectors
 from memtool.store import Layout, Store
 from memtool.text import content_words
+from memtool.tombstones import read_tombstones
 from memtool.transcripts import check_size, without_injected
 
 SKIPPED = "skipped: {}"  # the warning for a Markdown file the context does not read (a link out of the root, a FIFO, too large)
@@ -65,6 +66,7 @@ class CompressResult:
     duplicates: list[Duplicate] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (input name, why): sessions not stored, nor in `entries`
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(self.entries)
@@ -191,7 +193,10 @@ class Memory:
         """One session's entry (stored, or the stored one it repeats). compress_many's result also
         says what was found already stored and what was worked around."""
         provider = kw.pop("provider", None)
-        return self.compress_many([Session(text=text, **kw)], provider=provider).entries[0]
+        result = self.compress_many([Session(text=text, **kw)], provider=provider)
+        if result.refused:
+            raise BadInput(result.refused[0][1])
+        return result.entries[0]
 
     def compress_many(
         self, sessions: Iterable[Session], provider: str | None = None, progress: Callable[[int], None] | None = None, batch: int = 256
@@ -207,10 +212,15 @@ class Memory:
         dedupe = Deduper(self.layout)
         fresh: dict = {}  # entry_vector_key -> the vector this call computed, for the search cache
         self._compressor_factory(provider)  # an unknown provider fails before anything is read or stored
+        forgotten = read_tombstones(self.layout.root)
         for s in sessions:
             check_session(s)  # before the duplicate check: a repeated session with bad options is refused too
-            s = replace(s, session=self.redact(s.session), agent=self.redact(s.agent))  # stored like the text
+            s = replace(s, session=self.redact(s.session), agent=self.redact(s.agent), when=s.when or utcnow())  # stored like the text
             text = self.redact(self.check_text(without_injected(s.text), s.name))  # what memtool injected is nobody's words
+            gone = forgotten.get(make_id(s.when, text))
+            if gone is not None:  # its entry would get the forgotten id, and every clone's next reindex would remove it again
+                result.refused.append((s.name, forgotten_message(s.name, make_id(s.when, text), gone)))
+                continue
             dedupe.require_known(s.supersedes)
             dup = dedupe.check(s.name, text, s.when or utcnow(), s.session)
             if dup is not None:
@@ -493,6 +503,15 @@ def _entry_hit(e: Entry) -> Hit:
     hit = Hit(id=e.id, kind="entry", score=0.0, source_session=e.source_session, timestamp=e.timestamp, text=e.summary, trusted=e.trusted)
     hit.decisions, hit.action_items = list(e.decisions), list(e.action_items)
     return hit
+
+
+def forgotten_message(name: str, entry_id: str, tombstone: dict) -> str:
+    """Why a session is not stored: the entry it makes was forgotten (`memory forget`)."""
+    when = f" on {str(tombstone['time'])[:10]}" if tombstone.get("time") else ""
+    return (
+        f"{name}: not stored: it makes entry {entry_id}, which was forgotten{when} (memory/index/{C.TOMBSTONES_FILE}); "
+        "every clone's next reindex would remove it again. To keep this session anyway, give it another date (--date) or edit the transcript"
+    )
 
 
 def check_session(s: Session) -> None:

@@ -304,3 +304,21 @@ def test_bury_removes_what_a_merge_brought_back_of_a_forgotten_entry(mem, root, 
     assert bury(mem.layout, "local") == sorted([back, stray])
     assert not any(p.exists() for p in saved) and [e.id for e in read_day(day)] == [three[0]]
     assert bury(mem.layout, "local") == []
+
+
+def test_a_transcript_compressed_again_after_it_was_forgotten_is_refused_with_the_reason(mem, root):
+    transcript = root / "t.md"
+    transcript.write_text("Alice: we decided to drop the nightly CSV export; Bob deletes the cron job.\n")
+    first = runner.invoke(app, ["compress", str(transcript), "--json"])
+    assert first.exit_code == 0, first.stderr
+    [entry] = json.loads(first.stdout)
+    assert runner.invoke(app, ["forget", entry["id"], "--yes"]).exit_code == 0
+    before = files(root, skip_cache=True)
+    again = runner.invoke(app, ["compress", str(transcript)])  # the same file, the same mtime: the same id
+    assert again.exit_code == BadInput.exit_code
+    assert f"makes entry {entry['id']}, which was forgotten" in again.stderr and "--date" in again.stderr
+    assert files(root, skip_cache=True) == before  # nothing stored that the next reindex would remove
+    runner.invoke(app, ["reindex"])
+    assert mem.store.get(entry["id"]) is None
+    dated = runner.invoke(app, ["compress", str(transcript), "--date", "2026-01-05"])  # what the message offers
+    assert dated.exit_code == 0, dated.stderr

@@ -148,6 +148,12 @@ def compress(
         stored = mem.compress_many(sessions(), provider=provider, progress=advance)
     entries = stored.entries
     warn(*dict.fromkeys(stored.warnings))  # provider fallbacks: stored, but pending or without vectors
+    for name, why in stored.refused:  # a session whose entry was forgotten
+        if len(files) == 1:
+            raise BadInput(why)
+        warn(f"skipped: {why}")
+        names.remove(name)
+        failed.append(name)
     repeats = stored.repeats
     if as_json:
         print_json(_outcomes(entries, repeats, names))
