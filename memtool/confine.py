@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 import stat
 from contextlib import suppress
 from pathlib import Path
@@ -71,12 +72,22 @@ def walked(path: Path | str) -> tuple[str, list[str]] | None:
     return where
 
 
+def link_fix(link: Path | str) -> str:
+    """How to mend a symbolic link (or a file) where a memory root needs a real folder or file."""
+    if not os.path.islink(link):
+        return f"move it away ({shlex.quote(str(link))} is not a folder)"
+    here, target = shlex.quote(str(link)), shlex.quote(os.path.realpath(link))
+    what = "folder" if os.path.isdir(link) else "file"
+    return f"replace the link with the {what} itself: `rm {here} && cp -a {target} {here}` (or `rm {here}` to start it anew)"
+
+
 def _refusal(path: Path | str, exc: OSError, shown: str) -> OSError:
     """What to raise for `exc`, met opening `shown`: a missing file or a denied permission as is, else UnsafePath."""
     if isinstance(exc, (FileNotFoundError, PermissionError)):
         return exc
     if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-        return UnsafePath(f"{path}: {shown} is a symbolic link (or not a folder); memtool never follows links inside a memory root")
+        what = "a symbolic link" if os.path.islink(shown) else "not a folder"
+        return UnsafePath(f"{path}: {shown} is {what}, and memtool never follows links inside a memory root; {link_fix(shown)}")
     if exc.errno == errno.ENXIO:
         return UnsafePath(f"{path}: not a regular file (a FIFO or socket)")
     return UnsafePath(f"{path}: {exc.strerror or exc}")

@@ -505,3 +505,26 @@ def test_a_torn_embedding_file_does_not_stop_search(mem, doctor, root):
     assert not doctor.diagnose().healthy
     doctor.repair()
     assert doctor.diagnose().healthy and read_vector_at(mem.layout.embedding_file(e.id))["id"] == e.id
+
+
+def test_a_linked_folder_is_an_error_with_its_fix_where_compress_fails_on_it(root, tmp_path):
+    from memtool.app import open_memory
+    from memtool.errors import UnsafePath
+    from memtool.scaffold import init
+
+    init(root)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = root / "memory" / "transcripts"
+    if link.exists():
+        link.rmdir()
+    link.symlink_to(elsewhere)
+    with pytest.raises(UnsafePath) as refused:
+        open_memory(root).compress("Alice: we decided to move billing to Postgres.\n", session="s")
+    assert "is a symbolic link" in str(refused.value) and f"rm {link} && cp -a {elsewhere} {link}" in str(refused.value)
+    from memtool.doctor import open_doctor
+
+    report = open_doctor(root).diagnose()
+    assert not report.healthy
+    [p] = [p for p in report.problems if p.kind == "unsafe"]
+    assert p.path == "memory/transcripts" and p.severity == "error" and f"cp -a {elsewhere}" in p.message

@@ -178,6 +178,7 @@ class Checker:
         for tmp in self.temp_files():
             rep.add("temp", self.rel(tmp), "temporary file left by an interrupted write", fix="remove")
         self._check_forget(rep)
+        self._check_links(rep)
         entries = {i: e for i, (_, e) in self._check_entries(rep, [lay], {}).items()}
         self._check_index(rep, entries)
         self._check_files(rep, lay, entries, set())
@@ -251,6 +252,19 @@ class Checker:
             for item in data.get("conflicts") or () if isinstance(data, dict) else ():
                 entry_id = item.get("id") if isinstance(item, dict) else None
                 rep.add("conflict", self.rel(path), f"entry {entry_id} was edited two ways on the two sides of a git merge: {MERGE_CONFLICT_FIX}")
+
+    def _check_links(self, rep: Report) -> None:
+        """Folders under memory/ that are symbolic links: every write into them is refused (memtool never
+        follows a link inside a memory root), so compress and log would fail where doctor said healthy."""
+        for dirpath, dirnames, _ in os.walk(self.layout.memory_dir):
+            for name in dirnames:
+                folder = Path(dirpath) / name
+                if folder.is_symlink():
+                    rep.add(
+                        "unsafe",
+                        self.rel(folder),
+                        f"a symbolic link to {os.path.realpath(folder)}: memtool writes nothing through it; {confine.link_fix(folder)}",
+                    )
 
     def _check_index(self, rep: Report, entries: dict[str, Entry]) -> None:
         path = self.layout.index_file
