@@ -179,8 +179,9 @@ def _rows(key: str, items: list[tuple[str, int]], unit: str, classes: dict[str, 
 
 
 def write_report(mem: Memory, path: Path | None = None) -> tuple[Path, dict]:
-    """Write the page (atomically; left alone if the bytes are the same) and return its path and the numbers."""
+    """Write the page (atomically; left alone if the bytes are the same) and return its path and the numbers.
+    Default: memory/.cache/report.html, derived and git-ignored (in memory/ it would be committed)."""
     data = collect(mem)
-    target = Path(path) if path else mem.layout.memory_dir / C.REPORT_FILE
+    target = Path(path) if path else mem.layout.cache_dir / C.REPORT_FILE
     atomic_write_many([(target, render(data).encode("utf-8"))])  # left alone when its bytes are already these
     return target, data

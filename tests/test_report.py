@@ -115,9 +115,10 @@ def parse(text: str) -> Page:
 
 def test_report_is_well_formed_self_contained_and_matches_collect(mem, root):
     path, data = write_report(mem)
-    assert path == root / "memory" / C.REPORT_FILE
+    assert path == root / "memory" / C.CACHE_DIR / C.REPORT_FILE  # derived and git-ignored: never committed with the memory
+    assert not (root / "memory" / C.REPORT_FILE).exists()
     page = parse(path.read_text(encoding="utf-8"))
-    assert data == collect(mem) | {"store_bytes": data["store_bytes"]}  # the page itself now adds to the store's size
+    assert data == collect(mem) | {"cache_bytes": data["cache_bytes"]}  # the page itself now adds to the cache's size
 
     assert {a["id"] for a in page.of("section")} == {"summary", "weeks", "topics", "importance", "compression", "entities"}
     assert {a["id"] for a in page.of("svg")} == {

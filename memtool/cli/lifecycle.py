@@ -197,7 +197,9 @@ def restore(
 
 def report(
     ctx: typer.Context,
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help=f"Where to write the page (default {C.MEMORY_DIR}/{C.REPORT_FILE})."),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", help=f"Where to write the page (default {C.MEMORY_DIR}/{C.CACHE_DIR}/{C.REPORT_FILE}: derived, git-ignored, never committed)."
+    ),
 ) -> None:
     """Write one self-contained HTML page with the numbers of `memory stats` as charts."""
     from memtool.report import write_report
