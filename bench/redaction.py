@@ -108,7 +108,7 @@ def through_memory(rows: list[dict]) -> tuple[list[str], str]:
     marks = [f"=== row {i} ===" for i in range(len(rows))]
     mem.compress("\n\n".join(f"{mark}\n{row['text']}" for mark, row in zip(marks, rows)) + "\n", session="redaction-bench")
     for mark, row in zip(marks, rows):
-        mem.log(f"{mark} {row['text']}")
+        mem.log(f"{mark}\n{row['text']}")  # the row on lines of its own: a rule that looks at the line start sees the row's
     files = [p for p in (root / "memory").rglob("*") if p.is_file() and ".cache" not in p.parts]
     everything = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in files)
     [kept] = [p.read_text(encoding="utf-8") for p in (root / "memory" / "transcripts").rglob("*.md")]
@@ -117,8 +117,8 @@ def through_memory(rows: list[dict]) -> tuple[list[str], str]:
     for i, mark in enumerate(marks):
         end = marks[i + 1] if i + 1 < len(marks) else None
         in_transcript = kept.split(mark + "\n", 1)[1].split("\n\n" + end, 1)[0] if end else kept.split(mark + "\n", 1)[1].rstrip("\n")
-        line = logged.split(mark + " ", 1)[1].split("\n- ", 1)[0].rstrip("\n")
-        in_log = "\n".join(part[2:] if n else part for n, part in enumerate(line.split("\n")))  # continuation lines are indented by two
+        line = logged.split(mark + "\n", 1)[1].split("\n- ", 1)[0].rstrip("\n")
+        in_log = "\n".join(part[2:] for part in line.split("\n"))  # continuation lines are indented by two
         parts.append(in_transcript + "\n\x00\n" + in_log)
     return parts, everything
 
