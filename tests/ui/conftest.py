@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import http.client
 import json
+import shutil
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Iterator
 from urllib.parse import urlsplit
 
 import pytest
@@ -29,16 +32,49 @@ Bob writes the retry tests for billing.
 """
 
 
-@pytest.fixture
-def seeded(root, fake_embedder, fake_compressor):
+def seed(root):
+    """A store of three entries (one untrusted, holding markup and a script) and a daily log."""
+    from tests.conftest import FakeCompressor, FakeEmbedder
+
     init(root)
-    mem = open_memory(root, embedder=fake_embedder, compressor=fake_compressor)
+    mem = open_memory(root, embedder=FakeEmbedder(), compressor=FakeCompressor())
     when = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)
     mem.compress(EXPORT, when=when, session="export", agent="claude")
     mem.compress(XSS, when=datetime(2026, 3, 3, 9, 0, tzinfo=timezone.utc), session="web", trusted=False, agent="codex")
     mem.compress(BILLING, when=datetime(2026, 3, 9, 9, 0, tzinfo=timezone.utc), session="billing", importance="high", agent="claude")
     mem.log("remember to rotate the staging keys", when=datetime(2026, 3, 9, 12, 0).astimezone())
     return mem
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory):
+    """The seeded store, made once; each test gets a copy (compressing takes most of a second)."""
+    base = tmp_path_factory.mktemp("ui-template")
+    with pytest.MonkeyPatch.context() as mp:
+        _own_home(mp, base)
+        seed(base / "root")
+    return base / "root"
+
+
+@pytest.fixture
+def seeded(root, template):
+    from tests.conftest import FakeCompressor, FakeEmbedder
+
+    shutil.copytree(template, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".lock"))
+    return open_memory(root, embedder=FakeEmbedder(), compressor=FakeCompressor())
+
+
+def _own_home(mp: pytest.MonkeyPatch, base) -> None:
+    """What the tests' autouse fixtures do, for a store made before them: its own HOME, no background
+    fill, and no embedder pinned by `memory init` (the store holds the fake embedder's vectors)."""
+    from memtool.providers import auto
+
+    mp.setattr(auto, "pin_embedder", lambda root: None)
+    for name in ("home", "root"):
+        (base / name).mkdir()
+    mp.setenv("HOME", str(base / "home"))
+    mp.setenv("XDG_CONFIG_HOME", str(base / "home" / ".config"))
+    mp.setenv("MEMTOOL_BACKGROUND_EMBED", "false")
 
 
 @dataclass
@@ -79,6 +115,7 @@ class Running:
     url: str
     port: int
     csrf: str
+    mem: object = None
 
     def client(self, **kw) -> Client:
         return Client(self.port, **kw)
@@ -106,9 +143,30 @@ def start(mem, hub=None) -> tuple[object, threading.Thread]:
     return server, thread
 
 
+@contextmanager
+def serving(mem, hub=None) -> Iterator[Running]:
+    server, thread = start(mem, hub)
+    try:
+        yield Running(server, server.url, server.port, server.keys.csrf)
+    finally:
+        server.stop()
+        thread.join(10)
+
+
 @pytest.fixture
 def ui(seeded):
-    server, thread = start(seeded)
-    yield Running(server, server.url, server.port, server.keys.csrf)
-    server.stop()
-    thread.join(10)
+    with serving(seeded) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """One seeded store and server for a module whose tests change nothing (the attacks): its own
+    HOME and config folder, like every test's."""
+    base = tmp_path_factory.mktemp("ui-shared")
+    with pytest.MonkeyPatch.context() as mp:
+        _own_home(mp, base)
+        mem = seed(base / "root")
+        with serving(mem) as running:
+            running.mem = mem
+            yield running

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from memtool.cli.main import app
 from memtool.store import Layout
 from memtool.ui.server import Hub
-from tests.ui.conftest import start
+from tests.ui.conftest import serving
 
 
 def cli(*args: str) -> str:
@@ -87,7 +87,9 @@ def test_context_is_the_bundle_of_memory_context_with_its_tokens_against_the_bud
 def test_an_entry_with_its_transcript_and_the_entries_around_it(ui, seeded):
     c = ui.signed_in()
     billing = ids_by_session(c)["billing"]
-    newer = seeded.compress("Billing queue moved to a Postgres outbox.\n", when=datetime(2026, 3, 10, tzinfo=timezone.utc), session="billing2", supersedes=[billing])
+    newer = seeded.compress(
+        "Billing queue moved to a Postgres outbox.\n", when=datetime(2026, 3, 10, tzinfo=timezone.utc), session="billing2", supersedes=[billing]
+    )
     old = c.json(f"/api/entry/{billing}")
     assert old["entry"] == json.loads(cli("show", billing, "--json"))
     assert old["transcript"].startswith("Billing queue: Postgres with SKIP LOCKED")
@@ -207,13 +209,8 @@ def test_a_file_changed_on_disk_is_announced_on_the_event_stream(seeded):
     from memtool.app import open_memory
     from memtool.ui.server import watch
 
-    hub = Hub()
-    server, thread = start(seeded, hub)
-    stop = threading.Event()
-    try:
-        from tests.ui.conftest import Running
-
-        run = Running(server, server.url, server.port, server.keys.csrf)
+    hub, stop = Hub(), threading.Event()
+    with serving(seeded, hub) as run:
         c = run.signed_in()
         got: list = []
         ready = threading.Event()
@@ -223,8 +220,5 @@ def test_a_file_changed_on_disk_is_announced_on_the_event_stream(seeded):
         deadline = time.monotonic() + 30
         while len(got) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert got[:2] == [{"type": "rebuilding"}, {"type": "synced"}]  # the watcher's first sync
-    finally:
         stop.set()
-        server.stop()
-        thread.join(10)
+        assert got[:2] == [{"type": "rebuilding"}, {"type": "synced"}]  # the watcher's first sync

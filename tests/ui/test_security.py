@@ -11,49 +11,49 @@ import pytest
 from memtool.ui.guard import CSP
 
 
-def test_it_listens_on_loopback_only(ui):
-    host, port = ui.server.sock.getsockname()
-    assert host == "127.0.0.1" and port == ui.port and port != 0
-    assert ui.url.startswith(f"http://127.0.0.1:{port}/?token=")
+def test_it_listens_on_loopback_only(shared):
+    host, port = shared.server.sock.getsockname()
+    assert host == "127.0.0.1" and port == shared.port and port != 0
+    assert shared.url.startswith(f"http://127.0.0.1:{port}/?token=")
 
 
 @pytest.mark.parametrize("path", ["/", "/api/timeline", "/api/search?q=export", "/static/app.js", "/api/events", "/nowhere"])
-def test_without_the_session_everything_is_refused(ui, path):
-    status, headers, body = ui.client().get(path)
+def test_without_the_session_everything_is_refused(shared, path):
+    status, headers, body = shared.client().get(path)
     assert status == 401
     assert b"export" not in body and "set-cookie" not in headers
 
 
-def test_a_wrong_token_gets_no_cookie(ui):
-    status, headers, _ = ui.client().get("/?token=" + "A" * 43)
+def test_a_wrong_token_gets_no_cookie(shared):
+    status, headers, _ = shared.client().get("/?token=" + "A" * 43)
     assert status == 401 and "set-cookie" not in headers
-    assert ui.client(cookie="memtool_ui_%d=%s" % (ui.port, "A" * 43)).get("/api/timeline")[0] == 401
+    assert shared.client(cookie="memtool_ui_%d=%s" % (shared.port, "A" * 43)).get("/api/timeline")[0] == 401
 
 
-def test_the_token_is_exchanged_for_a_strict_httponly_cookie(ui):
-    c = ui.client()
-    status, headers, _ = c.get("/?" + ui.url.split("?", 1)[1])
+def test_the_token_is_exchanged_for_a_strict_httponly_cookie(shared):
+    c = shared.client()
+    status, headers, _ = c.get("/?" + shared.url.split("?", 1)[1])
     assert status == 303 and headers["location"] == "/"
     cookie = headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    assert ui.server.keys.token not in cookie  # the cookie holds another secret than the URL
+    assert shared.server.keys.token not in cookie  # the cookie holds another secret than the URL
     c.cookie = cookie.split(";")[0]
     status, _, page = c.get("/")
-    assert status == 200 and ui.csrf.encode() in page
+    assert status == 200 and shared.csrf.encode() in page
 
 
 @pytest.mark.parametrize("host", ["evil.example:{port}", "127.0.0.1.nip.io:{port}", "127.0.0.1:1", "localhost", "", "[::1]:{port}"])
-def test_a_wrong_host_is_refused_even_with_the_session(ui, host):
-    c = ui.signed_in()
-    c.host = host.format(port=ui.port) or " "
+def test_a_wrong_host_is_refused_even_with_the_session(shared, host):
+    c = shared.signed_in()
+    c.host = host.format(port=shared.port) or " "
     status, _, body = c.get("/api/timeline")
     assert status == 403 and b"export" not in body
-    assert c.get("/?" + ui.url.split("?", 1)[1])[0] == 403  # nor is the token exchanged
+    assert c.get("/?" + shared.url.split("?", 1)[1])[0] == 403  # nor is the token exchanged
 
 
-def test_localhost_is_a_right_host(ui):
-    c = ui.signed_in()
-    c.host = f"localhost:{ui.port}"
+def test_localhost_is_a_right_host(shared):
+    c = shared.signed_in()
+    c.host = f"localhost:{shared.port}"
     assert c.get("/api/timeline")[0] == 200
 
 
@@ -61,41 +61,41 @@ def _entry_id(c) -> str:
     return next(i["id"] for i in c.json("/api/timeline")["items"] if i["kind"] == "entry")
 
 
-def test_a_post_without_the_csrf_token_changes_nothing(ui, seeded):
-    c = ui.signed_in()
+def test_a_post_without_the_csrf_token_changes_nothing(shared):
+    c = shared.signed_in()
     eid = _entry_id(c)
-    before = seeded.get(eid).summary
-    for csrf in (None, "wrong", ui.csrf + "x"):
+    before = shared.mem.get(eid).summary
+    for csrf in (None, "wrong", shared.csrf + "x"):
         status, _, _ = c.post(f"/api/entry/{eid}/edit", {"summary": "hijacked"}, csrf=csrf)
         assert status == 403
     assert c.post(f"/api/entry/{eid}/forget", csrf=None)[0] == 403
-    assert seeded.get(eid).summary == before
+    assert shared.mem.get(eid).summary == before
 
 
-def test_a_cross_site_post_is_refused_even_with_the_csrf_token(ui, seeded):
-    c = ui.signed_in()
+def test_a_cross_site_post_is_refused_even_with_the_csrf_token(shared):
+    c = shared.signed_in()
     eid = _entry_id(c)
-    before = seeded.get(eid).summary
+    before = shared.mem.get(eid).summary
     for head in ({"Origin": "http://evil.example"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"}):
-        assert c.post(f"/api/entry/{eid}/edit", {"summary": "hijacked"}, csrf=ui.csrf, headers=head)[0] == 403
+        assert c.post(f"/api/entry/{eid}/edit", {"summary": "hijacked"}, csrf=shared.csrf, headers=head)[0] == 403
     # a form post (what a cross-site page can send without CORS) is not JSON
     status, _, _ = c.request(
-        "POST", f"/api/entry/{eid}/edit", b"summary=hijacked", {"Content-Type": "application/x-www-form-urlencoded", "X-CSRF-Token": ui.csrf}
+        "POST", f"/api/entry/{eid}/edit", b"summary=hijacked", {"Content-Type": "application/x-www-form-urlencoded", "X-CSRF-Token": shared.csrf}
     )
     assert status == 403
-    assert seeded.get(eid).summary == before
+    assert shared.mem.get(eid).summary == before
 
 
 @pytest.mark.parametrize("method", ["PUT", "DELETE", "OPTIONS", "PATCH"])
-def test_other_methods_and_preflights_are_refused_without_cors(ui, method):
-    c = ui.signed_in()
+def test_other_methods_and_preflights_are_refused_without_cors(shared, method):
+    c = shared.signed_in()
     status, headers, _ = c.request(method, "/api/timeline", headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
     assert status == 405
     assert not [k for k in headers if k.startswith("access-control-")]
 
 
-def test_no_answer_carries_cors_headers_and_every_one_a_strict_csp(ui):
-    c = ui.signed_in()
+def test_no_answer_carries_cors_headers_and_every_one_a_strict_csp(shared):
+    c = shared.signed_in()
     for path in ("/", "/api/timeline", "/static/app.js", "/static/nope", "/api/entry/nope"):
         _, headers, _ = c.get(path, headers={"Origin": "http://evil.example"})
         assert not [k for k in headers if k.startswith("access-control-")], path
@@ -118,14 +118,14 @@ def test_no_answer_carries_cors_headers_and_every_one_a_strict_csp(ui):
         "/static/%2E%2E/api.py",
     ],
 )
-def test_path_traversal_is_refused(ui, path):
-    status, _, body = ui.signed_in().get(path)
+def test_path_traversal_is_refused(shared, path):
+    status, _, body = shared.signed_in().get(path)
     assert status in (400, 404), (status, body)
     assert b"root:" not in body and b"import" not in body and b"def " not in body
 
 
-def test_a_script_in_a_transcript_comes_back_as_data_for_text_nodes(ui):
-    c = ui.signed_in()
+def test_a_script_in_a_transcript_comes_back_as_data_for_text_nodes(shared):
+    c = shared.signed_in()
     item = next(i for i in c.json("/api/timeline?trust=untrusted")["items"])
     status, headers, raw = c.get(f"/api/entry/{item['id']}")
     assert status == 200 and headers["content-type"].startswith("application/json")
