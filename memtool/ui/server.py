@@ -17,6 +17,7 @@ import threading
 from importlib.resources import files
 from typing import Callable
 
+import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -49,6 +50,13 @@ class Hub:
     def leave(self, q: asyncio.Queue) -> None:
         with self._lock:
             self._queues = [(loop, other) for loop, other in self._queues if other is not q]
+
+    def close(self) -> None:
+        """End every event stream (the server is stopping: an open stream would hold it up)."""
+        with self._lock:
+            targets, self._queues = list(self._queues), []
+        for loop, q in targets:
+            loop.call_soon_threadsafe(q.put_nowait, None)
 
     def publish(self, event: dict) -> None:
         if event.get("type") in ("rebuilding", "synced"):
@@ -135,6 +143,8 @@ def build_app(mem: Memory, port: int, keys: Secrets, hub: Hub | None = None) -> 
                     except asyncio.TimeoutError:
                         yield ": still here\n\n"
                         continue
+                    if event is None:  # the server stops
+                        return
                     yield f"data: {json.dumps(event)}\n\n"
             finally:
                 hub.leave(q)
@@ -196,23 +206,34 @@ def watch(mem: Memory, hub: Hub, stop: threading.Event, reopen: Callable[[], Mem
     return thread
 
 
+class _Uvicorn(uvicorn.Server):
+    """uvicorn that ends the event streams when told to stop (Ctrl-C, SIGTERM), so it stops at once."""
+
+    def __init__(self, config: uvicorn.Config, hub: Hub):
+        super().__init__(config)
+        self.hub = hub
+
+    def handle_exit(self, sig, frame) -> None:
+        self.hub.close()
+        super().handle_exit(sig, frame)
+
+
 class Server:
     """uvicorn serving the app on a socket bound here; `url` holds the run's token."""
 
     def __init__(self, mem: Memory, hub: Hub | None = None):
-        import uvicorn
-
         self.keys, self.hub = Secrets(), hub or Hub()
         self.sock = bind()
         self.port = self.sock.getsockname()[1]
         self.url = f"http://{C.UI_HOST}:{self.port}/?token={self.keys.token}"
         app = build_app(mem, self.port, self.keys, self.hub)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False, date_header=False, timeout_graceful_shutdown=1)
-        self.uvicorn = uvicorn.Server(config)
+        self.uvicorn = _Uvicorn(config, self.hub)
 
     def run(self) -> None:
         """Serve until Ctrl-C (or `stop`)."""
         self.uvicorn.run(sockets=[self.sock])
 
     def stop(self) -> None:
+        self.hub.close()
         self.uvicorn.should_exit = True
