@@ -102,7 +102,7 @@ def _entry_item(e: Entry, replaced: dict[str, str]) -> dict:
 
 def daily_log(mem: Memory, day: str) -> dict:
     """The daily log of `day` (YYYY-MM-DD), as text."""
-    if not DAY_RE.match(day or ""):
+    if not DAY_RE.fullmatch(day or ""):
         raise BadInput(f"{day!r:.40} is not a day (YYYY-MM-DD)")
     problems: list[str] = []
     text = confine.read_optional_text(mem.layout.daily_log(day), C.MAX_DOC_BYTES, problems)
