@@ -54,6 +54,8 @@ def test_the_viewer_in_a_browser(seeded, browser):
         assert b.eval("document.querySelectorAll('#detail script, #detail img, #detail b').length") == 0
         assert b.eval("document.title") == "memtool" and b.eval("window.alerts.length") == 0
         assert b.eval("document.querySelector('#entry .untrusted').textContent") == "untrusted input"
+        assert "null" not in b.eval("document.getElementById('entry').innerText")
+        b.screenshot(ARTIFACTS / "ui-entry.png")
 
         # search, the matched words marked, then open the hit
         b.click("button[data-view=search]")

@@ -112,7 +112,8 @@ async function search() {
     hits.replaceChildren();
     data.hits.forEach((h, i) => {
       const isEntry = h.kind === "entry" || h.kind === "transcript";
-      hits.append(el("li", { class: "item hit", "data-id": h.id, "data-kind": h.kind, onclick: isEntry ? () => showEntry(h.id) : null },
+      const open = isEntry ? () => showEntry(h.id) : () => showText(h.kind + " · " + h.ref, h.text);
+      hits.append(el("li", { class: "item hit", "data-id": h.id, "data-kind": h.kind, onclick: open },
         el("span", { class: "meta" }, el("span", {}, h.score.toFixed(3)), el("span", { class: "badge" }, h.kind),
           el("span", {}, h.timestamp.slice(0, 10)), h.trusted ? null : el("span", { class: "badge untrusted" }, "untrusted"), el("span", {}, h.id)),
         el("div", { class: "summary" }, marked(data.marks[i].text)),
@@ -190,7 +191,7 @@ async function showEntry(id) {
       catch (err) { status.textContent = err.message; }
     };
     const editable = !d.archived;
-    box.replaceChildren(
+    box.replaceChildren(...[
       el("h2", { id: "e-id" }, e.id),
       el("p", { class: "meta" }, el("span", {}, e.timestamp), el("span", {}, "session " + e.source_session), el("span", {}, e.source + (e.agent ? " · " + e.agent : "")),
         el("span", { class: e.trusted ? "" : "untrusted" }, e.trusted ? "trusted" : "untrusted input"), el("span", {}, e.compression_ratio + " (" + e.tokens_original + " → " + e.tokens_compressed + " tokens)"),
@@ -203,10 +204,17 @@ async function showEntry(id) {
       el("p", { class: "meta" }, "people: " + e.entities.people.join(", "), " · systems: " + e.entities.systems.join(", ")),
       d.supersedes.length ? el("div", {}, el("h3", {}, "Supersedes"), el("ul", { id: "e-supersedes" }, ...d.supersedes.map(link))) : null,
       d.superseded_by.length ? el("div", {}, el("h3", {}, "Superseded by"), el("ul", { id: "e-superseded-by" }, ...d.superseded_by.map(link))) : null,
-      d.problems.length ? el("p", { class: "error" }, d.problems.join("; ")) : null);
+      d.problems.length ? el("p", { class: "error" }, d.problems.join("; ")) : null,
+    ].filter(Boolean));
     for (const input of [summary, decisions, actions, importance, pinned]) input.disabled = !editable;
     $("transcript").textContent = d.transcript === null ? "(no transcript kept)" : d.transcript + (d.transcript_cut ? "\n[… cut]" : "");
   } catch (err) { fail(box, err); }
+}
+
+function showText(title, text) {
+  $("detail").hidden = false;
+  $("entry").replaceChildren(el("h2", {}, title));
+  $("transcript").textContent = text;
 }
 
 async function showLog(day) {
