@@ -98,3 +98,23 @@ def test_a_page_without_the_token_shows_nothing_of_the_memory(seeded, browser):
         browser.goto(f"http://localhost:{ui.port}/?token=wrong")
         browser.wait("document.readyState === 'complete' && location.host.startsWith('localhost')")
         assert "token is not this run's" in browser.eval("document.body.innerText")
+
+
+def test_a_file_changed_on_disk_shows_on_the_open_page(seeded, browser):
+    import threading
+
+    from memtool.app import open_memory
+    from memtool.ui.server import Hub, watch
+    from tests.conftest import FakeEmbedder
+
+    hub, stop = Hub(), threading.Event()
+    with serving(seeded, hub) as ui:
+        browser.goto(ui.url)
+        browser.wait("document.querySelectorAll('#timeline .item').length === 4")
+        watch(seeded, hub, stop, lambda: open_memory(seeded.layout.root, embedder=FakeEmbedder()), lambda message: None)
+        try:
+            browser.wait("document.querySelectorAll('#timeline .item').length === 4 && document.getElementById('note').hidden")  # the first sync
+            (seeded.layout.memory_dir / "2026-03-11.md").write_text("# 2026-03-11\n- 09:00 a note written in an editor\n")
+            browser.wait("document.querySelector('#timeline .item .summary').textContent === 'Daily log 2026-03-11'", timeout=30)
+        finally:
+            stop.set()
