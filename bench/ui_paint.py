@@ -10,6 +10,8 @@ reference, each load in a fresh tab state (the cookie kept):
 - paint_ms: from the navigation's start to the first page of the timeline drawn (the page's
   `memtool-timeline` performance mark: the page, its script, /api/status and /api/timeline answered
   and rendered);
+- start_s: from `Server(mem)` called to the URL known (it reads the day files once, before);
+- first_ms: the same as paint_ms for the first load, the token URL (it redirects to `/`);
 - ref_ms: the same browser loading the viewer's smallest answer (/api/status), the floor of a load.
 Prints one JSON line: min / median / max of each, and their ratio of medians.
 """
@@ -53,7 +55,9 @@ def main(argv: list[str] | None = None) -> dict:
         shutil.rmtree(root, ignore_errors=True)
         built_s = build_store(root, args.entries, seed=1)
     mem = open_memory(root)
+    t = time.perf_counter()
     server = Server(mem)
+    start_s = time.perf_counter() - t
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.uvicorn.started:
@@ -62,7 +66,8 @@ def main(argv: list[str] | None = None) -> dict:
     base = f"http://127.0.0.1:{server.port}"
     paint, ref = [], []
     try:
-        load(b, server.url, "performance.getEntriesByName('memtool-timeline').length > 0")  # signs in; warms the server's caches
+        load(b, server.url, "performance.getEntriesByName('memtool-timeline').length > 0")  # signs in
+        first = b.eval("performance.getEntriesByName('memtool-timeline')[0].startTime")
         for _ in range(args.runs):
             load(b, base + "/", "performance.getEntriesByName('memtool-timeline').length > 0")
             paint.append(b.eval("performance.getEntriesByName('memtool-timeline')[0].startTime"))
@@ -82,6 +87,8 @@ def main(argv: list[str] | None = None) -> dict:
         "entries": args.entries,
         "timeline": items,
         "runs": args.runs,
+        "start_s": round(start_s, 2),
+        "first_ms": round(first),
         "paint_ms": stat(paint),
         "ref_ms": stat(ref),
         "paint_vs_ref": round(statistics.median(paint) / max(statistics.median(ref), 1e-9), 1),

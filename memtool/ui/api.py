@@ -1,5 +1,6 @@
 """What the viewer's routes answer: each a thin call of the core use case the CLI calls, its result as
-plain JSON data. Nothing here opens a file by a name a request gave: an entry id or a day is checked
+plain JSON data. A `Viewer` is the Memory and the day files already read (kept while a file's size
+and mtime stay the same: a page load on a 10,000-entry store reads none again). Nothing here opens a file by a name a request gave: an entry id or a day is checked
 against its pattern first and then handed to the core, which opens files through the root's
 confinement (memtool/confine.py). Text is returned as data; the page shows it with textContent.
 """
@@ -8,17 +9,39 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any, Mapping
 
 from memtool import confine
 from memtool import constants as C
-from memtool.dayfile import DAY_RE
-from memtool.errors import BadInput, NotFound
+from memtool.dayfile import DAY_RE, ParsedDays, read_day
+from memtool.errors import BadInput, NotFound, StoreCorrupt
+from memtool.fsutil import stat_sig
 from memtool.memory import Memory
 from memtool.models import ID_RE, Entry
 from memtool.search.docs import superseded_by
+
+
+@dataclass
+class Viewer:
+    mem: Memory
+    parsed: ParsedDays = field(default_factory=dict)
+
+    def entries(self, errors: list[str]) -> list[Entry]:
+        """Every live entry, as `Store.iter_entries` reads them; a day file unchanged since the last call is not read again."""
+        out: list[Entry] = []
+        for path in self.mem.layout.day_files():
+            sig = stat_sig(path)  # taken first: a file changed while read is read again next time
+            try:
+                entries = read_day(path, self.parsed)
+            except (StoreCorrupt, UnicodeDecodeError) as exc:
+                errors.append(str(exc))
+                continue
+            self.parsed[str(path)] = (sig, entries)
+            out.extend(entries)
+        return out
+
 
 KINDS = {"entry": ("entry", "transcript"), "log": ("log",), "memory": ("memory",), "": ("entry", "transcript", "log", "memory")}
 WORD_RE = re.compile(r"\w{2,}")
@@ -44,7 +67,7 @@ def _int(params: Mapping[str, str], name: str, default: int, low: int, high: int
 
 
 # -- timeline ------------------------------------------------------------------------------------
-def timeline(mem: Memory, params: Mapping[str, str]) -> dict:
+def timeline(viewer: Viewer, params: Mapping[str, str]) -> dict:
     """Entries newest first, filtered (since/until: dates or periods as the CLI takes them, topic,
     importance: at least this, agent, trust: trusted/untrusted), and the daily logs of the period when
     no entry-only filter is set; one page of UI_PAGE items from `offset`."""
@@ -59,10 +82,9 @@ def timeline(mem: Memory, params: Mapping[str, str]) -> dict:
     if trust not in ("", "trusted", "untrusted"):
         raise BadInput("trust must be trusted or untrusted")
     errors: list[str] = []
-    entries = list(mem.store.iter_entries(errors))
+    mem, entries = viewer.mem, viewer.entries(errors)
     topics = Counter(t for e in entries for t in e.topics)
     agents = sorted({e.agent for e in entries if e.agent})
-    replaced = superseded_by(entries)
 
     def keep(e: Entry) -> bool:
         return (
@@ -74,19 +96,17 @@ def timeline(mem: Memory, params: Mapping[str, str]) -> dict:
             and (not trust or e.trusted == (trust == "trusted"))
         )
 
-    items = [_entry_item(e, replaced) for e in entries if keep(e)]
+    rows: list[tuple[str, str, Entry | None]] = [(e.timestamp, e.id, e) for e in entries if keep(e)]
     if not (topic or importance or agent or trust):
         days = sorted(p.stem for p in mem.layout.memory_dir.glob("*.md") if DAY_RE.match(p.stem))
-        items += [
-            {"kind": "log", "id": day, "day": day, "timestamp": f"{day}T23:59:59.999Z"}
-            for day in days
-            if (not start or day >= start) and (not end or day < end)
-        ]
-    items.sort(key=lambda i: (i["timestamp"], i["id"]), reverse=True)
+        rows += [(f"{day}T23:59:59.999Z", day, None) for day in days if (not start or day >= start) and (not end or day < end)]
+    rows.sort(key=lambda r: (r[0], r[1]), reverse=True)
     offset = _int(params, "offset", 0, 0, 10**9)
+    replaced = superseded_by(entries)
+    items = [_entry_item(e, replaced) if e else {"kind": "log", "id": key, "day": key, "timestamp": ts} for ts, key, e in rows[offset : offset + C.UI_PAGE]]
     return {
-        "items": items[offset : offset + C.UI_PAGE],
-        "total": len(items),
+        "items": items,
+        "total": len(rows),
         "offset": offset,
         "page": C.UI_PAGE,
         "topics": [t for t, _ in topics.most_common(200)],
@@ -100,8 +120,9 @@ def _entry_item(e: Entry, replaced: dict[str, str]) -> dict:
     return {"kind": "entry", "day": e.day, "superseded_by": replaced.get(e.id, ""), **{k: getattr(e, k) for k in keys}}
 
 
-def daily_log(mem: Memory, day: str) -> dict:
+def daily_log(viewer: Viewer, day: str) -> dict:
     """The daily log of `day` (YYYY-MM-DD), as text."""
+    mem = viewer.mem
     if not DAY_RE.fullmatch(day or ""):
         raise BadInput(f"{day!r:.40} is not a day (YYYY-MM-DD)")
     problems: list[str] = []
@@ -112,13 +133,13 @@ def daily_log(mem: Memory, day: str) -> dict:
 
 
 # -- search and context --------------------------------------------------------------------------
-def search(mem: Memory, params: Mapping[str, str]) -> dict:
+def search(viewer: Viewer, params: Mapping[str, str]) -> dict:
     """`memory search` with the same options, as the CLI builds its Query: hits as `--json` prints
     them, each with its text and passage cut into highlighted and plain runs."""
     from memtool.dates import parse_period
     from memtool.search.engine import Query
 
-    text = params.get("q", "").strip()
+    mem, text = viewer.mem, params.get("q", "").strip()
     if not text:
         raise BadInput("give something to search for")
     importance, kind = params.get("importance") or None, params.get("kind", "")
@@ -161,16 +182,18 @@ def highlight(text: str, query: str) -> list[list]:
     return out
 
 
-def context(mem: Memory, params: Mapping[str, str]) -> dict:
+def context(viewer: Viewer, params: Mapping[str, str]) -> dict:
     """`memory context QUERY --budget N --json`: the bundle an agent would get, its tokens against the budget."""
+    mem = viewer.mem
     budget = _int(params, "budget", mem.settings.budget, 1, 10**7) if params.get("budget") else None
     res = mem.context(params.get("q", "").strip() or None, budget=budget)
     return asdict(res)
 
 
 # -- one entry -------------------------------------------------------------------------------------
-def entry(mem: Memory, value: str) -> dict:
+def entry(viewer: Viewer, value: str) -> dict:
     """`memory show ID --json`, with its kept transcript and the entries it supersedes and that supersede it."""
+    mem = viewer.mem
     shown = mem.show(entry_id(value))
     if shown is None:
         raise NotFound(f"no entry with id {value}. Search lists ids.")
@@ -181,7 +204,7 @@ def entry(mem: Memory, value: str) -> dict:
         if transcript is not None and len(transcript) > C.UI_TRANSCRIPT_CHARS:
             transcript, cut = transcript[: C.UI_TRANSCRIPT_CHARS], True
     errors: list[str] = []
-    others = {e.id: e for e in mem.store.iter_entries(errors)}
+    others = {e.id: e for e in viewer.entries(errors)}
     me = shown.entry
     return {
         "entry": me.to_dict(),
@@ -199,38 +222,40 @@ def _link(e: Entry | None, eid: str) -> dict:
     return {"id": eid, "summary": e.summary if e else "", "day": e.day if e else "", "live": e is not None}
 
 
-def edit(mem: Memory, value: str, body: Any) -> dict:
+def edit(viewer: Viewer, value: str, body: Any) -> dict:
     """`memory edit ID --summary ... --importance ...`: the fields in `body` (a JSON object)."""
     from memtool.edit import edit_entry
 
     if not isinstance(body, dict):
         raise BadInput("send the fields to change as a JSON object")
-    return asdict(edit_entry(mem, entry_id(value), body))
+    return asdict(edit_entry(viewer.mem, entry_id(value), body))
 
 
-def forget(mem: Memory, value: str) -> dict:
+def forget(viewer: Viewer, value: str) -> dict:
     """`memory forget ID --yes`."""
     from memtool.forget import forget as run
 
+    mem = viewer.mem
     report = run(mem.layout, [entry_id(value)], mem.settings.compressor)
     mem.invalidate()
     return asdict(report)
 
 
-def archive(mem: Memory, value: str) -> dict:
+def archive(viewer: Viewer, value: str) -> dict:
     """`memory archive ID`."""
     from memtool.archive import archive_ids
 
+    mem = viewer.mem
     report = archive_ids(mem.layout, mem.settings, [entry_id(value)])
     mem.invalidate()
     return asdict(report)
 
 
-def promote(mem: Memory, value: str, body: Any) -> dict:
+def promote(viewer: Viewer, value: str, body: Any) -> dict:
     """`memory promote ID [--section S]`."""
     from memtool.promote import promote_entry
 
-    section = body.get("section") if isinstance(body, dict) else None
+    mem, section = viewer.mem, body.get("section") if isinstance(body, dict) else None
     if section is not None and not isinstance(section, str):
         raise BadInput("section must be text")
     p = promote_entry(mem, entry_id(value), section or None)
@@ -239,16 +264,18 @@ def promote(mem: Memory, value: str, body: Any) -> dict:
 
 
 # -- pictures --------------------------------------------------------------------------------------
-def pictures(mem: Memory) -> dict:
+def pictures(viewer: Viewer) -> dict:
     """`memory stats --json`'s numbers and what the charts draw: sessions per week, the most named
     topics per week, compression ratios, and the people/systems graph of `memory entities` (names
     linked by the entries naming both)."""
     from memtool.entities import collect_entities
     from memtool.stats import collect, week_series
 
-    d = collect(mem)
+    errors: list[str] = []
+    entries = viewer.entries(errors)
+    d = collect(viewer.mem, entries)
+    d["problems"] = errors
     weeks = week_series(d["entries_per_week"])
-    entries = list(mem.store.iter_entries([]))
     found = collect_entities(entries, ("people", "systems", "topics"))
     top = [t.name for t in found["topics"][: C.UI_TOPIC_SERIES]]
     index = {w: i for i, (w, _) in enumerate(weeks)}

@@ -73,10 +73,12 @@ def _status(exc: MemtoolError) -> int:
 
 def build_app(mem: Memory, port: int, keys: Secrets, hub: Hub | None = None) -> Guard:
     """The app for `mem`, behind its Guard (memtool/ui/guard.py) for this port and these secrets."""
-    hub = hub or Hub()
+    hub, viewer = hub or Hub(), api.Viewer(mem)
     lock = threading.Lock()
     static = {name: files("memtool.ui").joinpath("static", name).read_bytes() for name in STATIC}
     page = files("memtool.ui").joinpath("static", "index.html").read_text("utf-8").replace("{{csrf}}", keys.csrf)
+
+    viewer.entries([])  # the day files read now, before the URL is given: the page's first timeline reads none
 
     def answer(call: Callable[[], dict]) -> Response:
         try:
@@ -96,13 +98,13 @@ def build_app(mem: Memory, port: int, keys: Secrets, hub: Hub | None = None) -> 
 
     def read(view: Callable) -> Callable:
         def route(request: Request) -> Response:
-            return answer(lambda: view(mem, dict(request.query_params)))
+            return answer(lambda: view(viewer, dict(request.query_params)))
 
         return route
 
     def one(view: Callable) -> Callable:
         def route(request: Request) -> Response:
-            return answer(lambda: view(mem, request.path_params["ref"]))
+            return answer(lambda: view(viewer, request.path_params["ref"]))
 
         return route
 
@@ -113,7 +115,7 @@ def build_app(mem: Memory, port: int, keys: Secrets, hub: Hub | None = None) -> 
             except BadInput as exc:
                 return JSONResponse({"error": str(exc)}, status_code=400)
             args = (body,) if with_body else ()
-            done = await asyncio.to_thread(answer, lambda: view(mem, request.path_params["ref"], *args))
+            done = await asyncio.to_thread(answer, lambda: view(viewer, request.path_params["ref"], *args))
             if done.status_code == 200:
                 hub.publish({"type": "changed"})
             return done
@@ -159,7 +161,7 @@ def build_app(mem: Memory, port: int, keys: Secrets, hub: Hub | None = None) -> 
         Route("/api/timeline", read(api.timeline)),
         Route("/api/search", read(api.search)),
         Route("/api/context", read(api.context)),
-        Route("/api/pictures", lambda request: answer(lambda: api.pictures(mem))),
+        Route("/api/pictures", lambda request: answer(lambda: api.pictures(viewer))),
         Route("/api/log/{ref}", one(api.daily_log)),
         Route("/api/entry/{ref}", one(api.entry)),
         Route("/api/entry/{ref}/edit", change(api.edit, with_body=True), methods=["POST"]),

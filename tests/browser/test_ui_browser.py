@@ -87,6 +87,8 @@ def test_the_viewer_in_a_browser(seeded, browser):
         b.click("button[data-view=pictures]")
         b.wait("document.querySelectorAll('#p-weeks rect.bar').length === 2")
         assert b.eval("[...document.querySelectorAll('#p-weeks rect.bar')].map((r) => r.dataset.label)") == ["2026-W10", "2026-W11"]
+        assert b.eval("[...document.querySelectorAll('#p-topics polyline')].map((r) => r.dataset.label)") == ["general"]
+        b.screenshot(ARTIFACTS / "ui-pictures.png")
 
 
 def test_a_page_without_the_token_shows_nothing_of_the_memory(seeded, browser):
