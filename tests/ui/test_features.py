@@ -222,3 +222,13 @@ def test_a_file_changed_on_disk_is_announced_on_the_event_stream(seeded):
             time.sleep(0.05)
         stop.set()
         assert got[:2] == [{"type": "rebuilding"}, {"type": "synced"}]  # the watcher's first sync
+
+
+def test_a_day_file_edited_by_hand_shows_at_the_next_load(ui, seeded):
+    c = ui.signed_in()
+    assert "user: The nightly export job" in [i.get("summary") for i in c.json("/api/timeline")["items"]][-1]
+    day = Layout(seeded.layout.root).day_file("2026-03-02")
+    doc = json.loads(day.read_text())
+    doc["entries"][0]["summary"] = "Edited in an editor."
+    day.write_text(json.dumps(doc, indent=2) + "\n")
+    assert [i.get("summary") for i in c.json("/api/timeline")["items"]][-1] == "Edited in an editor."
