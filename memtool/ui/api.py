@@ -61,7 +61,7 @@ def _int(params: Mapping[str, str], name: str, default: int, low: int, high: int
     raw = params.get(name, "")
     if not raw:
         return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
+    if not re.fullmatch(r"[0-9]{1,12}", raw) or not low <= int(raw) <= high:
         raise BadInput(f"{name} must be a whole number from {low} to {high}")
     return int(raw)
 

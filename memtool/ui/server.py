@@ -88,9 +88,11 @@ def build_app(mem: Memory, port: int, keys: Secrets, hub: Hub | None = None) -> 
             return JSONResponse({"error": str(exc)}, status_code=_status(exc))
 
     async def body_of(request: Request):
-        data = await request.body()
-        if len(data) > C.UI_MAX_BODY_BYTES:
-            raise BadInput("the request is too large")
+        data = b""
+        async for chunk in request.stream():  # at most the cap (and one chunk) is ever held
+            data += chunk
+            if len(data) > C.UI_MAX_BODY_BYTES:
+                raise BadInput("the request is too large")
         try:
             return json.loads(data or b"{}")
         except ValueError:

@@ -232,3 +232,11 @@ def test_a_day_file_edited_by_hand_shows_at_the_next_load(ui, seeded):
     doc["entries"][0]["summary"] = "Edited in an editor."
     day.write_text(json.dumps(doc, indent=2) + "\n")
     assert [i.get("summary") for i in c.json("/api/timeline")["items"]][-1] == "Edited in an editor."
+
+
+def test_the_timeline_pages_and_refuses_a_bad_offset(ui):
+    c = ui.signed_in()
+    assert [i["kind"] for i in c.json("/api/timeline?offset=3")["items"]] == ["entry"]
+    for bad in ("-1", "x", "%C2%B2", "1e3"):
+        status, _, body = c.get("/api/timeline?offset=" + bad)
+        assert status == 400 and b"offset must be a whole number" in body, bad

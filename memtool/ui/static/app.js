@@ -58,7 +58,7 @@ function show(view) {
 for (const b of document.querySelectorAll(".tab")) b.addEventListener("click", () => show(b.dataset.view));
 
 // -- timeline ----------------------------------------------------------------------------------
-let offset = 0;
+let offset = 0, page = 0;
 function filters() {
   return { since: $("f-since").value, until: $("f-until").value, topic: $("f-topic").value,
            importance: $("f-importance").value, agent: $("f-agent").value, trust: $("f-trust").value };
@@ -76,11 +76,12 @@ function badges(e) {
 }
 
 async function timeline(more) {
-  offset = more ? offset + 200 : 0;
+  offset = more ? offset + page : 0;
   const list = $("timeline");
   try {
     const data = await get("/api/timeline", { ...filters(), offset });
     if (!more) list.replaceChildren();
+    page = data.page;
     for (const item of data.items) {
       const open = item.kind === "log" ? () => showLog(item.day) : () => showEntry(item.id);
       list.append(el("li", { class: "item", "data-id": item.id, "data-kind": item.kind, onclick: open },
