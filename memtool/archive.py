@@ -19,7 +19,7 @@ from memtool import confine
 from memtool import constants as C
 from memtool.config import Settings
 from memtool.dayfile import DAY_RE, ID_DAY_RE, day_document, read_day
-from memtool.errors import StorageError
+from memtool.errors import NotFound, StorageError
 from memtool.fsutil import atomic_write_bytes, atomic_write_text, dumps_json, fsync_dir
 from memtool.models import Entry, parse_iso, utcnow
 from memtool.store import Layout, Store
@@ -130,6 +130,30 @@ def archive(layout: Layout, settings: Settings, dry_run: bool = False, now: date
         if entries and not dry_run:
             _move_entries(layout, entries)
         if not dry_run and (entries or report.resolved):
+            store.rebuild_index(settings.compressor)
+    return report
+
+
+def archive_ids(layout: Layout, settings: Settings, ids: list[str], dry_run: bool = False) -> ArchiveReport:
+    """`memory archive ID...`: move these live entries to memory/archive/YYYY/ whatever their age,
+    pinned or important ones too (they were named); no daily log moves. Every id must name a live
+    entry, else nothing moves (NotFound)."""
+    ids = list(dict.fromkeys(i.strip() for i in ids))
+    store = Store(layout)
+    report = ArchiveReport(dry_run, log_retention_days=settings.log_retention_days, entry_retention_days=settings.entry_retention_days)
+    with store.lock():
+        _resolve(layout, store, report, dry_run)
+        wanted = set(ids)
+        entries = [(path, e) for path in layout.day_files() for e in read_day(path) if e.id in wanted]
+        missing = wanted - {e.id for _, e in entries}
+        if missing:
+            archived = [i for i in sorted(missing) if get_archived(layout, i) is not None]
+            raise NotFound(
+                f"entry {archived[0]} is already archived" if archived else f"no live entry with id {sorted(missing)[0]}. `memory search` lists ids."
+            )
+        report.entries = [e.id for _, e in entries]
+        if not dry_run:
+            _move_entries(layout, entries)
             store.rebuild_index(settings.compressor)
     return report
 
@@ -270,4 +294,4 @@ def _unlink(path: Path) -> None:
     fsync_dir(path.parent)
 
 
-__all__ = ["ArchiveLayout", "ArchiveReport", "archive", "archive_layouts", "get_archived"]
+__all__ = ["ArchiveLayout", "ArchiveReport", "archive", "archive_ids", "archive_layouts", "get_archived"]

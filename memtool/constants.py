@@ -183,3 +183,15 @@ HOOK_LOG_MAX_BYTES = 1024 * 1024  # the hooks log is rotated (to hooks.log.1) pa
 # agent, not said by anyone, and is never compressed into an entry.
 INJECTED_TAG = "memtool-context"
 INJECTED_TAGS = (INJECTED_TAG, "hook_context")
+
+# --- the browser viewer (`memory ui`, memtool/ui/) ------------------------------------------------
+UI_HOST = "127.0.0.1"  # the only address it binds; the port is a free one the system picks
+UI_TOKEN_BYTES = 32  # random bytes of the per-run URL token, the session cookie and the CSRF token
+UI_COOKIE = "memtool_ui"  # the session cookie's name; the port is appended (cookies are shared across ports)
+UI_PAGE = 200  # timeline items per page
+UI_TRANSCRIPT_CHARS = 400_000  # most characters of a kept transcript shown beside its entry
+UI_GRAPH_NODES = 30  # people and systems drawn in the graph (most mentioned)
+UI_GRAPH_EDGES = 80  # links drawn between them (most shared entries)
+UI_TOPIC_SERIES = 6  # topics drawn over time (most mentioned)
+UI_HEARTBEAT_S = 15.0  # a comment line on the event stream this often keeps proxies and browsers from closing it
+UI_MAX_BODY_BYTES = 1024 * 1024  # most bytes read from one POST body

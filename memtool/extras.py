@@ -16,6 +16,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "gemini": ("google.genai", "google-genai"),
     "mcp": ("mcp", "mcp"),
     "openai": ("openai", "openai"),  # the openai compressor (any OpenAI-compatible endpoint)
+    "ui": ("uvicorn", "uvicorn"),  # `memory ui`: uvicorn and Starlette (the mcp extra brings both too)
 }
 
 

@@ -12,6 +12,7 @@ from memtool import constants as C
 from memtool.dayfile import DAY_RE
 from memtool.entities import collect_entities
 from memtool.memory import Memory
+from memtool.models import Entry
 
 SPARK = "▁▂▃▄▅▆▇█"
 
@@ -25,10 +26,11 @@ def _size(folder) -> int:
     return total
 
 
-def collect(mem: Memory) -> dict:
+def collect(mem: Memory, entries: list[Entry] | None = None) -> dict:
+    """The numbers; `entries`: the store's entries when the caller has read them already (`memory ui`)."""
     layout = mem.layout
     errors: list[str] = []
-    entries = list(mem.store.iter_entries(errors))
+    entries = list(mem.store.iter_entries(errors)) if entries is None else entries
     embedded = {de.name[: -len(C.VECTOR_SUFFIX)] for de in layout.embedding_files()}
     weeks = Counter(f"{y}-W{w:02d}" for y, w, _ in (date.fromisoformat(e.day).isocalendar() for e in entries))
     ratios = [e.tokens_original / max(e.tokens_compressed, 1) for e in entries]

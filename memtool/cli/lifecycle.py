@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
@@ -20,18 +20,20 @@ TABLE_LIMIT = 25  # names per kind in the `memory entities` table unless --limit
 
 def archive(
     ctx: typer.Context,
+    ids: Optional[List[str]] = typer.Argument(None, help="Entry ids to archive now, whatever their age (pinned ones too). Default: by age."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would move."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Move daily logs older than log_retention_days and entries older than entry_retention_days
     to memory/archive/YYYY/. Pinned, high and critical entries stay. Nothing is deleted, and
-    `memory search --archive` still finds what moved."""
+    `memory search --archive` still finds what moved. With ids: only those entries move, now."""
     from memtool.archive import archive as run
+    from memtool.archive import archive_ids
     from memtool.config import load_settings
 
     layout = layout_of(ctx)
     settings = load_settings(layout.root)
-    report = run(layout, settings, dry_run=dry_run)
+    report = archive_ids(layout, settings, ids, dry_run=dry_run) if ids else run(layout, settings, dry_run=dry_run)
     if as_json:
         print_json(report)
         return
@@ -40,7 +42,7 @@ def archive(
     echo_lines(f"{verb} {line}" for line in report.logs)
     echo_lines(f"{verb} entry {entry_id} -> memory/archive/{entry_id[4:8]}/" for entry_id in report.entries)
     kept = [f"{len(report.kept_pinned)} pinned"] * bool(report.kept_pinned) + [f"{len(report.kept_important)} high/critical"] * bool(report.kept_important)
-    windows = f"logs older than {settings.log_retention_days} days, entries older than {settings.entry_retention_days} days"
+    windows = "named by id" if ids else f"logs older than {settings.log_retention_days} days, entries older than {settings.entry_retention_days} days"
     if not report.logs and not report.entries:
         echo(f"nothing to archive ({windows})" + (f"; kept live: {', '.join(kept)}" if kept else ""))
         return

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from memtool.cli import config as config_cli
-from memtool.cli import demo, doctor, hooks, lifecycle, read, serve, write
+from memtool.cli import demo, doctor, hooks, lifecycle, read, serve, ui, write
 from memtool.cli import git as git_cli
 from memtool.cli import sync as sync_cli
 from memtool.cli.common import command_group, echo
@@ -45,7 +45,7 @@ def main(
     ctx.obj = {"root": root}
 
 
-for module in (write, read, lifecycle, sync_cli, doctor, serve, demo):
+for module in (write, read, lifecycle, sync_cli, doctor, serve, ui, demo):
     for command in module.COMMANDS:  # named after the function
         app.command()(command)
 app.add_typer(hooks.app, name="hooks")

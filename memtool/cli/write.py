@@ -239,4 +239,29 @@ def forget(
         )
 
 
-COMMANDS = (init, log, compress, forget)  # registered in this order by memtool.cli.main
+def edit(
+    ctx: typer.Context,
+    entry_id: str = typer.Argument(..., help="Entry id, e.g. ctx-20260207-1a2b3c4d."),
+    summary: Optional[str] = typer.Option(None, "--summary", help="The new summary."),
+    decisions: Optional[List[str]] = typer.Option(None, "--decision", help="A decision (repeatable; replaces the list). --no-decisions empties it."),
+    no_decisions: bool = typer.Option(False, "--no-decisions", help="Empty the list of decisions."),
+    action_items: Optional[List[str]] = typer.Option(None, "--action-item", help="An action item (repeatable; replaces the list)."),
+    no_action_items: bool = typer.Option(False, "--no-action-items", help="Empty the list of action items."),
+    importance: Optional[str] = typer.Option(None, "--importance", help="low, medium, high or critical."),
+    pinned: Optional[bool] = typer.Option(None, "--pin/--unpin", help="Pin the entry (never archived, never decayed), or unpin it."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Correct fields of a stored entry in its day file, as a hand edit would: nothing else of it changes."""
+    from memtool.edit import edit_entry
+
+    changes: dict = {"summary": summary, "importance": importance, "pinned": pinned}
+    changes["decisions"] = [] if no_decisions else decisions
+    changes["action_items"] = [] if no_action_items else action_items
+    done = edit_entry(open_from(ctx), entry_id, {k: v for k, v in changes.items() if v is not None})
+    if as_json:
+        print_json(done)
+        return
+    typer.echo(f"edited {done.id}: {', '.join(done.changed)} in {done.day_file}" if done.changed else f"{done.id}: already so; nothing changed")
+
+
+COMMANDS = (init, log, compress, forget, edit)  # registered in this order by memtool.cli.main

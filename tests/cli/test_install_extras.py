@@ -17,9 +17,9 @@ BLOCKER = """
 import sys
 
 class Blocker:
-    '''As if google-genai and mcp were not installed.'''
+    '''As if google-genai, mcp, uvicorn and starlette were not installed.'''
     def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] == 'mcp' or name.startswith('google.genai'):
+        if name.split('.')[0] in ('mcp', 'uvicorn', 'starlette') or name.startswith('google.genai'):
             raise ModuleNotFoundError(f'No module named {name!r}', name=name)
         return None
 
@@ -54,6 +54,7 @@ def test_the_default_install_compresses_and_searches_without_the_extras(root, en
     ("args", "extra"),
     [
         (("serve",), "mcp"),
+        (("ui", "--no-browser"), "ui"),
         (("compress", "s1.md", "--provider", "gemini"), "gemini"),
     ],
 )

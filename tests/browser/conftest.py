@@ -1,0 +1,1 @@
+from tests.ui.conftest import seeded, template  # noqa: F401  (the seeded store of the HTTP tests)
