@@ -422,17 +422,32 @@ def _superseded(cands: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]
     """Choices without those a later one changed: the same setting given another value ("we'll keep
     the limit at 512Mi", later "raise the limit to 768Mi")."""
 
-    def settings(text: str) -> dict[str, str]:
-        return {m.group(1).lower(): m.group(2).lower() for m in SETTING_RE.finditer(text)}
+    # One pass from the last choice back (linear, not each choice against every later one): per
+    # setting name, the latest turn it was given in by the choices after this one, and the latest
+    # turn any other value was; `other` of this value then tells whether a later turn changed it.
+    latest: dict[str, tuple[tuple[int, str], tuple[int, str]]] = {}  # name -> ((turn, value) latest, (turn, value) latest of another value)
+    none = (-1, "")
 
-    out = []
-    for k, (_, i, c) in enumerate(cands):
-        mine = settings(c)
-        later = [settings(d) for _, j, d in cands[k + 1 :] if j > i]
-        if any(name in other and other[name] != value for name, value in mine.items() for other in later):
-            continue
-        out.append(cands[k])
-    return out
+    def changed_later(name: str, value: str, turn: int) -> bool:
+        best, second = latest.get(name, (none, none))
+        return (best if best[1] != value else second)[0] > turn
+
+    def given(name: str, value: str, turn: int) -> None:
+        best, second = latest.get(name, (none, none))
+        if value == best[1]:
+            latest[name] = ((max(turn, best[0]), value), second)
+        elif turn > best[0]:
+            latest[name] = ((turn, value), best)
+        else:
+            latest[name] = (best, (turn, value) if turn > second[0] else second)
+
+    keep = []
+    for cand in reversed(cands):
+        mine = {m.group(1).lower(): m.group(2).lower() for m in SETTING_RE.finditer(cand[2])}
+        keep.append(not any(changed_later(name, value, cand[1]) for name, value in mine.items()))
+        for name, value in mine.items():
+            given(name, value, cand[1])
+    return [c for c, kept in zip(cands, reversed(keep)) if kept]
 
 
 def _option(before: list[Part], which: str) -> str:
