@@ -653,12 +653,13 @@ def _keywords(said: list[Part], idf, people: list[str], text: str = "") -> list[
     branches = {b.lower() for b in re.findall(r"(?m)^session: .*?\bbranch (\S+)", text)}
     named = {w.lower() for n in people for w in n.split()}
     raw = Counter(w.lower() for p in said for w in TOKEN_RE.findall(p.text))
+    measured = _measured(said)
     scored = []
     for low, c in raw.items():
         number = bool(re.fullmatch(r"\d[\d.]*", low))
         if (len(low) < 3 and not number) or low in named or low in SENTENCE_WORDS or low in MONTHS_DAYS or low in STOPWORDS or low in MARKUP_WORDS:
             continue
-        if number and (len(low) > 7 or not _measured(low, said)):
+        if number and (len(low) > 7 or low not in measured):
             continue  # a bare number counts only where it is a measurement ("38 ms", "from 71% to 64%")
         if "/" in low and (low.startswith(("/", "home", "tmp", "usr")) or low.count("/") > 3):
             continue
@@ -672,10 +673,39 @@ def _keywords(said: list[Part], idf, people: list[str], text: str = "") -> list[
     return [w for _, w in scored]
 
 
-def _measured(number: str, said: list[Part]) -> bool:
-    """Whether a number is said with a unit ("38 ms", "4,210 ms", "64%"), or as one side of a change
-    ("500 -> 100", "from 71% to 64%")."""
-    n = rf"(?<![\w.,])(?:\d{{1,3}},)?{re.escape(number)}(?![\d,])"
-    unit = r"(?:[.,]\d+)?\s?(?:%|(?:ms|s|sec|seconds?|minutes?|hours?|days?|mi?b|gi?b|mib/s|mb/s|mi|gi|rows|tests?|x|files?|warnings?|partitions?|shards?)\b)"
-    pattern = re.compile(rf"{n}{unit}|(?:->|→|\bto\b|\bfrom\b)\s*{n}|{n}\s*(?:->|→)", re.I)
-    return any(pattern.search(p.text) for p in said)
+MEASURE_UNIT_RE = re.compile(
+    r"(?:[.,]\d+)?\s?(?:%|(?:ms|s|sec|seconds?|minutes?|hours?|days?|mi?b|gi?b|mib/s|mb/s|mi|gi|rows|tests?|x|files?|warnings?|partitions?|shards?)\b)", re.I
+)
+ARROW_RE = re.compile(r"\s*(?:->|→)")
+NUMBER_AT_RE = re.compile(r"(?<![\w.,])(?:\d{1,3},)?(\d[\d.]*)")  # a number where one starts ("4,210": the 210), its digits and dots
+
+
+def _measured(said: list[Part]) -> set[str]:
+    """The numbers said with a unit ("38 ms", "4,210 ms", "64%"), or as one side of a change ("500 ->
+    100", "from 71% to 64%"); of "1.5.2 ms", "1.5" and "1.5.2". One pass over the text, not one per
+    number (a long session names thousands)."""
+    out: set[str] = set()
+    for p in said:
+        t = p.text
+        for m in NUMBER_AT_RE.finditer(t):
+            run, end = m.group(1), m.end(1)
+            ends = [i for i, ch in enumerate(run) if ch == "."] + ([len(run)] if end == len(t) or t[end] != "," else [])  # "12,5": none ends at 12
+            before = _said_before(t, m.start())
+            for k in ends:
+                if before or MEASURE_UNIT_RE.match(t, m.start(1) + k) or ARROW_RE.match(t, m.start(1) + k):
+                    out.add(run[:k].lower())
+    return out
+
+
+def _said_before(text: str, start: int) -> bool:
+    """Whether "->", "→", "to" or "from" (whole words) comes just before `start`, spaces between."""
+    k = start
+    while k and text[k - 1].isspace():
+        k -= 1
+    if text.endswith(("->", "→"), 0, k):
+        return True
+    for word in ("to", "from"):
+        j = k - len(word)
+        if k < start and j >= 0 and text[j:k].lower() == word and not (j and (text[j - 1].isalnum() or text[j - 1] == "_")):
+            return True
+    return False

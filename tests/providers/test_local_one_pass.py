@@ -1,9 +1,10 @@
-"""The local compressor's choices without those a later turn changed (`_superseded`): one pass, the
-same answers as comparing each choice with every later one."""
+"""The local compressor's steps that look at every choice or number of a session in one pass: the
+same answers as comparing each one with every other (`_superseded`) or searching the text per number (`_measured`)."""
 
 import pytest
 
-from memtool.providers.local_session import _superseded
+from memtool.providers.local_parts import Part
+from memtool.providers.local_session import _measured, _superseded
 
 CASES = [
     # (candidates as (user-said, turn, text), the texts kept)
@@ -35,3 +36,16 @@ def test_a_choice_goes_when_a_later_turn_gives_its_setting_another_value(cands, 
 def test_many_choices_of_one_setting_keep_only_the_last_turns():
     cands = [(1, t, f"keep the limit at {t % 7}") for t in range(3000)] + [(1, 2999, "keep the limit at 5")]
     assert [c for _, _, c in _superseded(cands)] == ["keep the limit at 3", "keep the limit at 5"]  # 2999 % 7 == 3: both said in the last turn
+
+
+@pytest.mark.parametrize(
+    "text, measured",
+    [
+        ("it took 38 ms, then 4,210 ms; 64% of 12 rows", {"38", "210", "64", "12"}),
+        ("limit 500 -> 100 and from 71% to 64 now", {"500", "100", "71", "64"}),
+        ("version 1.5.2 ms and 3.5x", {"1.5", "1.5.2", "3", "3.5"}),  # "1" is not: ".5" then ".2 ms"
+        ("12,5 items, ticket 1234, 7 apples, to7 and into 9", set()),
+    ],
+)
+def test_the_numbers_said_with_a_unit_or_as_one_side_of_a_change(text, measured):
+    assert _measured([Part("user", "said", text)]) == measured
