@@ -25,10 +25,12 @@ import json
 import logging
 import random
 import re
+import sqlite3
 import sys
 import tempfile
 import time
 import unicodedata
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -44,6 +46,7 @@ from memtool.memory import Memory, Session
 from memtool.scaffold import init
 from memtool.search.engine import Hit, Query
 from memtool.search.fill import fill_vectors
+from memtool.search.store import store_path
 from memtool.text import STOPWORDS, content_words, count_tokens, stem_words, tokenize
 
 SESSION_RE = re.compile(r"^session_(\d+)$")
@@ -308,7 +311,7 @@ def fresh_memory(root: Path, overrides: dict) -> Memory:
     init(root)
     for name in C.LAYER3_FILES:
         (root / name).unlink(missing_ok=True)
-    return open_memory(root, **overrides)
+    return open_memory(root, **{"background_embed": False, **overrides})  # the run fills vectors itself, before any question
 
 
 def context_text(mem: Memory, query: str, mode: str) -> str:
@@ -326,7 +329,18 @@ def hit_session(hit: Hit) -> int:
         return -1
 
 
-def run_conversation(conv: Conversation, root: Path, modes: list[str], limit: int | None, overrides: dict, misses: list[dict] | None) -> dict:
+def drop_passage_vectors(mem: Memory) -> None:
+    """The store as it would be if transcripts' passages were never embedded: entries keep their
+    vectors (the mean of their passages'), passages are found by their words alone."""
+    with closing(sqlite3.connect(store_path(mem.layout))) as conn, conn:
+        conn.execute("DELETE FROM docvecs WHERE id IN (SELECT id FROM docs WHERE kind = 'transcript')")
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', 'no-passage-vectors')")
+    mem.invalidate()
+
+
+def run_conversation(
+    conv: Conversation, root: Path, modes: list[str], limit: int | None, overrides: dict, misses: list[dict] | None, passage_vectors: bool = True
+) -> dict:
     mem = fresh_memory(root, overrides)
     t0 = time.perf_counter()
     entries = []
@@ -339,9 +353,11 @@ def run_conversation(conv: Conversation, root: Path, modes: list[str], limit: in
             kept = [kept[0] + present, kept[1] + total]
     compress_s = time.perf_counter() - t0
     progress(conv.cid, f"compressed {len(conv.sessions)} sessions in {compress_s:.1f} s")
-    filled = fill_vectors(mem.layout, mem.embedder)  # every document has its vector before any question (a no-op: each compress embeds its own)
+    filled = fill_vectors(mem.layout, mem.embedder)  # every document has its vector before any question (what a compress left to the background fill)
     if filled.left:
         raise SystemExit(f"{conv.cid}: {filled.left} documents without a vector ({'; '.join(filled.errors)})")
+    if not passage_vectors:
+        drop_passage_vectors(mem)
 
     questions = conv.questions[:limit] if limit else conv.questions
     session_nums = [n for n, _, _ in conv.sessions]
@@ -474,6 +490,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="also write the JSON line to this file")
     p.add_argument("--workdir", type=Path, help="keep the memory roots here (default: a temp dir, deleted)")
     p.add_argument("--typos", type=int, metavar="SEED", help="misspell one word per question (seeded), for every channel alike")
+    p.add_argument("--no-passage-vectors", action="store_true", help="search with the transcripts' passages unembedded (entries keep their vectors)")
+    p.add_argument("--entry-passages", type=int, help=f"passages an entry's vector averages at most (default {C.ENTRY_VECTOR_PASSAGES})")
     p.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE", help="setting override, e.g. dense_weight=0.8 (repeatable)")
     return p
 
@@ -496,6 +514,8 @@ def main(argv: list[str] | None = None) -> dict:
             for q in conv.questions:
                 q.text = with_typo(q.text, rng)
     modes = ["entries", "full"] if args.mode == "both" else [args.mode]
+    if args.entry_passages:
+        C.ENTRY_VECTOR_PASSAGES = args.entry_passages  # a knob of this run only (memtool/session_vectors.py reads it per call)
     overrides = parse_overrides(args.settings)
     misses: list[dict] | None = [] if args.dump_misses else None
     results = []
@@ -505,13 +525,14 @@ def main(argv: list[str] | None = None) -> dict:
             root = base / f"conv-{conv.cid}"
             if root.exists() and any(root.iterdir()):
                 raise SystemExit(f"{root} is not empty; give an empty --workdir")
-            results.append(run_conversation(conv, root, modes, args.limit_questions or None, overrides, misses))
+            results.append(run_conversation(conv, root, modes, args.limit_questions or None, overrides, misses, not args.no_passage_vectors))
     out = aggregate(results, modes)
     out["n"] = out["bm25_raw"]["n"]
     out["skipped_questions"] = sum(c.skipped for c in convs)
     out["conversations"] = [c.cid for c in convs]
     if overrides:
         out["settings"] = overrides
+    out["entry_passages"], out["passage_vectors"] = C.ENTRY_VECTOR_PASSAGES, not args.no_passage_vectors
     if args.typos is not None:
         out["typos_seed"] = args.typos
     if args.per_conversation:

@@ -149,6 +149,7 @@ STATS_TOP_SHOWN = 8  # topics / people / systems listed by stats and the report
 # --- retention, decay with use, duplicates (`memory archive`, `search --archive`, compress) -------
 STORE_FILE = "memtool.sqlite"  # memory/.cache/memtool.sqlite: the derived store (memtool/search/store.py)
 EMBED_INLINE_MAX = 16  # a change set embeds at most this many documents itself; more are left to the vector fill
+ENTRY_VECTOR_PASSAGES = 16  # an entry's vector averages at most this many of its session's passages (memtool/session_vectors.py): what a compress embeds
 FILL_BATCH = 256  # documents embedded per vector-fill transaction (memtool/search/fill.py): what an interrupted fill keeps
 WORDS_INLINE_MAX = 256  # a search's change set reads at most this many new kept transcripts; more are left to the words fill
 WORDS_FILL_BATCH = 1024  # entries whose kept transcripts are indexed per words-fill transaction (memtool/search/fill.py)

@@ -253,15 +253,22 @@ class Memory:
         return result
 
     def _index_written(self, fresh: dict, warnings: list[str]) -> None:
-        """Bring the search cache up to date with the entries just stored, so that their transcripts'
-        chunks are embedded now, at the end of a session, and not by the next search at the start of
-        one (seconds per session with a model such as e5), then index.json from it. `fresh`: the entry
-        vectors just computed. The cache is derived: one that cannot be written now is built by the
-        next search, and index.json is then written from the day files (memtool/index_json.py)."""
+        """Bring the search cache up to date with the entries just stored: their words, and the vectors
+        `fresh` holds (the entries', and the passages their vectors averaged: memtool.session_vectors);
+        then index.json from it. A transcript's other passages (all but a short session's few) are
+        embedded by the background fill, started here (setting `background_embed`): a compress costs
+        the same few seconds whatever the session's length, and a search meanwhile says what has no
+        vector yet. The cache is derived: one that cannot be written now is built by the next search,
+        and index.json is then written from the day files (memtool/index_json.py)."""
+        from memtool.search.fill import fill_later
+
         try:
             refresh_index(self.layout, self.embedder, errors=warnings, known=Known(vectors=fresh))
         except (StorageError, OSError) as exc:
             warnings.append(f"stored, but the search cache was not updated ({exc}); the next search updates it")
+        else:
+            with suppress(sqlite3.Error, OSError):  # the store busy: the next search starts the fill
+                fill_later(self.layout, self.embedder, self.settings.background_embed)
         with self.store.lock():
             self.store.rebuild_index(self.settings.compressor)
 

@@ -3,9 +3,11 @@
 An entry keeps about a tenth of its session's tokens, so a question about something said once
 ("when did Melanie go to the museum?") often shares no word with it. Its vector is therefore the
 mean of its session's passage vectors (the chunks the search cache indexes for a kept transcript),
-normalised. Computed when the session is compressed, it stays in the entry's embedding file when
-the transcript is not kept. The passage vectors computed on the way are handed to the search cache,
-so a kept transcript is embedded once.
+normalised; of a long session, the mean of ENTRY_VECTOR_PASSAGES of them spread evenly over it, so
+that a compress embeds a bounded number of passages whatever the session's length (the others are
+embedded by the background fill, memtool/search/fill.py). Computed when the session is compressed,
+it stays in the entry's embedding file when the transcript is not kept. The passage vectors computed
+on the way are handed to the search cache, so a kept transcript is embedded once.
 
 An entry with no session text to hand (written by hand, or re-embedded after its transcript was not
 kept) embeds its own fields (`Entry.embed_text`), as every entry did before.
@@ -39,15 +41,22 @@ def kept_sessions(layout: Layout, entries: Iterable[Entry]) -> dict[str, str]:
     return {i: t for i, t in texts.items() if t is not None}  # none, or one the search cache skips too (a link, a FIFO, too large)
 
 
+def sampled(chunks: list[str]) -> list[str]:
+    """The passages an entry's vector averages: all of them, or ENTRY_VECTOR_PASSAGES spread evenly from the first."""
+    n, most = len(chunks), C.ENTRY_VECTOR_PASSAGES
+    return chunks if n <= most else [chunks[i * n // most] for i in range(most)]
+
+
 def entry_vectors(embedder, entries: list[Entry], sessions: Mapping[str, str], known: Lookup | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """One unit vector per entry: the normalised mean of its session's passage vectors, or its
-    embed_text's vector when `sessions` holds no text for it. Passages `known` already has a vector
-    for are not embedded again. Returns the vectors and the passage vectors computed here (chunk key ->
-    vector), for the search cache. One embedder call for the whole batch; a ProviderError propagates."""
+    """One unit vector per entry: the normalised mean of its session's passage vectors (`sampled`),
+    or its embed_text's vector when `sessions` holds no text for it. Passages `known` already has a
+    vector for are not embedded again. Returns the vectors and the passage vectors computed here
+    (chunk key -> vector), for the search cache. One embedder call for the whole batch; a
+    ProviderError propagates."""
     parts: list[list[str]] = []  # per entry: the keys of what its vector averages
     texts: dict[str, str] = {}  # key -> text, each distinct text once
     for e in entries:
-        chunks = [c.text for c in chunk_lines(sessions.get(e.id) or "")]
+        chunks = sampled([c.text for c in chunk_lines(sessions.get(e.id) or "")])
         keys = [chunk_key(t) for t in chunks] or [f"text:{e.id}"]  # no session text: the entry's own fields
         texts.update(zip(keys, chunks or [e.embed_text()]))
         parts.append(keys)
