@@ -8,8 +8,8 @@ synthetic session of that size written to a file, then `memory compress FILE` as
 the session-end hook runs it), timed wall. compress_s is that time (None when it passed --timeout:
 the process is killed). After it: fill_s, seconds from the compress's end until the store has every
 document indexed and with a vector (the background fill started by the compress; None when the
-store still misses some after --fill-wait seconds, or when no fill runs and vectors are missing:
-`fill: none`), and passages, the kept transcript's chunks.
+store still misses some after --fill-wait seconds: the fill is then stopped, and
+vectors_missing_at_end says how many it had left), and passages, the kept transcript's chunks.
 
 `--src DIR`: run another checkout's code (the `memtool` package under DIR, e.g. main's, put first on
 PYTHONPATH) to measure before and after in one run. Turns say "decided", "keep ... at N" and the
@@ -19,10 +19,13 @@ like often, as long coding sessions do. Prints one JSON line per size, then a Ma
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
+import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -157,6 +160,11 @@ def run_one(size: int, embedder: str, timeout: float, src: Path | None, fill_wai
         if not fill_running(root) and time.perf_counter() - t > 60:
             break  # nothing fills what is missing
         time.sleep(0.5)
+    if fill_s is None:  # not done within --fill-wait: the fill this compress started is stopped (its pid is in its log)
+        log = root / "memory" / ".cache" / "embed.log"
+        for pid in re.findall(r"^pid (\d+): filling", log.read_text() if log.is_file() else "", re.M):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGTERM)
     while fill_running(root):  # the fill's last commit is in: let it exit before the root goes
         time.sleep(0.2)
     return {
@@ -165,6 +173,7 @@ def run_one(size: int, embedder: str, timeout: float, src: Path | None, fill_wai
         "compress_s": round(compress_s, 2),
         "fill_s": None if fill_s is None else round(fill_s, 1),
         "passages": passages(root),
+        "vectors_missing_at_end": int(gaps(root).get("vectors_missing", "0")),
     }
 
 
