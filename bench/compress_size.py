@@ -6,7 +6,8 @@ assistant turns, no tool output) at 25 KB, 100 KB, 1 MB and 5 MB.
 For each size: a new memory root (`memory init`; MEMTOOL_EMBEDDER set to --embedder), one seeded
 synthetic session of that size written to a file, then `memory compress FILE` as a new process (as
 the session-end hook runs it), timed wall. compress_s is that time (None when it passed --timeout:
-the process is killed). After it: fill_s, seconds from the compress's end until the store has every
+the process is killed); cpu_s its own CPU time (user + system: what it costs whatever the load, which
+`load` gives as the 1-minute load average before it). After it: fill_s, seconds from the compress's end until the store has every
 document indexed and with a vector (the background fill started by the compress; None when the
 store still misses some after --fill-wait seconds: the fill is then stopped, and
 vectors_missing_at_end says how many it had left), and passages, the kept transcript's chunks.
@@ -24,6 +25,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import signal
 import sqlite3
@@ -142,12 +144,15 @@ def run_one(size: int, embedder: str, timeout: float, src: Path | None, fill_wai
     subprocess.run([*py, "init"], check=True, capture_output=True, env=env, cwd=work)  # cwd: not a checkout, whose memtool/ would come first
     session = work / f"session-{size}.md"
     session.write_text(dialogue(size), encoding="utf-8")
+    load, before = os.getloadavg()[0], resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     try:
         out = subprocess.run([*py, "compress", str(session), "--date", "2026-11-30"], capture_output=True, text=True, env=env, timeout=timeout, cwd=work)
     except subprocess.TimeoutExpired:
-        return {"size": size, "bytes": session.stat().st_size, "compress_s": None, "timeout_s": timeout}
+        return {"size": size, "bytes": session.stat().st_size, "compress_s": None, "timeout_s": timeout, "load": round(load, 1)}
     compress_s = time.perf_counter() - t
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)  # the compress's own CPU (the detached fill is not waited for: not in it)
+    cpu_s = used.ru_utime + used.ru_stime - before.ru_utime - before.ru_stime
     if out.returncode != 0:
         raise SystemExit(f"compress failed: {out.stderr}")
     t = time.perf_counter()
@@ -171,6 +176,8 @@ def run_one(size: int, embedder: str, timeout: float, src: Path | None, fill_wai
         "size": size,
         "bytes": session.stat().st_size,
         "compress_s": round(compress_s, 2),
+        "cpu_s": round(cpu_s, 2),
+        "load": round(load, 1),
         "fill_s": None if fill_s is None else round(fill_s, 1),
         "passages": passages(root),
         "vectors_missing_at_end": int(gaps(root).get("vectors_missing", "0")),
@@ -198,10 +205,10 @@ def main() -> None:
         rows.append(row)
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
-    print("\n| size | compress (s) | background fill after it (s) | passages |\n|---|---|---|---|")
+    print("\n| size | compress wall (s) | its CPU (s) | load (1 min) | background fill after it (s) | passages |\n|---|---|---|---|---|---|")
     for r in rows:
         took = f"{r['compress_s']}" if r["compress_s"] is not None else f"> {r['timeout_s']:.0f} (killed)"
-        print(f"| {r['bytes'] / 1024:,.0f} KB | {took} | {r.get('fill_s', '—')} | {r.get('passages', '—')} |")
+        print(f"| {r['bytes'] / 1024:,.0f} KB | {took} | {r.get('cpu_s', '—')} | {r['load']} | {r.get('fill_s', '—')} | {r.get('passages', '—')} |")
 
 
 if __name__ == "__main__":

@@ -110,8 +110,9 @@ class Settings:
         True,
         "When a search finds many kept transcripts not indexed yet (a fresh clone) or documents without vectors (a new model), "
         "it indexes the entries, logs and Markdown files, answers at once from them and the vectors there are, and starts one "
-        "detached `memory reindex --vectors` to index the transcripts and embed the rest, a batch per transaction. Off: the "
-        "search indexes every transcript itself and vectors are embedded by `memory reindex`.",
+        "detached `memory reindex --vectors` to index the transcripts and embed the rest, a batch per transaction; a compress "
+        "starts it too for a long session's passages beyond the few it embeds. Off: the search indexes every transcript itself "
+        "and vectors are embedded by `memory reindex`.",
     )
     budget: int = _f(C.DEFAULT_BUDGET, "Default token budget for `memory context`.", minimum=50)
     template: str = _f(C.DEFAULT_TEMPLATE, "Default context template: chat, detailed or summary.", choices=C.TEMPLATES)
