@@ -167,7 +167,7 @@ def run_one(size: int, embedder: str, timeout: float, src: Path | None, fill_wai
         time.sleep(0.5)
     if fill_s is None:  # not done within --fill-wait: the fill this compress started is stopped (its pid is in its log)
         log = root / "memory" / ".cache" / "embed.log"
-        for pid in re.findall(r"^pid (\d+): filling", log.read_text() if log.is_file() else "", re.M):
+        for pid in re.findall(r"\bpid (\d+): filling", log.read_text() if log.is_file() else ""):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGTERM)
     while fill_running(root):  # the fill's last commit is in: let it exit before the root goes
