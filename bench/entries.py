@@ -40,8 +40,13 @@ FIELDS = ("decisions_f1", "action_items_f1", "people_f1", "systems_f1", "key_fac
 def entry_of(compressor, text: str, df: Counter, n: int) -> dict:
     out = compressor.compress(text, Hints(doc_freq=df, n_docs=n))
     e = out.entities
-    return {"summary": out.summary, "keywords": out.keywords, "decisions": out.decisions, "action_items": out.action_items,
-            "entities": {"people": e.people, "systems": e.systems, "dates": e.dates}}
+    return {
+        "summary": out.summary,
+        "keywords": out.keywords,
+        "decisions": out.decisions,
+        "action_items": out.action_items,
+        "entities": {"people": e.people, "systems": e.systems, "dates": e.dates},
+    }
 
 
 def score(sessions: list[Session], compressor_for, se) -> dict[str, dict]:

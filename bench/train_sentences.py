@@ -113,8 +113,17 @@ def main(argv: list[str] | None = None) -> int:
     sessions = load(args.bench)
     model = train(sessions, all_features(sessions), scorer(args.bench))
     args.out.write_text(model.to_json() + "\n", encoding="utf-8")
-    print(json.dumps({"out": str(args.out), "bytes": args.out.stat().st_size, "sentences": sum(len(s.sentences) for s in sessions),
-                      "thresholds": model.thresholds, "limits": model.limits}))
+    print(
+        json.dumps(
+            {
+                "out": str(args.out),
+                "bytes": args.out.stat().st_size,
+                "sentences": sum(len(s.sentences) for s in sessions),
+                "thresholds": model.thresholds,
+                "limits": model.limits,
+            }
+        )
+    )
     return 0
 
 
