@@ -70,6 +70,7 @@ PERSON_CONTEXT_AFTER = re.compile(
 )
 # Companies and platforms, written like names: "Google", "Microsoft", "Mac" are no people.
 ORGANISATIONS = frozenset("mac google microsoft apple amazon meta facebook netflix ibm intel nvidia mozilla shopify oracle samsung adobe salesforce".split())
+AGENT_MODEL_RE = re.compile(r"^(?:Main )?[Mm]odel: ([\w.:/-]+) with ", re.M)  # the model the agent ran with, as aider's header states it
 NAME_RE = re.compile(r"(?<![\w@./-])([A-Z][a-z]{1,15}(?: [A-Z][a-z]{1,15})?)(?![\w/-])")
 AUTHOR_RE = re.compile(r"\b([A-Z][a-z]{1,15} [A-Z][a-z]{1,20})\s+<[^>\s]+@[^>\s]+>")
 PARTICIPANT_RE = re.compile(r"^\s*(?:participants?|attendees|author|owner|reviewers?)\s*:\s*(.+)$", re.I | re.M)
@@ -117,7 +118,7 @@ def read_session(ps: list[Part], text: str, budget: int, idf, model: SentenceMod
     probs = model.probabilities(features(ss, len(said), embed))
     summary = _summary(said, int(budget * SUMMARY_SHARE), idf)
     st = stated(ps)
-    chosen = _superseded([(0, ss[i].part, ss[i].text) for i in picks(ss, probs, "decision", model)])
+    chosen = _superseded([(0, ss[i].part, ss[i].text) for i in picks(ss, probs, "decision", model) if not ss[i].text.endswith("?")])  # a question decides nothing
     decisions = fit(_decisions(st, [c for _, _, c in chosen]), _item_budget(budget, st.decisions), first=lambda *_: True)
     actions = fit(
         _open_items(st, said, [ss[i].text for i in picks(ss, probs, "open", model)]),
@@ -308,7 +309,7 @@ def _open_items(st: Stated, said: list[Part], chosen: list[str]) -> list[str]:
                 found += [f"{owner} {m.group(0)[: m.start(1) - m.start()].strip()} {x}" if owner else x for x in split if len(content_words(x)) >= 2]
     found += chosen
     items = [_item(t) for t in found if not _done(_clean(t))]
-    return _distinct(items, keep_last=True)[:MAX_ACTIONS]
+    return _distinct(items)[:MAX_ACTIONS]  # a stated item before the model's reading of the same sentence
 
 
 def _done(item: str) -> bool:
@@ -317,15 +318,15 @@ def _done(item: str) -> bool:
     return bool(DONE_RE.search(item)) and not CONDITION_RE.search(item)
 
 
-def _distinct(items: list[str], keep_last: bool = False) -> list[str]:
-    """Items without near-repeats (most of one's words in another); the later wording wins with keep_last."""
+def _distinct(items: list[str]) -> list[str]:
+    """Items without near-repeats (most of one's words in another): the first wording wins."""
     out: list[str] = []
-    for item in reversed(items) if keep_last else items:
+    for item in items:
         words = set(content_words(item))
         if not words or any(len(words & set(content_words(o))) >= 0.6 * min(len(words), len(set(content_words(o))) or 1) for o in out):
             continue
         out.append(item)
-    return list(reversed(out)) if keep_last else out
+    return out
 
 
 # --- people, systems, keywords --------------------------------------------------------------------
@@ -382,11 +383,20 @@ def _people(text: str, said: list[Part]) -> list[str]:
 
 
 def _systems(ps: list[Part], said: list[Part], people: list[str]) -> list[str]:
+    """Systems named in what was said, the programs tool calls ran, and the model an agent says it
+    ran with (aider's "Main model: openrouter/qwen/qwen3-coder with …": the model, and the router
+    when the name has one)."""
     counts: Counter = Counter(mentions("\n\n".join(p.text for p in said)))
     for p in ps:
         if p.kind == "tool":
             for name in command_systems(p.text):
                 counts[name] += 0.5
+        elif p.kind == "output":
+            for path in AGENT_MODEL_RE.findall(p.text):
+                segments = path.split("/")
+                counts[re.sub(r"(?::[\w.-]+|-\d{8})$", "", segments[-1])] += 2  # no tag or date: "llama3:8b", "claude-3-5-sonnet-20240620"
+                if len(segments) > 2:
+                    counts[segments[0]] += 2
     named = {w.lower() for n in people for w in n.split()}
     ranked = [n for n, c in counts.most_common() if n.lower() not in named and n.lower() not in NOT_SYSTEMS]
     return ranked[:6]
