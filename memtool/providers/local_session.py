@@ -118,7 +118,9 @@ def read_session(ps: list[Part], text: str, budget: int, idf, model: SentenceMod
     probs = model.probabilities(features(ss, len(said), embed))
     summary = _summary(said, int(budget * SUMMARY_SHARE), idf)
     st = stated(ps)
-    chosen = _superseded([(0, ss[i].part, ss[i].text) for i in picks(ss, probs, "decision", model) if not ss[i].text.endswith("?")])  # a question decides nothing
+    chosen = _superseded(
+        [(0, ss[i].part, ss[i].text) for i in picks(ss, probs, "decision", model) if not ss[i].text.endswith("?")]
+    )  # a question decides nothing
     decisions = fit(_decisions(st, [c for _, _, c in chosen]), _item_budget(budget, st.decisions), first=lambda *_: True)
     actions = fit(
         _open_items(st, said, [ss[i].text for i in picks(ss, probs, "open", model)]),
