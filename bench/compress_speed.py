@@ -23,7 +23,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_BENCH = ROOT.parent / "shared" / "bench"
+sys.path.insert(0, str(ROOT / "bench"))
+
+from sentence_labels import DEFAULT_BENCH  # noqa: E402
 
 
 def session_text(bench: Path, kb: int) -> str:
