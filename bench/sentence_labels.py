@@ -29,7 +29,9 @@ SETS = ("coding-sessions", "coding-real")
 LABEL_COVER = 0.5  # the scorer's own bar for a predicted item matching a gold one
 NEAR = 0.85  # sentences this close to the best match are labelled too
 # ../shared/bench beside the checkout (or beside the folder of worktrees it is in)
-DEFAULT_BENCH = next((d / "shared" / "bench" for d in Path(__file__).resolve().parents[1].parents if (d / "shared" / "bench").is_dir()), Path("../shared/bench"))
+DEFAULT_BENCH = next(
+    (d / "shared" / "bench" for d in Path(__file__).resolve().parents[1].parents if (d / "shared" / "bench").is_dir()), Path("../shared/bench")
+)
 
 
 @dataclass
