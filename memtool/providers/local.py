@@ -151,6 +151,7 @@ class LocalCompressor:
             reading = read_session(ps, text, budget, idf, self.sentence_model)  # a session with an agent: local_session reads it
             if total <= SHORT_TEXT_TOKENS:  # a short one is its own summary
                 reading.summary = " ".join(" ".join(p.text for p in parts(plain) if p.kind == "said").split())
+                reading.decisions = reading.decisions or _cue_sentences(split_sentences(reading.summary), DECISION_RE, total)  # "We decided to …" says so
             ents = reading.entities
             ents.dates = _dates("\n\n".join(p.text for p in ps if p.kind == "said"))
             said = [reading.summary, *reading.decisions, *reading.action_items, *ents.people, *ents.systems, *ents.dates]
