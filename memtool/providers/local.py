@@ -18,6 +18,7 @@ from typing import Iterator
 from memtool.models import Entities
 from memtool.providers import Compressed, Hints
 from memtool.providers.local_parts import parts
+from memtool.providers.local_sentences import SentenceModel
 from memtool.providers.local_session import fit, is_agent_session, read_session
 from memtool.text import LETTER, SPACELESS, SPEAKER_ROLES, STOPWORDS, content_words, count_tokens, spaceless_re, split_sentences, stem_words, truncate_to_tokens
 from memtool.transcripts import split_header
@@ -123,6 +124,9 @@ class LocalCompressor:
     name = "local"
     model = "local-extractive-v1"
 
+    def __init__(self, sentence_model: SentenceModel | None = None):
+        self.sentence_model = sentence_model  # None: the shipped one (bench/entries.py --cv hands in one trained without the held-out files)
+
     @classmethod
     def from_settings(cls, settings, root: Path) -> "LocalCompressor":
         return cls()
@@ -141,8 +145,13 @@ class LocalCompressor:
         budget = max(MIN_BUDGET, min(MAX_BUDGET, int(total / TARGET_RATIO)))
         found = [m.group(1).strip() for m in SPEAKER_RE.finditer(text)]
         labels = _label_counts(text, found)
-        if total > SHORT_TEXT_TOKENS and is_agent_session(ps := parts(text), text, chat=CHAT in labels):
-            reading = read_session(ps, text, budget, idf)  # a session with an agent: local_session reads it
+        ps = parts(text)
+        turns = {"user", "assistant"} <= {p.role for p in ps if p.kind == "said"}  # a session with an agent, however short
+        if (total > SHORT_TEXT_TOKENS or turns) and is_agent_session(ps, text, chat=CHAT in labels):
+            reading = read_session(ps, text, budget, idf, self.sentence_model)  # a session with an agent: local_session reads it
+            if total <= SHORT_TEXT_TOKENS:  # a short one is its own summary
+                reading.summary = " ".join(" ".join(p.text for p in parts(plain) if p.kind == "said").split())
+                reading.decisions = reading.decisions or _cue_sentences(split_sentences(reading.summary), DECISION_RE, total)  # "We decided to …" says so
             ents = reading.entities
             ents.dates = _dates("\n\n".join(p.text for p in ps if p.kind == "said"))
             said = [reading.summary, *reading.decisions, *reading.action_items, *ents.people, *ents.systems, *ents.dates]

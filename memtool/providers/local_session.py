@@ -16,11 +16,11 @@ from typing import Callable, Iterable
 from memtool.models import Entities
 from memtool.providers import Compressed
 from memtool.providers.local_parts import Part, Stated, stated
+from memtool.providers.local_sentences import SentenceModel, embed, features, picks, sentences, shipped_model
 from memtool.providers.tech import NOT_SYSTEMS, command_systems, known_system, mentions
 from memtool.text import STOPWORDS, content_words, count_tokens, split_sentences
 
 MAX_DECISIONS, MAX_ACTIONS = 6, 6
-TERSE_CHOICE_WORDS = 5  # a user's choice this short is read with the agent's sentence it answers
 MAX_ITEM_TOKENS = 48  # an item longer than this is cut at a clause
 MIN_ITEM_TOKENS = 125  # a short note's stated decisions, and its open items (lists, "TODO:" lines), are what it is for
 MIN_GUESSED_ITEM_TOKENS = 100  # ... and the floor of each when the items are read from the conversation
@@ -29,55 +29,9 @@ FIRST_SENTENCE_FLOOR = 40  # tokens the summary's first sentence may take whatev
 SUMMARY_SHARE = 0.45  # of the budget: the request, the outcome
 ITEM_SHARE = 0.3  # decisions, and open items: each its own share, so neither crowds out the other
 QUESTION_RE = re.compile(r"\?\s*$|^(?:should|could|couldn't|can|do|does|would|shall|want me|or|maybe|which|what|how|why|is|are)\b", re.I)
-# A choice made (said by the person, or reported by the agent).
-DECISION_RE = re.compile(
-    r"\b(?:let'?s (?:go with|use|keep|do|not|stay|stick|drop|leave|make|ship|skip)|go with|going with|decided|decide to|agreed|settled on|"
-    r"stick with|stay (?:on|with)|we'?ll (?:use|keep|go|stay|ship|do)|i'?ll (?:keep|go with)|keep (?:it|the|using|[a-z0-9_./-]+ (?:on|at|as|in front))|"
-    r"switch(?:ed)? to|instead of|rather than|chose|choose|opted|make it|fine, |ok(?:ay)?, (?:keep|use|go|do)|not pursuing|"
-    r"not (?:now|today|in this (?:pr|change))|leave (?:it|the|that)|drop (?:it|the)|ship \d|use [a-z]|must (?:pin|use|be|not))\b",
-    re.I,
-)
-# Work said to be left for later.
-OPEN_RE = re.compile(
-    r"\b(?:todo|follow[- ]?up|next we need|we (?:still )?need to|still (?:open|need|to do)|left to do|open a ticket|"
-    r"i'?ll (?:open|ping|ask|tell|send|write|file|follow)|(?:will|to) (?:review|sign off|write|ping|follow up)|"
-    r"tomorrow|next week|later|after (?:the|it|its|that)|before (?:it|the) expires|by (?:monday|tuesday|wednesday|thursday|friday)|"
-    r"needs? to|has to|ask \w+ to|remaining|not (?:today|yet)|waits? for|once \w+)\b",
-    re.I,
-)
-ASSENT_RE = re.compile(r"^(?:yes|yep|agreed|ok(?:ay)?|sure|fine|right|correct|exactly)\b[,:!]?\s+\w", re.I)  # "yes, everything UTC"
-# A user's reply that only approves what the agent proposed ("agreed.", "yes, do that", "sounds good").
-BARE_ASSENT_RE = re.compile(r"^(?:yes|yep|agreed|ok(?:ay)?|sure|fine|sounds good|makes sense|good call|go ahead|do it|do that|let'?s do (?:it|that))\b", re.I)
-# The agent's recommendation, which the user's assent turns into a choice.
-PROPOSAL_RE = re.compile(
-    r"\b(?:i'?d (?:go|do|keep|use|pick|stay|stick|recommend|suggest|rather|leave|not)|i would|i (?:suggest|recommend|propose)|my recommendation|rather than|instead of)\b",
-    re.I,
-)
 # A user's refusal stated as a rule: "Don't touch prod today.", "no, don't cache it", "let's not …".
 REFUSAL_RE = re.compile(r"^(?:(?:no|nope|ok(?:ay)?|fine|agreed)\b[,.:!]?\s+)?(?:don'?t|do not|never|let'?s not|we won'?t|we will not|no need to)\s+\w", re.I)
-# What follows an assent when it is a request to the agent, not a choice ("ok, can you check …").
-REQUEST_RE = re.compile(r"^(?:can|could|would|please|show|check|look|run|try|tell|explain|find|see|what|how|why|where|write|give|go ahead|thanks)\b", re.I)
-# A review asked for: "with Aiko as reviewer", "--reviewer"-less "for Aiko to review", "Priya will review".
-REVIEWER_RE = re.compile(
-    r"\bwith ([A-Z][a-z]{1,15}) as (?:the )?reviewer|\b([A-Z][a-z]{1,15}) (?:will|is going to|to|should|can|needs to) review\b|"
-    r"\breview(?:er|ed)? (?:by|from) ([A-Z][a-z]{1,15})\b|\bfor ([A-Z][a-z]{1,15}) to review|\bopen the PR for ([A-Z][a-z]{1,15})\b|"
-    r"\bping ([A-Z][a-z]{1,15})\b[^.]{0,40}\bfor (?:the |a )?review"
-)
 CONDITION_RE = re.compile(r"\b(?:after|once|when|until|before|if|unless)\b[^,.;]*\b(?:is|are|was|were|gets?) (?:done|fixed|merged|pushed)\b", re.I)
-PROMISE_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|good|great|thanks)[,.!]?\s+)?(?:also\s+)?i'?ll\s+(?!be\b|have\b|need\b|let\b)(.+)$", re.I)
-# A user's choice said as an order: "Keep net/http, no resty or chi", "Use import blocks, not the CLI".
-CHOICE_VERB_RE = re.compile(
-    r"^(?:(?:ok(?:ay)?|yes|fine|right|agreed|good|great)[,.:!]?\s+)?(?:keep|use|stay (?:on|with)|stick (?:with|to)|drop|ship|pin|skip|switch to|go with|prefer)\b",
-    re.I,
-)
-# A user picking one of the options the agent listed: "Option 2.", "ok, option B".
-OPTION_PICK_RE = re.compile(r"^(?:(?:ok(?:ay)?|yes|fine|agreed|let'?s (?:go with|do))[,.:!]?\s+)?(?:option|approach|variant)\s+(\d|[a-d])\b", re.I)
-OPTIONS_HEAD_RE = re.compile(
-    r"\b(?:(?:two|three|four|several|a few) (?:ways(?: out)?|options|approaches|choices)|options|alternatives(?: i looked at)?|approaches)\s*:\s*$", re.I | re.M
-)
-PLAN_HEAD_RE = re.compile(
-    r"(?:^|[.!] )(?:[\w-]+ )?(?:plan|proposal|proposed (?:fix|changes?)|suggested (?:fix|changes?))(?: \([^)\n]*\))?\s*:\s*$", re.I | re.M
-)
 # A note's cue label before a sentence: "Done: …", "Decision: …", "TODO: …", "Left (TODO): …".
 CUE_LABEL_RE = re.compile(
     r"^(done|decision|decided|decisions|todo|to do|left|follow[- ]?ups?|next steps?|next|open|still open|action items?|note|notes|goal|outcome|result|"
@@ -86,22 +40,7 @@ CUE_LABEL_RE = re.compile(
 )
 OPEN_LABELS = frozenset("todo|to do|left|follow-up|followup|follow up|follow-ups|next step|next steps|next|open|still open|action item|action items".split("|"))
 DONE_LABELS = frozenset("done fixed fix change changes outcome result".split())
-PLAN_REFUSED_RE = re.compile(r"^(?:no|nope|wait|hold on|stop|instead|not|don'?t|let'?s not)\b", re.I)
-# A step of a plan that only looks ("Reproduce the bug", "Read the logs"): how the agent works, not a choice.
-LOOKING_RE = re.compile(
-    r"^(?:first,? |then,? )?(?:read|look|check|reproduce|investigate|find|inspect|grep|search|understand|figure out|profile|measure|run the (?:tests|suite)|confirm|verify)\b",
-    re.I,
-)
-CHANGED_RE = re.compile(r"^(?:changed|switched|replaced|moved)\b.*\b(?:to|with|instead of)\b", re.I)  # "Changed registerForPush to pass projectId …"
-SHOULD_WE_RE = re.compile(
-    r"^(?:(?:and|so|also|ok(?:ay)?|hm+|nice|great|right)[,.]?\s+)?(?:should|shall|do|can) we (?:also |just |still )?(.+?)\s*\?$", re.I
-)  # the user asking whether to do something
-ADVISED_AGAINST_RE = re.compile(r"\b(?:not|n't|out of|leave (?:it|that|this) (?:alone|out)|skip|hold off|keep (?:it|that|this) out)\b", re.I)
 LIST_ITEM_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(.+)$", re.M)
-# The agent offering to do something: "Want me to roll back?", "Shall I try it on staging?"
-OFFER_RE = re.compile(r"^(?:do you )?(?:want me to|shall i|should i|ok(?:ay)? if i)\s+(.+?)\??$", re.I)
-# A choice not to do something now: "let's not do that now", "not in this PR".
-NOT_NOW_RE = re.compile(r"\blet'?s not\b", re.I)
 # Work asked of the agent in the session, not a choice: "Write the script", "Commit this and …".
 REQUEST_CLAUSE_RE = re.compile(
     r"^(?:(?:ok(?:ay)?|yes|fine|agreed|good|great|thanks)[,.:!]?\s+)?(?:write|commit|push|check|look|show|explain|find|give|tell me|send|draft|"
@@ -109,13 +48,11 @@ REQUEST_CLAUSE_RE = re.compile(
     re.I,
 )
 UNIT_VALUE_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|s|m|h|min|mi|gi|mib|gib|mb|gb|%)(?!\w)", re.I)  # "800ms", "2s", "768Mi"
-MEASURED_RE = re.compile(r"\b(?:instead of|rather than|from)\s+[~≈]?\d", re.I)  # "4 minutes instead of 40": a result, not a choice
 # A setting given a value: "keep the limit at 512Mi", "raise the limit to 768Mi", "set prefetch to 100".
 SETTING_RE = re.compile(
     r"\b(?:keep|set|raise|lower|bump|increase|decrease|reduce|leave|stay|pin|make)\b[^.;,]{0,30}?\b([a-z_][\w-]*)\s+(?:at|to|on)\s+[~>=<\s]*(v?\d[\w.]*\w|\d)",
     re.I,
 )
-LATER_RE = re.compile(r"\b(?:next we need|follow[- ]?up|todo|ticket|later|tomorrow|next week)\b", re.I)  # work left, not a choice
 DONE_RE = re.compile(
     r"^(?:done|fixed|added|pushed|committed|merged|reverted|removed|updated|created|ran|all \d+)\b|\b(?:is|are|was|were) (?:done|fixed|merged|pushed)\b", re.I
 )
@@ -129,8 +66,11 @@ RESULT_RE = re.compile(
 )
 PERSON_CONTEXT_BEFORE = frozenset("ask asked tell told with and ping pinged from by cc thanks for reviewer owner i'm im".split())
 PERSON_CONTEXT_AFTER = re.compile(
-    r"^(?:'s\b|’s\b|:| \(| said| says| asked| wants| will| can| needs| reviews?| signs?| writes?| owns?| decides?| moved| from| in (?:finance|support|ops|platform)| is (?:on|out|off|the))"
+    r"^(?:'s\b|’s\b| \(| said| says| asked| wants| will| can| needs| reviews?| signs?| writes?| owns?| decides?| moved| from| in (?:finance|support|ops|platform)| is (?:on|out|off|the))"
 )
+# Companies and platforms, written like names: "Google", "Microsoft", "Mac" are no people.
+ORGANISATIONS = frozenset("mac google microsoft apple amazon meta facebook netflix ibm intel nvidia mozilla shopify oracle samsung adobe salesforce".split())
+AGENT_MODEL_RE = re.compile(r"^(?:Main )?[Mm]odel: ([\w.:/-]+) with ", re.M)  # the model the agent ran with, as aider's header states it
 NAME_RE = re.compile(r"(?<![\w@./-])([A-Z][a-z]{1,15}(?: [A-Z][a-z]{1,15})?)(?![\w/-])")
 AUTHOR_RE = re.compile(r"\b([A-Z][a-z]{1,15} [A-Z][a-z]{1,20})\s+<[^>\s]+@[^>\s]+>")
 PARTICIPANT_RE = re.compile(r"^\s*(?:participants?|attendees|author|owner|reviewers?)\s*:\s*(.+)$", re.I | re.M)
@@ -169,14 +109,25 @@ def is_agent_session(ps: list[Part], text: str, chat: bool) -> bool:
     return not chat and text.isascii()
 
 
-def read_session(ps: list[Part], text: str, budget: int, idf) -> Compressed:
+def read_session(ps: list[Part], text: str, budget: int, idf, model: SentenceModel | None = None) -> Compressed:
     """Summary, decisions, open items, people, systems and keywords (all, best first: the caller
-    fits them to what the budget leaves) of a session; no dates, topics or importance."""
-    said = [p for p in ps if p.kind == "said"]
+    fits them to what the budget leaves) of a session; no dates, topics or importance. `model`:
+    the sentence model that reads decisions and open items (default: the shipped one)."""
+    said, ss = sentences(ps)
+    model = model or shipped_model()
+    probs = model.probabilities(features(ss, len(said), embed))
     summary = _summary(said, int(budget * SUMMARY_SHARE), idf)
     st = stated(ps)
-    decisions = fit(_decisions(st, said), _item_budget(budget, st.decisions), first=lambda *_: True)
-    actions = fit(_open_items(st, said, text), _item_budget(budget, st.open_items), first=lambda *_: True, skip_long=False)
+    chosen = _superseded(
+        [(0, ss[i].part, ss[i].text) for i in picks(ss, probs, "decision", model) if not ss[i].text.endswith("?")]
+    )  # a question decides nothing
+    decisions = fit(_decisions(st, [c for _, _, c in chosen]), _item_budget(budget, st.decisions), first=lambda *_: True)
+    actions = fit(
+        _open_items(st, said, [ss[i].text for i in picks(ss, probs, "open", model)]),
+        _item_budget(budget, st.open_items),
+        first=lambda *_: True,
+        skip_long=False,
+    )
     people = _people(text, said)
     systems = _systems(ps, said, people)
     return Compressed(summary, _keywords(said, idf, people, text), [], decisions, actions, Entities(people, systems))
@@ -217,12 +168,6 @@ def fit(items: Iterable[str], budget: int, *, first: Callable[[str, int], bool] 
 def _sentences(p: Part) -> tuple[str, ...]:  # the summary, decisions and open items all read a paragraph: split it once
     text = "\n".join(line for line in p.text.splitlines() if not line.lstrip().startswith(("|", "```")))
     return tuple(_clean(s) for s in split_sentences(text) if len(content_words(s)) >= 3)
-
-
-@lru_cache(maxsize=4096)
-def _short_sentences(p: Part) -> tuple[str, ...]:
-    """A user's sentences down to two content words: people answer tersely ("ok, ship 4 shards not 6")."""
-    return tuple(_clean(s) for s in split_sentences(p.text) if len(content_words(s)) >= 2)
 
 
 def _clean(s: str) -> str:
@@ -291,34 +236,12 @@ def _item(s: str, asides: bool = False) -> str:
     return (text[:at] if at > len(text) // 2 else text).rstrip(",;:") + "…"
 
 
-def _decisions(st: Stated, said: list[Part]) -> list[str]:
+def _decisions(st: Stated, chosen: list[str]) -> list[str]:
+    """The decisions a session lists outright (a Decisions heading, "Decision: …" lines), then the
+    sentences the model reads as choices, then what the agent's report of its changes says is so now."""
     found = [_item(c) for t in st.decisions for c in _clauses(t) if not _request(c)]
-    if len(found) < 2:  # no list of decisions: the choices said in the conversation
-        cands = []
-        for i, p in enumerate(said):
-            if p.role == "user":
-                j = next(j for j in range(i, -1, -1) if j == 0 or said[j - 1].role != "assistant")
-                turn, first = said[j:i], (_short_sentences(p) or (p.text.strip(),))[0]  # what the agent said just before; the user's first sentence
-                approved = _adopted(said, i, turn, first) + _accepted_offer(turn, first) if turn and BARE_ASSENT_RE.match(first) else []
-                # an assent that only approves what the agent said is read as what it approved
-                cands += [(1, i, c) for c in _user_choices(said, i, turn) if not (approved and _only_assent(c))]
-                cands += [(1, i - 1, c) for c in approved + _planned(turn, first)]
-                continue
-            if OPTIONS_HEAD_RE.search(p.text) or PLAN_HEAD_RE.search(p.text):
-                continue  # options the agent lays out are weighed, not chosen; a plan counts once approved
-            for s in _sentences(p):
-                if QUESTION_RE.search(s) or not DECISION_RE.search(s) or MEASURED_RE.search(s):
-                    continue
-                if not re.search(r"\b(?:decided|agreed|going with|settled|we'?ll|chose|instead of|rather than|keep|stay)\b", s, re.I):
-                    continue
-                if re.match(r"^(?:option|options|alternatively|if you|either|i'd|i would|we could|you could)\b", s, re.I):
-                    continue
-                cands += [(0, i, c) for c in _clauses(s) if DECISION_RE.search(c) and not LATER_RE.search(c)]
-        cands = _superseded(cands)
-        cands.sort(key=lambda c: (-c[0], c[1]))
-        found += [_item(s, asides=True) for _, _, s in cands]
-        found += [_item(c, asides=True) for t in st.changes for c in _clauses(t, at_semicolons=True)]  # what the agent reports it changed
-        found += [_item(s, asides=True) for p in said[len(said) // 2 :] if p.role == "assistant" for s in _sentences(p) if CHANGED_RE.match(s)]
+    found += [_item(s, asides=True) for s in chosen]
+    found += [_item(c, asides=True) for t in st.changes for c in _clauses(t, at_semicolons=True)]
     out: list[str] = []
     seen: set[str] = set()  # measures said: an item that only restates them ("each call gets its own 800ms timeout") goes
     for item in _distinct(found):
@@ -340,82 +263,6 @@ def _words(text: str) -> frozenset[str]:
     """Content words, with each pair of neighbours also joined ("roll back" ~ "rollback")."""
     ws = content_words(text)
     return frozenset(ws) | {a + b for a, b in zip(ws, ws[1:])} | set(re.findall(r"(?<![\w.])\d[\w.]*\w|(?<![\w.])\d", text))
-
-
-def _user_choices(said: list[Part], i: int, turn: list[Part]) -> list[str]:
-    """What a user's turn chose: a sentence with a choice cue, an answer that approves and adds
-    something ("ok, ship 4 shards not 6"), a refusal ("Don't touch prod today"). A choice that names
-    one of the options the agent listed takes that option ("Go with Decimal …" -> "… — Keep Decimal
-    end to end and quantize each line …"; "… let's not do that" -> "Rejected: <option>"); a terse
-    choice takes the agent's sentence just before that it answers ("keep the Expo push service" ->
-    "… the backend sends through the Expo push service (exponent_server_sdk)")."""
-    out = []
-    options = [_clean(x) for x in _items_after(OPTIONS_HEAD_RE, turn)]
-    for s in split_sentences(said[i].text):
-        s = _clean(s)
-        if QUESTION_RE.search(s) or (len(content_words(s)) < 2 and not OPTION_PICK_RE.match(s)):
-            continue
-        for c in _clauses(s):
-            if LATER_RE.search(c) or _request(c):
-                continue
-            pick = OPTION_PICK_RE.match(c)
-            option = pick and _option(said[max(0, i - 4) : i], pick.group(1))
-            if option:
-                out.append((split_sentences(option) or [option])[0] if option in " ".join(options) else option)
-                continue
-            rest = ASSENT_RE.match(c) and c[ASSENT_RE.match(c).end() - 1 :]
-            refused = REFUSAL_RE.match(c) or NOT_NOW_RE.search(c)
-            if refused or DECISION_RE.search(c) or CHOICE_VERB_RE.match(c) or (rest and not REQUEST_RE.match(rest) and len(content_words(rest)) >= 2):
-                named = _named_option(c, options)
-                if named and refused:
-                    out.append(f"Rejected: {named}")
-                elif named and named not in out:  # the option says what was chosen; a terse choice leads it
-                    out.append(f"{c} — {named}" if len(content_words(c)) <= TERSE_CHOICE_WORDS else named)
-                else:  # a refusal names what it refuses; a terse choice is read with what it answers
-                    out.append(_with_context(c, turn[-1]) if turn and not refused else c)
-    return out
-
-
-def _items_after(head: re.Pattern, turn: list[Part]) -> list[str]:
-    """The list items after a heading (options: "Two ways out:", a plan: "Plan:") in the agent's turn."""
-    return [x for p in turn if (m := head.search(p.text)) for x in LIST_ITEM_RE.findall(p.text[m.end() :])]
-
-
-def _named_option(choice: str, options: list[str]) -> str:
-    """The one option a choice speaks of (two content words or more in common, more than any other);
-    its first sentence."""
-    words = _words(choice)
-    ranked = sorted(((len(words & _words(o)), o) for o in options), reverse=True)
-    if not ranked or ranked[0][0] < 2 or (len(ranked) > 1 and ranked[1][0] == ranked[0][0]):
-        return ""
-    return (split_sentences(ranked[0][1]) or [ranked[0][1]])[0]
-
-
-def _planned(turn: list[Part], first: str) -> list[str]:
-    """The items of the agent's plan or proposal ("Plan:", "Fix-forward proposal (v2.15.1):") when
-    the user's next turn (its `first` sentence) goes ahead with it rather than refusing it."""
-    if not turn or PLAN_REFUSED_RE.match(first) or QUESTION_RE.search(first):
-        return []  # refused, or answered with a question: not (yet) approved
-    return [x for x in _items_after(PLAN_HEAD_RE, turn) if not QUESTION_RE.search(x) and not LOOKING_RE.match(_clean(x))]
-
-
-def _accepted_offer(turn: list[Part], first: str) -> list[str]:
-    """An offer the user says yes to ("Want me to roll back?" -> "Yes, …"): the agent's sentence that
-    says what the offer is (the one sharing most words with the offer and the answer)."""
-    sentences = [s for p in turn for s in _short_sentences(p)]
-    offer = next((m.group(1) for s in reversed(sentences) if (m := OFFER_RE.match(s))), "")
-    if not offer:
-        return []
-    words = _words(offer) | _words(first)
-    shared, best = max(((len(words & _words(s)), s) for s in sentences if not QUESTION_RE.search(s)), default=(0, ""))
-    if shared < 2:
-        return []
-    return [f"{first} — {best}" if _only_assent(first) and len(content_words(first)) > 1 else best]
-
-
-def _only_assent(clause: str) -> bool:
-    """A short reply that starts by saying yes ("agreed, stay on v5", "Yes, roll back to 39 now")."""
-    return bool(ASSENT_RE.match(clause) or BARE_ASSENT_RE.match(clause)) and len(content_words(clause)) <= TERSE_CHOICE_WORDS
 
 
 def _superseded(cands: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
@@ -450,68 +297,6 @@ def _superseded(cands: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]
     return [c for c, kept in zip(cands, reversed(keep)) if kept]
 
 
-def _option(before: list[Part], which: str) -> str:
-    """The agent's option `which` ("2", "b") from the list it offered just before: "1. … / 2. Split …"."""
-    line = re.compile(rf"^\s*(?:[-*]\s*)?(?:\*\*)?(?:option\s+)?{re.escape(which)}(?:[.):]|\*\*)\s*(.+)$", re.I | re.M)
-    for p in reversed(before):
-        m = line.search(p.text) if p.role == "assistant" else None
-        if m:
-            return _clean(m.group(1))
-    return ""
-
-
-def _with_context(choice: str, before: Part) -> str:
-    """A terse choice followed by the agent's sentence it answers: the one sharing most of its words."""
-    words = set(content_words(re.sub(r"^(?:yes|yep|agreed|ok(?:ay)?|sure|fine|right|correct|exactly)\b[,:!.]?", "", choice, flags=re.I)))
-    if len(words) > TERSE_CHOICE_WORDS:
-        return choice
-    words = _words(" ".join(words))
-    shared, best = max(((len(words & _words(s)), s) for s in _short_sentences(before) if not QUESTION_RE.search(s)), default=(0, ""))
-    return f"{choice} — {best}" if shared >= max(2, len(words) // 2) else choice
-
-
-def _adopted(said: list[Part], i: int, turn: list[Part], first: str) -> list[str]:
-    """The agent's recommendation (in `turn`) just before a user turn that only approves it ("agreed.").
-    When it answers the user's "Should we also cache the totals?" with "that", "it" or "this", the
-    question says what: "Cache the totals: no — keep that out of this change."."""
-    proposals = [
-        re.sub(r"^i'?d\s+|^i would\s+", "", next((c for c in re.split(r"(?<=\.)\s+", s) if PROPOSAL_RE.search(c)), s), flags=re.I)  # the clause that proposes
-        for s in _short_sentences(said[i - 1])
-        if PROPOSAL_RE.search(s) and not QUESTION_RE.search(s) and not MEASURED_RE.search(s)
-    ][-2:]
-    asked = _asked(said, i - len(turn))
-    said_too = frozenset() if _only_assent(first) else _words(first)  # a reply that says more is kept as the user's choice
-    return [a for a in (_answer(asked, s) if asked else s for s in proposals) if len(said_too & _words(a)) < 2]
-
-
-def _answer(asked: str, advice: str) -> str:
-    """The agent's advice on a question the user asked, as the decision on that question when the
-    advice speaks of it ("that", "it", or the question's own words): "<question>: no — <advice>"."""
-    instead = re.split(r"\binstead of\b", asked, maxsplit=1, flags=re.I)
-    ours = _words(advice)
-    if len(instead) == 2:  # "pin exactly 5.81.0 instead of ~> 5.70?" answered "keep ~> 5.70; …": no
-        head = _words(re.split(r"[;,:]|\b(?:because|since|as)\b", advice, maxsplit=1)[0])  # what the advice chooses, before its reasons
-        against = bool(head & _words(instead[1])) and not head & _words(instead[0])
-    else:
-        against = ADVISED_AGAINST_RE.search(advice) is not None
-    if not re.search(r"\b(?:that|it|this)\b", advice, re.I) and not ours & _words(asked):
-        return advice
-    return f"{asked}: {'no' if against else 'yes'} — {advice}"
-
-
-def _asked(said: list[Part], j: int) -> str:
-    """What the user asked whether to do in the turn before index j ("Should we also cache the
-    computed totals while we're at it?" -> "Cache the computed totals"), else ""."""
-    if j <= 0 or said[j - 1].role != "user":
-        return ""
-    for s in reversed(_short_sentences(said[j - 1])):
-        m = SHOULD_WE_RE.match(s)
-        if m:
-            what = re.sub(r"\s*(?:,?\s*while we'?re at it|,? too|,? as well)$", "", m.group(1))
-            return what[:1].upper() + what[1:]
-    return ""
-
-
 def _clauses(text: str, at_semicolons: bool = False) -> list[str]:
     """A stated item or sentence split where it says several things: at '. ' (also before a lower-case
     word: people type fast), and at '; ' when asked, keeping parts of three content words or more."""
@@ -520,7 +305,9 @@ def _clauses(text: str, at_semicolons: bool = False) -> list[str]:
     return out or [text]
 
 
-def _open_items(st: Stated, said: list[Part], text: str = "") -> list[str]:
+def _open_items(st: Stated, said: list[Part], chosen: list[str]) -> list[str]:
+    """The work a session lists as left (an Open items / Left to do heading, "TODO: …" lines, an
+    inline "follow-ups: a; b"), then the sentences the model reads as open items."""
     found = list(st.open_items)
     inline = re.compile(
         r"\b(?:open items?|still open|left(?: \(todo\)| for later| to do)?|follow[- ]?ups?|todo(?: for \w+)?|next steps?|remaining)\s*:\s*(.+)$", re.I
@@ -532,46 +319,14 @@ def _open_items(st: Stated, said: list[Part], text: str = "") -> list[str]:
                 continue  # a TODO comment quoted from code ("// TODO: …") is no open item
             words = set(content_words(m.group(1))) if m else set()
             if m and not any(len(words & set(content_words(t))) >= max(2, len(words) * 0.6) for t in found):
-                found += [x for x in re.split(r";\s+|,\s+and\s+(?=the\b|a\b|an\b|[a-z]+ing\b|[A-Z])", m.group(1)) if len(content_words(x)) >= 2]
-    tail = said[len(said) * 2 // 3 :] if len(said) > 3 else said
-    if not found:  # no list: what is said to be left, in the last part of the session
-        found += [s for p in tail for s in _sentences(p) if OPEN_RE.search(s) and not QUESTION_RE.search(s) and not _done(s)]
-    for p in tail:  # the user's own work left: "I'll tell Ruth …"
-        if p.role == "user":
-            found += [
-                re.sub(r"\s+myself\b", "", m.group(1))
-                for s in _short_sentences(p)
-                for c in _clauses(s)
-                if (m := PROMISE_RE.match(c)) and len(content_words(m.group(1))) >= 3
-            ]
+                owner = (
+                    s[: m.start()].strip() if re.search(r"\b[A-Z][a-z]+ (?:owns|takes|has|is on) the $", s[: m.start()]) else ""
+                )  # "Dana owns the follow-up: …"
+                split = re.split(r";\s+|,\s+and\s+(?=the\b|a\b|an\b|[a-z]+ing\b|[A-Z])", m.group(1))
+                found += [f"{owner} {m.group(0)[: m.start(1) - m.start()].strip()} {x}" if owner else x for x in split if len(content_words(x)) >= 2]
+    found += chosen
     items = [_item(t) for t in found if not _done(_clean(t))]
-    reviews = _reviews(said, text)
-    items = [t for t in _distinct(items, keep_last=True) if not any(_same_review(t, r) for r in reviews)]
-    return reviews + items[: MAX_ACTIONS - len(reviews)]
-
-
-def _reviews(said: list[Part], text: str) -> list[str]:
-    """A review the session asked for and did not see done: "<Name> reviews PR #<n>" (else the
-    session's branch) from "opened PR #877 with Aiko as reviewer", "Priya will review"."""
-    branch = re.search(r"(?m)^session: .*?\bbranch (\S+)", text)
-    out: dict[str, str] = {}
-    for p in said[len(said) // 2 :]:
-        for s in _short_sentences(p):
-            for m in REVIEWER_RE.finditer(s):
-                name = next(g for g in m.groups() if g)
-                if name.lower() in SENTENCE_WORDS or known_system(name) or re.search(rf"\b{name} (?:approved|signed off|merged)\b", text):
-                    continue
-                pr = re.search(r"(?:\bPR\s*#?|pull request #?|/pull/|#)(\d{1,6})\b", s)
-                what = f"PR #{pr.group(1)}" if pr else f"the {branch.group(1)} PR" if branch else "the PR"
-                out[name] = f"{name} reviews {what}"
-    return list(out.values())[:2]
-
-
-def _same_review(item: str, review: str) -> bool:
-    """An open item that only names the same review ("Priya's review", "ping Priya tomorrow for the review")."""
-    name = review.split()[0]
-    rest = set(content_words(item)) - set(content_words(review)) - {w.lower() for w in MONTHS_DAYS} - {"ping", "ask", "morning", "afternoon"}
-    return name in item and re.search(r"\breview", item, re.I) is not None and len(rest) <= 2
+    return _distinct(items)[:MAX_ACTIONS]  # a stated item before the model's reading of the same sentence
 
 
 def _done(item: str) -> bool:
@@ -580,15 +335,15 @@ def _done(item: str) -> bool:
     return bool(DONE_RE.search(item)) and not CONDITION_RE.search(item)
 
 
-def _distinct(items: list[str], keep_last: bool = False) -> list[str]:
-    """Items without near-repeats (most of one's words in another); the later wording wins with keep_last."""
+def _distinct(items: list[str]) -> list[str]:
+    """Items without near-repeats (most of one's words in another): the first wording wins."""
     out: list[str] = []
-    for item in reversed(items) if keep_last else items:
+    for item in items:
         words = set(content_words(item))
         if not words or any(len(words & set(content_words(o))) >= 0.6 * min(len(words), len(set(content_words(o))) or 1) for o in out):
             continue
         out.append(item)
-    return list(reversed(out)) if keep_last else out
+    return out
 
 
 # --- people, systems, keywords --------------------------------------------------------------------
@@ -598,7 +353,7 @@ def _people(text: str, said: list[Part]) -> list[str]:
     """Names in a person's place: "ask Wei", "Olu in finance", "Priya will review", "@priya", a
     commit author "Maya Okafor <maya@…>", "Participants: Rob Castillo (developer)"."""
     counts: Counter = Counter()
-    lower_words = set(re.findall(r"(?<![\w(@/.-])[a-z]{3,}(?![\w)/.-])", "\n".join(p.text for p in said)))
+    lower_words = set(re.findall(r"(?<![\w(@/.-])[a-z]{3,}(?![\w)/.-])", text))  # words written lower-case anywhere: code and output too
     for m in AUTHOR_RE.finditer(text):
         counts[m.group(1)] += 2
     for home in re.findall(r"(?m)^session: /(?:home|Users)/([a-z]{3,15})/", text):  # whose machine the session ran on
@@ -615,18 +370,26 @@ def _people(text: str, said: list[Part]) -> list[str]:
             first = name.split()[0]
             if name.lower() in lower_words or first.lower() in lower_words:
                 continue  # a word written lower-case elsewhere ("Plan:", "Backfill ...") is no name
-            if first.lower() in SENTENCE_WORDS or first.lower() in MONTHS_DAYS or known_system(name) or known_system(first):
+            if (
+                len(first) < 3
+                or first.lower() in SENTENCE_WORDS
+                or first.lower() in MONTHS_DAYS
+                or first.lower() in ORGANISATIONS
+                or known_system(name)
+                or known_system(first)
+            ):
                 continue
             before = body[max(0, m.start() - 12) : m.start()].lower().split()
             after = body[m.end() : m.end() + 20]
+            if after.startswith(":") or body[: m.start()].rsplit("\n", 1)[-1].lstrip().startswith("#"):
+                continue  # "Intent: …" is a label; a Markdown heading is Title Case ("… for Easy Deployment")
             start_of_sentence = m.start() == 0 or body[max(0, m.start() - 2) : m.start()].strip() in ("", ".", "!", "?", "-", "*", ":")
-            if (before and before[-1].strip("(,") in PERSON_CONTEXT_BEFORE) or PERSON_CONTEXT_AFTER.match(after):
-                if start_of_sentence and not PERSON_CONTEXT_AFTER.match(after):
+            bracketed = body[m.start() - 1 : m.start()] == "(" and after[:1] in ",)"  # an owner in brackets: "… after ADR-012 (Nadia, tomorrow)"
+            if bracketed or (before and before[-1].strip("(,") in PERSON_CONTEXT_BEFORE) or PERSON_CONTEXT_AFTER.match(after):
+                if start_of_sentence and not PERSON_CONTEXT_AFTER.match(after) and not bracketed:
                     continue
-                if after.startswith(":") and len(re.findall(rf"\b{re.escape(name)}\b", text)) < 2:
-                    continue  # "Intent: ..." once is a label; "Wei: add the panel" names Wei elsewhere too
                 counts[name] += 1
-        for handle in re.findall(r"(?<![\w.])@([a-z][a-z0-9_-]{1,20})\b", body):
+        for handle in re.findall(r"(?<![\w.])@([a-z][a-z0-9_-]{1,20})\b(?!/)", body):  # "@shopify/hydrogen" is a package
             counts[handle.capitalize()] += 1
     names: list[str] = []
     for name, _ in counts.most_common():
@@ -637,11 +400,20 @@ def _people(text: str, said: list[Part]) -> list[str]:
 
 
 def _systems(ps: list[Part], said: list[Part], people: list[str]) -> list[str]:
+    """Systems named in what was said, the programs tool calls ran, and the model an agent says it
+    ran with (aider's "Main model: openrouter/qwen/qwen3-coder with …": the model, and the router
+    when the name has one)."""
     counts: Counter = Counter(mentions("\n\n".join(p.text for p in said)))
     for p in ps:
         if p.kind == "tool":
             for name in command_systems(p.text):
                 counts[name] += 0.5
+        elif p.kind == "output":
+            for path in AGENT_MODEL_RE.findall(p.text):
+                segments = path.split("/")
+                counts[re.sub(r"(?::[\w.-]+|-\d{8})$", "", segments[-1])] += 2  # no tag or date: "llama3:8b", "claude-3-5-sonnet-20240620"
+                if len(segments) > 2:
+                    counts[segments[0]] += 2
     named = {w.lower() for n in people for w in n.split()}
     ranked = [n for n, c in counts.most_common() if n.lower() not in named and n.lower() not in NOT_SYSTEMS]
     return ranked[:6]

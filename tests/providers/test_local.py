@@ -339,79 +339,6 @@ def test_sql_words_and_tool_names_are_not_systems():
     assert not {"SELECT", "ORDER", "LIMIT", "DESC", "Bash", "run_shell_command"} & set(out.entities.systems)
 
 
-TERSE_CHOICES = """user: The nightly export job to the warehouse is slow, it takes 40 minutes. Can you look at exporter/run.py?
-
-assistant: The exporter writes rows one at a time over the HTTP API. The bulk endpoint takes batches of 1,000 rows and would cut the run to a few minutes. We could also cache the customer lookups in Redis, but that adds a moving part.
-
-user: ok, use the bulk endpoint with batches of 1000. Don't cache the customer lookups.
-
-assistant: Switched the exporter to the bulk endpoint. The lookup cache stays out. Tests pass (18). A full run now takes 4 minutes instead of 40. The retry logic could move into a shared helper, but I'd do that in a separate PR rather than in this one.
-
-user: agreed.
-
-assistant: Committed as 3fa9c21 and opened PR #512 with Noor as reviewer.
-"""
-
-
-def test_session_terse_user_choices_refusals_and_adopted_proposals_are_decisions():
-    out = LocalCompressor().compress(TERSE_CHOICES)
-    decisions = " | ".join(out.decisions).lower()
-    assert "use the bulk endpoint with batches of 1000" in decisions  # "ok, …" answered a choice
-    assert "don't cache the customer lookups" in decisions  # a refusal is a decision
-    assert "separate pr rather than in this one" in decisions  # the agent's proposal, approved with "agreed."
-    assert not any(d.lower().startswith(("can you", "the nightly")) for d in out.decisions)
-
-
-def test_session_terse_choice_is_read_with_the_sentence_it_answers():
-    text = """user: Push notifications stopped on new installs. Look at the registration code.
-
-assistant: The token request has no project id. The backend sends through the Acme push relay (relay_sdk in api/notify.py) and rejects other tokens.
-
-user: fine, keep the Acme push relay.
-"""
-    out = LocalCompressor().compress(text * 3)
-    choice = next(d for d in out.decisions if d.lower().startswith("fine, keep the acme push relay"))
-    assert "sends through the Acme push relay" in choice  # the terse answer carries what it chose
-
-
-def test_session_reviewer_becomes_an_open_item_and_commit_id_a_keyword():
-    out = LocalCompressor().compress("session: /home/sam/src/exporter, branch perf/bulk-export\n\n" + TERSE_CHOICES)
-    assert out.action_items[0] == "Noor reviews PR #512"
-    assert "3fa9c21" in out.keywords
-    plain = LocalCompressor().compress(TERSE_CHOICES.replace("with Noor as reviewer", "and merged it myself"))
-    assert not any("review" in a.lower() for a in plain.action_items)
-
-
-OPTIONS_SESSION = """user: The staging deploy of the image service fails on the new base image. Can you find out why and fix it?
-
-assistant: The new base image drops libvips, which the thumbnailer links against. Two ways out:
-1. Pin the old base image digest in the Dockerfile: quick, but we stay on an unpatched OS.
-2. Install libvips from the distro packages in the build stage and keep the new base image.
-
-user: Option 2. Keep the slim variant, not the full one.
-
-assistant: Done: the build stage installs libvips and the runtime stage copies it over. The image builds and the thumbnail tests pass (31). Left to do:
-- Run the staging deploy once the pipeline is green again.
-
-user: thanks. I'll tell Marta the thumbnails are back after the deploy is merged. The old `# TODO: drop libvips` comment can stay.
-"""
-
-
-def test_session_option_pick_and_ordered_choice_are_decisions():
-    out = LocalCompressor().compress(OPTIONS_SESSION * 2)
-    assert any(d.startswith("Install libvips from the distro packages") for d in out.decisions)  # "Option 2." is option 2
-    assert any(d.startswith("Keep the slim variant, not the full one") for d in out.decisions)
-    assert not any(d.startswith("Pin the old base image") for d in out.decisions)  # the option not taken
-
-
-def test_session_open_items_include_the_users_promise_and_conditional_work():
-    out = LocalCompressor().compress(OPTIONS_SESSION * 2)
-    items = " | ".join(out.action_items)
-    assert "Run the staging deploy once the pipeline is green again" in items
-    assert "tell Marta the thumbnails are back after the deploy is merged" in items  # waits for a merge: not done
-    assert "drop libvips" not in items  # a TODO comment quoted from code is no open item
-
-
 def test_session_long_decision_list_and_open_list_both_kept():
     decisions = "\n".join(
         f"- {d}"
@@ -481,99 +408,6 @@ def test_a_note_of_cue_lines_is_summed_up_as_prose_without_its_labels():
     assert out.action_items[0] == "ask Dana whether finance wants the old columns kept for another quarter."
 
 
-NAMED_OPTIONS = """user: Invoice totals are off by a cent against the PDF. Can you look at billing/services.py?
-
-assistant: The total rounds once at the end, the PDF rounds each line. Options:
-1. Store money as integer cents everywhere. Cleanest long-term, but it touches every model and the public API.
-2. Keep Decimal end to end and quantize each line with ROUND_HALF_UP before summing, as the PDF does.
-
-user: Integer cents would touch every model and the API, let's not do that now. Go with Decimal and round per line, that is what accounting expects.
-
-assistant: Changed compute_line to quantize each line. All 53 billing tests pass.
-"""
-
-
-def test_a_choice_that_names_a_listed_option_takes_the_option_and_a_refused_one_is_rejected():
-    out = LocalCompressor().compress(NAMED_OPTIONS)
-    assert "Rejected: Store money as integer cents everywhere." in out.decisions
-    assert "Keep Decimal end to end and quantize each line with ROUND_HALF_UP before summing, as the PDF does." in out.decisions
-    assert not any(d.startswith("Store money") for d in out.decisions)  # the refused option is no choice
-
-
-PLAN_SESSION = """user: The worker is OOMKilled since the release. Find out why, read-only.
-
-assistant: The consumer buffers 500 full graphs before it flushes. Fastest mitigation: helm rollback worker 39 (prefetch 50). Want me to roll back?
-
-user: Yes, roll back to 39 now.
-
-assistant: Rolled back. Fix-forward proposal:
-- Set PREFETCH_COUNT to 100 in values-prod.yaml.
-- Buffer only ids in the consumer and load the graphs per chunk in flush().
-- Memory: we'll keep the limit at 512Mi so a regression is not hidden.
-
-user: go ahead on a branch, don't deploy.
-
-assistant: Done on the branch fix/prefetch; tests pass.
-
-user: The SRE lead wants headroom anyway: we'll keep the limit at 768Mi instead, in the same PR.
-
-assistant: Raised it and opened PR #1301.
-"""
-
-
-def test_an_approved_plan_an_accepted_offer_and_the_last_value_of_a_setting_are_the_decisions():
-    out = LocalCompressor().compress(PLAN_SESSION)
-    decisions = " | ".join(out.decisions)
-    assert "helm rollback worker 39" in decisions  # "Yes, …" to "Want me to roll back?" chose the rollback
-    assert "Set PREFETCH_COUNT to 100 in values-prod.yaml." in out.decisions  # the plan the user went ahead with
-    assert "keep the limit at 768Mi" in decisions
-    assert "512Mi" not in decisions  # the setting a later choice changed
-
-
-def test_the_looking_steps_of_an_approved_plan_are_no_decisions():
-    text = """user: The export job fails every night since Monday. Can you fix it?
-
-assistant: Plan:
-1. Reproduce the failure with yesterday's input file.
-2. Check the worker logs around 02:00.
-3. Retry the S3 upload three times with backoff instead of failing the run.
-
-user: sounds good, go ahead.
-
-assistant: Reproduced and fixed: the upload now retries. Tests pass (14).
-"""
-    out = LocalCompressor().compress(text * 2)
-    assert "Retry the S3 upload three times with backoff instead of failing the run." in out.decisions
-    assert not any(d.startswith(("Reproduce", "Check the worker logs")) for d in out.decisions)
-
-
-@pytest.mark.parametrize("reply", ["no, wait for the SRE lead.", "why 100 and not 200?"])
-def test_a_refused_or_questioned_plan_is_no_decision(reply):
-    refused = PLAN_SESSION.replace("user: go ahead on a branch, don't deploy.", f"user: {reply}")
-    out = LocalCompressor().compress(refused)
-    assert "Set PREFETCH_COUNT to 100 in values-prod.yaml." not in out.decisions
-
-
-def test_a_bold_heading_opens_a_list_of_open_items_and_a_restated_measure_is_no_second_decision():
-    text = """user: p99 spikes when inventory is slow. Make it 2s overall and 800ms per upstream call.
-
-assistant: Done:
-- GetOrder runs both calls concurrently under a 2s budget; each call gets its own 800ms timeout.
-- A deadline maps to 504 upstream timeout.
-
-assistant: **Left to do**
-1. Atlantis apply in staging on Thursday, approved by Ravi.
-2. Update the storage module README: it still documents the inline blocks.
-"""
-    out = LocalCompressor().compress(text * 2)
-    assert out.action_items[:2] == [
-        "Atlantis apply in staging on Thursday, approved by Ravi.",
-        "Update the storage module README: it still documents the inline blocks.",
-    ]
-    assert "A deadline maps to 504 upstream timeout." in out.decisions
-    assert not any("800ms timeout" in d for d in out.decisions)  # restates the user's "800ms per upstream call"
-
-
 ADVISED = """user: The invoice list endpoint is slow. Should we also cache the computed totals on the Invoice model while we're at it?
 
 assistant: I'd keep that out of this change. The total is already a stored column; a cached copy would be a second source of truth.
@@ -584,29 +418,9 @@ assistant: Changed invoice_total to sum the rounded lines instead of rounding on
 """
 
 
-def test_advice_on_the_users_should_we_question_approved_is_a_decision_on_that_question():
-    out = LocalCompressor().compress(ADVISED * 2)
-    assert "Cache the computed totals on the Invoice model: no — keep that out of this change." in out.decisions
-    assert not any(d.startswith(("Should we", "keep that out")) for d in out.decisions)
-
-
 def test_the_agents_report_of_what_it_changed_is_a_decision():
     out = LocalCompressor().compress(ADVISED * 2)
     assert "Changed invoice_total to sum the rounded lines instead of rounding once." in out.decisions
-
-
-def test_a_terse_yes_to_advice_on_an_instead_of_question_is_the_answer_to_that_question():
-    text = """user: The plan is clean on staging. And should we pin exactly 5.81.0 instead of ~> 5.70?
-
-assistant: The lock file already pins 5.81.0 with hashes. I'd keep ~> 5.70; an exact pin makes every minor bump a code change.
-
-user: Ok keep ~> 5.70. Don't touch prod today.
-
-assistant: Committed and pushed; PR #2214 is open.
-"""
-    out = LocalCompressor().compress(text * 2)
-    assert out.decisions[0] == "Pin exactly 5.81.0 instead of ~> 5.70: no — keep ~> 5.70; an exact pin makes every minor bump a code change."
-    assert "Don't touch prod today." in out.decisions  # a short decision after a long one still fits
 
 
 def test_an_indented_line_under_a_decisions_heading_with_no_decision_yet_is_not_a_crash():
@@ -633,3 +447,53 @@ def test_the_transcript_header_is_where_the_session_ran_not_what_was_said():
     assert out.summary.startswith("What did we decide about the orders table migration?"), out.summary
     assert "session" not in out.summary and "/home" not in out.summary
     assert "shop-api" not in out.entities.systems and "projects" not in out.keywords
+
+
+README_SESSION = """user: The nightly export keeps timing out on the reporting database.
+assistant: The slow part is the CSV writer. Decided to stream rows with COPY TO STDOUT.
+user: Good. Dana owns the follow-up: add a retry to the export job by Friday.
+"""
+
+
+def test_the_readme_session_gives_an_open_item_with_its_owner_and_day_and_no_follow_up_system():
+    out = LocalCompressor().compress(README_SESSION)
+    assert any("Dana" in a and "retry to the export job" in a and "Friday" in a for a in out.action_items)
+    assert out.entities.people == ["Dana"]
+    assert not any("follow" in s.lower() for s in out.entities.systems)
+    assert "export keeps timing out" in out.summary  # a short session is its own summary
+
+
+def test_the_shipped_sentence_model_is_small_and_reads_a_session_the_same_way_twice():
+    from memtool.providers.local_sentences import CLASSES, MODEL_FILE, embed, features, sentences, shipped_model
+
+    assert MODEL_FILE.stat().st_size < 64_000
+    said, ss = sentences(parts(ADVISED))
+    x = features(ss, len(said), embed)
+    p = shipped_model().probabilities(x)
+    assert p.shape == (len(ss), len(CLASSES)) and abs(float(p.sum()) - len(ss)) < 1e-3
+    assert LocalCompressor().compress(ADVISED * 2) == LocalCompressor().compress(ADVISED * 2)
+
+
+def test_the_model_an_aider_session_ran_with_is_a_system():
+    text = (
+        "# aider chat started at 2025-01-14 11:56:56\n\n"
+        "> Aider v0.71.0  \n> Main model: openrouter/anthropic/claude-3.5-sonnet with diff edit format, infinite output  \n"
+        "> Weak model: openrouter/anthropic/claude-3-5-haiku  \n\n"
+        "#### Add a --verbose flag to the metrics script so each request is printed.  \n\n"
+        "I'll add the flag to the argument parser and print each request before it is sent.\n\n"
+        "> Applied edit to metrics.sh  \n"
+    )
+    systems = LocalCompressor().compress(text).entities.systems
+    assert "claude-3.5-sonnet" in systems and "openrouter" in systems
+    assert "claude-3-5-haiku" not in systems  # the weak model is not what the session ran with
+
+
+def test_labels_headings_package_scopes_and_companies_are_no_people():
+    text = (
+        "user: The login button on the Shopify storefront sends people to the wrong page.\n\n"
+        "assistant: Authorization: Bearer tokens are sent by @shopify/hydrogen, so the redirect comes from Google sign-in.\n\n"
+        "### Step 7: Create a Setup Script for Easy Deployment\n\n"
+        "user: ok, and ask Priya to check the redirect_uri in the partner dashboard.\n"
+    )
+    people = LocalCompressor().compress(text).entities.people
+    assert people == ["Priya"]
