@@ -178,6 +178,18 @@ HOOK_CODEX_END_TIMEOUT_S = 3  # Codex caps SessionEnd hooks at 3 s
 HOOK_COMPRESS_TIMEOUT_S = 900.0  # the detached worker's limit for `memory compress`
 HOOK_MAX_PAYLOAD_BYTES = 1024 * 1024  # most of the agent's JSON a hook reads from stdin
 HOOK_LOG_MAX_BYTES = 1024 * 1024  # the hooks log is rotated (to hooks.log.1) past this size
+HOOK_PROMPT_TIMEOUT_S = 10  # the agent's limit for the prompt-recall hook (it answers in well under a second)
+HOOK_CLAUDE_CAP_CHARS = 10_000  # Claude Code shows a 2 KB preview in place of a longer additionalContext
+HOOK_CODEX_CAP_TOKENS = 2_500  # Codex cuts hook context past this many tokens (its default)
+HOOK_CAP_MARGIN = 0.9  # of a cap in tokens we fill: the agent's tokenizer is not ours (text.count_tokens)
+RECALL_LIMIT = 5  # most entries prompt recall injects for one prompt
+RECALL_MIN_SCORE = 0.35  # a hit scoring less (search's 0-1 score) is not relevant enough to inject
+RECALL_MIN_PROMPT_WORDS = 2  # a prompt with fewer content words ("yes", "go on") recalls nothing
+RECALL_SEEN_DAYS = 7  # per-session state of the ids already sent is dropped after this many days
+ENV_HOOKS_NO_SPAWN = "MEMTOOL_HOOKS_NO_SPAWN"  # set (by `memory hooks doctor`): the hooks start no background worker
+CATCHUP_DAYS = 7  # a session end that never ran is caught up if its transcript changed within this many days
+CATCHUP_QUIET_S = 300  # a transcript changed more recently is left to the next catch-up (its own end hook may be at it)
+CATCHUP_MAX_SESSIONS = 20  # most earlier sessions one catch-up compresses (the newest first)
 # What memtool injects into an agent's session (session-start context, prompt recall) is wrapped in
 # this tag; a transcript's text inside it (or inside Gemini CLI's <hook_context>) was given to the
 # agent, not said by anyone, and is never compressed into an entry.
