@@ -110,7 +110,7 @@ def codex_trust(hooks_file: Path, where: str, environ: dict[str, str] | None = N
     except ImportError:  # Python 3.10
         return ""
     env = os.environ if environ is None else environ
-    config = Path(env.get("CODEX_HOME") or Path.home() / ".codex") / "config.toml"
+    config = Path(env.get("CODEX_HOME") or Path(env.get("HOME") or Path.home()) / ".codex") / "config.toml"
     try:
         data = tomllib.loads(config.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -31,9 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from memtool import constants as C
 from memtool.errors import BadInput, LockBusy, NotAMemoryRoot
-from memtool.fsutil import locked
 from memtool.hooks import spec
-from memtool.text import count_tokens
 
 if TYPE_CHECKING:
     from memtool.agent_history import FoundSession
@@ -77,6 +75,8 @@ def memtool_command(*args: str) -> list[str]:  # the `memory` CLI of this instal
 
 
 def _fits(agent: str, text: str) -> bool:
+    from memtool.text import count_tokens
+
     s = spec(agent)
     return (s.cap_chars is None or len(text) <= s.cap_chars) and (s.cap_tokens is None or count_tokens(text) <= s.cap_tokens * C.HOOK_CAP_MARGIN)
 
@@ -151,6 +151,8 @@ def run_session_start(payload: HookPayload, agent: str) -> tuple[str, str]:
     except OSError as err:
         note = f"memtool: cannot run `memory context`: {err}; no memory loaded ({check})."
     else:
+        if done.returncode == 0 and not done.stdout.strip():
+            return "", ""
         if done.returncode == 0:
             try:
                 bundle = json.loads(done.stdout)
@@ -273,6 +275,7 @@ def catch_up_sessions(payload: HookPayload, agent: str, root: Path) -> list[Foun
 def run_catch_up(payload: HookPayload, agent: str, *, run: Runner | None = None) -> int:
     """Compress the sessions catch_up_sessions finds, one `memory compress` each, oldest first; one
     catch-up at a time (another running: nothing to do). Returns 0, or the last failure's exit code."""
+    from memtool.fsutil import locked
     from memtool.hooks.state import hooks_dir
 
     root = memory_root_for(payload)
