@@ -11,13 +11,15 @@ prompt and must print nothing or the agents' JSON; no hook starts background wor
 
 Codex runs a hook only once the user trusted it in `/hooks`, and records that in the user's
 config.toml (`$CODEX_HOME/config.toml`) as `[hooks.state."<hooks.json path>:<event>:<group>:<handler>"]`
-with a `trusted_hash` (Codex's own hash of the hook, which it asks about again when the hook
-changes) and `enabled`. A handler of ours with no such record is reported as installed but not
-trusted, one with `enabled = false` as disabled: Codex skips both without a word.
+with a `trusted_hash` (its hash of the hook's definition, codex_hook_hash) and `enabled`. A handler of
+ours with no such record is reported as installed but not trusted, one whose trusted hash is not its
+hash now as changed since it was trusted, one with `enabled = false` as disabled: Codex skips all three
+without a word.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -81,9 +83,9 @@ def sample_payload(agent: str, event: str, project: Path) -> str:
     return json.dumps({"session_id": "memtool-hooks-doctor", "cwd": str(project), "hook_event_name": spec(agent).events[event]} | SAMPLE_EXTRA[event])
 
 
-def installed(agent: str, scope: Scope, project: Path) -> tuple[Path, list[tuple[str, dict[str, Any], str]]]:
+def installed(agent: str, scope: Scope, project: Path) -> tuple[Path, list[tuple[str, dict[str, Any], str, Any]]]:
     """The agent's config file for `scope`, and memtool's handlers in it as (event, handler, where:
-    "<agent event>:<group index>:<handler index>")."""
+    "<agent event>:<group index>:<handler index>", the group's matcher or None)."""
     path = config_path(agent, scope, project)
     text = read_config(path)
     try:
@@ -93,7 +95,10 @@ def installed(agent: str, scope: Scope, project: Path) -> tuple[Path, list[tuple
     events = spec(agent).events
     groups = {event: hooks.get(agent_event) for event, agent_event in events.items()}
     return path, [
-        (event, groups[event][gi]["hooks"][hi], f"{events[event]}:{gi}:{hi}") for event in groups for gi, ours in ours_in(groups[event]).items() for hi in ours
+        (event, groups[event][gi]["hooks"][hi], f"{events[event]}:{gi}:{hi}", groups[event][gi].get("matcher"))
+        for event in groups
+        for gi, ours in ours_in(groups[event]).items()
+        for hi in ours
     ]
 
 
@@ -101,10 +106,34 @@ def _snake(name: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
 
 
-def codex_trust(hooks_file: Path, where: str, environ: dict[str, str] | None = None) -> str:
-    """"trusted", "untrusted" or "disabled": what the user's Codex config.toml says of the handler at
-    `where` ("<Event>:<group>:<handler>") of `hooks_file`. "" when it cannot be read (no tomllib, or
-    the file is broken: the install warnings say so)."""
+_CONTEXT_LIMIT_EVENTS = {"pre_tool_use", "post_tool_use", "session_start", "user_prompt_submit", "subagent_start"}
+
+
+def codex_hook_hash(event: str, matcher: Any, handler: dict[str, Any]) -> str:
+    """The hash Codex trusts a hook by: SHA-256 of the compact, key-sorted JSON of the event's snake_case
+    name, the group's matcher (when set) and the handler as Codex normalises it (type, command, timeout
+    (SessionEnd's within 1-3 s), async, statusMessage, additionalContextLimit when not the default 2,500).
+    Checked against the `currentHash` that Codex 0.171.0's app-server lists (`hooks/list`) for each of
+    memtool's four hooks."""
+    label = _snake(event)
+    raw = handler.get("timeout")
+    timeout = raw if isinstance(raw, int) and not isinstance(raw, bool) else (1 if label == "session_end" else 600)
+    timeout = min(3, max(1, timeout)) if label == "session_end" else max(1, timeout)
+    normal: dict[str, Any] = {"type": "command", "command": handler.get("command"), "timeout": timeout, "async": bool(handler.get("async"))}
+    if handler.get("statusMessage"):
+        normal["statusMessage"] = handler["statusMessage"]
+    limit = handler.get("additionalContextLimit")
+    if label in _CONTEXT_LIMIT_EVENTS and isinstance(limit, int) and limit != C.HOOK_CODEX_CAP_TOKENS:
+        normal["additionalContextLimit"] = limit
+    identity: dict[str, Any] = {"event_name": label, "hooks": [normal]} | ({"matcher": matcher} if matcher is not None else {})
+    return "sha256:" + hashlib.sha256(json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def codex_trust(hooks_file: Path, where: str, expected_hash: str = "", environ: dict[str, str] | None = None) -> str:
+    """"trusted", "modified" (trusted before the hook changed), "untrusted" or "disabled": what the
+    user's Codex config.toml says of the handler at `where` ("<Event>:<group>:<handler>") of
+    `hooks_file`, whose hash now is `expected_hash`. "" when it cannot be read (no tomllib, or the
+    file is broken: the install warnings say so)."""
     try:
         import tomllib
     except ImportError:  # Python 3.10
@@ -126,7 +155,10 @@ def codex_trust(hooks_file: Path, where: str, environ: dict[str, str] | None = N
         if len(parts) == 4 and isinstance(state, dict) and (os.path.realpath(parts[0]), ":".join(parts[1:])) == wanted:
             if state.get("enabled") is False:
                 return "disabled"
-            return "trusted" if isinstance(state.get("trusted_hash"), str) and state["trusted_hash"] else "untrusted"
+            trusted = state.get("trusted_hash")
+            if not isinstance(trusted, str) or not trusted:
+                return "untrusted"
+            return "modified" if expected_hash and trusted != expected_hash else "trusted"
     return "untrusted"
 
 
@@ -186,11 +218,13 @@ def check_hooks(project: Path, agents: tuple[str, ...] = AGENTS, env: dict[str, 
             path, handlers = installed(agent, scope, project)
             if not handlers:
                 missing.append(f"{agent} ({scope}): {path}")
-            for event, handler, where in handlers:
+            for event, handler, where, matcher in handlers:
                 command = str(handler.get("command", ""))
                 ok, detail, fix = _outcome(agent, scope, event, command, _timeout_s(agent, handler), project, env)
-                trust = codex_trust(path, where, env) if agent == "codex" else ""
-                if ok and trust == "untrusted":
+                trust = codex_trust(path, where, codex_hook_hash(where.split(":")[0], matcher, handler), env) if agent == "codex" else ""
+                if ok and trust == "modified":
+                    ok, detail, fix = False, f"changed since it was trusted: Codex skips it ({detail})", "open /hooks in Codex and trust memtool's hooks again"
+                elif ok and trust == "untrusted":
                     ok, detail, fix = False, f"installed but not trusted: Codex skips it ({detail})", "open /hooks in Codex and trust memtool's hooks"
                 elif ok and trust == "disabled":
                     ok, detail, fix = False, f"disabled in Codex's /hooks: Codex skips it ({detail})", "open /hooks in Codex and enable memtool's hooks"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memtool import hooks as core
-from memtool.hooks.doctor import agent_environment, check_hooks
+from memtool.hooks.doctor import agent_environment, check_hooks, codex_hook_hash
 from memtool.scaffold import init
 from tests.hooks.conftest import RUNNER, cli
 
@@ -24,15 +24,17 @@ def agent_env(env: dict[str, str]) -> dict[str, str]:
 EVENTS = ("session-start", "session-end", "prompt", "pre-compact")
 
 
-def trust_in_codex(home: Path, hooks_file: Path, enabled: bool = True) -> None:
-    """What Codex's /hooks writes to the user's config.toml once each of memtool's hooks is trusted."""
+def trust_in_codex(home: Path, hooks_file: Path, enabled: bool = True, stale: bool = False) -> None:
+    """What Codex's /hooks writes to the user's config.toml once each of memtool's hooks is trusted
+    (`stale`: trusted before the hook changed)."""
     data = json.loads(hooks_file.read_text())
     snake = {"SessionStart": "session_start", "SessionEnd": "session_end", "UserPromptSubmit": "user_prompt_submit", "PreCompact": "pre_compact"}
     lines = []
     for event, groups in data["hooks"].items():
         for gi, group in enumerate(groups):
-            for hi, _ in enumerate(group["hooks"]):
-                lines += [f'[hooks.state."{hooks_file}:{snake[event]}:{gi}:{hi}"]', f'trusted_hash = "sha256:{gi}{hi}"', f"enabled = {str(enabled).lower()}", ""]
+            for hi, handler in enumerate(group["hooks"]):
+                trusted = codex_hook_hash(event, group.get("matcher"), handler | ({"statusMessage": "an older memtool"} if stale else {}))
+                lines += [f'[hooks.state."{hooks_file}:{snake[event]}:{gi}:{hi}"]', f'trusted_hash = "{trusted}"', f"enabled = {str(enabled).lower()}", ""]
     (home / ".codex").mkdir(exist_ok=True)
     (home / ".codex" / "config.toml").write_text("\n".join(lines))
 
@@ -64,8 +66,23 @@ def test_codex_hooks_nobody_trusted_are_not_ok(root, env):
     trust_in_codex(Path(env["HOME"]), root / ".codex" / "hooks.json", enabled=False)
     report = check_hooks(root, ("codex",), env=agent_env(env))
     assert all(not c.ok and c.detail.startswith("disabled in Codex's /hooks") for c in report.checks)
+    trust_in_codex(Path(env["HOME"]), root / ".codex" / "hooks.json", stale=True)
+    report = check_hooks(root, ("codex",), env=agent_env(env))
+    assert all(not c.ok and c.detail.startswith("changed since it was trusted") for c in report.checks)
     trust_in_codex(Path(env["HOME"]), root / ".codex" / "hooks.json")
     assert check_hooks(root, ("codex",), env=agent_env(env)).ok
+
+
+def test_codex_hook_hash_is_the_one_codex_trusts():
+    """The `currentHash` Codex 0.171.0's app-server listed (`hooks/list`) for hooks memtool installed
+    (`codex app-server` run on a CODEX_HOME holding them)."""
+    memory = "/work/wt/hooks/.venv/bin/memory"
+    start = {"type": "command", "command": f"{memory} hooks run session-start --agent codex", "timeout": 30, "statusMessage": "Loading memtool memory"}
+    end = {"type": "command", "command": f"{memory} hooks run session-end --agent codex", "timeout": 3, "statusMessage": "Saving session to memtool"}
+    compact = {"type": "command", "command": f"{memory} hooks run pre-compact --agent codex", "timeout": 3}
+    assert codex_hook_hash("SessionStart", "startup|clear|compact", start) == "sha256:7d7b10b63781d4346e7e16b0a27f346e56f2ff5e721842ce488346f1e1aafbae"
+    assert codex_hook_hash("SessionEnd", None, end) == "sha256:6773e970a4c4cc6872d54506e5a59e5083be2a711f20db6f7580330ae6600590"
+    assert codex_hook_hash("PreCompact", None, compact) == "sha256:cb0cb730f605317ad93af0235bcb4d78c81b5f63a60afbc3099503e08ba28919"
 
 
 def test_a_bare_memory_command_fails_with_the_fix(root, env):
