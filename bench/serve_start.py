@@ -41,7 +41,9 @@ def _answer(proc: subprocess.Popen, want_id: int) -> dict:
 
 def one_run(python: str, root: Path, env: dict[str, str]) -> tuple[float, float, int]:
     start = time.perf_counter()
-    proc = subprocess.Popen([python, "-m", "memtool", "--root", str(root), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        [python, "-m", "memtool", "--root", str(root), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
     try:
         init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
         _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})

@@ -52,6 +52,7 @@ class AgentSpec:
     tag: bool = True  # wrap what is injected in <memtool-context> (Gemini CLI: its own <hook_context>, and it escapes `<`)
     stderr_shown: bool = False  # the agent shows a hook's stderr to the user when its stdout is empty: say nothing on success
 
+
 def _codex_warnings(path: Path, new_text: str) -> list[str]:
     """The config.toml beside hooks.json turning hooks off, or unreadable."""
     try:

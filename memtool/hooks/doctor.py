@@ -75,7 +75,12 @@ def agent_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-SAMPLE_EXTRA = {"session-start": {"source": "startup"}, "session-end": {"reason": "other"}, "prompt": {"prompt": "memtool hooks doctor check"}, "pre-compact": {"trigger": "manual"}}
+SAMPLE_EXTRA = {
+    "session-start": {"source": "startup"},
+    "session-end": {"reason": "other"},
+    "prompt": {"prompt": "memtool hooks doctor check"},
+    "pre-compact": {"trigger": "manual"},
+}
 
 
 def sample_payload(agent: str, event: str, project: Path) -> str:
@@ -130,7 +135,7 @@ def codex_hook_hash(event: str, matcher: Any, handler: dict[str, Any]) -> str:
 
 
 def codex_trust(hooks_file: Path, where: str, expected_hash: str = "", environ: dict[str, str] | None = None) -> str:
-    """"trusted", "modified" (trusted before the hook changed), "untrusted" or "disabled": what the
+    """Returns "trusted", "modified" (trusted before the hook changed), "untrusted" or "disabled": what the
     user's Codex config.toml says of the handler at `where` ("<Event>:<group>:<handler>") of
     `hooks_file`, whose hash now is `expected_hash`. "" when it cannot be read (no tomllib, or the
     file is broken: the install warnings say so)."""

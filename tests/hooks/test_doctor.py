@@ -47,9 +47,9 @@ def test_installed_hooks_of_every_agent_run_and_load_memory(root, env):
         core.install(agent, project_dir=root)
     trust_in_codex(Path(env["HOME"]), root / ".codex" / "hooks.json")
     report = check_hooks(root, env=agent_env(env))
-    assert [(c.agent, c.scope, c.event, c.ok) for c in report.checks] == [
-        (agent, "project", event, True) for agent in core.AGENTS for event in EVENTS
-    ], [c.detail for c in report.checks]
+    assert [(c.agent, c.scope, c.event, c.ok) for c in report.checks] == [(agent, "project", event, True) for agent in core.AGENTS for event in EVENTS], [
+        c.detail for c in report.checks
+    ]
     start = [c for c in report.checks if c.event == "session-start"]
     assert all(c.detail.startswith("exit 0; loads") for c in start)  # the note in MEMORY.md
     assert len(report.not_installed) == 3  # no user-scope hooks

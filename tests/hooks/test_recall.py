@@ -59,12 +59,19 @@ def _context(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return json.loads(done.stdout)["hookSpecificOutput"]
 
 
-@pytest.mark.parametrize(("agent", "event_name", "tagged"), [("claude-code", "UserPromptSubmit", True), ("codex", "UserPromptSubmit", True), ("gemini", "BeforeAgent", False)])
+@pytest.mark.parametrize(
+    ("agent", "event_name", "tagged"), [("claude-code", "UserPromptSubmit", True), ("codex", "UserPromptSubmit", True), ("gemini", "BeforeAgent", False)]
+)
 def test_a_prompt_recalls_the_relevant_entry_once_per_session(store, env, agent, event_name, tagged):
     from memtool.store import Layout, Store
 
     [migration] = [e for e in Store(Layout(store)).iter_entries() if e.source_session == "s-migration"]
-    payload = {"session_id": f"recall-{uuid.uuid4()}", "cwd": str(store), "hook_event_name": event_name, "prompt": "How do we migrate the billing tables to Postgres?"}
+    payload = {
+        "session_id": f"recall-{uuid.uuid4()}",
+        "cwd": str(store),
+        "hook_event_name": event_name,
+        "prompt": "How do we migrate the billing tables to Postgres?",
+    }
     out = _context(hook("prompt", agent, payload, env, store))
     assert out["hookEventName"] == event_name
     text = out["additionalContext"]
@@ -105,7 +112,10 @@ def test_a_folder_without_memory_recalls_nothing_and_fails_nothing(tmp_path, env
 
 
 def long_bundle(lines: int = 800) -> str:
-    return "\n".join(f"- [2026-02-0{i % 9 + 1} ctx-2026020{i % 9 + 1}-{i:08x}] decision number {i}: keep the billing writes dual until the backfill ends" for i in range(lines))
+    return "\n".join(
+        f"- [2026-02-0{i % 9 + 1} ctx-2026020{i % 9 + 1}-{i:08x}] decision number {i}: keep the billing writes dual until the backfill ends"
+        for i in range(lines)
+    )
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
@@ -120,9 +130,12 @@ def test_context_over_an_agents_cap_is_cut_at_a_line_and_says_how_to_get_the_res
     body = shown.removeprefix(f"<{C.INJECTED_TAG}>\n").removesuffix(f"\n</{C.INJECTED_TAG}>").split("\n")
     kept, note = body[:-1], body[-1]
     assert kept == bundle.split("\n")[: len(kept)] and len(kept) > 10  # whole lines, from the top
-    assert note == f"[memtool: {800 - len(kept)} more lines left out to fit {s.label}'s " + (
-        f"{s.cap_chars:,} characters" if s.cap_chars else f"{s.cap_tokens:,} tokens"
-    ) + "; run `memory context` for the whole bundle]"
+    assert (
+        note
+        == f"[memtool: {800 - len(kept)} more lines left out to fit {s.label}'s "
+        + (f"{s.cap_chars:,} characters" if s.cap_chars else f"{s.cap_tokens:,} tokens")
+        + "; run `memory context` for the whole bundle]"
+    )
     assert fit_context(agent, "one line", "x") == f"<{C.INJECTED_TAG}>\none line\n</{C.INJECTED_TAG}>"
 
 
@@ -147,7 +160,11 @@ def claude_transcript(home: Path, project: Path, session_id: str, minutes_ago: f
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{session_id}.jsonl"
     text = (FIXTURES / "claude_transcript.jsonl").read_text().replace("/home/dev/shop", str(project))
-    turn = {"type": "user", "message": {"role": "user", "content": said or f"Also note {session_id} in the changelog."}, "timestamp": "2026-02-07T10:09:00.000Z"}
+    turn = {
+        "type": "user",
+        "message": {"role": "user", "content": said or f"Also note {session_id} in the changelog."},
+        "timestamp": "2026-02-07T10:09:00.000Z",
+    }
     path.write_text(text.replace("5f0c2a9e-1111-4b7a-9c1d-2e3f4a5b6c7d", session_id) + json.dumps(turn | {"sessionId": session_id}) + "\n")
     when = path.stat().st_mtime - minutes_ago * 60
     os.utime(path, (when, when))
