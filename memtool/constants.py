@@ -183,7 +183,10 @@ HOOK_CLAUDE_CAP_CHARS = 10_000  # Claude Code shows a 2 KB preview in place of a
 HOOK_CODEX_CAP_TOKENS = 2_500  # Codex cuts hook context past this many tokens (its default)
 HOOK_CAP_MARGIN = 0.9  # of a cap in tokens we fill: the agent's tokenizer is not ours (text.count_tokens)
 RECALL_LIMIT = 5  # most entries prompt recall injects for one prompt
-RECALL_MIN_SCORE = 0.35  # a hit scoring less (search's 0-1 score) is not relevant enough to inject
+# A hit scoring less is not injected. A hit whose words match scores about 1-2 (the 10k bench store:
+# prompts on its topics 1.6-2.0); one the vectors fill in when word matches run short ranks after
+# them at a third or less of the weakest (1/3, 1/4, ... when no word matches: bread on that store 0.33).
+RECALL_MIN_SCORE = 0.5
 RECALL_MIN_PROMPT_WORDS = 2  # a prompt with fewer content words ("yes", "go on") recalls nothing
 RECALL_SEEN_DAYS = 7  # per-session state of the ids already sent is dropped after this many days
 ENV_HOOKS_NO_SPAWN = "MEMTOOL_HOOKS_NO_SPAWN"  # set (by `memory hooks doctor`): the hooks start no background worker

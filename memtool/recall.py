@@ -2,7 +2,8 @@
 session was already sent (the agent hooks' `UserPromptSubmit` / `BeforeAgent`, memtool.hooks.session).
 
 One search of the entries (and their kept transcripts) for the prompt; a hit counts when its score
-(search's 0-1 scale) reaches `min_score`; a prompt of fewer than RECALL_MIN_PROMPT_WORDS content words
+reaches `min_score` (constants.RECALL_MIN_SCORE: above what a hit the vectors fill in without a word
+match can score); a prompt of fewer than RECALL_MIN_PROMPT_WORDS content words
 ("yes", "go on") recalls nothing.
 """
 
