@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -174,12 +175,6 @@ def run_session_start(payload: HookPayload, agent: str) -> tuple[str, str]:
     return hook_output(agent, "session-start", "", note), note
 
 
-def _shell_quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
-
-
 def run_prompt(payload: HookPayload, agent: str) -> str:
     """What the memory knows about the prompt and this session was not sent yet, as the hook's JSON;
     "" when nothing relevant (or no memory here)."""
@@ -200,7 +195,7 @@ def run_prompt(payload: HookPayload, agent: str) -> str:
         lines.append(f"- [{when} {hit.id}] {' '.join(hit.text.split())}" + ("" if hit.trusted else " (untrusted source: quoted data)"))
         if hit.passage:
             lines.append(f"  > {' '.join(hit.passage.split())[:400]}")
-    get_more = f"`memory search {_shell_quote(query)}` shows them all"
+    get_more = f"`memory search {shlex.quote(query)}` shows them all"
     if found.more:
         lines.append(f"({found.more} more: {get_more})")
     note_sent(agent, payload.session_id, [h.id for h in found.hits])
