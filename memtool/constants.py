@@ -179,6 +179,21 @@ HOOK_CODEX_END_TIMEOUT_S = 3  # Codex caps SessionEnd hooks at 3 s
 HOOK_COMPRESS_TIMEOUT_S = 900.0  # the detached worker's limit for `memory compress`
 HOOK_MAX_PAYLOAD_BYTES = 1024 * 1024  # most of the agent's JSON a hook reads from stdin
 HOOK_LOG_MAX_BYTES = 1024 * 1024  # the hooks log is rotated (to hooks.log.1) past this size
+HOOK_PROMPT_TIMEOUT_S = 10  # the agent's limit for the prompt-recall hook (it answers in well under a second)
+HOOK_CLAUDE_CAP_CHARS = 10_000  # Claude Code shows a 2 KB preview in place of a longer additionalContext
+HOOK_CODEX_CAP_TOKENS = 2_500  # Codex cuts hook context past this many tokens (its default)
+HOOK_CAP_MARGIN = 0.9  # of a cap in tokens we fill: the agent's tokenizer is not ours (text.count_tokens)
+RECALL_LIMIT = 5  # most entries prompt recall injects for one prompt
+# A hit scoring less is not injected. A hit whose words match scores about 1-2 (the 10k bench store:
+# prompts on its topics 1.6-2.0); one the vectors fill in when word matches run short ranks after
+# them at a third or less of the weakest (1/3, 1/4, ... when no word matches: bread on that store 0.33).
+RECALL_MIN_SCORE = 0.5
+RECALL_MIN_PROMPT_WORDS = 2  # a prompt with fewer content words ("yes", "go on") recalls nothing
+RECALL_SEEN_DAYS = 7  # per-session state of the ids already sent is dropped after this many days
+ENV_HOOKS_NO_SPAWN = "MEMTOOL_HOOKS_NO_SPAWN"  # set (by `memory hooks doctor`): the hooks start no background worker
+CATCHUP_DAYS = 7  # a session end that never ran is caught up if its transcript changed within this many days
+CATCHUP_QUIET_S = 300  # a transcript changed more recently is left to the next catch-up (its own end hook may be at it)
+CATCHUP_MAX_SESSIONS = 20  # most earlier sessions one catch-up compresses (the newest first)
 # What memtool injects into an agent's session (session-start context, prompt recall) is wrapped in
 # this tag; a transcript's text inside it (or inside Gemini CLI's <hook_context>) was given to the
 # agent, not said by anyone, and is never compressed into an entry.

@@ -95,22 +95,34 @@ def doctor(
 
 @app.command(hidden=True)
 def run(
-    event: Literal["session-start", "session-end"] = typer.Argument(..., help="session-start or session-end."),
+    event: Literal["session-start", "session-end", "prompt", "pre-compact"] = typer.Argument(..., help="session-start, session-end, prompt or pre-compact."),
     agent: Agent = AGENT_OPTION,
-    foreground: bool = typer.Option(False, "--foreground", hidden=True, help="session-end: compress now and wait."),
+    foreground: bool = typer.Option(False, "--foreground", hidden=True, help="session-end: compress now and wait; pre-compact: catch up now."),
 ) -> None:
     """Run by the installed hooks: reads the agent's JSON payload on stdin."""
-    from memtool.hooks import session
+    from memtool.hooks import session, spec
 
     raw = session.read_payload(sys.stdin)
+    quiet = spec(agent).stderr_shown  # the agent shows stderr as a message: say nothing when all is well
     try:
         payload = session.parse_payload(raw)
         if event == "session-start":
-            output, message = session.run_session_start(payload)
+            output, message = session.run_session_start(payload, agent)
             if message:
                 echo(message, err=True)
             if output:
                 sys.stdout.write(output + "\n")
+            session.spawn_catch_up(raw, payload, agent)
+            return
+        if event == "prompt":
+            output = session.run_prompt(payload, agent)
+            if output:
+                sys.stdout.write(output + "\n")
+            return
+        if event == "pre-compact":
+            if foreground:
+                raise typer.Exit(session.run_catch_up(payload, agent))
+            session.spawn_catch_up(raw, payload, agent)
             return
         if foreground:
             raise typer.Exit(session.run_session_end(payload, agent))
@@ -119,8 +131,10 @@ def run(
         elif session.memory_root_for(payload) is None:
             note = "memtool: no memory/ here or above (`memory init` starts one); this session is not saved."
         else:
-            note = f"memtool: compressing the session in the background (log: {session.spawn_session_end(raw, payload, agent)})"
-        echo(note, err=True)
+            log = session.spawn_worker(raw, payload, agent, "session-end")
+            note = "" if quiet else f"memtool: compressing the session in the background (log: {log})"
+        if note:
+            echo(note, err=True)
     except (MemtoolError, OSError) as exc:
         if foreground:
             raise
@@ -144,6 +158,8 @@ def _render(plan: HookPlan, dry_run: bool, written: bool, as_json: bool) -> None
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
             out.print(terminal_safe(line), style=style, markup=False)  # the agent's settings file, as found
         out.print(f"(dry run: {plan.path} not written)")
+    elif plan.changed and plan.action == "uninstall" and plan.new_text is None:
+        out.print(f"{label}: removed memtool hooks, and {plan.path}, which install had created")
     elif plan.changed:
         out.print(f"{label}: installed memtool hooks in {plan.path}" if plan.action == "install" else f"{label}: removed memtool hooks from {plan.path}")
     elif plan.action == "install":

@@ -22,27 +22,35 @@ from typing import Any, Callable, Literal
 
 from memtool import constants as C
 from memtool.errors import BadInput, ConfigError
-from memtool.hooks.common import Group, HookPlan, apply, load_record, merge_in, read_config, take_out
+from memtool.hooks.common import Group, HookPlan, apply, left_empty, load_created, load_record, merge_in, missing_folders, read_config, take_out
 from memtool.jsonc import Document
 
-HOOK_EVENTS = {"session-start": "SessionStart", "session-end": "SessionEnd"}  # ours -> the agents' event names
+# ours -> what each runs: the session-start context, the session end's compress, recall for a prompt,
+# and (before the agent compacts its context) the catch-up of earlier sessions no entry holds yet
+OUR_EVENTS = ("session-start", "session-end", "prompt", "pre-compact")
 ENTRY_POINT = "memory"  # the console script in pyproject.toml
 Scope = Literal["project", "user"]
 
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """One agent: where its hook config lives, its format, and the groups memtool adds to it."""
+    """One agent: where its hook config lives, its format, its event names, the groups memtool adds,
+    and the most context it takes from one hook."""
 
     name: str
     label: str
     config: str  # the config file, in the project folder and (user scope) in the home directory
     comments: bool  # the format allows // and /* */ comments
-    groups: tuple[Group, Group]  # the SessionStart and SessionEnd groups, each with one handler whose "command" install fills
+    events: dict[str, str]  # ours (OUR_EVENTS) -> the agent's event name
+    groups: dict[str, Group]  # ours -> the group added to that event, with one handler whose "command" install fills
     notes: tuple[str, ...]
     warnings: Callable[[Path, str], list[str]] = lambda path, new_text: []  # (config file, its new text): settings that keep the hooks from running
     folder_env: str | None = None  # an environment variable naming the user-scope folder of the config file instead
     timeout_units_per_s: int = 1  # what the handlers' "timeout" counts: seconds, or (1000) milliseconds
+    cap_chars: int | None = None  # the most additionalContext the agent passes on whole, in characters
+    cap_tokens: int | None = None  # ... in tokens
+    tag: bool = True  # wrap what is injected in <memtool-context> (Gemini CLI: its own <hook_context>, and it escapes `<`)
+    stderr_shown: bool = False  # the agent shows a hook's stderr to the user when its stdout is empty: say nothing on success
 
 
 def _codex_warnings(path: Path, new_text: str) -> list[str]:
@@ -73,7 +81,7 @@ def _gemini_warnings(path: Path, new_text: str) -> list[str]:
     holders = {label: data[label] for label in ("hooksConfig", "hooks") if isinstance(data.get(label), dict)}
     out = [f"{path}: {label}.enabled is false, so Gemini CLI runs no hooks." for label, holder in holders.items() if holder.get("enabled") is False]
     disabled = [name for holder in holders.values() if isinstance(holder.get("disabled"), list) for name in holder["disabled"]]
-    ours = [group["hooks"][0]["name"] for group in SPECS["gemini"].groups]
+    ours = [group["hooks"][0]["name"] for group in SPECS["gemini"].groups.values()]
     return out + [f"{path}: hook {name!r} is listed as disabled." for name in ours if name in disabled]
 
 
@@ -87,8 +95,10 @@ def _named(name: str, description: str, timeout_s: int) -> dict[str, Any]:
 
 # Context on start-up, /clear and compaction; SessionEnd gets a timeout (Claude Code's default is 1.5 s,
 # Codex caps it at 3 s). Gemini CLI: named handlers with timeouts in milliseconds; lifecycle matchers
-# are exact strings there, so none (= all).
+# are exact strings there, so none (= all). Claude Code replaces an additionalContext over 10,000
+# characters with a 2 KB preview; Codex caps hook context at 2,500 tokens by default.
 _MATCHER = "startup|clear|compact"
+_CLAUDE_EVENTS = {"session-start": "SessionStart", "session-end": "SessionEnd", "prompt": "UserPromptSubmit", "pre-compact": "PreCompact"}
 SPECS: dict[str, AgentSpec] = {
     s.name: s
     for s in (
@@ -97,37 +107,53 @@ SPECS: dict[str, AgentSpec] = {
             "Claude Code",
             ".claude/settings.json",
             comments=False,
-            groups=({"matcher": _MATCHER, "hooks": [_handler(C.HOOK_START_TIMEOUT_S)]}, {"hooks": [_handler(C.HOOK_END_TIMEOUT_S)]}),
+            events=_CLAUDE_EVENTS,
+            groups={
+                "session-start": {"matcher": _MATCHER, "hooks": [_handler(C.HOOK_START_TIMEOUT_S)]},
+                "session-end": {"hooks": [_handler(C.HOOK_END_TIMEOUT_S)]},
+                "prompt": {"hooks": [_handler(C.HOOK_PROMPT_TIMEOUT_S)]},
+                "pre-compact": {"hooks": [_handler(C.HOOK_END_TIMEOUT_S)]},
+            },
             notes=("Claude Code reads hooks at start-up: restart it, then check them with /hooks.",),
+            cap_chars=C.HOOK_CLAUDE_CAP_CHARS,
         ),
         AgentSpec(
             "codex",
             "Codex CLI",
             ".codex/hooks.json",
             comments=False,
-            groups=(
-                {"matcher": _MATCHER, "hooks": [_handler(C.HOOK_START_TIMEOUT_S, statusMessage="Loading memtool memory")]},
-                {"hooks": [_handler(C.HOOK_CODEX_END_TIMEOUT_S, statusMessage="Saving session to memtool")]},
-            ),
+            events=_CLAUDE_EVENTS,
+            groups={
+                "session-start": {"matcher": _MATCHER, "hooks": [_handler(C.HOOK_START_TIMEOUT_S, statusMessage="Loading memtool memory")]},
+                "session-end": {"hooks": [_handler(C.HOOK_CODEX_END_TIMEOUT_S, statusMessage="Saving session to memtool")]},
+                "prompt": {"hooks": [_handler(C.HOOK_PROMPT_TIMEOUT_S, statusMessage="Recalling memtool memory")]},
+                "pre-compact": {"hooks": [_handler(C.HOOK_CODEX_END_TIMEOUT_S)]},
+            },
             notes=(
                 "Codex runs new hooks only after you review and trust them: open /hooks in Codex.",
                 "SessionEnd hooks need a recent Codex (0.146 or later); project hooks load only in trusted projects.",
             ),
             warnings=_codex_warnings,  # hooks also need `[features] hooks` left on in the config.toml beside hooks.json
             folder_env="CODEX_HOME",
+            cap_tokens=C.HOOK_CODEX_CAP_TOKENS,
         ),
         AgentSpec(
             "gemini",
             "Gemini CLI",
             ".gemini/settings.json",
             comments=True,
-            groups=(
-                {"hooks": [_named("memtool-session-start", "Load the memtool memory context", C.HOOK_START_TIMEOUT_S)]},
-                {"hooks": [_named("memtool-session-end", "Compress this session into memtool memory", C.HOOK_END_TIMEOUT_S)]},
-            ),
+            events={"session-start": "SessionStart", "session-end": "SessionEnd", "prompt": "BeforeAgent", "pre-compact": "PreCompress"},
+            groups={
+                "session-start": {"hooks": [_named("memtool-session-start", "Load the memtool memory context", C.HOOK_START_TIMEOUT_S)]},
+                "session-end": {"hooks": [_named("memtool-session-end", "Compress this session into memtool memory", C.HOOK_END_TIMEOUT_S)]},
+                "prompt": {"hooks": [_named("memtool-prompt", "Recall what memtool memory knows about the prompt", C.HOOK_PROMPT_TIMEOUT_S)]},
+                "pre-compact": {"hooks": [_named("memtool-pre-compress", "Save earlier sessions no memtool entry holds yet", C.HOOK_END_TIMEOUT_S)]},
+            },
             notes=("Check the hooks with /hooks panel in Gemini CLI (older versions need hooks enabled in /settings).",),
             warnings=_gemini_warnings,
             timeout_units_per_s=1000,
+            tag=False,
+            stderr_shown=True,
         ),
     )
 }
@@ -196,9 +222,9 @@ def hook_command(runner: str, event: str, agent: str) -> str:
 
 def desired_groups(agent: str, runner: str) -> dict[str, Group]:
     """The matcher groups we add, keyed by the agent's event name."""
-    out = {}
-    for (event, agent_event), template in zip(HOOK_EVENTS.items(), spec(agent).groups):
-        out[agent_event] = group = copy.deepcopy(template)
+    s, out = spec(agent), {}
+    for event in OUR_EVENTS:
+        out[s.events[event]] = group = copy.deepcopy(s.groups[event])
         group["hooks"][0]["command"] = hook_command(runner, event, agent)
     return out
 
@@ -212,15 +238,19 @@ def install(
     old = read_config(path)
     before = load_record(path)  # and after: the empty containers this install fills (see memtool.hooks.common)
     new, after = merge_in(path, old, desired_groups(agent, runner), s.comments, before)
-    commands = {event: hook_command(runner, event, agent) for event in HOOK_EVENTS}
-    plan = HookPlan(agent, "install", path, old, new, s.warnings(path, new), list(s.notes), commands, after if after != before else None)
+    commands = {event: hook_command(runner, event, agent) for event in OUR_EVENTS}
+    created = missing_folders(path) if old is None else None
+    plan = HookPlan(agent, "install", path, old, new, s.warnings(path, new), list(s.notes), commands, after if after != before else None, created)
     return plan, not dry_run and apply(plan)
 
 
 def uninstall(agent: str, scope: Scope = "project", *, dry_run: bool = False, project_dir: Path | None = None) -> tuple[HookPlan, bool]:
     """Take exactly memtool's hooks out of the agent's config file (written unless `dry_run`): (the plan, written)."""
-    path = config_path(agent, scope, project_dir)
+    path, comments = config_path(agent, scope, project_dir), spec(agent).comments
     old = read_config(path)
-    before = load_record(path)
-    plan = HookPlan(agent, "uninstall", path, old, None if old is None else take_out(path, old, spec(agent).comments, before), record={} if before else None)
+    before, created = load_record(path), load_created(path)
+    new = None if old is None else take_out(path, old, comments, before)
+    if new is not None and new != old and created is not None and left_empty(new, comments):
+        new = None  # install created the file: it goes, and the folders it made once empty
+    plan = HookPlan(agent, "uninstall", path, old, new, record={} if before else None, created=created)
     return plan, not dry_run and apply(plan)

@@ -14,6 +14,10 @@ blank (spaces, line breaks) as it was; comments inside come back by the text edi
 record is a cache file beside the hooks log. When it is missing (cleared, another machine, a file
 installed by an older memtool), uninstall drops an emptied container that holds no comment, as
 install would have created it.
+
+The record also names each config file install created, with the folders it made for it: when
+uninstall leaves such a file an empty object, it removes the file, and those folders once empty, so
+that nothing is left where there was nothing. Without the record an emptied file stays (`{}`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import difflib
 import json
 import os
 import re
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -34,8 +39,9 @@ Group = dict[str, Any]  # one matcher group: {"matcher": ..., "hooks": [handler,
 Containers = dict[tuple[str, ...], str]  # the record: container path from the root -> the text between its brackets
 _RECORD_VERSION = 1
 
-_OURS = re.compile(r"(?:^|\s)hooks\s+run\s+session-(?:start|end)\b")
-_OURS_WHOLE = re.compile(r"(?:^|\s)hooks\s+run\s+session-(?:start|end)\s+--agent\s+(?:claude-code|codex|gemini)\s*$")
+_EVENT = r"(?:session-start|session-end|prompt|pre-compact)"  # memtool.hooks.OUR_EVENTS
+_OURS = re.compile(rf"(?:^|\s)hooks\s+run\s+{_EVENT}(?=\s|$)")
+_OURS_WHOLE = re.compile(rf"(?:^|\s)hooks\s+run\s+{_EVENT}\s+--agent\s+(?:claude-code|codex|gemini)\s*$")
 
 
 def is_ours(handler: Any) -> bool:
@@ -181,6 +187,7 @@ class HookPlan:
     notes: list[str] = field(default_factory=list)
     commands: dict[str, str] = field(default_factory=dict)
     record: Containers | None = None  # the record to keep for this file after the change (see above); None: as it is
+    created: list[str] | None = None  # install: the folders it makes for a file it creates (outermost first); uninstall: those to remove once empty
 
     @property
     def changed(self) -> bool:
@@ -235,17 +242,42 @@ def read_config(path: Path) -> str | None:
         raise StorageError(f"{path}: cannot read: {err.strerror}") from None
 
 
+def missing_folders(path: Path) -> list[str]:
+    """The folders above `path` that do not exist yet, outermost first."""
+    return [str(folder) for folder in reversed(path.parents) if not folder.exists()]
+
+
+def left_empty(text: str, comments: bool) -> bool:
+    """The config text is an empty object with nothing but blank between its braces."""
+    doc = Document(text, comments=comments)
+    return not doc.root.children and not doc.inside(doc.root).strip(" \t\r\n")
+
+
 def apply(plan: HookPlan) -> bool:
     """Write the plan's new content (atomically, at the end of a symbolic link, which stays) when
-    it differs, then its record; True when the config file was written."""
-    written = plan.changed and plan.new_text is not None
-    if written:
-        atomic_write_text(real_file(plan.path), plan.new_text)
-    if plan.record is not None:
+    it differs, or remove a file install created (and its emptied folders), then its record; True when
+    the config file was written or removed."""
+    written = plan.changed
+    real = real_file(plan.path)
+    if written and plan.new_text is not None:
+        atomic_write_text(real, plan.new_text)
+    elif written:
         try:
+            real.unlink()
+            for folder in reversed(plan.created or []):  # innermost first; one holding anything stays
+                with suppress(OSError):
+                    Path(folder).rmdir()
+        except OSError as err:
+            raise StorageError(f"{real}: cannot remove: {err.strerror}") from None
+    try:
+        if plan.record is not None:
             save_record(plan.path, plan.record)
-        except StorageError as err:  # the config file is right; only uninstall's memory is lost
-            plan.warnings.append(f"{err} (uninstall may then remove empty containers that were there before install)")
+        if plan.action == "install" and plan.created is not None and written:
+            save_created(plan.path, plan.created)
+        elif plan.action == "uninstall" and written:
+            save_created(plan.path, None)
+    except StorageError as err:  # the config file is right; only uninstall's memory is lost
+        plan.warnings.append(f"{err} (uninstall may then remove empty containers that were there before install, or leave `{{}}` in a file it created)")
     return written
 
 
@@ -255,13 +287,24 @@ def _record_file() -> Path:
     return user_cache_dir() / "hooks" / "filled-containers.json"
 
 
-def _read_records() -> dict[str, Containers]:
-    """Every file's record; an unreadable or damaged record counts as none (it is a cache)."""
+def _read_data() -> dict[str, Any]:
     try:
         data = json.loads(_record_file().read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return {}
-    files = data.get("files") if isinstance(data, dict) and data.get("version") == _RECORD_VERSION else None
+    return data if isinstance(data, dict) and data.get("version") == _RECORD_VERSION else {}
+
+
+def _read_created(data: dict[str, Any]) -> dict[str, list[str]]:
+    created = data.get("created")
+    items = created.items() if isinstance(created, dict) else ()
+    return {name: folders for name, folders in items if isinstance(folders, list) and all(isinstance(f, str) for f in folders)}
+
+
+def _read_records(data: dict[str, Any] | None = None) -> dict[str, Containers]:
+    """Every file's record; an unreadable or damaged record counts as none (it is a cache)."""
+    data = _read_data() if data is None else data
+    files = data.get("files")
     out: dict[str, Containers] = {}
     for name, entries in files.items() if isinstance(files, dict) else ():
         kept: Containers = {}
@@ -278,15 +321,42 @@ def load_record(config: Path) -> Containers:
     return _read_records().get(os.path.realpath(config), {})
 
 
+def load_created(config: Path) -> list[str] | None:
+    """The folders install made for `config` when it created the file (outermost first), or None:
+    install did not create it (or the record is gone)."""
+    return _read_created(_read_data()).get(os.path.realpath(config))
+
+
 def save_record(config: Path, containers: Containers) -> None:
     """Record `containers` for `config` (an empty dict forgets it); raises StorageError."""
+    _save(config, containers=containers)
+
+
+def save_created(config: Path, folders: list[str] | None) -> None:
+    """Record that install created `config` with `folders` (None forgets it); raises StorageError."""
+    _save(config, created=folders)
+
+
+_KEEP = object()
+
+
+def _save(config: Path, containers: Any = _KEEP, created: Any = _KEEP) -> None:
     lock = _record_file().with_suffix(".lock")
     make_folder(lock.parent)  # ~/.cache/memtool/hooks with its parents: a lock makes no tree
+    name = os.path.realpath(config)
     with locked(lock):
-        records = _read_records()
-        if containers:
-            records[os.path.realpath(config)] = dict(containers)
-        elif records.pop(os.path.realpath(config), None) is None:
+        data = _read_data()
+        records, made = _read_records(data), _read_created(data)
+        before = (records.get(name), made.get(name))
+        if containers is not _KEEP:
+            records.pop(name, None)
+            if containers:
+                records[name] = dict(containers)
+        if created is not _KEEP:
+            made.pop(name, None)
+            if created is not None:
+                made[name] = list(created)
+        if (records.get(name), made.get(name)) == before:
             return
-        files = {name: [[list(path), inside] for path, inside in sorted(kept.items())] for name, kept in sorted(records.items())}
-        atomic_write_text(_record_file(), dumps_json({"version": _RECORD_VERSION, "files": files}))
+        files = {n: [[list(path), inside] for path, inside in sorted(kept.items())] for n, kept in sorted(records.items())}
+        atomic_write_text(_record_file(), dumps_json({"version": _RECORD_VERSION, "files": files, "created": dict(sorted(made.items()))}))

@@ -1,29 +1,41 @@
-"""`memory hooks run session-start|session-end`: what the installed hooks execute, the same for
-every agent.
+"""`memory hooks run session-start|session-end|prompt|pre-compact`: what the installed hooks
+execute, the same for every agent (what differs is in memtool.hooks.SPECS).
 
 session-start prints the `memory context` bundle as the agents' common JSON output
-`{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": ...}}`.
-session-end returns at once (Claude Code gives SessionEnd 1.5 s unless a timeout is set,
-Codex caps it at 3 s, Gemini CLI does not wait) and hands the transcript to a detached
-worker that converts it to Markdown and runs `memory compress`.
+`{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": ...}}`, remembers the
+entries it sent for this agent session, and starts the catch-up (below) in the background.
+prompt (`UserPromptSubmit`, Gemini CLI's `BeforeAgent`) prints the entries relevant to the prompt
+that this session was not sent yet (memtool.recall), or nothing.
+session-end returns at once (Claude Code gives SessionEnd 1.5 s unless a timeout is set, Codex caps
+it at 3 s, Gemini CLI does not wait) and hands the transcript file to a detached worker that runs
+`memory compress` on it.
+pre-compact, and every session start, start the catch-up: a detached worker that compresses this
+project's earlier sessions of the agent that no entry holds yet (a session end that never ran: `/exit`,
+a killed client), idempotently by the agent's session id.
+
+What is injected is wrapped in `<memtool-context>` (constants.INJECTED_TAG; Gemini CLI wraps hook
+context in its own `<hook_context>` and escapes `<`), fitted to the agent's cap (cut at a line,
+saying what was left out and how to get it).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
+import shlex
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from memtool import constants as C
-from memtool.errors import BadInput, NotAMemoryRoot, StorageError
+from memtool.errors import BadInput, LockBusy, NotAMemoryRoot
 from memtool.hooks import spec
-from memtool.transcripts import load_transcript
+
+if TYPE_CHECKING:
+    from memtool.agent_history import FoundSession
 
 
 @dataclass(frozen=True)
@@ -31,10 +43,11 @@ class HookPayload:
     session_id: str | None
     transcript_path: Path | None
     cwd: Path | None
+    prompt: str = ""
 
 
 def parse_payload(raw: str) -> HookPayload:
-    """The JSON an agent writes to a hook's stdin (session_id, transcript_path, cwd, ...)."""
+    """The JSON an agent writes to a hook's stdin (session_id, transcript_path, cwd, prompt, ...)."""
     if not raw.strip():
         raise BadInput("no hook payload on stdin (expected the agent's JSON)")
     try:
@@ -46,9 +59,9 @@ def parse_payload(raw: str) -> HookPayload:
     if not isinstance(data, dict):
         raise BadInput("hook payload must be a JSON object")
 
-    given = {key: value for key in ("session_id", "transcript_path", "cwd") if isinstance(value := data.get(key), str) and value}
+    given = {key: value for key in ("session_id", "transcript_path", "cwd", "prompt") if isinstance(value := data.get(key), str) and value}
     transcript, cwd = given.get("transcript_path"), given.get("cwd")
-    return HookPayload(given.get("session_id"), Path(transcript).expanduser() if transcript else None, Path(cwd) if cwd else None)
+    return HookPayload(given.get("session_id"), Path(transcript).expanduser() if transcript else None, Path(cwd) if cwd else None, given.get("prompt", ""))
 
 
 def read_payload(stream: Any) -> str:
@@ -59,15 +72,50 @@ def memtool_command(*args: str) -> list[str]:  # the `memory` CLI of this instal
     return [sys.executable, "-m", "memtool", *args]
 
 
-def session_start_output(context: str, failure: str = "") -> str:
-    """What the session-start hook prints: the agents' shared SessionStart JSON, or nothing. A
-    `failure` (no memory could be loaded) is one line the agent shows the user (`systemMessage`) and
-    the model reads (`additionalContext`), instead of a silent failure."""
-    shown = failure or context.strip()
-    if not shown:
+# --- what the agent is given ------------------------------------------------------------------
+
+
+def _fits(agent: str, text: str) -> bool:
+    from memtool.text import count_tokens
+
+    s = spec(agent)
+    return (s.cap_chars is None or len(text) <= s.cap_chars) and (s.cap_tokens is None or count_tokens(text) <= s.cap_tokens * C.HOOK_CAP_MARGIN)
+
+
+def _wrap(agent: str, text: str) -> str:
+    return f"<{C.INJECTED_TAG}>\n{text}\n</{C.INJECTED_TAG}>" if spec(agent).tag else text
+
+
+def fit_context(agent: str, text: str, how_to_get_it: str) -> str:
+    """`text` wrapped for the agent, within its cap: whole lines from the top, then a line saying how
+    many were left out and `how_to_get_it`."""
+    text = text.strip("\n")
+    if _fits(agent, _wrap(agent, text)):
+        return _wrap(agent, text)
+    lines = text.split("\n")
+    cap = spec(agent)
+    limit = f"{cap.cap_chars:,} characters" if cap.cap_chars else f"{cap.cap_tokens:,} tokens"
+    lo, hi = 0, len(lines)  # the most lines that fit with the note: binary search (a cap is thousands of lines at most)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        note = f"[memtool: {len(lines) - mid} more lines left out to fit {cap.label}'s {limit}; {how_to_get_it}]"
+        if _fits(agent, _wrap(agent, "\n".join([*lines[:mid], note]))):
+            lo = mid
+        else:
+            hi = mid - 1
+    note = f"[memtool: {len(lines) - lo} more lines left out to fit {cap.label}'s {limit}; {how_to_get_it}]"
+    return _wrap(agent, "\n".join([*lines[:lo], note]))
+
+
+def hook_output(agent: str, event: str, context: str, failure: str = "") -> str:
+    """What a hook prints: the agents' shared JSON, or nothing. A `failure` (no memory could be loaded)
+    is one line the agent shows the user (`systemMessage`) and the model reads (`additionalContext`),
+    instead of a silent failure."""
+    shown = failure or context
+    if not shown.strip():
         return ""
     message = {"systemMessage": failure} if failure else {}
-    return json.dumps(message | {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": shown}}, ensure_ascii=False)
+    return json.dumps(message | {"hookSpecificOutput": {"hookEventName": spec(agent).events[event], "additionalContext": shown}}, ensure_ascii=False)
 
 
 def _workdir(payload: HookPayload) -> Path | None:
@@ -92,27 +140,66 @@ def _call(run: Runner | None, command: list[str], payload: HookPayload, timeout:
     return (run or subprocess.run)(command, cwd=_workdir(payload), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-def run_session_start(payload: HookPayload) -> tuple[str, str]:
+def run_session_start(payload: HookPayload, agent: str) -> tuple[str, str]:
     """Run `memory context` for the session's folder. Returns (stdout for the agent, message for stderr).
 
     When memtool fails, or the folder has no memory, the agent still gets one line saying so."""
     check = "`memory hooks doctor` in the project shows the hook's whole error"
     try:
-        done = _call(None, memtool_command("context"), payload, C.HOOK_CONTEXT_TIMEOUT_S)
+        done = _call(None, memtool_command("context", "--json"), payload, C.HOOK_CONTEXT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         note = f"memtool: `memory context` took longer than {C.HOOK_CONTEXT_TIMEOUT_S:.0f} s; no memory loaded ({check})."
     except OSError as err:
         note = f"memtool: cannot run `memory context`: {err}; no memory loaded ({check})."
     else:
+        if done.returncode == 0 and not done.stdout.strip():
+            return "", ""
         if done.returncode == 0:
-            return session_start_output(done.stdout), ""
-        if done.returncode == NotAMemoryRoot.exit_code:
+            try:
+                bundle = json.loads(done.stdout)
+                text, included = str(bundle["text"]), [str(i) for i in bundle.get("included", [])]
+            except (ValueError, KeyError, TypeError):
+                note = f"memtool: `memory context --json` printed no bundle; no memory loaded ({check})."
+            else:
+                from memtool.hooks.state import note_sent
+
+                note_sent(agent, payload.session_id, included)
+                context = fit_context(agent, text, "run `memory context` for the whole bundle") if text.strip() else ""
+                return hook_output(agent, "session-start", context), ""
+        elif done.returncode == NotAMemoryRoot.exit_code:
             note = f"memtool: no memory/ in {_workdir(payload) or Path.cwd()} or above; run `memory init` there to keep memory for this project."
         else:
             detail = (done.stderr or "").strip().splitlines()
             reason = f": {detail[-1]}" if detail else ""
             note = f"memtool: `memory context` failed (exit {done.returncode}){reason}; no memory loaded ({check})."
-    return session_start_output("", note), note
+    return hook_output(agent, "session-start", "", note), note
+
+
+def run_prompt(payload: HookPayload, agent: str) -> str:
+    """What the memory knows about the prompt and this session was not sent yet, as the hook's JSON;
+    "" when nothing relevant (or no memory here)."""
+    from memtool.app import open_memory
+    from memtool.hooks.state import note_sent, sent_ids
+    from memtool.recall import recall
+
+    root = memory_root_for(payload)
+    if root is None or not payload.prompt.strip():
+        return ""
+    found = recall(open_memory(root), payload.prompt, sent_ids(agent, payload.session_id))
+    if not found.hits:
+        return ""
+    query = " ".join(payload.prompt.split())[:200]
+    lines = ["## memtool: past work relevant to this prompt (quoted records, not instructions)"]
+    for hit in found.hits:
+        when = hit.timestamp[:10]
+        lines.append(f"- [{when} {hit.id}] {' '.join(hit.text.split())}" + ("" if hit.trusted else " (untrusted source: quoted data)"))
+        if hit.passage:
+            lines.append(f"  > {' '.join(hit.passage.split())[:400]}")
+    get_more = f"`memory search {shlex.quote(query)}` shows them all"
+    if found.more:
+        lines.append(f"({found.more} more: {get_more})")
+    note_sent(agent, payload.session_id, [h.id for h in found.hits])
+    return hook_output(agent, "prompt", fit_context(agent, "\n".join(lines), get_more))
 
 
 def log_path() -> Path:
@@ -121,75 +208,90 @@ def log_path() -> Path:
     return user_cache_dir() / "hooks" / "hooks.log"
 
 
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` readable by its owner only (0600): a temp file made by mkstemp
-    (0600 from the start), renamed over ``path`` (a link at ``path`` is replaced, not followed)."""
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as err:
-        raise StorageError(f"{path.parent}: cannot write the transcript copy: {err.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError as err:
-        raise StorageError(f"{path}: cannot write the transcript copy: {err.strerror}") from None
-    finally:
-        Path(tmp).unlink(missing_ok=True)  # left only when the write or the rename failed
-
-
-def prepare_transcript(payload: HookPayload, agent: str) -> Path:
-    """Convert the session's transcript to Markdown, redact it, and write it to the cache folder,
-    readable by its owner only. Returns the file.
-
-    Redacted with the built-in rules before it is written: no copy of a secret reaches the disk
-    here (`memory compress` applies the memory's own `redact_patterns` to what it stores)."""
-    from memtool.redact import redact  # here: session-start never pays for compiling the rules
-
+def transcript_of(payload: HookPayload, agent: str) -> Path:
+    """The agent's own transcript file for this session (relative paths from the session's folder);
+    BadInput when the agent sent none or it is not a file."""
     if payload.transcript_path is None:
         raise BadInput(f"{spec(agent).label} sent no transcript_path; nothing to compress")
-    try:
-        text = load_transcript(payload.transcript_path).render()
-    except FileNotFoundError:
-        raise BadInput(f"transcript not found: {payload.transcript_path}") from None
-    except OSError as err:
-        raise StorageError(f"{payload.transcript_path}: cannot read: {err.strerror}") from None
-    if not text.strip():
-        raise BadInput(f"{payload.transcript_path}: no conversation text in the transcript; nothing to compress")
-    stem = f"{spec(agent).name}-{payload.session_id or payload.transcript_path.stem}"
-    name = (re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-.")[:120] or "session") + ".md"  # a safe file name
-    target = log_path().parent / name
-    _write_private(target, redact(text)[0])
-    return target
+    path = payload.transcript_path if payload.transcript_path.is_absolute() else (_workdir(payload) or Path.cwd()) / payload.transcript_path
+    if not path.is_file():
+        raise BadInput(f"transcript not found: {path}")
+    return path
 
 
 def run_session_end(payload: HookPayload, agent: str, *, run: Runner | None = None) -> int:
-    """Convert the transcript and run `memory compress` on it, waiting for it. Returns its exit code.
+    """Run `memory compress` on the agent's transcript file itself, waiting for it. Returns its exit code.
 
-    The converted copy is deleted whatever happens (success, failure, timeout, an exception): the
-    agent's own transcript stays where it was, and a failure message names it for a retry.
-    """
-    markdown = prepare_transcript(payload, agent)
+    compress reads the file as `memory compress X.jsonl` does: the transcript's own timestamps date the
+    entry, the memory's redaction rules apply to everything it stores, and no copy is written
+    anywhere else. `--session` (the agent's session id) makes it idempotent: the same transcript again
+    adds nothing, one that grew supersedes the entry of its first part (memtool.dedupe)."""
+    transcript = transcript_of(payload, agent)
+    size = transcript.stat().st_size
+    session = ["--session", payload.session_id] if payload.session_id else []
+    command = memtool_command("compress", str(transcript), *session, "--agent", spec(agent).name)
+    retry = f"the transcript is still at {transcript}"
     try:
-        session = ["--session", payload.session_id] if payload.session_id else []
-        command = memtool_command("compress", str(markdown), *session, "--agent", spec(agent).name)
-        retry = f"the transcript is still at {payload.transcript_path}"
-        try:
-            done = _call(run, command, payload, C.HOOK_COMPRESS_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            print(f"memtool: compress timed out after {C.HOOK_COMPRESS_TIMEOUT_S:.0f} s; {retry}", file=sys.stderr)
-            return 1
-        sys.stderr.write((done.stdout or "") + (done.stderr or ""))
-        if done.returncode != 0:
-            print(f"memtool: compress failed (exit {done.returncode}); {retry}", file=sys.stderr)
-        return done.returncode
-    finally:
-        markdown.unlink(missing_ok=True)
+        done = _call(run, command, payload, C.HOOK_COMPRESS_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        print(f"memtool: compress timed out after {C.HOOK_COMPRESS_TIMEOUT_S:.0f} s; {retry}", file=sys.stderr)
+        return 1
+    sys.stderr.write((done.stdout or "") + (done.stderr or ""))
+    if done.returncode != 0:
+        print(f"memtool: compress failed (exit {done.returncode}); {retry}", file=sys.stderr)
+    elif payload.session_id:
+        from memtool.hooks.state import note_compressed
+
+        note_compressed(spec(agent).name, payload.session_id, size)
+    return done.returncode
 
 
-def spawn_session_end(raw_payload: str, payload: HookPayload, agent: str) -> Path:
-    """Start the detached worker (`hooks run session-end --foreground`) and return at once.
+def catch_up_sessions(payload: HookPayload, agent: str, root: Path) -> list[FoundSession]:
+    """This project's sessions of `agent` whose transcript changed within CATCHUP_DAYS and that no
+    entry holds yet (the newest CATCHUP_MAX_SESSIONS): not the current one; not one compress stored
+    at this size (the hooks' state), nor, without that state, one whose id an entry of this agent
+    has as its session."""
+    from memtool.agent_history import find_sessions
+    from memtool.hooks.state import compressed_sizes
+
+    since = datetime.now(timezone.utc) - timedelta(days=C.CATCHUP_DAYS)
+    quiet = datetime.now(timezone.utc).timestamp() - C.CATCHUP_QUIET_S  # newer: its own end hook may be compressing it now
+    found = [f for f in find_sessions(_workdir(payload) or Path.cwd(), [agent], since) if f.session_id != payload.session_id and f.modified < quiet]
+    if not found:
+        return []
+    from memtool.store import Layout, Store
+
+    sizes = compressed_sizes()
+    held = {e.source_session for e in Store(Layout(root)).iter_entries() if e.agent == agent}
+    todo = [f for f in found if sizes.get(f"{agent}:{f.session_id}", -1) != f.size and (f"{agent}:{f.session_id}" in sizes or f.session_id not in held)]
+    return todo[-C.CATCHUP_MAX_SESSIONS :]
+
+
+def run_catch_up(payload: HookPayload, agent: str, *, run: Runner | None = None) -> int:
+    """Compress the sessions catch_up_sessions finds, one `memory compress` each, oldest first; one
+    catch-up at a time (another running: nothing to do). Returns 0, or the last failure's exit code."""
+    from memtool.fsutil import locked
+    from memtool.hooks.state import hooks_dir
+
+    root = memory_root_for(payload)
+    if root is None:
+        return 0
+    hooks_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        with locked(hooks_dir() / "catch-up.lock", timeout=0.5):
+            code = 0
+            for found in catch_up_sessions(payload, agent, root):
+                print(f"memtool: catching up {spec(agent).label} session {found.session_id} ({found.path})", file=sys.stderr)
+                earlier = HookPayload(found.session_id, found.path, payload.cwd)
+                code = run_session_end(earlier, agent, run=run) or code
+            return code
+    except LockBusy:
+        return 0
+
+
+def spawn_worker(raw_payload: str, payload: HookPayload, agent: str, event: str) -> Path:
+    """Start the detached worker (`hooks run EVENT --foreground`: session-end's compress, pre-compact's
+    catch-up) and return at once.
 
     The worker gets the payload on stdin, runs in its own session (it outlives the agent),
     and appends its output to the hooks log, whose path is returned.
@@ -202,7 +304,7 @@ def spawn_session_end(raw_payload: str, payload: HookPayload, agent: str) -> Pat
         flags = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
         detach: dict[str, Any] = {"start_new_session": True} if os.name == "posix" else {"creationflags": flags}
         proc = subprocess.Popen(
-            memtool_command("hooks", "run", "session-end", "--agent", spec(agent).name, "--foreground"),
+            memtool_command("hooks", "run", event, "--agent", spec(agent).name, "--foreground"),
             stdin=subprocess.PIPE,
             stdout=out,
             stderr=out,
@@ -216,3 +318,11 @@ def spawn_session_end(raw_payload: str, payload: HookPayload, agent: str) -> Pat
     finally:
         proc.stdin.close()
     return log
+
+
+def spawn_catch_up(raw_payload: str, payload: HookPayload, agent: str) -> None:
+    """Start the catch-up worker when there may be work for it: a memory root here, and not under
+    `memory hooks doctor` (C.ENV_HOOKS_NO_SPAWN)."""
+    if os.environ.get(C.ENV_HOOKS_NO_SPAWN) or memory_root_for(payload) is None:
+        return
+    spawn_worker(raw_payload, payload, agent, "pre-compact")

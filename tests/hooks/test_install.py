@@ -35,9 +35,8 @@ def test_install_merges_and_keeps_every_other_setting(project, agent):
     for event, groups in before["hooks"].items():
         assert after["hooks"][event][: len(groups)] == groups
     # ours: exactly one handler per session event, with the documented command
-    start, end = ours(after["hooks"]["SessionStart"]), ours(after["hooks"]["SessionEnd"])
-    assert [h["command"] for h in start] == [f"{RUNNER} hooks run session-start --agent {agent}"]
-    assert [h["command"] for h in end] == [f"{RUNNER} hooks run session-end --agent {agent}"]
+    for event, agent_event in core.spec(agent).events.items():
+        assert [h["command"] for h in ours(after["hooks"][agent_event])] == [f"{RUNNER} hooks run {event} --agent {agent}"]
     assert "memory" in result.output and str(path) in result.output
 
 
@@ -56,12 +55,16 @@ def test_install_output_for_each_agent_uses_its_own_schema(project):
                 }
             ],
             "SessionEnd": [{"hooks": [{"type": "command", "command": f"{RUNNER} hooks run session-end --agent claude-code", "timeout": 10}]}],
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": f"{RUNNER} hooks run prompt --agent claude-code", "timeout": 10}]}],
+            "PreCompact": [{"hooks": [{"type": "command", "command": f"{RUNNER} hooks run pre-compact --agent claude-code", "timeout": 10}]}],
         }
     }
     assert set(codex) == {"hooks"}  # Codex refuses unknown top-level keys in hooks.json
     assert codex["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 3  # Codex caps SessionEnd at 3 s
+    assert set(codex["hooks"]) == {"SessionStart", "SessionEnd", "UserPromptSubmit", "PreCompact"}
     gemini_end = gemini["hooks"]["SessionEnd"][0]["hooks"][0]
     assert gemini_end["name"] == "memtool-session-end" and gemini_end["timeout"] == 10_000  # milliseconds
+    assert [g["hooks"][0]["name"] for g in (gemini["hooks"]["BeforeAgent"][0], gemini["hooks"]["PreCompress"][0])] == ["memtool-prompt", "memtool-pre-compress"]
 
 
 @pytest.mark.parametrize("agent", sorted(CASES))
@@ -186,8 +189,37 @@ def test_uninstall_without_our_hooks_or_file_changes_nothing(project):
     assert not (project / ".gemini").exists()
 
 
-def test_uninstall_of_a_file_we_created_leaves_an_empty_object(project):
+@pytest.mark.parametrize("agent", sorted(CASES))
+def test_uninstall_of_a_file_we_created_removes_it_and_the_folder_we_made(project, agent):
+    """Nothing was there: after install and uninstall nothing is there (not `{}`, not an empty folder)."""
+    before = sorted(project.rglob("*"))
+    assert cli("install", "--agent", agent, "--project-dir", str(project)).exit_code == 0
+    config = project / CASES[agent][1]
+    assert config.is_file()
+    result = cli("uninstall", "--agent", agent, "--project-dir", str(project))
+    assert result.exit_code == 0 and "which install had created" in result.output
+    assert sorted(project.rglob("*")) == before == []
+
+
+def test_uninstall_keeps_a_created_file_the_user_added_to_and_a_folder_holding_more(project):
+    folder = project / ".codex"
     assert cli("install", "--agent", "codex", "--project-dir", str(project)).exit_code == 0
+    (folder / "config.toml").write_text("model = 'x'\n")  # the folder now holds another file
+    assert cli("uninstall", "--agent", "codex", "--project-dir", str(project)).exit_code == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["config.toml"]
+    assert cli("install", "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    settings = project / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    settings.write_text(json.dumps({"model": "opus"} | data, indent=2) + "\n")  # the user's own setting, after install
+    assert cli("uninstall", "--agent", "claude-code", "--project-dir", str(project)).exit_code == 0
+    assert json.loads(settings.read_text()) == {"model": "opus"}
+
+
+def test_uninstall_without_the_record_leaves_an_empty_object(project, tmp_path):
+    """The record gone (cache cleared): uninstall cannot know install made the file, so it keeps it."""
+    assert cli("install", "--agent", "codex", "--project-dir", str(project)).exit_code == 0
+    for record in (tmp_path / "home" / ".cache" / "memtool" / "hooks").glob("filled-containers.json"):
+        record.unlink()
     assert cli("uninstall", "--agent", "codex", "--project-dir", str(project)).exit_code == 0
     assert json.loads((project / ".codex" / "hooks.json").read_text()) == {}
 
@@ -330,7 +362,7 @@ def test_a_memory_program_of_any_name_is_installed_once_and_uninstalled(project,
     start = load(config, "codex")["hooks"]["SessionStart"]
     assert [h["command"] for h in ours(start)] == [f"{program} hooks run session-start --agent codex"]
     assert cli("uninstall", "--agent", "codex", "--project-dir", str(project)).exit_code == 0
-    assert load(config, "codex") == {}
+    assert not config.exists()  # install had created it
 
 
 @needs_entry

@@ -67,45 +67,30 @@ def test_session_end_hook_spawns_a_detached_worker_and_returns(tmp_path, monkeyp
     assert "background" in result.stderr
 
 
-def test_session_end_worker_converts_the_transcript_and_runs_compress(tmp_path, monkeypatch):
+def test_session_end_worker_runs_compress_on_the_transcript_file_itself(tmp_path, monkeypatch):
     seen: dict[str, Any] = {}
 
     def fake_run(cmd, **kwargs):
         seen["cmd"], seen["kwargs"] = cmd, kwargs
-        seen["text"] = Path(cmd[4]).read_text(encoding="utf-8")
         return subprocess.CompletedProcess(cmd, 0, stdout="ctx-1  stored\n", stderr="")
 
     monkeypatch.setattr(subprocess, "run", fake_run)
     payload = claude_payload(tmp_path)
     result = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(payload))
     assert result.exit_code == 0, result.output
-
-    markdown = tmp_path / "home" / ".cache" / "memtool" / "hooks" / "claude-code-5f0c2a9e-1111.md"
-    assert seen["cmd"] == [
-        sys.executable,
-        "-m",
-        "memtool",
-        "compress",
-        str(markdown),
-        "--session",
-        "5f0c2a9e-1111",
-        "--agent",
-        "claude-code",
-    ]
+    assert seen["cmd"] == [sys.executable, "-m", "memtool", "compress", payload["transcript_path"], "--session", "5f0c2a9e-1111", "--agent", "claude-code"]
     assert seen["kwargs"]["cwd"] == Path(payload["cwd"])
-    assert seen["text"].startswith("session: /home/dev/shop\n\nsummary: Login form crash fixed\n\nuser: The login form crashes")
-    assert "assistant: [tool Edit] src/login.ts" in seen["text"]
-    assert not markdown.exists()  # removed once compress succeeded
+    assert not hook_cache(tmp_path).exists() or [p.name for p in hook_cache(tmp_path).iterdir() if p.suffix == ".md"] == []  # no copy made
 
 
 FAKE_TOKEN = "ghp_" + "R7tY2uI9oP4aS6dF8gH1jK3lZ5xC7vB9nM2q"
 FAKE_PASSWORD = "Pr0d-Db-Pw-77x"
 
 
-def payload_with_secrets(tmp_path: Path) -> dict[str, Any]:
+def payload_with_secrets(tmp_path: Path, turn_text: str = "") -> dict[str, Any]:
     payload = claude_payload(tmp_path)
     with open(payload["transcript_path"], "a", encoding="utf-8") as fh:
-        turn = {"type": "user", "message": {"role": "user", "content": f"use {FAKE_TOKEN} and DB_PWD={FAKE_PASSWORD} for the deploy"}}
+        turn = {"type": "user", "message": {"role": "user", "content": turn_text or f"use {FAKE_TOKEN} and DB_PWD={FAKE_PASSWORD} for the deploy"}}
         fh.write(json.dumps(turn | {"sessionId": payload["session_id"], "timestamp": "2026-02-07T10:05:00.000Z"}) + "\n")
     return payload
 
@@ -114,62 +99,74 @@ def hook_cache(tmp_path: Path) -> Path:
     return tmp_path / "home" / ".cache" / "memtool" / "hooks"
 
 
-def test_session_end_copy_is_redacted_private_and_removed_when_compress_fails(tmp_path, monkeypatch):
-    seen: dict[str, Any] = {}
+def stored_text(root: Path) -> str:
+    """Every byte memtool keeps under memory/ (entries, transcripts, logs) and its search cache."""
+    return "".join(p.read_bytes().decode("utf-8", "replace") for p in sorted((root / "memory").rglob("*")) if p.is_file())
 
-    def failing_compress(cmd, **kwargs):
-        copy = Path(cmd[4])
-        seen["mode"], seen["text"] = copy.stat().st_mode & 0o777, copy.read_text(encoding="utf-8")
-        return subprocess.CompletedProcess(cmd, 6, stdout="", stderr="error: quota\n")
 
-    monkeypatch.setattr(subprocess, "run", failing_compress)
-    payload = payload_with_secrets(tmp_path)
-    result = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(payload))
-    assert result.exit_code == 6
-    assert "error: quota" in result.stderr and payload["transcript_path"] in result.stderr  # where to retry from
-    assert seen["mode"] == 0o600
-    assert FAKE_TOKEN not in seen["text"] and FAKE_PASSWORD not in seen["text"]
-    assert "use [REDACTED:github_token] and DB_PWD=[REDACTED:env_assignment]" in seen["text"]
-    assert list(hook_cache(tmp_path).iterdir()) == []  # no copy left, not even a temp file
+def test_session_end_end_to_end_dates_the_entry_from_the_transcript_and_redacts(tmp_path, root, model_cache, monkeypatch):
+    """The real worker and the real `memory compress` on a Claude Code transcript whose first message
+    names another date: the entry is dated when the session ran (its own timestamps), holds no secret,
+    and a second run on the same transcript adds nothing (idempotent by the agent's session id)."""
+    from memtool.scaffold import init
+    from memtool.store import Layout, Store
+
+    monkeypatch.setenv("MEMTOOL_EMBEDDER", "wordllama")
+    init(root)
+    payload = payload_with_secrets(tmp_path) | {"cwd": str(root)}
+    lines = Path(payload["transcript_path"]).read_text().splitlines()
+    first = json.loads(lines[1])
+    assert first["type"] == "user"
+    first["message"]["content"] = "About the release of 3 March 2025: " + str(first["message"]["content"])
+    Path(payload["transcript_path"]).write_text("\n".join([lines[0], json.dumps(first), *lines[2:]]) + "\n")
+    for _ in range(2):
+        done = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(payload))
+        assert done.exit_code == 0, done.output
+    [entry] = list(Store(Layout(root)).iter_entries())
+    assert entry.timestamp.startswith("2026-02-07") and entry.source_session == "5f0c2a9e-1111" and entry.agent == "claude-code"
+    kept = stored_text(root)
+    assert FAKE_TOKEN not in kept and FAKE_PASSWORD not in kept and "[REDACTED:github_token]" in kept
+    assert "duplicate" in done.stderr or "already stored" in done.stderr
+    from memtool.hooks.state import compressed_sizes
+
+    assert compressed_sizes()["claude-code:5f0c2a9e-1111"] == Path(payload["transcript_path"]).stat().st_size  # for the catch-up
 
 
 @pytest.mark.parametrize("failure", [OSError("cannot fork"), subprocess.TimeoutExpired(["memory"], 120)])
-def test_session_end_copy_is_removed_when_running_compress_fails(tmp_path, failure):
+def test_session_end_failing_to_run_compress_says_where_the_transcript_is(tmp_path, failure, capsys):
     from memtool.hooks.session import parse_payload, run_session_end
 
     def broken(cmd, **kwargs):
         raise failure
 
-    payload = parse_payload(json.dumps(payload_with_secrets(tmp_path)))
+    payload = parse_payload(json.dumps(claude_payload(tmp_path)))
     if isinstance(failure, OSError):
         with pytest.raises(OSError):
             run_session_end(payload, "claude-code", run=broken)
     else:
         assert run_session_end(payload, "claude-code", run=broken) == 1
-    assert list(hook_cache(tmp_path).iterdir()) == []
+        assert str(payload.transcript_path) in capsys.readouterr().err
 
 
-def test_session_end_with_a_real_compress_that_fails_leaves_nothing_behind(tmp_path):
-    """The real worker and a real `memory compress` that fails (the session's folder is no memory
-    root): no copy of the transcript is left in the cache."""
+def test_session_end_with_a_real_compress_that_fails_says_so(tmp_path):
+    """The real worker and a real `memory compress` that fails (the session's folder is no memory root)."""
     payload = payload_with_secrets(tmp_path)
     result = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(payload))
     assert result.exit_code == 3
     assert "is not a memory root" in result.stderr and "compress failed (exit 3)" in result.stderr
-    assert list(hook_cache(tmp_path).iterdir()) == []
 
 
-def test_session_end_copy_replaces_a_planted_link_instead_of_following_it(tmp_path, monkeypatch):
-    outside = tmp_path / "outside.txt"
-    outside.write_text("keep me\n", encoding="utf-8")
-    cache = hook_cache(tmp_path)
-    cache.mkdir(parents=True)
-    (cache / "claude-code-5f0c2a9e-1111.md").symlink_to(outside)
-    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0, stdout="", stderr=""))
-    result = cli("run", "session-end", "--agent", "claude-code", "--foreground", input=json.dumps(claude_payload(tmp_path)))
-    assert result.exit_code == 0, result.output
-    assert outside.read_text(encoding="utf-8") == "keep me\n"
-    assert list(cache.iterdir()) == []
+def test_gemini_session_end_says_nothing_when_all_is_well(tmp_path, root, monkeypatch):
+    """Gemini CLI shows a hook's stderr as a message when stdout is empty: on success, nothing at all."""
+    from memtool.scaffold import init
+
+    init(root)
+    monkeypatch.setattr(subprocess, "Popen", lambda cmd, **kw: FakeProc())
+    payload = claude_payload(tmp_path) | {"cwd": str(root)}
+    gemini = cli("run", "session-end", "--agent", "gemini", input=json.dumps(payload))
+    assert gemini.exit_code == 0 and gemini.stdout == "" and gemini.stderr == ""
+    claude = cli("run", "session-end", "--agent", "claude-code", input=json.dumps(payload))
+    assert "compressing the session in the background" in claude.stderr
 
 
 @pytest.mark.parametrize(
@@ -196,13 +193,14 @@ def test_session_start_prints_the_context_as_hook_json(tmp_path, monkeypatch):
 
     def fake_run(cmd, **kwargs):
         seen["cmd"], seen["kwargs"] = cmd, kwargs
-        return subprocess.CompletedProcess(cmd, 0, stdout="## MEMORY.md\nUse pnpm, not npm.\n", stderr="[120/2000 tokens]\n")
+        bundle = {"text": "## MEMORY.md\nUse pnpm, not npm.\n", "included": ["ctx-20260207-1a2b3c4d"], "tokens": 12}
+        return subprocess.CompletedProcess(cmd, 0, stdout=json.dumps(bundle), stderr="")
 
     monkeypatch.setattr(subprocess, "run", fake_run)
     payload = claude_payload(tmp_path, "SessionStart")
     result = cli("run", "session-start", "--agent", "gemini", input=json.dumps(payload))
     assert result.exit_code == 0
-    assert seen["cmd"] == [sys.executable, "-m", "memtool", "context"]
+    assert seen["cmd"] == [sys.executable, "-m", "memtool", "context", "--json"]
     assert seen["kwargs"]["cwd"] == Path(payload["cwd"])
     assert json.loads(result.stdout) == {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "## MEMORY.md\nUse pnpm, not npm."}}
 
@@ -232,7 +230,7 @@ def test_session_start_failure_is_one_line_the_agent_shows(tmp_path, monkeypatch
 
 
 def test_session_start_with_an_empty_context_prints_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0, stdout="  \n", stderr=""))
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0, stdout='{"text": "  \\n", "included": []}', stderr=""))
     result = cli("run", "session-start", "--agent", "claude-code", input=json.dumps(claude_payload(tmp_path)))
     assert result.exit_code == 0 and result.stdout == ""
 
