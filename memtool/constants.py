@@ -194,6 +194,7 @@ ENV_HOOKS_NO_SPAWN = "MEMTOOL_HOOKS_NO_SPAWN"  # set (by `memory hooks doctor`):
 CATCHUP_DAYS = 7  # a session end that never ran is caught up if its transcript changed within this many days
 CATCHUP_QUIET_S = 300  # a transcript changed more recently is left to the next catch-up (its own end hook may be at it)
 CATCHUP_MAX_SESSIONS = 20  # most earlier sessions one catch-up compresses (the newest first)
+IMPORT_BATCH = 8  # `memory import` writes its entries every this many sessions: a stopped import loses at most these
 # What memtool injects into an agent's session (session-start context, prompt recall) is wrapped in
 # this tag; a transcript's text inside it (or inside Gemini CLI's <hook_context>) was given to the
 # agent, not said by anyone, and is never compressed into an entry.

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from memtool.cli import config as config_cli
-from memtool.cli import demo, doctor, hooks, lifecycle, read, serve, ui, write
+from memtool.cli import demo, doctor, hooks, imports, lifecycle, read, serve, ui, write
 from memtool.cli import git as git_cli
 from memtool.cli import sync as sync_cli
 from memtool.cli.common import command_group, echo
@@ -48,6 +48,7 @@ def main(
 for module in (write, read, lifecycle, sync_cli, doctor, serve, ui, demo):
     for command in module.COMMANDS:  # named after the function
         app.command()(command)
+app.command(name="import")(imports.import_sessions)  # `import` is a Python keyword
 app.add_typer(hooks.app, name="hooks")
 app.add_typer(config_cli.app, name="config")
 git_cli.register(app)
