@@ -69,7 +69,11 @@ def codex_session(home: Path, cwd: Path, n: int, start: datetime) -> tuple[str, 
     asked, said = _talk(n)
     t = lambda minutes: _iso(start + timedelta(minutes=minutes))  # noqa: E731
     records = [
-        {"timestamp": t(0), "type": "session_meta", "payload": {"id": sid, "timestamp": t(0), "cwd": str(cwd), "originator": "codex_cli_rs", "cli_version": "0.171.0"}},
+        {
+            "timestamp": t(0),
+            "type": "session_meta",
+            "payload": {"id": sid, "timestamp": t(0), "cwd": str(cwd), "originator": "codex_cli_rs", "cli_version": "0.171.0"},
+        },
         {"timestamp": t(0), "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": asked}]}},
         {"timestamp": t(0), "type": "event_msg", "payload": {"type": "user_message", "message": asked, "kind": "plain"}},
         {"timestamp": t(2), "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": said}]}},
