@@ -194,7 +194,6 @@ ENV_HOOKS_NO_SPAWN = "MEMTOOL_HOOKS_NO_SPAWN"  # set (by `memory hooks doctor`):
 CATCHUP_DAYS = 7  # a session end that never ran is caught up if its transcript changed within this many days
 CATCHUP_QUIET_S = 300  # a transcript changed more recently is left to the next catch-up (its own end hook may be at it)
 CATCHUP_MAX_SESSIONS = 20  # most earlier sessions one catch-up compresses (the newest first)
-IMPORT_BATCH = 8  # `memory import` writes its entries every this many sessions: a stopped import loses at most these
 # What memtool injects into an agent's session (session-start context, prompt recall) is wrapped in
 # this tag; a transcript's text inside it (or inside Gemini CLI's <hook_context>) was given to the
 # agent, not said by anyone, and is never compressed into an entry.
@@ -212,3 +211,5 @@ UI_GRAPH_EDGES = 80  # links drawn between them (most shared entries)
 UI_TOPIC_SERIES = 6  # topics drawn over time (most mentioned)
 UI_HEARTBEAT_S = 15.0  # a comment line on the event stream this often keeps proxies and browsers from closing it
 UI_MAX_BODY_BYTES = 1024 * 1024  # most bytes read from one POST body
+
+IMPORT_BATCH = 8  # `memory import` writes its entries every this many sessions: a stopped import loses at most these
