@@ -170,7 +170,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_POST(self) -> None:
-        request = self._receive()
+        try:
+            self._answer(self._receive())
+        except (BrokenPipeError, ConnectionResetError):  # the client went away (a test killed it)
+            pass
+
+    def _answer(self, request: Request) -> None:
         marker = self.server.held
         if marker and request.is_generation and marker in request.text():
             self.server.released.wait(HOLD_MAX_S)

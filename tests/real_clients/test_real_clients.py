@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.real_clients.clients import CLAUDE_CONTEXT_CAP_CHARS, CLIENTS, MEMORY, ClaudeCode, Client, Codex, Run, Sandbox
+from tests.real_clients.clients import CLAUDE_CONTEXT_CAP_CHARS, CLIENTS, ENTRY_WAIT_S, MEMORY, ClaudeCode, Client, Codex, Run, Sandbox
 from tests.real_clients.fake_model import FakeModelServer
 
 pytestmark = pytest.mark.real_clients
@@ -38,18 +38,25 @@ PROMPT = "On 3 March 2026 we first sketched the orders migration. Remind me what
 INJECTED_MARKS = ("<hook_context>", "memtool-context", "Relevant past work")
 
 
-def compress_earlier(sandbox: Sandbox, agent: str) -> None:
+@pytest.fixture(scope="session")
+def earlier_project(tmp_path_factory) -> Path:
+    """A project with `memory init` done and the earlier session compressed (EARLIER_DAYS_AGO days back),
+    made once and copied into each test's sandbox (a memory root holds no absolute path)."""
+    with FakeModelServer() as server:
+        sandbox = Sandbox(tmp_path_factory.mktemp("earlier-project"), server)
+    sandbox.memory("init")
     when = (datetime.now(timezone.utc) - timedelta(days=EARLIER_DAYS_AGO)).strftime("%Y-%m-%d")
     transcript = sandbox.project.parent / "earlier-session.md"
     transcript.write_text(EARLIER, encoding="utf-8")
-    sandbox.memory("compress", str(transcript), "--session", "earlier-migration", "--date", when, "--agent", agent)
+    sandbox.memory("compress", str(transcript), "--session", "earlier-migration", "--date", when)
+    return sandbox.project
 
 
-def new_project(root: Path, server: FakeModelServer, agent: str) -> tuple[Sandbox, Client]:
-    """A sandbox with `memory init` done and the earlier session compressed, and the client set up in it."""
+def new_project(root: Path, server: FakeModelServer, agent: str, template: Path) -> tuple[Sandbox, Client]:
+    """A sandbox holding a copy of `template` (a project with its memory), and the client set up in it."""
     sandbox = Sandbox(root, server)
-    sandbox.memory("init")
-    compress_earlier(sandbox, agent)
+    shutil.rmtree(sandbox.project)
+    shutil.copytree(template, sandbox.project, symlinks=True)
     return sandbox, CLIENTS[agent](sandbox)
 
 
@@ -85,13 +92,13 @@ def shared_model():
 
 
 @pytest.fixture(scope="module")
-def sessions(tmp_path_factory, shared_model) -> dict[str, Session]:
+def sessions(tmp_path_factory, shared_model, earlier_project) -> dict[str, Session]:
     """The main scenario, once per client (lazily): install the hooks, run PROMPT, wait for the entry."""
     done: dict[str, Session] = {}
 
     def get(agent: str) -> Session:
         if agent not in done:
-            sandbox, client = new_project(tmp_path_factory.mktemp(agent), shared_model, agent)
+            sandbox, client = new_project(tmp_path_factory.mktemp(agent), shared_model, agent, earlier_project)
             client.install_hooks()
             known = {e["id"] for e in sandbox.entries()}
             run = client.run(PROMPT)
@@ -208,10 +215,7 @@ def recall_store(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("agent", AGENTS)
 def test_prompt_recall_injects_the_relevant_entry_on_the_first_prompt(agent, tmp_path, fake_model, recall_store):
-    sandbox = Sandbox(tmp_path / "sandbox", fake_model)
-    shutil.rmtree(sandbox.project)
-    shutil.copytree(recall_store, sandbox.project)
-    client = CLIENTS[agent](sandbox)
+    sandbox, client = new_project(tmp_path / "sandbox", fake_model, agent, recall_store)
     client.install_hooks()
     run = client.run(RECALL_PROMPT)
     assert run.returncode == 0, run.describe()
@@ -234,9 +238,9 @@ PATTERNS = 300  # lines of "Learned patterns" in MEMORY.md: ~27 KB
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
-def test_no_start_context_over_the_hosts_cap(agent, tmp_path, fake_model):
+def test_no_start_context_over_the_hosts_cap(agent, tmp_path, fake_model, earlier_project):
     shows_cap = {"claude-code": f"{CLAUDE_CONTEXT_CAP_CHARS} characters", "codex": "2,500 tokens"}[agent]
-    sandbox, client = new_project(tmp_path / "sandbox", fake_model, agent)
+    sandbox, client = new_project(tmp_path / "sandbox", fake_model, agent, earlier_project)
     memory_md = sandbox.project / "MEMORY.md"
     lines = "".join(
         f"- Pattern {i}: the nightly job {i} retries {i % 5 + 2} times before paging the on-call; keep its logs {i % 30 + 7} days.\n" for i in range(PATTERNS)
@@ -258,11 +262,12 @@ def test_no_start_context_over_the_hosts_cap(agent, tmp_path, fake_model):
 # --- a session whose end hook never ran -----------------------------------------------------
 
 HOLD = "HOLD-kestrel-7"
+RECOVERY_GRACE_S = 45.0  # how much longer than the next session's own session end the recovery may take
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_a_killed_session_becomes_an_entry_after_the_next_session_starts(agent, tmp_path, fake_model):
-    sandbox, client = new_project(tmp_path / "sandbox", fake_model, agent)
+def test_a_killed_session_becomes_an_entry_after_the_next_session_starts(agent, tmp_path, fake_model, earlier_project):
+    sandbox, client = new_project(tmp_path / "sandbox", fake_model, agent, earlier_project)
     client.install_hooks()
     fake_model.hold(HOLD)
     proc, started, seen = client.start(f"Plan the kestrel cache warm-up for the orders service ({HOLD}).")
@@ -283,11 +288,16 @@ def test_a_killed_session_becomes_an_entry_after_the_next_session_starts(agent, 
     known = {e["id"] for e in sandbox.entries()}
     run = client.run("What is left to do on the orders migration?")
     assert run.returncode == 0, run.describe()
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        recovered = [e for e in sandbox.entries() if e["id"] not in known and killed_id in str(e.get("source_session"))]
+    (next_id,) = set(client.sessions()) - {killed_id}
+    recovered: list[dict] = []
+    deadline, after_next = time.monotonic() + ENTRY_WAIT_S, None
+    while time.monotonic() < (deadline if after_next is None else min(deadline, after_next)):
+        new = [e for e in sandbox.entries() if e["id"] not in known]
+        recovered = [e for e in new if killed_id in str(e.get("source_session"))]
         if recovered:
             break
+        if after_next is None and any(next_id in str(e.get("source_session")) for e in new):
+            after_next = time.monotonic() + RECOVERY_GRACE_S  # the next session's own entry is in: the recovery had as long
         time.sleep(1.0)
     entries = [(e["id"], e.get("source_session")) for e in sandbox.entries()]
     assert recovered, (
@@ -298,8 +308,8 @@ def test_a_killed_session_becomes_an_entry_after_the_next_session_starts(agent, 
 # --- doctor and Codex's hook trust ----------------------------------------------------------
 
 
-def test_hooks_doctor_tells_when_codex_has_not_trusted_the_hooks(tmp_path, fake_model):
-    sandbox, client = new_project(tmp_path / "sandbox", fake_model, "codex")
+def test_hooks_doctor_tells_when_codex_has_not_trusted_the_hooks(tmp_path, fake_model, earlier_project):
+    sandbox, client = new_project(tmp_path / "sandbox", fake_model, "codex", earlier_project)
     assert isinstance(client, Codex)
     sandbox.memory("hooks", "install", "--agent", "codex", "--memory", str(MEMORY))  # not client.install_hooks(): nobody trusts them
     ours = [h for h in client.hooks_list() if "hooks run session-" in (h.get("command") or "")]
@@ -332,8 +342,8 @@ SETTINGS = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json"
 
 @pytest.mark.parametrize("existed", [True, False], ids=["file-existed", "install-created-it"])
 @pytest.mark.parametrize("agent", AGENTS)
-def test_uninstall_after_a_session_gives_back_the_settings_byte_for_byte(agent, existed, tmp_path, fake_model):
-    sandbox, client = new_project(tmp_path / "sandbox", fake_model, agent)
+def test_uninstall_after_a_session_gives_back_the_settings_byte_for_byte(agent, existed, tmp_path, fake_model, earlier_project):
+    sandbox, client = new_project(tmp_path / "sandbox", fake_model, agent, earlier_project)
     path = sandbox.project / SETTINGS[agent]
     if existed:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -352,8 +362,8 @@ def test_uninstall_after_a_session_gives_back_the_settings_byte_for_byte(agent, 
 
 
 @pytest.mark.parametrize("waits", [True, False], ids=["MCP_CONNECTION_NONBLOCKING=false", "default"])
-def test_memory_serve_tools_reach_claude_p(waits, tmp_path, fake_model):
-    sandbox, client = new_project(tmp_path / "sandbox", fake_model, "claude-code")
+def test_memory_serve_tools_reach_claude_p(waits, tmp_path, fake_model, earlier_project):
+    sandbox, client = new_project(tmp_path / "sandbox", fake_model, "claude-code", earlier_project)
     assert isinstance(client, ClaudeCode)
     added = client.add_mcp_server()
     assert added.returncode == 0, added.stdout + added.stderr
