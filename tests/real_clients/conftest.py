@@ -19,8 +19,9 @@ from tests.real_clients.fake_model import FakeModelServer
 REQUIRE_ENV = "MEMTOOL_REAL_CLIENTS"
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="session")
 def clients_available() -> None:
+    """Used by every test that runs a client (test_real_clients.py); the fake server's own tests need none."""
     why = missing_clients()
     if why and os.environ.get(REQUIRE_ENV) == "require":
         pytest.fail(f"the real agent clients cannot run: {why} ({REQUIRE_ENV}=require)", pytrace=False)
