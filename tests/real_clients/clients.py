@@ -243,6 +243,23 @@ class ClaudeCode(Client):
 # --- Codex CLI --------------------------------------------------------------------------------
 
 CODEX_CONTEXT_CAP_TOKENS = 2_500  # Codex's default hook additionalContext limit (hooks/list additionalContextLimit)
+CODEX_DEFAULT_TIMEOUT_S = 600
+
+
+def codex_hook_hash(event: str, group: dict[str, Any], handler: dict[str, Any]) -> str:
+    """The trusted_hash Codex (0.171.0) wants for one command hook of hooks.json: sha256 of the compact,
+    key-sorted JSON of the hook's normalised identity (codex-rs hooks discovery: command_hook_hash,
+    version_for_toml). `event` is the snake-case key label, e.g. session_start."""
+    import hashlib
+
+    normal = {"type": "command", "command": handler["command"], "timeout": handler.get("timeout", CODEX_DEFAULT_TIMEOUT_S), "async": bool(handler.get("async"))}
+    if handler.get("statusMessage") is not None:
+        normal["statusMessage"] = handler["statusMessage"]
+    identity: dict[str, Any] = {"event_name": event, "hooks": [normal]}
+    if group.get("matcher") is not None:
+        identity["matcher"] = group["matcher"]
+    raw = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
 class Codex(Client):

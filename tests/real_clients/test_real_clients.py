@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.real_clients.clients import CLAUDE_CONTEXT_CAP_CHARS, CLIENTS, ENTRY_WAIT_S, MEMORY, ClaudeCode, Client, Codex, Run, Sandbox
+from tests.real_clients.clients import CLAUDE_CONTEXT_CAP_CHARS, CLIENTS, ENTRY_WAIT_S, MEMORY, ClaudeCode, Client, Codex, Run, Sandbox, codex_hook_hash
 from tests.real_clients.fake_model import REPLY, FakeModelServer
 
 pytestmark = [pytest.mark.real_clients, pytest.mark.usefixtures("clients_available")]
@@ -335,6 +335,24 @@ def test_hooks_doctor_tells_when_codex_has_not_trusted_the_hooks(tmp_path, fake_
     assert all(h["trustStatus"] == "trusted" for h in client.hooks_list() if "hooks run session-" in (h.get("command") or ""))
     doctor = sandbox.memory("hooks", "doctor", "--agent", "codex", "--json", check=False)
     assert doctor.returncode == 0 and json.loads(doctor.stdout)["ok"], f"doctor fails the trusted hooks:\n{doctor.stdout}"
+
+
+def test_the_codex_trust_hash_is_the_one_codex_computes(tmp_path, fake_model, earlier_project):
+    """How trust is recorded, checked against Codex itself, for `memory hooks doctor` to compare with:
+    [hooks.state."<hooks.json>:<event>:<group>:<handler>"] trusted_hash in $CODEX_HOME/config.toml."""
+    sandbox, client = new_project(tmp_path / "sandbox", fake_model, "codex", earlier_project)
+    assert isinstance(client, Codex)
+    sandbox.memory("hooks", "install", "--agent", "codex", "--memory", str(MEMORY))
+    groups = json.loads((sandbox.project / ".codex" / "hooks.json").read_text(encoding="utf-8"))["hooks"]
+    listed = {h["key"]: h for h in client.hooks_list()}
+    snake = {"SessionStart": "session_start", "SessionEnd": "session_end", "UserPromptSubmit": "user_prompt_submit", "PreCompact": "pre_compact"}
+    ours = {
+        f"{sandbox.project / '.codex' / 'hooks.json'}:{snake[event]}:{gi}:{hi}": codex_hook_hash(snake[event], group, handler)
+        for event, event_groups in groups.items()
+        for gi, group in enumerate(event_groups)
+        for hi, handler in enumerate(group["hooks"])
+    }
+    assert ours and {key: listed.get(key, {}).get("currentHash") for key in ours} == ours, f"Codex's hooks/list: {listed}"
 
 
 # --- uninstall ------------------------------------------------------------------------------
