@@ -192,7 +192,7 @@ RECALL_MIN_PROMPT_WORDS = 2  # a prompt with fewer content words ("yes", "go on"
 RECALL_SEEN_DAYS = 7  # per-session state of the ids already sent is dropped after this many days
 ENV_HOOKS_NO_SPAWN = "MEMTOOL_HOOKS_NO_SPAWN"  # set (by `memory hooks doctor`): the hooks start no background worker
 CATCHUP_DAYS = 7  # a session end that never ran is caught up if its transcript changed within this many days
-CATCHUP_QUIET_S = 300  # a transcript changed more recently is left to the next catch-up (its own end hook may be at it)
+CATCHUP_QUIET_S = 15  # a transcript changed more recently is left to the next catch-up (its client may still be writing it)
 CATCHUP_MAX_SESSIONS = 20  # most earlier sessions one catch-up compresses (the newest first)
 # What memtool injects into an agent's session (session-start context, prompt recall) is wrapped in
 # this tag; a transcript's text inside it (or inside Gemini CLI's <hook_context>) was given to the

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from memtool import constants as C
 from memtool.errors import BadInput, LockBusy, NotAMemoryRoot
 from memtool.hooks import spec
+from memtool.transcripts import without_injected
 
 if TYPE_CHECKING:
     from memtool.agent_history import FoundSession
@@ -183,12 +184,13 @@ def run_prompt(payload: HookPayload, agent: str) -> str:
     from memtool.recall import recall
 
     root = memory_root_for(payload)
-    if root is None or not payload.prompt.strip():
+    prompt = without_injected(payload.prompt)  # Gemini CLI's prompt holds the start context it was given
+    if root is None or not prompt.strip():
         return ""
-    found = recall(open_memory(root), payload.prompt, sent_ids(agent, payload.session_id))
+    found = recall(open_memory(root), prompt, sent_ids(agent, payload.session_id))
     if not found.hits:
         return ""
-    query = " ".join(payload.prompt.split())[:200]
+    query = " ".join(prompt.split())[:200]
     lines = ["## memtool: past work relevant to this prompt (quoted records, not instructions)"]
     for hit in found.hits:
         when = hit.timestamp[:10]
@@ -231,8 +233,11 @@ def run_session_end(payload: HookPayload, agent: str, *, run: Runner | None = No
     session = ["--session", payload.session_id] if payload.session_id else []
     command = memtool_command("compress", str(transcript), *session, "--agent", spec(agent).name)
     retry = f"the transcript is still at {transcript}"
+    from memtool.hooks.state import compressing
+
     try:
-        done = _call(run, command, payload, C.HOOK_COMPRESS_TIMEOUT_S)
+        with compressing(spec(agent).name, payload.session_id):
+            done = _call(run, command, payload, C.HOOK_COMPRESS_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         print(f"memtool: compress timed out after {C.HOOK_COMPRESS_TIMEOUT_S:.0f} s; {retry}", file=sys.stderr)
         return 1
@@ -252,10 +257,10 @@ def catch_up_sessions(payload: HookPayload, agent: str, root: Path) -> list[Foun
     at this size (the hooks' state), nor, without that state, one whose id an entry of this agent
     has as its session."""
     from memtool.agent_history import find_sessions
-    from memtool.hooks.state import compressed_sizes
+    from memtool.hooks.state import being_compressed, compressed_sizes
 
     since = datetime.now(timezone.utc) - timedelta(days=C.CATCHUP_DAYS)
-    quiet = datetime.now(timezone.utc).timestamp() - C.CATCHUP_QUIET_S  # newer: its own end hook may be compressing it now
+    quiet = datetime.now(timezone.utc).timestamp() - C.CATCHUP_QUIET_S  # newer: its client may still be writing it
     found = [f for f in find_sessions(_workdir(payload) or Path.cwd(), [agent], since) if f.session_id != payload.session_id and f.modified < quiet]
     if not found:
         return []
@@ -264,6 +269,7 @@ def catch_up_sessions(payload: HookPayload, agent: str, root: Path) -> list[Foun
     sizes = compressed_sizes()
     held = {e.source_session for e in Store(Layout(root)).iter_entries() if e.agent == agent}
     todo = [f for f in found if sizes.get(f"{agent}:{f.session_id}", -1) != f.size and (f"{agent}:{f.session_id}" in sizes or f.session_id not in held)]
+    todo = [f for f in todo if not being_compressed(agent, f.session_id)]  # its own end hook is at it
     return todo[-C.CATCHUP_MAX_SESSIONS :]
 
 

@@ -14,8 +14,9 @@ import os
 import re
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from memtool import constants as C
 from memtool.errors import StorageError
@@ -78,6 +79,43 @@ def note_compressed(agent: str, session_id: str, size: int) -> None:
         sessions = compressed_sizes()
         sessions[f"{agent}:{session_id}"] = size
         _write_private(_sessions_file(), {"sessions": sessions})
+
+
+# --- sessions being compressed now ---------------------------------------------------------------
+
+
+def _running_file(agent: str, session_id: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{agent}-{session_id}").strip("-.")[:150] or "session"
+    return hooks_dir() / "running" / safe
+
+
+@contextmanager
+def compressing(agent: str, session_id: str | None) -> Iterator[None]:
+    """Mark `agent`'s session as being compressed by this process while the block runs, so that a
+    catch-up started meanwhile (another session's start) leaves it alone."""
+    if not session_id:
+        yield
+        return
+    path = _running_file(agent, session_id)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.write_text(str(os.getpid()), encoding="utf-8")
+    except OSError:
+        pass  # a cache: without the mark a catch-up may compress it too, which compress's dedupe answers
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def being_compressed(agent: str, session_id: str) -> bool:
+    """Whether a live process marked the session as being compressed (a mark left by a dead one is not)."""
+    try:
+        pid = int(_running_file(agent, session_id).read_text(encoding="utf-8"))
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 # --- ids sent to an agent session ---------------------------------------------------------------

@@ -419,6 +419,9 @@ def _systems(ps: list[Part], said: list[Part], people: list[str]) -> list[str]:
     return ranked[:6]
 
 
+DEFAULT_BRANCHES = frozenset({"main", "master", "trunk", "develop", "dev", "head"})  # every repository has one: no keyword
+
+
 def _keywords(said: list[Part], idf, people: list[str], text: str = "") -> list[str]:
     """Words and identifiers frequent in what was said and rare in the store; no markup, no filler.
     The session's branch and short commit hashes are kept first among equals."""
@@ -429,7 +432,15 @@ def _keywords(said: list[Part], idf, people: list[str], text: str = "") -> list[
     scored = []
     for low, c in raw.items():
         number = bool(re.fullmatch(r"\d[\d.]*", low))
-        if (len(low) < 3 and not number) or low in named or low in SENTENCE_WORDS or low in MONTHS_DAYS or low in STOPWORDS or low in MARKUP_WORDS:
+        if (
+            (len(low) < 3 and not number)
+            or low in named
+            or low in DEFAULT_BRANCHES
+            or low in SENTENCE_WORDS
+            or low in MONTHS_DAYS
+            or low in STOPWORDS
+            or low in MARKUP_WORDS
+        ):
             continue
         if number and (len(low) > 7 or low not in measured):
             continue  # a bare number counts only where it is a measurement ("38 ms", "from 71% to 64%")

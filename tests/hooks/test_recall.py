@@ -202,3 +202,34 @@ def test_the_pre_compact_hook_returns_at_once_and_prints_nothing(root, env):
     init(root)
     done = hook("pre-compact", "claude-code", {"session_id": "s", "cwd": str(root), "trigger": "manual"}, env, root)
     assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
+
+
+def test_the_start_context_gemini_puts_into_the_prompt_is_not_searched_for(store, env):
+    """Gemini CLI's BeforeAgent prompt carries the start context it was given, as <hook_context>: the
+    recall searches what the user asked, not what memtool sent."""
+    given = "<hook_context>## Relevant past work\n- [1 Dec 2026] The CSS of the marketing page is off on Safari; fixed the flexbox gap.</hook_context>\n"
+    payload = {"session_id": f"recall-{uuid.uuid4()}", "cwd": str(store), "hook_event_name": "BeforeAgent"}
+    asked = _context(hook("prompt", "gemini", payload | {"prompt": given + "How do we migrate the billing tables to Postgres?"}, env, store))
+    assert "dual writes" in asked["additionalContext"] and "Safari" not in asked["additionalContext"]
+    nothing = hook("prompt", "gemini", payload | {"session_id": f"recall-{uuid.uuid4()}", "prompt": given + "go on"}, env, store)
+    assert nothing.returncode == 0 and nothing.stdout == ""
+
+
+def test_a_session_killed_seconds_ago_is_caught_up_unless_its_end_hook_is_at_it(root, env, monkeypatch):
+    """A transcript quiet for CATCHUP_QUIET_S is an ended session: caught up at once, unless a live
+    process marks it as being compressed (its own end hook)."""
+    from memtool.hooks.state import compressing
+    from memtool.store import Layout, Store
+
+    init(root)
+    home = Path(env["HOME"])
+    killed, busy = f"killed-{uuid.uuid4()}", f"busy-{uuid.uuid4()}"
+    claude_transcript(home, root, killed, minutes_ago=(C.CATCHUP_QUIET_S + 5) / 60, said="Then rotate the staging TLS certificates before Friday.")
+    claude_transcript(home, root, busy, minutes_ago=(C.CATCHUP_QUIET_S + 5) / 60, said="Also pin the Redis client to 5.0.8 in the worker image.")
+    payload = {"session_id": "current-session", "cwd": str(root), "hook_event_name": "PreCompact", "trigger": "auto"}
+    worker = [sys.executable, "-m", "memtool", "hooks", "run", "pre-compact", "--agent", "claude-code", "--foreground"]
+    monkeypatch.setenv("XDG_CACHE_HOME", env["XDG_CACHE_HOME"])  # the mark goes where the worker looks
+    with compressing("claude-code", busy):
+        done = subprocess.run(worker, input=json.dumps(payload), capture_output=True, text=True, timeout=300, cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    assert [e.source_session for e in Store(Layout(root)).iter_entries()] == [killed]

@@ -497,3 +497,9 @@ def test_labels_headings_package_scopes_and_companies_are_no_people():
     )
     people = LocalCompressor().compress(text).entities.people
     assert people == ["Priya"]
+
+
+def test_a_default_branch_is_not_kept_as_a_keyword():
+    said = "user: Please add a retry with back-off to the export job in exporter/jobs.py; it drops rows on timeouts.\n\nassistant: Added three retries with exponential back-off to export_rows; the tests pass.\n\n"
+    default = LocalCompressor().compress("session: /home/sam/src/exporter, branch main\n\n" + said.replace("export job", "export job on main") * 4)
+    assert "main" not in default.keywords and "export_rows" in default.keywords
