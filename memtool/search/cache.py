@@ -51,8 +51,7 @@ class PostgresCache:
 
         if archive:
             return SqliteCache().open_index(layout, embedder, progress, errors, archive=True)
-        pg.refresh(self.url, layout, embedder, progress, errors)
-        return pg.PgIndex(self.url)
+        return pg.open_index(self.url, layout, embedder, progress, errors)
 
     def refresh_index(self, layout, embedder, progress=None, errors=None, known=None, full=False) -> bool:
         from memtool.search import pg

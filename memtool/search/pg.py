@@ -49,6 +49,8 @@ from memtool.text import stem_words, terms, words
 
 LOCK_KEY = 0x6D656D746F6F6C  # the advisory lock a change set and a migration hold ("memtool")
 SEEN_FILE = "pg-seen.json"  # memory/.cache: what this clone last pushed or read of each source file
+EXACT_DENSE_DOCS = 20_000  # up to this many documents a search scores every vector (as SQLite does); over it, the HNSW index's nearest
+HNSW_CANDIDATES = 400  # how many nearest the HNSW index gives a search (twice the engine's channel depth: a filter may drop some)
 MAX_TF = 65535  # a term's count in a document is capped as the SQLite store caps it
 
 # The schema, one step per version: a cache of an older version is brought up step by step on
@@ -112,7 +114,7 @@ def connect(url: str):
     """A connection to the cache, its schema brought to SCHEMA_VERSION first."""
     psycopg = _psycopg()
     try:
-        conn = psycopg.connect(url, connect_timeout=10)
+        conn = psycopg.connect(url, connect_timeout=10, autocommit=True)  # transactions are begun explicitly
     except psycopg.OperationalError as exc:
         raise StorageError(f"the PostgreSQL search cache cannot be reached ({str(exc).strip()}); check the `cache` setting and the server") from None
     migrate(conn)
@@ -123,7 +125,7 @@ def schema_version(conn) -> int:
     """The cache's schema version; 0 before the first migration."""
     row = conn.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
     version = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] if row[0] else None
-    conn.commit()
+    conn.commit()  # a connection not in autocommit (a caller's own) is left outside a transaction
     return version or 0
 
 
@@ -173,9 +175,8 @@ class PgIndex:
 
     archive = False
 
-    def __init__(self, url: str):
-        self.url = url
-        self.conn = connect(url)
+    def __init__(self, conn):
+        self.conn = conn
         self.stale = False
         self.generation = ""
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -271,10 +272,25 @@ class PgIndex:
         return dict(self.conn.execute("SELECT id, key FROM groups").fetchall())
 
     def dense_scores(self, qvec: np.ndarray) -> np.ndarray:
-        """Cosine of every document with the query (0 without a vector), exactly, as the SQLite store
-        computes it (float16 vectors, DENSE_CHUNK_ROWS at a time)."""
+        """Cosine of every document with the query (0 without a vector). Up to EXACT_DENSE_DOCS
+        documents, exactly as the SQLite store computes it (every float16 vector, DENSE_CHUNK_ROWS at
+        a time): the same ranking. Over that, reading every vector per search would cost more than
+        the search (100k documents at e5's size: 150 MB), so the HNSW index gives the HNSW_CANDIDATES
+        nearest and only those get their cosine (the engine keeps a channel's best 200): approximate,
+        and a filter (kinds, dates) is applied after, so fewer than 200 may pass it."""
         out = np.zeros(self.n, dtype=np.float32)
         if qvec.shape[0] != self.dim or not self.n:
+            return out
+        q = qvec.astype(np.float32)
+        if self.n > EXACT_DENSE_DOCS:
+            self.conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_CANDIDATES}")
+            rows = self.conn.execute(
+                f"SELECT id, vector_send(vec) FROM docvecs ORDER BY vec::vector({self.dim}) <=> %s::vector({self.dim}) LIMIT %s",
+                (json.dumps(q.tolist()), HNSW_CANDIDATES),
+            ).fetchall()
+            if rows:
+                at = self._positions(np.array([r[0] for r in rows], dtype=np.int64))
+                out[at] = _vecs_from(b"".join(r[1] for r in rows), self.dim).astype(np.float32) @ q
             return out
         if self._dense is None:
             ids, blob = self.conn.execute(
@@ -282,17 +298,9 @@ class PgIndex:
             ).fetchone()
             self._dense = (self._positions(np.frombuffer(ids, ">i8")), _vecs_from(blob, self.dim))
         at, vecs = self._dense
-        q = qvec.astype(np.float32)
         for lo in range(0, at.size, DENSE_CHUNK_ROWS):
             out[at[lo : lo + DENSE_CHUNK_ROWS]] = vecs[lo : lo + DENSE_CHUNK_ROWS].astype(np.float32) @ q
         return out
-
-    def nearest(self, qvec: np.ndarray, k: int) -> list[int]:
-        """The positions of the `k` documents nearest the query by the HNSW index (approximate)."""
-        rows = self.conn.execute(
-            f"SELECT id FROM docvecs ORDER BY vec::vector({self.dim}) <=> %s::vector({self.dim}) LIMIT %s", (json.dumps(qvec.astype(float).tolist()), k)
-        ).fetchall()
-        return self._positions(np.array([r[0] for r in rows], dtype=np.int64)).tolist()
 
     def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
         out = np.zeros(ids.size, dtype=np.float32)
@@ -361,31 +369,58 @@ def refresh(url: str, layout: Layout, embedder, progress=None, errors: list[str]
     """Push this clone's changed source files to the shared cache in one transaction (see the module
     docstring for which). `full` (`memory reindex`): make the cache match this clone's files exactly.
     Returns whether anything changed."""
+    conn = connect(url)
+    try:
+        return push(conn, layout, embedder, progress, errors, known, full)
+    finally:
+        conn.close()
+
+
+def open_index(url: str, layout: Layout, embedder, progress=None, errors: list[str] | None = None) -> PgIndex:
+    """The shared cache with this clone's changes pushed first, as a read snapshot (one connection for both)."""
+    conn = connect(url)
+    try:
+        push(conn, layout, embedder, progress, errors)
+        return PgIndex(conn)
+    except BaseException:
+        conn.close()
+        raise
+
+
+def push(conn, layout: Layout, embedder, progress=None, errors: list[str] | None = None, known=None, full: bool = False) -> bool:
+    """refresh on an open connection. What to push is planned first without the lock (a search whose
+    clone changed nothing takes no lock and writes nothing), then again under it."""
     errors = [] if errors is None else errors
     seen = _read_seen(layout)
     now = _hashes(_local_files(layout), seen)
-    conn = connect(url)
-    try:
+    with conn.transaction():
+        plan = _plan(conn, embedder, seen, now, full)
+    if any(plan[:3]):
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
-            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            rebuild = meta.get("version") != STORE_VERSION or meta.get("model") != embedder.model
-            held = dict(conn.execute("SELECT key, sha FROM sources").fetchall())
-            if rebuild or full:
-                changed = sorted(k for k in now if rebuild or held.get(k) != now[k][1])
-                removed = sorted(set(held) - set(now))
-            else:
-                changed = sorted(k for k in now if held.get(k) != now[k][1] and (k not in held or k not in seen or seen[k][1] != now[k][1]))
-                removed = sorted(k for k in seen if k not in now and k in held)
-            if changed or removed or rebuild:
-                _apply(conn, layout, embedder, meta, rebuild, changed, removed, {k: now[k][1] for k in changed}, known, errors, progress)
-    finally:
-        conn.close()
-    atomic_write_text(_seen_path(layout), json.dumps(now, sort_keys=True))
-    return bool(changed or removed or rebuild)
+            plan = _plan(conn, embedder, seen, now, full)
+            if any(plan[:3]):
+                _apply(conn, layout, embedder, *plan, {k: now[k][1] for k in plan[1]}, known, errors, progress)
+    if now != seen:
+        atomic_write_text(_seen_path(layout), json.dumps(now, sort_keys=True))
+    return any(plan[:3])
 
 
-def _apply(conn, layout: Layout, embedder, meta: dict, rebuild: bool, changed: list[str], removed: list[str], shas: dict, known, errors, progress) -> None:
+def _plan(conn, embedder, seen: dict, now: dict, full: bool) -> tuple[bool, list[str], list[str], dict]:
+    """(rebuild, sources to read again, sources to remove, the cache's meta)."""
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    rebuild = meta.get("version") != STORE_VERSION or meta.get("model") != embedder.model
+    held = dict(conn.execute("SELECT key, sha FROM sources").fetchall())
+    if rebuild or full:
+        changed = sorted(k for k in now if rebuild or held.get(k) != now[k][1])
+        removed = sorted(set(held) - set(now))
+    else:  # what this clone changed since it last pushed or read it, and what the cache does not hold yet
+        changed = sorted(k for k in now if held.get(k) != now[k][1] and (k not in held or k not in seen or seen[k][1] != now[k][1]))
+        removed = sorted(k for k in seen if k not in now and k in held)
+    return rebuild, changed, removed, meta
+
+
+def _apply(conn, layout: Layout, embedder, rebuild: bool, changed: list[str], removed: list[str], meta: dict, shas: dict, known, errors, progress) -> None:
     if rebuild:
         conn.execute(f"TRUNCATE {', '.join(REBUILT)}, meta CASCADE")
         meta = {}

@@ -34,8 +34,15 @@ def pg_server():
         if os.environ.get("MEMTOOL_REQUIRE_PG") == "1":
             pytest.fail(f"PostgreSQL tests required (MEMTOOL_REQUIRE_PG=1), but the server did not start: {exc}")
         pytest.skip(f"no PostgreSQL for the tests: {exc}")
+    import psycopg
+    from pgserver._commands import pg_ctl
+
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:  # a throwaway server: no waiting for the disk
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            conn.execute(f"ALTER SYSTEM SET {setting} = off")
+        conn.execute("SELECT pg_reload_conf()")
     yield server
-    server.cleanup()
+    pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=server.pgdata, user=server.system_user)  # its data is deleted next: no shutdown checkpoint
     shutil.rmtree(folder, ignore_errors=True)
 
 

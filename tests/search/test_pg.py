@@ -83,6 +83,17 @@ def test_search_on_postgresql_gives_the_sqlite_hits(filled, root, pg_url, fake_e
     assert rows(pg_url, "SELECT count(*) FROM docs WHERE id NOT IN (SELECT id FROM docvecs)") == [(0,)]
 
 
+def test_the_hnsw_path_gives_the_same_hits_on_a_small_cache(filled, root, pg_url, fake_embedder, monkeypatch):
+    sqlite_hits = {q: ranked(filled, q) for q in QUERIES}
+    sync(on_pg(root, pg_url, fake_embedder), full=True)
+    monkeypatch.setattr(pg, "EXACT_DENSE_DOCS", 0)  # every search asks the HNSW index (which, this small, gives every document)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("SET enable_seqscan = off")
+        plan = " ".join(r[0] for r in conn.execute("EXPLAIN SELECT id FROM docvecs ORDER BY vec::vector(64) <=> %s::vector(64) LIMIT 5", (str([0.1] * 64),)))
+    assert "docvecs_hnsw_64" in plan
+    assert {q: ranked(on_pg(root, pg_url, fake_embedder), q) for q in QUERIES} == sqlite_hits
+
+
 def test_a_second_clone_searches_the_shared_cache_without_building_one(filled, root, tmp_path, pg_url, fake_embedder):
     expected = {q: ranked(filled, q) for q in QUERIES}
     sync(on_pg(root, pg_url, fake_embedder), full=True)
