@@ -51,6 +51,8 @@ LOCK_KEY = 0x6D656D746F6F6C  # the advisory lock a change set and a migration ho
 SEEN_FILE = "pg-seen.json"  # memory/.cache: what this clone last pushed or read of each source file
 EXACT_DENSE_DOCS = 20_000  # up to this many documents a search scores every vector (as SQLite does); over it, the HNSW index's nearest
 HNSW_CANDIDATES = 400  # how many nearest the HNSW index gives a search (twice the engine's channel depth: a filter may drop some)
+HELD_POSTINGS = 4_000_000  # postings a reading process keeps between searches of one generation (about 40 MB)
+HELD_DOCS = 20_000  # documents' fields it keeps so
 MAX_TF = 65535  # a term's count in a document is capped as the SQLite store caps it
 
 # The schema, one step per version: a cache of an older version is brought up step by step on
@@ -179,19 +181,22 @@ class PgIndex:
         self.conn = conn
         self.stale = False
         self.generation = ""
-        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         with self.reading():
             pass
 
     @contextmanager
     def reading(self) -> Iterator["PgIndex"]:
-        with self.conn.transaction():
-            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+        """One REPEATABLE READ snapshot (begun with the meta read: one round trip). What this view keeps
+        between searches (postings, documents, words, vectors) is dropped when the generation changed."""
+        cur = self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SELECT key, value FROM meta")
+        cur.nextset()  # the SELECT's result, after the BEGIN's
+        meta = dict(cur.fetchall())
+        try:
             if meta.get("generation", "") != self.generation or not hasattr(self, "n"):
                 self._load(meta)
-            self._postings = {}
             yield self
+        finally:
+            self.conn.execute("COMMIT")
 
     def _load(self, meta: dict[str, str]) -> None:
         if meta and meta.get("version") != STORE_VERSION:
@@ -214,7 +219,14 @@ class PgIndex:
         self.avgdl = float(self.length.sum()) / max(self.live, 1)
         self.norm = (K1 * (1 - B) + K1 * B / (self.avgdl or 1.0) * self.length).astype(np.float32)
         self.dim = int(meta.get("dim", "0"))
-        self._dense: np.ndarray | None = None
+        # kept between searches of this generation (a process that searches again, as the MCP server
+        # does, asks the server only for what it has not read yet): each bounded
+        self._dense: tuple[np.ndarray, np.ndarray] | None = None  # (positions, float16 vectors) of every vector, up to EXACT_DENSE_DOCS
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._held_postings = 0
+        self._docs: dict[int, dict] = {}  # document id -> its fields
+        self._summaries: dict[str, str] = {}
+        self._words: list[str] | None = None
 
     def close(self) -> None:
         self.conn.close()
@@ -233,8 +245,11 @@ class PgIndex:
             (wanted,),
         ).fetchall()
         got = {t: (self._positions(np.frombuffer(d, ">i8")), np.frombuffer(f, ">i4").astype(np.uint16)) for t, d, f in rows}
+        if self._held_postings > HELD_POSTINGS:
+            self._postings, self._held_postings = {}, 0
         for t in wanted:
             self._postings[t] = got.get(t, (np.zeros(0, np.int64), np.zeros(0, np.uint16)))
+            self._held_postings += self._postings[t][0].size
 
     def alive_of_kinds(self, kinds: tuple[str, ...]) -> np.ndarray:
         mask = self._of_kinds.get(kinds)
@@ -265,7 +280,9 @@ class PgIndex:
         return out
 
     def surface_words(self) -> list[str]:
-        return [w for (w,) in self.conn.execute("SELECT word FROM words")]
+        if self._words is None:
+            self._words = [w for (w,) in self.conn.execute("SELECT word FROM words")]
+        return self._words
 
     @property
     def group_keys(self) -> dict[int, str]:
@@ -292,41 +309,60 @@ class PgIndex:
                 at = self._positions(np.array([r[0] for r in rows], dtype=np.int64))
                 out[at] = _vecs_from(b"".join(r[1] for r in rows), self.dim).astype(np.float32) @ q
             return out
+        at, vecs = self._every_vector()
+        for lo in range(0, at.size, DENSE_CHUNK_ROWS):
+            out[at[lo : lo + DENSE_CHUNK_ROWS]] = vecs[lo : lo + DENSE_CHUNK_ROWS].astype(np.float32) @ q
+        return out
+
+    def _every_vector(self) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, float16 vectors) of every document with a vector, in id order; read once per generation."""
         if self._dense is None:
             ids, blob = self.conn.execute(
                 "SELECT coalesce(string_agg(int8send(id), '' ORDER BY id), ''), coalesce(string_agg(vector_send(vec), '' ORDER BY id), '') FROM docvecs"
             ).fetchone()
             self._dense = (self._positions(np.frombuffer(ids, ">i8")), _vecs_from(blob, self.dim))
-        at, vecs = self._dense
-        for lo in range(0, at.size, DENSE_CHUNK_ROWS):
-            out[at[lo : lo + DENSE_CHUNK_ROWS]] = vecs[lo : lo + DENSE_CHUNK_ROWS].astype(np.float32) @ q
-        return out
+        return self._dense
 
     def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Cosine of documents at positions `ids` with the query (0 without a vector): from every vector
+        up to EXACT_DENSE_DOCS documents, else only theirs read."""
         out = np.zeros(ids.size, dtype=np.float32)
         if qvec.shape[0] != self.dim or not ids.size:
             return out
-        if self._dense is not None:
-            return self.dense_scores(qvec)[ids]
-        wanted = self.ids[ids]
-        rows = self.conn.execute("SELECT id, vector_send(vec) FROM docvecs WHERE id = ANY(%s)", (wanted.tolist(),)).fetchall()
+        q = qvec.astype(np.float32)
+        if self.n <= EXACT_DENSE_DOCS:
+            at, vecs = self._every_vector()
+            where = np.searchsorted(at, ids)
+            have = (where < at.size) & (at[np.minimum(where, max(at.size - 1, 0))] == ids) if at.size else np.zeros(ids.size, bool)
+            out[have] = vecs[where[have]].astype(np.float32) @ q
+            return out
+        rows = self.conn.execute("SELECT id, vector_send(vec) FROM docvecs WHERE id = ANY(%s)", (self.ids[ids].tolist(),)).fetchall()
         if rows:
-            have = self._positions(np.array([r[0] for r in rows], dtype=np.int64))
-            vecs = _vecs_from(b"".join(r[1] for r in rows), self.dim).astype(np.float32) @ qvec.astype(np.float32)
-            where = {int(p): float(s) for p, s in zip(have, vecs)}
-            out = np.array([where.get(int(i), 0.0) for i in ids], dtype=np.float32)
+            scores = dict(zip((r[0] for r in rows), (_vecs_from(b"".join(r[1] for r in rows), self.dim).astype(np.float32) @ q).tolist()))
+            out = np.array([scores.get(int(i), 0.0) for i in self.ids[ids]], dtype=np.float32)
         return out
 
     def docs(self, positions) -> list[dict]:
-        positions = [int(i) for i in positions]
-        ids = [int(self.ids[i]) for i in positions]
-        rows = self.conn.execute(f"SELECT id, {', '.join(DOC_FIELDS)} FROM docs WHERE id = ANY(%s)", (ids,)).fetchall()
-        by_id = {r[0]: dict(zip(DOC_FIELDS, r[1:]), topics=json.loads(r[8]), trusted=bool(r[9])) for r in rows}
-        return [by_id[i] for i in ids]
+        ids = [int(self.ids[int(i)]) for i in positions]
+        unread = [i for i in ids if i not in self._docs]
+        if unread:
+            if len(self._docs) + len(unread) > HELD_DOCS:
+                self._docs = {}
+            # a passage's entry summary with it (the engine shows it as the hit's text): one round trip
+            sql = f"SELECT d.id, {', '.join('d.' + f for f in DOC_FIELDS)}, e.text FROM docs d LEFT JOIN docs e ON d.kind = 'transcript' AND e.entry = d.entry AND e.kind = 'entry' WHERE d.id = ANY(%s)"
+            for r in self.conn.execute(sql, (unread,)):
+                self._docs[r[0]] = dict(zip(DOC_FIELDS, r[1:-1]), topics=json.loads(r[8]), trusted=bool(r[9]))
+                if r[-1] is not None:
+                    self._summaries[r[3]] = r[-1]
+        return [dict(self._docs[i]) for i in ids]
 
     def entry_summary(self, entry_id: str) -> str:
-        row = self.conn.execute("SELECT text FROM docs WHERE entry = %s AND kind = 'entry'", (entry_id,)).fetchone()
-        return row[0] if row else ""
+        if entry_id not in self._summaries:
+            if len(self._summaries) > HELD_DOCS:
+                self._summaries = {}
+            row = self.conn.execute("SELECT text FROM docs WHERE entry = %s AND kind = 'entry'", (entry_id,)).fetchone()
+            self._summaries[entry_id] = row[0] if row else ""
+        return self._summaries[entry_id]
 
 
 # -- what this clone's files are -------------------------------------------------------------------
