@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import sqlite3
+import subprocess
+import sys
 import threading
 from datetime import datetime, timezone
 
@@ -19,6 +23,7 @@ from memtool.search import pg
 from memtool.search.cache import PostgresCache, SqliteCache
 from memtool.search.engine import Query
 from memtool.search.store import KIND_CODE, store_path
+from memtool.store import Layout
 from memtool.sync import sync
 
 TOPICS = [
@@ -209,3 +214,25 @@ def test_an_older_schema_is_migrated_on_connect(pg_url):
             pg.connect(pg_url)
     finally:
         conn.close()
+
+
+def memory(env, *args, code=0):
+    out = subprocess.run([sys.executable, "-m", "memtool", *args], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == code, f"memory {' '.join(args)} -> {out.returncode}\n{out.stdout}\n{out.stderr}"
+    return out
+
+
+def test_the_cli_compresses_and_searches_on_the_shared_cache(root, tmp_path, env, pg_url):
+    init(root)
+    env = {**env, "MEMTOOL_CACHE": pg_url}
+    session = tmp_path / "session.md"
+    session.write_text("Alice: the Kafka consumer lag came from a slow Terraform apply.\nBob: we pinned the provider.")
+    memory(env, "compress", str(session), "--session", "lag")
+    assert rows(pg_url, "SELECT count(*) FROM entries") == [(1,)]
+    hits = json.loads(memory(env, "search", "Kafka lag", "--json").stdout)
+    assert "Kafka" in json.dumps(hits)
+    local = store_path(Layout(root))  # the local store holds only this clone's state (use counts, word counts), no search tables
+    assert not local.exists() or not sqlite3.connect(local).execute("SELECT name FROM sqlite_master WHERE name = 'docs'").fetchall()
+    (root / "memory" / "config.yaml").write_text("cache: postgresql://team:s3cret@db.example/memory\n")
+    out = memory({k: v for k, v in env.items() if k != "MEMTOOL_CACHE"}, "search", "Kafka", code=5)
+    assert "PGPASSWORD" in out.stderr and "s3cret" not in out.stdout
