@@ -155,7 +155,7 @@ def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = 
     from memtool.search.store import purge_entries, store_path
     from memtool.sync_scan import Manifest
 
-    shared = derived_cache(load_settings(layout.root).cache)
+    shared = derived_cache(load_settings(layout.root).cache, layout)
     if isinstance(shared, PostgresCache) and not dry_run:  # the team's cache: their rows go there (a local store, if any, below)
         shared.purge_entries(layout, sorted(ids), sorted(keys))
     store = store_path(layout)

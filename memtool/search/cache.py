@@ -64,6 +64,12 @@ class PostgresCache:
         return pg.purge(self.url, layout, entry_ids, passage_keys)
 
 
-def derived_cache(setting: str) -> DerivedCache:
-    """The cache the `cache` setting names: '' or 'sqlite' the local store, a postgresql:// URL the shared one."""
-    return PostgresCache(setting) if setting not in ("", "sqlite") else SqliteCache()
+def derived_cache(setting: str, layout: Layout) -> DerivedCache:
+    """The cache the `cache` setting names for this root: '' or 'sqlite' the local store, a
+    postgresql:// URL the shared one (this clone's files recorded first, pg.attach)."""
+    if setting in ("", "sqlite"):
+        return SqliteCache()
+    from memtool.search import pg
+
+    pg.attach(layout)
+    return PostgresCache(setting)

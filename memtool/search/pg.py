@@ -15,10 +15,11 @@ transaction holding a transaction-scoped advisory lock (two refreshes at once ru
 other, the second planning again under the lock); a search reads one REPEATABLE READ snapshot.
 
 Which sources a clone pushes: every clone's files differ in stat from another's, so sources are
-compared by SHA-256 of their bytes. A clone pushes a source file whose bytes changed since it last
-pushed or read it (memory/.cache/pg-seen.json: this clone's record, not a cache of the search), so a
-clone that has not pulled never takes back what another clone pushed; one that has never pushed
-pushes only the sources the cache does not hold yet. `memory reindex` pushes every difference.
+compared by SHA-256 of their bytes. A clone records its files' hashes when it first opens the
+shared cache (`attach`, memory/.cache/pg-seen.json: this clone's record, not a cache of the search)
+and pushes a source file whose bytes changed since it last pushed or recorded it (a write, a pull),
+so a clone that has not pulled never takes back what another clone pushed. `memory reindex` pushes
+every difference: the cache then matches this clone's files.
 """
 
 from __future__ import annotations
@@ -400,6 +401,16 @@ def _hashes(files: dict[str, Path], seen: dict[str, list]) -> dict[str, list]:
     return out
 
 
+def attach(layout: Layout) -> None:
+    """Record this clone's files as they are, the first time it uses the shared cache (before it writes
+    anything): what it changes from then on is what it pushes. A clone behind the cache pushes
+    nothing of what it has not changed."""
+    path = _seen_path(layout)
+    if not os.path.lexists(path):
+        confine.safe_folder(path.parent, create=True)
+        atomic_write_text(path, json.dumps(_hashes(_local_files(layout), {}), sort_keys=True))
+
+
 # -- writing ----------------------------------------------------------------------------------------
 def refresh(url: str, layout: Layout, embedder, progress=None, errors: list[str] | None = None, known=None, full: bool = False) -> bool:
     """Push this clone's changed source files to the shared cache in one transaction (see the module
@@ -450,8 +461,8 @@ def _plan(conn, embedder, seen: dict, now: dict, full: bool) -> tuple[bool, list
     if rebuild or full:
         changed = sorted(k for k in now if rebuild or held.get(k) != now[k][1])
         removed = sorted(set(held) - set(now))
-    else:  # what this clone changed since it last pushed or read it, and what the cache does not hold yet
-        changed = sorted(k for k in now if held.get(k) != now[k][1] and (k not in held or k not in seen or seen[k][1] != now[k][1]))
+    else:  # what this clone changed since it last pushed or recorded it (attach: a file new to it since counts as changed)
+        changed = sorted(k for k in now if held.get(k) != now[k][1] and (k not in seen or seen[k][1] != now[k][1]))
         removed = sorted(k for k in seen if k not in now and k in held)
     return rebuild, changed, removed, meta
 

@@ -111,6 +111,24 @@ def test_a_second_clone_searches_the_shared_cache_without_building_one(filled, r
     assert not store_path(other.layout).exists()
 
 
+def test_a_fresh_clones_first_compress_reaches_the_shared_cache(filled, root, tmp_path, pg_url, fake_embedder):
+    sync(on_pg(root, pg_url, fake_embedder), full=True)
+    clone = tmp_path / "clone"
+    shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".cache"))
+    new = on_pg(clone, pg_url, fake_embedder).compress_many(sessions(["Kubernetes ingress certificates"])).entries[0]  # into a day the cache holds
+    assert rows(pg_url, "SELECT count(*) FROM entries WHERE id = %s", (new.id,)) == [(1,)]
+    assert len(rows(pg_url, "SELECT id FROM entries")) == len(TOPICS) + 1  # nothing of the others lost
+
+
+def test_a_clone_behind_the_cache_takes_nothing_back(filled, root, tmp_path, pg_url, fake_embedder):
+    behind = tmp_path / "behind"
+    shutil.copytree(root, behind, ignore=shutil.ignore_patterns(".cache"))
+    on_pg(behind, pg_url, fake_embedder)  # attached before the others' new session
+    sync(on_pg(root, pg_url, fake_embedder), full=True)
+    on_pg(root, pg_url, fake_embedder).compress_many(sessions(["Kubernetes ingress certificates"], first_day=3))
+    assert "Kubernetes" in on_pg(behind, pg_url, fake_embedder).search(Query(text="Kubernetes ingress", limit=1)).hits[0].text
+
+
 def test_a_compress_and_a_forget_change_only_their_rows(filled, root, pg_url, fake_embedder, monkeypatch):
     m = on_pg(root, pg_url, fake_embedder)
     sync(m, full=True)
