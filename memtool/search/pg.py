@@ -53,12 +53,12 @@ SEEN_FILE = "pg-seen.json"  # memory/.cache: what this clone last pushed or read
 EXACT_DENSE_DOCS = 20_000  # up to this many documents a search scores every vector (as SQLite does); over it, the HNSW index's nearest
 HNSW_CANDIDATES = 400  # how many nearest the HNSW index gives a search (twice the engine's channel depth: a filter may drop some)
 HELD_POSTINGS = 4_000_000  # postings a reading process keeps between searches of one generation (about 40 MB)
-HELD_DOCS = 20_000  # documents' fields it keeps so
+HELD_DOCS = 20_000  # documents (their fields) and entry summaries it keeps so
 MAX_TF = 65535  # a term's count in a document is capped as the SQLite store caps it
 
 # The schema, one step per version: a cache of an older version is brought up step by step on
-# connect (under the advisory lock, so two clients never migrate at once). Version 2 added what a
-# search filters by without a row per document: the packed columns are read as one row.
+# connect (under the advisory lock, so two clients never migrate at once). Version 2 added the
+# documents' kind and importance as the numbers the search filters by (read packed, COLUMNS_SQL).
 MIGRATIONS: dict[int, list[str]] = {
     1: [
         "CREATE EXTENSION IF NOT EXISTS vector",
@@ -125,16 +125,15 @@ def connect(url: str):
 
 
 def schema_version(conn) -> int:
-    """The cache's schema version; 0 before the first migration."""
-    row = conn.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
-    version = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] if row[0] else None
-    conn.commit()  # a connection not in autocommit (a caller's own) is left outside a transaction
-    return version or 0
+    """The cache's schema version (0 before the first migration), read in a transaction of its own."""
+    version = schema_version_in(conn)
+    conn.commit()  # a caller's connection not in autocommit is left outside a transaction
+    return version
 
 
 def migrate(conn, to: int = SCHEMA_VERSION) -> int:
-    """Apply the schema steps after the cache's version, up to `to`, each step in one transaction.
-    Returns the version the cache had. A cache of a newer version than this memtool is refused."""
+    """Apply the schema steps after the cache's version, up to `to`, in one transaction under the
+    advisory lock (a client that migrated meanwhile leaves nothing to do). Returns the version the cache had. A cache of a newer version than this memtool is refused."""
     before = schema_version(conn)
     if before > SCHEMA_VERSION:
         raise ConfigError(f"the PostgreSQL search cache has schema version {before}, newer than this memtool's ({SCHEMA_VERSION}); upgrade memtool")
@@ -440,6 +439,10 @@ def push(conn, layout: Layout, embedder, progress=None, errors: list[str] | None
     errors = [] if errors is None else errors
     seen = _read_seen(layout)
     now = _hashes(_local_files(layout), seen)
+    if not full and now == seen:  # this clone changed nothing: one look at the cache's version and model, not at every source
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("version") == STORE_VERSION and meta.get("model") == embedder.model:
+            return False
     with conn.transaction():
         plan = _plan(conn, embedder, seen, now, full)
     if any(plan[:3]):
