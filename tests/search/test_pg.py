@@ -224,7 +224,7 @@ def test_an_older_schema_is_migrated_on_connect(pg_url):
         conn.commit()
     conn = pg.connect(pg_url)
     try:
-        assert pg.schema_version(conn) == pg.SCHEMA_VERSION == 2
+        assert pg.schema_version(conn) == pg.SCHEMA_VERSION == 3
         assert conn.execute("SELECT kind_code, importance_code FROM docs").fetchall() == [(KIND_CODE["transcript"], 2)]
         conn.execute("INSERT INTO schema_version VALUES (99)")
         conn.commit()
