@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv)
     wanted = set(args.conversations.split(",")) if args.conversations else None
     work = Path(tempfile.mkdtemp(prefix="memtool-pglocomo-"))
+    (work / "pg").mkdir()
     server = start_server(work / "pg")
     out = {"conversations": 0, "searches": 0, "same": 0, "docs_max": 0, "differences": []}
     try:

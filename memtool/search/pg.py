@@ -60,7 +60,7 @@ MAX_TF = 65535  # a term's count in a document is capped as the SQLite store cap
 # The schema, one step per version: a cache of an older version is brought up step by step on
 # connect (under the advisory lock, so two clients never migrate at once). Version 2 added the
 # documents' kind and importance as the numbers the search filters by (read packed, COLUMNS_SQL);
-# version 3 the postings' counts to their index (10k entries: a search 170 -> N ms, bench/pg_scale.py).
+# version 3 the postings' counts to their index, so a term's postings are read without the heap.
 MIGRATIONS: dict[int, list[str]] = {
     1: [
         "CREATE EXTENSION IF NOT EXISTS vector",
