@@ -68,7 +68,8 @@ def searched(mem, q: str, vec) -> tuple[float, list[str]]:
 def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool) -> dict:
     root = workdir / f"store-{n}"
     import_s = float("nan") if reuse and (root / "memory").is_dir() else build_store(root, n, seed=n, embedder="wordllama")
-    server = start_server(Path(tempfile.mkdtemp(prefix="memtool-pg-bench-")))
+    folder = Path(tempfile.mkdtemp(prefix="memtool-pg-bench-"))
+    server = start_server(folder)
     try:
         url = database(server, "bench")
         sqlite_build_s = rebuild(root, "wordllama")
@@ -105,6 +106,7 @@ def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool) -> dic
         lite_bytes = sum(os.path.getsize(p) for p in (f"{store_path(Layout(root))}{s}" for s in ("", "-wal")) if os.path.exists(p))
     finally:
         server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
     result = {
         "entries": n,
         "docs": docs,
