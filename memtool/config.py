@@ -39,6 +39,7 @@ from memtool.errors import ConfigError, NotFound
 
 COMPRESSORS = "compressors"  # `choices` of a field naming a registered provider
 EMBEDDERS = "embedders"
+CACHE_SCHEMES = ("postgresql", "postgres")  # setting `cache`: the URL of a PostgreSQL search cache (memtool/search/pg.py)
 
 
 def _f(
@@ -166,6 +167,12 @@ class Settings:
     )
     max_transcript_bytes: int = _f(C.MAX_TRANSCRIPT_BYTES, "Transcripts larger than this are refused.", minimum=1, maximum=C.MAX_TRANSCRIPT_BYTES_CEILING)
     redact: bool = _f(True, "Redact secrets before anything is written to memory.", protected=True, safe=(True,))
+    cache: str = _f(
+        "sqlite",
+        "Where the derived search cache lives: 'sqlite' (memory/.cache, built by each clone) or a postgresql:// URL a team's clones share (pip install 'memtool[postgresql]'); the password comes from PGPASSWORD or ~/.pgpass, never from the URL.",
+        protected=True,
+        safe=("sqlite", ""),
+    )
     redact_patterns: list = _f(
         [],
         "Extra regular expressions whose matches are redacted (a list of strings; a named group `secret` limits the redaction to it). Run with RE2 (linear time; no backreferences or lookaround). A repository's config sets them only once approved: they run on every write.",
@@ -253,6 +260,8 @@ def _problem(name: str, value: Any) -> str | None:
         return f"must be one of {', '.join(choices)}, got {value!r}"
     if name in ("gemini_base_url", "openai_base_url") and value:
         return _url_problem(value)
+    if name == "cache" and value not in ("", "sqlite"):
+        return _cache_problem(value)
     if name == "redact_patterns":
         from memtool.redact import compile_pattern
 
@@ -296,6 +305,25 @@ def _url_problem(url: str) -> str | None:
                 f"may use plain http only to this machine (localhost, 127.0.0.1, ::1), got {url!r}: "
                 "the API key and the transcripts would cross the network unencrypted. Use https."
             )
+    return None
+
+
+def _cache_problem(url: str) -> str | None:
+    """What is wrong with `url` as the `cache` setting, or None. A password is refused wherever the
+    setting comes from: a repository's config is shared, and a user's shows up in `config show`."""
+    from urllib.parse import parse_qs, urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return f"must be 'sqlite' or a postgresql:// URL, got {url!r}"
+    if parts.scheme not in CACHE_SCHEMES:
+        return f"must be 'sqlite' or a postgresql:// URL, got {url!r}"
+    if parts.password is not None or "password" in parse_qs(parts.query):
+        return (
+            "holds a password, refused: the cache URL may be in a repository's config, which is shared. "
+            "Give the password in the environment (PGPASSWORD) or in ~/.pgpass, and the URL without it"
+        )
     return None
 
 

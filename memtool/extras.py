@@ -17,6 +17,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "mcp": ("mcp", "mcp"),
     "openai": ("openai", "openai"),  # the openai compressor (any OpenAI-compatible endpoint)
     "ui": ("uvicorn", "uvicorn"),  # `memory ui`: uvicorn and Starlette (the mcp extra brings both too)
+    "postgresql": ("psycopg", "psycopg[binary]"),  # the search cache a team shares (setting `cache`)
 }
 
 

@@ -150,9 +150,14 @@ def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = 
     documents, postings and vectors (and the vectors of their passages, `keys`), their use counts and
     the compressor's word counts (memtool.search.store.purge_entries). Returns what it touched (with
     `dry_run`, would touch), relative to the root."""
+    from memtool.config import load_settings
+    from memtool.search.cache import PostgresCache, derived_cache
     from memtool.search.store import purge_entries, store_path
     from memtool.sync_scan import Manifest
 
+    shared = derived_cache(load_settings(layout.root).cache, layout)
+    if isinstance(shared, PostgresCache) and not dry_run:  # the team's cache: their rows go there (a local store, if any, below)
+        shared.purge_entries(layout, sorted(ids), sorted(keys))
     store = store_path(layout)
     if not store.is_file():
         return []

@@ -27,9 +27,10 @@ from memtool.errors import BadInput, ProviderError, StorageError, StoreCorrupt
 from memtool.models import Entities, Entry, iso, make_id, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.quoting import log_tag_comment
+from memtool.search.cache import derived_cache
 from memtool.search.docs import superseded_by
 from memtool.search.engine import Hit, Query, Weights, search
-from memtool.search.store import Known, SearchIndex, entry_vector_key, open_index, open_state, refresh_index, write_state
+from memtool.search.store import Known, SearchIndex, entry_vector_key, open_state, write_state
 from memtool.search.typos import query_terms
 from memtool.session_vectors import entry_vectors
 from memtool.store import Layout, Store
@@ -141,6 +142,7 @@ class Memory:
         self._compressor_factory = compressor_factory
         self.embedder = embedder
         self._index: SearchIndex | None = None
+        self.cache = derived_cache(settings.cache, layout)  # the local SQLite store, or the PostgreSQL one a team shares
 
     # -- write path ------------------------------------------------------------------------------
     def check_text(self, text: str, name: str = "<text>") -> str:
@@ -263,7 +265,7 @@ class Memory:
         from memtool.search.fill import fill_later
 
         try:
-            refresh_index(self.layout, self.embedder, errors=warnings, known=Known(vectors=fresh))
+            self.cache.refresh_index(self.layout, self.embedder, errors=warnings, known=Known(vectors=fresh))
         except (StorageError, OSError) as exc:
             warnings.append(f"stored, but the search cache was not updated ({exc}); the next search updates it")
         else:
@@ -331,9 +333,9 @@ class Memory:
         """The search cache, brought up to date. Problems a rebuild met (a file skipped or read with
         replacement characters) go into `errors` (dropped when None)."""
         if archive:  # the cache over live + archived files: opened per call (rare), so never stale
-            return open_index(self.layout, self.embedder, progress, errors, archive=True)
+            return self.cache.open_index(self.layout, self.embedder, progress, errors, archive=True)
         defer = self.settings.background_embed  # a fresh clone's kept transcripts: indexed by the background fill
-        index = self._index if self._index is not None else open_index(self.layout, self.embedder, progress, errors, defer=defer)
+        index = self._index if self._index is not None else self.cache.open_index(self.layout, self.embedder, progress, errors, defer=defer)
         self._index = None if index.stale else index  # a view read while another process built the cache is not kept
         return index
 

@@ -35,7 +35,7 @@ from memtool.memory import Memory
 from memtool.models import Entry
 from memtool.search.docs import source_key
 from memtool.search.fill import fill_vectors
-from memtool.search.store import Known, Sigs, entry_vector_key, open_state, refresh_index, write_state
+from memtool.search.store import Known, Sigs, entry_vector_key, open_state, write_state
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store, vector_file_ok
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files
@@ -227,7 +227,7 @@ def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: 
             progress("embedding Markdown and transcript chunks", done, 0)
 
     problems: list[str] = []
-    changed = refresh_index(mem.layout, mem.embedder, step, problems, known=known, full=full)
+    changed = mem.cache.refresh_index(mem.layout, mem.embedder, step, problems, known=known, full=full)
     seen = {_path_of(e) for e in report.errors}
     report.errors.extend(p for p in problems if _path_of(p) not in seen)  # the same bad files, reported once
     return changed

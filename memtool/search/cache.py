@@ -1,0 +1,75 @@
+"""The seam between memtool and its derived search cache: the one place that picks the local SQLite
+store (memtool/search/store.py, the default) or the PostgreSQL cache a team shares
+(memtool/search/pg.py, setting `cache: postgresql://…`). Both give the search engine an object shaped
+as store.SearchIndex, and take the same three calls: open for a search, bring up to date with the
+files, purge forgotten entries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from memtool.store import Layout
+
+
+class DerivedCache(Protocol):
+    def open_index(self, layout: Layout, embedder, progress, errors: list[str] | None, archive: bool = False, defer: bool = False): ...
+
+    def refresh_index(self, layout: Layout, embedder, progress=None, errors: list[str] | None = None, known=None, full: bool = False) -> bool: ...
+
+    def purge_entries(self, layout: Layout, entry_ids: list[str], passage_keys: list[str] = ()) -> int: ...
+
+
+class SqliteCache:
+    """The store under memory/.cache, built by each clone (memtool/search/store.py)."""
+
+    def open_index(self, layout, embedder, progress, errors, archive=False, defer=False):
+        from memtool.search.store import open_index
+
+        return open_index(layout, embedder, progress, errors, archive=archive, defer=defer)
+
+    def refresh_index(self, layout, embedder, progress=None, errors=None, known=None, full=False) -> bool:
+        from memtool.search.store import refresh_index
+
+        return refresh_index(layout, embedder, progress, errors, known=known, full=full)
+
+    def purge_entries(self, layout, entry_ids, passage_keys=()) -> int:
+        from memtool.search.store import purge_entries
+
+        return purge_entries(layout, entry_ids, passage_keys)
+
+
+@dataclass(frozen=True)
+class PostgresCache:
+    """The cache a team shares on one PostgreSQL server (memtool/search/pg.py). A search over the
+    archives (`--archive`) is not served by it: that one is built locally, as without it."""
+
+    url: str
+
+    def open_index(self, layout, embedder, progress, errors, archive=False, defer=False):
+        from memtool.search import pg
+
+        if archive:
+            return SqliteCache().open_index(layout, embedder, progress, errors, archive=True)
+        return pg.open_index(self.url, layout, embedder, progress, errors)
+
+    def refresh_index(self, layout, embedder, progress=None, errors=None, known=None, full=False) -> bool:
+        from memtool.search import pg
+
+        return pg.refresh(self.url, layout, embedder, progress, errors, known=known, full=full)
+
+    def purge_entries(self, layout, entry_ids, passage_keys=()) -> int:
+        from memtool.search import pg
+
+        return pg.purge(self.url, layout, entry_ids, passage_keys)
+
+
+def derived_cache(setting: str, layout: Layout) -> DerivedCache:
+    """The cache the `cache` setting names for this root: '' or 'sqlite' the local store, a
+    postgresql:// URL the shared one (this clone's files recorded first, pg.attach)."""
+    if setting in ("", "sqlite"):
+        return SqliteCache()
+    from memtool.search import pg
+
+    pg.attach(layout)
+    return PostgresCache(setting)
