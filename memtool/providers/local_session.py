@@ -109,6 +109,9 @@ def is_agent_session(ps: list[Part], text: str, chat: bool) -> bool:
     return not chat and text.isascii()
 
 
+DECIDED_RE = re.compile(r"(?:(?:so|ok(?:ay)?|fine|good)[,.!]?\s+)?(?:we|i)(?:'ve| have)?\s+(?:decided|agreed|settled on)\b", re.I)
+
+
 def read_session(ps: list[Part], text: str, budget: int, idf, model: SentenceModel | None = None) -> Compressed:
     """Summary, decisions, open items, people, systems and keywords (all, best first: the caller
     fits them to what the budget leaves) of a session; no dates, topics or importance. `model`:
@@ -118,8 +121,9 @@ def read_session(ps: list[Part], text: str, budget: int, idf, model: SentenceMod
     probs = model.probabilities(features(ss, len(said), embed))
     summary = _summary(said, int(budget * SUMMARY_SHARE), idf)
     st = stated(ps)
+    said_so = [i for i, x in enumerate(ss) if DECIDED_RE.match(x.text)]  # "We decided to …" is a decision in so many words
     chosen = _superseded(
-        [(0, ss[i].part, ss[i].text) for i in picks(ss, probs, "decision", model) if not ss[i].text.endswith("?")]
+        [(0, ss[i].part, ss[i].text) for i in dict.fromkeys([*picks(ss, probs, "decision", model), *said_so]) if not ss[i].text.endswith("?")]
     )  # a question decides nothing
     decisions = fit(_decisions(st, [c for _, _, c in chosen]), _item_budget(budget, st.decisions), first=lambda *_: True)
     actions = fit(
