@@ -26,6 +26,8 @@ from memtool.search.store import KIND_CODE, store_path
 from memtool.store import Layout
 from memtool.sync import sync
 
+pytestmark = pytest.mark.postgresql  # a real server: its own step of .ci/run (`pytest -m postgresql`)
+
 TOPICS = [
     "billing Postgres index",
     "Kafka consumer lag",
