@@ -126,7 +126,7 @@ def run(
             return
         if foreground:  # then the sessions whose end hook never ran (this one's end is one more chance for them)
             code = session.run_session_end(payload, agent)
-            raise typer.Exit(session.run_catch_up(payload, agent) or code)
+            raise typer.Exit(session.run_catch_up(payload, agent, wait=True) or code)
         if payload.transcript_path is None:
             note = "memtool: the agent sent no transcript_path; nothing to compress."
         elif session.memory_root_for(payload) is None:

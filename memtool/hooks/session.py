@@ -25,6 +25,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -273,15 +274,29 @@ def catch_up_sessions(payload: HookPayload, agent: str, root: Path) -> list[Foun
     return todo[-C.CATCHUP_MAX_SESSIONS :]
 
 
-def run_catch_up(payload: HookPayload, agent: str, *, run: Runner | None = None) -> int:
+def quiet_wait(payload: HookPayload, agent: str) -> float:
+    """Seconds until every other session of `agent` here has been quiet for CATCHUP_QUIET_S (0: they
+    are): a session killed just before this one ended is caught up then, not a session later."""
+    from memtool.agent_history import find_sessions
+
+    now = datetime.now(timezone.utc).timestamp()
+    since = datetime.now(timezone.utc) - timedelta(seconds=C.CATCHUP_QUIET_S)
+    fresh = [f.modified for f in find_sessions(_workdir(payload) or Path.cwd(), [agent], since) if f.session_id != payload.session_id]
+    return max((m + C.CATCHUP_QUIET_S - now for m in fresh), default=0.0)
+
+
+def run_catch_up(payload: HookPayload, agent: str, *, run: Runner | None = None, wait: bool = False) -> int:
     """Compress the sessions catch_up_sessions finds, one `memory compress` each, oldest first; one
-    catch-up at a time (another running: nothing to do). Returns 0, or the last failure's exit code."""
+    catch-up at a time (another running: nothing to do). With `wait` (after a session end), first wait
+    for sessions that changed a moment ago to be quiet. Returns 0, or the last failure's exit code."""
     from memtool.fsutil import locked
     from memtool.hooks.state import hooks_dir
 
     root = memory_root_for(payload)
     if root is None:
         return 0
+    if wait and (pause := quiet_wait(payload, agent)) > 0:
+        time.sleep(min(pause, C.CATCHUP_QUIET_S) + 1)
     hooks_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         with locked(hooks_dir() / "catch-up.lock", timeout=0.5):

@@ -233,3 +233,19 @@ def test_a_session_killed_seconds_ago_is_caught_up_unless_its_end_hook_is_at_it(
         done = subprocess.run(worker, input=json.dumps(payload), capture_output=True, text=True, timeout=300, cwd=root, env=env)
     assert done.returncode == 0, done.stderr
     assert [e.source_session for e in Store(Layout(root)).iter_entries()] == [killed]
+
+
+def test_a_session_killed_just_before_the_next_one_ended_is_caught_up_by_that_end(root, env):
+    """The next session's end waits for the killed one to be quiet, then compresses it too."""
+    from memtool.store import Layout, Store
+
+    init(root)
+    home = Path(env["HOME"])
+    ended, killed = f"ended-{uuid.uuid4()}", f"killed-{uuid.uuid4()}"
+    path = claude_transcript(home, root, ended, said="Then rotate the staging TLS certificates before Friday.")
+    claude_transcript(home, root, killed, minutes_ago=2 / 60, said="Also pin the Redis client to 5.0.8 in the worker image.")
+    payload = {"session_id": ended, "transcript_path": str(path), "cwd": str(root), "hook_event_name": "SessionEnd"}
+    worker = [sys.executable, "-m", "memtool", "hooks", "run", "session-end", "--agent", "claude-code", "--foreground"]
+    done = subprocess.run(worker, input=json.dumps(payload), capture_output=True, text=True, timeout=300, cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    assert sorted(e.source_session for e in Store(Layout(root)).iter_entries()) == sorted([ended, killed])
