@@ -21,22 +21,24 @@ import threading
 from dataclasses import asdict, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Callable, Iterable, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterable, Literal
 
 from pydantic import Field
 
 from memtool import constants as C
+from memtool.config import Settings, load_settings
 from memtool.confine import read_bytes as confined_read
-from memtool.context import MIN_PACK_BUDGET, UNTRUSTED_NOTE, ContextResult, fit_to_provider_count
 from memtool.errors import BadInput, NotFound, UnsafePath
 from memtool.mcp_fit import add_note, brief, file_head, fit, leading_within, log_tail, render, tokens
-from memtool.memory import Memory, Session
 from memtool.quoting import one_line
-from memtool.search.engine import Hit, Query
-from memtool.search.typos import fix_notes
+from memtool.roots import resolve_root
 from memtool.store import Layout
 from memtool.text import count_tokens
-from memtool.transcripts import format_of, transcript_from_bytes
+
+if TYPE_CHECKING:  # the core (memtool.app, the search, numpy) loads at the first tool call, not to list the tools
+    from memtool.context import ContextResult
+    from memtool.memory import Memory
+    from memtool.search.engine import Hit
 
 FILE_REF_RE = re.compile(r"^(?P<path>[^#]+\.md)(?:#L(?P<line>\d+))?$")
 META_FIELDS = ("source_session", "agent", "source")  # entry fields naming where it came from: shown on one line
@@ -144,20 +146,22 @@ class MemoryTools:
     """The tools of one memory root. Not thread-safe by itself: the server serialises calls with `lock`."""
 
     def __init__(self, root: Path, max_tokens: int = C.MCP_MAX_TOKENS, embedder=None):
-        from memtool.app import open_memory
-
-        self.root = root
+        self.root = resolve_root(root)
+        Layout(self.root).require()  # fails early if root is not a memory root
         self.max_tokens = max_tokens
-        self._open = open_memory
-        first = open_memory(root, embedder=embedder)  # fails early if root is not a memory root
-        self.embedder = first.embedder
-        self.settings = first.settings
+        self.settings: Settings = load_settings(self.root)  # the defaults the schemas show; each call reads them again
+        self.embedder = embedder  # built by the first call that opens the memory, then shared
         self.seen: set[str] = set()
         self.lock = threading.Lock()
 
-    def memory(self) -> Memory:
-        """A fresh Memory per call (settings and the search cache follow the files), sharing the embedder."""
-        return self._open(self.root, embedder=self.embedder)
+    def memory(self, embedder: Any = None) -> Memory:
+        """A fresh Memory per call (settings and the search cache follow the files), sharing the embedder
+        (or switching to the one named)."""
+        from memtool.app import open_memory
+
+        mem = open_memory(self.root, embedder=embedder or self.embedder)
+        self.embedder = mem.embedder
+        return mem
 
     def _rel(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else str(path)
@@ -186,6 +190,8 @@ class MemoryTools:
         by id only (already_sent: true, no text) unless include_seen=true; a note says so.
         """
         from memtool.dates import parse_period
+        from memtool.search.engine import Query
+        from memtool.search.typos import fix_notes
 
         if not query.strip():
             raise BadInput("query is empty: say what to look for")
@@ -203,6 +209,8 @@ class MemoryTools:
     @staticmethod
     def _hit(h: Hit, sent: bool = False) -> dict[str, Any]:
         """A hit as answered; one `sent` earlier in this session keeps its place in the ranking, without its text again."""
+        from memtool.context import UNTRUSTED_NOTE
+
         out: dict[str, Any] = {"id": h.id, "kind": h.kind, "score": round(h.score, 4)}
         if sent:
             return out | {"already_sent": True}
@@ -242,6 +250,8 @@ class MemoryTools:
         # configured, the model then counts only the bundle found and holds it to the budget it was packed
         # at (`fit_to_provider_count`: at most MAX_COUNT_REQUESTS requests a call), any smaller packing that
         # takes fitted to the cap again.
+        from memtool.context import MIN_PACK_BUDGET, ContextResult, fit_to_provider_count
+
         mem = self.memory()
         given = mem.context_input(query or None, limit=limit)
         sent_before = frozenset(self.seen)
@@ -320,6 +330,8 @@ class MemoryTools:
         return answer
 
     def _entry(self, entry_id: str) -> dict[str, Any]:
+        from memtool.context import UNTRUSTED_NOTE
+
         shown = self.memory().show(entry_id)  # live, or archived by `memory archive`
         if shown is None:
             raise NotFound(f"no entry with id {brief(entry_id)!r}. Ids come from memory_search (ctx-YYYYMMDD-xxxxxxxx, or path.md#L12 for a file).")
@@ -406,6 +418,10 @@ class MemoryTools:
         redacted before anything is written. Returns JSON {id, day, summary, decisions, action_items, topics, keywords,
         importance, trusted, compression_ratio, tokens_original, tokens_compressed, pending, truncated, note}.
         """
+        from memtool.context import UNTRUSTED_NOTE
+        from memtool.memory import Session
+        from memtool.transcripts import format_of, transcript_from_bytes
+
         if bool(text.strip()) == bool(path.strip()):
             raise BadInput("give exactly one of text (the transcript itself) or path (a transcript file inside the memory root)")
         mem = self.memory()
@@ -542,10 +558,8 @@ class MemoryTools:
             raise BadInput(
                 f"provider must be one of {', '.join(C.OFFLINE_EMBEDDERS)} (an embedder that sends text away is switched to with `memory reembed --provider`)"
             )
-        mem = self._open(self.root, embedder=provider) if provider else self.memory()
+        mem = self.memory(embedder=provider or None)  # switched: later calls search with the vectors just made
         report = reembed(mem, provider or None)
-        if provider:
-            self.embedder = mem.embedder  # later calls search with the vectors just made
         answer: dict[str, Any] = {"model": report.model, "embedded": report.embedded, "dropped": report.dropped, "summary": report.line()}
         answer |= {"embedder_set": report.embedder_set, "problems": report.errors, "warnings": report.warnings, "truncated": False}
         fit(answer, self.max_tokens, "problems")

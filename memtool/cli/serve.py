@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import echo, open_from, print_json, root_of
+from memtool.cli.common import command_group, echo, open_from, print_json, root_of
 from memtool.errors import BadInput
 
 
@@ -28,8 +28,8 @@ def serve(
         raise BadInput(f"name the memory root to serve: `memory --root DIR serve` or set {C.ENV_ROOT}, so that the agent never writes to a guessed project")
     if not C.MCP_MIN_TOKENS <= max_tokens <= C.MCP_MAX_TOKENS_CEILING:
         raise BadInput(f"--max-tokens must be between {C.MCP_MIN_TOKENS} and {C.MCP_MAX_TOKENS_CEILING}")
-    from memtool.app import resolve_root
     from memtool.extras import require
+    from memtool.roots import resolve_root
 
     require("mcp", "`memory serve` (the MCP server)")
     from memtool.mcp_server import build_server
@@ -56,3 +56,16 @@ def promote(
 
 
 COMMANDS = (serve, promote)  # registered in this order by memtool.cli.main
+
+
+def serve_alone(args: list[str]) -> None:
+    """`memory [--root DIR] serve ...` without the rest of the CLI (the fast path of memtool.__main__): an
+    MCP client that starts the server waits for its first answer, and some give up within seconds."""
+    app = command_group("Run the MCP server.")
+
+    @app.callback()
+    def main(ctx: typer.Context, root: Optional[str] = typer.Option(None, "--root", help="Memory root folder (default: $MEMTOOL_ROOT).")) -> None:
+        ctx.obj = {"root": root}
+
+    app.command()(serve)
+    app(args=args, prog_name="memory")
