@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
 
@@ -31,15 +31,9 @@ def _instructions(root: Path) -> str:
         "At the start of a task call memory_context with what the task is about; use memory_search to look up "
         "past decisions, bugs and conventions; memory_log a one-line note when you decide or learn something; "
         "memory_compress the session transcript at the end; memory_promote insights every session should know. "
-        "A search hit already sent in this session is listed by id only (already_sent: true) unless include_seen=true. " + TRUST_NOTE
+        "Nothing is remembered between requests: pass the ids you were already sent as exclude_ids (memory_search lists them "
+        "by id only, memory_context leaves them out) and your name as agent when you write. " + TRUST_NOTE
     )
-
-
-def _agent(ctx: Context | None) -> str:
-    """The client's name from the MCP handshake, recorded as the agent of what it writes."""
-    params = ctx.session.client_params if ctx is not None else None
-    info = params.client_info if params is not None else None
-    return f"mcp:{info.name}" if info is not None and info.name else "mcp"
 
 
 TOOLS = ("search", "context", "compress", "log", "get", "promote", "status", "forget", "archive", "reembed")  # listed in this order
@@ -82,24 +76,22 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
 
 
 def add_tool(server: MCPServer, tools: MemoryTools, method: Callable[..., dict[str, Any]], defaults: dict[str, Any]) -> None:
-    """Register a `@tool` method as memory_<name>: its signature (with `defaults`, an `agent` parameter
-    filled from the handshake) is the schema. Calls are serialised; a MemtoolError becomes a tool error
+    """Register a `@tool` method as memory_<name>: its signature (with `defaults`) is the schema. Calls are serialised; a MemtoolError becomes a tool error
     result (long arguments it echoes shortened, within the call's max_tokens). The SDK sends the dict as
     indented JSON text plus structured content."""
     description, read_only, destructive = method.mcp_tool  # type: ignore[attr-defined]
     sig = inspect.signature(method, eval_str=True)
-    wants_agent = "agent" in sig.parameters
 
-    def run(ctx: Context | None = None, **kwargs: Any) -> dict[str, Any]:
+    def run(**kwargs: Any) -> dict[str, Any]:
         try:
             with tools.lock:
-                return method(**kwargs, **({"agent": _agent(ctx)} if wants_agent else {}))
+                return method(**kwargs)
         except MemtoolError as exc:
             cap = kwargs.get("max_tokens", tools.max_tokens)  # the SDK checked it against the schema before the call
             raise ToolError(capped_message(str(exc), kwargs, cap)) from exc
 
     run.__name__ = f"memory_{method.__name__}"  # names the schema's models too
-    params = [p.replace(default=defaults.get(p.name, p.default)) for p in sig.parameters.values() if p.name != "agent"]
+    params = [p.replace(default=defaults.get(p.name, p.default)) for p in sig.parameters.values()]
     run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     hints = ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, open_world_hint=False)
     server.add_tool(run, name=run.__name__, description=description, annotations=hints)
