@@ -10,6 +10,7 @@ structured content).
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from pathlib import Path
 from typing import Any, Callable
@@ -21,7 +22,7 @@ from mcp.types import ToolAnnotations
 from memtool import __version__
 from memtool import constants as C
 from memtool.errors import MemtoolError, NotFound
-from memtool.mcp_fit import capped_message
+from memtool.mcp_fit import capped_message, render
 from memtool.mcp_tools import TRUST_NOTE, MemoryTools
 
 
@@ -36,6 +37,7 @@ def _instructions(root: Path) -> str:
     )
 
 
+ENTRY_URI = "memory://entry/{id}"
 TOOLS = ("search", "context", "compress", "log", "get", "promote", "status", "forget", "archive", "reembed")  # listed in this order
 
 
@@ -72,14 +74,60 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         "Today's daily log (memory/YYYY-MM-DD.md), newest lines last; a long one keeps its newest lines and says so.",
         tools.today_log,
     )
+
+    @server.resource(
+        ENTRY_URI,
+        name="Memory entry",
+        description="One stored entry by its id (as memory_get answers for an entry id), as JSON. Only entry ids (ctx-YYYYMMDD-xxxxxxxx).",
+        mime_type="application/json",
+    )
+    def entry(id: str) -> str:
+        try:
+            with tools.lock:
+                return render(tools.entry_resource(id))
+        except MemtoolError as exc:
+            refusal = ResourceNotFoundError if isinstance(exc, NotFound) else ResourceError
+            raise refusal(capped_message(str(exc), {}, tools.max_tokens)) from exc
+
+    add_prompts(server)
     return server
+
+
+def add_prompts(server: MCPServer) -> None:
+    """Prompts for the common acts: what to ask the agent, in words, calling the tools (nothing is run
+    until the agent calls them)."""
+
+    @server.prompt(name="recall", title="Recall for a task", description="Load what the memory knows about a task before starting on it.")
+    def recall(task: str) -> str:
+        return (
+            f"Before working on this task, load what the project's memory knows about it: call memory_context with query "
+            f"{json.dumps(task)}, then memory_search for any past decision, bug or convention the task touches "
+            "(pass the ids you already have as exclude_ids). Say briefly what you found and how it bears on the task."
+        )
+
+    @server.prompt(name="save_session", title="Save this session", description="Store this session in the memory: its transcript, compressed.")
+    def save_session(agent: str = "") -> str:
+        named = f", agent {json.dumps(agent)}" if agent.strip() else ", agent your name (e.g. claude-code)"
+        return (
+            "Store this session in the project's memory: call memory_compress with the transcript (path: the transcript file "
+            f"inside the memory root if you have one, else text: the conversation so far){named}. Then memory_log one line "
+            "for each decision taken that the summary may miss."
+        )
+
+    @server.prompt(name="promote_decision", title="Promote a decision", description="Add a decision every future session should know to MEMORY.md.")
+    def promote_decision(decision: str, section: str = "") -> str:
+        where = f" under section {json.dumps(section)}" if section.strip() else ""
+        return (
+            f"Record this decision for every future session: call memory_promote with text {json.dumps(decision)}{where} "
+            "(one sentence; if an entry already holds it, pass that entry's id instead, from memory_search)."
+        )
 
 
 def add_tool(server: MCPServer, tools: MemoryTools, method: Callable[..., dict[str, Any]], defaults: dict[str, Any]) -> None:
     """Register a `@tool` method as memory_<name>: its signature (with `defaults`) is the schema. Calls are serialised; a MemtoolError becomes a tool error
     result (long arguments it echoes shortened, within the call's max_tokens). The SDK sends the dict as
     indented JSON text plus structured content."""
-    description, read_only, destructive = method.mcp_tool  # type: ignore[attr-defined]
+    spec = method.mcp_tool  # type: ignore[attr-defined]
     sig = inspect.signature(method, eval_str=True)
 
     def run(**kwargs: Any) -> dict[str, Any]:
@@ -93,5 +141,7 @@ def add_tool(server: MCPServer, tools: MemoryTools, method: Callable[..., dict[s
     run.__name__ = f"memory_{method.__name__}"  # names the schema's models too
     params = [p.replace(default=defaults.get(p.name, p.default)) for p in sig.parameters.values()]
     run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-    hints = ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, open_world_hint=False)
-    server.add_tool(run, name=run.__name__, description=description, annotations=hints)
+    hints = ToolAnnotations(
+        title=spec.title, read_only_hint=spec.read_only, destructive_hint=spec.destructive, idempotent_hint=spec.idempotent, open_world_hint=False
+    )
+    server.add_tool(run, name=run.__name__, title=spec.title, description=spec.description, annotations=hints)

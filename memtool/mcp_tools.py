@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterable, Literal
@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the core (memtool.app, the search, numpy) loads at the firs
     from memtool.memory import Memory
     from memtool.search.engine import Hit
 
+ENTRY_ID_RE = re.compile(rf"{C.ENTRY_ID_PREFIX}-\d{{8}}-[0-9a-f]{{8}}")  # as memtool.promote tells an id from text
 FILE_REF_RE = re.compile(r"^(?P<path>[^#]+\.md)(?:#L(?P<line>\d+))?$")
 META_FIELDS = ("source_session", "agent", "source")  # entry fields naming where it came from: shown on one line
 CONTEXT_WRAPPER = 150  # first guess at the tokens of the JSON around the context bundle
@@ -73,13 +74,24 @@ MaxTokens = Annotated[
 ]
 
 
-def tool(read_only: bool, destructive: bool = False, trust_note: bool = False) -> Callable[[Callable], Callable]:
-    """Mark a method as an MCP tool: `mcp_tool` holds its description (the docstring on one line, with
-    TRUST_NOTE when its answers carry stored text) and its hints for the client."""
+@dataclass(frozen=True)
+class ToolSpec:
+    """How a client is told of a tool: its title, description and hints (MCP tool annotations)."""
+
+    title: str
+    description: str
+    read_only: bool
+    destructive: bool
+    idempotent: bool  # calling again with the same arguments changes nothing more
+
+
+def tool(title: str, read_only: bool, idempotent: bool = True, destructive: bool = False, trust_note: bool = False) -> Callable[[Callable], Callable]:
+    """Mark a method as an MCP tool: `mcp_tool` holds its ToolSpec (the description is the docstring on
+    one line, with TRUST_NOTE when its answers carry stored text)."""
 
     def mark(fn: Callable) -> Callable:
         description = " ".join(fn.__doc__.split())
-        fn.mcp_tool = (f"{description} {TRUST_NOTE}" if trust_note else description, read_only, destructive)  # type: ignore[attr-defined]
+        fn.mcp_tool = ToolSpec(title, f"{description} {TRUST_NOTE}" if trust_note else description, read_only, destructive, idempotent)  # type: ignore[attr-defined]
         return fn
 
     return mark
@@ -174,7 +186,7 @@ class MemoryTools:
         return path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else str(path)
 
     # -- read ------------------------------------------------------------------------------------
-    @tool(read_only=True, trust_note=True)
+    @tool("Search memory", read_only=True, trust_note=True)
     def search(
         self,
         query: Annotated[str, Field(min_length=1, description="What to look for, in words (e.g. 'why did we drop Redis').")],
@@ -232,7 +244,7 @@ class MemoryTools:
             out["current_action_items"] = h.newer_action_items if h.newer_trusted else [quoted(x) for x in h.newer_action_items]
         return out
 
-    @tool(read_only=True, trust_note=True)
+    @tool("Load memory for a task", read_only=True, trust_note=True)
     def context(
         self,
         query: Annotated[str, Field(description="What this session is about. Empty: the most recent entries.")] = "",
@@ -320,7 +332,7 @@ class MemoryTools:
         add_note(answer, *notes)
         return answer
 
-    @tool(read_only=True, trust_note=True)
+    @tool("Get one memory", read_only=True, trust_note=True)
     def get(
         self,
         id: Annotated[str, Field(min_length=1, description="An id from memory_search: ctx-20260207-1a2b3c4d or memory/2026-02-07.md#L12.")],
@@ -389,7 +401,7 @@ class MemoryTools:
             answer["note"] = f"lines {line}-{line + shown - 1} of {len(lines)}; memory_get with id '{rel}#L{line + shown}' reads on"
         return answer
 
-    @tool(read_only=True)
+    @tool("Memory status", read_only=True)
     def status(self) -> dict[str, Any]:
         """When to use: to check which project's memory this server serves and whether work is pending (before writing, or when
         results look stale). Which memory root this server reads and writes (the only one it serves) and the state of its store.
@@ -405,7 +417,7 @@ class MemoryTools:
         return answer | {"max_tokens_default": self.max_tokens}
 
     # -- write -----------------------------------------------------------------------------------
-    @tool(read_only=False)
+    @tool("Store a session", read_only=False)
     def compress(
         self,
         text: Annotated[str, Field(description="The transcript text. Leave empty when giving path.")] = "",
@@ -457,7 +469,7 @@ class MemoryTools:
         fit(answer, max_tokens)
         return answer
 
-    @tool(read_only=False)
+    @tool("Log a note", read_only=False, idempotent=False)
     def log(
         self,
         text: Annotated[str, Field(min_length=1, description="The note, e.g. 'Switched the job queue to Postgres: Redis was only used for it.'")],
@@ -470,7 +482,7 @@ class MemoryTools:
         path = self.memory().log(text, source="ai_inferred", agent=_agent(agent))
         return {"logged_to": self._rel(path), "day": path.stem, "truncated": False}
 
-    @tool(read_only=False)
+    @tool("Promote to MEMORY.md", read_only=False)
     def promote(
         self,
         id: Annotated[str, Field(description="Entry id to promote (ctx-YYYYMMDD-xxxxxxxx). Leave empty when giving text.")] = "",
@@ -503,7 +515,7 @@ class MemoryTools:
         return answer
 
     # -- lifecycle: the same core use cases as `memory forget`, `memory archive`, `memory reembed` --
-    @tool(read_only=False, destructive=True)
+    @tool("Forget memories", read_only=False, destructive=True)
     def forget(
         self,
         ids: Annotated[list[str], Field(min_length=1, max_length=100, description="Entry ids to forget, e.g. ['ctx-20260207-1a2b3c4d'].")],
@@ -534,7 +546,7 @@ class MemoryTools:
         fit(answer, self.max_tokens, "mentions")
         return answer
 
-    @tool(read_only=False)
+    @tool("Archive old memory", read_only=False)
     def archive(self, dry_run: Annotated[bool, Field(description="true: only list what would move.")] = False) -> dict[str, Any]:
         """When to use: when the user asks to tidy old memory. Moves daily logs older than log_retention_days and entries older than
         entry_retention_days to memory/archive/YYYY/ (pinned, high and critical entries stay); nothing is deleted and memory_get
@@ -548,7 +560,7 @@ class MemoryTools:
         fit(answer, self.max_tokens, "entries")
         return answer
 
-    @tool(read_only=False)
+    @tool("Recompute vectors", read_only=False)
     def reembed(
         self,
         provider: Annotated[
@@ -583,6 +595,15 @@ class MemoryTools:
         if not path.is_file():
             raise NotFound(f"{name} does not exist in {self.root} (run `memory init` to create it)")
         return file_head(read_text(path, name), self.max_tokens, name)
+
+    def entry_resource(self, entry_id: str) -> dict[str, Any]:
+        """The entry a `memory://entry/{id}` resource names, as memory_get answers it; only an entry id (no
+        path, no file reference) is looked up."""
+        if not ENTRY_ID_RE.fullmatch(entry_id):
+            raise BadInput(f"{brief(entry_id)!r} is not an entry id (ctx-YYYYMMDD-xxxxxxxx)")
+        answer = self._entry(entry_id)
+        fit(answer, self.max_tokens)
+        return answer
 
     def today_log(self, now: datetime | None = None) -> str:
         """Today's log; a long one keeps its newest lines (what matters at session time) and says it was cut."""

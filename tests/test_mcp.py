@@ -182,6 +182,45 @@ def test_tools_are_listed_with_precise_schemas(client):
     assert tools["memory_forget"].annotations.destructive_hint is True and tools["memory_forget"].input_schema["required"] == ["ids"]
     assert tools["memory_forget"].input_schema["properties"]["confirm"]["default"] is False
     assert set(tools["memory_reembed"].input_schema["properties"]["provider"]["enum"]) == {"", "e5", "wordllama"}
+    assert all(t.title and t.annotations.title == t.title for t in tools.values())
+    assert tools["memory_log"].annotations.idempotent_hint is False  # each call appends a line
+    assert tools["memory_promote"].annotations.idempotent_hint is True and tools["memory_forget"].annotations.idempotent_hint is True
+    assert {"exclude_ids", "agent"} <= set(tools["memory_search"].input_schema["properties"]) | set(tools["memory_log"].input_schema["properties"])
+
+
+def test_prompts_for_the_common_acts_name_the_tools_and_carry_the_arguments(client):
+    prompts = {p.name: p for p in client.portal.call(client.session.list_prompts).prompts}
+    assert set(prompts) == {"recall", "save_session", "promote_decision"}
+    assert all(p.title and p.description for p in prompts.values())
+    assert [a.name for a in prompts["recall"].arguments if a.required] == ["task"]
+
+    def text(name: str, args: dict[str, str]) -> str:
+        return client.portal.call(lambda: client.session.get_prompt(name, args)).messages[0].content.text
+
+    recall = text("recall", {"task": 'fix the "nightly export" timeout'})
+    assert "memory_context" in recall and json.dumps('fix the "nightly export" timeout') in recall
+    assert "memory_compress" in text("save_session", {"agent": "codex"}) and '"codex"' in text("save_session", {"agent": "codex"})
+    promote = text("promote_decision", {"decision": "Stream exports with COPY", "section": "Key decisions"})
+    assert "memory_promote" in promote and '"Stream exports with COPY"' in promote and '"Key decisions"' in promote
+
+
+def test_the_entry_resource_template_reads_an_entry_and_refuses_what_is_not_an_entry_id(client, seeded):
+    from mcp import MCPError
+
+    templates = client.portal.call(client.session.list_resource_templates).resource_templates
+    assert [t.uri_template for t in templates] == ["memory://entry/{id}"]
+    entry_id = seeded["ids"]["export"]
+    data = json.loads(client.read(f"memory://entry/{entry_id}"))
+    assert data["id"] == entry_id and data["entry"]["summary"] == client.ok("memory_get", {"id": entry_id})["entry"]["summary"]
+    untrusted = json.loads(client.read(f"memory://entry/{seeded['ids']['web']}"))
+    assert untrusted["entry"]["summary"].startswith("> ")  # quoted data, as memory_get shows it
+    for bad in ("..%2F..%2Fetc%2Fpasswd", "MEMORY.md", "AGENTS.md%23L1", "ctx-20260105-00000000%2F..", "%2Fetc%2Fpasswd"):
+        with pytest.raises(MCPError):
+            client.read(f"memory://entry/{bad}")
+    with pytest.raises(MCPError, match="not an entry id"):  # a file memory_get would read: not through this template
+        client.read("memory://entry/MEMORY.md")
+    with pytest.raises(MCPError, match="no entry with id"):
+        client.read("memory://entry/ctx-20260105-00000000")
 
 
 def test_status_names_the_one_root_served(client, seeded):
