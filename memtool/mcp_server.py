@@ -1,7 +1,9 @@
 """`memory serve`: the Model Context Protocol server (stdio) over one memory root.
 
 Built on the official SDK (`mcp` 2.x, `MCPServer`). Import this module only on the serve path:
-`mcp` and pydantic cost most of a second. The tools are the `@tool` methods of `memtool.mcp_tools.MemoryTools`
+`mcp` and pydantic cost most of a second. Listing the tools loads none of memtool's core
+(`memtool.mcp_tools` opens the memory at the first call). Besides the tools: resources (MEMORY.md,
+USER.md, today's log, the template memory://entry/{id}) and prompts for the common acts. The tools are the `@tool` methods of `memtool.mcp_tools.MemoryTools`
 (which call the core `Memory` API), registered as they are declared; a `MemtoolError` becomes a tool error
 result carrying its message, and the server keeps running. Answers are indented JSON (also sent as
 structured content).
@@ -58,8 +60,7 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
                 with tools.lock:
                     return read()
             except MemtoolError as exc:  # missing, or there but unreadable
-                refusal = ResourceNotFoundError if isinstance(exc, NotFound) else ResourceError
-                raise refusal(capped_message(str(exc), {}, tools.max_tokens)) from exc
+                raise refusal(exc, tools.max_tokens) from exc
 
         server.resource(uri, name=name, description=description, mime_type="text/markdown")(fn)
 
@@ -85,12 +86,16 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         try:
             with tools.lock:
                 return render(tools.entry_resource(id))
-        except MemtoolError as exc:
-            refusal = ResourceNotFoundError if isinstance(exc, NotFound) else ResourceError
-            raise refusal(capped_message(str(exc), {}, tools.max_tokens)) from exc
+        except MemtoolError as exc:  # not an entry id, or no such entry
+            raise refusal(exc, tools.max_tokens) from exc
 
     add_prompts(server)
     return server
+
+
+def refusal(exc: MemtoolError, cap: int) -> ResourceError:
+    """A resource read refused: not found, or unreadable or not a name this server reads."""
+    return (ResourceNotFoundError if isinstance(exc, NotFound) else ResourceError)(capped_message(str(exc), {}, cap))
 
 
 def add_prompts(server: MCPServer) -> None:
@@ -124,9 +129,10 @@ def add_prompts(server: MCPServer) -> None:
 
 
 def add_tool(server: MCPServer, tools: MemoryTools, method: Callable[..., dict[str, Any]], defaults: dict[str, Any]) -> None:
-    """Register a `@tool` method as memory_<name>: its signature (with `defaults`) is the schema. Calls are serialised; a MemtoolError becomes a tool error
-    result (long arguments it echoes shortened, within the call's max_tokens). The SDK sends the dict as
-    indented JSON text plus structured content."""
+    """Register a `@tool` method as memory_<name>: its signature (with `defaults`) is the schema, its
+    ToolSpec the title and hints. Calls are serialised; a MemtoolError becomes a tool error result (long
+    arguments it echoes shortened, within the call's max_tokens). The SDK sends the dict as indented
+    JSON text plus structured content."""
     spec = method.mcp_tool  # type: ignore[attr-defined]
     sig = inspect.signature(method, eval_str=True)
 

@@ -21,7 +21,8 @@ def serve(
     """Run the MCP server on stdio for one memory root, named by --root or $MEMTOOL_ROOT.
 
     Tools: memory_search, memory_context, memory_compress, memory_log, memory_get, memory_promote,
-    memory_status; resources: MEMORY.md, USER.md, today's log.
+    memory_status, memory_forget, memory_archive, memory_reembed; resources: MEMORY.md, USER.md,
+    today's log, memory://entry/{id}; prompts: recall, save_session, promote_decision.
     """
     named = root_of(ctx) or os.environ.get(C.ENV_ROOT)
     if not named:
