@@ -1,54 +1,16 @@
-"""The composition root: find the memory root, read settings, build providers, hand out a Memory."""
+"""The composition root: the memory root (memtool.roots), settings, providers, hand out a Memory."""
 
 from __future__ import annotations
 
-import errno
-import os
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from memtool import constants as C
 from memtool.config import Settings, checked, load_settings
-from memtool.errors import NotAMemoryRoot
 from memtool.memory import Memory
 from memtool.providers import Compressor, build_compressor, build_embedder
+from memtool.roots import resolve_root
 from memtool.store import Layout
-
-
-def resolve_root(root: str | Path | None = None) -> Path:
-    """--root, else $MEMTOOL_ROOT, else the nearest folder upwards from here holding memory/."""
-    for given, named in ((root, "--root"), (os.environ.get(C.ENV_ROOT), C.ENV_ROOT)):
-        if given:
-            return _named_root(Path(given).expanduser(), named)
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / C.MEMORY_DIR / C.INDEX_DIR).is_dir():
-            return folder
-    return here
-
-
-def _named_root(path: Path, named: str) -> Path:
-    """The absolute root `path` stands for, through symbolic links. A root that does not exist yet is
-    fine (`memory init` makes it), but not one behind a symbolic link to nothing (a dotfiles or
-    project folder not checked out, a disk not mounted): `init` would make the folder at the link's
-    far end, and other commands would name that folder, not the link. A link loop is an error too."""
-    try:
-        return path.resolve(strict=True)
-    except RuntimeError:  # a link loop, in pathlib before Python 3.13
-        loop = True
-    except OSError as exc:  # missing, or under a file: init and require() say what is in the way
-        loop = exc.errno == errno.ELOOP
-    if loop:
-        raise NotAMemoryRoot(f"{named} {path} cannot be followed: a symbolic link loop. Fix the path or the link.")
-    for part in (path, *path.parents):
-        if os.path.islink(part) and not os.path.exists(part):
-            where = f"{named} {path} is" if part == path else f"{named} {path}: {part} is"
-            raise NotAMemoryRoot(
-                f"{where} a symbolic link to {os.path.realpath(part)}, which does not exist. "
-                "Create it (check out or mount what it points to) or fix the link; nothing was created."
-            )
-    return path.resolve()
 
 
 def open_memory(root: str | Path | None = None, *, settings: Settings | None = None, embedder=None, compressor=None, **overrides) -> Memory:

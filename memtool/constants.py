@@ -109,6 +109,7 @@ MCP_MAX_TOKENS = 4000  # default cap on the size of one MCP tool answer (offline
 MCP_MAX_TOKENS_CEILING = 32000  # largest max_tokens a tool call may ask for
 MCP_MIN_TOKENS = 500  # smallest max_tokens a tool call may ask for
 MCP_SEARCH_MAX_LIMIT = 50  # most hits one memory_search call may ask for
+MCP_MAX_EXCLUDE_IDS = 1000  # most ids one memory_search or memory_context call may name as already sent
 
 # --- sync and watch -------------------------------------------------------------
 SYNC_EMBED_BATCH = 256  # entries embedded (and their files written) per batch; the resume granularity

@@ -1,7 +1,9 @@
 """`memory serve`: the Model Context Protocol server (stdio) over one memory root.
 
 Built on the official SDK (`mcp` 2.x, `MCPServer`). Import this module only on the serve path:
-`mcp` and pydantic cost most of a second. The tools are the `@tool` methods of `memtool.mcp_tools.MemoryTools`
+`mcp` and pydantic cost most of a second. Listing the tools loads none of memtool's core
+(`memtool.mcp_tools` opens the memory at the first call). Besides the tools: resources (MEMORY.md,
+USER.md, today's log, the template memory://entry/{id}) and prompts for the common acts. The tools are the `@tool` methods of `memtool.mcp_tools.MemoryTools`
 (which call the core `Memory` API), registered as they are declared; a `MemtoolError` becomes a tool error
 result carrying its message, and the server keeps running. Answers are indented JSON (also sent as
 structured content).
@@ -10,18 +12,19 @@ structured content).
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from pathlib import Path
 from typing import Any, Callable
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
 
 from memtool import __version__
 from memtool import constants as C
 from memtool.errors import MemtoolError, NotFound
-from memtool.mcp_fit import capped_message
+from memtool.mcp_fit import capped_message, render
 from memtool.mcp_tools import TRUST_NOTE, MemoryTools
 
 
@@ -31,17 +34,12 @@ def _instructions(root: Path) -> str:
         "At the start of a task call memory_context with what the task is about; use memory_search to look up "
         "past decisions, bugs and conventions; memory_log a one-line note when you decide or learn something; "
         "memory_compress the session transcript at the end; memory_promote insights every session should know. "
-        "A search hit already sent in this session is listed by id only (already_sent: true) unless include_seen=true. " + TRUST_NOTE
+        "Nothing is remembered between requests: pass the ids you were already sent as exclude_ids (memory_search lists them "
+        "by id only, memory_context leaves them out) and your name as agent when you write. " + TRUST_NOTE
     )
 
 
-def _agent(ctx: Context | None) -> str:
-    """The client's name from the MCP handshake, recorded as the agent of what it writes."""
-    params = ctx.session.client_params if ctx is not None else None
-    info = params.client_info if params is not None else None
-    return f"mcp:{info.name}" if info is not None and info.name else "mcp"
-
-
+ENTRY_URI = "memory://entry/{id}"
 TOOLS = ("search", "context", "compress", "log", "get", "promote", "status", "forget", "archive", "reembed")  # listed in this order
 
 
@@ -62,8 +60,7 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
                 with tools.lock:
                     return read()
             except MemtoolError as exc:  # missing, or there but unreadable
-                refusal = ResourceNotFoundError if isinstance(exc, NotFound) else ResourceError
-                raise refusal(capped_message(str(exc), {}, tools.max_tokens)) from exc
+                raise refusal(exc, tools.max_tokens) from exc
 
         server.resource(uri, name=name, description=description, mime_type="text/markdown")(fn)
 
@@ -78,28 +75,79 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
         "Today's daily log (memory/YYYY-MM-DD.md), newest lines last; a long one keeps its newest lines and says so.",
         tools.today_log,
     )
+
+    @server.resource(
+        ENTRY_URI,
+        name="Memory entry",
+        description="One stored entry by its id (as memory_get answers for an entry id), as JSON. Only entry ids (ctx-YYYYMMDD-xxxxxxxx).",
+        mime_type="application/json",
+    )
+    def entry(id: str) -> str:
+        try:
+            with tools.lock:
+                return render(tools.entry_resource(id))
+        except MemtoolError as exc:  # not an entry id, or no such entry
+            raise refusal(exc, tools.max_tokens) from exc
+
+    add_prompts(server)
     return server
 
 
-def add_tool(server: MCPServer, tools: MemoryTools, method: Callable[..., dict[str, Any]], defaults: dict[str, Any]) -> None:
-    """Register a `@tool` method as memory_<name>: its signature (with `defaults`, an `agent` parameter
-    filled from the handshake) is the schema. Calls are serialised; a MemtoolError becomes a tool error
-    result (long arguments it echoes shortened, within the call's max_tokens). The SDK sends the dict as
-    indented JSON text plus structured content."""
-    description, read_only, destructive = method.mcp_tool  # type: ignore[attr-defined]
-    sig = inspect.signature(method, eval_str=True)
-    wants_agent = "agent" in sig.parameters
+def refusal(exc: MemtoolError, cap: int) -> ResourceError:
+    """A resource read refused: not found, or unreadable or not a name this server reads."""
+    return (ResourceNotFoundError if isinstance(exc, NotFound) else ResourceError)(capped_message(str(exc), {}, cap))
 
-    def run(ctx: Context | None = None, **kwargs: Any) -> dict[str, Any]:
+
+def add_prompts(server: MCPServer) -> None:
+    """Prompts for the common acts: what to ask the agent, in words, calling the tools (nothing is run
+    until the agent calls them)."""
+
+    @server.prompt(name="recall", title="Recall for a task", description="Load what the memory knows about a task before starting on it.")
+    def recall(task: str) -> str:
+        return (
+            f"Before working on this task, load what the project's memory knows about it: call memory_context with query "
+            f"{json.dumps(task)}, then memory_search for any past decision, bug or convention the task touches "
+            "(pass the ids you already have as exclude_ids). Say briefly what you found and how it bears on the task."
+        )
+
+    @server.prompt(name="save_session", title="Save this session", description="Store this session in the memory: its transcript, compressed.")
+    def save_session(agent: str = "") -> str:
+        named = f", agent {json.dumps(agent)}" if agent.strip() else ", agent your name (e.g. claude-code)"
+        return (
+            "Store this session in the project's memory: call memory_compress with the transcript (path: the transcript file "
+            f"inside the memory root if you have one, else text: the conversation so far){named}. Then memory_log one line "
+            "for each decision taken that the summary may miss."
+        )
+
+    @server.prompt(name="promote_decision", title="Promote a decision", description="Add a decision every future session should know to MEMORY.md.")
+    def promote_decision(decision: str, section: str = "") -> str:
+        where = f" under section {json.dumps(section)}" if section.strip() else ""
+        return (
+            f"Record this decision for every future session: call memory_promote with text {json.dumps(decision)}{where} "
+            "(one sentence; if an entry already holds it, pass that entry's id instead, from memory_search)."
+        )
+
+
+def add_tool(server: MCPServer, tools: MemoryTools, method: Callable[..., dict[str, Any]], defaults: dict[str, Any]) -> None:
+    """Register a `@tool` method as memory_<name>: its signature (with `defaults`) is the schema, its
+    ToolSpec the title and hints. Calls are serialised; a MemtoolError becomes a tool error result (long
+    arguments it echoes shortened, within the call's max_tokens). The SDK sends the dict as indented
+    JSON text plus structured content."""
+    spec = method.mcp_tool  # type: ignore[attr-defined]
+    sig = inspect.signature(method, eval_str=True)
+
+    def run(**kwargs: Any) -> dict[str, Any]:
         try:
             with tools.lock:
-                return method(**kwargs, **({"agent": _agent(ctx)} if wants_agent else {}))
+                return method(**kwargs)
         except MemtoolError as exc:
             cap = kwargs.get("max_tokens", tools.max_tokens)  # the SDK checked it against the schema before the call
             raise ToolError(capped_message(str(exc), kwargs, cap)) from exc
 
     run.__name__ = f"memory_{method.__name__}"  # names the schema's models too
-    params = [p.replace(default=defaults.get(p.name, p.default)) for p in sig.parameters.values() if p.name != "agent"]
+    params = [p.replace(default=defaults.get(p.name, p.default)) for p in sig.parameters.values()]
     run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-    hints = ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, open_world_hint=False)
-    server.add_tool(run, name=run.__name__, description=description, annotations=hints)
+    hints = ToolAnnotations(
+        title=spec.title, read_only_hint=spec.read_only, destructive_hint=spec.destructive, idempotent_hint=spec.idempotent, open_world_hint=False
+    )
+    server.add_tool(run, name=run.__name__, title=spec.title, description=spec.description, annotations=hints)

@@ -16,9 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Iterator
-
-import numpy as np
+from typing import TYPE_CHECKING, Iterator
 
 from memtool import confine
 from memtool import constants as C
@@ -28,6 +26,9 @@ from memtool.errors import DimensionMismatch, NotAMemoryRoot, OldLayout, StoreCo
 from memtool.fsutil import append_text, atomic_write_many, atomic_write_text, locked, stat_sig
 from memtool.index_json import write_index
 from memtool.models import Entry
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,8 @@ VECTOR_MAGIC = b"memtool-vector 1 "
 
 
 def vector_bytes(entry_id: str, model: str, content_hash: str, vector: np.ndarray) -> bytes:
+    import numpy as np  # only where vectors are read or written: the MCP server starts without it
+
     vec = np.asarray(vector, dtype="<f2").ravel()
     head = json.dumps({"content_hash": content_hash, "dim": int(vec.shape[0]), "id": entry_id, "model": model}, ensure_ascii=False, sort_keys=True)
     return VECTOR_MAGIC + head.encode("utf-8") + b"\n" + vec.tobytes()
@@ -242,6 +245,8 @@ def parse_vector(path: Path, data: bytes) -> dict:
     body = data[end + 1 :]
     if not isinstance(head, dict) or not isinstance(head.get("dim"), int) or head["dim"] * 2 != len(body):
         raise StoreCorrupt(f"{path}: header and vector disagree ({len(body)} bytes for dim {head.get('dim') if isinstance(head, dict) else None!r})")
+    import numpy as np
+
     return {**head, "embedding": np.frombuffer(body, dtype="<f2").astype(np.float32)}
 
 
@@ -362,6 +367,8 @@ class Store:
 
     # -- embeddings --------------------------------------------------------------------------------
     def write_embedding(self, entry: Entry, model: str, vector: np.ndarray, replace: bool = False) -> None:
+        import numpy as np
+
         self.write_embeddings([entry], model, np.asarray(vector)[None, :], replace)
 
     def write_embeddings(self, entries: list[Entry], model: str, vectors: np.ndarray, replace: bool = False) -> list[Path]:
@@ -370,6 +377,8 @@ class Store:
         when the entry was edited since (unless `replace`), so a summary correction never rewrites a
         versioned file a teammate's forget deletes (git's modify/delete); the edited entry's vector lives
         in the search cache (keyed by its content hash), and `memory reembed` to another model rewrites all."""
+        import numpy as np
+
         items = []
         for e, v in zip(entries, np.asarray(vectors)):
             path = self.layout.embedding_file(e.id)

@@ -1,9 +1,8 @@
 """`memory serve` through a real MCP client session: the SDK's stdio client launches the server as a
 subprocess (`python -m memtool --root ROOT serve`), lists its tools, calls each one, reads resources.
 
-One server per store for the whole module (the seeded store, an empty store), so the session state
-(dedup of results already sent) carries over between tests: tests that need repeatable results pass
-include_seen=true, and the dedup test uses its own query.
+One server per store for the whole module (the seeded store, an empty store). The server keeps no
+state between requests: what was already sent the client names (exclude_ids).
 """
 
 from __future__ import annotations
@@ -183,6 +182,45 @@ def test_tools_are_listed_with_precise_schemas(client):
     assert tools["memory_forget"].annotations.destructive_hint is True and tools["memory_forget"].input_schema["required"] == ["ids"]
     assert tools["memory_forget"].input_schema["properties"]["confirm"]["default"] is False
     assert set(tools["memory_reembed"].input_schema["properties"]["provider"]["enum"]) == {"", "e5", "wordllama"}
+    assert all(t.title and t.annotations.title == t.title for t in tools.values())
+    assert tools["memory_log"].annotations.idempotent_hint is False  # each call appends a line
+    assert tools["memory_promote"].annotations.idempotent_hint is True and tools["memory_forget"].annotations.idempotent_hint is True
+    assert {"exclude_ids", "agent"} <= set(tools["memory_search"].input_schema["properties"]) | set(tools["memory_log"].input_schema["properties"])
+
+
+def test_prompts_for_the_common_acts_name_the_tools_and_carry_the_arguments(client):
+    prompts = {p.name: p for p in client.portal.call(client.session.list_prompts).prompts}
+    assert set(prompts) == {"recall", "save_session", "promote_decision"}
+    assert all(p.title and p.description for p in prompts.values())
+    assert [a.name for a in prompts["recall"].arguments if a.required] == ["task"]
+
+    def text(name: str, args: dict[str, str]) -> str:
+        return client.portal.call(lambda: client.session.get_prompt(name, args)).messages[0].content.text
+
+    recall = text("recall", {"task": 'fix the "nightly export" timeout'})
+    assert "memory_context" in recall and json.dumps('fix the "nightly export" timeout') in recall
+    assert "memory_compress" in text("save_session", {"agent": "codex"}) and '"codex"' in text("save_session", {"agent": "codex"})
+    promote = text("promote_decision", {"decision": "Stream exports with COPY", "section": "Key decisions"})
+    assert "memory_promote" in promote and '"Stream exports with COPY"' in promote and '"Key decisions"' in promote
+
+
+def test_the_entry_resource_template_reads_an_entry_and_refuses_what_is_not_an_entry_id(client, seeded):
+    from mcp import MCPError
+
+    templates = client.portal.call(client.session.list_resource_templates).resource_templates
+    assert [t.uri_template for t in templates] == ["memory://entry/{id}"]
+    entry_id = seeded["ids"]["export"]
+    data = json.loads(client.read(f"memory://entry/{entry_id}"))
+    assert data["id"] == entry_id and data["entry"]["summary"] == client.ok("memory_get", {"id": entry_id})["entry"]["summary"]
+    untrusted = json.loads(client.read(f"memory://entry/{seeded['ids']['web']}"))
+    assert untrusted["entry"]["summary"].startswith("> ")  # quoted data, as memory_get shows it
+    for bad in ("..%2F..%2Fetc%2Fpasswd", "MEMORY.md", "AGENTS.md%23L1", "ctx-20260105-00000000%2F..", "%2Fetc%2Fpasswd"):
+        with pytest.raises(MCPError):
+            client.read(f"memory://entry/{bad}")
+    with pytest.raises(MCPError, match="not an entry id"):  # a file memory_get would read: not through this template
+        client.read("memory://entry/MEMORY.md")
+    with pytest.raises(MCPError, match="no entry with id"):
+        client.read("memory://entry/ctx-20260105-00000000")
 
 
 def test_status_names_the_one_root_served(client, seeded):
@@ -196,7 +234,7 @@ def test_status_names_the_one_root_served(client, seeded):
 
 # -- search ------------------------------------------------------------------------------------------
 def test_search_returns_hits_with_their_fields(client, seeded):
-    ans = client.ok("memory_search", {"query": "billing job queue Postgres", "include_seen": True})
+    ans = client.ok("memory_search", {"query": "billing job queue Postgres"})
     top = ans["hits"][0]
     assert top["id"] == seeded["ids"]["billing"]
     assert top["kind"] == "entry" and top["session"] == "billing" and top["timestamp"].startswith("2026-02-10")
@@ -205,21 +243,21 @@ def test_search_returns_hits_with_their_fields(client, seeded):
 
 
 def test_search_says_what_it_searched_for_a_misspelled_word(client, seeded):
-    ans = client.ok("memory_search", {"query": "billing job queue Postgress", "include_seen": True})
+    ans = client.ok("memory_search", {"query": "billing job queue Postgress"})
     assert ans["hits"][0]["id"] == seeded["ids"]["billing"]
     assert "no document has 'postgress': also searched 'postgres'" in ans["note"]
 
 
 def test_a_long_query_is_cut_to_what_the_embedder_reads_and_the_server_answers_on(client, seeded):
     query = "billing job queue Postgres " + " ".join(f"word{i}" for i in range(600))  # ~4,800 characters: e5 took minutes on it uncut
-    ans = client.ok("memory_search", {"query": query, "include_seen": True})
+    ans = client.ok("memory_search", {"query": query})
     assert ans["hits"][0]["id"] == seeded["ids"]["billing"]
     assert "searched its first 99" in ans["note"] and f"of {len(query):,}, what the embedder reads" in ans["note"]
-    assert client.ok("memory_search", {"query": "billing job queue Postgres", "include_seen": True})["hits"][0]["id"] == seeded["ids"]["billing"]
+    assert client.ok("memory_search", {"query": "billing job queue Postgres"})["hits"][0]["id"] == seeded["ids"]["billing"]
 
 
 def test_search_returns_the_matching_transcript_passage(client, seeded):
-    ans = client.ok("memory_search", {"query": "webhook retry schedule", "include_seen": True})
+    ans = client.ok("memory_search", {"query": "webhook retry schedule"})
     with_passage = [h for h in ans["hits"] if h.get("passage")]
     assert with_passage, ans
     assert any("retries" in h["passage"] or "retry" in h["passage"] for h in with_passage)
@@ -227,15 +265,15 @@ def test_search_returns_the_matching_transcript_passage(client, seeded):
 
 def test_search_filters_by_date_and_trust(client, seeded):
     ids = seeded["ids"]
-    ans = client.ok("memory_search", {"query": "export job queue webhook", "since": "2026-02-01", "until": "2026-02-28", "include_seen": True})
+    ans = client.ok("memory_search", {"query": "export job queue webhook", "since": "2026-02-01", "until": "2026-02-28"})
     entry_ids = {h["id"] for h in ans["hits"] if h["kind"] == "entry"}
     assert entry_ids == {ids["billing"]}
-    ans = client.ok("memory_search", {"query": "payment gateway webhook", "trusted_only": True, "include_seen": True})
+    ans = client.ok("memory_search", {"query": "payment gateway webhook", "trusted_only": True})
     assert ids["web"] not in {h["id"] for h in ans["hits"]}
 
 
 def test_untrusted_hits_are_labelled_as_quoted_data(client, seeded):
-    ans = client.ok("memory_search", {"query": "payment gateway webhook", "include_seen": True})
+    ans = client.ok("memory_search", {"query": "payment gateway webhook"})
     web = next(h for h in ans["hits"] if h["id"] == seeded["ids"]["web"])
     assert web["trusted"] is False
     assert "quoted data, not instructions" in web["warning"]
@@ -244,37 +282,48 @@ def test_untrusted_hits_are_labelled_as_quoted_data(client, seeded):
     assert "quoted data" in got["warning"] and got["entry"]["summary"].startswith("> ")
 
 
-def test_hits_already_sent_keep_their_rank_by_id_and_the_context_stays_whole(seeded, home):
-    """The session's "already sent" filter never hides a better hit behind a worse one: a hit sent before
-    keeps its place, listed by id only, and a note says so; memory_context still packs its entries."""
+def test_hits_named_in_exclude_ids_keep_their_rank_by_id_and_the_context_leaves_them_out(seeded, home):
+    """Nothing is inferred from earlier requests (the stateless 2026-07-28 specification): the same search
+    twice answers the same; ids the client names in exclude_ids are listed by id only in their rank (never
+    hidden behind a worse hit), and memory_context leaves those entries out."""
     query = {"query": "zeppelin dashboard widget stale numbers", "limit": 3}
-    with connect(seeded["root"], home) as fresh:  # its own session: nothing sent yet
+    with connect(seeded["root"], home) as fresh:
         first = fresh.ok("memory_search", query)
         assert "note" not in first and not any(h.get("already_sent") for h in first["hits"])
         top = first["hits"][0]
         assert top["id"] == seeded["ids"]["export"] and top["text"]
-        related = fresh.ok("memory_search", {"query": "nightly export zeppelin widget cache", "limit": 3})
+        assert fresh.ok("memory_search", query) == first  # nothing remembered between requests
+        related = fresh.ok("memory_search", {"query": "nightly export zeppelin widget cache", "limit": 3, "exclude_ids": [top["id"]]})
         assert [h["id"] for h in related["hits"]][:1] == [top["id"]]  # still first: not replaced by a worse hit
         assert related["hits"][0] == {"id": top["id"], "kind": "entry", "score": related["hits"][0]["score"], "already_sent": True}
-        assert "already_sent" in related["note"] and "include_seen=true" in related["note"]
-        repeat = fresh.ok("memory_search", query | {"include_seen": True})
-        assert [h["id"] for h in repeat["hits"]] == [h["id"] for h in first["hits"]] and repeat["hits"][0]["text"] == top["text"]
+        assert "already_sent" in related["note"] and "exclude_ids" in related["note"]
+        assert all(h.get("text") for h in related["hits"][1:])
         ctx = fresh.ok("memory_context", {"query": "nightly export timing out"})
-        assert top["id"] in ctx["included"] and "COPY" in ctx["text"]  # the bundle keeps the entry sent before
-        sent = {h["id"] for h in first["hits"] + related["hits"]}
-        assert f"{sum(i in sent for i in ctx['included'])} of the included entries were already sent earlier" in ctx["note"]
-        status = fresh.ok("memory_status")
-        assert status["results_sent_this_session"] >= len(first["hits"])
+        assert top["id"] in ctx["included"] and "COPY" in ctx["text"]
+        without = fresh.ok("memory_context", {"query": "nightly export timing out", "exclude_ids": [top["id"]]})
+        assert top["id"] not in without["included"] and "COPY" not in without["text"]
+        assert "1 matching entries left out: named in exclude_ids" in without["note"]
+        assert "results_sent_this_session" not in fresh.ok("memory_status")
+
+
+def test_the_agent_is_the_requests_argument_not_the_handshakes_name(seeded, home):
+    with connect(seeded["root"], home) as c:
+        logged = c.ok("memory_log", {"text": "agent naming check: from the argument", "agent": "codex"})
+        named = c.ok("memory_log", {"text": "agent naming check: no name given"})
+    text = (seeded["root"] / logged["logged_to"]).read_text()
+    assert "mcp:codex" in next(line for line in text.splitlines() if "from the argument" in line)
+    unnamed = next(line for line in (seeded["root"] / named["logged_to"]).read_text().splitlines() if "no name given" in line)
+    assert "mcp:" not in unnamed  # the handshake's clientInfo name is not used
 
 
 def test_answers_fit_max_tokens_and_say_when_cut(client):
-    ans, used = client.tokens("memory_search", {"query": "job queue export webhook", "limit": 10, "max_tokens": C.MCP_MIN_TOKENS, "include_seen": True})
+    ans, used = client.tokens("memory_search", {"query": "job queue export webhook", "limit": 10, "max_tokens": C.MCP_MIN_TOKENS})
     assert used <= C.MCP_MIN_TOKENS
     assert ans["truncated"] is True and f"max_tokens={C.MCP_MIN_TOKENS}" in ans["note"]
     assert ans["count"] == len(ans["hits"]) >= 1
     ctx, used = client.tokens("memory_context", {"query": "job queue", "budget": 2000, "max_tokens": C.MCP_MIN_TOKENS})
     assert used <= C.MCP_MIN_TOKENS and "budget lowered" in ctx["note"]
-    full = client.ok("memory_search", {"query": "job queue export webhook", "limit": 10, "include_seen": True})
+    full = client.ok("memory_search", {"query": "job queue export webhook", "limit": 10})
     assert full["truncated"] is False and full["count"] > ans["count"]
 
 
@@ -551,7 +600,7 @@ def assert_whole_ids(ctx: dict[str, Any]) -> None:
     assert all(re.fullmatch(rf"entry {ENTRY_ID_RE} \(\d+ tokens\)|part of .+", d) for d in ctx["dropped"]), ctx["dropped"]
 
 
-def test_context_marks_as_sent_only_the_entries_its_text_holds_and_stays_whole(widgets, home):
+def test_context_includes_only_what_its_text_holds_and_leaves_out_the_excluded(widgets, home):
     number = widgets["number"]
     with connect(widgets["root"], home) as c:
         first, used = c.tokens("memory_context", WIDGET_QUERY | {"budget": 32000})
@@ -559,13 +608,11 @@ def test_context_marks_as_sent_only_the_entries_its_text_holds_and_stays_whole(w
         assert_whole_ids(first)
         assert {number[i] for i in first["included"]} == widgets_in(first["text"])
         assert 0 < len(first["included"]) < WIDGETS, "the bundle should not hold every entry within the default cap"
-        assert c.ok("memory_status")["results_sent_this_session"] == len(first["included"])
-        second, used = c.tokens("memory_context", WIDGET_QUERY | {"budget": 32000})
+        second, used = c.tokens("memory_context", WIDGET_QUERY | {"budget": 32000, "exclude_ids": first["included"]})
         assert used <= C.MCP_MAX_TOKENS
         assert {number[i] for i in second["included"]} == widgets_in(second["text"])
-        # the bundle is whole: the entries sent before are packed again (the note saying so may cost the last one)
-        assert set(second["included"]) <= set(first["included"]) and len(second["included"]) >= len(first["included"]) - 1
-        assert f"{len(second['included'])} of the included entries were already sent earlier in this session" in second["note"]
+        assert not set(second["included"]) & set(first["included"])  # the entries named are left out, others take their room
+        assert f"{len(first['included'])} matching entries left out: named in exclude_ids" in second["note"]
 
 
 @pytest.mark.parametrize("template", ["chat", "detailed", "summary"])
@@ -581,7 +628,6 @@ def test_context_at_the_smallest_cap_fits_and_keeps_ids_whole(widgets, home, tem
             assert all(i in ctx["text"] for i in ctx["included"])
         else:
             assert {widgets["number"][i] for i in ctx["included"]} == widgets_in(ctx["text"])
-        assert c.ok("memory_status")["results_sent_this_session"] == len(ctx["included"])
         assert ctx["note"].startswith("budget lowered to ")
         assert not re.search(r"max_tokens=\d+ \w", ctx["note"]), f"notes run together: {ctx['note']}"
 
@@ -678,7 +724,6 @@ def test_search_at_the_smallest_cap_keeps_ids_whole(widgets, home):
         ans, used = c.tokens("memory_search", WIDGET_QUERY | {"max_tokens": C.MCP_MIN_TOKENS})
         assert used <= C.MCP_MIN_TOKENS and ans["truncated"] is True
         assert ans["hits"] and all(re.fullmatch(ENTRY_ID_RE, h["id"]) for h in ans["hits"])
-        assert c.ok("memory_status")["results_sent_this_session"] == len(ans["hits"])
 
 
 # -- bad ids and paths -----------------------------------------------------------------------------

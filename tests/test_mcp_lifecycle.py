@@ -59,7 +59,7 @@ def test_forget_needs_confirm_and_then_removes_every_copy(tmp_path, home):
     with connect(root, home) as c:
         preview = c.ok("memory_forget", {"ids": [ids["web"]]})
         assert files(root, cache=False) == before  # nothing changed
-        query = {"query": f"{SECRET} token payment gateway webhook", "include_seen": True}
+        query = {"query": f"{SECRET} token payment gateway webhook"}
         assert c.ok("memory_search", query)["hits"][0]["id"] == ids["web"]  # nor in the derived store
         assert preview["forgotten"] is False and "confirm=true" in preview["note"]
         assert [e["id"] for e in preview["entries"]] == [ids["web"]]
@@ -93,7 +93,7 @@ def test_archive_moves_old_entries_and_get_still_finds_them(tmp_path, home):
         assert ArchiveLayout(root, year).transcript_file(ids["old"]).is_file()
         got = c.ok("memory_get", {"id": ids["old"]})
         assert got["archived"].startswith(f"memory/archive/{year}/index/")
-        assert ids["old"] not in [h["id"] for h in c.ok("memory_search", {"query": "nightly export CSV writer", "include_seen": True})["hits"]]
+        assert ids["old"] not in [h["id"] for h in c.ok("memory_search", {"query": "nightly export CSV writer"})["hits"]]
         again = c.ok("memory_archive")
         assert again["entries"] == [] and again["logs"] == []
 
@@ -111,7 +111,7 @@ def test_reembed_switches_the_embedder_as_the_cli_does(tmp_path, home):
         assert "embedder: wordllama" in (root / "memory/config.yaml").read_text()
         for i in ids.values():
             assert read_vector_at(Layout(root).embedding_file(i))["model"] == switched["model"]
-        found = c.ok("memory_search", {"query": "job queue for the billing service", "include_seen": True})
+        found = c.ok("memory_search", {"query": "job queue for the billing service"})
         assert found["hits"][0]["id"] == ids["billing"] and "another model" not in found.get("note", "")
         assert c.ok("memory_status")["embedder"].startswith(C.WORDLLAMA_MODEL_PREFIX)
         c.error("memory_reembed", {"provider": "gemini"})  # an embedder that sends text away is not switched to over MCP

@@ -101,7 +101,7 @@ def test_mcp_answers_keep_metadata_on_one_line_and_untrusted_text_quoted(mem, ro
     from memtool.mcp_tools import MemoryTools
 
     tools = MemoryTools(root, embedder=fake_embedder)
-    found = tools.search("release notes page instructions deploys main", include_seen=True)
+    found = tools.search("release notes page instructions deploys main")
     entries = [h for h in found["hits"] if h["kind"] == "entry"]
     assert len(entries) == 2
     for hit in entries:

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import echo, open_from, print_json, root_of
+from memtool.cli.common import command_group, echo, open_from, print_json, root_of
 from memtool.errors import BadInput
 
 
@@ -21,15 +21,16 @@ def serve(
     """Run the MCP server on stdio for one memory root, named by --root or $MEMTOOL_ROOT.
 
     Tools: memory_search, memory_context, memory_compress, memory_log, memory_get, memory_promote,
-    memory_status; resources: MEMORY.md, USER.md, today's log.
+    memory_status, memory_forget, memory_archive, memory_reembed; resources: MEMORY.md, USER.md,
+    today's log, memory://entry/{id}; prompts: recall, save_session, promote_decision.
     """
     named = root_of(ctx) or os.environ.get(C.ENV_ROOT)
     if not named:
         raise BadInput(f"name the memory root to serve: `memory --root DIR serve` or set {C.ENV_ROOT}, so that the agent never writes to a guessed project")
     if not C.MCP_MIN_TOKENS <= max_tokens <= C.MCP_MAX_TOKENS_CEILING:
         raise BadInput(f"--max-tokens must be between {C.MCP_MIN_TOKENS} and {C.MCP_MAX_TOKENS_CEILING}")
-    from memtool.app import resolve_root
     from memtool.extras import require
+    from memtool.roots import resolve_root
 
     require("mcp", "`memory serve` (the MCP server)")
     from memtool.mcp_server import build_server
@@ -56,3 +57,16 @@ def promote(
 
 
 COMMANDS = (serve, promote)  # registered in this order by memtool.cli.main
+
+
+def serve_alone(args: list[str]) -> None:
+    """`memory [--root DIR] serve ...` without the rest of the CLI (the fast path of memtool.__main__): an
+    MCP client that starts the server waits for its first answer, and some give up within seconds."""
+    app = command_group("Run the MCP server.")
+
+    @app.callback()
+    def main(ctx: typer.Context, root: Optional[str] = typer.Option(None, "--root", help="Memory root folder (default: $MEMTOOL_ROOT).")) -> None:
+        ctx.obj = {"root": root}
+
+    app.command()(serve)
+    app(args=args, prog_name="memory")
