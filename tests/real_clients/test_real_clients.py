@@ -307,6 +307,11 @@ def test_a_killed_session_becomes_an_entry_after_the_next_session_starts(agent, 
             after_next = time.monotonic() + RECOVERY_GRACE_S  # the next session's own entry is in: the recovery had as long
         time.sleep(1.0)
     entries = [(e["id"], e.get("source_session")) for e in sandbox.entries()]
+    if not recovered and not left[killed_id].exists():
+        # Gemini CLI's own session cleanup (general.sessionRetention, on by default) deletes at start-up a
+        # session file with no answer in it, which a client killed while the model held its first
+        # request leaves: there is nothing on disk for memtool to recover
+        pytest.skip(f"{agent} deleted the killed session's transcript itself ({left[killed_id]}) before anything could read it")
     assert recovered, (
         f"{agent}: no entry for the killed session {killed_id} ({left[killed_id]}) after the next session; entries: {entries}\nhooks log:\n{sandbox.hooks_log()}"
     )
