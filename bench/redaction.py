@@ -2,10 +2,12 @@
 
     python bench/redaction.py [--corpus tests/data/redaction] [--baseline REV] [--detect-secrets]
                               [--megabytes 4] [--repeat 3] [--text FILE_OR_DIR ...] [--show-misses]
-                              [--through-memory]
+                              [--through-memory] [--part tune|report]
 
 Corpora: tests/data/redaction (bench/redaction_corpus.py, the rules were written against it) and
 tests/data/redaction_heldout (bench/redaction_heldout.py, never tuned on): report both.
+--part splits a corpus in two by a hash of each row's text: rules may be tuned on `tune` (its misses
+looked at with --show-misses); `report` is the part whose figure is the held-out one.
 --through-memory scores what reaches the memory files instead of redact()'s output: every row in
 one transcript given to `compress` (the kept transcript) and each row given to `log` (the daily
 log), on a temporary root; a secret counts as left if it is anywhere under memory/.
@@ -28,6 +30,7 @@ Prints per-family counts, then one line per engine: redacted %, touched %, MB/s.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import subprocess
@@ -59,6 +62,11 @@ def prose(megabytes: float, sources: list[Path] | None = None) -> str:
     text = "\n\n".join(p.read_text(encoding="utf-8", errors="replace") for p in files if p.is_file())
     size = int(megabytes * 1_000_000)
     return (text * (size // len(text) + 1))[:size]
+
+
+def part_of(row: dict) -> str:
+    """`tune` or `report`: half of a corpus each, fixed by the row's text (not by its position)."""
+    return "report" if hashlib.sha256(row["text"].encode("utf-8")).digest()[0] % 2 else "tune"
 
 
 def baseline_redactor(rev: str) -> Redactor:
@@ -190,10 +198,13 @@ def main() -> None:
         metavar="N",
         help="also regenerate the corpus with seeds 1..N (new random values, same shapes) and score memtool on each",
     )
+    parser.add_argument("--part", choices=("tune", "report"), help="score only this half of the corpus (split by a hash of each row)")
     parser.add_argument("--through-memory", action="store_true", help="score what reaches the memory files through compress and log (memtool only)")
     args = parser.parse_args()
 
     secrets, ordinary = load(args.corpus / "secrets.jsonl"), load(args.corpus / "ordinary.jsonl")
+    if args.part:
+        secrets, ordinary = [r for r in secrets if part_of(r) == args.part], [r for r in ordinary if part_of(r) == args.part]
     engines: dict[str, Redactor] = {"memtool": lambda text: redact(text)[0]}
     if args.baseline:
         engines[f"memtool@{args.baseline}"] = baseline_redactor(args.baseline)
@@ -207,7 +218,7 @@ def main() -> None:
         engines = {"memtool (memory files)": engines["memtool"]}
         results = {"memtool (memory files)": score_memory(secrets, ordinary)}
     names = list(engines)
-    print(f"corpus: {len(secrets)} secrets in {len(families_s)} families, {len(ordinary)} ordinary values")
+    print(f"corpus: {args.corpus}{f' (part {args.part})' if args.part else ''}: {len(secrets)} secrets in {len(families_s)} families, {len(ordinary)} ordinary values")
     print("\nsecrets redacted, per family: " + " | ".join(names))
     for family, total in sorted(families_s.items()):
         print(f"  {family:12} {total:4}  " + "  ".join(f"{results[n][0][family]:4}" for n in names))
