@@ -218,7 +218,9 @@ def main() -> None:
         engines = {"memtool (memory files)": engines["memtool"]}
         results = {"memtool (memory files)": score_memory(secrets, ordinary)}
     names = list(engines)
-    print(f"corpus: {args.corpus}{f' (part {args.part})' if args.part else ''}: {len(secrets)} secrets in {len(families_s)} families, {len(ordinary)} ordinary values")
+    print(
+        f"corpus: {args.corpus}{f' (part {args.part})' if args.part else ''}: {len(secrets)} secrets in {len(families_s)} families, {len(ordinary)} ordinary values"
+    )
     print("\nsecrets redacted, per family: " + " | ".join(names))
     for family, total in sorted(families_s.items()):
         print(f"  {family:12} {total:4}  " + "  ".join(f"{results[n][0][family]:4}" for n in names))

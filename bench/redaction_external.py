@@ -83,9 +83,7 @@ def ordinary(np_repo: Path, gl_repo: Path, sessions: Path | None, per_source: in
     rng = random.Random(SEED)
     sources: dict[str, list[str]] = {
         "go.sum": _git(gl_repo, "show", "HEAD:go.sum").splitlines(),
-        "cargo.lock": [
-            line for line in _git(np_repo, "show", "HEAD:Cargo.lock").splitlines() if line.startswith(("checksum", "version", "source", '"'))
-        ],
+        "cargo.lock": [line for line in _git(np_repo, "show", "HEAD:Cargo.lock").splitlines() if line.startswith(("checksum", "version", "source", '"'))],
         "git_log": _git(gl_repo, "log", "-n", "400", "--format=%H %h %ad %s").splitlines()
         + _git(np_repo, "log", "-n", "400", "--format=commit %H%nDate:   %ad%n    %s").splitlines(),
     }

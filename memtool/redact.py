@@ -148,6 +148,10 @@ _PREFIXED_ROWS: tuple[tuple[str, str], ...] = (
     ("mapbox_token", r"sk\.eyJ[A-Za-z0-9_\-]{50,}\.[A-Za-z0-9_\-]{20,}"),
     ("dropbox_token", r"sl\.[A-Za-z0-9_=\-]{130,}"),
     ("google_oauth_token", r"ya29\.[A-Za-z0-9_\-]{30,}"),
+    ("airtable_token", r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}"),
+    ("intra42_secret", r"s-s4t2(?:ud|af)-[a-f0-9]{64}"),
+    ("gitlab_token", r"GR1348941[A-Za-z0-9_\-]{20}"),
+    ("slack_token", r"xoxe(?:\.xox[bp])?-[0-9]-[A-Za-z0-9]{146,166}"),
 )
 # The longest stretch of a token before its trigger (Mailchimp: 32 hex digits before "-us").
 _PREFIX_MAX = 32
@@ -207,14 +211,15 @@ _SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred")
 # that may wrap once onto the next line, \"..\" inside JSON strings) or a bare one that is not
 # itself a key (`token: GITHUB_TOKEN: x`: the match fails at "token" and is found again at
 # "GITHUB_TOKEN"). The match consumes its value, so each character is scanned by one match. Separators: = : := => and URL-encoded %3D %3A; a value may start on the next
-# line when quoted (pretty-printed JSON); a space separates CLI options and netrc/redis lines
-# (not before a plain word, so "token budget" in prose costs no check);
+# line when quoted (pretty-printed JSON); a space separates CLI options, netrc/redis lines and a
+# value named in prose ("the password is X", "api key (X)"; not before a plain word, so "token
+# budget" in prose costs no check);
 # `>` ends an XML element (<password>v</password>), `value=` follows an XML key attribute
 # (<add key="Password" value="v"/>); `|` or `>` at the end of a YAML line opens a block scalar.
 _ASSIGNMENT_TAIL = (
     r"(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
     r"(?:\\?[\"'])?"
-    r"(?:(?P<pre>[ \t]*)(?P<sep>:=|=>|=|:|%3d|%3a|>|value=)(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"']))?|(?P<space>[ \t]+)(?![a-z]{1,12}(?:[\s.,;:!?)]|$)))"
+    r"(?:(?P<pre>[ \t]*)(?P<sep>:=|=>|=|:|%3d|%3a|>|value=)(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"']))?|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
     r"(?:\"(?P<dq>[^\"\r\n]{0,4096}(?:\r?\n[^\"\r\n]{0,4096})?)\""
     r"|'(?P<sq>[^'\r\n]{0,4096}(?:\r?\n[^'\r\n]{0,4096})?)'"
     r"|\\\"(?P<eq>[^\"\\\r\n]{0,4096})\\\""
@@ -401,14 +406,55 @@ def _block_end(text: str, start: int, indent: int) -> int:
     return end
 
 
-def _spaced(m: re.Match[str], text: str, key_start: int, group: str) -> tuple[int, int] | None:
-    """`key value` without = or :, accepted in four shapes only: a CLI option, SQL `PASSWORD 'v'`,
-    a netrc `password v` (after machine/login) and a redis.conf `requirepass v` line."""
+def _spaced(m: re.Match[str], text: str, key_start: int, group: str, strength: int) -> tuple[int, int] | None:
+    """`key value` without = or :, accepted in five shapes only: a CLI option, SQL `PASSWORD 'v'`,
+    a netrc `password v` (after machine/login), a redis.conf `requirepass v` line, and a value
+    named in prose (_in_prose)."""
     start, end = m.span(group)
     value = text[start:end]
     key = text[key_start : m.end("rest")].lower()
-    if len(value) < MIN_SECRET_LEN or PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value):
+    if PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value):
         return None
+    if strength < 2 or len(value) < MIN_SECRET_LEN or m.group("filler") or m.group("space").endswith(("(", "`")):
+        return _in_prose(m, text, key, group, strength)
+    return _spaced_shapes(m, text, key_start, key, group) or _in_prose(m, text, key, group, strength)
+
+
+# What ends a sentence after a bare value in prose.
+_PROSE_END = ".,:;!?)`"
+
+
+def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) -> tuple[int, int] | None:
+    """A value named in a sentence: `the db password is X`, `Use password X for`, `mistral key X`,
+    `the token (X)`. Quoted after a password word and "is": any literal of 4+ characters
+    (`The default Password is 'blooberry'`); otherwise one token that mixes letters and digits and
+    is not an identifier, a path or a version; after a plain "key" only a random-looking one."""
+    start, end = m.span(group)
+    if group == "bare":
+        while end > start and text[end - 1] in _PROSE_END:
+            end -= 1
+    value = text[start:end]
+    if group in ("dq", "sq"):
+        words = strength == 2 and m.group("filler") and not key.startswith(("token", "key"))
+        return (start, end) if words and len(value) >= 4 and " " not in value.strip() and value.lower() != key else None
+    if group != "bare" or len(value) < MIN_SECRET_LEN or PLACEHOLDER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
+        return None
+    if _NUMBER.fullmatch(value) or _CODE_REF.fullmatch(value) or not _has_digit_and_letter(value):
+        return None
+    if strength < 2 or key.startswith("key"):
+        return (start, end) if _looks_random(value) or _random_hex(value) else None
+    return start, end
+
+
+def _random_hex(value: str) -> bool:
+    """32+ hex digits: a key of a vendor whose keys are hex (also a digest: only where a key is named)."""
+    return len(value) >= 32 and all(c in string.hexdigits for c in value) and _has_digit_and_letter(value)
+
+
+def _spaced_shapes(m: re.Match[str], text: str, key_start: int, key: str, group: str) -> tuple[int, int] | None:
+    """The four `key value` shapes of configuration and commands (see _spaced)."""
+    start, end = m.span(group)
+    value = text[start:end]
     if key.startswith("-"):  # --password VALUE, --api-token VALUE
         return (start, end) if not value.startswith("-") and not _PATH_OR_URL.fullmatch(value) else None
     line_start = _line_start(text, key_start)
@@ -433,7 +479,7 @@ def _assignment(m: re.Match[str], text: str) -> tuple[int, int] | None:
         return None  # passenger=, compass=, tokenizer=, password_hash_algorithm=
     group = next(g for g in ("dq", "sq", "eq", "block", "bare") if m.start(g) >= 0)
     if m.start("space") >= 0:
-        return _spaced(m, text, key_start, group) if strength == 2 else None
+        return _spaced(m, text, key_start, group, strength)
     sep = m.group("sep")
     if (sep == ">" and text[key_start - 1 : key_start] != "<") or (sep == "value=" and not m.group("pre")):
         return None  # `x > y` is a comparison; `value=` must follow a quoted XML key
@@ -467,7 +513,10 @@ def _assignment(m: re.Match[str], text: str) -> tuple[int, int] | None:
     if group == "bare":
         if text[end : end + 1] in ("(", "["):
             return None  # token = tokenizer.encode(text), key = os.environ["K"]
-        if _CODE_REF.fullmatch(value) or value.lower() in (key.lower(), key.lower().rsplit(".", 1)[-1]):
+        if (_CODE_REF.fullmatch(value) and not any(_looks_random(part) for part in value.split("."))) or value.lower() in (
+            key.lower(),
+            key.lower().rsplit(".", 1)[-1],
+        ):
             return None  # key=settings.API_KEY, token=access_token, self.password = password
         if _EXPRESSION_GOES_ON.match(text, end) and value.isidentifier() and not _has_digit_and_letter(value):
             return None  # PseudoToken = Whitespace + group(...); not `DB_PASSWORD=Tr0ub4dor-x93kq - note`
@@ -508,7 +557,36 @@ def _prefixed(m: re.Match[str], text: str) -> Span | None:
         hit = PREFIXED_TOKEN.match(text, start)
         if hit and hit.end() > trigger:
             return (*hit.span(), _PREFIXED_ROWS[int(str(hit.lastgroup)[1:])][0])
-    return None
+    return _any_prefixed(text, token_start, trigger)
+
+
+# A token of a vendor not in _PREFIXED_ROWS: a short word (and up to three short parts) then a
+# body of 24+ token characters, the shape gitleaks' rules share (`sbp_<40 hex>`, `hvb.<random>`,
+# `tskey-auth-<id>-<random>`, `dp.st.dev.<random>`). The body must be random: after "_" 32+ hex
+# digits or a mix of letters and digits, after "." or "-" upper case, lower case and digits
+# (`deps-<sha>`, `main.<hash>.js` are names with a digest in them).
+_ANY_PREFIXED = _c(r"(?P<prefix>[A-Za-z][A-Za-z0-9]{1,7}(?:[_.\-][A-Za-z0-9]{1,8}){0,3}?(?P<sep>[_.\-]))(?P<body>[A-Za-z0-9_\-]{24,255})" + _E)
+# Prefixes that name a digest, a temporary or cached object, or an id rather than a vendor.
+_NOT_VENDOR_PREFIXES = frozenset(
+    "sha sha1 sha256 sha384 sha512 md5 h1 blake2b xxh hash digest tmp temp cache id uuid commit rev build file blob obj test".split()
+)
+
+
+def _any_prefixed(text: str, start: int, trigger: int) -> Span | None:
+    hit = _ANY_PREFIXED.match(text, start)
+    if hit is None or hit.end() <= trigger or (start > 0 and text[start - 1] in "/\\"):
+        return None
+    key = _KEY_BEFORE.search(text, max(0, start - 64), start)
+    if key and _PUBLIC_VALUE_KEY.search(key.group(1).lower()):
+        return None  # `"nextPageToken": "..."`, `"etag": "..."`
+    prefix, body = hit.group("prefix"), hit.group("body")
+    if prefix.rstrip("_.-").lower().split("_")[0].split(".")[0].split("-")[0] in _NOT_VENDOR_PREFIXES:
+        return None
+    longest = max(re.split(r"[_\-]", body), key=len)
+    if hit.group("sep") == "_" and (_random_hex(longest) or (len(longest) >= 32 and _random_token(longest))):
+        return (*hit.span(), "prefixed_token")
+    classes = any(c.isupper() for c in longest) and any(c.islower() for c in longest) and sum(c.isdigit() for c in longest) >= 2
+    return (*hit.span(), "prefixed_token") if len(longest) >= 24 and classes and _entropy(longest) >= 3.5 else None
 
 
 def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
@@ -564,7 +642,7 @@ _UNLABELLED = _c(r"(?<![A-Za-z0-9+/_\-.=])[A-Za-z0-9][A-Za-z0-9+/_\-]{31,511}={0
 UNLABELLED_MIN_ENTROPY = 3.9  # bits per character; 32 random base62 characters: 3.99 at the lowest of 2,000 draws, 40 of base64: 4.32
 _WORDY = _c(r"[a-z]{3,}|[A-Z]{4,}")
 _PUBLIC_BEFORE = _c(
-    r"(?:sha(?:1|224|256|384|512)[-:=]|md5[-:]|base64,|ssh-[a-z0-9]+[ \t]+|ecdsa-sha2-[a-z0-9]+[ \t]+|sk-(?:ssh|ecdsa)-[a-z0-9@.\-]+[ \t]+)$",
+    r"(?:sha(?:1|224|256|384|512)[-:=]|md5[-:]|h1:|base64,|ssh-[a-z0-9]+[ \t]+|ecdsa-sha2-[a-z0-9]+[ \t]+|sk-(?:ssh|ecdsa)-[a-z0-9@.\-]+[ \t]+)$",
 )
 # A digest written with its algorithm (Subresource Integrity, npm's lockfile): one token with it.
 _DIGEST_PREFIX = _c(
@@ -595,13 +673,13 @@ def _random_token(token: str) -> bool:
 
 
 def _text_in_base64(token: str) -> bool:
-    """Base64 of printable text that holds no ":" (an encoded sentence, not a credential pair)."""
+    """Base64 of printable text that is not a `user:password` pair (no ":", or words with spaces)."""
     padded = token + "=" * (-len(token) % 4)
     try:
         decoded = base64.b64decode(padded, validate=True).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
         return False
-    return decoded.isprintable() and ":" not in decoded
+    return decoded.isprintable() and (":" not in decoded or " " in decoded.strip())
 
 
 def _in_public_pem(text: str, pos: int) -> bool:
@@ -682,7 +760,7 @@ _SQL_IDENTIFIED_BY = _c(
 _RULES: tuple[_Rule, ...] = (
     _Rule("private_key", _PEM_KEY),
     # AWS access key id: AKIA (long-term), ASIA (STS), ABIA, ACCA, A3T* + 16 upper-case alphanumerics.
-    _Rule("aws_access_key", _c(_tok("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", 4, "A-Z0-9") + r"[A-Z0-9]{16}(?![A-Z0-9])")),
+    _Rule("aws_access_key", _c(_tok("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", 4, "A-Z0-9") + r"(?![A-Z0-9]{9}EXAMPLE(?![A-Z0-9]))[A-Z0-9]{16}(?![A-Z0-9])")),
     # AWS secret access key: 40 base64 characters after a (aws_)secret_access_key / SecretAccessKey name.
     _Rule("aws_secret_key", _c(r"secret_?access_?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+])"), lowered=True),
     # Slack incoming webhook: the host stays, the path (which is the secret) goes.
@@ -735,6 +813,7 @@ _SPECIFIC_KINDS = (
     *(kind for r in _RULES if r.extract is _named for kind in r.regex.groupindex),
     "azure_ad_secret",
     "openshift_token",
+    "prefixed_token",
 )
 KINDS: tuple[str, ...] = (*dict.fromkeys(_SPECIFIC_KINDS), *_GENERIC_KINDS, CUSTOM_KIND, "env_assignment", "unlabelled_token")
 # Rank of each kind when spans merge: lower wins.
