@@ -43,6 +43,8 @@ __all__ = ["Finding", "redact", "compile_pattern", "marker", "KINDS", "CUSTOM_KI
 
 # Values of secret-named keys shorter than this are kept (flags, counts, short words).
 MIN_SECRET_LEN = 8
+# A password quoted or in a connection string (`Password=<value>;`) is a literal from 6 characters.
+MIN_PASSWORD_LEN = 6
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,8 @@ _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 #   strong (2): password/passwd/pwd/pass/passphrase/secret/token/credentials, or "key" after a word
 #               that makes it secret (api, signing, encryption, private, auth, ...): any literal
 #               value of MIN_SECRET_LEN characters or more is redacted;
-#   weak (1):   a plain "key" or "auth" (`key:`, docker `"auth":`): only a random-looking value;
+#   weak (1):   a plain "key", "auth" or "login" (`key:`, docker `"auth":`): only a random-looking
+#               value (after a qualifier, `sonar.login`, `config.facebook.key`: 16+ letters and digits);
 #   none (0):   `password_hash_algorithm`, `token_count`, `next_page_token`, `secret_santa`,
 #               `public_key`, `cache_key`, `secretKeyRef`, `SECRET_NAME`.
 _KEY_WORDS = _c(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -206,7 +209,7 @@ _TRAILING_QUALIFIERS = frozenset(
 _POSITION_TOKEN = _c(r"(?:page|next|continuation|sync|resume|pagination|cursor)token")
 # Literal starts of those key words (lower case): one assignment regex each keeps every scan a
 # substring search.
-_SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred")
+_SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "login")
 # What follows such a word: the rest of the key, a separator, then a quoted value (".." or '..'
 # that may wrap once onto the next line, \"..\" inside JSON strings) or a bare one that is not
 # itself a key (`token: GITHUB_TOKEN: x`: the match fails at "token" and is found again at
@@ -218,16 +221,20 @@ _SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred")
 # (<add key="Password" value="v"/>); `|` or `>` at the end of a YAML line opens a block scalar.
 _ASSIGNMENT_TAIL = (
     r"(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
-    r"(?:\\?[\"'])?"
+    r"(?:(?:\\?[\"'])?"
     r"(?:(?P<pre>[ \t]*)(?P<sep>:=|=>|=|:|%3d|%3a|>|value=)(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"']))?|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
     r"(?:\"(?P<dq>[^\"\r\n]{0,4096}(?:\r?\n[^\"\r\n]{0,4096})?)\""
     r"|'(?P<sq>[^'\r\n]{0,4096}(?:\r?\n[^'\r\n]{0,4096})?)'"
     r"|\\\"(?P<eq>[^\"\\\r\n]{0,4096})\\\""
     r"|(?P<block>[|>][+\-]?[0-9]?)(?=[ \t]*\r?\n)"
     r"|(?![a-z0-9_.\-]{1,64}:(?:[ \t]|\r?\n))(?P<bare>[^\s\"'`,;&<>()\[\]\\]+))"
+    # or the word names a token alone on a line below it (_under_label)
+    r"|(?=(?P<label>[^\r\n]{0,80}))(?P=label)\r?\n(?:[ \t]*\r?\n){0,2}"  # atomic: the rest of the line, at most 80 characters
+    r"[ \t]*[`\"']?(?P<lsecret>[a-z0-9+/=_\-.]{16,512})[`\"']?[ \t]*(?=\r?\n|\Z))"
 )
 # Assignments to a secret-named key, one regex per key word (run on the lower-cased text).
-ENV_ASSIGNMENTS = tuple(_c(word + _ASSIGNMENT_TAIL) for word in _SECRET_KEY_STARTS)
+# ("tokens" ending a key is a count, never a secret: `"output_tokens": 156` is refused in the regex.)
+ENV_ASSIGNMENTS = tuple(_c(word + (r"(?!s\b)" if word == "token" else "") + _ASSIGNMENT_TAIL) for word in _SECRET_KEY_STARTS)
 # The rest of a config line made of words: an unquoted passphrase (`passphrase: correct horse ...`).
 _MORE_WORDS = _c(r"(?:[ \t]+[^\s#'\"]+){1,7}[ \t]*(?=\r?\n|\Z)")
 # A bare value continued on the next line with a backslash (shell).
@@ -249,6 +256,10 @@ _SQL_CONTEXT = _c(r"\b(?:user|role|with|login)\b")
 # Keys that take a space-separated value on their own line (netrc, redis.conf).
 _SPACED_KEYS = frozenset(("password", "passwd", "requirepass", "masterauth"))
 
+# A key naming a password (not a token or a key): its quoted values are literals from MIN_PASSWORD_LEN.
+_PASSWORD_KEY = _c(r"(?:pass(?:word|wd|phrase)?|pwd)s?$")
+# Type names and schema words a password field is given in code and API docs (`"password": "string"`).
+_TYPE_NAMES = frozenset("string text varchar boolean object number integer hidden masked".split())
 # Values that stand for a secret without being one.
 PLACEHOLDER = re.compile(
     r"""
@@ -293,6 +304,28 @@ def _random_looking(m: re.Match[str], text: str) -> tuple[int, int] | None:
     """Prose and kebab-case names are not keys: the token must mix digits and letters."""
     start, end = m.span("secret")
     return (start, end) if _has_digit_and_letter(text[start:end]) else None
+
+
+def _key_as_user(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """A URL's user that is random (a key, not a name) or 12+ digits (an account key: a name has letters)."""
+    user = m.group("secret")
+    if "@" not in text[m.end() : m.end() + 258].split("/", 1)[0]:
+        return None  # not a user: `http://localhost:8080`, `host:port`
+    return m.span("secret") if user.isdigit() or _looks_random(user) or _random_hex(user) else None
+
+
+_COOKIE_PAIR = _c(r"(?:^|;)[ \t]*[^=;\s]{1,128}=(?P<value>[^;\s\"\\,]{16,4096})(?=[;\s\"\\,]|$)")
+
+
+def _cookie(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """From the first random cookie value to the end of the last (names between them go too)."""
+    start = m.start("secret")
+    spans = [
+        (start + v.start("value"), start + v.end("value"))
+        for v in _COOKIE_PAIR.finditer(text[start : m.end("secret")])
+        if _looks_random(v.group("value").strip('"')) or _random_hex(v.group("value")) or _random_alnum(v.group("value"))
+    ]
+    return (spans[0][0], spans[-1][1]) if spans else None
 
 
 def _curl_user(m: re.Match[str], text: str) -> tuple[int, int] | None:
@@ -365,7 +398,7 @@ def _key_strength(key: str) -> int:
         if qualifier in _KEY_QUALIFIERS:
             return 2
         return 0 if qualifier in _NOT_SECRET_KEYS else 1
-    return 1 if last.endswith("auth") else 0
+    return 1 if last.endswith("auth") or last == "login" else 0
 
 
 _BASE64 = _c(r"[A-Za-z0-9+/]{8,}={0,2}")
@@ -426,9 +459,11 @@ _PROSE_END = ".,:;!?)`"
 
 def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) -> tuple[int, int] | None:
     """A value named in a sentence: `the db password is X`, `Use password X for`, `mistral key X`,
-    `the token (X)`. Quoted after a password word and "is": any literal of 4+ characters
-    (`The default Password is 'blooberry'`); otherwise one token that mixes letters and digits and
+    `the token (X)`. Quoted after a password word and "is": any one word of 4+ characters;
+    otherwise one token that mixes letters and digits and
     is not an identifier, a path or a version; after a plain "key" only a random-looking one."""
+    if key == "pass":
+        return None  # a verb: "pass force_zip64 to use"
     start, end = m.span(group)
     if group == "bare":
         while end > start and text[end - 1] in _PROSE_END:
@@ -444,6 +479,16 @@ def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) 
     if strength < 2 or key.startswith("key"):
         return (start, end) if _looks_random(value) or _random_hex(value) else None
     return start, end
+
+
+def _qualified(key: str) -> bool:
+    """A key of two words or more (`config.facebook.key`, `sonar.login`, `provisionDeviceKey`)."""
+    return len(_KEY_WORDS.findall(key)) > 1
+
+
+def _random_alnum(value: str) -> bool:
+    """16+ letters and digits, both: the value of a vendor's `<name>.key` (hex and one-case keys too)."""
+    return len(value) >= 16 and value.isalnum() and value.isascii() and _has_digit_and_letter(value)
 
 
 def _random_hex(value: str) -> bool:
@@ -470,8 +515,10 @@ def _spaced_shapes(m: re.Match[str], text: str, key_start: int, key: str, group:
     return (start, end) if netrc else None  # prose: "the username/\n password combination."
 
 
-def _assignment(m: re.Match[str], text: str) -> tuple[int, int] | None:
+def _assignment(m: re.Match[str], text: str) -> Span | None:
     """Accept the value of a secret-named key only if it is a literal that may be a secret."""
+    if m.start("lsecret") >= 0:
+        return _under_label(m, text)
     key_start = _run_start(text, m.start(), _KEY_CHARS, 64)
     key = text[key_start : m.end("rest")]
     strength = _key_strength(key)
@@ -504,16 +551,18 @@ def _assignment(m: re.Match[str], text: str) -> tuple[int, int] | None:
         elif strength == 2 and not key.istitle() and _at_config_line_start(text, key_start):
             end = _passphrase_end(text, start, end)
         value = text[start:end]
-    if len(value) < MIN_SECRET_LEN or "[REDACTED:" in value:
+    literal = group in ("dq", "sq", "eq") or text[end : end + 1] == ";"
+    shortest = MIN_PASSWORD_LEN if literal and _PASSWORD_KEY.search(key.lower()) else MIN_SECRET_LEN
+    if len(value) < shortest or "[REDACTED:" in value or value.lower() in _TYPE_NAMES:
         return None
     if PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
         return None  # a URL with a password is handled by PASSWORD_IN_URL
     if strength == 1:
-        return (start, end) if _looks_random(value) else None
+        return (start, end) if _looks_random(value) or (_qualified(key) and _random_alnum(value)) else None
     if group == "bare":
         if text[end : end + 1] in ("(", "["):
             return None  # token = tokenizer.encode(text), key = os.environ["K"]
-        if (_CODE_REF.fullmatch(value) and not any(_looks_random(part) for part in value.split("."))) or value.lower() in (
+        if (_CODE_REF.fullmatch(value) and not any(len(part) >= 20 and _random_token(part) for part in value.split("."))) or value.lower() in (
             key.lower(),
             key.lower().rsplit(".", 1)[-1],
         ):
@@ -566,27 +615,34 @@ def _prefixed(m: re.Match[str], text: str) -> Span | None:
 # digits or a mix of letters and digits, after "." or "-" upper case, lower case and digits
 # (`deps-<sha>`, `main.<hash>.js` are names with a digest in them).
 _ANY_PREFIXED = _c(r"(?P<prefix>[A-Za-z][A-Za-z0-9]{1,7}(?:[_.\-][A-Za-z0-9]{1,8}){0,3}?(?P<sep>[_.\-]))(?P<body>[A-Za-z0-9_\-]{24,255})" + _E)
-# Prefixes that name a digest, a temporary or cached object, or an id rather than a vendor.
+# Prefixes that name a digest, a temporary or cached object, or an id rather than a vendor (API
+# request, message, tool-call and object ids in transcripts: `req_`, `toolu_`, `chatcmpl-`, `cus_`).
 _NOT_VENDOR_PREFIXES = frozenset(
-    "sha sha1 sha256 sha384 sha512 md5 h1 blake2b xxh hash digest tmp temp cache id uuid commit rev build file blob obj test".split()
+    "sha sha1 sha256 sha384 sha512 md5 h1 blake2b xxh hash digest tmp temp cache id uuid commit rev build file blob obj test"
+    " req request msg toolu call chatcmpl resp run thread asst org cus evt pi ch sub prod price txn trace span".split()
 )
 
 
+_WORD_PART = _c(r"[A-Za-z0-9]*")
+_BODY_SEPARATORS = _c(r"[_\-]")
+
+
 def _any_prefixed(text: str, start: int, trigger: int) -> Span | None:
+    if not text[trigger + 1 : trigger + 25].isalnum():
+        return None  # the common case (an identifier, a kebab-case name): no body of 24 after this separator
     hit = _ANY_PREFIXED.match(text, start)
     if hit is None or hit.end() <= trigger or (start > 0 and text[start - 1] in "/\\"):
         return None
-    key = _KEY_BEFORE.search(text, max(0, start - 64), start)
-    if key and _PUBLIC_VALUE_KEY.search(key.group(1).lower()):
-        return None  # `"nextPageToken": "..."`, `"etag": "..."`
-    prefix, body = hit.group("prefix"), hit.group("body")
-    if prefix.rstrip("_.-").lower().split("_")[0].split(".")[0].split("-")[0] in _NOT_VENDOR_PREFIXES:
+    if _WORD_PART.match(hit.group("prefix")).group().lower() in _NOT_VENDOR_PREFIXES:
         return None
-    longest = max(re.split(r"[_\-]", body), key=len)
-    if hit.group("sep") == "_" and (_random_hex(longest) or (len(longest) >= 32 and _random_token(longest))):
-        return (*hit.span(), "prefixed_token")
-    classes = any(c.isupper() for c in longest) and any(c.islower() for c in longest) and sum(c.isdigit() for c in longest) >= 2
-    return (*hit.span(), "prefixed_token") if len(longest) >= 24 and classes and _entropy(longest) >= 3.5 else None
+    longest = max(_BODY_SEPARATORS.split(hit.group("body")), key=len)
+    sep = hit.group("sep")
+    shortest = 24 if sep == "." else 32  # ids: `req_<24>`, `chatcmpl-<29>`; code: `errors.InvalidBase64PaddingDefect`
+    if not ((sep == "_" and _random_hex(longest)) or (len(longest) >= shortest and _random_token(longest))):
+        return None
+    if _public_value_key(text[max(0, start - 64) : start]):
+        return None  # `"nextPageToken": "..."`, `"etag": "..."`, `"requestId": "..."`
+    return (*hit.span(), "prefixed_token")
 
 
 def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
@@ -657,6 +713,15 @@ _PUBLIC_VALUE_KEY = _c(
 _PEM_ARMOUR = _c(r"-----(BEGIN|END) ([A-Z0-9 ]{1,40})-----")
 
 
+def _public_value_key(before: str) -> bool:
+    """The text before a value ends with a key naming a position, a digest or an id (`requestId:`)."""
+    key = _KEY_BEFORE.search(before)
+    return bool(key and _PUBLIC_VALUE_KEY.search(_CAMEL.sub(r"\1_\2", key.group(1)).lower()))
+
+
+_CAMEL = _c(r"([a-z0-9])([A-Z])")
+
+
 def _entropy(value: str) -> float:
     n = len(value)
     return -sum(k / n * math.log2(k / n) for k in Counter(value).values())
@@ -673,13 +738,16 @@ def _random_token(token: str) -> bool:
 
 
 def _text_in_base64(token: str) -> bool:
-    """Base64 of printable text that is not a `user:password` pair (no ":", or words with spaces)."""
+    """Base64 of printable text that is not a `user:password` pair (no ":", or words with spaces)
+    and holds no secret itself (the rules run on the decoded text: `echo <base64 of a config line>`)."""
     padded = token + "=" * (-len(token) % 4)
     try:
         decoded = base64.b64decode(padded, validate=True).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
         return False
-    return decoded.isprintable() and (":" not in decoded or " " in decoded.strip())
+    if not decoded.replace("\n", " ").replace("\t", " ").isprintable():
+        return False
+    return (":" not in decoded or " " in decoded.strip()) and not _merge(_candidates(decoded, _RULES))
 
 
 def _in_public_pem(text: str, pos: int) -> bool:
@@ -700,10 +768,35 @@ def _unlabelled(m: re.Match[str], text: str) -> tuple[int, int] | None:
     word_start = max(before.rfind(" "), before.rfind("\t"), before.rfind("\n")) + 1
     if "://" in before[word_start:]:
         return None  # part of a URL: its password, path and query have their own rules
-    key = _KEY_BEFORE.search(before)
-    if key and _PUBLIC_VALUE_KEY.search(key.group(1).lower()):
+    if _public_value_key(before):
         return None  # labelled as what it is: `next_page_token: ...`, `"etag": "..."`
     return m.span()
+
+
+# A token alone on its line under a line that names it ("Please use the following password to
+# proceed:", "signing secret", "the key is below"), blank lines between allowed: hex and one-case
+# tokens too, which _UNLABELLED never takes alone (a git sha has their shape). Found by the last
+# branch of _ASSIGNMENT_TAIL (the same scan as the key words), judged here.
+# How the line naming it ends: with a ":" or with the word itself ("signing secret", "... is below").
+_LABEL_END = _c(r"(?::|password|passwd|passphrase|secret|token|key|credentials?|below)[ \t]*$")
+
+
+_PUBLIC_LABEL = _c(r"\b(?:id|sha[0-9]*|md5|public|cache|object|cursor)\b")
+
+
+def _under_label(m: re.Match[str], text: str) -> Span | None:
+    if not _LABEL_END.search(m.group(0)[: m.end("label") - m.start()]):
+        return None
+    start, end = m.span("lsecret")
+    label = text[_line_start(text, m.start()) : m.end("label")].lower()
+    if _PUBLIC_VALUE_KEY.search(label) or _PUBLIC_LABEL.search(label):
+        return None  # "commit key:", "sha256 checksum:", "request id:"
+    value = text[start:end]
+    if _NUMBER.fullmatch(value) or _CODE_REF.fullmatch(value) or PLACEHOLDER.fullmatch(value) or not _has_digit_and_letter(value):
+        return None
+    if _random_token(value) or _random_hex(value[:64]) or (value.isalnum() and _entropy(value) >= 3.5):
+        return start, end, "labelled_line"
+    return None
 
 
 # --- rules --------------------------------------------------------------------------------------
@@ -785,7 +878,11 @@ _RULES: tuple[_Rule, ...] = (
     # Password in a URL (scheme://user:password@host): only the password goes; a "#" or "?" that
     # should have been percent-encoded is still part of it.
     _Rule("password_in_url", _c(r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<secret>[^\s/\[\]\"'<>]{1,256})@(?=[A-Za-z0-9\[])")),
+    # The user of a URL when it is a key (a Sentry DSN https://<32 hex>@host, cloudinary://<digits>:...@).
+    _Rule("password_in_url", _c(r"://(?P<secret>[A-Za-z0-9_\-]{12,256})(?=[:@])"), extract=_key_as_user),
     _Rule("authorization_header", _AUTH_HEADER, lowered=True),
+    # Cookie / Set-Cookie header: the random values of its name=value pairs (session ids are credentials).
+    _Rule("cookie", _c(r"cookie[\"']?[ \t]*:[ \t]*(?P<secret>[^\r\n]{8,4096})"), lowered=True, extract=_cookie),
     # A bare "Bearer <token>" outside a header line (curl logs, code); random-looking tokens only.
     _Rule("bearer_token", _c(_tok("bearer", 6, "a-z0-9_") + r"[ \t]+(?P<secret>[a-z0-9._~+/\-]{16,}=*)"), lowered=True, extract=_random_looking),
     # curl -u / --user user:password (the option must start a word).
@@ -814,6 +911,7 @@ _SPECIFIC_KINDS = (
     "azure_ad_secret",
     "openshift_token",
     "prefixed_token",
+    "labelled_line",
 )
 KINDS: tuple[str, ...] = (*dict.fromkeys(_SPECIFIC_KINDS), *_GENERIC_KINDS, CUSTOM_KIND, "env_assignment", "unlabelled_token")
 # Rank of each kind when spans merge: lower wins.

@@ -595,3 +595,44 @@ def test_a_token_of_an_unlisted_vendor_prefix_is_redacted(text: str, secret: str
 )
 def test_public_values_near_the_new_rules_survive(text: str) -> None:
     assert redact(text)[0] == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("Please use the following password to proceed to installation:\n\nbd9627decc6346d780b3b6ab6ea8fe1f\n", "bd9627decc6346d780b3b6ab6ea8fe1f"),
+        ("signing secret\n2ccb892b1b16ca4ffccdadacdb30bab2\n", "2ccb892b1b16ca4ffccdadacdb30bab2"),
+        ("Cookie: sessionid=8f2k3j4h5g6f7d8s9a0qwertyuiop12; theme=dark", "8f2k3j4h5g6f7d8s9a0qwertyuiop12"),
+        ("https://a7842eef74bce737842f9a89c39a782c@o123456.ingest.sentry.io/4504", "a7842eef74bce737842f9a89c39a782c"),
+        ("cloudinary://637893350163954:7YhS1cGtOH1Ktu19i2qu57ua3Hi@demo-cloud", "637893350163954"),
+        ("sonar.login=5524bf449ca45fcace54698371466398321f3a82", "5524bf449ca45fcace54698371466398321f3a82"),
+        ('config.facebook.key = "34cebc81c056a21bc66e212f947d73ec"', "34cebc81c056a21bc66e212f947d73ec"),
+        ("Server=db;User Id=sa;Password=hunter2x;Database=app;", "hunter2x"),
+        ("password = 'logmein'", "logmein"),
+        # base64 of a line that holds a secret: the rules run on the decoded text
+        (
+            "echo " + base64.b64encode(b"export GITHUB_TOKEN=ghp_" + b"a1B2" * 9).decode() + " | base64 -d",
+            base64.b64encode(b"export GITHUB_TOKEN=ghp_" + b"a1B2" * 9).decode(),
+        ),
+    ],
+)
+def test_shapes_without_a_vendor_prefix_are_redacted(text: str, secret: str) -> None:
+    out, _ = redact(text)
+    assert secret not in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "commit key:\n3f2a9b1c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a\n",  # a label naming a commit, not a secret
+        "http://localhost:8080/api and git@github.com:org/x.git and https://user@example.com",
+        '"password": "string"',
+        "Set-Cookie: theme=dark; Path=/; HttpOnly",
+        '"requestId":"req_011CF53MUrZQX9kN4F33qxxt"',
+        "raise errors.InvalidBase64PaddingDefect()",
+        "private_key: ed25519.Ed25519PrivateKey",
+        "pass force_zip64 to use the ZIP64 format",
+    ],
+)
+def test_look_alikes_of_the_shapes_survive(text: str) -> None:
+    assert redact(text)[0] == text
