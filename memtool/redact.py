@@ -210,10 +210,12 @@ _POSITION_TOKEN = _c(r"(?:page|next|continuation|sync|resume|pagination|cursor)t
 # Literal starts of those key words (lower case): one assignment regex each keeps every scan a
 # substring search.
 _SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "login")
-# What follows such a word: the rest of the key, a separator, then a quoted value (".." or '..'
+# What follows such a word: the rest of the key (and a type: `var k string =`), a separator, then a
+# quoted value (".." or '..'
 # that may wrap once onto the next line, \"..\" inside JSON strings) or a bare one that is not
 # itself a key (`token: GITHUB_TOKEN: x`: the match fails at "token" and is found again at
-# "GITHUB_TOKEN"). The match consumes its value, so each character is scanned by one match. Separators: = : := => and URL-encoded %3D %3A; a value may start on the next
+# "GITHUB_TOKEN"). The match consumes its value, so each character is scanned by one match. Separators: = : := ::= ?= ??= += .= => and
+# URL-encoded %3D %3A, a comma after a quoted key (`setProperty("K", "v")`); a value may start on the next
 # line when quoted (pretty-printed JSON); a space separates CLI options, netrc/redis lines and a
 # value named in prose ("the password is X", "api key (X)"; not before a plain word, so "token
 # budget" in prose costs no check);
@@ -221,16 +223,18 @@ _SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "
 # (<add key="Password" value="v"/>); `|` or `>` at the end of a YAML line opens a block scalar.
 _ASSIGNMENT_TAIL = (
     r"(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
-    r"(?:(?:\\?[\"'])?"
-    r"(?:(?P<pre>[ \t]*)(?P<sep>:=|=>|=|:|%3d|%3a|>|value=)(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"']))?|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
+    r"(?:(?P<quote>\\?[\"'])?(?:[ \t]*:?[ \t]+(?:string|str)(?=[ \t]*=))?"  # a type: `var k string =`, `k: String =`
+    r"(?:(?P<pre>[ \t]*)(?P<sep>:{1,3}=|\?\??=|[+.]=|=>|=|:|%3d|%3a|>|value=|,(?=[ \t]*[\"'`]))(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"'])|(?<=>)\r?\n[ \t]*)?|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
     r"(?:\"(?P<dq>[^\"\r\n]{0,4096}(?:\r?\n[^\"\r\n]{0,4096})?)\""
     r"|'(?P<sq>[^'\r\n]{0,4096}(?:\r?\n[^'\r\n]{0,4096})?)'"
     r"|\\\"(?P<eq>[^\"\\\r\n]{0,4096})\\\""
+    r"|`(?P<bq>[^`\s]{1,4096})`"  # Go's raw string; judged as a bare value (Markdown code spans hold names)
     r"|(?P<block>[|>][+\-]?[0-9]?)(?=[ \t]*\r?\n)"
     r"|(?![a-z0-9_.\-]{1,64}:(?:[ \t]|\r?\n))(?P<bare>[^\s\"'`,;&<>()\[\]\\]+))"
     # or the word names a token alone on a line below it (_under_label)
-    r"|(?=(?P<label>[^\r\n]{0,80}))(?P=label)\r?\n(?:[ \t]*\r?\n){0,2}"  # atomic: the rest of the line, at most 80 characters
-    r"[ \t]*[`\"']?(?P<lsecret>[a-z0-9+/=_\-.]{16,512})[`\"']?[ \t]*(?=\r?\n|\Z))"
+    # (in a lookahead: a refused one consumes nothing, `access_token=` below is still seen)
+    r"|(?=(?=(?P<label>[^\r\n]{0,80}))(?P=label)\r?\n(?:[ \t]*\r?\n){0,2}"  # atomic: the rest of the line, at most 80 characters
+    r"[ \t]*[`\"']?(?P<lsecret>[a-z0-9+/=_\-.]{16,512})[`\"']?[ \t]*(?:\r?\n|\Z)))"
 )
 # Assignments to a secret-named key, one regex per key word (run on the lower-cased text).
 # ("tokens" ending a key is a count, never a secret: `"output_tokens": 156` is refused in the regex.)
@@ -481,6 +485,11 @@ def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) 
     return start, end
 
 
+def _random_word(value: str) -> bool:
+    """One word that mixes letters and digits and is not a dotted or snake_case name."""
+    return " " not in value and _has_digit_and_letter(value) and not _CODE_REF.fullmatch(value)
+
+
 def _qualified(key: str) -> bool:
     """A key of two words or more (`config.facebook.key`, `sonar.login`, `provisionDeviceKey`)."""
     return len(_KEY_WORDS.findall(key)) > 1
@@ -524,12 +533,14 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     strength = _key_strength(key)
     if not strength:
         return None  # passenger=, compass=, tokenizer=, password_hash_algorithm=
-    group = next(g for g in ("dq", "sq", "eq", "block", "bare") if m.start(g) >= 0)
+    group = next(g for g in ("dq", "sq", "eq", "bq", "block", "bare") if m.start(g) >= 0)
     if m.start("space") >= 0:
         return _spaced(m, text, key_start, group, strength)
     sep = m.group("sep")
     if (sep == ">" and text[key_start - 1 : key_start] != "<") or (sep == "value=" and not m.group("pre")):
         return None  # `x > y` is a comparison; `value=` must follow a quoted XML key
+    if sep == "," and not (m.group("quote") and text[key_start - 1 : key_start] in "\"'" and _random_word(m.group(group))):
+        return None  # a comma separates a quoted key from its value only, `setProperty("K_TOKEN", "v")`, not a list of names
     start, end = m.span(group)
     value = text[start:end].strip()
     if group == "block":
@@ -551,7 +562,7 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
         elif strength == 2 and not key.istitle() and _at_config_line_start(text, key_start):
             end = _passphrase_end(text, start, end)
         value = text[start:end]
-    literal = group in ("dq", "sq", "eq") or text[end : end + 1] == ";"
+    literal = group in ("dq", "sq", "eq", "bq") or text[end : end + 1] == ";"
     shortest = MIN_PASSWORD_LEN if literal and _PASSWORD_KEY.search(key.lower()) else MIN_SECRET_LEN
     if len(value) < shortest or "[REDACTED:" in value or value.lower() in _TYPE_NAMES:
         return None
@@ -559,7 +570,7 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
         return None  # a URL with a password is handled by PASSWORD_IN_URL
     if strength == 1:
         return (start, end) if _looks_random(value) or (_qualified(key) and _random_alnum(value)) else None
-    if group == "bare":
+    if group in ("bare", "bq"):
         if text[end : end + 1] in ("(", "["):
             return None  # token = tokenizer.encode(text), key = os.environ["K"]
         if (_CODE_REF.fullmatch(value) and not any(len(part) >= 20 and _random_token(part) for part in value.split("."))) or value.lower() in (
@@ -785,7 +796,7 @@ _PUBLIC_LABEL = _c(r"\b(?:id|sha[0-9]*|md5|public|cache|object|cursor)\b")
 
 
 def _under_label(m: re.Match[str], text: str) -> Span | None:
-    if not _LABEL_END.search(m.group(0)[: m.end("label") - m.start()]):
+    if not _LABEL_END.search(text, m.start(), m.end("label")):
         return None
     start, end = m.span("lsecret")
     label = text[_line_start(text, m.start()) : m.end("label")].lower()

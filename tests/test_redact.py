@@ -636,3 +636,50 @@ def test_shapes_without_a_vendor_prefix_are_redacted(text: str, secret: str) -> 
 )
 def test_look_alikes_of_the_shapes_survive(text: str) -> None:
     assert redact(text)[0] == text
+
+
+# gitleaks' sample shapes for a vendor key (cmd/generate/config/utils/generate.go,
+# GenerateSampleSecrets, the ones it does not mark TODO, plus its TODO XML element, attribute and
+# YAML block forms): {i} the vendor, {s} the secret.
+GITLEAKS_SHAPES = (
+    '{i}Token="{s}"',
+    '{i}Token = "{s}"',
+    "{i}Token={s}",
+    "{i}Token = {s}",
+    '{{\n    "{i}_token": "{s}"\n}}',
+    '{{"config.ini": "{I}_TOKEN={s}\\nBACKUP_ENABLED=true"}}',
+    "<{i}Token>\n    {s}\n</{i}Token>",
+    "<{i}Token>{s}</{i}Token>",
+    "{i}_token: {s}",
+    "{i}_token: '{s}'",
+    '{i}_token: "{s}"',
+    "{i}_token: |\n  {s}",
+    'string {i}Token = "{s}";',
+    'var {i}Token string = "{s}"',
+    '{i}Token := "{s}"',
+    "{i}Token := `{s}`",
+    'String {i}Token = "{s}";',
+    'var {i}Token: String = "{s}"',
+    'var {i}Token = "{s}"',
+    '${i}Token .= "{s}"',
+    '${i}Token ??= "{s}"',
+    "{i}Token = '{s}'",
+    '{i}Token = "{s}"',
+    'System.setProperty("{I}_TOKEN", "{s}")',
+    '  "{i}Token" => "{s}"',
+    '{I}_TOKEN = "{s}"',
+    '{I}_TOKEN := "{s}"',
+    '{I}_TOKEN ::= "{s}"',
+    '{I}_TOKEN :::= "{s}"',
+    '{I}_TOKEN ?= "{s}"',
+    '{I}_TOKEN += "{s}"',
+    "https://example.com?{i}Token={s}&fooBar=baz",
+)
+
+
+@pytest.mark.parametrize("shape", GITLEAKS_SHAPES)
+@pytest.mark.parametrize("secret", ["7d3f0c9a2b8e4f1a6c5d0e9b8a7f6c5d", "xk29flq0zp3mwv8bn", "Xk29fLq0Zp3mWv8bNc4Rt7YsQe1uIo5P"])
+def test_gitleaks_sample_shapes_are_redacted(shape: str, secret: str) -> None:
+    text = shape.replace("{i}", "acme").replace("{I}", "ACME").replace("{s}", secret).replace("{{", "{").replace("}}", "}")
+    out, _ = redact(text)
+    assert secret not in out and "acme" in out.lower()
