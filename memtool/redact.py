@@ -186,7 +186,8 @@ _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 #   strong (2): password/passwd/pwd/pass/passphrase/secret/token/credentials, or "key" after a word
 #               that makes it secret (api, signing, encryption, private, auth, ...): any literal
 #               value of MIN_SECRET_LEN characters or more is redacted;
-#   weak (1):   a plain "key", "auth" or "login" (`key:`, docker `"auth":`): only a random-looking
+#   weak (1):   a plain "key", "auth", "authorization", "login" or "pat" (`key:`, docker `"auth":`):
+#               only a random-looking token
 #               value (after a qualifier, `sonar.login`, `config.facebook.key`: 16+ letters and digits);
 #   none (0):   `password_hash_algorithm`, `token_count`, `next_page_token`, `secret_santa`,
 #               `public_key`, `cache_key`, `secretKeyRef`, `SECRET_NAME`.
@@ -209,7 +210,7 @@ _TRAILING_QUALIFIERS = frozenset(
 _POSITION_TOKEN = _c(r"(?:page|next|continuation|sync|resume|pagination|cursor)token")
 # Literal starts of those key words (lower case): one assignment regex each keeps every scan a
 # substring search.
-_SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "login")
+_SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "login", "pat")
 # What follows such a word: the rest of the key (and a type: `var k string =`), a separator, then a
 # quoted value (".." or '..'
 # that may wrap once onto the next line, \"..\" inside JSON strings) or a bare one that is not
@@ -402,7 +403,7 @@ def _key_strength(key: str) -> int:
         if qualifier in _KEY_QUALIFIERS:
             return 2
         return 0 if qualifier in _NOT_SECRET_KEYS else 1
-    return 1 if last.endswith("auth") or last == "login" else 0
+    return 1 if last.endswith("auth") or last in ("authorization", "login", "pat") else 0
 
 
 _BASE64 = _c(r"[A-Za-z0-9+/]{8,}={0,2}")
@@ -483,6 +484,10 @@ def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) 
     if strength < 2 or key.startswith("key"):
         return (start, end) if _looks_random(value) or _random_hex(value) else None
     return start, end
+
+
+# The characters of a token (base64, base64url, hex, JWT); a weak key's value must be made of them.
+_TOKEN_VALUE = _c(r"[A-Za-z0-9+/=_.~:\-]+")
 
 
 def _random_word(value: str) -> bool:
@@ -569,6 +574,8 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     if PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
         return None  # a URL with a password is handled by PASSWORD_IN_URL
     if strength == 1:
+        if not _TOKEN_VALUE.fullmatch(value):
+            return None  # `HEX_PAT = "[0-9A-Fa-f]{1,4}"`: a pattern, not a token
         return (start, end) if _looks_random(value) or (_qualified(key) and _random_alnum(value)) else None
     if group in ("bare", "bq"):
         if text[end : end + 1] in ("(", "["):
@@ -892,6 +899,8 @@ _RULES: tuple[_Rule, ...] = (
     # The user of a URL when it is a key (a Sentry DSN https://<32 hex>@host, cloudinary://<digits>:...@).
     _Rule("password_in_url", _c(r"://(?P<secret>[A-Za-z0-9_\-]{12,256})(?=[:@])"), extract=_key_as_user),
     _Rule("authorization_header", _AUTH_HEADER, lowered=True),
+    # The signature of an Azure shared access signature URL (`?sv=...&sig=<base64>`): it grants access.
+    _Rule("azure_sas_signature", _c(r"sig=(?<=[?&]sig=)(?P<secret>[A-Za-z0-9%+/=]{20,256})")),
     # Cookie / Set-Cookie header: the random values of its name=value pairs (session ids are credentials).
     _Rule("cookie", _c(r"cookie[\"']?[ \t]*:[ \t]*(?P<secret>[^\r\n]{8,4096})"), lowered=True, extract=_cookie),
     # A bare "Bearer <token>" outside a header line (curl logs, code); random-looking tokens only.
@@ -980,6 +989,28 @@ def _merge(found: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     return merged
 
 
+# A line a terminal or an editor wrapped: this long at least, the secret running to its end.
+_WRAP_WIDTH = 64
+# The rest of a wrapped token at the start of the next line: token characters with a digit, an
+# upper-case letter or a base64 sign among them (a plain word there is the next sentence).
+_WRAPPED_REST = _c(r"(?=[A-Za-z0-9+/=_\-]*[0-9A-Z+/=])[A-Za-z0-9+/=_\-]{1,512}(?=[ \t]*(?:\r?\n|\Z))")
+
+
+def _wrapped(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Spans that end a long line, carried over a hard wrap onto the start of the next one."""
+    out = []
+    for start, end, kind in spans:
+        nl = end + (text.startswith("\r\n", end))
+        if text.startswith("\n", nl) and end - _line_start(text, start) >= _WRAP_WIDTH:
+            rest = _WRAPPED_REST.match(text, nl + 1)
+            if rest and (not out or rest.end() > out[-1][1]) and not any(s < rest.end() <= e for s, e, _ in spans):
+                out.append((start, end, kind))
+                out.append((nl + 1, rest.end(), kind))
+                continue
+        out.append((start, end, kind))
+    return _merge(out)
+
+
 def redact(text: str, extra_patterns: Sequence[str] = ()) -> tuple[str, list[Finding]]:
     """Replace every secret in ``text`` by ``[REDACTED:<kind>]``.
 
@@ -996,7 +1027,7 @@ def redact(text: str, extra_patterns: Sequence[str] = ()) -> tuple[str, list[Fin
             rules.append(_Rule(CUSTOM_KIND, compile_pattern(pattern)))
         except ConfigError as exc:
             raise ConfigError(f"redact_patterns: {exc}") from None
-    spans = _merge(_candidates(text, rules))
+    spans = _wrapped(text, _merge(_candidates(text, rules)))
     ends = [0, *(end for _, end, _ in spans)]
     out = "".join(text[pos:start] + marker(kind) for pos, (start, _, kind) in zip(ends, spans)) + text[ends[-1] :]
     return out, [Finding(kind, start, end, hashlib.sha256(text[start:end].encode("utf-8", "surrogatepass")).hexdigest()[:8]) for start, end, kind in spans]

@@ -683,3 +683,27 @@ def test_gitleaks_sample_shapes_are_redacted(shape: str, secret: str) -> None:
     text = shape.replace("{i}", "acme").replace("{I}", "ACME").replace("{s}", secret).replace("{{", "{").replace("}}", "}")
     out, _ = redact(text)
     assert secret not in out and "acme" in out.lower()
+
+
+def test_a_token_hard_wrapped_onto_the_next_line_is_redacted_on_both() -> None:
+    token = "AbC9xY7q" * 12
+    text = f"export API_TOKEN={token[:63]}\n{token[63:]}\nThe next line is prose\n"
+    out, _ = redact(text)
+    assert token[:63] not in out and token[63:] not in out and "The next line is prose" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ('ado_pat = "iyfmob6xjrfmit67anxbot64umfx2clwx7dz5ynxi4q2z3uqegvq"', "iyfmob6xjrfmit67anxbot64umfx2clwx7dz5ynxi4q2z3uqegvq"),
+        ("Authorization: Xk29fLq0Zp3mWv8bNc4Rt7Ys", "Xk29fLq0Zp3mWv8bNc4Rt7Ys"),
+        ("https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sig=abcDEF123%2Bxyz456%3Dqwerty789&se=2025", "abcDEF123%2Bxyz456%3Dqwerty789"),
+    ],
+)
+def test_weak_keys_take_a_random_token(text: str, secret: str) -> None:
+    assert secret not in redact(text)[0]
+
+
+def test_a_weak_key_never_takes_a_pattern() -> None:
+    text = 'HEX_PAT = "[0-9A-Fa-f]{1,4}"\ntoolskey = "VS%0.f0COMNTOOLS"'
+    assert redact(text)[0] == text
