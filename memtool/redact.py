@@ -817,6 +817,24 @@ def _under_label(m: re.Match[str], text: str) -> Span | None:
     return None
 
 
+_NAME_VALUE = _c(
+    r"name[\"']?[ \t]*[:=][ \t]*[\"']?(?P<key>[a-z0-9_.\-]{1,64})[\"']?[ \t]*,?[ \t]*(?:\r?\n[ \t]*-?[ \t]*)?"
+    r"[\"']?value[\"']?[ \t]*[:=][ \t]*(?:\"(?P<dq>[^\"\r\n]{1,4096})\"|'(?P<sq>[^'\r\n]{1,4096})'|(?P<bare>[^\s\"',;}\]]{1,4096}))"
+)
+
+
+def _name_value(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    strength = _key_strength(text[m.start("key") : m.end("key")])
+    group = next(g for g in ("dq", "sq", "bare") if m.start(g) >= 0)
+    start, end = m.span(group)
+    value = text[start:end]
+    if not strength or len(value) < MIN_SECRET_LEN or PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
+        return None
+    if strength == 1 or (group == "bare" and _CODE_REF.fullmatch(value)):
+        return (start, end) if _TOKEN_VALUE.fullmatch(value) and _looks_random(value) else None
+    return start, end
+
+
 # --- rules --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Rule:
@@ -901,6 +919,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("authorization_header", _AUTH_HEADER, lowered=True),
     # The signature of an Azure shared access signature URL (`?sv=...&sig=<base64>`): it grants access.
     _Rule("azure_sas_signature", _c(r"sig=(?<=[?&]sig=)(?P<secret>[A-Za-z0-9%+/=]{20,256})")),
+    # A secret-named variable given as a name/value pair (Kubernetes and Actions env lists, ECS task
+    # definitions, `{"name": "DB_PASSWORD", "value": "..."}`): judged by the name as an assignment is.
+    _Rule("env_assignment", _NAME_VALUE, lowered=True, extract=_name_value),
     # Cookie / Set-Cookie header: the random values of its name=value pairs (session ids are credentials).
     _Rule("cookie", _c(r"cookie[\"']?[ \t]*:[ \t]*(?P<secret>[^\r\n]{8,4096})"), lowered=True, extract=_cookie),
     # A bare "Bearer <token>" outside a header line (curl logs, code); random-looking tokens only.

@@ -707,3 +707,15 @@ def test_weak_keys_take_a_random_token(text: str, secret: str) -> None:
 def test_a_weak_key_never_takes_a_pattern() -> None:
     text = 'HEX_PAT = "[0-9A-Fa-f]{1,4}"\ntoolskey = "VS%0.f0COMNTOOLS"'
     assert redact(text)[0] == text
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ('env:\n  - name: API_TOKEN\n    value: "Xk29fLq0Zp3mWv8bNc4Rt7Ys"\n  - name: LOG_LEVEL\n    value: debug', "Xk29fLq0Zp3mWv8bNc4Rt7Ys"),
+        ('[{"name": "DB_PASSWORD", "value": "hunter2hunter"}, {"name": "SECRET_NAME", "value": "prod-db-creds"}]', "hunter2hunter"),
+    ],
+)
+def test_a_secret_named_in_a_name_value_pair_is_redacted(text: str, kept: str) -> None:
+    out, _ = redact(text)
+    assert kept not in out and "debug" in out or "prod-db-creds" in out
