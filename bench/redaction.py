@@ -2,7 +2,7 @@
 
     python bench/redaction.py [--corpus tests/data/redaction] [--baseline REV] [--detect-secrets]
                               [--megabytes 4] [--repeat 3] [--text FILE_OR_DIR ...] [--show-misses]
-                              [--through-memory] [--part tune|report]
+                              [--through-memory] [--part tune|report] [--spans REV --text FILE_OR_DIR ...]
 
 Corpora: tests/data/redaction (bench/redaction_corpus.py, the rules were written against it) and
 tests/data/redaction_heldout (bench/redaction_heldout.py, never tuned on): report both.
@@ -18,6 +18,10 @@ Corpus (made by `bench/redaction_corpus.py`, fake values only):
 Throughput: MB/s of `redact()` on prose, the repository's Markdown files (README, docs/, AGENTS.md)
 repeated to --megabytes, in CPU time (so a loaded machine skews it less); best of --repeat runs,
 the engines timed in turn within each.
+
+--spans REV compares, file by file over --text, the spans redact() finds now with those of
+memtool/redact.py at REV: on real files every added span is a new finding to check by eye (a false
+positive or a real secret), every dropped one a finding lost.
 
 --baseline REV also measures memtool/redact.py as it was at git revision REV (e.g. the commit
 before a change), so a before/after figure comes from one run on one machine state.
@@ -69,7 +73,7 @@ def part_of(row: dict) -> str:
     return "report" if hashlib.sha256(row["text"].encode("utf-8")).digest()[0] % 2 else "tune"
 
 
-def baseline_redactor(rev: str) -> Redactor:
+def baseline_module(rev: str):
     """memtool/redact.py at git revision `rev`, imported as a separate module."""
     source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:memtool/redact.py"], capture_output=True, text=True, check=True).stdout
     path = Path(tempfile.mkdtemp()) / "redact_baseline.py"
@@ -79,7 +83,36 @@ def baseline_redactor(rev: str) -> Redactor:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
+    return module
+
+
+def baseline_redactor(rev: str) -> Redactor:
+    module = baseline_module(rev)
     return lambda text: module.redact(text)[0]
+
+
+def compare_spans(rev: str, sources: list[Path]) -> None:
+    """Spans found now and not at `rev` (added) and the reverse (dropped), file by file."""
+    old = baseline_module(rev)
+    files = [f for src in sources for f in (sorted(src.rglob("*")) if src.is_dir() else [src]) if f.is_file()]
+    changes = {"added": [], "dropped": []}
+    read = 0
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        read += 1
+        now = [(f.start, f.end) for f in redact(text)[1]]
+        then = [(f.start, f.end) for f in old.redact(text)[1]]
+        for name, spans, other in (("added", now, then), ("dropped", then, now)):
+            for start, end in spans:
+                if not any(s < end and start < e for s, e in other):
+                    changes[name].append(f"{path}: ...{text[max(0, start - 50) : start]!r}[[{text[start:end][:60]!r}]]")
+    print(f"{read} files: {len(changes['added'])} spans added, {len(changes['dropped'])} dropped against {rev}")
+    for name, rows in changes.items():
+        for row in rows:
+            print(f"  {name:7} {row}")
 
 
 def detect_secrets_redactor() -> Redactor:
@@ -199,8 +232,14 @@ def main() -> None:
         help="also regenerate the corpus with seeds 1..N (new random values, same shapes) and score memtool on each",
     )
     parser.add_argument("--part", choices=("tune", "report"), help="score only this half of the corpus (split by a hash of each row)")
+    parser.add_argument("--spans", metavar="REV", help="compare the spans found in the --text files now and at REV, then stop")
     parser.add_argument("--through-memory", action="store_true", help="score what reaches the memory files through compress and log (memtool only)")
     args = parser.parse_args()
+    if args.spans:
+        if not args.text:
+            parser.error("--spans needs --text FILE_OR_DIR ...")
+        compare_spans(args.spans, args.text)
+        return
 
     secrets, ordinary = load(args.corpus / "secrets.jsonl"), load(args.corpus / "ordinary.jsonl")
     if args.part:
