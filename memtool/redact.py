@@ -225,7 +225,7 @@ _SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "
 _ASSIGNMENT_TAIL = (
     r"(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
     r"(?:(?P<quote>\\?[\"'])?(?:[ \t]*:?[ \t]+(?:string|str)(?=[ \t]*=))?"  # a type: `var k string =`, `k: String =`
-    r"(?:(?P<pre>[ \t]*)(?P<sep>:{1,3}=|\?\??=|[+.]=|=>|=|:|%3d|%3a|>|value=|,(?=[ \t]*[\"'`]))(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"'])|(?<=>)\r?\n[ \t]*)?|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
+    r"(?:(?P<pre>[ \t]*)(?P<sep>:{1,3}=|\?\??=|[+.]=|={2,3}(?=[ \t]*[\"'])|=>|=|:|%3d|%3a|>|value=|,(?=[ \t]*[\"'`]))(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"'])|(?<=>)\r?\n[ \t]*)?|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
     r"(?:\"(?P<dq>[^\"\r\n]{0,4096}(?:\r?\n[^\"\r\n]{0,4096})?)\""
     r"|'(?P<sq>[^'\r\n]{0,4096}(?:\r?\n[^'\r\n]{0,4096})?)'"
     r"|\\\"(?P<eq>[^\"\\\r\n]{0,4096})\\\""
@@ -544,6 +544,8 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     sep = m.group("sep")
     if (sep == ">" and text[key_start - 1 : key_start] != "<") or (sep == "value=" and not m.group("pre")):
         return None  # `x > y` is a comparison; `value=` must follow a quoted XML key
+    if sep.startswith("==") and not _PASSWORD_KEY.search(key.lower()):
+        return None  # `password == 'literal'` hard-codes a password; `token == "Bearer"` compares a type
     if sep == "," and not (m.group("quote") and text[key_start - 1 : key_start] in "\"'" and _random_word(m.group(group))):
         return None  # a comma separates a quoted key from its value only, `setProperty("K_TOKEN", "v")`, not a list of names
     start, end = m.span(group)
@@ -932,11 +934,15 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("vendor_token", _A_TOKENS, extract=_named),
     _Rule("vendor_token", _E_TOKENS, extract=_named),
     _Rule("databricks_token", _c(_tok("dapi", 4) + r"[a-f0-9]{32}(?:-[0-9])?" + _E)),
+    # NuGet API key: "oy2" and 43 lower-case base32 characters.
+    _Rule("nuget_key", _c(_tok("oy2", 3) + r"[a-z0-9]{43}" + _E)),
     _Rule("alibaba_key", _c(_tok("LTAI", 4) + r"[A-Za-z0-9]{20}" + _E)),
     # Azure AD client secret ("abc8Q~...") and OpenShift user token ("sha256~..."): both around a "~".
     _Rule("vendor_token", _c(r"~(?:(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}|(?<=sha256~)[A-Za-z0-9_\-]{43})" + _E), extract=_tilde),
     _Rule("password_option", _PASSWORD_FLAG, extract=_password_flag),
     _Rule("password_option", _SQL_IDENTIFIED_BY, lowered=True, extract=_identified_by),
+    # htpasswd -b FILE USER PASSWORD (-bc, -bB, ...): the password is the third word after the flags.
+    _Rule("password_option", _c(r"htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+(?:-[a-zA-Z0-9]+[ \t]+)*[^\s-]\S*[ \t]+\S+[ \t]+(?P<secret>[^\s-]\S{0,255})")),
     _Rule("unlabelled_token", _UNLABELLED, extract=_unlabelled),
     *(_Rule("env_assignment", regex, lowered=True, extract=_assignment) for regex in ENV_ASSIGNMENTS),
 )

@@ -719,3 +719,21 @@ def test_a_weak_key_never_takes_a_pattern() -> None:
 def test_a_secret_named_in_a_name_value_pair_is_redacted(text: str, secret: str, kept: str) -> None:
     out, _ = redact(text)
     assert secret not in out and kept in out
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("htpasswd -b .htpasswd admin VOI6v2Ey7S6a#8", "VOI6v2Ey7S6a#8"),
+        ("htpasswd -bc /etc/nginx/.htpasswd bob s3cr3tPass", "s3cr3tPass"),
+        ("nuget push pkg.nupkg oy2dgb333j35kjjybcf99yzxo7hjyloera4anxn4ivcvle -Source x", "oy2dgb333j35kjjybcf99yzxo7hjyloera4anxn4ivcvle"),
+        ("if username == 'admin' and password =='logmein':", "logmein"),
+    ],
+)
+def test_positional_and_compared_passwords_are_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)[0]
+
+
+def test_a_comparison_with_a_token_type_is_kept() -> None:
+    text = 'if token == "Bearer" and a == b:'
+    assert redact(text)[0] == text
