@@ -187,8 +187,8 @@ _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 #               that makes it secret (api, signing, encryption, private, auth, ...): any literal
 #               value of MIN_SECRET_LEN characters or more is redacted;
 #   weak (1):   a plain "key", "auth", "authorization", "login" or "pat" (`key:`, docker `"auth":`):
-#               only a random-looking token
-#               value (after a qualifier, `sonar.login`, `config.facebook.key`: 16+ letters and digits);
+#               only a random-looking token (after a qualifier, `sonar.login`, `config.facebook.key`:
+#               16+ letters and digits);
 #   none (0):   `password_hash_algorithm`, `token_count`, `next_page_token`, `secret_santa`,
 #               `public_key`, `cache_key`, `secretKeyRef`, `SECRET_NAME`.
 _KEY_WORDS = _c(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -465,8 +465,8 @@ _PROSE_END = ".,:;!?)`"
 def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) -> tuple[int, int] | None:
     """A value named in a sentence: `the db password is X`, `Use password X for`, `mistral key X`,
     `the token (X)`. Quoted after a password word and "is": any one word of 4+ characters;
-    otherwise one token that mixes letters and digits and
-    is not an identifier, a path or a version; after a plain "key" only a random-looking one."""
+    otherwise one token that mixes letters and digits and is not an identifier, a path or a
+    version; after a plain "key" only a random-looking one."""
     if key == "pass":
         return None  # a verb: "pass force_zip64 to use"
     start, end = m.span(group)
