@@ -2,10 +2,12 @@
 
     python bench/redaction.py [--corpus tests/data/redaction] [--baseline REV] [--detect-secrets]
                               [--megabytes 4] [--repeat 3] [--text FILE_OR_DIR ...] [--show-misses]
-                              [--through-memory]
+                              [--through-memory] [--part tune|report] [--spans REV --text FILE_OR_DIR ...]
 
 Corpora: tests/data/redaction (bench/redaction_corpus.py, the rules were written against it) and
 tests/data/redaction_heldout (bench/redaction_heldout.py, never tuned on): report both.
+--part splits a corpus in two by a hash of each row's text: rules may be tuned on `tune` (its misses
+looked at with --show-misses); `report` is the part whose figure is the held-out one.
 --through-memory scores what reaches the memory files instead of redact()'s output: every row in
 one transcript given to `compress` (the kept transcript) and each row given to `log` (the daily
 log), on a temporary root; a secret counts as left if it is anywhere under memory/.
@@ -16,6 +18,10 @@ Corpus (made by `bench/redaction_corpus.py`, fake values only):
 Throughput: MB/s of `redact()` on prose, the repository's Markdown files (README, docs/, AGENTS.md)
 repeated to --megabytes, in CPU time (so a loaded machine skews it less); best of --repeat runs,
 the engines timed in turn within each.
+
+--spans REV compares, file by file over --text, the spans redact() finds now with those of
+memtool/redact.py at REV: on real files every added span is a new finding to check by eye (a false
+positive or a real secret), every dropped one a finding lost.
 
 --baseline REV also measures memtool/redact.py as it was at git revision REV (e.g. the commit
 before a change), so a before/after figure comes from one run on one machine state.
@@ -28,6 +34,7 @@ Prints per-family counts, then one line per engine: redacted %, touched %, MB/s.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import subprocess
@@ -61,7 +68,12 @@ def prose(megabytes: float, sources: list[Path] | None = None) -> str:
     return (text * (size // len(text) + 1))[:size]
 
 
-def baseline_redactor(rev: str) -> Redactor:
+def part_of(row: dict) -> str:
+    """`tune` or `report`: half of a corpus each, fixed by the row's text (not by its position)."""
+    return "report" if hashlib.sha256(row["text"].encode("utf-8")).digest()[0] % 2 else "tune"
+
+
+def baseline_module(rev: str):
     """memtool/redact.py at git revision `rev`, imported as a separate module."""
     source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:memtool/redact.py"], capture_output=True, text=True, check=True).stdout
     path = Path(tempfile.mkdtemp()) / "redact_baseline.py"
@@ -71,7 +83,36 @@ def baseline_redactor(rev: str) -> Redactor:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
+    return module
+
+
+def baseline_redactor(rev: str) -> Redactor:
+    module = baseline_module(rev)
     return lambda text: module.redact(text)[0]
+
+
+def compare_spans(rev: str, sources: list[Path]) -> None:
+    """Spans found now and not at `rev` (added) and the reverse (dropped), file by file."""
+    old = baseline_module(rev)
+    files = [f for src in sources for f in (sorted(src.rglob("*")) if src.is_dir() else [src]) if f.is_file()]
+    changes = {"added": [], "dropped": []}
+    read = 0
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        read += 1
+        now = [(f.start, f.end) for f in redact(text)[1]]
+        then = [(f.start, f.end) for f in old.redact(text)[1]]
+        for name, spans, other in (("added", now, then), ("dropped", then, now)):
+            for start, end in spans:
+                if not any(s < end and start < e for s, e in other):
+                    changes[name].append(f"{path}: ...{text[max(0, start - 50) : start]!r}[[{text[start:end][:60]!r}]]")
+    print(f"{read} files: {len(changes['added'])} spans added, {len(changes['dropped'])} dropped against {rev}")
+    for name, rows in changes.items():
+        for row in rows:
+            print(f"  {name:7} {row}")
 
 
 def detect_secrets_redactor() -> Redactor:
@@ -190,10 +231,19 @@ def main() -> None:
         metavar="N",
         help="also regenerate the corpus with seeds 1..N (new random values, same shapes) and score memtool on each",
     )
+    parser.add_argument("--part", choices=("tune", "report"), help="score only this half of the corpus (split by a hash of each row)")
+    parser.add_argument("--spans", metavar="REV", help="compare the spans found in the --text files now and at REV, then stop")
     parser.add_argument("--through-memory", action="store_true", help="score what reaches the memory files through compress and log (memtool only)")
     args = parser.parse_args()
+    if args.spans:
+        if not args.text:
+            parser.error("--spans needs --text FILE_OR_DIR ...")
+        compare_spans(args.spans, args.text)
+        return
 
     secrets, ordinary = load(args.corpus / "secrets.jsonl"), load(args.corpus / "ordinary.jsonl")
+    if args.part:
+        secrets, ordinary = [r for r in secrets if part_of(r) == args.part], [r for r in ordinary if part_of(r) == args.part]
     engines: dict[str, Redactor] = {"memtool": lambda text: redact(text)[0]}
     if args.baseline:
         engines[f"memtool@{args.baseline}"] = baseline_redactor(args.baseline)
@@ -207,7 +257,9 @@ def main() -> None:
         engines = {"memtool (memory files)": engines["memtool"]}
         results = {"memtool (memory files)": score_memory(secrets, ordinary)}
     names = list(engines)
-    print(f"corpus: {len(secrets)} secrets in {len(families_s)} families, {len(ordinary)} ordinary values")
+    print(
+        f"corpus: {args.corpus}{f' (part {args.part})' if args.part else ''}: {len(secrets)} secrets in {len(families_s)} families, {len(ordinary)} ordinary values"
+    )
     print("\nsecrets redacted, per family: " + " | ".join(names))
     for family, total in sorted(families_s.items()):
         print(f"  {family:12} {total:4}  " + "  ".join(f"{results[n][0][family]:4}" for n in names))

@@ -43,6 +43,8 @@ __all__ = ["Finding", "redact", "compile_pattern", "marker", "KINDS", "CUSTOM_KI
 
 # Values of secret-named keys shorter than this are kept (flags, counts, short words).
 MIN_SECRET_LEN = 8
+# A password quoted or in a connection string (`Password=<value>;`) is a literal from 6 characters.
+MIN_PASSWORD_LEN = 6
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,10 @@ _PREFIXED_ROWS: tuple[tuple[str, str], ...] = (
     ("mapbox_token", r"sk\.eyJ[A-Za-z0-9_\-]{50,}\.[A-Za-z0-9_\-]{20,}"),
     ("dropbox_token", r"sl\.[A-Za-z0-9_=\-]{130,}"),
     ("google_oauth_token", r"ya29\.[A-Za-z0-9_\-]{30,}"),
+    ("airtable_token", r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}"),
+    ("intra42_secret", r"s-s4t2(?:ud|af)-[a-f0-9]{64}"),
+    ("gitlab_token", r"GR1348941[A-Za-z0-9_\-]{20}"),
+    ("slack_token", r"xoxe(?:\.xox[bp])?-[0-9]-[A-Za-z0-9]{146,166}"),
 )
 # The longest stretch of a token before its trigger (Mailchimp: 32 hex digits before "-us").
 _PREFIX_MAX = 32
@@ -180,7 +186,9 @@ _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 #   strong (2): password/passwd/pwd/pass/passphrase/secret/token/credentials, or "key" after a word
 #               that makes it secret (api, signing, encryption, private, auth, ...): any literal
 #               value of MIN_SECRET_LEN characters or more is redacted;
-#   weak (1):   a plain "key" or "auth" (`key:`, docker `"auth":`): only a random-looking value;
+#   weak (1):   a plain "key", "auth", "authorization", "login" or "pat" (`key:`, docker `"auth":`):
+#               only a random-looking token (after a qualifier, `sonar.login`, `config.facebook.key`:
+#               16+ letters and digits);
 #   none (0):   `password_hash_algorithm`, `token_count`, `next_page_token`, `secret_santa`,
 #               `public_key`, `cache_key`, `secretKeyRef`, `SECRET_NAME`.
 _KEY_WORDS = _c(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -202,27 +210,36 @@ _TRAILING_QUALIFIERS = frozenset(
 _POSITION_TOKEN = _c(r"(?:page|next|continuation|sync|resume|pagination|cursor)token")
 # Literal starts of those key words (lower case): one assignment regex each keeps every scan a
 # substring search.
-_SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred")
-# What follows such a word: the rest of the key, a separator, then a quoted value (".." or '..'
+_SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "login", "pat")
+# What follows such a word: the rest of the key (and a type: `var k string =`), a separator, then a
+# quoted value (".." or '..'
 # that may wrap once onto the next line, \"..\" inside JSON strings) or a bare one that is not
 # itself a key (`token: GITHUB_TOKEN: x`: the match fails at "token" and is found again at
-# "GITHUB_TOKEN"). The match consumes its value, so each character is scanned by one match. Separators: = : := => and URL-encoded %3D %3A; a value may start on the next
-# line when quoted (pretty-printed JSON); a space separates CLI options and netrc/redis lines
-# (not before a plain word, so "token budget" in prose costs no check);
+# "GITHUB_TOKEN"). The match consumes its value, so each character is scanned by one match. Separators: = : := ::= ?= ??= += .= => and
+# URL-encoded %3D %3A, a comma after a quoted key (`setProperty("K", "v")`); a value may start on the next
+# line when quoted (pretty-printed JSON); a space separates CLI options, netrc/redis lines and a
+# value named in prose ("the password is X", "api key (X)"; not before a plain word, so "token
+# budget" in prose costs no check);
 # `>` ends an XML element (<password>v</password>), `value=` follows an XML key attribute
 # (<add key="Password" value="v"/>); `|` or `>` at the end of a YAML line opens a block scalar.
 _ASSIGNMENT_TAIL = (
     r"(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
-    r"(?:\\?[\"'])?"
-    r"(?:(?P<pre>[ \t]*)(?P<sep>:=|=>|=|:|%3d|%3a|>|value=)(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"']))?|(?P<space>[ \t]+)(?![a-z]{1,12}(?:[\s.,;:!?)]|$)))"
+    r"(?:(?P<quote>\\?[\"'])?(?:[ \t]*:?[ \t]+(?:string|str)(?=[ \t]*=))?"  # a type: `var k string =`, `k: String =`
+    r"(?:(?P<pre>[ \t]*)(?P<sep>:{1,3}=|\?\??=|[+.]=|={2,3}(?=[ \t]*[\"'])|=>|=|:|%3d|%3a|>|value=|,(?=[ \t]*[\"'`]))(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"'])|(?<=>)\r?\n[ \t]*)?|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
     r"(?:\"(?P<dq>[^\"\r\n]{0,4096}(?:\r?\n[^\"\r\n]{0,4096})?)\""
     r"|'(?P<sq>[^'\r\n]{0,4096}(?:\r?\n[^'\r\n]{0,4096})?)'"
     r"|\\\"(?P<eq>[^\"\\\r\n]{0,4096})\\\""
+    r"|`(?P<bq>[^`\s]{1,4096})`"  # Go's raw string; judged as a bare value (Markdown code spans hold names)
     r"|(?P<block>[|>][+\-]?[0-9]?)(?=[ \t]*\r?\n)"
     r"|(?![a-z0-9_.\-]{1,64}:(?:[ \t]|\r?\n))(?P<bare>[^\s\"'`,;&<>()\[\]\\]+))"
+    # or the word names a token alone on a line below it (_under_label)
+    # (in a lookahead: a refused one consumes nothing, `access_token=` below is still seen)
+    r"|(?=(?=(?P<label>[^\r\n]{0,80}))(?P=label)\r?\n(?:[ \t]*\r?\n){0,2}"  # atomic: the rest of the line, at most 80 characters
+    r"[ \t]*[`\"']?(?P<lsecret>[a-z0-9+/=_\-.]{16,512})[`\"']?[ \t]*(?:\r?\n|\Z)))"
 )
 # Assignments to a secret-named key, one regex per key word (run on the lower-cased text).
-ENV_ASSIGNMENTS = tuple(_c(word + _ASSIGNMENT_TAIL) for word in _SECRET_KEY_STARTS)
+# ("tokens" ending a key is a count, never a secret: `"output_tokens": 156` is refused in the regex.)
+ENV_ASSIGNMENTS = tuple(_c(word + (r"(?!s\b)" if word == "token" else "") + _ASSIGNMENT_TAIL) for word in _SECRET_KEY_STARTS)
 # The rest of a config line made of words: an unquoted passphrase (`passphrase: correct horse ...`).
 _MORE_WORDS = _c(r"(?:[ \t]+[^\s#'\"]+){1,7}[ \t]*(?=\r?\n|\Z)")
 # A bare value continued on the next line with a backslash (shell).
@@ -244,6 +261,10 @@ _SQL_CONTEXT = _c(r"\b(?:user|role|with|login)\b")
 # Keys that take a space-separated value on their own line (netrc, redis.conf).
 _SPACED_KEYS = frozenset(("password", "passwd", "requirepass", "masterauth"))
 
+# A key naming a password (not a token or a key): its quoted values are literals from MIN_PASSWORD_LEN.
+_PASSWORD_KEY = _c(r"(?:pass(?:word|wd|phrase)?|pwd)s?$")
+# Type names and schema words a password field is given in code and API docs (`"password": "string"`).
+_TYPE_NAMES = frozenset("string text varchar boolean object number integer hidden masked".split())
 # Values that stand for a secret without being one.
 PLACEHOLDER = re.compile(
     r"""
@@ -288,6 +309,28 @@ def _random_looking(m: re.Match[str], text: str) -> tuple[int, int] | None:
     """Prose and kebab-case names are not keys: the token must mix digits and letters."""
     start, end = m.span("secret")
     return (start, end) if _has_digit_and_letter(text[start:end]) else None
+
+
+def _key_as_user(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """A URL's user that is random (a key, not a name) or 12+ digits (an account key: a name has letters)."""
+    user = m.group("secret")
+    if "@" not in text[m.end() : m.end() + 258].split("/", 1)[0]:
+        return None  # not a user: `http://localhost:8080`, `host:port`
+    return m.span("secret") if user.isdigit() or _looks_random(user) or _random_hex(user) else None
+
+
+_COOKIE_PAIR = _c(r"(?:^|;)[ \t]*[^=;\s]{1,128}=(?P<value>[^;\s\"\\,]{16,4096})(?=[;\s\"\\,]|$)")
+
+
+def _cookie(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """From the first random cookie value to the end of the last (names between them go too)."""
+    start = m.start("secret")
+    spans = [
+        (start + v.start("value"), start + v.end("value"))
+        for v in _COOKIE_PAIR.finditer(text[start : m.end("secret")])
+        if _looks_random(v.group("value").strip('"')) or _random_hex(v.group("value")) or _random_alnum(v.group("value"))
+    ]
+    return (spans[0][0], spans[-1][1]) if spans else None
 
 
 def _curl_user(m: re.Match[str], text: str) -> tuple[int, int] | None:
@@ -360,7 +403,7 @@ def _key_strength(key: str) -> int:
         if qualifier in _KEY_QUALIFIERS:
             return 2
         return 0 if qualifier in _NOT_SECRET_KEYS else 1
-    return 1 if last.endswith("auth") else 0
+    return 1 if last.endswith("auth") or last in ("authorization", "login", "pat") else 0
 
 
 _BASE64 = _c(r"[A-Za-z0-9+/]{8,}={0,2}")
@@ -401,14 +444,76 @@ def _block_end(text: str, start: int, indent: int) -> int:
     return end
 
 
-def _spaced(m: re.Match[str], text: str, key_start: int, group: str) -> tuple[int, int] | None:
-    """`key value` without = or :, accepted in four shapes only: a CLI option, SQL `PASSWORD 'v'`,
-    a netrc `password v` (after machine/login) and a redis.conf `requirepass v` line."""
+def _spaced(m: re.Match[str], text: str, key_start: int, group: str, strength: int) -> tuple[int, int] | None:
+    """`key value` without = or :, accepted in five shapes only: a CLI option, SQL `PASSWORD 'v'`,
+    a netrc `password v` (after machine/login), a redis.conf `requirepass v` line, and a value
+    named in prose (_in_prose)."""
     start, end = m.span(group)
     value = text[start:end]
     key = text[key_start : m.end("rest")].lower()
-    if len(value) < MIN_SECRET_LEN or PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value):
+    if PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value):
         return None
+    if strength < 2 or len(value) < MIN_SECRET_LEN or m.group("filler") or m.group("space").endswith(("(", "`")):
+        return _in_prose(m, text, key, group, strength)
+    return _spaced_shapes(m, text, key_start, key, group) or _in_prose(m, text, key, group, strength)
+
+
+# What ends a sentence after a bare value in prose.
+_PROSE_END = ".,:;!?)`"
+
+
+def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) -> tuple[int, int] | None:
+    """A value named in a sentence: `the db password is X`, `Use password X for`, `mistral key X`,
+    `the token (X)`. Quoted after a password word and "is": any one word of 4+ characters;
+    otherwise one token that mixes letters and digits and is not an identifier, a path or a
+    version; after a plain "key" only a random-looking one."""
+    if key == "pass":
+        return None  # a verb: "pass force_zip64 to use"
+    start, end = m.span(group)
+    if group == "bare":
+        while end > start and text[end - 1] in _PROSE_END:
+            end -= 1
+    value = text[start:end]
+    if group in ("dq", "sq"):
+        words = strength == 2 and m.group("filler") and not key.startswith(("token", "key"))
+        return (start, end) if words and len(value) >= 4 and " " not in value.strip() and value.lower() != key else None
+    if group != "bare" or len(value) < MIN_SECRET_LEN or PLACEHOLDER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
+        return None
+    if _NUMBER.fullmatch(value) or _CODE_REF.fullmatch(value) or not _has_digit_and_letter(value):
+        return None
+    if strength < 2 or key.startswith("key"):
+        return (start, end) if _looks_random(value) or _random_hex(value) else None
+    return start, end
+
+
+# The characters of a token (base64, base64url, hex, JWT); a weak key's value must be made of them.
+_TOKEN_VALUE = _c(r"[A-Za-z0-9+/=_.~:\-]+")
+
+
+def _random_word(value: str) -> bool:
+    """One word that mixes letters and digits and is not a dotted or snake_case name."""
+    return " " not in value and _has_digit_and_letter(value) and not _CODE_REF.fullmatch(value)
+
+
+def _qualified(key: str) -> bool:
+    """A key of two words or more (`config.facebook.key`, `sonar.login`, `provisionDeviceKey`)."""
+    return len(_KEY_WORDS.findall(key)) > 1
+
+
+def _random_alnum(value: str) -> bool:
+    """16+ letters and digits, both: the value of a vendor's `<name>.key` (hex and one-case keys too)."""
+    return len(value) >= 16 and value.isalnum() and value.isascii() and _has_digit_and_letter(value)
+
+
+def _random_hex(value: str) -> bool:
+    """32+ hex digits: a key of a vendor whose keys are hex (also a digest: only where a key is named)."""
+    return len(value) >= 32 and all(c in string.hexdigits for c in value) and _has_digit_and_letter(value)
+
+
+def _spaced_shapes(m: re.Match[str], text: str, key_start: int, key: str, group: str) -> tuple[int, int] | None:
+    """The four `key value` shapes of configuration and commands (see _spaced)."""
+    start, end = m.span(group)
+    value = text[start:end]
     if key.startswith("-"):  # --password VALUE, --api-token VALUE
         return (start, end) if not value.startswith("-") and not _PATH_OR_URL.fullmatch(value) else None
     line_start = _line_start(text, key_start)
@@ -424,19 +529,25 @@ def _spaced(m: re.Match[str], text: str, key_start: int, group: str) -> tuple[in
     return (start, end) if netrc else None  # prose: "the username/\n password combination."
 
 
-def _assignment(m: re.Match[str], text: str) -> tuple[int, int] | None:
+def _assignment(m: re.Match[str], text: str) -> Span | None:
     """Accept the value of a secret-named key only if it is a literal that may be a secret."""
+    if m.start("lsecret") >= 0:
+        return _under_label(m, text)
     key_start = _run_start(text, m.start(), _KEY_CHARS, 64)
     key = text[key_start : m.end("rest")]
     strength = _key_strength(key)
     if not strength:
         return None  # passenger=, compass=, tokenizer=, password_hash_algorithm=
-    group = next(g for g in ("dq", "sq", "eq", "block", "bare") if m.start(g) >= 0)
+    group = next(g for g in ("dq", "sq", "eq", "bq", "block", "bare") if m.start(g) >= 0)
     if m.start("space") >= 0:
-        return _spaced(m, text, key_start, group) if strength == 2 else None
+        return _spaced(m, text, key_start, group, strength)
     sep = m.group("sep")
     if (sep == ">" and text[key_start - 1 : key_start] != "<") or (sep == "value=" and not m.group("pre")):
         return None  # `x > y` is a comparison; `value=` must follow a quoted XML key
+    if sep.startswith("==") and not _PASSWORD_KEY.search(key.lower()):
+        return None  # `password == 'literal'` hard-codes a password; `token == "Bearer"` compares a type
+    if sep == "," and not (m.group("quote") and text[key_start - 1 : key_start] in "\"'" and _random_word(m.group(group))):
+        return None  # a comma separates a quoted key from its value only, `setProperty("K_TOKEN", "v")`, not a list of names
     start, end = m.span(group)
     value = text[start:end].strip()
     if group == "block":
@@ -458,16 +569,23 @@ def _assignment(m: re.Match[str], text: str) -> tuple[int, int] | None:
         elif strength == 2 and not key.istitle() and _at_config_line_start(text, key_start):
             end = _passphrase_end(text, start, end)
         value = text[start:end]
-    if len(value) < MIN_SECRET_LEN or "[REDACTED:" in value:
+    literal = group in ("dq", "sq", "eq", "bq") or text[end : end + 1] == ";"
+    shortest = MIN_PASSWORD_LEN if literal and _PASSWORD_KEY.search(key.lower()) else MIN_SECRET_LEN
+    if len(value) < shortest or "[REDACTED:" in value or value.lower() in _TYPE_NAMES:
         return None
     if PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
         return None  # a URL with a password is handled by PASSWORD_IN_URL
     if strength == 1:
-        return (start, end) if _looks_random(value) else None
-    if group == "bare":
+        if not _TOKEN_VALUE.fullmatch(value):
+            return None  # `HEX_PAT = "[0-9A-Fa-f]{1,4}"`: a pattern, not a token
+        return (start, end) if _looks_random(value) or (_qualified(key) and _random_alnum(value)) else None
+    if group in ("bare", "bq"):
         if text[end : end + 1] in ("(", "["):
             return None  # token = tokenizer.encode(text), key = os.environ["K"]
-        if _CODE_REF.fullmatch(value) or value.lower() in (key.lower(), key.lower().rsplit(".", 1)[-1]):
+        if (_CODE_REF.fullmatch(value) and not any(len(part) >= 20 and _random_token(part) for part in value.split("."))) or value.lower() in (
+            key.lower(),
+            key.lower().rsplit(".", 1)[-1],
+        ):
             return None  # key=settings.API_KEY, token=access_token, self.password = password
         if _EXPRESSION_GOES_ON.match(text, end) and value.isidentifier() and not _has_digit_and_letter(value):
             return None  # PseudoToken = Whitespace + group(...); not `DB_PASSWORD=Tr0ub4dor-x93kq - note`
@@ -508,7 +626,43 @@ def _prefixed(m: re.Match[str], text: str) -> Span | None:
         hit = PREFIXED_TOKEN.match(text, start)
         if hit and hit.end() > trigger:
             return (*hit.span(), _PREFIXED_ROWS[int(str(hit.lastgroup)[1:])][0])
-    return None
+    return _any_prefixed(text, token_start, trigger)
+
+
+# A token of a vendor not in _PREFIXED_ROWS: a short word (and up to three short parts) then a
+# body of 24+ token characters, the shape gitleaks' rules share (`sbp_<40 hex>`, `hvb.<random>`,
+# `tskey-auth-<id>-<random>`, `dp.st.dev.<random>`). The body must be random: after "_" 32+ hex
+# digits or a mix of letters and digits, after "." or "-" upper case, lower case and digits
+# (`deps-<sha>`, `main.<hash>.js` are names with a digest in them).
+_ANY_PREFIXED = _c(r"(?P<prefix>[A-Za-z][A-Za-z0-9]{1,7}(?:[_.\-][A-Za-z0-9]{1,8}){0,3}?(?P<sep>[_.\-]))(?P<body>[A-Za-z0-9_\-]{24,255})" + _E)
+# Prefixes that name a digest, a temporary or cached object, or an id rather than a vendor (API
+# request, message, tool-call and object ids in transcripts: `req_`, `toolu_`, `chatcmpl-`, `cus_`).
+_NOT_VENDOR_PREFIXES = frozenset(
+    "sha sha1 sha256 sha384 sha512 md5 h1 blake2b xxh hash digest tmp temp cache id uuid commit rev build file blob obj test"
+    " req request msg toolu call chatcmpl resp run thread asst org cus evt pi ch sub prod price txn trace span".split()
+)
+
+
+_WORD_PART = _c(r"[A-Za-z0-9]*")
+_BODY_SEPARATORS = _c(r"[_\-]")
+
+
+def _any_prefixed(text: str, start: int, trigger: int) -> Span | None:
+    if not text[trigger + 1 : trigger + 25].isalnum():
+        return None  # the common case (an identifier, a kebab-case name): no body of 24 after this separator
+    hit = _ANY_PREFIXED.match(text, start)
+    if hit is None or hit.end() <= trigger or (start > 0 and text[start - 1] in "/\\"):
+        return None
+    if _WORD_PART.match(hit.group("prefix")).group().lower() in _NOT_VENDOR_PREFIXES:
+        return None
+    longest = max(_BODY_SEPARATORS.split(hit.group("body")), key=len)
+    sep = hit.group("sep")
+    shortest = 24 if sep == "." else 32  # ids: `req_<24>`, `chatcmpl-<29>`; code: `errors.InvalidBase64PaddingDefect`
+    if not ((sep == "_" and _random_hex(longest)) or (len(longest) >= shortest and _random_token(longest))):
+        return None
+    if _public_value_key(text[max(0, start - 64) : start]):
+        return None  # `"nextPageToken": "..."`, `"etag": "..."`, `"requestId": "..."`
+    return (*hit.span(), "prefixed_token")
 
 
 def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
@@ -564,7 +718,7 @@ _UNLABELLED = _c(r"(?<![A-Za-z0-9+/_\-.=])[A-Za-z0-9][A-Za-z0-9+/_\-]{31,511}={0
 UNLABELLED_MIN_ENTROPY = 3.9  # bits per character; 32 random base62 characters: 3.99 at the lowest of 2,000 draws, 40 of base64: 4.32
 _WORDY = _c(r"[a-z]{3,}|[A-Z]{4,}")
 _PUBLIC_BEFORE = _c(
-    r"(?:sha(?:1|224|256|384|512)[-:=]|md5[-:]|base64,|ssh-[a-z0-9]+[ \t]+|ecdsa-sha2-[a-z0-9]+[ \t]+|sk-(?:ssh|ecdsa)-[a-z0-9@.\-]+[ \t]+)$",
+    r"(?:sha(?:1|224|256|384|512)[-:=]|md5[-:]|h1:|base64,|ssh-[a-z0-9]+[ \t]+|ecdsa-sha2-[a-z0-9]+[ \t]+|sk-(?:ssh|ecdsa)-[a-z0-9@.\-]+[ \t]+)$",
 )
 # A digest written with its algorithm (Subresource Integrity, npm's lockfile): one token with it.
 _DIGEST_PREFIX = _c(
@@ -577,6 +731,15 @@ _PUBLIC_VALUE_KEY = _c(
     r"(?:page|next|continuation|cursor|resume|sync)_?token|etag|hash|digest|checksum|integrity|fingerprint|sha|uuid|(?:^|[_.\-])id$|commit|revision"
 )
 _PEM_ARMOUR = _c(r"-----(BEGIN|END) ([A-Z0-9 ]{1,40})-----")
+
+
+def _public_value_key(before: str) -> bool:
+    """The text before a value ends with a key naming a position, a digest or an id (`requestId:`)."""
+    key = _KEY_BEFORE.search(before)
+    return bool(key and _PUBLIC_VALUE_KEY.search(_CAMEL.sub(r"\1_\2", key.group(1)).lower()))
+
+
+_CAMEL = _c(r"([a-z0-9])([A-Z])")
 
 
 def _entropy(value: str) -> float:
@@ -595,13 +758,16 @@ def _random_token(token: str) -> bool:
 
 
 def _text_in_base64(token: str) -> bool:
-    """Base64 of printable text that holds no ":" (an encoded sentence, not a credential pair)."""
+    """Base64 of printable text that is not a `user:password` pair (no ":", or words with spaces)
+    and holds no secret itself (the rules run on the decoded text: `echo <base64 of a config line>`)."""
     padded = token + "=" * (-len(token) % 4)
     try:
         decoded = base64.b64decode(padded, validate=True).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
         return False
-    return decoded.isprintable() and ":" not in decoded
+    if not decoded.replace("\n", " ").replace("\t", " ").isprintable():
+        return False
+    return (":" not in decoded or " " in decoded.strip()) and not _merge(_candidates(decoded, _RULES))
 
 
 def _in_public_pem(text: str, pos: int) -> bool:
@@ -622,10 +788,53 @@ def _unlabelled(m: re.Match[str], text: str) -> tuple[int, int] | None:
     word_start = max(before.rfind(" "), before.rfind("\t"), before.rfind("\n")) + 1
     if "://" in before[word_start:]:
         return None  # part of a URL: its password, path and query have their own rules
-    key = _KEY_BEFORE.search(before)
-    if key and _PUBLIC_VALUE_KEY.search(key.group(1).lower()):
+    if _public_value_key(before):
         return None  # labelled as what it is: `next_page_token: ...`, `"etag": "..."`
     return m.span()
+
+
+# A token alone on its line under a line that names it ("Please use the following password to
+# proceed:", "signing secret", "the key is below"), blank lines between allowed: hex and one-case
+# tokens too, which _UNLABELLED never takes alone (a git sha has their shape). Found by the last
+# branch of _ASSIGNMENT_TAIL (the same scan as the key words), judged here.
+# How the line naming it ends: with a ":" or with the word itself ("signing secret", "... is below").
+_LABEL_END = _c(r"(?::|password|passwd|passphrase|secret|token|key|credentials?|below)[ \t]*$")
+
+
+_PUBLIC_LABEL = _c(r"\b(?:id|sha[0-9]*|md5|public|cache|object|cursor)\b")
+
+
+def _under_label(m: re.Match[str], text: str) -> Span | None:
+    if not _LABEL_END.search(text, m.start(), m.end("label")):
+        return None
+    start, end = m.span("lsecret")
+    label = text[_line_start(text, m.start()) : m.end("label")].lower()
+    if _PUBLIC_VALUE_KEY.search(label) or _PUBLIC_LABEL.search(label):
+        return None  # "commit key:", "sha256 checksum:", "request id:"
+    value = text[start:end]
+    if _NUMBER.fullmatch(value) or _CODE_REF.fullmatch(value) or PLACEHOLDER.fullmatch(value) or not _has_digit_and_letter(value):
+        return None
+    if _random_token(value) or _random_hex(value[:64]) or (value.isalnum() and _entropy(value) >= 3.5):
+        return start, end, "labelled_line"
+    return None
+
+
+_NAME_VALUE = _c(
+    r"name[\"']?[ \t]*[:=][ \t]*[\"']?(?P<key>[a-z0-9_.\-]{1,64})[\"']?[ \t]*,?[ \t]*(?:\r?\n[ \t]*-?[ \t]*)?"
+    r"[\"']?value[\"']?[ \t]*[:=][ \t]*(?:\"(?P<dq>[^\"\r\n]{1,4096})\"|'(?P<sq>[^'\r\n]{1,4096})'|(?P<bare>[^\s\"',;}\]]{1,4096}))"
+)
+
+
+def _name_value(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    strength = _key_strength(text[m.start("key") : m.end("key")])
+    group = next(g for g in ("dq", "sq", "bare") if m.start(g) >= 0)
+    start, end = m.span(group)
+    value = text[start:end]
+    if not strength or len(value) < MIN_SECRET_LEN or PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
+        return None
+    if strength == 1 or (group == "bare" and _CODE_REF.fullmatch(value)):
+        return (start, end) if _TOKEN_VALUE.fullmatch(value) and _looks_random(value) else None
+    return start, end
 
 
 # --- rules --------------------------------------------------------------------------------------
@@ -682,7 +891,7 @@ _SQL_IDENTIFIED_BY = _c(
 _RULES: tuple[_Rule, ...] = (
     _Rule("private_key", _PEM_KEY),
     # AWS access key id: AKIA (long-term), ASIA (STS), ABIA, ACCA, A3T* + 16 upper-case alphanumerics.
-    _Rule("aws_access_key", _c(_tok("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", 4, "A-Z0-9") + r"[A-Z0-9]{16}(?![A-Z0-9])")),
+    _Rule("aws_access_key", _c(_tok("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", 4, "A-Z0-9") + r"(?![A-Z0-9]{9}EXAMPLE(?![A-Z0-9]))[A-Z0-9]{16}(?![A-Z0-9])")),
     # AWS secret access key: 40 base64 characters after a (aws_)secret_access_key / SecretAccessKey name.
     _Rule("aws_secret_key", _c(r"secret_?access_?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+])"), lowered=True),
     # Slack incoming webhook: the host stays, the path (which is the secret) goes.
@@ -707,7 +916,16 @@ _RULES: tuple[_Rule, ...] = (
     # Password in a URL (scheme://user:password@host): only the password goes; a "#" or "?" that
     # should have been percent-encoded is still part of it.
     _Rule("password_in_url", _c(r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<secret>[^\s/\[\]\"'<>]{1,256})@(?=[A-Za-z0-9\[])")),
+    # The user of a URL when it is a key (a Sentry DSN https://<32 hex>@host, cloudinary://<digits>:...@).
+    _Rule("password_in_url", _c(r"://(?P<secret>[A-Za-z0-9_\-]{12,256})(?=[:@])"), extract=_key_as_user),
     _Rule("authorization_header", _AUTH_HEADER, lowered=True),
+    # The signature of an Azure shared access signature URL (`?sv=...&sig=<base64>`): it grants access.
+    _Rule("azure_sas_signature", _c(r"sig=(?<=[?&]sig=)(?P<secret>[A-Za-z0-9%+/=]{20,256})")),
+    # A secret-named variable given as a name/value pair (Kubernetes and Actions env lists, ECS task
+    # definitions, `{"name": "DB_PASSWORD", "value": "..."}`): judged by the name as an assignment is.
+    _Rule("env_assignment", _NAME_VALUE, lowered=True, extract=_name_value),
+    # Cookie / Set-Cookie header: the random values of its name=value pairs (session ids are credentials).
+    _Rule("cookie", _c(r"cookie[\"']?[ \t]*:[ \t]*(?P<secret>[^\r\n]{8,4096})"), lowered=True, extract=_cookie),
     # A bare "Bearer <token>" outside a header line (curl logs, code); random-looking tokens only.
     _Rule("bearer_token", _c(_tok("bearer", 6, "a-z0-9_") + r"[ \t]+(?P<secret>[a-z0-9._~+/\-]{16,}=*)"), lowered=True, extract=_random_looking),
     # curl -u / --user user:password (the option must start a word).
@@ -716,11 +934,15 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("vendor_token", _A_TOKENS, extract=_named),
     _Rule("vendor_token", _E_TOKENS, extract=_named),
     _Rule("databricks_token", _c(_tok("dapi", 4) + r"[a-f0-9]{32}(?:-[0-9])?" + _E)),
+    # NuGet API key: "oy2" and 43 lower-case base32 characters.
+    _Rule("nuget_key", _c(_tok("oy2", 3) + r"[a-z0-9]{43}" + _E)),
     _Rule("alibaba_key", _c(_tok("LTAI", 4) + r"[A-Za-z0-9]{20}" + _E)),
     # Azure AD client secret ("abc8Q~...") and OpenShift user token ("sha256~..."): both around a "~".
     _Rule("vendor_token", _c(r"~(?:(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}|(?<=sha256~)[A-Za-z0-9_\-]{43})" + _E), extract=_tilde),
     _Rule("password_option", _PASSWORD_FLAG, extract=_password_flag),
     _Rule("password_option", _SQL_IDENTIFIED_BY, lowered=True, extract=_identified_by),
+    # htpasswd -b FILE USER PASSWORD (-bc, -bB, ...): the password is the third word after the flags.
+    _Rule("password_option", _c(r"htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+(?:-[a-zA-Z0-9]+[ \t]+)*[^\s-]\S*[ \t]+\S+[ \t]+(?P<secret>[^\s-]\S{0,255})")),
     _Rule("unlabelled_token", _UNLABELLED, extract=_unlabelled),
     *(_Rule("env_assignment", regex, lowered=True, extract=_assignment) for regex in ENV_ASSIGNMENTS),
 )
@@ -735,6 +957,8 @@ _SPECIFIC_KINDS = (
     *(kind for r in _RULES if r.extract is _named for kind in r.regex.groupindex),
     "azure_ad_secret",
     "openshift_token",
+    "prefixed_token",
+    "labelled_line",
 )
 KINDS: tuple[str, ...] = (*dict.fromkeys(_SPECIFIC_KINDS), *_GENERIC_KINDS, CUSTOM_KIND, "env_assignment", "unlabelled_token")
 # Rank of each kind when spans merge: lower wins.
@@ -792,6 +1016,28 @@ def _merge(found: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     return merged
 
 
+# A line a terminal or an editor wrapped: this long at least, the secret running to its end.
+_WRAP_WIDTH = 64
+# The rest of a wrapped token at the start of the next line: token characters with a digit, an
+# upper-case letter or a base64 sign among them (a plain word there is the next sentence).
+_WRAPPED_REST = _c(r"(?=[A-Za-z0-9+/=_\-]*[0-9A-Z+/=])[A-Za-z0-9+/=_\-]{1,512}(?=[ \t]*(?:\r?\n|\Z))")
+
+
+def _wrapped(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Spans that end a long line, carried over a hard wrap onto the start of the next one."""
+    out = []
+    for start, end, kind in spans:
+        nl = end + (text.startswith("\r\n", end))
+        if text.startswith("\n", nl) and end - _line_start(text, start) >= _WRAP_WIDTH:
+            rest = _WRAPPED_REST.match(text, nl + 1)
+            if rest and (not out or rest.end() > out[-1][1]) and not any(s < rest.end() <= e for s, e, _ in spans):
+                out.append((start, end, kind))
+                out.append((nl + 1, rest.end(), kind))
+                continue
+        out.append((start, end, kind))
+    return _merge(out)
+
+
 def redact(text: str, extra_patterns: Sequence[str] = ()) -> tuple[str, list[Finding]]:
     """Replace every secret in ``text`` by ``[REDACTED:<kind>]``.
 
@@ -808,7 +1054,7 @@ def redact(text: str, extra_patterns: Sequence[str] = ()) -> tuple[str, list[Fin
             rules.append(_Rule(CUSTOM_KIND, compile_pattern(pattern)))
         except ConfigError as exc:
             raise ConfigError(f"redact_patterns: {exc}") from None
-    spans = _merge(_candidates(text, rules))
+    spans = _wrapped(text, _merge(_candidates(text, rules)))
     ends = [0, *(end for _, end, _ in spans)]
     out = "".join(text[pos:start] + marker(kind) for pos, (start, _, kind) in zip(ends, spans)) + text[ends[-1] :]
     return out, [Finding(kind, start, end, hashlib.sha256(text[start:end].encode("utf-8", "surrogatepass")).hexdigest()[:8]) for start, end, kind in spans]
