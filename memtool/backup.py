@@ -36,7 +36,7 @@ from memtool import confine
 from memtool import constants as C
 from memtool.errors import BadInput, StorageError, UnsafePath, WouldOverwrite
 from memtool.fsutil import UMASK, atomic_write_bytes, locked, make_folder
-from memtool.store import Layout
+from memtool.store import Layout, Quarantine
 
 # -- the layout's files: what a backup holds and a restore accepts ---------------------------------------------
 _DAY = r"\d{4}-\d{2}-\d{2}"
@@ -354,8 +354,6 @@ def _put_in_place(layout: Layout, members: list[Member], stage_fd: int, force: b
             "Nothing was written. Use --force to replace them (the current ones are kept in "
             f"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/<timestamp>/)."
         )
-    from memtool.doctor import Quarantine  # here: `memory backup` need not import the doctor
-
     aside = layout.rel(Quarantine(layout).folder) if existing else None
     for m in existing:
         names = m.name.split("/")

@@ -20,11 +20,10 @@ from pathlib import Path
 
 from memtool import constants as C
 from memtool.agent_history import AGENTS, FoundSession, find_sessions
-from memtool.archive import archive_layouts
 from memtool.errors import BadInput
 from memtool.memory import Memory, Session, check_session
 from memtool.models import Entry, make_id
-from memtool.store import Store
+from memtool.store import Store, archive_layouts
 from memtool.tombstones import read_tombstones
 from memtool.transcripts import load_transcript
 

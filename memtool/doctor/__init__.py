@@ -24,7 +24,7 @@ from pathlib import Path
 from memtool import constants as C
 from memtool.config import Settings, load_settings
 from memtool.doctor.checks import WARNING, Problem, Report
-from memtool.doctor.repair import Doctor, Quarantine
+from memtool.doctor.repair import Doctor
 from memtool.errors import ConfigError, ProviderError
 from memtool.store import Layout
 
@@ -50,4 +50,4 @@ def open_doctor(root: Path) -> Doctor:
     return Doctor(layout, settings, embedder, notes)
 
 
-__all__ = ["Doctor", "Problem", "Report", "Quarantine", "open_doctor"]
+__all__ = ["Doctor", "Problem", "Report", "open_doctor"]

@@ -18,12 +18,11 @@ import numpy as np
 
 from memtool import confine
 from memtool import constants as C
-from memtool.archive import ArchiveLayout, archive_layouts
 from memtool.config import Settings
 from memtool.dayfile import CONFLICT_RE, load_json, read_day, sort_entries
 from memtool.errors import StorageError, StoreCorrupt, UnsafePath
 from memtool.models import Entry
-from memtool.store import Layout, Store
+from memtool.store import ArchiveLayout, Layout, Store, archive_layouts
 
 if TYPE_CHECKING:
     from memtool.providers import Embedder

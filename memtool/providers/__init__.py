@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol, runtime_checkable
 
 from memtool.constants import AUTO_EMBEDDER
 from memtool.errors import ConfigError
@@ -50,6 +50,9 @@ class Compressor(Protocol):
     name: str  # registry name, e.g. "local"
     model: str  # recorded in each entry
 
+    @classmethod
+    def from_settings(cls, settings: "Settings", root: Path) -> "Compressor": ...
+
     def compress(self, text: str, hints: Hints | None = None) -> Compressed: ...
 
 
@@ -58,15 +61,17 @@ class Embedder(Protocol):
     name: str
     model: str  # recorded in each embedding file
     dim: int
+    semantic_weight: float  # the weight its similarity earns in search's semantic stage when the setting is -1 (memtool.search.semantic)
+    reason: str | None  # why this machine cannot run it (every embed call fails: search by words only); None: it runs
+
+    @classmethod
+    def from_settings(cls, settings: "Settings", root: Path) -> "Embedder": ...
 
     def embed_documents(self, texts: list[str]) -> "np.ndarray":
         """float32 array (len(texts), dim), rows L2-normalised."""
 
     def embed_query(self, text: str) -> "np.ndarray":
         """float32 array (dim,), L2-normalised."""
-
-    # Optional: `semantic_weight`, the weight this embedder's similarity earns in search's semantic
-    # stage when the setting is left at -1 (memtool.search.semantic); 0 when absent.
 
 
 @runtime_checkable
@@ -85,7 +90,20 @@ def _entry_points(group: str):
 
 
 def available(group: str) -> list[str]:
-    return sorted([ep.name for ep in _entry_points(group)] + ([AUTO_EMBEDDER] if group == EMBEDDER_GROUP else []))
+    names = [ep.name for ep in _entry_points(group)] + [*REGISTERED[group]] + ([AUTO_EMBEDDER] if group == EMBEDDER_GROUP else [])
+    return sorted(set(names))
+
+
+REGISTERED: dict[str, dict[str, type]] = {COMPRESSOR_GROUP: {}, EMBEDDER_GROUP: {}}  # register(): this process only
+
+
+def register(group: str, name: str, cls: type) -> Callable[[], None]:
+    """Add a provider class under `name` in this process only (an application that embeds memtool, a
+    test's fake), as an installed plugin's entry point adds one for every process. Returns the call
+    that removes it. A name registered here is never written into memory/config.yaml (no other process
+    could build it: memtool.scaffold.pin_embedder)."""
+    REGISTERED[group][name] = cls
+    return lambda: REGISTERED[group].pop(name, None)
 
 
 # The providers memtool ships, exactly as pyproject.toml registers them under the entry-point groups
@@ -106,6 +124,8 @@ BUILTINS = {
 
 
 def _load(group: str, name: str, kind: str):
+    if name in REGISTERED[group]:
+        return REGISTERED[group][name]
     target = BUILTINS[group].get(name)
     if target is not None:
         import importlib

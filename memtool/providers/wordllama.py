@@ -39,6 +39,7 @@ class WordLlamaEmbedder:
     model = f"{C.WORDLLAMA_MODEL_PREFIX}{CONFIG}-{DIM}"
     dim = DIM
     semantic_weight = C.WORDLLAMA_SEMANTIC_WEIGHT
+    reason: str | None = None  # it runs wherever it is installed
 
     def __init__(self, cache_dir: Path | None = None):
         self.cache_dir = Path(cache_dir) if cache_dir else None

@@ -45,7 +45,7 @@ from memtool.search.cues import doc_cues
 from memtool.search.docs import Declared, Doc, collect_docs, source_key, superseded_by
 from memtool.search.typos import surface_words
 from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
-from memtool.store import Layout, Store
+from memtool.store import Layout, LiveAndArchive, Store, archive_layouts
 from memtool.text import WORDS_VERSION, stem_words, terms, words
 
 STORE_VERSION = f"4.{WORDS_VERSION}"  # the schema, and the word rules the postings were analysed by
@@ -548,8 +548,6 @@ def _refresh(
 ) -> bool:
     now = {k: (sig, False) for k, sig in sigs.files.items()}  # source_key -> (signature now, archived) of the files in scope
     if archive:
-        from memtool.archive import archive_layouts
-
         for lay in archive_layouts(layout):
             now.update((source_key(layout, p), (file_sig(p), True)) for p in [*lay.day_files(), *lay.markdown_files()])
     with closing(connect(path, timeout=WRITE_WAIT_S if wait else READ_WAIT_S)) as conn:
@@ -714,8 +712,6 @@ def vector_gap(conn: sqlite3.Connection) -> tuple[int, int]:
 
 
 def _archive_reader(layout: Layout) -> Layout:
-    from memtool.archive import LiveAndArchive
-
     return LiveAndArchive(layout.root)
 
 
