@@ -263,7 +263,7 @@ def _stage(tar: tarfile.TarFile, archive: Path, members: list[Member], stage_fd:
                 continue
             fd = os.open(str(i), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=stage_fd)
             with open(fd, "wb") as out:
-                shutil.copyfileobj(tar.extractfile(m.info), out, 1 << 20)
+                shutil.copyfileobj(tar.extractfile(m.info), out, 1 << 20)  # type: ignore[arg-type]  # a regular file (member()): never None
                 os.fchmod(fd, mode)
     except (tarfile.TarError, EOFError, gzip.BadGzipFile) as exc:
         raise BadInput(f"{archive}: damaged archive ({exc}); nothing was written") from None

@@ -81,7 +81,7 @@ def link_fix(link: Path | str) -> str:
     return f"replace the link with the {what} itself: `rm {here} && cp -a {target} {here}` (or `rm {here}` to start it anew)"
 
 
-def _refusal(path: Path | str, exc: OSError, shown: str) -> OSError:
+def _refusal(path: Path | str, exc: OSError, shown: str) -> OSError | UnsafePath:
     """What to raise for `exc`, met opening `shown`: a missing file or a denied permission as is, else UnsafePath."""
     if isinstance(exc, (FileNotFoundError, PermissionError)):
         return exc

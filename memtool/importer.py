@@ -152,7 +152,7 @@ def run_import(mem: Memory, plan: ImportPlan, progress: Callable[[FoundSession],
             except OSError as exc:
                 result.failed.append((found, f"{found.path}: cannot read: {exc.strerror or exc}"))
                 continue
-            if tombstoned and make_id(session.when, mem.redact(session.text)) in tombstoned:  # the id compress_many would give it
+            if tombstoned and session.when and make_id(session.when, mem.redact(session.text)) in tombstoned:  # the id compress_many would give it
                 result.forgotten.append(found)
                 continue
             given.append(found)

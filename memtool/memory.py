@@ -218,11 +218,11 @@ class Memory:
         forgotten = read_tombstones(self.layout.root)
         for s in sessions:
             check_session(s)  # before the duplicate check: a repeated session with bad options is refused too
-            s = replace(s, session=self.redact(s.session), agent=self.redact(s.agent), when=s.when or utcnow())  # stored like the text
+            s = replace(s, session=self.redact(s.session), agent=self.redact(s.agent), when=(when := s.when or utcnow()))  # stored like the text
             text = self.redact(self.check_text(without_injected(s.text), s.name))  # what memtool injected is nobody's words
-            gone = forgotten.get(make_id(s.when, text))
+            gone = forgotten.get(make_id(when, text))
             if gone is not None:  # its entry would get the forgotten id, and every clone's next reindex would remove it again
-                result.refused.append((s.name, forgotten_message(s.name, make_id(s.when, text), gone)))
+                result.refused.append((s.name, forgotten_message(s.name, make_id(when, text), gone)))
                 continue
             dedupe.require_known(s.supersedes)
             dup = dedupe.check(s.name, text, s.when or utcnow(), s.session)
@@ -391,7 +391,7 @@ class Memory:
         if not (missing or unindexed):
             return
         runs = self.settings.background_embed and (unindexed or self.embedder.reason is None)  # WordsOnlyEmbedder: no vectors to fill
-        started = runs and start_fill(self.layout)
+        started = bool(runs) and start_fill(self.layout)
         warnings.append(fill_note(self.layout, missing, total, started, unindexed))
 
     def _newer_items(self, hits: list[Hit], warnings: list[str]) -> list[Hit]:

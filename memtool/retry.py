@@ -18,7 +18,7 @@ same reason. A bad answer for one transcript leaves that entry pending and goes 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from memtool import confine
 from memtool import constants as C
@@ -164,7 +164,7 @@ def completed(old: Entry, out: "Compressed", model: str, text: str) -> Entry:
     """The stand-in with its compressed fields replaced by the provider's output."""
     levels = C.IMPORTANCE_LEVELS
     importance = max(old.importance, out.importance, key=levels.index) if out.importance in levels else old.importance
-    lists = {key: list(getattr(out, key)) for key in ("keywords", "topics", "decisions", "action_items")}
+    lists: dict[str, Any] = {key: list(getattr(out, key)) for key in ("keywords", "topics", "decisions", "action_items")}
     new = replace(old, summary=out.summary, entities=out.entities or Entities(), importance=importance, model=model, pending=False, **lists)
     new.count_tokens(text)
     return new

@@ -527,7 +527,7 @@ def template_text(name: str) -> str:
     """The text `memory init` writes into the Layer 3 file `name` (memtool/templates/)."""
     from importlib import resources  # ~5 ms: only when a template is read
 
-    return resources.files("memtool").joinpath("templates", name).read_text(encoding="utf-8")
+    return resources.files("memtool").joinpath(f"templates/{name}").read_text(encoding="utf-8")
 
 
 def is_untouched_template(name: str, text: str) -> bool:

@@ -79,7 +79,7 @@ def _entries_of(text: str) -> list[Entry]:
         except (json.JSONDecodeError, RecursionError):
             break
         items.append(item)
-        pos = SEPARATOR_RE.match(text, pos).end()
+        pos = SEPARATOR_RE.match(text, pos).end()  # type: ignore[union-attr]  # the pattern matches the empty string: never None
     return parse_entries(items)
 
 

@@ -97,7 +97,7 @@ def available(group: str) -> list[str]:
 REGISTERED: dict[str, dict[str, type]] = {COMPRESSOR_GROUP: {}, EMBEDDER_GROUP: {}}  # register(): this process only
 
 
-def register(group: str, name: str, cls: type) -> Callable[[], None]:
+def register(group: str, name: str, cls: type) -> Callable[[], object]:
     """Add a provider class under `name` in this process only (an application that embeds memtool, a
     test's fake), as an installed plugin's entry point adds one for every process. Returns the call
     that removes it. A name registered here is never written into memory/config.yaml (no other process
@@ -150,11 +150,8 @@ def build_embedder(name: str, settings: "Settings", root: Path) -> Embedder:
 
         name = choose_embedder(root)
     if name == "e5":  # the store's model, never swapped for another here: without e5, search by words
-        from memtool import constants as C
         from memtool.providers.auto import WordsOnlyEmbedder, why_e5_cannot_run
-        from memtool.providers.e5 import DIM
 
-        reason = why_e5_cannot_run()
-        if reason is not None:
-            return WordsOnlyEmbedder("e5", C.E5_MODEL, DIM, reason)
+        if why_e5_cannot_run() is not None:
+            return WordsOnlyEmbedder.from_settings(settings, root)
     return _load(EMBEDDER_GROUP, name, "embedder").from_settings(settings, root)

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 from memtool import confine
 from memtool import constants as C
@@ -111,7 +111,7 @@ def collect_docs(
         sources.extend([source_key(layout, path)] * len(day))
     docs: list[Doc] = []
     for e, source in zip(entries, sources):
-        common = dict(
+        common: dict[str, Any] = dict(
             entry=e.id,
             ts=parse_iso(e.timestamp).timestamp(),
             session=e.source_session,

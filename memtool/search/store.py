@@ -31,7 +31,7 @@ import uuid
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -338,8 +338,8 @@ class SearchIndex:
         row = self.conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
         cols = np.frombuffer(row[0], dtype=DOC_DTYPE) if row else np.zeros(0, dtype=DOC_DTYPE)
         self.n = int(cols.shape[0])
-        for name in ("kind", "importance", "trusted", "pinned", "cues", "length", "group", "ts"):  # self.kind ... self.ts: one array each
-            setattr(self, name, np.ascontiguousarray(cols[name]))
+        names = ("kind", "importance", "trusted", "pinned", "cues", "length", "group", "ts")  # one array each
+        self.kind, self.importance, self.trusted, self.pinned, self.cues, self.length, self.group, self.ts = (np.ascontiguousarray(cols[n]) for n in names)
         self.alive = cols["alive"] & (cols["archived"] == 0) if not self.archive else np.ascontiguousarray(cols["alive"])
         self.live = int(self.alive.sum())
         self._every_doc_alive = self.live == self.n  # (a fresh build): postings need no filtering
@@ -624,6 +624,7 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
             conn.execute(f"DROP TABLE IF EXISTS {table}")
         _create(conn, SCHEMA)
     cols = np.zeros(0, dtype=DOC_DTYPE) if rebuild else _columns(conn)
+    assert cols is not None  # a store not rebuilt from scratch has its columns
     # the documents of the changed and removed sources go
     gone = [*changed, *plan.removed]
     dead = [i for (i,) in conn.execute("SELECT id FROM docs WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))]
@@ -874,7 +875,7 @@ def held_vectors(conn: sqlite3.Connection, model: str, keys: list[str]) -> dict[
     return {k: np.frombuffer(v, dtype="<f2").astype(np.float32) for k, v in rows}
 
 
-def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] = ()) -> int:
+def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: Sequence[str] = ()) -> int:
     """Delete what the store holds of these entries in one transaction, so no copy of their text
     outlives `memory forget`: their documents and records, the vectors only they used, every posting
     of a document not live (so a term only they held goes), and the words as written whose stem no
