@@ -20,7 +20,7 @@ from memtool.config import Settings
 from memtool.dayfile import DAY_RE, day_document, read_day
 from memtool.errors import NotFound, StorageError
 from memtool.fsutil import atomic_write_bytes, atomic_write_text, dumps_json, fsync_dir
-from memtool.index_json import rebuild_index
+from memtool.index_json import write_index
 from memtool.models import Entry, parse_iso, utcnow
 from memtool.store import ArchiveLayout, Layout, Quarantine, Store, archive_layouts, get_archived
 
@@ -55,7 +55,7 @@ def archive(layout: Layout, settings: Settings, dry_run: bool = False, now: date
         if entries and not dry_run:
             _move_entries(layout, entries)
         if not dry_run and (entries or report.resolved):
-            rebuild_index(store.layout, settings.compressor)
+            write_index(store.layout, settings.compressor)
     return report
 
 
@@ -79,7 +79,7 @@ def archive_ids(layout: Layout, settings: Settings, ids: list[str], dry_run: boo
         report.entries = [e.id for _, e in entries]
         if not dry_run:
             _move_entries(layout, entries)
-            rebuild_index(store.layout, settings.compressor)
+            write_index(store.layout, settings.compressor)
     return report
 
 

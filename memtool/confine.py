@@ -66,7 +66,8 @@ def walked(path: Path | str) -> tuple[str, list[str]] | None:
         target = os.path.realpath(path)
         if os.path.basename(target) != where[1][0]:
             raise UnsafePath(
-                f"{path} is a symbolic link to {target}: a linked {where[1][0]} must point to a file named {where[1][0]} (a dotfiles copy), so it was not opened"
+                f"{path} is a symbolic link to {target}: a linked {where[1][0]} must point to a file named {where[1][0]} "
+                "(a dotfiles copy), so it was not opened"
             )
         return None
     return where

@@ -62,7 +62,8 @@ class Duplicate:
         if self.kind == "same":
             return f"{self.name}: the same transcript is already stored as {self.existing}; nothing added"
         if self.kind == "continued":
-            return f"{self.name}: continues the session stored as {self.existing} ({self.similarity:.0%} of its content words are here); stored {self.new} superseding it"
+            share = f"{self.similarity:.0%} of its content words are here"
+            return f"{self.name}: continues the session stored as {self.existing} ({share}); stored {self.new} superseding it"
         return f"{self.name}: nearly the same session as {self.existing} ({self.similarity:.0%} of content words shared); stored {self.new} superseding it"
 
 

@@ -27,7 +27,7 @@ from memtool.chunking import chunk_lines
 from memtool.dayfile import day_document, id_day, read_day
 from memtool.errors import BadInput, NotFound, UnsafePath
 from memtool.fsutil import atomic_write_text
-from memtool.index_json import rebuild_index
+from memtool.index_json import write_index
 from memtool.models import ID_RE, Entry, iso, utcnow
 from memtool.session_vectors import chunk_key
 from memtool.store import Found, Layout, Store, archive_layouts, locate
@@ -135,7 +135,7 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
         else:
             path.unlink()
     if listed:
-        rebuild_index(store.layout, provider)
+        write_index(store.layout, provider)
     if page_entries is not None:
         from memtool.entities import collect_entities, write_pages
 

@@ -35,7 +35,7 @@ from memtool import constants as C
 from memtool.dayfile import DAY_RE
 from memtool.errors import BadInput
 from memtool.fsutil import append_text, atomic_write_text, dumps_json
-from memtool.index_json import index_document, rebuild_index
+from memtool.index_json import index_document, write_index
 from memtool.tombstones import parse_tombstones, read_tombstones
 
 DRIVER = "memtool"
@@ -296,5 +296,5 @@ def _derive_index(root: Path) -> bool:
         return False
     store = Store(layout)
     with store.lock():
-        rebuild_index(store.layout, load_settings(root).compressor)
+        write_index(store.layout, load_settings(root).compressor)
     return True

@@ -127,9 +127,3 @@ def write_index(layout, provider: str, explain: bool = False) -> tuple[str, list
     if why:
         atomic_write_bytes(layout.index_file, pieces)
     return why, errors
-
-
-def rebuild_index(layout, provider: str) -> list[str]:
-    """Write index.json whole after the day files changed; returns the day files that cannot be read.
-    Caller holds the lock."""
-    return write_index(layout, provider)[1]

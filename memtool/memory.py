@@ -24,7 +24,7 @@ from memtool.dayfile import read_day
 from memtool.dedupe import Deduper, Duplicate
 from memtool.docfreq import recent_doc_freq
 from memtool.errors import BadInput, ProviderError, StorageError, StoreCorrupt
-from memtool.index_json import rebuild_index
+from memtool.index_json import write_index
 from memtool.models import Entities, Entry, iso, make_id, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.quoting import log_tag_comment
@@ -273,7 +273,7 @@ class Memory:
             with suppress(sqlite3.Error, OSError):  # the store busy: the next search starts the fill
                 fill_later(self.layout, self.embedder, self.settings.background_embed)
         with self.store.lock():
-            rebuild_index(self.store.layout, self.settings.compressor)
+            write_index(self.layout, self.settings.compressor)
 
     def _write(self, items: list[tuple[Entry, str]], fresh: dict, warnings: list[str]) -> list[Entry]:
         """Store a batch. index.json (derived) is written once the call's last batch is stored

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from memtool import confine
 from memtool import constants as C
 from memtool.errors import BadModelOutput, ConfigError, DimensionMismatch, NotFound, ProviderError, StoreCorrupt, UnsafePath
-from memtool.index_json import rebuild_index
+from memtool.index_json import write_index
 from memtool.models import Entities, Entry
 from memtool.session_vectors import entry_vectors, kept_sessions
 
@@ -200,7 +200,7 @@ def _save(mem: "Memory", pairs: list[tuple[Entry, Entry]], report: RetryReport, 
                 report.completed[new.id] = new.model
         if changed:
             mem.store.update_entries(changed)
-            rebuild_index(mem.store.layout, mem.settings.compressor)
+            write_index(mem.layout, mem.settings.compressor)
             if not mem.settings.keep_transcripts:
                 for e in changed:
                     mem.layout.transcript_file(e.id).unlink(missing_ok=True)

@@ -40,10 +40,9 @@ def config_text() -> str:
 
 
 def pin_embedder(root: Path) -> str | None:
-    """Write the embedder `auto` stands for into memory/config.yaml (versioned: one model for everyone
-    sharing the store) when the file leaves it to `auto`: the one the environment names
-    (MEMTOOL_EMBEDDER, the user's explicit choice), else this machine's best. Returns the name written,
-    None if already set or registered in this process only (memtool.providers.register)."""
+    """Write the embedder `auto` stands for into memory/config.yaml (versioned: one model for everyone sharing
+    the store) when the file leaves it to `auto`: the one the environment names (MEMTOOL_EMBEDDER, the user's
+    explicit choice), else this machine's best. The name written; None if set, or registered in this process only."""
     from memtool.sync import persist_embedder  # the search engine and numpy: not for every `memory init` import
 
     if load_settings(root, env={}).embedder != C.DEFAULT_EMBEDDER:

@@ -524,7 +524,6 @@ class Quarantine:
 
 
 def template_text(name: str) -> str:
-    """The text `memory init` writes into the Layer 3 file `name` (memtool/templates/)."""
     from importlib import resources  # ~5 ms: only when a template is read
 
     return resources.files("memtool").joinpath(f"templates/{name}").read_text(encoding="utf-8")

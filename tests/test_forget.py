@@ -174,7 +174,7 @@ def cut_after_the_day_file(monkeypatch, mem, entry_id: str) -> None:
     def crash(*a, **kw):
         raise OSError("power cut")
 
-    monkeypatch.setattr(memtool.forget, "rebuild_index", crash)
+    monkeypatch.setattr(memtool.forget, "write_index", crash)
     with pytest.raises(OSError):
         forget(mem.layout, [entry_id], mem.settings.compressor)
     monkeypatch.undo()

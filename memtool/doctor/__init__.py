@@ -13,7 +13,7 @@ archived (the live copy is kept, as `memory archive` does) and a day file in ano
 It has no index.json, and archived stand-in entries are not reported (`memory retry` is for live ones).
 
 The modules: checks.py (Problem, Report, and Checker: the checks, read-only), repair.py (Doctor:
-the checks and `--fix`; the Quarantine). Here: open_doctor, which reads the root's settings and embedder.
+the checks and `--fix`; memtool.store.Quarantine). Here: open_doctor, which reads the root's settings and embedder.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from memtool.dayfile import day_document, load_json
 from memtool.doctor.checks import Checker, Report, content_duplicates, readable_text
 from memtool.errors import ProviderError, StoreCorrupt
 from memtool.fsutil import atomic_write_text, dumps_json
-from memtool.index_json import rebuild_index
+from memtool.index_json import write_index
 from memtool.models import Entry
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Quarantine, Store, archive_layouts
@@ -121,7 +121,7 @@ class Doctor(Checker):
             if changed or any(p.path == index for p in report.problems):
                 if any(p.path == index and p.kind != "index" for p in report.problems):
                     q.move(self.layout.index_file)  # unreadable: kept for the record, then rebuilt
-                rebuild_index(self.store.layout, self.settings.compressor)
+                write_index(self.layout, self.settings.compressor)
                 fixed.append(f"rebuilt {index} from the day files")
                 report = self._diagnose()
         report.fixed, report.quarantined = fixed, q.moved

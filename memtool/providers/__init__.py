@@ -81,6 +81,7 @@ class TokenCounter(Protocol):
 
 COMPRESSOR_GROUP = "memtool.compressors"
 EMBEDDER_GROUP = "memtool.embedders"
+REGISTERED: dict[str, dict[str, type]] = {COMPRESSOR_GROUP: {}, EMBEDDER_GROUP: {}}  # register(): this process only
 
 
 def _entry_points(group: str):
@@ -90,18 +91,13 @@ def _entry_points(group: str):
 
 
 def available(group: str) -> list[str]:
-    names = [ep.name for ep in _entry_points(group)] + [*REGISTERED[group]] + ([AUTO_EMBEDDER] if group == EMBEDDER_GROUP else [])
-    return sorted(set(names))
-
-
-REGISTERED: dict[str, dict[str, type]] = {COMPRESSOR_GROUP: {}, EMBEDDER_GROUP: {}}  # register(): this process only
+    return sorted([ep.name for ep in _entry_points(group)] + [*REGISTERED[group]] + ([AUTO_EMBEDDER] if group == EMBEDDER_GROUP else []))
 
 
 def register(group: str, name: str, cls: type) -> Callable[[], object]:
-    """Add a provider class under `name` in this process only (an application that embeds memtool, a
-    test's fake), as an installed plugin's entry point adds one for every process. Returns the call
-    that removes it. A name registered here is never written into memory/config.yaml (no other process
-    could build it: memtool.scaffold.pin_embedder)."""
+    """Add a provider class under `name` in this process only (an application embedding memtool, a test's
+    fake), as a plugin's entry point adds one for every process; returns the call that removes it. A name
+    registered here is never pinned in memory/config.yaml (no other process could build it)."""
     REGISTERED[group][name] = cls
     return lambda: REGISTERED[group].pop(name, None)
 

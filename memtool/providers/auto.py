@@ -19,15 +19,11 @@ import sys
 from contextlib import closing
 from importlib.util import find_spec
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memtool import confine
 from memtool import constants as C
 from memtool.errors import StoreCorrupt
 from memtool.store import Layout, read_vector_file
-
-if TYPE_CHECKING:
-    from memtool.config import Settings
 
 E5 = "e5"
 WORDLLAMA = "wordllama"
@@ -57,13 +53,11 @@ class WordsOnlyEmbedder:
 
     semantic_weight = C.NO_SEMANTIC_WEIGHT
 
-    def __init__(self, name: str, model: str, dim: int, reason: str):
-        self.name, self.model, self.dim = name, model, dim
-        self.reason: str | None = reason
+    def __init__(self, name: str, model: str, dim: int, reason: str | None):
+        self.name, self.model, self.dim, self.reason = name, model, dim, reason
 
     @classmethod
-    def from_settings(cls, settings: Settings, root: Path) -> WordsOnlyEmbedder:
-        """e5, the model of the store, on a machine that cannot run it (build_embedder asks first)."""
+    def from_settings(cls, settings: object, root: Path) -> WordsOnlyEmbedder:
         from memtool.providers.e5 import DIM
 
         return cls("e5", C.E5_MODEL, DIM, why_e5_cannot_run() or "")

@@ -663,7 +663,7 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
         conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         by_id = {e.id: e for e in entries}
         keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else chunk_key(d.index_text) for d in docs]
-        vectors = _embed(conn, _archive_reader(layout) if archived else layout, embedder, docs, keys, by_id, known, errors, progress)
+        vectors = _embed(conn, LiveAndArchive(layout.root) if archived else layout, embedder, docs, keys, by_id, known, errors, progress)
         # each new document's vector by its id (a search reads its candidates' rows); none when the embedder was down
         vec_rows = [(cols.shape[0] + j, vectors[k].astype("<f2").tobytes()) for j, k in enumerate(keys) if k in vectors]
         conn.executemany("INSERT OR REPLACE INTO docvecs VALUES (?, ?)", vec_rows)
@@ -712,17 +712,13 @@ def vector_gap(conn: sqlite3.Connection) -> tuple[int, int]:
     return missing, conn.execute("SELECT count(*) FROM docs").fetchone()[0]
 
 
-def _archive_reader(layout: Layout) -> Layout:
-    return LiveAndArchive(layout.root)
-
-
 def _collect(
     layout: Layout, errors: list[str], live: list[str], archived: list[str], known: Known, transcripts: bool = True
 ) -> tuple[list[Doc], list[Entry], list[str]]:
     """The documents and entries of these sources (live ones, then archived ones), and each entry's source."""
     docs: list[Doc] = []
     entries: list[Entry] = []
-    for lay, only in ((layout, live), (_archive_reader(layout) if archived else layout, archived)):
+    for lay, only in ((layout, live), (LiveAndArchive(layout.root) if archived else layout, archived)):
         if only:
             d, e = collect_docs(lay, errors, only=only, parsed=known.days, transcripts=transcripts)
             docs += d
