@@ -100,7 +100,7 @@ class StandInE5:
     """e5 as far as the store and the search can tell (name, model, size, search weight, real query
     vectors), with stand-in passage vectors: a unit vector seeded by the text's hash."""
 
-    name, model, dim, semantic_weight = "e5", C.E5_MODEL, E5_DIM, C.E5_SEMANTIC_WEIGHT
+    name, model, dim, semantic_weight, reason = "e5", C.E5_MODEL, E5_DIM, C.E5_SEMANTIC_WEIGHT, None
 
     def __init__(self):
         self.real = E5Embedder()

@@ -179,8 +179,7 @@ class Person:
                 return
 
     def state(self) -> tuple[set[str], list[list[str]]]:
-        from memtool.archive import archive_layouts
-        from memtool.store import Store
+        from memtool.store import Store, archive_layouts
 
         mem = self.memory()
         ids = {e.id for e in mem.store.iter_entries()}

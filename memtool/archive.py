@@ -1,7 +1,7 @@
 """Retention: `memory archive` moves old daily logs and entries to memory/archive/YYYY/.
 
 memory/archive/YYYY/ is laid out like memory/ (YYYY-MM-DD.md logs, index/YYYY-MM-DD.json day files,
-index/embeddings/YYYY-MM/<id>.vec, transcripts/YYYY-MM/<id>.md), so `ArchiveLayout` lets the same code read both.
+index/embeddings/YYYY-MM/<id>.vec, transcripts/YYYY-MM/<id>.md), so `ArchiveLayout` (memtool/store.py) lets the same code read both.
 Nothing is deleted: every file is copied (written to a temp file, fsynced, renamed) before its live
 source is removed, all under the root's lock. A crash therefore leaves every entry in exactly one
 place or, at worst, in both; the next run resolves "both" by keeping the live copy. Pinned entries
@@ -10,7 +10,6 @@ and entries of high or critical importance never move.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -18,86 +17,12 @@ from pathlib import Path
 from memtool import confine
 from memtool import constants as C
 from memtool.config import Settings
-from memtool.dayfile import DAY_RE, ID_DAY_RE, day_document, read_day
+from memtool.dayfile import DAY_RE, day_document, read_day
 from memtool.errors import NotFound, StorageError
 from memtool.fsutil import atomic_write_bytes, atomic_write_text, dumps_json, fsync_dir
+from memtool.index_json import write_index
 from memtool.models import Entry, parse_iso, utcnow
-from memtool.store import Layout, Store
-
-YEAR_RE = re.compile(r"^\d{4}$")
-
-
-@dataclass(frozen=True)
-class ArchiveLayout(Layout):
-    """memory/archive/YYYY/ seen as a memory/ folder. Locks and caches stay those of the live root."""
-
-    year: str = ""
-
-    @property
-    def memory_dir(self) -> Path:
-        return self.root / C.MEMORY_DIR / C.ARCHIVE_DIR / self.year
-
-    @property
-    def cache_dir(self) -> Path:
-        return Layout(self.root).cache_dir
-
-    @property
-    def lock_file(self) -> Path:
-        return Layout(self.root).lock_file
-
-    def markdown_files(self) -> list[Path]:
-        """Only the archived daily logs: Layer 3 files are never archived."""
-        return sorted(p for p in self.memory_dir.glob("*.md") if DAY_RE.match(p.stem))
-
-
-@dataclass(frozen=True)
-class LiveAndArchive(Layout):
-    """The live memory and every archive year read as one folder: what `search --archive` indexes.
-
-    Day files and logs are those of both; an entry's transcript and embedding are found where its
-    entry lives."""
-
-    def day_files(self) -> list[Path]:
-        return [*Layout(self.root).day_files(), *(p for a in archive_layouts(self) for p in a.day_files())]
-
-    def markdown_files(self) -> list[Path]:
-        return [*Layout(self.root).markdown_files(), *(p for a in archive_layouts(self) for p in a.markdown_files())]
-
-    def embedding_file(self, entry_id: str) -> Path:
-        return self._home(entry_id, Layout.embedding_file)
-
-    def transcript_file(self, entry_id: str) -> Path:
-        return self._home(entry_id, Layout.transcript_file)
-
-    def _home(self, entry_id: str, file_of) -> Path:
-        live = file_of(Layout(self.root), entry_id)
-        m = ID_DAY_RE.match(entry_id)
-        if live.is_file() or not m:
-            return live
-        return file_of(ArchiveLayout(self.root, m.group(1)), entry_id)
-
-
-def archive_layouts(layout: Layout) -> list[ArchiveLayout]:
-    """One ArchiveLayout per memory/archive/YYYY/ folder, oldest year first."""
-    base = layout.archive_dir
-    if not base.is_dir():
-        return []
-    return [ArchiveLayout(layout.root, p.name) for p in sorted(base.iterdir()) if p.is_dir() and YEAR_RE.match(p.name)]
-
-
-def archived_entries(layout: Layout, errors: list[str] | None = None) -> list[Entry]:
-    """Every entry `memory archive` moved to memory/archive/, oldest year first (a bad day file
-    raises, or is reported into `errors` and skipped, as Store.iter_entries does)."""
-    return [e for arch in archive_layouts(layout) for e in Store(arch).iter_entries(errors)]
-
-
-def get_archived(layout: Layout, entry_id: str) -> Entry | None:
-    """An archived entry by id (its id names its day), or None."""
-    m = ID_DAY_RE.match(entry_id)
-    if not m:
-        return None
-    path = ArchiveLayout(layout.root, m.group(1)).day_file("-".join(m.groups()))
-    return next((e for e in read_day(path) if e.id == entry_id), None) if path.is_file() else None
+from memtool.store import ArchiveLayout, Layout, Quarantine, Store, archive_layouts, get_archived
 
 
 @dataclass
@@ -130,7 +55,7 @@ def archive(layout: Layout, settings: Settings, dry_run: bool = False, now: date
         if entries and not dry_run:
             _move_entries(layout, entries)
         if not dry_run and (entries or report.resolved):
-            store.rebuild_index(settings.compressor)
+            write_index(store.layout, settings.compressor)
     return report
 
 
@@ -154,7 +79,7 @@ def archive_ids(layout: Layout, settings: Settings, ids: list[str], dry_run: boo
         report.entries = [e.id for _, e in entries]
         if not dry_run:
             _move_entries(layout, entries)
-            store.rebuild_index(settings.compressor)
+            write_index(store.layout, settings.compressor)
     return report
 
 
@@ -232,8 +157,6 @@ def _resolve(lay: Layout, store: Store, report: ArchiveReport, dry_run: bool) ->
                 note = " (the archived copy differed; it is in memory/quarantine/)" if differs else ""
                 report.resolved.append(f"entry {e.id} was both live and in {lay.rel(path)}: kept the live one{note}")
                 if differs and not dry_run:
-                    from memtool.doctor import Quarantine  # memtool.doctor imports this module: a cycle at import time
-
                     copy = dumps_json({"reason": "archived copy of an entry that is also live", "entry": e.to_dict()})
                     Quarantine(lay).write(f"{C.ARCHIVE_DIR}/{arch.year}/{C.INDEX_DIR}/{e.id}.json", copy)
             if len(rest) < len(entries) and not dry_run:
@@ -294,4 +217,4 @@ def _unlink(path: Path) -> None:
     fsync_dir(path.parent)
 
 
-__all__ = ["ArchiveLayout", "ArchiveReport", "archive", "archive_ids", "archive_layouts", "get_archived"]
+__all__ = ["ArchiveReport", "archive", "archive_ids"]

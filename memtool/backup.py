@@ -36,7 +36,7 @@ from memtool import confine
 from memtool import constants as C
 from memtool.errors import BadInput, StorageError, UnsafePath, WouldOverwrite
 from memtool.fsutil import UMASK, atomic_write_bytes, locked, make_folder
-from memtool.store import Layout
+from memtool.store import Layout, Quarantine
 
 # -- the layout's files: what a backup holds and a restore accepts ---------------------------------------------
 _DAY = r"\d{4}-\d{2}-\d{2}"
@@ -263,7 +263,7 @@ def _stage(tar: tarfile.TarFile, archive: Path, members: list[Member], stage_fd:
                 continue
             fd = os.open(str(i), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=stage_fd)
             with open(fd, "wb") as out:
-                shutil.copyfileobj(tar.extractfile(m.info), out, 1 << 20)
+                shutil.copyfileobj(tar.extractfile(m.info), out, 1 << 20)  # type: ignore[arg-type]  # a regular file (member()): never None
                 os.fchmod(fd, mode)
     except (tarfile.TarError, EOFError, gzip.BadGzipFile) as exc:
         raise BadInput(f"{archive}: damaged archive ({exc}); nothing was written") from None
@@ -354,8 +354,6 @@ def _put_in_place(layout: Layout, members: list[Member], stage_fd: int, force: b
             "Nothing was written. Use --force to replace them (the current ones are kept in "
             f"{C.MEMORY_DIR}/{C.QUARANTINE_DIR}/<timestamp>/)."
         )
-    from memtool.doctor import Quarantine  # here: `memory backup` need not import the doctor
-
     aside = layout.rel(Quarantine(layout).folder) if existing else None
     for m in existing:
         names = m.name.split("/")

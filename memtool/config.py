@@ -58,7 +58,7 @@ def _f(
     the `safe` values."""
     meta = {"help": help, "min": minimum, "max": maximum, "choices": choices, "protected": protected, "safe": safe}
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+        return field(default_factory=default.copy, metadata=meta)
     return field(default=default, metadata=meta)
 
 
@@ -182,7 +182,7 @@ class Settings:
 
     @classmethod
     def describe(cls) -> list[tuple[str, Any, str]]:
-        return [(f.name, f.default if f.default is not MISSING else f.default_factory(), f.metadata["help"]) for f in fields(cls)]  # type: ignore[misc]
+        return [(f.name, f.default if f.default is not MISSING else f.default_factory(), f.metadata["help"]) for f in fields(cls)]  # type: ignore[operator]
 
 
 FIELDS = {f.name: f for f in fields(Settings)}
@@ -216,7 +216,7 @@ def user_cache_dir() -> Path:
 # --- one value: its type, then its range -------------------------------------------------------
 
 
-_ACCEPTED = {bool: bool, int: int, float: (int, float), str: str, list: (list, tuple)}
+_ACCEPTED: dict[type, Any] = {bool: bool, int: int, float: (int, float), str: str, list: (list, tuple)}
 
 
 def _typed(raw: Any, kind: type) -> Any:

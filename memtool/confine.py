@@ -66,7 +66,8 @@ def walked(path: Path | str) -> tuple[str, list[str]] | None:
         target = os.path.realpath(path)
         if os.path.basename(target) != where[1][0]:
             raise UnsafePath(
-                f"{path} is a symbolic link to {target}: a linked {where[1][0]} must point to a file named {where[1][0]} (a dotfiles copy), so it was not opened"
+                f"{path} is a symbolic link to {target}: a linked {where[1][0]} must point to a file named {where[1][0]} "
+                "(a dotfiles copy), so it was not opened"
             )
         return None
     return where
@@ -81,7 +82,7 @@ def link_fix(link: Path | str) -> str:
     return f"replace the link with the {what} itself: `rm {here} && cp -a {target} {here}` (or `rm {here}` to start it anew)"
 
 
-def _refusal(path: Path | str, exc: OSError, shown: str) -> OSError:
+def _refusal(path: Path | str, exc: OSError, shown: str) -> OSError | UnsafePath:
     """What to raise for `exc`, met opening `shown`: a missing file or a denied permission as is, else UnsafePath."""
     if isinstance(exc, (FileNotFoundError, PermissionError)):
         return exc

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 # --- layout -----------------------------------------------------------------
 MEMORY_DIR = "memory"  # Layer 1 daily logs live directly in here
 INDEX_DIR = "index"  # memory/index: Layer 2
@@ -65,7 +67,7 @@ DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_OPENAI_WINDOW_CHARS = 48_000  # openai compressor: parts of ~12k tokens fit the context of most local models
 OPENAI_KEY_VAR = "OPENAI_API_KEY"
 DEFAULT_BUDGET = 2000  # tokens for `memory context`
-DEFAULT_TEMPLATE = "chat"
+DEFAULT_TEMPLATE: Final = "chat"
 TEMPLATES = ("chat", "detailed", "summary")  # memtool.context's templates
 OFFLINE_COMPRESSORS = ("local",)  # compressors that keep everything on this machine; any other may send text away
 OFFLINE_EMBEDDERS = (AUTO_EMBEDDER, "e5", "wordllama")  # likewise for embedders (a plugin's name is not assumed offline)

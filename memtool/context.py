@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, AbstractSet, Callable
 
 from memtool.dates import anchor_text
 from memtool.errors import BadInput, ProviderError
@@ -80,7 +80,7 @@ class ContextInput:
     warnings: tuple[str, ...] = ()  # what reading them worked around
 
 
-def focus(passage: str, terms: set[str], max_tokens: int) -> str:
+def focus(passage: str, terms: AbstractSet[str], max_tokens: int) -> str:
     """The run of lines (turns) around the one sharing most query terms, within max_tokens."""
     lines = [line for line in passage.splitlines() if line.strip()]
     if count_tokens("\n".join(lines)) <= max_tokens:
@@ -100,7 +100,7 @@ def focus(passage: str, terms: set[str], max_tokens: int) -> str:
     return truncate_to_tokens("\n".join(lines[lo : hi + 1]), max_tokens)
 
 
-def format_hit(hit: Hit, tpl: Template, terms: set[str] = frozenset()) -> str:
+def format_hit(hit: Hit, tpl: Template, terms: AbstractSet[str] = frozenset()) -> str:
     """One hit as the template shows it: dated, relative dates in its passage resolved. Untrusted text
     is a quotation; metadata (session, id) is inline code on the header line; no line of a hit can
     start a heading. A superseded hit says what replaced it and shows that entry's open items, not

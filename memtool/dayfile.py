@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from memtool import confine
 from memtool import constants as C
@@ -36,7 +36,7 @@ def conflict_line(text: str) -> int:
     return text.count("\n", 0, m.start()) + 1 if m else 0
 
 
-def load_json(path: Path, text: str | None = None) -> object:
+def load_json(path: Path, text: str | None = None) -> Any:
     """The JSON in `path` (or in `text`, already read from it), with conflict markers and syntax
     errors reported as StoreCorrupt naming the line."""
     text = read_store_text(path) if text is None else text
@@ -52,7 +52,7 @@ def load_json(path: Path, text: str | None = None) -> object:
 
 # Day files already parsed, by path: the (size, mtime_ns) each had when it was read, and its entries.
 # One sync reads every changed day file once and hands this on (index.json, the search cache).
-ParsedDays = dict[str, tuple[tuple[int, int], list[Entry]]]
+ParsedDays = dict[str, tuple[tuple[int, int] | None, list[Entry]]]
 
 
 def parse_day(path: Path, text: str) -> list[Entry]:

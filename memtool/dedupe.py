@@ -37,7 +37,7 @@ from memtool import constants as C
 from memtool.dayfile import id_day, read_day
 from memtool.errors import BadInput, StoreCorrupt, UnsafePath
 from memtool.models import Entry, parse_iso
-from memtool.store import Layout, Store
+from memtool.store import Layout, Store, get_archived
 from memtool.text import SPEAKER_ROLES, content_words
 
 
@@ -62,7 +62,8 @@ class Duplicate:
         if self.kind == "same":
             return f"{self.name}: the same transcript is already stored as {self.existing}; nothing added"
         if self.kind == "continued":
-            return f"{self.name}: continues the session stored as {self.existing} ({self.similarity:.0%} of its content words are here); stored {self.new} superseding it"
+            share = f"{self.similarity:.0%} of its content words are here"
+            return f"{self.name}: continues the session stored as {self.existing} ({share}); stored {self.new} superseding it"
         return f"{self.name}: nearly the same session as {self.existing} ({self.similarity:.0%} of content words shared); stored {self.new} superseding it"
 
 
@@ -141,8 +142,6 @@ class Deduper:
 
     def require_known(self, ids: list[str]) -> None:
         """Ids a session declares it supersedes must name stored entries (live or archived)."""
-        from memtool.archive import get_archived
-
         for i in ids:
             if i not in self._added and self.store.get(i) is None and get_archived(self.layout, i) is None:
                 raise BadInput(f"--supersedes {i}: no entry with this id. `memory search` lists ids.")

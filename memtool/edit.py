@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtool import constants as C
-from memtool.archive import get_archived
 from memtool.errors import BadInput, NotFound
+from memtool.index_json import write_index
 from memtool.memory import Memory
 from memtool.models import ID_RE
-from memtool.store import locate
+from memtool.store import get_archived, locate
 
 TEXT_FIELDS = ("summary",)
 LIST_FIELDS = ("decisions", "action_items")
@@ -80,6 +80,6 @@ def edit_entry(mem: Memory, entry_id: str, changes: dict[str, Any]) -> Edited:
         for k in changed:
             setattr(entry, k, wanted[k])
         mem.store.update_entries([entry])
-        mem.store.rebuild_index(mem.settings.compressor)
+        write_index(mem.layout, mem.settings.compressor)
     mem.invalidate()
     return Edited(entry_id, changed, mem.layout.rel(homes[0].day_file))

@@ -18,19 +18,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from memtool import confine
 from memtool import constants as C
-from memtool.archive import archive_layouts
 from memtool.chunking import chunk_lines
-from memtool.dayfile import day_document, read_day
+from memtool.dayfile import day_document, id_day, read_day
 from memtool.errors import BadInput, NotFound, UnsafePath
 from memtool.fsutil import atomic_write_text
+from memtool.index_json import write_index
 from memtool.models import ID_RE, Entry, iso, utcnow
 from memtool.session_vectors import chunk_key
-from memtool.store import Found, Layout, Store, locate
-from memtool.tombstones import add_tombstones
+from memtool.store import Found, Layout, Store, archive_layouts, locate
+from memtool.tombstones import add_tombstones, read_tombstones
 
 JOURNAL_FILE = "forget-journal.json"  # memory/.cache/: what an unfinished forget still has to remove
 
@@ -134,7 +135,7 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
         else:
             path.unlink()
     if listed:
-        store.rebuild_index(provider)
+        write_index(store.layout, provider)
     if page_entries is not None:
         from memtool.entities import collect_entities, write_pages
 
@@ -208,4 +209,25 @@ def _text(path: Path) -> str:
         return ""
 
 
-__all__ = ["ForgetReport", "finish_interrupted", "forget", "purge_caches", "read_journal"]
+def bury(layout, provider: str) -> list[str]:
+    """Remove what a merge brought back of tombstoned entries, through `memory forget`: the entries
+    (live or archived, found in the day files their ids name) and stray transcript or embedding
+    files (forget removes those of an id no day file holds). Returns the ids removed. Takes the
+    root's lock (not to be held by the caller)."""
+    dead = read_tombstones(layout.root)
+    if not dead:
+        return []
+    homes = [layout, *archive_layouts(layout)]
+
+    @cache  # each day file read once
+    def text(path) -> str:
+        return confine.read_text(path, errors="replace") if confine.is_regular(path) else ""
+
+    stored = {i for i in dead if (day := id_day(i)) and any(f'"{i}"' in text(home.day_file(day)) for home in homes)}
+    strays = {i for i in dead for home in homes if home.embedding_file(i).is_file() or home.transcript_file(i).is_file()}
+    if stored or strays:
+        forget(layout, sorted(stored | strays), provider)
+    return sorted(stored | strays)
+
+
+__all__ = ["ForgetReport", "bury", "finish_interrupted", "forget", "purge_caches", "read_journal"]

@@ -9,7 +9,7 @@ import secrets
 import stat
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from memtool import constants as C
 from memtool.confine import CLOEXEC, locate, open_folder, safe_folder, walked
@@ -114,7 +114,7 @@ def _temp_at(dfd: int, name: str) -> tuple[int, str]:
             continue
 
 
-Data = bytes | list[bytes | memoryview]  # the bytes of a file, or its pieces one after another
+Data = bytes | list[bytes] | list[bytes | memoryview]  # the bytes of a file, or its pieces one after another
 
 
 def write_all(fd: int, data: Data) -> None:
@@ -124,7 +124,7 @@ def write_all(fd: int, data: Data) -> None:
             view = view[os.write(fd, view) :]
 
 
-def stat_sig(path: str | Path) -> tuple[int, int] | None:
+def stat_sig(path: str | os.PathLike) -> tuple[int, int] | None:
     """(size, mtime_ns) of a file or folder, None when it cannot be stat-ed (not there): the one
     signature by which memtool tells that a file changed since it last read it."""
     try:
@@ -145,7 +145,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_many(items: list[tuple[Path, Data]], skip_same: bool = True) -> list[Path]:
+def atomic_write_many(items: Sequence[tuple[Path, Data]], skip_same: bool = True) -> list[Path]:
     """atomic_write_bytes for many files: targets whose bytes are already right are left alone (unless
     not `skip_same`); the others are written to temps, fsynced in parallel (journal commits are shared),
     then renamed. Every folder and link is checked (confine's walk, each folder opened once) before

@@ -35,7 +35,7 @@ from memtool import constants as C
 from memtool.dayfile import DAY_RE
 from memtool.errors import BadInput
 from memtool.fsutil import append_text, atomic_write_text, dumps_json
-from memtool.index_json import index_document
+from memtool.index_json import index_document, write_index
 from memtool.tombstones import parse_tombstones, read_tombstones
 
 DRIVER = "memtool"
@@ -162,7 +162,7 @@ def _merge_entries(name: str, docs: list[dict], tombstoned: set[str], prefer: st
         if kept is not None:
             merged[i] = kept
     if name == C.INDEX_FILE:  # derived from the day files: the day file reports the conflict, the next sync rebuilds this
-        provider = next((d.get("provider") for d in docs[1:] if isinstance(d.get("provider"), str) and d.get("provider")), "local")
+        provider = str(next((d.get("provider") for d in docs[1:] if isinstance(d.get("provider"), str) and d.get("provider")), "local"))
         return Merged(index_document(provider, merged.values()))
     date = next((d.get("date") for d in docs[1:] if isinstance(d.get("date"), str) and d.get("date")), name[:-5])
     entries = sorted(merged.values(), key=lambda d: (str(d.get("timestamp", "")), d["id"]))  # day_document's order
@@ -204,11 +204,11 @@ def run_driver(base: Path, ours: Path, theirs: Path, path: str) -> int:
     """`memory merge-driver %O %A %B %P`: merge into `ours` (git's %A); 0 merged, 1 a conflict left."""
     prefix = path.split(C.MEMORY_DIR + "/", 1)[0] if (C.MEMORY_DIR + "/") in path else ""
     try:
-        sides = [p.read_bytes() for p in (base, ours, theirs)]
+        old, mine, other = (p.read_bytes() for p in (base, ours, theirs))
     except OSError as exc:
         print(f"memtool: {path}: cannot read {exc.filename}: {exc.strerror}; left as a conflict for git", file=sys.stderr)
         return 1
-    merged = merge_bytes(path, *sides, tombstoned_ids(prefix))
+    merged = merge_bytes(path, old, mine, other, tombstoned_ids(prefix))
     ours.write_bytes(merged.data)
     if merged.problems:
         print(
@@ -296,5 +296,5 @@ def _derive_index(root: Path) -> bool:
         return False
     store = Store(layout)
     with store.lock():
-        store.rebuild_index(load_settings(root).compressor)
+        write_index(store.layout, load_settings(root).compressor)
     return True

@@ -20,11 +20,10 @@ from pathlib import Path
 
 from memtool import constants as C
 from memtool.agent_history import AGENTS, FoundSession, find_sessions
-from memtool.archive import archive_layouts
 from memtool.errors import BadInput
 from memtool.memory import Memory, Session, check_session
 from memtool.models import Entry, make_id
-from memtool.store import Store
+from memtool.store import Store, archive_layouts
 from memtool.tombstones import read_tombstones
 from memtool.transcripts import load_transcript
 
@@ -153,7 +152,7 @@ def run_import(mem: Memory, plan: ImportPlan, progress: Callable[[FoundSession],
             except OSError as exc:
                 result.failed.append((found, f"{found.path}: cannot read: {exc.strerror or exc}"))
                 continue
-            if tombstoned and make_id(session.when, mem.redact(session.text)) in tombstoned:  # the id compress_many would give it
+            if tombstoned and session.when and make_id(session.when, mem.redact(session.text)) in tombstoned:  # the id compress_many would give it
                 result.forgotten.append(found)
                 continue
             given.append(found)

@@ -76,7 +76,7 @@ class _Parser:
         return JsoncError(*line_col(self.text, pos), message)
 
     def skip(self, pos: int) -> int:
-        pos = (_BLANK_OR_COMMENTS if self.comments else _BLANK).match(self.text, pos).end()
+        pos = (_BLANK_OR_COMMENTS if self.comments else _BLANK).match(self.text, pos).end()  # type: ignore[union-attr]  # the pattern matches the empty string: never None
         if self.comments and self.text.startswith("/*", pos):
             raise self.fail(pos, "unterminated /* comment")
         return pos
@@ -264,7 +264,7 @@ class Document:
         resume = self._after_trailing_comment(comma + 1)
         rest_of_line = text[end:].split("\n", 1)[0]
         # joining that comment to the rest of the entry's line would comment out what follows
-        joins = text[comma + 1 : resume].lstrip(" \t").startswith("//") and _BLANK_OR_COMMENTS.match(rest_of_line).end() < len(rest_of_line)
+        joins = text[comma + 1 : resume].lstrip(" \t").startswith("//") and _BLANK_OR_COMMENTS.match(rest_of_line).end() < len(rest_of_line)  # type: ignore[union-attr]  # the pattern matches the empty string: never None
         if last_of_several and not text[resume:start].strip(blank) and not joins:
             # the comma append() put after the entry before, and the separator and entry it
             # put after that entry's same-line comment (if any)
@@ -279,7 +279,7 @@ class Document:
             return [(comma, end, "")]
         if i > 0:  # a comment sits between: keep it
             return [(comma, comma + 1, ""), (start, end, "")]
-        return [(start, _INDENT.match(text, after).end() if n > 1 else end, "")]
+        return [(start, _INDENT.match(text, after).end() if n > 1 else end, "")]  # type: ignore[union-attr]  # the pattern matches the empty string: never None
 
     # --- layout helpers -------------------------------------------------------------------
 
@@ -287,7 +287,7 @@ class Document:
         return "\r\n" if "\r\n" in self.text else "\n"
 
     def _line_indent(self, pos: int) -> str:
-        return _INDENT.match(self.text, self.text.rfind("\n", 0, pos) + 1).group()
+        return _INDENT.match(self.text, self.text.rfind("\n", 0, pos) + 1).group()  # type: ignore[union-attr]  # the pattern matches the empty string: never None
 
     def _indent_unit(self) -> str:
         """The indentation of the root object's first member on a line of its own."""

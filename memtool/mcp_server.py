@@ -50,7 +50,7 @@ def build_server(root: Path, max_tokens: int = C.MCP_MAX_TOKENS, log_level: str 
     for handler in logging.getLogger().handlers:  # stderr is the client's log: libraries (bm25s) log DEBUG on their own
         handler.setLevel(log_level)
     s = tools.settings  # defaults the schema shows come from the root's settings and the server's cap
-    runtime = {"search": {"limit": s.search_limit}, "context": {"budget": s.budget, "template": s.template}}
+    runtime: dict[str, dict[str, Any]] = {"search": {"limit": s.search_limit}, "context": {"budget": s.budget, "template": s.template}}
     for name in TOOLS:
         add_tool(server, tools, getattr(tools, name), {"max_tokens": max_tokens, **runtime.get(name, {})})
 

@@ -90,7 +90,7 @@ def tool(title: str, read_only: bool, idempotent: bool = True, destructive: bool
     one line, with TRUST_NOTE when its answers carry stored text)."""
 
     def mark(fn: Callable) -> Callable:
-        description = " ".join(fn.__doc__.split())
+        description = " ".join((fn.__doc__ or "").split())
         fn.mcp_tool = ToolSpec(title, f"{description} {TRUST_NOTE}" if trust_note else description, read_only, destructive, idempotent)  # type: ignore[attr-defined]
         return fn
 
@@ -381,7 +381,7 @@ class MemoryTools:
         path, data = read_inside(self.root, given)
         text = data.decode("utf-8", errors="replace")
         lines = text.splitlines()
-        line = int(line_digits) if len(line_digits) <= 9 else math.inf
+        line = int(line_digits) if len(line_digits) <= 9 else len(lines) + 2  # past any end
         if line < 1:
             raise BadInput(f"{brief(given)}#L{brief(line_digits)}: line numbers start at 1 (#L1 is the first line)")
         if line > max(len(lines), 1):

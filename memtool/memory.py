@@ -24,6 +24,7 @@ from memtool.dayfile import read_day
 from memtool.dedupe import Deduper, Duplicate
 from memtool.docfreq import recent_doc_freq
 from memtool.errors import BadInput, ProviderError, StorageError, StoreCorrupt
+from memtool.index_json import write_index
 from memtool.models import Entities, Entry, iso, make_id, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.quoting import log_tag_comment
@@ -33,7 +34,7 @@ from memtool.search.engine import Hit, Query, Weights, search
 from memtool.search.store import Known, SearchIndex, entry_vector_key, open_state, write_state
 from memtool.search.typos import query_terms
 from memtool.session_vectors import entry_vectors
-from memtool.store import Layout, Store
+from memtool.store import ArchiveLayout, Layout, Store, get_archived, is_untouched_template
 from memtool.text import content_words
 from memtool.tombstones import read_tombstones
 from memtool.transcripts import check_size, without_injected
@@ -217,11 +218,11 @@ class Memory:
         forgotten = read_tombstones(self.layout.root)
         for s in sessions:
             check_session(s)  # before the duplicate check: a repeated session with bad options is refused too
-            s = replace(s, session=self.redact(s.session), agent=self.redact(s.agent), when=s.when or utcnow())  # stored like the text
+            s = replace(s, session=self.redact(s.session), agent=self.redact(s.agent), when=(when := s.when or utcnow()))  # stored like the text
             text = self.redact(self.check_text(without_injected(s.text), s.name))  # what memtool injected is nobody's words
-            gone = forgotten.get(make_id(s.when, text))
+            gone = forgotten.get(make_id(when, text))
             if gone is not None:  # its entry would get the forgotten id, and every clone's next reindex would remove it again
-                result.refused.append((s.name, forgotten_message(s.name, make_id(s.when, text), gone)))
+                result.refused.append((s.name, forgotten_message(s.name, make_id(when, text), gone)))
                 continue
             dedupe.require_known(s.supersedes)
             dup = dedupe.check(s.name, text, s.when or utcnow(), s.session)
@@ -272,7 +273,7 @@ class Memory:
             with suppress(sqlite3.Error, OSError):  # the store busy: the next search starts the fill
                 fill_later(self.layout, self.embedder, self.settings.background_embed)
         with self.store.lock():
-            self.store.rebuild_index(self.settings.compressor)
+            write_index(self.layout, self.settings.compressor)
 
     def _write(self, items: list[tuple[Entry, str]], fresh: dict, warnings: list[str]) -> list[Entry]:
         """Store a batch. index.json (derived) is written once the call's last batch is stored
@@ -343,7 +344,7 @@ class Memory:
         """The settings of the same names, and the embedder's own semantic weight unless one is set."""
         s = self.settings
         same = {f.name: getattr(s, f.name) for f in fields(Weights) if hasattr(s, f.name)}
-        semantic = s.semantic_weight if s.semantic_weight >= 0 else getattr(self.embedder, "semantic_weight", 0.0)
+        semantic = s.semantic_weight if s.semantic_weight >= 0 else self.embedder.semantic_weight
         return Weights(**same, bm25=s.bm25_weight, dense=s.dense_weight, semantic=semantic)
 
     def search(self, query: Query | str, **kw) -> SearchResult:
@@ -389,8 +390,8 @@ class Memory:
         missing, total, unindexed = index_gap(index)
         if not (missing or unindexed):
             return
-        runs = self.settings.background_embed and (unindexed or not hasattr(self.embedder, "reason"))  # WordsOnlyEmbedder: no vectors to fill
-        started = runs and start_fill(self.layout)
+        runs = self.settings.background_embed and (unindexed or self.embedder.reason is None)  # WordsOnlyEmbedder: no vectors to fill
+        started = bool(runs) and start_fill(self.layout)
         warnings.append(fill_note(self.layout, missing, total, started, unindexed))
 
     def _newer_items(self, hits: list[Hit], warnings: list[str]) -> list[Hit]:
@@ -466,8 +467,6 @@ class Memory:
 
     def _layer3(self, name: str, warnings: list[str]) -> Section | None:
         """A Layer 3 file for the context, or None if missing or still the untouched template."""
-        from memtool.scaffold import is_untouched_template
-
         text = confine.read_optional_text(self.layout.root / name, C.MAX_DOC_BYTES, warnings, SKIPPED)
         return None if text is None or is_untouched_template(name, text) else Section(name, text)
 
@@ -486,8 +485,6 @@ class Memory:
 
     def show(self, entry_id: str) -> Shown | None:
         """The entry with this id, live or else archived, or None."""
-        from memtool.archive import ArchiveLayout, get_archived
-
         home: Layout = self.layout
         entry = self.store.get(entry_id)
         if entry is None:

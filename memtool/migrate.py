@@ -26,12 +26,10 @@ import numpy as np
 
 from memtool import confine
 from memtool import constants as C
-from memtool.archive import archive_layouts
-from memtool.doctor import Quarantine
 from memtool.errors import StorageError, UnsafePath
 from memtool.fsutil import atomic_write_bytes
 from memtool.gitmerge import setup_git
-from memtool.store import Layout, Store, vector_bytes
+from memtool.store import Layout, Quarantine, Store, archive_layouts, vector_bytes
 
 
 @dataclass

@@ -17,6 +17,7 @@ from memtool import confine
 from memtool import constants as C
 from memtool.errors import BadInput, NotFound
 from memtool.fsutil import atomic_write_bytes
+from memtool.index_json import write_index
 from memtool.memory import Memory
 from memtool.models import Entry
 
@@ -144,7 +145,7 @@ def _write(mem: Memory, insight: str, provenance: str, section: str, entry: Entr
         if entry is not None and entry.promoted_to != f"{C.MEMORY_MD}#{result.section}":
             entry.promoted_to = f"{C.MEMORY_MD}#{result.section}"
             mem.store.update_entries([entry])
-            mem.store.rebuild_index(mem.settings.compressor)
+            write_index(mem.layout, mem.settings.compressor)
     return result
 
 

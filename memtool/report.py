@@ -27,10 +27,10 @@ CSS = """
 :root { --fg: #1f2328; --muted: #59636e; --bg: #ffffff; --card: #f6f8fa; --line: #d1d9e0; --bar: #4f7fd1; }
 @media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --muted: #9198a1; --bg: #0d1117; --card: #161b22; --line: #3d444d; --bar: #6d9ce8; } }
 * { box-sizing: border-box; }
-body { margin: 0 auto; max-width: 960px; padding: 24px; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); }
+body { margin: 0 auto; max-width: 960px; padding: 24px; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif;
+  color: var(--fg); background: var(--bg); } section { margin: 0 0 28px; }
 h1 { margin: 0 0 4px; font-size: 26px; } h2 { margin: 0 0 8px; font-size: 18px; } h3 { margin: 12px 0 4px; font-size: 14px; color: var(--muted); }
 .sub { color: var(--muted); margin: 0 0 20px; word-break: break-all; }
-section { margin: 0 0 28px; }
 .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(160px, 1fr)); gap: 10px; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px; }
 .card .v { font-size: 22px; font-weight: 600; } .card .k { color: var(--muted); font-size: 13px; }
@@ -38,9 +38,8 @@ section { margin: 0 0 28px; }
 .grid2 { display: grid; grid-template-columns: 1fr 1fr; gap: 24px; } @media (max-width: 760px) { .grid2 { grid-template-columns: 1fr; } }
 svg.chart { width: 100%; height: auto; display: block; }
 svg text { fill: var(--fg); font-size: 12px; } svg .axis { stroke: var(--line); } svg .tick { fill: var(--muted); font-size: 11px; }
-svg .bar { fill: var(--bar); } svg .imp-low { fill: #8c959f; } svg .imp-medium { fill: #4f7fd1; } svg .imp-high { fill: #d4891c; } svg .imp-critical { fill: #cf222e; }
-.empty { color: var(--muted); font-style: italic; }
-ul.problems { color: #cf222e; }
+svg .bar { fill: var(--bar); } svg .imp-low { fill: #8c959f; } svg .imp-medium { fill: #4f7fd1; }
+svg .imp-high { fill: #d4891c; } svg .imp-critical { fill: #cf222e; } .empty { color: var(--muted); font-style: italic; } ul.problems { color: #cf222e; }
 """
 
 

@@ -18,11 +18,12 @@ same reason. A bad answer for one transcript leaves that entry pending and goes 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from memtool import confine
 from memtool import constants as C
 from memtool.errors import BadModelOutput, ConfigError, DimensionMismatch, NotFound, ProviderError, StoreCorrupt, UnsafePath
+from memtool.index_json import write_index
 from memtool.models import Entities, Entry
 from memtool.session_vectors import entry_vectors, kept_sessions
 
@@ -163,7 +164,7 @@ def completed(old: Entry, out: "Compressed", model: str, text: str) -> Entry:
     """The stand-in with its compressed fields replaced by the provider's output."""
     levels = C.IMPORTANCE_LEVELS
     importance = max(old.importance, out.importance, key=levels.index) if out.importance in levels else old.importance
-    lists = {key: list(getattr(out, key)) for key in ("keywords", "topics", "decisions", "action_items")}
+    lists: dict[str, Any] = {key: list(getattr(out, key)) for key in ("keywords", "topics", "decisions", "action_items")}
     new = replace(old, summary=out.summary, entities=out.entities or Entities(), importance=importance, model=model, pending=False, **lists)
     new.count_tokens(text)
     return new
@@ -199,7 +200,7 @@ def _save(mem: "Memory", pairs: list[tuple[Entry, Entry]], report: RetryReport, 
                 report.completed[new.id] = new.model
         if changed:
             mem.store.update_entries(changed)
-            mem.store.rebuild_index(mem.settings.compressor)
+            write_index(mem.layout, mem.settings.compressor)
             if not mem.settings.keep_transcripts:
                 for e in changed:
                     mem.layout.transcript_file(e.id).unlink(missing_ok=True)

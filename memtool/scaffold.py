@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-from importlib import resources
 from pathlib import Path
 
 from memtool import constants as C
-from memtool.config import Settings, protection
+from memtool.config import Settings, load_settings, protection
 from memtool.errors import BadInput, StorageError
 from memtool.fsutil import atomic_write_text
-from memtool.store import Layout
+from memtool.providers import EMBEDDER_GROUP, REGISTERED, auto
+from memtool.store import Layout, template_text
 
 GITIGNORE = (
     f"# derived data, rebuilt from the files; safe to delete\n{C.CACHE_DIR}/\n{C.LOCK_FILE}\n{C.INDEX_DIR}/{C.INDEX_FILE}\n"
@@ -39,13 +39,20 @@ def config_text() -> str:
     return "\n".join(lines) + "\n"
 
 
-def template_text(name: str) -> str:
-    return resources.files("memtool").joinpath("templates", name).read_text(encoding="utf-8")
+def pin_embedder(root: Path) -> str | None:
+    """Write the embedder `auto` stands for into memory/config.yaml (versioned: one model for everyone sharing
+    the store) when the file leaves it to `auto`: the one the environment names (MEMTOOL_EMBEDDER, the user's
+    explicit choice), else this machine's best. The name written; None if set, or registered in this process only."""
+    from memtool.sync import persist_embedder  # the search engine and numpy: not for every `memory init` import
 
-
-def is_untouched_template(name: str, text: str) -> bool:
-    """True when a Layer 3 file still holds exactly what `memory init` wrote: boilerplate, not memory."""
-    return name in C.LAYER3_FILES and text.strip() == template_text(name).strip()
+    if load_settings(root, env={}).embedder != C.DEFAULT_EMBEDDER:
+        return None
+    chosen = load_settings(root).embedder
+    name = chosen if chosen != C.DEFAULT_EMBEDDER else auto.choose_embedder(root)
+    if name in REGISTERED[EMBEDDER_GROUP]:
+        return None
+    persist_embedder(Layout(root), name)
+    return name
 
 
 def _in_the_way(folder: Path) -> Path | None:
@@ -91,8 +98,6 @@ def init(root: Path) -> list[Path]:
             atomic_write_text(path, text)
             created.append(path)
     if layout.config_file in created:  # a new store: its embedder is chosen once, for everyone who shares it
-        from memtool.providers.auto import pin_embedder
-
         pin_embedder(root)
     from memtool.gitmerge import setup_git
 

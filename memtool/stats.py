@@ -79,7 +79,7 @@ def week_series(per_week: dict[str, int]) -> list[tuple[str, int]]:
     """entries_per_week with the empty weeks in between filled in with 0, oldest first."""
     if not per_week:
         return []
-    day, last = (date.fromisocalendar(*map(int, week.split("-W")), 1) for week in (min(per_week), max(per_week)))  # their Mondays
+    day, last = (date.fromisocalendar(int(week[:4]), int(week[6:]), 1) for week in (min(per_week), max(per_week)))  # their Mondays
     out = []
     while day <= last:
         key = "{}-W{:02d}".format(*day.isocalendar()[:2])

@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING, Iterator
 
 from memtool import confine
 from memtool import constants as C
-from memtool.confine import register_root
-from memtool.dayfile import DAY_RE, day_document, id_day, read_day
-from memtool.errors import DimensionMismatch, NotAMemoryRoot, OldLayout, StoreCorrupt, UnsafePath
-from memtool.fsutil import append_text, atomic_write_many, atomic_write_text, locked, stat_sig
-from memtool.index_json import write_index
-from memtool.models import Entry
+from memtool.confine import register_root, safe_folder
+from memtool.dayfile import DAY_RE, ID_DAY_RE, day_document, id_day, read_day
+from memtool.errors import DimensionMismatch, NotAMemoryRoot, OldLayout, StorageError, StoreCorrupt, UnsafePath
+from memtool.fsutil import append_text, atomic_write_bytes, atomic_write_many, atomic_write_text, locked, stat_sig
+from memtool.models import Entry, utcnow
 
 if TYPE_CHECKING:
     import numpy as np
@@ -140,8 +139,6 @@ class Layout:
             return self
         homes = [self]
         if type(self) is Layout and self.archive_dir.is_dir():  # an archive year, or no archive: nothing more to look at (nor to import)
-            from memtool.archive import archive_layouts  # archive.py builds on this module
-
             homes += archive_layouts(self)
         old = [lay for lay in homes if any(lay._top_legacy_files())]  # their top folders tell: flat embeddings/ and transcripts/, JSON vectors
         if old:
@@ -320,11 +317,6 @@ class Store:
         is an error (NotAMemoryRoot), never an empty memory/ made again by the lock."""
         return locked(self.layout.lock_file, folder_must_exist=True)
 
-    def rebuild_index(self, provider: str) -> list[str]:
-        """Write index.json whole after the day files changed (memtool/index_json.py); returns the day
-        files that cannot be read. Caller holds the lock."""
-        return write_index(self.layout, provider)[1]
-
     # -- entries ---------------------------------------------------------------------------------
     def iter_entries(self, errors: list[str] | None = None) -> Iterator[Entry]:
         """Every entry from the per-day files. A bad file raises, or is reported into `errors` and skipped."""
@@ -421,3 +413,122 @@ class Store:
             append_text(path, f"# {day}\n")
         append_text(path, line)
         return path
+
+
+YEAR_RE = re.compile(r"^\d{4}$")
+
+
+@dataclass(frozen=True)
+class ArchiveLayout(Layout):
+    """memory/archive/YYYY/ seen as a memory/ folder. Locks and caches stay those of the live root."""
+
+    year: str = ""
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.root / C.MEMORY_DIR / C.ARCHIVE_DIR / self.year
+
+    @property
+    def cache_dir(self) -> Path:
+        return Layout(self.root).cache_dir
+
+    @property
+    def lock_file(self) -> Path:
+        return Layout(self.root).lock_file
+
+    def markdown_files(self) -> list[Path]:
+        """Only the archived daily logs: Layer 3 files are never archived."""
+        return sorted(p for p in self.memory_dir.glob("*.md") if DAY_RE.match(p.stem))
+
+
+@dataclass(frozen=True)
+class LiveAndArchive(Layout):
+    """The live memory and every archive year read as one folder: what `search --archive` indexes.
+
+    Day files and logs are those of both; an entry's transcript and embedding are found where its
+    entry lives."""
+
+    def day_files(self) -> list[Path]:
+        return [*Layout(self.root).day_files(), *(p for a in archive_layouts(self) for p in a.day_files())]
+
+    def markdown_files(self) -> list[Path]:
+        return [*Layout(self.root).markdown_files(), *(p for a in archive_layouts(self) for p in a.markdown_files())]
+
+    def embedding_file(self, entry_id: str) -> Path:
+        return self._home(entry_id, Layout.embedding_file)
+
+    def transcript_file(self, entry_id: str) -> Path:
+        return self._home(entry_id, Layout.transcript_file)
+
+    def _home(self, entry_id: str, file_of) -> Path:
+        live = file_of(Layout(self.root), entry_id)
+        m = ID_DAY_RE.match(entry_id)
+        if live.is_file() or not m:
+            return live
+        return file_of(ArchiveLayout(self.root, m.group(1)), entry_id)
+
+
+def archive_layouts(layout: Layout) -> list[ArchiveLayout]:
+    """One ArchiveLayout per memory/archive/YYYY/ folder, oldest year first."""
+    base = layout.archive_dir
+    if not base.is_dir():
+        return []
+    return [ArchiveLayout(layout.root, p.name) for p in sorted(base.iterdir()) if p.is_dir() and YEAR_RE.match(p.name)]
+
+
+def archived_entries(layout: Layout, errors: list[str] | None = None) -> list[Entry]:
+    """Every entry `memory archive` moved to memory/archive/, oldest year first (a bad day file
+    raises, or is reported into `errors` and skipped, as Store.iter_entries does)."""
+    return [e for arch in archive_layouts(layout) for e in Store(arch).iter_entries(errors)]
+
+
+def get_archived(layout: Layout, entry_id: str) -> Entry | None:
+    """An archived entry by id (its id names its day), or None."""
+    m = ID_DAY_RE.match(entry_id)
+    if not m:
+        return None
+    path = ArchiveLayout(layout.root, m.group(1)).day_file("-".join(m.groups()))
+    return next((e for e in read_day(path) if e.id == entry_id), None) if path.is_file() else None
+
+
+class Quarantine:
+    """memory/quarantine/<UTC timestamp>/..., created on first use."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+        self.moved: list[str] = []
+
+    @cached_property
+    def folder(self) -> Path:
+        """memory/quarantine/<timestamp>[-n], one not there yet (not even as a dangling link)."""
+        stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+        folder, n = self.layout.quarantine_dir / stamp, 1
+        while os.path.lexists(folder):
+            n += 1
+            folder = self.layout.quarantine_dir / f"{stamp}-{n}"
+        return folder
+
+    def move(self, path: Path) -> None:
+        dest = self.folder / path.relative_to(self.layout.memory_dir)
+        try:
+            safe_folder(dest.parent, create=True)  # memory/quarantine reached without a link (memtool/confine.py)
+            os.replace(path, dest)
+        except OSError as exc:
+            raise StorageError(f"cannot move {path} into {self.folder}: {exc.strerror}") from None
+        self.moved.append(dest.relative_to(self.layout.root).as_posix())
+
+    def write(self, relative: str | Path, data: str | bytes) -> None:
+        dest = self.folder / relative
+        atomic_write_bytes(dest, data.encode("utf-8") if isinstance(data, str) else data)
+        self.moved.append(dest.relative_to(self.layout.root).as_posix())
+
+
+def template_text(name: str) -> str:
+    from importlib import resources  # ~5 ms: only when a template is read
+
+    return resources.files("memtool").joinpath(f"templates/{name}").read_text(encoding="utf-8")
+
+
+def is_untouched_template(name: str, text: str) -> bool:
+    """True when a Layer 3 file still holds exactly what `memory init` wrote: boilerplate, not memory."""
+    return name in C.LAYER3_FILES and text.strip() == template_text(name).strip()

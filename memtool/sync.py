@@ -27,8 +27,8 @@ from typing import Callable, Iterator
 import numpy as np
 
 from memtool import constants as C
-from memtool.archive import archive_layouts
 from memtool.dayfile import read_day
+from memtool.forget import bury
 from memtool.fsutil import atomic_write_text, stat_sig
 from memtool.index_json import write_index
 from memtool.memory import Memory
@@ -37,9 +37,8 @@ from memtool.search.docs import source_key
 from memtool.search.fill import fill_vectors
 from memtool.search.store import Known, Sigs, entry_vector_key, open_state, write_state
 from memtool.session_vectors import entry_vectors, kept_sessions
-from memtool.store import Layout, Store, vector_file_ok
+from memtool.store import Layout, Store, archive_layouts, vector_file_ok
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files
-from memtool.tombstones import bury
 
 Progress = Callable[[str, int, int], None]  # (task, done, total); total 0 when unknown
 
@@ -153,7 +152,7 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         present = _vector_files(layout, man, model, planned) if planned is not None else {}
         need, verified, orphans = _plan_vectors(layout, man, scan, model, dim, full, present)
         todo = _entries_for(layout, need, scan)
-    if todo and hasattr(embedder, "reason"):  # the store's embedder cannot run here (WordsOnlyEmbedder)
+    if todo and embedder.reason is not None:  # the store's embedder cannot run here (WordsOnlyEmbedder)
         report.errors.append(
             f"{len(todo)} entries not embedded: this machine cannot run '{embedder.name}' ({embedder.reason}); "
             "a machine that can embeds them with its next `memory reindex`, and search finds them by their words"

@@ -8,7 +8,6 @@ from __future__ import annotations
 import getpass
 import json
 import subprocess
-from functools import cache
 from pathlib import Path
 
 from memtool import confine
@@ -65,28 +64,3 @@ def add_tombstones(root: Path, ids: list[str]) -> None:
     lines = "".join(json.dumps({"id": i, "time": when, "who": name}, ensure_ascii=False) + "\n" for i in ids if i not in have)
     if lines:
         append_text(tombstones_file(root), lines.rstrip("\n"))
-
-
-def bury(layout, provider: str) -> list[str]:
-    """Remove what a merge brought back of tombstoned entries, through `memory forget`: the entries
-    (live or archived, found in the day files their ids name) and stray transcript or embedding
-    files (forget removes those of an id no day file holds). Returns the ids removed. Takes the
-    root's lock (not to be held by the caller)."""
-    from memtool.archive import archive_layouts
-    from memtool.dayfile import id_day
-    from memtool.forget import forget
-
-    dead = read_tombstones(layout.root)
-    if not dead:
-        return []
-    homes = [layout, *archive_layouts(layout)]
-
-    @cache  # each day file read once
-    def text(path) -> str:
-        return confine.read_text(path, errors="replace") if confine.is_regular(path) else ""
-
-    stored = {i for i in dead if (day := id_day(i)) and any(f'"{i}"' in text(home.day_file(day)) for home in homes)}
-    strays = {i for i in dead for home in homes if home.embedding_file(i).is_file() or home.transcript_file(i).is_file()}
-    if stored or strays:
-        forget(layout, sorted(stored | strays), provider)
-    return sorted(stored | strays)

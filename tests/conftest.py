@@ -48,6 +48,8 @@ class FakeEmbedder:
     name = "fake"
     model = "fake-hash-64"
     dim = 64
+    semantic_weight = 0.0
+    reason = None
 
     def __init__(self, model: str = "fake-hash-64", dim: int = 64):
         self.model, self.dim = model, dim
@@ -111,29 +113,14 @@ def fake_auto_embedder(request, monkeypatch):
     from memtool import providers
     from memtool.providers import auto
 
-    real_choice, real_load = auto.choose_embedder, providers._load
+    real_choice = auto.choose_embedder
 
     def choose_embedder(root):
         return "fake" if auto.stored_model(root) in (None, FakeEmbedder.model) else real_choice(root)
 
-    def load(group, name, kind):
-        return FakeEmbedder if (group, name) == (providers.EMBEDDER_GROUP, "fake") else real_load(group, name, kind)
-
-    real_available = providers.available
-
-    def available(group):  # `memory init` writes the chosen embedder to config.yaml, which is then checked
-        return sorted({*real_available(group), "fake"}) if group == providers.EMBEDDER_GROUP else real_available(group)
-
-    def pin_embedder(root):  # `memory init` pins `auto`'s choice; "fake" would stop a real `memory` process
-        from memtool.config import load_settings
-
-        return None if load_settings(root).embedder == "auto" and choose_embedder(root) == "fake" else real_pin(root)
-
-    real_pin = auto.pin_embedder
-    monkeypatch.setattr(auto, "pin_embedder", pin_embedder)
     monkeypatch.setattr(auto, "choose_embedder", choose_embedder)
-    monkeypatch.setattr(providers, "_load", load)
-    monkeypatch.setattr(providers, "available", available)
+    # registered in this process only: `memory init` never pins it (a real `memory` process could not build it)
+    request.addfinalizer(providers.register(providers.EMBEDDER_GROUP, "fake", FakeEmbedder))
 
 
 @pytest.fixture

@@ -13,12 +13,13 @@ from typer.testing import CliRunner
 
 from memtool import archive as archive_mod
 from memtool.app import open_memory
-from memtool.archive import ArchiveLayout, archive, get_archived
+from memtool.archive import archive
 from memtool.cli.main import app
 from memtool.dayfile import day_document, read_day
 from memtool.doctor import Doctor
 from memtool.fsutil import atomic_write_text
 from memtool.scaffold import init
+from memtool.store import ArchiveLayout, Layout, archived_entries, get_archived
 from tests.conftest import read_vector_at
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
@@ -326,7 +327,4 @@ def test_export_says_it_left_archived_entries_out_and_exports_them_with_archived
 
 
 def get_archived_ids(root: Path) -> list[str]:
-    from memtool.archive import archived_entries
-    from memtool.store import Layout
-
     return [e.id for e in archived_entries(Layout(root))]

@@ -12,15 +12,16 @@ import pytest
 from typer.testing import CliRunner
 
 from memtool.app import open_memory
-from memtool.archive import ArchiveLayout, archive
+from memtool.archive import archive
 from memtool.cli.main import app
 from memtool.dayfile import read_day
 from memtool.doctor import Doctor
 from memtool.doctor.repair import conflict_sides
 from memtool.errors import StoreCorrupt
+from memtool.index_json import write_index
 from memtool.scaffold import init
 from memtool.search.engine import Query
-from memtool.store import vector_bytes
+from memtool.store import ArchiveLayout, vector_bytes
 from tests.conftest import FakeEmbedder, embedding_path, read_vector_at, transcript_path
 
 AUTH = "Alice: We decided to use Auth0 instead of custom JWT handling. Sarah owns the migration."
@@ -380,7 +381,7 @@ def test_an_entry_both_live_and_archived_keeps_the_live_copy(archived, doctor, r
     for f in (arch.transcript_file(a.id), arch.embedding_file(a.id)):  # an interrupted `memory archive` copied them first
         (root / "memory" / f.relative_to(arch.memory_dir)).write_bytes(f.read_bytes())
     mem = open_memory(root, embedder=FakeEmbedder())
-    mem.store.rebuild_index(mem.settings.compressor)
+    write_index(mem.layout, mem.settings.compressor)
 
     [dup] = [p for p in doctor.diagnose().problems if p.kind == "duplicate"]
     assert dup.path == "memory/archive/2026/index/2026-02-07.json" and f"entry {a.id} is also live with different content" == dup.message
@@ -403,7 +404,7 @@ def test_live_versus_archived_keeps_the_only_transcript_and_says_where_it_went(a
     (root / "memory/index/2026-02-07.json").write_text(json.dumps({"date": "2026-02-07", "entries": [entry]}, indent=2))
     transcript = arch.transcript_file(a.id).read_bytes()
     mem = open_memory(root, embedder=FakeEmbedder())
-    mem.store.rebuild_index(mem.settings.compressor)
+    write_index(mem.layout, mem.settings.compressor)
 
     fixed = doctor.repair()
     assert fixed.healthy and fixed.problems == [], fixed.problems

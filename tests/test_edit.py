@@ -10,12 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from memtool.app import open_memory
-from memtool.archive import get_archived
 from memtool.cli.main import app
 from memtool.edit import edit_entry
 from memtool.errors import BadInput, NotFound
 from memtool.scaffold import init
-from memtool.store import Layout
+from memtool.store import Layout, get_archived
 
 WHEN = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)
 

@@ -29,11 +29,11 @@ from typing import Callable
 import pytest
 
 from memtool.app import open_memory
-from memtool.archive import archive, archive_layouts
+from memtool.archive import archive
 from memtool.dayfile import read_day
 from memtool.providers.wordllama import WordLlamaEmbedder
 from memtool.scaffold import init
-from memtool.store import Layout, vector_bytes
+from memtool.store import Layout, archive_layouts, vector_bytes
 from memtool.sync import sync
 from tests.conftest import read_vector_at
 

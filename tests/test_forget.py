@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from memtool import constants as C
 from memtool.app import open_memory
-from memtool.archive import archive, get_archived
+from memtool.archive import archive
 from memtool.cli.main import app
 from memtool.dayfile import day_document, read_day
 from memtool.doctor import Doctor
@@ -27,6 +27,7 @@ from memtool.forget import forget
 from memtool.fsutil import atomic_write_text
 from memtool.promote import promote
 from memtool.scaffold import init
+from memtool.store import get_archived
 
 runner = CliRunner()
 SECRET = "Quillfeather"  # a word only the forgotten session holds
@@ -168,12 +169,12 @@ def test_a_run_cut_short_is_finished_by_the_next(mem, root, three, monkeypatch):
 
 def cut_after_the_day_file(monkeypatch, mem, entry_id: str) -> None:
     """A forget that dies once the entry has left its day file: before index.json and the caches."""
-    from memtool.store import Store
+    import memtool.forget
 
     def crash(*a, **kw):
         raise OSError("power cut")
 
-    monkeypatch.setattr(Store, "rebuild_index", crash)
+    monkeypatch.setattr(memtool.forget, "write_index", crash)
     with pytest.raises(OSError):
         forget(mem.layout, [entry_id], mem.settings.compressor)
     monkeypatch.undo()
@@ -290,7 +291,7 @@ def test_cli_forget_leaves_a_tombstone_and_says_git_history_keeps_the_bytes(mem,
 def test_bury_removes_what_a_merge_brought_back_of_a_forgotten_entry(mem, root, three):
     """A merge with an older copy brings back a forgotten entry (its day file line and files) or only
     the files of another (transcript, vector): bury() (the next sync) removes both and names them."""
-    from memtool.tombstones import bury
+    from memtool.forget import bury
 
     back, stray = three[1], three[2]
     entry = mem.get(back)

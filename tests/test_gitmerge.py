@@ -243,7 +243,9 @@ def test_git_setup_command_in_a_fresh_clone(team, tmp_path, env):
     c = tmp_path / "c"
     git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(c))
     assert git(c, "config", "merge.memtool.driver", check=False).returncode != 0
-    out = subprocess.run(["memory", "--root", str(c), "git", "setup"], capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-m", "memtool", "--root", str(c), "git", "setup"], capture_output=True, text=True, env=env
+    )  # as the merge driver runs without `memory` on PATH
     assert out.returncode == 0, out.stderr
     assert "registered the memtool merge driver" in out.stdout and "kept" in out.stdout
     assert git(c, "config", "merge.memtool.driver").stdout.strip()

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from memtool import constants as C
-from memtool.archive import ArchiveLayout
 from memtool.forget import forget
 from memtool.providers.auto import e5_runs
-from memtool.store import Layout
+from memtool.store import ArchiveLayout, Layout
 from tests.conftest import read_vector_at
 from tests.test_mcp import BILLING, EXPORT, WEB, connect, home_env
 

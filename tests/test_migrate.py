@@ -17,7 +17,7 @@ from memtool.errors import OldLayout
 from memtool.migrate import migrate
 from memtool.models import Entry
 from memtool.scaffold import init
-from memtool.store import Layout, Store
+from memtool.store import ArchiveLayout, Layout, Store
 from tests.conftest import FakeCompressor, FakeEmbedder
 
 TEXTS = {
@@ -69,8 +69,6 @@ def test_an_old_store_migrates_with_everything_intact_and_searches_the_same(tmp_
     assert (report.transcripts, report.vectors, report.set_aside, report.left) == (4, 4, [], [])
     assert not Layout(old).legacy_files()
     mem = open_memory(old, embedder=embedder, compressor=FakeCompressor())
-    from memtool.archive import ArchiveLayout
-
     for entry_id, vec in vectors.items():
         home = ArchiveLayout(old, "2025") if entry_id.startswith("ctx-2025") else mem.layout
         assert home.transcript_file(entry_id).read_text() == f"user: {TEXTS[entry_id]}\n"
@@ -83,7 +81,7 @@ def test_an_old_store_migrates_with_everything_intact_and_searches_the_same(tmp_
     init(fresh)
     for e in [entry(i) for i in list(TEXTS)[:3]]:
         Store(Layout(fresh)).write_entries([e])
-    from memtool.archive import ArchiveLayout as A
+    from memtool.store import ArchiveLayout as A
 
     archived = entry(list(TEXTS)[3])
     (fresh / "memory/archive/2025/index").mkdir(parents=True)

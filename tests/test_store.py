@@ -8,7 +8,7 @@ import pytest
 
 import memtool.index_json as index_mod
 from memtool.app import open_memory
-from memtool.index_json import index_document
+from memtool.index_json import index_document, write_index
 from memtool.scaffold import init
 
 
@@ -146,7 +146,7 @@ def test_an_entry_filed_under_another_day_is_kept_once_when_its_dates_file_is_un
     data3["entries"].append(moved)
     day3.write_text(json.dumps(data3, indent=2))
     day2.write_text('{"date": "2026-03-02", "entries": [')  # cut off
-    errors = mem.store.rebuild_index(mem.settings.compressor)
+    errors = write_index(mem.layout, mem.settings.compressor)[1]
     assert errors and [e["id"] for e in entries_of(root)].count(moved["id"]) == 1
     assert len(entries_of(root)) == 5
 
@@ -185,7 +185,7 @@ def test_a_day_file_saved_while_index_json_is_written_is_not_recorded_as_include
 
     monkeypatch.setattr(index_mod, "read_day", read_then_edit)
     monkeypatch.setattr(index_mod, "_store_lines", lambda layout: None)
-    mem.store.rebuild_index(mem.settings.compressor)
+    write_index(mem.layout, mem.settings.compressor)
     monkeypatch.undo()
     assert not any(e["summary"].startswith("Saved by an editor") for e in entries_of(root))  # the race, as it happened
     mem.compress("Liam: day 4 note on the release train.", when=when(4, 18), session="l")

@@ -220,7 +220,8 @@ def test_codex_apply_patch_names_the_files_changed_and_shell_commands_are_unwrap
             "payload": {
                 "type": "custom_tool_call",
                 "name": "apply_patch",
-                "input": "*** Begin Patch\n*** Update File: internal/api/orders.go\n@@\n-a\n+b\n*** Add File: internal/api/orders_timeout_test.go\n+x\n*** End Patch\n",
+                "input": "*** Begin Patch\n*** Update File: internal/api/orders.go\n@@\n-a\n+b\n"
+                "*** Add File: internal/api/orders_timeout_test.go\n+x\n*** End Patch\n",
             },
         },
         {

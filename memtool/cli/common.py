@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class MemtoolGroup(TyperGroup):
     """Maps domain errors to one message on stderr and their exit code, for every subcommand."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # typer's own click Context
         try:
             return super().invoke(ctx)
         except MemtoolError as exc:
@@ -72,7 +72,7 @@ def print_json(data: Any) -> None:
 
 
 def _plain(obj: Any) -> Any:
-    return obj.to_dict() if hasattr(obj, "to_dict") else asdict(obj) if is_dataclass(obj) else str(obj)
+    return obj.to_dict() if hasattr(obj, "to_dict") else asdict(obj) if is_dataclass(obj) and not isinstance(obj, type) else str(obj)
 
 
 def echo(text: str = "", err: bool = False) -> None:

@@ -40,7 +40,7 @@ def demo(
     try:
         init(root)
         mem = open_memory(root)
-        examples = sorted(p for p in resources.files("memtool").joinpath("examples").iterdir() if p.name.endswith(".md"))
+        examples = sorted((p for p in resources.files("memtool").joinpath("examples").iterdir() if p.name.endswith(".md")), key=lambda p: p.name)
         sessions = [
             Session(text=p.read_text(encoding="utf-8"), when=datetime.fromisoformat(p.name[:10] + "T16:00").astimezone(), session=p.name[11:-3], agent="demo")
             for p in examples

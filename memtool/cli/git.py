@@ -24,7 +24,7 @@ def setup(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
     the store's embedder in memory/config.yaml when it is left to `auto`. Run once in every fresh
     clone; safe to run again."""
     from memtool.gitmerge import setup_git
-    from memtool.providers.auto import pin_embedder
+    from memtool.scaffold import pin_embedder
 
     layout = layout_of(ctx)
     done = setup_git(layout.root)

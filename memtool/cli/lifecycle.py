@@ -137,9 +137,9 @@ def export(
     archived: bool = typer.Option(False, "--archived", help="Also export the entries `memory archive` moved to memory/archive/."),
 ) -> None:
     """Export every live entry, oldest first (with --archived, the archived ones too; without it, stderr says how many were left out)."""
-    from memtool.archive import archived_entries
     from memtool.export import export_text
     from memtool.fsutil import atomic_write_bytes
+    from memtool.store import archived_entries
 
     mem, entries = _entries(ctx)
     errors: list[str] = []

@@ -95,7 +95,8 @@ def compress(
     date: Optional[str] = typer.Option(
         None,
         "--date",
-        help="When the session happened (ISO, '18 May 2023', 'yesterday'...). Default: the transcript's own start time (its first timestamp, or a date stated in its first lines), else the file's modification time, or now for stdin.",
+        help="When the session happened (ISO, '18 May 2023', 'yesterday'...). Default: the transcript's own start time "
+        "(its first timestamp, or a date stated in its first lines), else the file's modification time, or now for stdin.",
     ),
     session: Optional[str] = typer.Option(None, "--session", help="source_session name. Default: 'main' for one input, the file name for several."),
     importance: Optional[str] = typer.Option(None, "--importance", help="low, medium, high or critical. Default: inferred."),
@@ -112,7 +113,8 @@ def compress(
     as_json: bool = typer.Option(
         False,
         "--json",
-        help="Print the entries as JSON, each once: its fields, status (stored, or duplicate: already stored, nothing added) and inputs (the transcripts that gave it).",
+        help="Print the entries as JSON, each once: its fields, status (stored, or duplicate: already stored, nothing added) "
+        "and inputs (the transcripts that gave it).",
     ),
 ) -> None:
     """Compress session transcript(s) into structured entries, embed them, and write the files."""

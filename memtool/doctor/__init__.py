@@ -13,7 +13,7 @@ archived (the live copy is kept, as `memory archive` does) and a day file in ano
 It has no index.json, and archived stand-in entries are not reported (`memory retry` is for live ones).
 
 The modules: checks.py (Problem, Report, and Checker: the checks, read-only), repair.py (Doctor:
-the checks and `--fix`; the Quarantine). Here: open_doctor, which reads the root's settings and embedder.
+the checks and `--fix`; memtool.store.Quarantine). Here: open_doctor, which reads the root's settings and embedder.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from memtool import constants as C
 from memtool.config import Settings, load_settings
 from memtool.doctor.checks import WARNING, Problem, Report
-from memtool.doctor.repair import Doctor, Quarantine
+from memtool.doctor.repair import Doctor
 from memtool.errors import ConfigError, ProviderError
 from memtool.store import Layout
 
@@ -50,4 +50,4 @@ def open_doctor(root: Path) -> Doctor:
     return Doctor(layout, settings, embedder, notes)
 
 
-__all__ = ["Doctor", "Problem", "Report", "Quarantine", "open_doctor"]
+__all__ = ["Doctor", "Problem", "Report", "open_doctor"]

@@ -18,12 +18,11 @@ import numpy as np
 
 from memtool import confine
 from memtool import constants as C
-from memtool.archive import ArchiveLayout, archive_layouts
 from memtool.config import Settings
 from memtool.dayfile import CONFLICT_RE, load_json, read_day, sort_entries
 from memtool.errors import StorageError, StoreCorrupt, UnsafePath
 from memtool.models import Entry
-from memtool.store import Layout, Store
+from memtool.store import ArchiveLayout, Layout, Store, archive_layouts
 
 if TYPE_CHECKING:
     from memtool.providers import Embedder
@@ -218,8 +217,8 @@ class Checker:
         the folders are the archive's. Returns the entries kept (the first of each id) with their day file."""
         found, bad = self.read_days(folders)
         rep.problems.extend(bad)
-        for arch in folders:
-            for path in arch.day_files() if isinstance(arch, ArchiveLayout) else ():
+        for arch in (f for f in folders if isinstance(f, ArchiveLayout)):
+            for path in arch.day_files():
                 if path.stem[:4] != arch.year:
                     home = self.rel(ArchiveLayout(arch.root, path.stem[:4]).day_file(path.stem))
                     what = f"move it to {home} by hand (and its entries' transcripts and embeddings, if they are beside it)"
@@ -320,6 +319,8 @@ class Checker:
         except (StoreCorrupt, UnicodeDecodeError) as exc:
             rep.add("unparsable", where, *split_location(exc, f), fix="quarantine, re-embed")
             return
+        if data is None:
+            return  # gone since listed
         vec, emb = data["embedding"], self.embedder
         if data.get("id", f.stem) != f.stem or data.get("dim") != len(vec) or not bool(np.isfinite(vec).all()):
             rep.add("embedding", where, f"malformed: id {data.get('id')!r}, dim {data.get('dim')!r}, {len(vec)} values", fix="quarantine, re-embed")

@@ -15,56 +15,24 @@ from __future__ import annotations
 import json
 import os
 import re
-from functools import cache, cached_property
+from functools import cache
 from pathlib import Path
 from typing import Sequence
 
-from memtool.archive import archive_layouts
-from memtool.confine import is_regular, safe_folder
+from memtool.confine import is_regular
 from memtool.dayfile import day_document, load_json
 from memtool.doctor.checks import Checker, Report, content_duplicates, readable_text
-from memtool.errors import ProviderError, StorageError, StoreCorrupt
-from memtool.fsutil import atomic_write_bytes, atomic_write_text, dumps_json
-from memtool.models import Entry, utcnow
+from memtool.errors import ProviderError, StoreCorrupt
+from memtool.fsutil import atomic_write_text, dumps_json
+from memtool.index_json import write_index
+from memtool.models import Entry
 from memtool.session_vectors import entry_vectors, kept_sessions
-from memtool.store import Layout, Store
+from memtool.store import Layout, Quarantine, Store, archive_layouts
 
 ENTRIES_RE = re.compile(r'"entries"\s*:\s*\[\s*')
 SEPARATOR_RE = re.compile(r"\s*,?\s*")
 # a conflict: <<<<<<< ours [||||||| base] ======= theirs >>>>>>> (each marker: the first 7 characters of a line)
 HUNK_RE = re.compile(r"^<{7}[^\n]*\n(.*?)^(?:\|{7}[^\n]*\n.*?^)?={7}[^\n]*\n(.*?)^>{7}[^\n]*(?:\n|\Z)", re.M | re.S)
-
-
-class Quarantine:
-    """memory/quarantine/<UTC timestamp>/..., created on first use."""
-
-    def __init__(self, layout: Layout):
-        self.layout = layout
-        self.moved: list[str] = []
-
-    @cached_property
-    def folder(self) -> Path:
-        """memory/quarantine/<timestamp>[-n], one not there yet (not even as a dangling link)."""
-        stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
-        folder, n = self.layout.quarantine_dir / stamp, 1
-        while os.path.lexists(folder):
-            n += 1
-            folder = self.layout.quarantine_dir / f"{stamp}-{n}"
-        return folder
-
-    def move(self, path: Path) -> None:
-        dest = self.folder / path.relative_to(self.layout.memory_dir)
-        try:
-            safe_folder(dest.parent, create=True)  # memory/quarantine reached without a link (memtool/confine.py)
-            os.replace(path, dest)
-        except OSError as exc:
-            raise StorageError(f"cannot move {path} into {self.folder}: {exc.strerror}") from None
-        self.moved.append(dest.relative_to(self.layout.root).as_posix())
-
-    def write(self, relative: str | Path, data: str | bytes) -> None:
-        dest = self.folder / relative
-        atomic_write_bytes(dest, data.encode("utf-8") if isinstance(data, str) else data)
-        self.moved.append(dest.relative_to(self.layout.root).as_posix())
 
 
 def salvage(text: str) -> dict[str, Entry]:
@@ -111,7 +79,7 @@ def _entries_of(text: str) -> list[Entry]:
         except (json.JSONDecodeError, RecursionError):
             break
         items.append(item)
-        pos = SEPARATOR_RE.match(text, pos).end()
+        pos = SEPARATOR_RE.match(text, pos).end()  # type: ignore[union-attr]  # the pattern matches the empty string: never None
     return parse_entries(items)
 
 
@@ -153,7 +121,7 @@ class Doctor(Checker):
             if changed or any(p.path == index for p in report.problems):
                 if any(p.path == index and p.kind != "index" for p in report.problems):
                     q.move(self.layout.index_file)  # unreadable: kept for the record, then rebuilt
-                self.store.rebuild_index(self.settings.compressor)
+                write_index(self.layout, self.settings.compressor)
                 fixed.append(f"rebuilt {index} from the day files")
                 report = self._diagnose()
         report.fixed, report.quarantined = fixed, q.moved

@@ -98,7 +98,7 @@ def installed(agent: str, scope: Scope, project: Path) -> tuple[Path, list[tuple
     except HookConfigError:
         hooks = {}  # `memory hooks install` names the line; nothing of ours can run from it
     events = spec(agent).events
-    groups = {event: hooks.get(agent_event) for event, agent_event in events.items()}
+    groups: dict[str, Any] = {event: hooks.get(agent_event) for event, agent_event in events.items()}
     return path, [
         (event, groups[event][gi]["hooks"][hi], f"{events[event]}:{gi}:{hi}", groups[event][gi].get("matcher"))
         for event in groups

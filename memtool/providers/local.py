@@ -152,7 +152,7 @@ class LocalCompressor:
             if total <= SHORT_TEXT_TOKENS:  # a short one is its own summary
                 reading.summary = " ".join(" ".join(p.text for p in parts(plain) if p.kind == "said").split())
                 reading.decisions = reading.decisions or _cue_sentences(split_sentences(reading.summary), DECISION_RE, total)  # "We decided to …" says so
-            ents = reading.entities
+            ents = reading.entities or Entities()  # read_session always names them
             ents.dates = _dates("\n\n".join(p.text for p in ps if p.kind == "said"))
             said = [reading.summary, *reading.decisions, *reading.action_items, *ents.people, *ents.systems, *ents.dates]
             reading.keywords = fit(reading.keywords, _keyword_budget(budget, said))
@@ -314,10 +314,10 @@ def _capitalised_names(text: str) -> Iterator[tuple[int, int, str]]:
     for m in [*WORD_RUN_RE.finditer(text), None]:  # None: the end, which closes the last run
         w = m.group() if m else ""
         capital = len(w) > 1 and w.isalpha() and w[0].isupper() and w[1:].islower() and spaceless_re().search(w) is None
-        if run and (not capital or len(run) == MAX_NAME_WORDS or not text[run[-1].end() : m.start()].isspace()):
+        if run and (not capital or len(run) == MAX_NAME_WORDS or not text[run[-1].end() : m.start() if m else len(text)].isspace()):
             yield run[0].start(), run[-1].end(), text[run[0].start() : run[-1].end()]
             run = []
-        if capital:
+        if capital and m:
             run.append(m)
 
 

@@ -160,7 +160,7 @@ def stated(ps: list[Part]) -> Stated:
             line_raw = raw[i].strip()  # "**Left to do**" alone on its line (the first line may have lost "**" to its role label)
             bold = line_raw.endswith("**") and (line_raw.startswith("**") or i == 0)
             is_heading = head and (bare.startswith("#") or bold or bare.endswith(":") or _UNDERLINE_RE.match(nxt))
-            if is_heading and not _ITEM_RE.match(bare):
+            if head and is_heading and not _ITEM_RE.match(bare):
                 title = head.group(1).strip(" *_#:")
                 section = _section(title)
                 if section or not _TAIL_HEAD_RE.search(bare):

@@ -81,7 +81,7 @@ def sentences(ps: list[Part]) -> tuple[list[Part], list[Sentence]]:
         turns[-1].append(p)
     last_user = max((k for k, p in enumerate(said) if p.role == "user"), default=-1)
     last_agent = max((k for k, p in enumerate(said) if p.role == "assistant"), default=-1)
-    context = []  # per said part
+    context: list = []  # per said part
     for t, turn in enumerate(turns):
         rest = turn[1:]
         done = "\n".join(q.text for q in rest if q.kind != "said")

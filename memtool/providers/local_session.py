@@ -411,7 +411,7 @@ def _systems(ps: list[Part], said: list[Part], people: list[str]) -> list[str]:
     for p in ps:
         if p.kind == "tool":
             for name in command_systems(p.text):
-                counts[name] += 0.5
+                counts[name] += 0.5  # type: ignore[assignment]  # a Counter of floats: half a mention
         elif p.kind == "output":
             for path in AGENT_MODEL_RE.findall(p.text):
                 segments = path.split("/")

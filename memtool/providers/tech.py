@@ -53,7 +53,7 @@ NOT_SYSTEMS = frozenset(
 # Programs run in a shell command that are systems in their own right: "program" (the system of
 # that name) or "program:System".
 _COMMANDS = dict(
-    w.split(":") if ":" in w else (w, w)
+    (w.partition(":")[0], w.partition(":")[2] or w)
     for w in """
 pytest python:Python python3:Python pip poetry:Poetry uv mypy ruff npm npx pnpm yarn:Yarn node:Node.js vitest:Vitest jest:Jest eslint:ESLint
 tsc:TypeScript playwright:Playwright go:Go golangci-lint goimports cargo rustc:Rust kubectl helm:Helm docker:Docker terraform:Terraform tofu:OpenTofu

@@ -21,6 +21,7 @@ import itertools
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,11 +40,12 @@ class WordLlamaEmbedder:
     model = f"{C.WORDLLAMA_MODEL_PREFIX}{CONFIG}-{DIM}"
     dim = DIM
     semantic_weight = C.WORDLLAMA_SEMANTIC_WEIGHT
+    reason: str | None = None  # it runs wherever it is installed
 
     def __init__(self, cache_dir: Path | None = None):
         self.cache_dir = Path(cache_dir) if cache_dir else None
-        self._matrix: np.ndarray | None = None
-        self._tokenizer = None
+        self._matrix: Any = None  # np.ndarray (vocabulary x dim) once loaded: np.load's memory map or a copy
+        self._tokenizer: Any = None  # a tokenizers.Tokenizer once loaded
         self._piecewise: bool | None = None  # may texts be tokenized by word pieces? checked on the first batch
         self._pieces: dict[str, list[int]] = {}  # token ids by word piece
         self._specials: list[str] = []  # added tokens: a text holding one goes to the plain encoder
@@ -88,7 +90,7 @@ class WordLlamaEmbedder:
             spec["model"]["merges"] = [" ".join(pair) for pair in merges]
         atomic_write_text(files[1], json.dumps(spec, ensure_ascii=False))
         for old in SUPERSEDED_TOKENIZERS:  # earlier exports of the same tokenizer: 1.2 MB each, never read again
-            (self.cache_dir / old.format(model=self.model)).unlink(missing_ok=True)
+            (files[0].parent / old.format(model=self.model)).unlink(missing_ok=True)
 
     # -- Embedder protocol -------------------------------------------------------------------------
     def embed_documents(self, texts: list[str]) -> np.ndarray:

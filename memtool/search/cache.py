@@ -7,7 +7,7 @@ files, purge forgotten entries."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, Sequence
 
 from memtool.store import Layout
 
@@ -17,7 +17,7 @@ class DerivedCache(Protocol):
 
     def refresh_index(self, layout: Layout, embedder, progress=None, errors: list[str] | None = None, known=None, full: bool = False) -> bool: ...
 
-    def purge_entries(self, layout: Layout, entry_ids: list[str], passage_keys: list[str] = ()) -> int: ...
+    def purge_entries(self, layout: Layout, entry_ids: list[str], passage_keys: Sequence[str] = ()) -> int: ...
 
 
 class SqliteCache:

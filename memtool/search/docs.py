@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 from memtool import confine
 from memtool import constants as C
@@ -16,7 +16,7 @@ from memtool.chunking import chunk_lines, chunk_markdown
 from memtool.dayfile import DAY_RE, ParsedDays, read_day
 from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.models import Entry, parse_iso
-from memtool.store import Layout
+from memtool.store import Layout, is_untouched_template
 
 # BM25 field weights for entry documents: each field is repeated this many times in the indexed text.
 FIELD_REPEAT = {"summary": 1, "keywords": 2, "topics": 1, "decisions": 1, "action_items": 1, "entities": 2}
@@ -111,7 +111,7 @@ def collect_docs(
         sources.extend([source_key(layout, path)] * len(day))
     docs: list[Doc] = []
     for e, source in zip(entries, sources):
-        common = dict(
+        common: dict[str, Any] = dict(
             entry=e.id,
             ts=parse_iso(e.timestamp).timestamp(),
             session=e.source_session,
@@ -142,8 +142,6 @@ def collect_docs(
         if "\ufffd" in text and "\ufffd".encode() not in data:
             errors.append(f"{path}: not valid UTF-8; the bytes that are not were read as U+FFFD")
         if path.parent == layout.root:
-            from memtool.scaffold import is_untouched_template  # importlib.resources: only when building
-
             if is_untouched_template(path.name, text):
                 continue  # still the file `memory init` wrote: boilerplate, not memory
         for ch in chunk_markdown(text):

@@ -176,13 +176,13 @@ def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[s
     semantic = w.semantic > 0 and w.bm25 > 0 and matched.size > 0
     want_dense = w.dense > 0 or (w.dense_fallback and few)
     qvec = embedder.embed_query(q.text) if want_dense or semantic else None
-    dense = top_docs(index.dense_scores(qvec), allowed, CHANNEL_DEPTH) if want_dense else None
-    if w.dense > 0:
+    dense = top_docs(index.dense_scores(qvec), allowed, CHANNEL_DEPTH) if want_dense and qvec is not None else None
+    if w.dense > 0 and dense is not None:
         channels.append((dense, w.dense))
     fused = weighted_rrf(channels, w.rrf_k)
-    if semantic and len(channels) == 1:  # re-score by sizes: word matches alone ...
+    if semantic and qvec is not None and len(channels) == 1:  # re-score by sizes: word matches alone ...
         fused = rescore(index, matched, bm25[matched], qvec, allowed, w.sibling_weight, w.semantic)
-    elif semantic:  # ... or the ranks fused with a dense channel
+    elif semantic and qvec is not None:  # ... or the ranks fused with a dense channel
         ranked = sorted(fused.items(), key=lambda kv: -kv[1])
         fused = rescore(index, np.array([d for d, _ in ranked]), np.array([v for _, v in ranked]), qvec, allowed, 0.0, w.semantic)
     if dense is not None and few:  # fallback hits rank after every lexical hit, in vector order

@@ -31,7 +31,7 @@ from memtool.fsutil import locked
 from memtool.models import Entry
 from memtool.search.store import WRITE_WAIT_S, SearchIndex, connect, entry_vector_key, held_vectors, read_meta, reread_deferred, store_path, vector_gap
 from memtool.session_vectors import entry_vectors, kept_sessions
-from memtool.store import Layout, Store
+from memtool.store import Layout, LiveAndArchive, Store
 
 Progress = Callable[[int, int], None]  # (documents filled so far, documents that had no vector)
 
@@ -79,7 +79,7 @@ def fill_vectors(
     left waits for the next fill)."""
     report = fill_words(layout, embedder, words_batch, pause)  # the words first: they answer more than vectors do
     path = store_path(layout)
-    if not path.is_file() or hasattr(embedder, "reason"):  # no store yet, or an embedder this machine cannot run
+    if not path.is_file() or embedder.reason is not None:  # no store yet, or an embedder this machine cannot run
         return report
     with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
         if read_meta(conn).get("model") != embedder.model:
@@ -119,8 +119,6 @@ def _missing(conn: sqlite3.Connection, size: int, from_end: bool, entries_only: 
 def _entries(layout: Layout, rows: list[tuple]) -> Iterator[tuple[Layout, list[Entry]]]:
     """The entries of these entry documents, as their day files hold them now (one whose content
     changed since is left to the next change set), with the layout their files are under."""
-    from memtool.archive import LiveAndArchive
-
     for source in dict.fromkeys(r[3] for r in rows if r[1] == "entry"):
         wanted = {r[2]: r[5] for r in rows if r[1] == "entry" and r[3] == source}
         try:
@@ -262,7 +260,7 @@ def fill_later(layout: Layout, embedder, allowed: bool) -> bool:
         return False
     with closing(connect(path)) as conn:
         meta = read_meta(conn)
-    vectors = meta.get("vectors_missing", "0") != "0" and not hasattr(embedder, "reason")
+    vectors = meta.get("vectors_missing", "0") != "0" and embedder.reason is None
     return (vectors or meta.get("words_missing", "0") != "0") and start_fill(layout)
 
 

@@ -31,7 +31,7 @@ import os
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -637,7 +637,7 @@ def _embed(
     return {**added, **held}
 
 
-def purge(url: str, layout: Layout, entry_ids: list[str], passage_keys: list[str] = ()) -> int:
+def purge(url: str, layout: Layout, entry_ids: list[str], passage_keys: Sequence[str] = ()) -> int:
     """`memory forget` on the shared cache, in one transaction: these entries' documents (their
     postings and vectors with them), records and groups, the vectors only they used, and the words
     as written whose stem no document holds any more. Their day files are marked as changed, so the

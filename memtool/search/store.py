@@ -31,7 +31,7 @@ import uuid
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from memtool.search.cues import doc_cues
 from memtool.search.docs import Declared, Doc, collect_docs, source_key, superseded_by
 from memtool.search.typos import surface_words
 from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
-from memtool.store import Layout, Store
+from memtool.store import Layout, LiveAndArchive, Store, archive_layouts
 from memtool.text import WORDS_VERSION, stem_words, terms, words
 
 STORE_VERSION = f"4.{WORDS_VERSION}"  # the schema, and the word rules the postings were analysed by
@@ -338,8 +338,8 @@ class SearchIndex:
         row = self.conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
         cols = np.frombuffer(row[0], dtype=DOC_DTYPE) if row else np.zeros(0, dtype=DOC_DTYPE)
         self.n = int(cols.shape[0])
-        for name in ("kind", "importance", "trusted", "pinned", "cues", "length", "group", "ts"):  # self.kind ... self.ts: one array each
-            setattr(self, name, np.ascontiguousarray(cols[name]))
+        names = ("kind", "importance", "trusted", "pinned", "cues", "length", "group", "ts")  # one array each
+        self.kind, self.importance, self.trusted, self.pinned, self.cues, self.length, self.group, self.ts = (np.ascontiguousarray(cols[n]) for n in names)
         self.alive = cols["alive"] & (cols["archived"] == 0) if not self.archive else np.ascontiguousarray(cols["alive"])
         self.live = int(self.alive.sum())
         self._every_doc_alive = self.live == self.n  # (a fresh build): postings need no filtering
@@ -548,8 +548,6 @@ def _refresh(
 ) -> bool:
     now = {k: (sig, False) for k, sig in sigs.files.items()}  # source_key -> (signature now, archived) of the files in scope
     if archive:
-        from memtool.archive import archive_layouts
-
         for lay in archive_layouts(layout):
             now.update((source_key(layout, p), (file_sig(p), True)) for p in [*lay.day_files(), *lay.markdown_files()])
     with closing(connect(path, timeout=WRITE_WAIT_S if wait else READ_WAIT_S)) as conn:
@@ -626,6 +624,7 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
             conn.execute(f"DROP TABLE IF EXISTS {table}")
         _create(conn, SCHEMA)
     cols = np.zeros(0, dtype=DOC_DTYPE) if rebuild else _columns(conn)
+    assert cols is not None  # a store not rebuilt from scratch has its columns
     # the documents of the changed and removed sources go
     gone = [*changed, *plan.removed]
     dead = [i for (i,) in conn.execute("SELECT id FROM docs WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))]
@@ -664,7 +663,7 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
         conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         by_id = {e.id: e for e in entries}
         keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else chunk_key(d.index_text) for d in docs]
-        vectors = _embed(conn, _archive_reader(layout) if archived else layout, embedder, docs, keys, by_id, known, errors, progress)
+        vectors = _embed(conn, LiveAndArchive(layout.root) if archived else layout, embedder, docs, keys, by_id, known, errors, progress)
         # each new document's vector by its id (a search reads its candidates' rows); none when the embedder was down
         vec_rows = [(cols.shape[0] + j, vectors[k].astype("<f2").tobytes()) for j, k in enumerate(keys) if k in vectors]
         conn.executemany("INSERT OR REPLACE INTO docvecs VALUES (?, ?)", vec_rows)
@@ -713,19 +712,13 @@ def vector_gap(conn: sqlite3.Connection) -> tuple[int, int]:
     return missing, conn.execute("SELECT count(*) FROM docs").fetchone()[0]
 
 
-def _archive_reader(layout: Layout) -> Layout:
-    from memtool.archive import LiveAndArchive
-
-    return LiveAndArchive(layout.root)
-
-
 def _collect(
     layout: Layout, errors: list[str], live: list[str], archived: list[str], known: Known, transcripts: bool = True
 ) -> tuple[list[Doc], list[Entry], list[str]]:
     """The documents and entries of these sources (live ones, then archived ones), and each entry's source."""
     docs: list[Doc] = []
     entries: list[Entry] = []
-    for lay, only in ((layout, live), (_archive_reader(layout) if archived else layout, archived)):
+    for lay, only in ((layout, live), (LiveAndArchive(layout.root) if archived else layout, archived)):
         if only:
             d, e = collect_docs(lay, errors, only=only, parsed=known.days, transcripts=transcripts)
             docs += d
@@ -878,7 +871,7 @@ def held_vectors(conn: sqlite3.Connection, model: str, keys: list[str]) -> dict[
     return {k: np.frombuffer(v, dtype="<f2").astype(np.float32) for k, v in rows}
 
 
-def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: list[str] = ()) -> int:
+def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: Sequence[str] = ()) -> int:
     """Delete what the store holds of these entries in one transaction, so no copy of their text
     outlives `memory forget`: their documents and records, the vectors only they used, every posting
     of a document not live (so a term only they held goes), and the words as written whose stem no

@@ -1,8 +1,8 @@
-"""What the viewer's routes answer: each a thin call of the core use case the CLI calls, its result as
-plain JSON data. A `Viewer` is the Memory and the day files already read (kept while a file's size
-and mtime stay the same: a page load on a 10,000-entry store reads none again). Nothing here opens a file by a name a request gave: an entry id or a day is checked
-against its pattern first and then handed to the core, which opens files through the root's
-confinement (memtool/confine.py). Text is returned as data; the page shows it with textContent.
+"""What the viewer's routes answer: each a thin call of the core use case the CLI calls, its result as plain JSON data. A
+`Viewer` is the Memory and the day files already read (kept while a file's size and mtime stay the same: a page load
+on a 10,000-entry store reads none again). Nothing here opens a file by a name a request gave: an entry id or a day is
+checked against its pattern first and then handed to the core, which opens files through the root's confinement
+(memtool/confine.py). Text is returned as data; the page shows it with textContent.
 """
 
 from __future__ import annotations

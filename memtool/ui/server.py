@@ -75,8 +75,8 @@ def build_app(mem: Memory, port: int, keys: Secrets, hub: Hub | None = None) -> 
     """The app for `mem`, behind its Guard (memtool/ui/guard.py) for this port and these secrets."""
     hub, viewer = hub or Hub(), api.Viewer(mem)
     lock = threading.Lock()
-    static = {name: files("memtool.ui").joinpath("static", name).read_bytes() for name in STATIC}
-    page = files("memtool.ui").joinpath("static", "index.html").read_text("utf-8").replace("{{csrf}}", keys.csrf)
+    static = {name: files("memtool.ui").joinpath(f"static/{name}").read_bytes() for name in STATIC}
+    page = files("memtool.ui").joinpath("static/index.html").read_text("utf-8").replace("{{csrf}}", keys.csrf)
 
     viewer.entries([])  # the day files read now, before the URL is given: the page's first timeline reads none
 

@@ -209,7 +209,10 @@ def recall_store(tmp_path_factory) -> Path:
     now = time.time()
     for i in range(FILLERS):
         area, tool, person = areas[i % len(areas)], tools[i % len(tools)], people[i % len(people)]
-        text = f"user: How should the {area} service handle stage {i}?\n\nassistant: We decided to move {area} stage {i} onto {tool}. {person} owns the {area} rollout; TODO: {person} will update the {area} dashboard.\n"
+        text = (
+            f"user: How should the {area} service handle stage {i}?\n\nassistant: We decided to move {area} stage {i} onto {tool}. "
+            f"{person} owns the {area} rollout; TODO: {person} will update the {area} dashboard.\n"
+        )
         path = folder / f"session-{i:02d}.md"
         path.write_text(text, encoding="utf-8")
         os.utime(path, (now - 3600 * (i + 1),) * 2)
@@ -313,7 +316,8 @@ def test_a_killed_session_becomes_an_entry_after_the_next_session_starts(agent, 
         # request leaves: there is nothing on disk for memtool to recover
         pytest.skip(f"{agent} deleted the killed session's transcript itself ({left[killed_id]}) before anything could read it")
     assert recovered, (
-        f"{agent}: no entry for the killed session {killed_id} ({left[killed_id]}) after the next session; entries: {entries}\nhooks log:\n{sandbox.hooks_log()}"
+        f"{agent}: no entry for the killed session {killed_id} ({left[killed_id]}) after the next session; entries: {entries}\n"
+        f"hooks log:\n{sandbox.hooks_log()}"
     )
 
 
@@ -363,7 +367,8 @@ def test_the_codex_trust_hash_is_the_one_codex_computes(tmp_path, fake_model, ea
 # --- uninstall ------------------------------------------------------------------------------
 
 EXISTING = {  # a settings file of the user's own, laid out as no JSON writer would
-    "claude-code": '{\n    "permissions": {"allow": ["Bash(npm test)"]},\n    "hooks": {\n        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]\n    }\n}',
+    "claude-code": '{\n    "permissions": {"allow": ["Bash(npm test)"]},\n    "hooks": {\n'
+    '        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]\n    }\n}',
     "codex": '{"hooks": {\n  "Stop": [ { "hooks": [ { "type": "command", "command": "true" } ] } ]\n}}\n',
     "gemini": '{\n  // the user\'s own settings\n  "ui": { "hideBanner": true },\n  "hooks": {}\n}\n',
 }

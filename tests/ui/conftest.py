@@ -67,9 +67,12 @@ def seeded(root, template):
 def _own_home(mp: pytest.MonkeyPatch, base) -> None:
     """What the tests' autouse fixtures do, for a store made before them: its own HOME, no background
     fill, and no embedder pinned by `memory init` (the store holds the fake embedder's vectors)."""
+    from memtool import providers
     from memtool.providers import auto
+    from tests.conftest import FakeEmbedder
 
-    mp.setattr(auto, "pin_embedder", lambda root: None)
+    mp.setattr(auto, "choose_embedder", lambda root: "fake")
+    mp.setitem(providers.REGISTERED[providers.EMBEDDER_GROUP], "fake", FakeEmbedder)  # memtool.providers.register: not pinned
     for name in ("home", "root"):
         (base / name).mkdir()
     mp.setenv("HOME", str(base / "home"))
