@@ -258,7 +258,8 @@ def main() -> None:
         results = {"memtool (memory files)": score_memory(secrets, ordinary)}
     names = list(engines)
     print(
-        f"corpus: {args.corpus}{f' (part {args.part})' if args.part else ''}: {len(secrets)} secrets in {len(families_s)} families, {len(ordinary)} ordinary values"
+        f"corpus: {args.corpus}{f' (part {args.part})' if args.part else ''}: "
+        f"{len(secrets)} secrets in {len(families_s)} families, {len(ordinary)} ordinary values"
     )
     print("\nsecrets redacted, per family: " + " | ".join(names))
     for family, total in sorted(families_s.items()):

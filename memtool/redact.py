@@ -653,7 +653,8 @@ def _any_prefixed(text: str, start: int, trigger: int) -> Span | None:
     hit = _ANY_PREFIXED.match(text, start)
     if hit is None or hit.end() <= trigger or (start > 0 and text[start - 1] in "/\\"):
         return None
-    if _WORD_PART.match(hit.group("prefix")).group().lower() in _NOT_VENDOR_PREFIXES:
+    word = _WORD_PART.match(hit.group("prefix")).group()  # type: ignore[union-attr]  # matches the empty string: never None
+    if word.lower() in _NOT_VENDOR_PREFIXES:
         return None
     longest = max(_BODY_SEPARATORS.split(hit.group("body")), key=len)
     sep = hit.group("sep")
@@ -1025,7 +1026,7 @@ _WRAPPED_REST = _c(r"(?=[A-Za-z0-9+/=_\-]*[0-9A-Z+/=])[A-Za-z0-9+/=_\-]{1,512}(?
 
 def _wrapped(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     """Spans that end a long line, carried over a hard wrap onto the start of the next one."""
-    out = []
+    out: list[tuple[int, int, str]] = []
     for start, end, kind in spans:
         nl = end + (text.startswith("\r\n", end))
         if text.startswith("\n", nl) and end - _line_start(text, start) >= _WRAP_WIDTH:
