@@ -58,6 +58,17 @@ class Hit:
     newer_trusted: bool = True  # whether that newer entry's text is trusted
     decisions: list[str] = field(default_factory=list)  # an entry hit's own decisions and open items, where the context shows them
     action_items: list[str] = field(default_factory=list)
+    origin: str = "project"  # the memory it came from: "project" (the root searched) or "personal" (memtool.search.union)
+    private: bool = False  # from a root's private entries and log lines (memory/.private: never in git, nor a backup or export)
+
+    @property
+    def label(self) -> str:
+        return origin_label(self.origin, self.private)
+
+
+def origin_label(origin: str, private: bool) -> str:
+    """How search and the context mark what is not of the project's shared files: "personal", "private", "personal, private" ("" otherwise)."""
+    return ", ".join([*(["personal"] * (origin == "personal")), *(["private"] * private)])
 
 
 @dataclass
@@ -241,6 +252,8 @@ def _materialise(index: SearchIndex, q: Query, ranked: Iterable[list[tuple[int, 
             ref=d["ref"],
             trusted=d["trusted"],
             superseded_by=d.get("superseded_by", ""),
+            origin=d.get("origin", "project"),
+            private=d.get("private", False),
         )
         hits.append(hit)
         ids.add(result_id)
