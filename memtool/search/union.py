@@ -120,14 +120,15 @@ class UnionIndex:
     def docs(self, ids) -> list[dict]:
         """The documents, each with `origin` and `private` (and `group` shifted as this index numbers them)."""
         ids = [int(i) for i in ids]
-        where = np.searchsorted(self.offsets, ids, side="right") - 1
-        out = []
-        for d, i in zip(ids, where.tolist()):
-            part = self.parts[i]
-            (doc,) = part.index.docs([d - int(self.offsets[i])])
-            ref = f"{part.where}{doc['ref']}" if not doc["entry"] else doc["ref"]  # unlike the project's own file#line
-            out.append({**doc, "ref": ref, "origin": part.origin, "private": part.private})
-        return out
+        where = (np.searchsorted(self.offsets, ids, side="right") - 1).tolist()
+        found: dict[int, dict] = {}
+        for i in set(where):  # one read per part
+            part, off = self.parts[i], int(self.offsets[i])
+            mine = [d for d, w in zip(ids, where) if w == i]
+            for d, doc in zip(mine, part.index.docs([d - off for d in mine])):
+                ref = f"{part.where}{doc['ref']}" if not doc["entry"] else doc["ref"]  # unlike the project's own file#line
+                found[d] = {**doc, "ref": ref, "origin": part.origin, "private": part.private}
+        return [found[d] for d in ids]
 
     def entry_summary(self, entry_id: str) -> str:
         return next((s for s in (p.index.entry_summary(entry_id) for p in self.parts) if s), "")
