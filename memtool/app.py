@@ -49,7 +49,7 @@ def open_memory(
 
     base = with_overrides(settings or load_settings(named))
     home = personal_root(base.personal_root)
-    outside = not found_root(root) and base.personal_outside_projects and home is not None and Layout(home).is_memory_root()
+    outside = not found_root(root) and outside_home(base) is not None
     if personal:
         home = personal_home(base)
     if personal or outside:
@@ -82,6 +82,13 @@ def open_memory(
         roots += [(home, "personal", False, "personal:"), (private_root(home), "personal", True, f"personal:{inner}")]
     main.companions = [memory_at(*given) for given in roots if Layout(given[0]).is_memory_root()]
     return main
+
+
+def outside_home(settings: Settings) -> Path | None:
+    """The root commands outside any project use: the personal memory, when it exists and the setting
+    personal_outside_projects says so; else None."""
+    home = personal_root(settings.personal_root)
+    return home if settings.personal_outside_projects and home is not None and Layout(home).is_memory_root() else None
 
 
 def personal_home(settings: Settings) -> Path:

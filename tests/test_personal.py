@@ -272,3 +272,31 @@ def test_personal_and_private_at_once_is_the_personal_memorys_private_root(proje
     assert (hit["origin"], hit["private"]) == ("personal", True) and hit["id"].startswith("personal:memory/.private/memory/")
     assert "[personal, private]" in run("context", "okapiring bike lock").stdout
     assert b"okapiring" not in tree_bytes(project)
+
+
+def test_a_session_outside_any_project_is_stored_in_the_personal_memory_by_the_hook(root, env, tmp_path, monkeypatch):
+    """The rule personal_outside_projects, for the hooks too: the real session-end hook in a folder with no
+    memory/ compresses the session into the personal memory; with the rule off it stores nothing."""
+    from memtool.hooks.session import HookPayload, memory_root_for
+    from memtool.store import Layout, Store
+
+    run("init", "--personal")
+    elsewhere = tmp_path / "scratch"
+    elsewhere.mkdir()
+    transcript = tmp_path / "session.md"
+    transcript.write_text("user: tidy my dotfiles.\nassistant: Decided to keep the dotfiles in a bare git repository called cfg.\n", encoding="utf-8")
+    outside = {k: v for k, v in env.items() if k != "MEMTOOL_ROOT"}
+    payload = {"session_id": "dotfiles-1", "transcript_path": str(transcript), "cwd": str(elsewhere), "hook_event_name": "SessionEnd"}
+    worker = [sys.executable, "-m", "memtool", "hooks", "run", "session-end", "--agent", "claude-code", "--foreground"]
+    done = subprocess.run(worker, input=json.dumps(payload), capture_output=True, text=True, timeout=300, cwd=elsewhere, env=outside)
+    assert done.returncode == 0, done.stderr
+    assert [e.source_session for e in Store(Layout(personal_home())).iter_entries()] == ["dotfiles-1"]
+    assert not (elsewhere / "memory").exists()
+    monkeypatch.delenv("MEMTOOL_ROOT")
+    assert memory_root_for(HookPayload("s", None, elsewhere)) == personal_home()  # where catch-up and prompt recall look too
+    off = {**outside, "MEMTOOL_PERSONAL_OUTSIDE_PROJECTS": "false"}  # the hook as the agent starts it: it spawns no worker
+    done = subprocess.run(
+        worker[:-1], input=json.dumps(payload | {"session_id": "dotfiles-2"}), capture_output=True, text=True, timeout=300, cwd=elsewhere, env=off
+    )
+    assert done.returncode == 0 and "no memory/ here or above" in done.stderr
+    assert [e.source_session for e in Store(Layout(personal_home())).iter_entries()] == ["dotfiles-1"]
