@@ -300,3 +300,13 @@ def test_a_session_outside_any_project_is_stored_in_the_personal_memory_by_the_h
     )
     assert done.returncode == 0 and "no memory/ here or above" in done.stderr
     assert [e.source_session for e in Store(Layout(personal_home())).iter_entries()] == ["dotfiles-1"]
+
+
+def test_a_private_entry_is_promoted_only_into_the_private_memory_md(private, root):
+    res = run("promote", private, ok=False)  # the project's MEMORY.md is committed: the private entry is not one of its entries
+    assert res.exit_code != 0 and "no entry with id" in res.output and "quokkamantle" not in (root / "MEMORY.md").read_text()
+    run("promote", "--private", private)
+    assert "quokkamantle" in (root / "memory" / ".private" / "MEMORY.md").read_text()
+    assert "## MEMORY.md (private)" in run("context").stdout
+    git(root, "add", "-A")
+    assert "quokkamantle" not in git(root, "diff", "--cached")
