@@ -79,7 +79,7 @@ def open_memory(
     inner = f"{C.MEMORY_DIR}/{C.PRIVATE_DIR}/"  # the ids of a root's private Markdown hits: a folder of that root
     roots = [(private_root(layout.root), origin, True, inner)]
     if home is not None and home != layout.root:  # "personal:memory/2026-12-02.md#L2": never the project's file of that name
-        roots += [(home, "personal", False, "personal:"), (private_root(home), "personal", True, f"personal:{inner}")]
+        roots += [(home, "personal", False, C.PERSONAL_REF), (private_root(home), "personal", True, f"{C.PERSONAL_REF}{inner}")]
     main.companions = [memory_at(*given) for given in roots if Layout(given[0]).is_memory_root()]
     return main
 

@@ -51,6 +51,7 @@ ENV_CONFIG_HOME = "XDG_CONFIG_HOME"
 ENV_CACHE_HOME = "XDG_CACHE_HOME"
 ENV_DATA_HOME = "XDG_DATA_HOME"  # the personal memory root: $XDG_DATA_HOME/memtool, default ~/.local/share/memtool
 PERSONAL_OFF = "off"  # setting personal_root: no personal memory
+PERSONAL_REF = "personal:"  # what the ids of the personal memory's Markdown hits start with (memtool.app)
 
 # --- defaults -----------------------------------------------------------------
 DEFAULT_COMPRESSOR = "local"

@@ -354,7 +354,7 @@ class MemoryTools:
         topics, entities, importance, timestamp, source_session, trusted, promoted_to...}, transcript (path of the kept raw
         transcript, if any)}. For a file id (memory/2026-02-07.md#L12, MEMORY.md#L5) returns {id, kind: file, path, line, text:
         the chunk starting at that line, else the file from that line on as far as fits, note: the id that reads on}; files must
-        be inside the memory root.
+        be inside the memory root (or, for an id starting personal:, inside the user's personal memory).
         """
         m = FILE_REF_RE.match(id.strip())
         answer = self._file_ref(m["path"], m["line"] or "1", max_tokens) if m else self._entry(id.strip())
@@ -388,7 +388,13 @@ class MemoryTools:
         that line on: as many whole lines as fit the cap, and where to read on."""
         from memtool.chunking import chunk_at
 
-        path, data = read_inside(self.root, given)
+        root, prefix = self.root, ""
+        if given.startswith(C.PERSONAL_REF):  # a personal memory's file hit (memtool.app): read inside that root
+            homes = [m.layout.root for m in self.memory().companions if m.origin == "personal" and not m.private]
+            if not homes:
+                raise NotFound(f"{brief(given)}: there is no personal memory here to read it from")
+            root, prefix, given = homes[0], C.PERSONAL_REF, given.removeprefix(C.PERSONAL_REF)
+        path, data = read_inside(root, given)
         text = data.decode("utf-8", errors="replace")
         lines = text.splitlines()
         line = int(line_digits) if len(line_digits) <= 9 else math.inf
@@ -397,7 +403,7 @@ class MemoryTools:
         if line > max(len(lines), 1):
             raise BadInput(f"{brief(given)}#L{brief(line_digits)}: past the end of the file, which has {len(lines)} lines")
         chunk, next_line = chunk_at(text, line)
-        rel = self._rel(path)
+        rel = prefix + (path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)) if prefix else self._rel(path)
         answer: dict[str, Any] = {"id": f"{rel}#L{line}", "kind": "file", "path": rel, "line": line, "truncated": False}
         if chunk is not None:
             answer["text"] = f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text

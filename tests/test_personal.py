@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memtool.cli.main import app
-from memtool.errors import NotAMemoryRoot
+from memtool.errors import BadInput, NotAMemoryRoot
 
 PERSONAL_NOTE = "I prefer the helix editor and the fish shell everywhere"
 PROJECT_SESSION = "user: the nightly export times out.\nassistant: Decided to stream the export rows with COPY TO STDOUT; the zebrafinch job runs at 02:00.\n"
@@ -310,3 +310,14 @@ def test_a_private_entry_is_promoted_only_into_the_private_memory_md(private, ro
     assert "## MEMORY.md (private)" in run("context").stdout
     git(root, "add", "-A")
     assert "quokkamantle" not in git(root, "diff", "--cached")
+
+
+def test_mcp_get_reads_a_personal_file_hit_by_its_id(project, personal, fake_embedder):
+    from memtool.mcp_tools import MemoryTools
+
+    tools = MemoryTools(project, embedder=fake_embedder)
+    [hit] = [h for h in tools.search("helix editor fish shell")["hits"] if h.get("from") == "personal"]
+    got = tools.get(hit["id"])
+    assert got["id"].startswith("personal:memory/") and PERSONAL_NOTE in got["text"]
+    with pytest.raises(BadInput, match="outside the memory root"):  # confined to the personal root as any id is to the project's
+        tools.get("personal:../../../../../../etc/passwd.md")
