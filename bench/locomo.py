@@ -25,6 +25,7 @@ import json
 import logging
 import random
 import re
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -43,10 +44,12 @@ from memtool.context import pack
 from memtool.dates import parse_when
 from memtool.errors import BadInput
 from memtool.memory import Memory, Session
+from memtool.models import Entry
 from memtool.scaffold import init
 from memtool.search.engine import Hit, Query
 from memtool.search.fill import fill_vectors
 from memtool.search.store import store_path
+from memtool.store import Store
 from memtool.text import STOPWORDS, content_words, count_tokens, stem_words, tokenize
 
 SESSION_RE = re.compile(r"^session_(\d+)$")
@@ -314,6 +317,29 @@ def fresh_memory(root: Path, overrides: dict) -> Memory:
     return open_memory(root, **{"background_embed": False, **overrides})  # the run fills vectors itself, before any question
 
 
+def split_memory(mem: Memory, base: Path, overrides: dict) -> Memory:
+    """The merged root's entries (their day files, vectors and kept transcripts, byte for byte) split
+    between a project root (even sessions) and a personal root (odd sessions) beside it, opened as a
+    project with that personal memory (setting personal_root): what `--split` searches."""
+    project, personal = fresh_memory(base / "project", overrides).layout, fresh_memory(base / "personal", overrides).layout
+    entries = list(mem.store.iter_entries())
+    for layout in (project, personal):
+        mine = [e for e in entries if (hit_session(e) % 2 == 1) == (layout is personal)]
+        Store(layout).write_entries(mine)
+        for e in mine:
+            for src, dst in ((mem.layout.transcript_file(e.id), layout.transcript_file(e.id)), (mem.layout.embedding_file(e.id), layout.embedding_file(e.id))):
+                if src.is_file():
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(src, dst)
+    split = open_memory(project.root, **{"background_embed": False, **overrides, "personal_root": str(personal.root)})
+    for m in split.sources():
+        m.index()  # the search cache built from the files, then every document's vector filled, as the merged root's
+        filled = fill_vectors(m.layout, split.embedder)
+        if filled.left:
+            raise SystemExit(f"{m.layout.root}: {filled.left} documents without a vector ({'; '.join(filled.errors)})")
+    return split
+
+
 def context_text(mem: Memory, query: str, mode: str) -> str:
     """`full`: the product's own `Memory.context`. `entries`: the same packer fed entry-only hits."""
     if mode == "full":
@@ -322,7 +348,7 @@ def context_text(mem: Memory, query: str, mode: str) -> str:
     return pack([], hits, None, CONTEXT_BUDGET, mem.settings.template).text
 
 
-def hit_session(hit: Hit) -> int:
+def hit_session(hit: Hit | Entry) -> int:
     try:
         return int(hit.source_session)
     except ValueError:
@@ -339,7 +365,14 @@ def drop_passage_vectors(mem: Memory) -> None:
 
 
 def run_conversation(
-    conv: Conversation, root: Path, modes: list[str], limit: int | None, overrides: dict, misses: list[dict] | None, passage_vectors: bool = True
+    conv: Conversation,
+    root: Path,
+    modes: list[str],
+    limit: int | None,
+    overrides: dict,
+    misses: list[dict] | None,
+    passage_vectors: bool = True,
+    split_at: Path | None = None,
 ) -> dict:
     mem = fresh_memory(root, overrides)
     t0 = time.perf_counter()
@@ -358,6 +391,11 @@ def run_conversation(
         raise SystemExit(f"{conv.cid}: {filled.left} documents without a vector ({'; '.join(filled.errors)})")
     if not passage_vectors:
         drop_passage_vectors(mem)
+    split = split_memory(mem, split_at, overrides) if split_at is not None else None
+    if split is not None and not passage_vectors:
+        for m in split.sources():
+            drop_passage_vectors(m)
+    same = {m: [] for m in modes}  # per question: the split roots' hits are the merged root's (ids, in order)
 
     questions = conv.questions[:limit] if limit else conv.questions
     session_nums = [n for n, _, _ in conv.sessions]
@@ -368,8 +406,12 @@ def run_conversation(
     svecs = mem.embedder.embed_documents(session_texts)
     qvecs = np.array([mem.embedder.embed_query(q.text) for q in questions]) if questions else np.zeros((0, svecs.shape[1]))
 
-    recs: dict[str, list[dict]] = {m: [] for m in [*modes, "bm25_raw", "dense_raw", "bm25_windows_context"]}
+    recs: dict[str, list[dict]] = {
+        m: [] for m in [*modes, *(f"{m}_split" for m in modes if split is not None), "bm25_raw", "dense_raw", "bm25_windows_context"]
+    }
     latencies: list[float] = []
+    split_latencies: list[float] = []  # the first split search builds no cache: split_memory built both
+    cpu: dict[str, list[float]] = {"merged": [], "split": []}  # CPU time of each search (less bent by a busy machine than wall time)
     ctx_latencies: list[float] = []
     ctx_tokens: list[int] = []
     first_search_ms = None
@@ -382,13 +424,14 @@ def run_conversation(
         recs["dense_raw"].append({**base, "rank": dense_rank})
         recs["bm25_windows_context"].append({**base, "rank": None, "aic": answer_in(q.answer, window_context(win_bm25, win_texts, q.text))})
         for mode in modes:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             hits = mem.search(Query(text=q.text, limit=SEARCH_LIMIT, kinds=MODES[mode])).hits
-            ms = (time.perf_counter() - t) * 1000
+            ms, cpu_ms = (time.perf_counter() - t) * 1000, (time.process_time() - c) * 1000
             if first_search_ms is None:
                 first_search_ms = ms  # builds the search cache: reported apart
             else:
                 latencies.append(ms)
+                cpu["merged"].append(cpu_ms)
             t = time.perf_counter()
             ctx = context_text(mem, q.text, mode)
             ctx_latencies.append((time.perf_counter() - t) * 1000)
@@ -397,6 +440,14 @@ def run_conversation(
             recs[mode].append({**base, "rank": rank, "aic": answer_in(q.answer, ctx)})
             if misses is not None and (rank is None or rank > MISS_K):
                 misses.append(miss_record(conv, q, mode, rank, hits, bm25_rank, dense_rank))
+            if split is not None:
+                t, c = time.perf_counter(), time.process_time()
+                apart = split.search(Query(text=q.text, limit=SEARCH_LIMIT, kinds=MODES[mode])).hits
+                split_latencies.append((time.perf_counter() - t) * 1000)
+                cpu["split"].append((time.process_time() - c) * 1000)
+                same[mode].append([h.id for h in apart] == [h.id for h in hits])
+                split_rank = first_rank([hit_session(h) for h in apart], q.sessions)
+                recs[f"{mode}_split"].append({**base, "rank": split_rank, "aic": answer_in(q.answer, context_text(split, q.text, mode))})
     progress(conv.cid, f"{len(questions)} questions evaluated ({conv.skipped} skipped: no readable evidence session)")
     ratios = [e.tokens_original / e.tokens_compressed for e in entries if e.tokens_compressed]
     return {
@@ -410,6 +461,10 @@ def run_conversation(
         "compress_s": compress_s,
         "sessions": len(conv.sessions),
         "model": mem.embedder.model,
+        "same_hits": same,
+        "split_latencies": split_latencies,
+        "cpu": cpu,
+        "split_personal_entries": sum(m.origin == "personal" for m in split.sources() for _ in m.store.iter_entries()) if split is not None else 0,
     }
 
 
@@ -437,6 +492,15 @@ def aggregate(results: list[dict], modes: list[str]) -> dict:
         return [r for res in results for r in res["recs"][name]]
 
     out: dict = {mode: summarize(recs(mode)) for mode in modes}
+    if all(res["recs"].get(f"{m}_split") is not None for res in results for m in modes) and results:
+        for mode in modes:
+            out[f"{mode}_split"] = summarize(recs(f"{mode}_split"))
+            same = [x for res in results for x in res["same_hits"][mode]]
+            out[f"{mode}_split"]["same_hits_as_merged"] = round(sum(same) / len(same), 4) if same else None
+        out["split_personal_entries"] = sum(res["split_personal_entries"] for res in results)
+        out["split_search_p50_ms"] = percentile([x for res in results for x in res["split_latencies"]], 50)
+        for name in ("merged", "split"):
+            out[f"{name}_search_cpu_p50_ms"] = percentile([x for res in results for x in res["cpu"][name]], 50)
     out["bm25_raw"] = summarize(recs("bm25_raw"), with_context=False)
     out["bm25_windows_context"] = {"answer_in_context": summarize(recs("bm25_windows_context"))["answer_in_context"]}
     out["dense_raw"] = summarize(recs("dense_raw"), with_context=False)
@@ -492,6 +556,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--typos", type=int, metavar="SEED", help="misspell one word per question (seeded), for every channel alike")
     p.add_argument("--no-passage-vectors", action="store_true", help="search with the transcripts' passages unembedded (entries keep their vectors)")
     p.add_argument("--entry-passages", type=int, help=f"passages an entry's vector averages at most (default {C.ENTRY_VECTOR_PASSAGES})")
+    p.add_argument(
+        "--split",
+        action="store_true",
+        help="also search each conversation split between two roots, a project (even sessions) and a personal memory (odd), and compare with the merged root",
+    )
     p.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE", help="setting override, e.g. dense_weight=0.8 (repeatable)")
     return p
 
@@ -525,7 +594,8 @@ def main(argv: list[str] | None = None) -> dict:
             root = base / f"conv-{conv.cid}"
             if root.exists() and any(root.iterdir()):
                 raise SystemExit(f"{root} is not empty; give an empty --workdir")
-            results.append(run_conversation(conv, root, modes, args.limit_questions or None, overrides, misses, not args.no_passage_vectors))
+            split_at = base / f"split-{conv.cid}" if args.split else None
+            results.append(run_conversation(conv, root, modes, args.limit_questions or None, overrides, misses, not args.no_passage_vectors, split_at))
     out = aggregate(results, modes)
     out["n"] = out["bm25_raw"]["n"]
     out["skipped_questions"] = sum(c.skipped for c in convs)

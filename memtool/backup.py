@@ -36,6 +36,7 @@ from memtool import confine
 from memtool import constants as C
 from memtool.errors import BadInput, StorageError, UnsafePath, WouldOverwrite
 from memtool.fsutil import UMASK, atomic_write_bytes, locked, make_folder
+from memtool.scaffold import init_private
 from memtool.store import Layout, Quarantine
 
 # -- the layout's files: what a backup holds and a restore accepts ---------------------------------------------
@@ -67,8 +68,17 @@ _LAYOUT_TEXT = (
 )
 
 
+PRIVATE = f"{C.MEMORY_DIR}/{C.PRIVATE_DIR}"  # the private entries' root (memtool.roots.private_root): only with --include-private
+
+
 def allowed(name: str, is_dir: bool) -> bool:
-    """`name` (posix, relative to the root) is a file (or folder) of the layout."""
+    """`name` (posix, relative to the root) is a file (or folder) of the layout: the private entries'
+    root (memory/.private: its .gitignore, and the files of a root's layout inside it) included."""
+    if name == PRIVATE and is_dir or name == f"{PRIVATE}/{C.GITIGNORE_FILE}" and not is_dir:
+        return True
+    if name.startswith(PRIVATE + "/"):
+        inner = name[len(PRIVATE) + 1 :]
+        return not inner.startswith(PRIVATE) and not _excluded(inner) and allowed(inner, is_dir)
     if is_dir:
         return bool(_FOLDER.fullmatch(name))
     return any(rule.fullmatch(name) for _, rule in ALLOWED_FILES)
@@ -84,9 +94,18 @@ class BackupReport:
     skipped: list[str] = field(default_factory=list)  # "name: why" for what was not packed
 
 
-def backup_members(layout: Layout, skip: list[Path] | None = None, skipped: list[str] | None = None) -> list[tuple[str, Path, bool]]:
+def _excluded(name: str) -> bool:
+    """memory/.cache, memory/.lock, memory/.private and what is in them: never packed (the private root's only when asked)."""
+    parts = name.split("/")
+    return len(parts) > 1 and parts[0] == C.MEMORY_DIR and parts[1] in C.BACKUP_EXCLUDE
+
+
+def backup_members(
+    layout: Layout, skip: list[Path] | None = None, skipped: list[str] | None = None, include_private: bool = False
+) -> list[tuple[str, Path, bool]]:
     """(archive name, path, is a folder) for every file and folder a backup holds, sorted by name. Links
-    (but a linked Layer 3 file), FIFOs, devices and files of no shape the layout defines go into `skipped`."""
+    (but a linked Layer 3 file), FIFOs, devices and files of no shape the layout defines go into `skipped`.
+    `include_private`: memory/.private too (the private entries and log lines), without its cache."""
     skipped = [] if skipped is None else skipped
     leave = {os.path.abspath(p) for p in skip or []}
     out: list[tuple[str, Path, bool]] = []
@@ -102,6 +121,9 @@ def backup_members(layout: Layout, skip: list[Path] | None = None, skipped: list
     for dirpath, dirnames, filenames in os.walk(mem):  # never descends into a linked folder
         here = Path(dirpath)
         if here == mem:
+            dirnames[:] = [d for d in dirnames if d not in C.BACKUP_EXCLUDE or (include_private and d == C.PRIVATE_DIR)]
+            filenames = [f for f in filenames if f not in C.BACKUP_EXCLUDE]
+        elif here == mem / C.PRIVATE_DIR / C.MEMORY_DIR:  # the private root's own memory/: its cache and lock stay
             dirnames[:] = [d for d in dirnames if d not in C.BACKUP_EXCLUDE]
             filenames = [f for f in filenames if f not in C.BACKUP_EXCLUDE]
         for entry in sorted(dirnames) + sorted(filenames):
@@ -124,7 +146,7 @@ def backup_members(layout: Layout, skip: list[Path] | None = None, skipped: list
     return sorted(out)
 
 
-def backup(layout: Layout, dest: Path) -> BackupReport:
+def backup(layout: Layout, dest: Path, include_private: bool = False) -> BackupReport:
     """Write the archive to a temp file next to `dest`, then rename it: a failed backup leaves no half archive.
     Holds the store's lock, so the files are a consistent snapshot (no write in the middle). A store in
     the layout before month folders is backed up as it is (before `memory migrate`, say)."""
@@ -137,7 +159,7 @@ def backup(layout: Layout, dest: Path) -> BackupReport:
     skipped: list[str] = []
     with locked(layout.lock_file, folder_must_exist=True):
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            for name, path, is_dir in backup_members(layout, skip=[dest], skipped=skipped):
+            for name, path, is_dir in backup_members(layout, skip=[dest], skipped=skipped, include_private=include_private):
                 info = tarfile.TarInfo(name)  # owner 0, no owner names
                 try:
                     if is_dir:
@@ -308,6 +330,8 @@ def restore(layout: Layout, archive: Path, force: bool = False, limits: Limits =
         raise BadInput(f"{archive}: cannot read it ({exc.strerror})") from None
     with fh, _open_tar(fh, archive) as tar:
         members = check_archive(tar, archive, layout.root, limits)
+        if any(m.name == PRIVATE or m.name.startswith(PRIVATE + "/") for m in members):
+            init_private(layout.root)  # its .gitignore before any private file: restored entries stay out of git whatever the archive holds
         report = RestoreReport()
         make_folder(layout.memory_dir)  # restoring into a new root, which may not exist yet: a lock makes no tree
         with locked(layout.lock_file):

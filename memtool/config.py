@@ -173,6 +173,15 @@ class Settings:
         protected=True,
         safe=("sqlite", ""),
     )
+    personal_root: str = _f(
+        "",
+        "The personal memory read beside every project's (your USER.md, personal entries; `--personal` writes there): a folder, '' for $XDG_DATA_HOME/memtool (default ~/.local/share/memtool), or 'off' for none.",
+        protected=True,
+        safe=("",),
+    )
+    personal_outside_projects: bool = _f(
+        True, "Outside any project (no memory/ folder up from here, no --root nor MEMTOOL_ROOT), commands read and write the personal memory."
+    )
     redact_patterns: list = _f(
         [],
         "Extra regular expressions whose matches are redacted (a list of strings; a named group `secret` limits the redaction to it). Run with RE2 (linear time; no backreferences or lookaround). A repository's config sets them only once approved: they run on every write.",

@@ -16,6 +16,7 @@ TRANSCRIPT_SUFFIX = ".md"
 UNDATED_SHARD = "undated"  # the month folder of ids that name no day (ids made by compress name one)
 ARCHIVE_DIR = "archive"  # memory/archive/YYYY/
 QUARANTINE_DIR = "quarantine"  # memory/quarantine/: what doctor could not repair
+PRIVATE_DIR = ".private"  # memory/.private/: a root of private entries and log lines, ignored by git (its own .gitignore: *)
 CACHE_DIR = ".cache"  # memory/.cache: derived, git-ignored, rebuildable
 LOCK_FILE = ".lock"  # memory/.lock: cross-process write lock
 CONFIG_FILE = "config.yaml"  # memory/config.yaml, and the user's own: $XDG_CONFIG_HOME/memtool/config.yaml
@@ -50,6 +51,9 @@ ENV_ROOT = "MEMTOOL_ROOT"
 GEMINI_KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 ENV_CONFIG_HOME = "XDG_CONFIG_HOME"
 ENV_CACHE_HOME = "XDG_CACHE_HOME"
+ENV_DATA_HOME = "XDG_DATA_HOME"  # the personal memory root: $XDG_DATA_HOME/memtool, default ~/.local/share/memtool
+PERSONAL_OFF = "off"  # setting personal_root: no personal memory
+PERSONAL_REF = "personal:"  # what the ids of the personal memory's Markdown hits start with (memtool.app)
 
 # --- defaults -----------------------------------------------------------------
 DEFAULT_COMPRESSOR = "local"
@@ -142,7 +146,7 @@ ENTITY_RELATED_MAX = 8  # "seen with" links on a page
 EXPORT_FORMATS = ("jsonl", "csv", "md")
 EXPORT_CSV_COLUMNS = ("timestamp", "id", "session", "importance", "summary", "keywords", "topics", "decisions", "action_items")
 EXPORT_LIST_SEP = "; "  # joins list fields in a CSV cell
-BACKUP_EXCLUDE = (CACHE_DIR, LOCK_FILE)  # under memory/: derived or runtime, never backed up
+BACKUP_EXCLUDE = (CACHE_DIR, LOCK_FILE, PRIVATE_DIR)  # under memory/: derived or runtime, never backed up
 RESTORE_LIST_MAX = 10  # files named in a "would overwrite" message
 REPORT_FILE = "report.html"  # memory/.cache/report.html: derived, git-ignored
 RATIO_BUCKETS = (2, 5, 10, 20, 50, 100)  # compression ratio histogram edges (x:1)

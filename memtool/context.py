@@ -53,6 +53,11 @@ MIN_PACK_BUDGET = 50  # pack() refuses smaller budgets
 class Section:
     name: str
     text: str
+    label: str = ""  # where it is from when not the project's own: "personal", "private" (memtool.search.engine.origin_label)
+
+    @property
+    def title(self) -> str:
+        return f"{self.name} ({self.label})" if self.label else self.name
 
 
 @dataclass
@@ -129,6 +134,8 @@ def format_hit(hit: Hit, tpl: Template, terms: AbstractSet[str] = frozenset()) -
             content += "\n"
     if hit.superseded_by:
         content = f"{replaced_note(hit)} {content}"
+    if hit.label:  # not of the project's shared files: the user's own memory, or private to this machine
+        content = f"[{hit.label}] {content}"
     date = f"{when.day} {when:%B %Y}" if when is not None else "-"
     item = tpl.item.format(
         content=content,
@@ -163,12 +170,14 @@ def pack(layer3: list[Section], hits: list[Hit], today: Section | None, budget: 
     res = ContextResult(text="", tokens=0, budget=budget, template=template)
     parts: list[str] = []
     fixed = [(s, SHARES.get(s.name, 0.1)) for s in layer3] + ([(today, SHARES["today"])] if today else [])
-    reserved = {s.name: min(count_tokens(s.text) + 8, int(budget * share)) for s, share in fixed if s.text.strip()}
+    reserved = {
+        s.title: min(count_tokens(s.text) + 8 + count_tokens(s.title) - count_tokens(s.name), int(budget * share)) for s, share in fixed if s.text.strip()
+    }
     hit_budget = budget - sum(reserved.values())
 
     for s in layer3:
-        if s.name in reserved:
-            parts.append(_fit_section(s, reserved[s.name], res))
+        if s.title in reserved:
+            parts.append(_fit_section(s, reserved[s.title], res))
 
     if hits:
         parts.append(tpl.header.rstrip("\n"))
@@ -201,13 +210,13 @@ def pack(layer3: list[Section], hits: list[Hit], today: Section | None, budget: 
 
 
 def _fit_section(s: Section, limit: int, res: ContextResult, keep_tail: bool = False) -> str:
-    head = f"## {s.name}\n"
+    head = f"## {s.title}\n"
     body = s.text.strip()
     room = limit - count_tokens(head) - 1
     if count_tokens(body) <= room:
         return head + body
     res.truncated = True
-    res.dropped.append(f"part of {s.name} ({count_tokens(body) - room} tokens cut)")
+    res.dropped.append(f"part of {s.title} ({count_tokens(body) - room} tokens cut)")
     if keep_tail:  # for a log, the most recent lines matter most
         kept: list[str] = []
         for line in reversed(body.splitlines()):

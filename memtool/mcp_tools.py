@@ -64,6 +64,16 @@ ExcludeIds = Annotated[
     Field(max_length=C.MCP_MAX_EXCLUDE_IDS, description="Ids of memories you were already sent (from earlier answers in this session)."),
 ]
 Agent = Annotated[str, Field(max_length=80, description="Your name (e.g. claude-code, codex, gemini), recorded as who wrote it. Empty: 'mcp'.")]
+Personal = Annotated[
+    bool,
+    Field(
+        description=(
+            "True: into the user's personal memory (their own, read beside every project's), not this project's: "
+            "for what is about the user, not the project."
+        )
+    ),
+]
+Private = Annotated[bool, Field(description="True: kept on this machine only (memory/.private/, ignored by git), never shared with the project's team.")]
 MaxTokens = Annotated[
     int,
     Field(
@@ -173,12 +183,12 @@ class MemoryTools:
         self.embedder = embedder  # built by the first call that opens the memory, then shared
         self.lock = threading.Lock()
 
-    def memory(self, embedder: Any = None) -> Memory:
+    def memory(self, embedder: Any = None, personal: bool = False, private: bool = False) -> Memory:
         """A fresh Memory per call (settings and the search cache follow the files), sharing the embedder
-        (or switching to the one named)."""
+        (or switching to the one named); `personal` / `private`: the root a write goes to (memtool.app)."""
         from memtool.app import open_memory
 
-        mem = open_memory(self.root, embedder=embedder or self.embedder)
+        mem = open_memory(self.root, embedder=embedder or self.embedder, personal=personal, private=private)
         self.embedder = mem.embedder
         return mem
 
@@ -204,8 +214,9 @@ class MemoryTools:
         who owns what), and whenever the user refers to earlier work. Hybrid search (keywords + meaning) over this project's
         memory: compressed session entries, their raw transcripts, daily logs and MEMORY.md. Returns JSON {root, query, count,
         hits: [{id, kind (entry|log|memory), score (higher is better, relative only), session, timestamp (UTC ISO), trusted, text
-        (entry summary or Markdown chunk), passage (best matching transcript lines, when the match came from them)}], truncated,
-        note}. Pass an entry id to memory_get for all its fields. A hit named in exclude_ids keeps its rank but is listed by id
+        (entry summary or Markdown chunk), passage (best matching transcript lines, when the match came from them), from
+        ("personal": the user's own memory beside this project's; "private": kept on this machine only; absent: the project's)}],
+        truncated, note}. Pass an entry id to memory_get for all its fields. A hit named in exclude_ids keeps its rank but is listed by id
         only (already_sent: true, no text); a note says so.
         """
         from memtool.dates import parse_period
@@ -234,6 +245,8 @@ class MemoryTools:
         if sent:
             return out | {"already_sent": True}
         out |= {"session": one_line(h.source_session), "timestamp": h.timestamp, "trusted": h.trusted}
+        if h.label:  # the user's personal memory, or private to this machine: never to be copied into the project's files
+            out["from"] = h.label
         if not h.trusted:
             out["warning"] = UNTRUSTED_NOTE
         out["text"] = h.text if h.trusted else quoted(h.text)
@@ -344,7 +357,7 @@ class MemoryTools:
         topics, entities, importance, timestamp, source_session, trusted, promoted_to...}, transcript (path of the kept raw
         transcript, if any)}. For a file id (memory/2026-02-07.md#L12, MEMORY.md#L5) returns {id, kind: file, path, line, text:
         the chunk starting at that line, else the file from that line on as far as fits, note: the id that reads on}; files must
-        be inside the memory root.
+        be inside the memory root (or, for an id starting personal:, inside the user's personal memory).
         """
         m = FILE_REF_RE.match(id.strip())
         answer = self._file_ref(m["path"], m["line"] or "1", max_tokens) if m else self._entry(id.strip())
@@ -378,7 +391,13 @@ class MemoryTools:
         that line on: as many whole lines as fit the cap, and where to read on."""
         from memtool.chunking import chunk_at
 
-        path, data = read_inside(self.root, given)
+        root, prefix = self.root, ""
+        if given.startswith(C.PERSONAL_REF):  # a personal memory's file hit (memtool.app): read inside that root
+            homes = [m.layout.root for m in self.memory().companions if m.origin == "personal" and not m.private]
+            if not homes:
+                raise NotFound(f"{brief(given)}: there is no personal memory here to read it from")
+            root, prefix, given = homes[0], C.PERSONAL_REF, given.removeprefix(C.PERSONAL_REF)
+        path, data = read_inside(root, given)
         text = data.decode("utf-8", errors="replace")
         lines = text.splitlines()
         line = int(line_digits) if len(line_digits) <= 9 else len(lines) + 2  # past any end
@@ -387,7 +406,7 @@ class MemoryTools:
         if line > max(len(lines), 1):
             raise BadInput(f"{brief(given)}#L{brief(line_digits)}: past the end of the file, which has {len(lines)} lines")
         chunk, next_line = chunk_at(text, line)
-        rel = self._rel(path)
+        rel = prefix + (path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)) if prefix else self._rel(path)
         answer: dict[str, Any] = {"id": f"{rel}#L{line}", "kind": "file", "path": rel, "line": line, "truncated": False}
         if chunk is not None:
             answer["text"] = f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text
@@ -431,6 +450,8 @@ class MemoryTools:
             ),
         ] = False,
         agent: Agent = "",
+        personal: Personal = False,
+        private: Private = False,
         max_tokens: MaxTokens = C.MCP_MAX_TOKENS,
     ) -> dict[str, Any]:
         """When to use: at the end of a session or a finished piece of work, with its transcript, so that later sessions can find it.
@@ -446,7 +467,7 @@ class MemoryTools:
 
         if bool(text.strip()) == bool(path.strip()):
             raise BadInput("give exactly one of text (the transcript itself) or path (a transcript file inside the memory root)")
-        mem = self.memory()
+        mem = self.memory(personal=personal, private=private)
         name, when = "<text>", None
         if path.strip():  # read as `memory compress FILE` reads one (memtool.transcripts), dated by its own timestamps
             _, data = read_inside(self.root, path, mem.settings.max_transcript_bytes)
@@ -474,12 +495,14 @@ class MemoryTools:
         self,
         text: Annotated[str, Field(min_length=1, description="The note, e.g. 'Switched the job queue to Postgres: Redis was only used for it.'")],
         agent: Agent = "",
+        personal: Personal = False,
+        private: Private = False,
     ) -> dict[str, Any]:
         """When to use: the moment you decide something, learn a fact or hit a problem worth remembering; one note each. Append a
         timestamped note to today's daily log (memory/YYYY-MM-DD.md) of this memory root: a decision, a fact learned, a problem
         hit. One or a few lines; secrets are redacted. Returns JSON {logged_to (path relative to the root), day}.
         """
-        path = self.memory().log(text, source="ai_inferred", agent=_agent(agent))
+        path = self.memory(personal=personal, private=private).log(text, source="ai_inferred", agent=_agent(agent))
         return {"logged_to": self._rel(path), "day": path.stem, "truncated": False}
 
     @tool("Promote to MEMORY.md", read_only=False)

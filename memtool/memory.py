@@ -30,9 +30,10 @@ from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.quoting import log_tag_comment
 from memtool.search.cache import derived_cache
 from memtool.search.docs import superseded_by
-from memtool.search.engine import Hit, Query, Weights, search
+from memtool.search.engine import Hit, Query, Weights, origin_label, search
 from memtool.search.store import Known, SearchIndex, entry_vector_key, open_state, write_state
 from memtool.search.typos import query_terms
+from memtool.search.union import Part, UnionIndex
 from memtool.session_vectors import entry_vectors
 from memtool.store import ArchiveLayout, Layout, Store, get_archived, is_untouched_template
 from memtool.text import content_words
@@ -108,6 +109,8 @@ class Shown:
     day_file: Path
     transcript: Path | None  # the kept transcript, when there is one
     archived: bool  # moved to memory/archive/YYYY/ by `memory archive`
+    origin: str = "project"  # the root it is in: the project's, or the personal memory
+    private: bool = False  # one of that root's private entries (memory/.private)
 
 
 # Use counts: how often each entry was returned by a query (search, context, the MCP tools). Kept in the
@@ -136,8 +139,21 @@ def record(layout: Layout, ids: Iterable[str]) -> None:
 
 
 class Memory:
-    def __init__(self, layout: Layout, settings: Settings, compressor_factory: Callable[[str], Compressor], embedder: Embedder):
+    def __init__(
+        self,
+        layout: Layout,
+        settings: Settings,
+        compressor_factory: Callable[[str], Compressor],
+        embedder: Embedder,
+        origin: str = "project",
+        private: bool = False,
+        ref_prefix: str = "",
+    ):
         self.layout = layout
+        self.origin = origin  # "project", or "personal": the user's own memory beside every project's (memtool.app)
+        self.private = private  # a root's private entries (memory/.private): never in git, a backup or an export unless asked
+        self.companions: list[Memory] = []  # the other roots searched with this one, each hit labelled with its own (memtool.app)
+        self.ref_prefix = ref_prefix  # a companion's: what its Markdown hits' ids start with ("memory/.private/", "personal:")
         self.store = Store(layout)
         self.settings = settings
         self._compressor_factory = compressor_factory
@@ -353,10 +369,16 @@ class Memory:
             raise BadInput("--limit must be at least 1")
         warnings: list[str] = []
         q = self._cut_query(q, warnings)
-        access = load_counts(self.layout) if self.settings.access_boost > 0 else None
-        index, weights = self.index(errors=warnings, archive=q.archive), self.weights()
-        with index.reading():  # one committed state of the store for the whole search
-            self._vectors_missing(index, warnings)
+        sources = self.sources()
+        access = {k: v for m in sources for k, v in load_counts(m.layout).items()} if self.settings.access_boost > 0 else None
+        views = [m.index(errors=warnings, archive=q.archive) for m in sources]
+        index, weights = (
+            views[0] if len(views) == 1 else UnionIndex([Part(v, m.origin, m.private, m.ref_prefix) for v, m in zip(views, sources)]),
+            self.weights(),
+        )
+        with index.reading():  # one committed state of each store for the whole search
+            for m, view in zip(sources, views):
+                m._vectors_missing(view, warnings)
             terms = query_terms(index, q.text, weights.typo_weight)
             try:
                 hits = search(index, self.embedder, q, weights, access, terms=terms)
@@ -364,7 +386,8 @@ class Memory:
                 warnings.append(f"search: the embedder failed ({exc}); these hits come from word matches only")
                 hits = search(index, self.embedder, q, replace(weights, dense=0.0, dense_fallback=False, semantic=0.0), access, terms=terms)
         if access is not None:  # use counts are kept while the boost is on (a write costs ~1 ms on ext4)
-            record(self.layout, [h.id for h in hits if h.kind == "entry"])
+            for m in sources:
+                record(m.layout, [h.id for h in hits if h.kind == "entry" and m.holds(h)])
         return SearchResult(self._newer_items(hits, warnings), warnings, terms.fixes)
 
     @staticmethod
@@ -394,6 +417,22 @@ class Memory:
         started = bool(runs) and start_fill(self.layout)
         warnings.append(fill_note(self.layout, missing, total, started, unindexed))
 
+    def sources(self) -> list[Memory]:
+        """This root and the roots searched with it, in that order."""
+        return [self, *self.companions]
+
+    def private_part(self) -> Memory | None:
+        """This root's private entries (memory/.private), when there are any: what `--include-private` adds."""
+        return next((m for m in self.companions if m.private and m.origin == self.origin), None)
+
+    def holds(self, hit: Hit) -> bool:
+        """Whether `hit` came from this root."""
+        return (hit.origin, hit.private) == (self.origin, self.private)
+
+    def home_of(self, hit: Hit) -> Memory:
+        """The root (this one or a companion) a hit came from."""
+        return next((m for m in self.sources() if m.holds(hit)), self)
+
     def _newer_items(self, hits: list[Hit], warnings: list[str]) -> list[Hit]:
         """A superseded hit carries the open items of the entry that replaces it (the older list is
         no longer current): shown instead of its own by the context, the CLI and MCP."""
@@ -401,7 +440,7 @@ class Memory:
             if not h.superseded_by:
                 continue
             try:
-                newer = self.store.get(h.superseded_by)
+                newer = self.home_of(h).store.get(h.superseded_by)
             except StoreCorrupt as exc:  # its day file is damaged: the hit is shown without the newer items
                 warnings.append(f"skipped: {exc}; `memory doctor` shows how to mend it")
                 continue
@@ -417,7 +456,7 @@ class Memory:
             if h.kind != "entry" or h.passage or h.passages or h.superseded_by:
                 continue
             try:
-                entry = self.store.get(h.id)
+                entry = self.home_of(h).store.get(h.id)
             except StoreCorrupt as exc:
                 warnings.append(f"skipped: {exc}; `memory doctor` shows how to mend it")
                 continue
@@ -440,7 +479,7 @@ class Memory:
         """What the bundle is packed from: Layer 3, the hits of one search (or the recent entries) and
         today's log, with what reading them worked around (`warnings`)."""
         warnings: list[str] = []
-        layer3 = [s for s in (self._layer3(name, warnings) for name in (C.MEMORY_MD, C.USER_MD)) if s is not None]
+        layer3 = [s for m in self.sources() for s in (m._layer3(name, warnings, m is not self) for name in (C.MEMORY_MD, C.USER_MD)) if s is not None]
         today_path = self.layout.daily_log(f"{(now or datetime.now()):%Y-%m-%d}")
         today_text = confine.read_optional_text(today_path, C.MAX_DOC_BYTES, warnings, SKIPPED)
         today = Section("Today's log", _shown(today_text)) if today_text is not None else None
@@ -452,7 +491,7 @@ class Memory:
             hits = self.recent(limit, warnings)
         if today is not None:  # today's log is packed whole; do not repeat its chunks as hits
             today_ref = self.layout.rel(today_path) + "#"
-            hits = [h for h in hits if not h.ref.startswith(today_ref)]
+            hits = [h for h in hits if not (self.holds(h) and h.ref.startswith(today_ref))]
         return ContextInput(layer3, hits, today, query or "", tuple(warnings))
 
     def counting(self) -> Counting:
@@ -465,35 +504,42 @@ class Memory:
         res.warnings = list(given.warnings)
         return res
 
-    def _layer3(self, name: str, warnings: list[str]) -> Section | None:
-        """A Layer 3 file for the context, or None if missing or still the untouched template."""
+    def _layer3(self, name: str, warnings: list[str], labelled: bool = False) -> Section | None:
+        """A Layer 3 file for the context, or None if missing or still the untouched template.
+        `labelled`: a companion's, named with where it is from ("USER.md (personal)")."""
         text = confine.read_optional_text(self.layout.root / name, C.MAX_DOC_BYTES, warnings, SKIPPED)
-        return None if text is None or is_untouched_template(name, text) else Section(name, text)
+        label = origin_label(self.origin, self.private) if labelled else ""
+        return None if text is None or is_untouched_template(name, text) else Section(name, text, label)
 
     def recent(self, limit: int, warnings: list[str]) -> list[Hit]:
         """Without a query: the most recent entries, most important first among equals, leaving out
         those a newer live entry supersedes. An unreadable day file is skipped with a warning (the
         session-start bundle must not fail on one hand edit)."""
         errors: list[str] = []
-        entries = sorted(self.store.iter_entries(errors), key=lambda e: (e.timestamp, C.IMPORTANCE_LEVELS.index(e.importance)), reverse=True)
+        held = [(e, m) for m in self.sources() for e in m.store.iter_entries(errors)]
+        held.sort(key=lambda em: (em[0].timestamp, C.IMPORTANCE_LEVELS.index(em[0].importance)), reverse=True)
         warnings += [f"skipped: {message}; `memory doctor` shows how to mend it" for message in errors]
-        replaced = superseded_by(entries)
-        return [_entry_hit(e) for e in entries if e.id not in replaced][:limit]
+        replaced = superseded_by([e for e, _ in held])
+        return [_entry_hit(e, m.origin, m.private) for e, m in held if e.id not in replaced][:limit]
 
     def get(self, entry_id: str) -> Entry | None:
         return self.store.get(entry_id)
 
     def show(self, entry_id: str) -> Shown | None:
         """The entry with this id, live or else archived, or None."""
-        home: Layout = self.layout
-        entry = self.store.get(entry_id)
-        if entry is None:
-            entry = get_archived(self.layout, entry_id)
+        for m in self.sources():  # a companion's entry too: search lists its id beside the project's
+            home: Layout = m.layout
+            entry = m.store.get(entry_id)
             if entry is None:
-                return None
-            home = ArchiveLayout(self.layout.root, entry.day[:4])
-        transcript = home.transcript_file(entry.id)
-        return Shown(entry, home.day_file(entry.day), transcript if transcript.is_file() else None, archived=home is not self.layout)
+                entry = get_archived(m.layout, entry_id)
+                if entry is None:
+                    continue
+                home = ArchiveLayout(m.layout.root, entry.day[:4])
+            transcript = home.transcript_file(entry.id)
+            return Shown(
+                entry, home.day_file(entry.day), transcript if transcript.is_file() else None, archived=home is not m.layout, origin=m.origin, private=m.private
+            )
+        return None
 
     def compressor(self, name: str | None = None) -> Compressor:
         """The compressor registered as `name` (default: the configured one), built once."""
@@ -504,9 +550,19 @@ class Memory:
         self._index = None
 
 
-def _entry_hit(e: Entry) -> Hit:
+def _entry_hit(e: Entry, origin: str = "project", private: bool = False) -> Hit:
     """An entry as the query-less context shows it: its summary, what it decided and what it left open."""
-    hit = Hit(id=e.id, kind="entry", score=0.0, source_session=e.source_session, timestamp=e.timestamp, text=e.summary, trusted=e.trusted)
+    hit = Hit(
+        id=e.id,
+        kind="entry",
+        score=0.0,
+        source_session=e.source_session,
+        timestamp=e.timestamp,
+        text=e.summary,
+        trusted=e.trusted,
+        origin=origin,
+        private=private,
+    )
     hit.decisions, hit.action_items = list(e.decisions), list(e.action_items)
     return hit
 

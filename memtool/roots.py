@@ -19,10 +19,12 @@ def resolve_root(root: str | Path | None = None) -> Path:
         if given:
             return _named_root(Path(given).expanduser(), named)
     here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / C.MEMORY_DIR / C.INDEX_DIR).is_dir():
-            return folder
-    return here
+    return _upwards(here) or here
+
+
+def _upwards(here: Path) -> Path | None:
+    """The nearest folder from `here` upwards holding memory/index/, or None."""
+    return next((folder for folder in (here, *here.parents) if (folder / C.MEMORY_DIR / C.INDEX_DIR).is_dir()), None)
 
 
 def _named_root(path: Path, named: str) -> Path:
@@ -46,3 +48,29 @@ def _named_root(path: Path, named: str) -> Path:
                 "Create it (check out or mount what it points to) or fix the link; nothing was created."
             )
     return path.resolve()
+
+
+def personal_root(setting: str) -> Path | None:
+    """The personal memory root the setting `personal_root` names: a path, "off" (none), or "" for
+    $XDG_DATA_HOME/memtool (default ~/.local/share/memtool; a relative XDG_DATA_HOME is ignored, as
+    the XDG spec says). It may not exist yet: `memory init --personal` (or a first `--personal`
+    write) makes it."""
+    if setting == C.PERSONAL_OFF:
+        return None
+    if setting:
+        path = Path(setting).expanduser()
+        if not path.is_absolute():
+            raise NotAMemoryRoot(f"personal_root {setting!r} is not an absolute path; give one like ~/.local/share/memtool, or 'off'")
+        return _named_root(path, "personal_root")
+    base = os.environ.get(C.ENV_DATA_HOME, "")
+    return _named_root(Path(base if os.path.isabs(base) else Path.home() / ".local" / "share") / C.USER_CONFIG_DIR, "the personal root")
+
+
+def private_root(root: Path) -> Path:
+    """The root of a memory root's private entries and log lines: memory/.private (ignored by git)."""
+    return root / C.MEMORY_DIR / C.PRIVATE_DIR
+
+
+def found_root(root: str | Path | None = None) -> bool:
+    """Whether `resolve_root` names a root the user chose (--root, $MEMTOOL_ROOT) or found one upwards."""
+    return bool(root or os.environ.get(C.ENV_ROOT)) or _upwards(Path.cwd().resolve()) is not None

@@ -11,6 +11,7 @@ from memtool.config import Settings, load_settings, protection
 from memtool.errors import BadInput, StorageError
 from memtool.fsutil import atomic_write_text
 from memtool.providers import EMBEDDER_GROUP, REGISTERED, auto
+from memtool.roots import private_root
 from memtool.store import Layout, template_text
 
 GITIGNORE = (
@@ -104,3 +105,27 @@ def init(root: Path) -> list[Path]:
     done = setup_git(root)  # .gitattributes, the merge driver when inside git, quarantine/ ignored
     created += [done.attributes] if done.wrote_attributes else []
     return created
+
+
+PRIVATE_GITIGNORE = "# private entries and log lines: never committed, nor backed up or exported without --include-private\n*\n"
+
+
+def init_private(root: Path) -> Path:
+    """The root of `root`'s private entries (memory/.private), made when missing: its .gitignore (`*`:
+    git ignores the folder and everything in it, whatever the project's own ignore lists say) is
+    written first, before any entry can be, then the store's folders. Returns the private root."""
+    private = private_root(root)
+    ignore = private / C.GITIGNORE_FILE
+    if not ignore.is_file():
+        try:
+            private.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create {private}: {exc.strerror or exc}") from None
+        atomic_write_text(ignore, PRIVATE_GITIGNORE)
+    layout = Layout(private)
+    for folder in (layout.memory_dir, layout.index_dir, layout.embeddings_dir):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    return private

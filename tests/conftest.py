@@ -24,6 +24,7 @@ def isolated_home(tmp_path, monkeypatch):
     root.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)  # the personal memory: HOME/.local/share/memtool, none unless a test makes it
     monkeypatch.setenv("MEMTOOL_ROOT", str(root))
     monkeypatch.chdir(root)
     import os

@@ -255,3 +255,13 @@ def test_observation_coverage_counts_the_facts_an_entry_keeps():
         entities=Entities(people=["Caroline", "Melanie"]),
     )
     assert observation_coverage(facts[1], entry) == (1, 3)  # "went to an LGBTQ support group": go, lgbtq, support, group
+
+
+def test_split_between_a_project_and_a_personal_root_finds_what_one_root_finds(data, capsys):
+    """--split: the same entries in two roots, searched together, give the merged root's hits, in its order."""
+    result = main(["--data", str(data), "--split"])
+    assert result["split_personal_entries"] == 2  # sessions 1 and 3 of three
+    for mode in ("entries", "full"):
+        split = dict(result[f"{mode}_split"])
+        assert split.pop("same_hits_as_merged") == 1.0
+        assert split == result[mode]  # recall, MRR and answers in context alike

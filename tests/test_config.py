@@ -277,4 +277,4 @@ def test_init_writes_the_trust_model_into_the_config_header(root):
     assert load_settings(root, env={}) == Settings()  # all commented out
     lines = text.splitlines()
     marked = [name for name in FIELDS if "[protected unless" in lines[lines.index(next(line for line in lines if line.startswith(f"# {name}: "))) - 1]]
-    assert marked == ["compressor", "embedder", "gemini_base_url", "openai_base_url", "redact", "cache", "redact_patterns"]
+    assert marked == ["compressor", "embedder", "gemini_base_url", "openai_base_url", "redact", "cache", "personal_root", "redact_patterns"]

@@ -60,6 +60,13 @@ def layout_of(ctx: typer.Context, require: bool = True) -> "Layout":
     return layout.require() if require else layout
 
 
+PERSONAL_HELP = "Write to your personal memory ($XDG_DATA_HOME/memtool, setting personal_root), not the project's: read beside every project, never in its git."
+PRIVATE_HELP = (
+    "Keep it on this machine: stored under memory/.private/ (ignored by git), marked private in search and context, "
+    "left out of backups and exports unless --include-private."
+)
+
+
 def open_from(ctx: typer.Context, **kw):
     from memtool.app import open_memory
 

@@ -135,6 +135,9 @@ def export(
     ),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of stdout."),
     archived: bool = typer.Option(False, "--archived", help="Also export the entries `memory archive` moved to memory/archive/."),
+    include_private: bool = typer.Option(
+        False, "--include-private", help="Also export the private entries (memory/.private/), which stay on this machine otherwise."
+    ),
 ) -> None:
     """Export every live entry, oldest first (with --archived, the archived ones too; without it, stderr says how many were left out)."""
     from memtool.export import export_text
@@ -144,6 +147,11 @@ def export(
     mem, entries = _entries(ctx)
     errors: list[str] = []
     old = archived_entries(mem.layout, errors)
+    private = mem.private_part()
+    if include_private and private is not None:
+        entries += list(private.store.iter_entries(errors))
+    elif private is not None and (held := sum(1 for _ in private.store.iter_entries())):
+        warn(f"{held} private entr{'y' if held == 1 else 'ies'} left out (in memory/.private/); `memory export --include-private` includes them")
     warn(*(f"skipped: {message}" for message in errors))
     if archived:
         entries += old
@@ -161,12 +169,13 @@ def backup(
     ctx: typer.Context,
     archive: Path = typer.Argument(..., help="The archive to write, e.g. memory-backup.tar.gz."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    include_private: bool = typer.Option(False, "--include-private", help="Also back up the private entries and log lines (memory/.private/)."),
 ) -> None:
-    """Back up the versioned files (MEMORY.md, USER.md, AGENTS.md, memory/ without .cache and .lock) to a .tar.gz."""
+    """Back up the versioned files (MEMORY.md, USER.md, AGENTS.md, memory/ without .cache, .lock and .private) to a .tar.gz."""
     from memtool.backup import backup as do_backup
     from memtool.stats import human_bytes
 
-    rep = do_backup(layout_of(ctx, require=False), archive)
+    rep = do_backup(layout_of(ctx, require=False), archive, include_private=include_private)
     if as_json:
         print_json(rep)
         return

@@ -67,6 +67,8 @@ def search(
         text = markup(h.text) if not h.passage else f"{markup(h.text)}\n[dim]> {markup(h.passage[:200])}[/dim]"
         if h.superseded_by:  # an older version: its open items are the newer entry's, not its own passage's
             text = f"[yellow]{markup(replaced_note(h))}[/yellow] {markup(h.text)}"
+        if h.label:  # from the personal memory, or private to this machine
+            text = f"[magenta]{markup(f'[{h.label}]')}[/magenta] {text}"
         table.add_row(f"{h.score:.3f}", h.kind, h.id, h.timestamp[:10], markup(one_line(h.source_session)), text)
     console().print(table)
 
@@ -97,6 +99,8 @@ def show(
     ctx: typer.Context, entry_id: str = typer.Argument(..., help="Entry id, e.g. ctx-20260207-1a2b3c4d."), as_json: bool = typer.Option(False, "--json")
 ) -> None:
     """Show one entry (an archived one too)."""
+    from memtool.search.engine import origin_label
+
     shown = open_from(ctx).show(entry_id)
     if shown is None:
         raise NotFound(f"no entry with id {entry_id}. `memory search` lists ids (`--archive`: archived ones too).")
@@ -108,6 +112,8 @@ def show(
         if value in ("", [], False) or (isinstance(value, dict) and not any(value.values())):
             continue
         echo(f"{key}: {value}")
+    if shown.origin != "project" or shown.private:
+        echo(f"from: {origin_label(shown.origin, shown.private)} memory ({shown.day_file})")
     if shown.archived:
         echo(f"archived: {shown.day_file}")
     if shown.transcript is not None:

@@ -45,11 +45,13 @@ def promote(
         None, "--section", help=f"MEMORY.md section. Default: '{C.PROMOTE_DECISIONS_SECTION}' for an entry with decisions, else '{C.PROMOTE_CONTEXT_SECTION}'."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    personal: bool = typer.Option(False, "--personal", help="Into your personal memory's MEMORY.md (an entry id: one of its entries), not the project's."),
+    private: bool = typer.Option(False, "--private", help="Into the MEMORY.md of the private entries (memory/.private/, ignored by git)."),
 ) -> None:
     """Add an insight to MEMORY.md under a section, leaving the rest of the file untouched."""
     from memtool.promote import promote as do_promote
 
-    p = do_promote(open_from(ctx), target, section)
+    p = do_promote(open_from(ctx, personal=personal, private=private), target, section)
     if as_json:
         print_json(p)
         return

@@ -11,17 +11,25 @@ from typing import List, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import echo, echo_lines, layout_of, open_from, print_json, progress_bar, root_path, warn
+from memtool.cli.common import PERSONAL_HELP, PRIVATE_HELP, echo, echo_lines, layout_of, open_from, print_json, progress_bar, root_path, warn
 from memtool.errors import BadInput
 
 TRANSCRIPT_SUFFIXES = {".md", ".txt", ".jsonl", ".json", ".log"}
 
 
-def init(ctx: typer.Context) -> None:
+def init(
+    ctx: typer.Context,
+    personal: bool = typer.Option(False, "--personal", help="Create your personal memory ($XDG_DATA_HOME/memtool, setting personal_root) instead."),
+) -> None:
     """Create the memory layout here (or at --root). Safe to run again: never overwrites a file."""
     from memtool.scaffold import init as do_init
 
     root = root_path(ctx)
+    if personal:
+        from memtool.app import personal_home
+        from memtool.config import load_settings
+
+        root = personal_home(load_settings(root))
     created = do_init(root)
     echo_lines(f"created {path.relative_to(root) if path.is_relative_to(root) else path}" for path in created)
     echo(f"memory root ready at {root}" + ("" if created else " (nothing to do)"))
@@ -33,9 +41,11 @@ def log(
     source: str = typer.Option("user_explicit", help="Provenance: user_explicit, ai_inferred or system_auto."),
     agent: str = typer.Option("", help="Name of the agent writing the note."),
     session: str = typer.Option("", help="Session name or id."),
+    personal: bool = typer.Option(False, "--personal", help=PERSONAL_HELP),
+    private: bool = typer.Option(False, "--private", help=PRIVATE_HELP),
 ) -> None:
     """Append a timestamped line to today's daily log (memory/YYYY-MM-DD.md)."""
-    mem = open_from(ctx)
+    mem = open_from(ctx, personal=personal, private=private)
     if text is None or text == "-":
         text = read_input("-", mem.settings.max_transcript_bytes, convert=False)[0]  # a note, even one that looks like JSON
     elif any("\udc80" <= ch <= "\udcff" for ch in text):  # bytes of the argument that were not UTF-8
@@ -116,6 +126,8 @@ def compress(
         help="Print the entries as JSON, each once: its fields, status (stored, or duplicate: already stored, nothing added) "
         "and inputs (the transcripts that gave it).",
     ),
+    personal: bool = typer.Option(False, "--personal", help=PERSONAL_HELP),
+    private: bool = typer.Option(False, "--private", help=PRIVATE_HELP),
 ) -> None:
     """Compress session transcript(s) into structured entries, embed them, and write the files."""
     from memtool.dates import parse_when
@@ -123,7 +135,7 @@ def compress(
 
     files = expand(paths)
     overrides = {"keep_transcripts": False} if no_transcript else {}
-    mem = open_from(ctx, **overrides)
+    mem = open_from(ctx, personal=personal, private=private, **overrides)
     when = parse_when(date) if date else None
 
     given = partial(Session, importance=importance, source=source, agent=agent, trusted=not untrusted)  # what every input shares

@@ -19,6 +19,7 @@ from memtool.search.cues import asked_cues
 from memtool.search.semantic import rescore, run_starts, sibling_sums
 from memtool.search.store import IMPORTANCE_CODE, SearchIndex
 from memtool.search.typos import Terms
+from memtool.search.union import UnionIndex
 
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
 MAX_PASSAGES = 3  # matching transcript passages kept per hit (the context packer may show them)
@@ -58,6 +59,17 @@ class Hit:
     newer_trusted: bool = True  # whether that newer entry's text is trusted
     decisions: list[str] = field(default_factory=list)  # an entry hit's own decisions and open items, where the context shows them
     action_items: list[str] = field(default_factory=list)
+    origin: str = "project"  # the memory it came from: "project" (the root searched) or "personal" (memtool.search.union)
+    private: bool = False  # from a root's private entries and log lines (memory/.private: never in git, nor a backup or export)
+
+    @property
+    def label(self) -> str:
+        return origin_label(self.origin, self.private)
+
+
+def origin_label(origin: str, private: bool) -> str:
+    """How search and the context mark what is not of the project's shared files: "personal", "private", "personal, private" ("" otherwise)."""
+    return ", ".join([*(["personal"] * (origin == "personal")), *(["private"] * private)])
 
 
 @dataclass
@@ -77,7 +89,7 @@ class Weights:
     semantic: float = 0.0  # word-matched results re-scored: lexical / best + semantic x z(best cosine) (memtool.search.semantic)
 
 
-def allowed_mask(index: SearchIndex, q: Query) -> np.ndarray:
+def allowed_mask(index: SearchIndex | UnionIndex, q: Query) -> np.ndarray:
     """The documents `q` may return (read-only): alive (not deleted since, nor archived unless asked
     for), of its kinds, in its dates, of its importance and trust."""
     mask = index.alive_of_kinds(tuple(q.kinds))  # not to be changed in place: the index keeps it
@@ -152,7 +164,7 @@ def boost(counts: np.ndarray, factor: float) -> np.ndarray:
     return 1.0 + factor * np.log1p(np.asarray(counts, dtype=np.float64))
 
 
-def search(index: SearchIndex, embedder, q: Query, w: Weights, access: Mapping[str, int] | None = None, *, terms: Terms) -> list[Hit]:
+def search(index: SearchIndex | UnionIndex, embedder, q: Query, w: Weights, access: Mapping[str, int] | None = None, *, terms: Terms) -> list[Hit]:
     """`access`: entry id -> times returned before (the access boost; Memory.search counts them). `terms`: the
     query's BM25 terms (`memtool.search.typos.query_terms`, whose typo fixes the caller reports)."""
     if index.n == 0 or not q.text.strip():
@@ -218,7 +230,7 @@ def by_result(docs: np.ndarray, scores: np.ndarray, group: np.ndarray) -> Iterat
         yield list(zip(docs[at].tolist(), scores[at].tolist()))
 
 
-def _materialise(index: SearchIndex, q: Query, ranked: Iterable[list[tuple[int, float]]]) -> list[Hit]:
+def _materialise(index: SearchIndex | UnionIndex, q: Query, ranked: Iterable[list[tuple[int, float]]]) -> list[Hit]:
     hits: list[Hit] = []
     ids: set[str] = set()  # of the results taken so far
     for members in ranked:
@@ -241,6 +253,8 @@ def _materialise(index: SearchIndex, q: Query, ranked: Iterable[list[tuple[int, 
             ref=d["ref"],
             trusted=d["trusted"],
             superseded_by=d.get("superseded_by", ""),
+            origin=d.get("origin", "project"),
+            private=d.get("private", False),
         )
         hits.append(hit)
         ids.add(result_id)
