@@ -68,8 +68,7 @@ Personal = Annotated[
     bool,
     Field(
         description=(
-            "True: into the user's personal memory (their own, read beside every project's), not this project's: "
-            "for what is about the user, not the project."
+            "True: into the user's personal memory (their own, read beside every project's), not this project's: for what is about the user, not the project."
         )
     ),
 ]
