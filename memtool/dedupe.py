@@ -97,6 +97,7 @@ class Deduper:
         self._days: dict[str, list[Entry]] = {}  # day -> live entries (day files read so far)
         self._added: dict[str, tuple[Entry, bytes]] = {}  # entries of this call, not yet on disk
         self._added_days: dict[str, list[Entry]] = {}  # the same, by UTC day (the near check reads a window)
+        self._last: tuple[str, Words | None] | None = None  # the last text _comparable read, and its answer
 
     def check(self, name: str, text: str, when: datetime, session: str = "") -> Duplicate | None:
         """The stored entry this (redacted) transcript repeats or continues, or None when the session
@@ -216,9 +217,14 @@ class Deduper:
 
     def _comparable(self, text: str) -> Words | None:
         """The content words and numbers of a transcript, or None when too few to compare (decided once
-        per entry: the near check meets each stored entry again for every session of its week)."""
+        per entry: the near check meets each stored entry again for every session of its week; and
+        once per session: `add` after `check` of the same text reads the last answer)."""
+        if self._last is not None and self._last[0] is text:
+            return self._last[1]
         words = frozenset(content_words(text))
-        return (words, frozenset(NUMBER_RE.findall(text))) if comparable(words) else None
+        out = (words, frozenset(NUMBER_RE.findall(text))) if comparable(words) else None
+        self._last = (text, out)
+        return out
 
 
 __all__ = ["Deduper", "Duplicate", "comparable", "jaccard", "stored_bytes"]

@@ -34,7 +34,7 @@ from memtool.search.engine import Hit, Query, Weights, origin_label, search
 from memtool.search.store import Known, SearchIndex, entry_vector_key, open_state, write_state
 from memtool.search.typos import query_terms
 from memtool.search.union import Part, UnionIndex
-from memtool.session_vectors import entry_vectors
+from memtool.session_vectors import Prefetch, entry_vectors
 from memtool.store import ArchiveLayout, Layout, Store, get_archived, is_untouched_template
 from memtool.text import content_words
 from memtool.tombstones import read_tombstones
@@ -223,6 +223,14 @@ class Memory:
         """Compress and store sessions, in batches: embeddings and file writes are grouped."""
         provider = provider or self.settings.compressor
         result = CompressResult()
+        self._compressor_factory(provider)  # an unknown provider fails before anything is read or stored
+        with Prefetch(self.embedder) as prefetch:  # each session's passages embedded while it is compressed
+            self._compress_all(sessions, provider, result, prefetch, progress, batch)
+        return result
+
+    def _compress_all(
+        self, sessions: Iterable[Session], provider: str, result: CompressResult, prefetch: Prefetch, progress: Callable[[int], None] | None, batch: int
+    ) -> None:
         warnings = result.warnings
         done: list[Entry] = []
         pending_batch: list[tuple[Entry, str]] = []
@@ -230,7 +238,6 @@ class Memory:
         results = result.entries  # in input order: stored entries, and stored ones a duplicate repeats
         dedupe = Deduper(self.layout)
         fresh: dict = {}  # entry_vector_key -> the vector this call computed, for the search cache
-        self._compressor_factory(provider)  # an unknown provider fails before anything is read or stored
         forgotten = read_tombstones(self.layout.root)
         for s in sessions:
             check_session(s)  # before the duplicate check: a repeated session with bad options is refused too
@@ -249,6 +256,7 @@ class Memory:
                     results.append(dup.entry)
                     continue
                 s = replace(s, supersedes=list(dict.fromkeys([*s.supersedes, dup.existing])))
+            prefetch.submit(text)
             entry = self._compress_one(s, provider, df, n_docs, text, warnings)
             if dup is not None:
                 dup.new = entry.id
@@ -258,18 +266,17 @@ class Memory:
             n_docs += 1
             pending_batch.append((entry, text))
             if len(pending_batch) >= batch:
-                done.extend(self._write(pending_batch, fresh, warnings))
+                done.extend(self._write(pending_batch, fresh, warnings, prefetch))
                 if progress:
                     progress(len(pending_batch))
                 pending_batch = []
         if pending_batch:
-            done.extend(self._write(pending_batch, fresh, warnings))
+            done.extend(self._write(pending_batch, fresh, warnings, prefetch))
             if progress:
                 progress(len(pending_batch))
         if done:
             self._index_written(fresh, warnings)
         result.superseded = list(dict.fromkeys(old for e in done for old in e.supersedes))
-        return result
 
     def _index_written(self, fresh: dict, warnings: list[str]) -> None:
         """Bring the search cache up to date with the entries just stored: their words, and the vectors
@@ -291,13 +298,15 @@ class Memory:
         with self.store.lock():
             write_index(self.layout, self.settings.compressor)
 
-    def _write(self, items: list[tuple[Entry, str]], fresh: dict, warnings: list[str]) -> list[Entry]:
+    def _write(self, items: list[tuple[Entry, str]], fresh: dict, warnings: list[str], prefetch: Prefetch) -> list[Entry]:
         """Store a batch. index.json (derived) is written once the call's last batch is stored
         (_index_written), so a bulk import stays linear; a crash before that leaves it stale, and the
         next write or `memory reindex` writes it."""
         entries = [e for e, _ in items]
-        try:  # each entry's vector averages its session's passages (memtool.session_vectors)
-            vectors, passages = entry_vectors(self.embedder, entries, {e.id: text for e, text in items})
+        try:  # each entry's vector averages its session's passages (memtool.session_vectors), embedded by `prefetch`
+            held = prefetch.collect()
+            vectors, passages = entry_vectors(self.embedder, entries, {e.id: text for e, text in items}, known=lambda ks: {k: held[k] for k in ks if k in held})
+            passages.update(held)
         except ProviderError as exc:
             warnings.append(f"embedding failed: {exc} Saved without vectors; `memory retry` embeds them.")
             vectors = None  # saved without vectors; `memory reembed` / `memory retry` fills them in

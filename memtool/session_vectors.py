@@ -9,6 +9,10 @@ embedded by the background fill, memtool/search/fill.py). Computed when the sess
 it stays in the entry's embedding file when the transcript is not kept. The passage vectors computed
 on the way are handed to the search cache, so a kept transcript is embedded once.
 
+A compress embeds those passages on a worker thread (`Prefetch`) while the compressor reads the
+session: they depend on the session's text alone, and the embedder's engine (C, or a remote call)
+runs without Python's lock, so on two cores the wall time is the longer of the two, not their sum.
+
 An entry with no session text to hand (written by hand, or re-embedded after its transcript was not
 kept) embeds its own fields (`Entry.embed_text`), as every entry did before.
 """
@@ -16,6 +20,7 @@ kept) embeds its own fields (`Entry.embed_text`), as every entry did before.
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
@@ -23,6 +28,7 @@ import numpy as np
 from memtool import confine
 from memtool import constants as C
 from memtool.chunking import chunk_lines
+from memtool.errors import ProviderError
 from memtool.models import Entry
 from memtool.store import Layout
 
@@ -70,3 +76,46 @@ def entry_vectors(embedder, entries: list[Entry], sessions: Mapping[str, str], k
         norm = float(np.linalg.norm(mean))
         out[i] = mean / norm if norm else mean
     return out, {k: v for k, v in computed.items() if not k.startswith("text:")}
+
+
+class Prefetch:
+    """The passages each session's entry vector averages (`sampled`), embedded on one worker thread
+    from the moment the session's text is known: `submit` returns at once, `collect` waits for them
+    all. Between a `collect` and the next `submit` the worker is idle, so the caller's own embedder
+    calls (entry_vectors, a change set) never run beside it. Use as a context manager."""
+
+    def __init__(self, embedder):
+        self._embedder = embedder
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memtool-embed")
+        self._jobs: list[Future] = []
+
+    def __enter__(self) -> "Prefetch":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, session: str) -> None:
+        self._jobs.append(self._pool.submit(self._embed, session))
+
+    def _embed(self, session: str) -> dict[str, np.ndarray]:
+        chunks = sampled([c.text for c in chunk_lines(session)])
+        if not chunks:
+            return {}
+        embed = getattr(self._embedder, "embed_documents_aside", self._embedder.embed_documents)  # e5: one thread, the compressor has the other core
+        return dict(zip(map(chunk_key, chunks), np.asarray(embed(chunks), dtype=np.float32)))
+
+    def collect(self) -> dict[str, np.ndarray]:
+        """Chunk key -> vector of every passage submitted since the last collect. A ProviderError
+        propagates, once every job has ended."""
+        jobs, self._jobs = self._jobs, []
+        out: dict[str, np.ndarray] = {}
+        failed: ProviderError | None = None
+        for job in jobs:
+            try:
+                out.update(job.result())
+            except ProviderError as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise failed
+        return out

