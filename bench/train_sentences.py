@@ -34,7 +34,7 @@ EMBEDDING_L2 = 0.4  # on the embedding's 256 weights per class: 4 times the rest
 STEPS = 400
 RATE = 0.5
 MOMENTUM = 0.9
-INNER_FOLDS = 4
+INNER_FOLDS = 8
 THRESHOLDS = tuple(round(0.1 + 0.05 * i, 2) for i in range(15))  # 0.10 .. 0.80
 LIMITS = (2, 3, 4, 6)
 
