@@ -106,7 +106,7 @@ def parts(text: str) -> list[Part]:
                 typed = typed[command.end() :]  # "/ask how do I …": the question
             lines.append(typed)
             flush()
-            role, kind = "assistant", "said"
+            role, kind, quoting = "assistant", "said", False  # aider's output after it is quoted anew
             continue
         if line.startswith("> "):  # aider's own output, a quote of a tool
             if not quoting:

@@ -53,6 +53,8 @@ FAILED_RE = re.compile(r"did not conform|failed to apply|SearchReplaceNoExactMat
 PATH_RE = re.compile(r"[\w-]+\.(?:py|js|ts|tsx|jsx|json|md|yml|yaml|toml|sh|txt|html|css|go|rs|java|cpp|h|sql|env)\b|`[^`]+`")
 LIST_ITEM_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 CODE_CHAR_RE = re.compile(r"[{}()\[\]=;$<>\\|\"&]")
+CODE_WORD_RE = re.compile(r"^[\w$]+(?:[._][\w$]+)+\W*$|^[a-z]+[A-Z]\w*\W*$|^\W*[$#]|[=;{}]")  # a.b, snake_case, camelCase, $VAR, x=1
+CODE_KEYWORDS = frozenset("const let var function def return import export if fi then else elif echo new class async await for do done".split())
 MAX_CODE_SHARE = 0.12  # a "sentence" this dense in code characters is code or a command line pasted into prose: no candidate
 
 
@@ -145,6 +147,12 @@ def code_share(s: str) -> float:
     return len(CODE_CHAR_RE.findall(s)) / max(1, len(s))
 
 
+def _code_words(s: str) -> float:
+    """The share of a sentence's words that look like code (identifiers, variables, keywords)."""
+    words = s.split()
+    return sum(1 for w in words if w in CODE_KEYWORDS or CODE_WORD_RE.search(w)) / max(1, len(words))
+
+
 def clean(s: str) -> str:
     s = LIST_ITEM_RE.sub("", s)
     return " ".join(s.replace("**", "").replace("`", "").split()).strip()
@@ -176,6 +184,7 @@ def features(ss: list[Sentence], n_parts: int, embed) -> np.ndarray:
                 float(bool(re.search(r"\d", s.text))),
                 float(bool(PATH_RE.search(s.text))),
                 code_share(s.text),
+                _code_words(s.text),
                 sum(not c.isascii() for c in s.text) / max(1, len(s.text)),
                 *s.context,
             ]

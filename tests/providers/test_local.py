@@ -511,7 +511,10 @@ def test_aider_commands_and_confirmations_are_not_something_the_user_said():
         "#### Add file to the chat? (Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again [Yes]: all\n\n"
         "#### /run pytest tests -q\n\n"
         "#### /ask why does the export time out?\n\n"
-        "The export waits on one query per row.\n"
+        "The export waits on one query per row.\n\n"
+        "> Run shell command? (Y)es/(N)o [Yes]: n\n\n"
+        "#### /code\n"
+        "> Aider v0.83.1\n> Main model: openrouter/qwen/qwen3-coder with whole edit format\n"
     )
     ps = parts(text)
     assert [(p.role, p.kind, p.text) for p in ps if p.role == "user"] == [
@@ -520,6 +523,10 @@ def test_aider_commands_and_confirmations_are_not_something_the_user_said():
         ("user", "tool", "[tool run] pytest tests -q"),
         ("user", "said", "why does the export time out?"),
     ]
+    assert [p.text for p in ps if p.kind == "said"] == [
+        "why does the export time out?",
+        "The export waits on one query per row.",
+    ]  # aider's banner after /code is output
     assert "pytest" in LocalCompressor().compress(text).entities.systems  # the command the user ran
 
 
