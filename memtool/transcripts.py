@@ -279,9 +279,26 @@ _WEEKDAY = r"(?:(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?,
 _STATED_RE = re.compile(
     r"\b(\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?\s*(?:Z|[+-]\d{2}:?\d{2})?)?)(?![\d-])"
     rf"|\b{_WEEKDAY}(\d{{1,2}}(?:st|nd|rd|th)?\s+[A-Za-z]{{3,9}}\.?,?\s+\d{{4}})(?!\d)"
-    rf"|\b{_WEEKDAY}([A-Za-z]{{3,9}}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}})(?!\d)",
+    rf"|\b{_WEEKDAY}([A-Za-z]{{3,9}}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}})(?!\d)"
+    r"|(?<![\d/])(\d{1,2}/\d{1,2}/\d{4}(?:,?\s+\d{1,2}:\d{2}(?::\d{2})?(?:\s*[AP]M)?)?)(?![\d/])",
     re.I,
 )
+_NUMERIC_RE = re.compile(r"(\d+)/(\d+)/(\d{4})(?:,?\s+(\d+):(\d+)(?::(\d+))?(?:\s*([AP])M)?)?", re.I)
+
+
+def _numeric_date(text: str) -> tuple[datetime, bool] | None:
+    """`1/26/2025, 7:52:25 PM` (SpecStory's title, a US locale's date): month first unless the first
+    number cannot be a month (`26/1/2025`); whether a time was stated."""
+    m = _NUMERIC_RE.fullmatch(text)
+    a, b, year, hour, minute, second, half = m.groups()
+    month, day = (int(a), int(b)) if int(a) <= 12 else (int(b), int(a))
+    h = int(hour or 0)
+    if half:
+        h = h % 12 + (12 if half.lower() == "p" else 0)
+    try:
+        return datetime(int(year), month, day, h, int(minute or 0), int(second or 0), tzinfo=timezone.utc), hour is not None
+    except ValueError:
+        return None
 
 
 _SPEAKER_LINE_RE = re.compile(r"\s*(?:\*\*)?(?:user|assistant|human|ai|model|gemini|system|tool|thinking)(?:\*\*)?\s*:|#### ", re.I)
@@ -294,7 +311,12 @@ def stated_start(text: str) -> datetime | None:
     lines = text.lstrip("\ufeff").splitlines()[:HEADER_LINES]
     head = "\n".join(takewhile(lambda line: not _SPEAKER_LINE_RE.match(line), lines))  # a date someone said is what they spoke of
     for m in _STATED_RE.finditer(head):
-        iso, dmy, mdy = m.groups()
+        iso, dmy, mdy, numeric = m.groups()
+        if numeric:
+            stamp = _numeric_date(numeric)
+            if stamp is not None:
+                return stamp[0] if stamp[1] else stamp[0] + timedelta(hours=12)
+            continue
         if iso:
             timed = re.search(r"\d:\d", iso) is not None
             stamp = parse_timestamp(iso.replace(" ", "T") if timed else iso)

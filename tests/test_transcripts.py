@@ -300,6 +300,8 @@ def test_utf16_and_bom_input_is_read(tmp_path, encoding, bom):
         ("_Session with the coding agent, Thursday 17 April 2025_\n", "2025-04-17"),
         ("Date: Tuesday 2 December 2025, 15:10-16:25 UTC\n", "2025-12-02"),
         ("Meeting notes, March 3, 2024\n", "2024-03-03"),
+        ("## Cherry-Picking Commits in Git (1/26/2025, 7:52:25 PM)\n", "2025-01-26"),
+        ("Notes of 26/1/2025\n", "2025-01-26"),
     ],
 )
 def test_markdown_and_text_are_dated_by_their_first_lines(head, day):
@@ -311,6 +313,9 @@ def test_a_stated_day_without_a_time_is_taken_at_noon_and_a_stated_time_is_kept(
     assert text_transcript("# Session 2026-11-26\n\nDone: moved the export.\n").started.isoformat() == "2026-11-26T12:00:00+00:00"
     assert text_transcript("Date: 2 December 2025\n").started.isoformat() == "2025-12-02T12:00:00+00:00"
     assert text_transcript("# aider chat started at 2025-03-20 09:14:02\n").started.isoformat() == "2025-03-20T09:14:02+00:00"
+    assert text_transcript("## Fix (1/26/2025, 7:52:25 PM)\n").started.isoformat() == "2025-01-26T19:52:25+00:00"
+    assert text_transcript("## Fix (12/31/2024, 12:05 AM)\n").started.isoformat() == "2024-12-31T00:05:00+00:00"
+    assert text_transcript("version 1/2/3456/7 and 13/13/2025\n").started is None
 
 
 def test_a_date_deep_in_the_text_is_not_the_start():

@@ -22,6 +22,8 @@ _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _THINK_RE = re.compile(r"<think>.*?</think>", re.S | re.I)
 _HEADING_RE = re.compile(r"^\s*(?:#{1,6}\s+|\*\*)?(.{2,60}?)(?:\*\*)?\s*:?\s*$")
 _UNDERLINE_RE = re.compile(r"^\s*(?:-{3,}|={3,})\s*$")
+_AIDER_PROMPT_RE = re.compile(r"\(Y\)es/\(N\)o")  # aider's confirmation prompt, echoed with the user's answer
+_AIDER_COMMAND_RE = re.compile(r"^\s*/([a-z-]+)(?:\s+|$)")  # "/add src/app.py"; "/ask …", "/code …", "/architect …" carry a message
 _ITEM_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(?:\[( |x|X|~)\]\s*)?(.+)$")
 
 # Headings and labels that open a list of decisions / of work left open.
@@ -92,10 +94,19 @@ def parts(text: str) -> list[Part]:
             continue
         if line.startswith("#### "):  # aider: what the user typed
             flush()
+            typed = line[5:]
+            command = _AIDER_COMMAND_RE.match(typed)
             role, kind = "user", "said"
-            lines.append(line[5:])
+            name = command.group(1) if command else ""
+            if name in ("run", "test", "git"):  # a shell command the user ran: "/run pytest -q", "/git log"
+                kind, typed = "tool", f"[tool {name}] " + ("git " if name == "git" else "") + typed[command.end() :]
+            elif _AIDER_PROMPT_RE.search(typed) or (command and name not in ("ask", "code", "architect")):
+                kind = "output"  # an answer to aider's "Add file to the chat? (Y)es/(N)o…", a command ("/add src/app.py")
+            elif command:
+                typed = typed[command.end() :]  # "/ask how do I …": the question
+            lines.append(typed)
             flush()
-            role = "assistant"
+            role, kind, quoting = "assistant", "said", False  # aider's output after it is quoted anew
             continue
         if line.startswith("> "):  # aider's own output, a quote of a tool
             if not quoting:

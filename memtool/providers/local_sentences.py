@@ -52,6 +52,10 @@ APPLIED_RE = re.compile(r"^(?:Applied edit to|Commit [0-9a-f]{7}|Wrote |Created 
 FAILED_RE = re.compile(r"did not conform|failed to apply|SearchReplaceNoExactMatch|Traceback|Error|Exception|Skipping edits|Skipping|declined", re.I)
 PATH_RE = re.compile(r"[\w-]+\.(?:py|js|ts|tsx|jsx|json|md|yml|yaml|toml|sh|txt|html|css|go|rs|java|cpp|h|sql|env)\b|`[^`]+`")
 LIST_ITEM_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
+CODE_CHAR_RE = re.compile(r"[{}()\[\]=;$<>\\|\"&]")
+CODE_WORD_RE = re.compile(r"^[\w$]+(?:[._][\w$]+)+\W*$|^[a-z]+[A-Z]\w*\W*$|^\W*[$#]|[=;{}]")  # a.b, snake_case, camelCase, $VAR, x=1
+CODE_KEYWORDS = frozenset("const let var function def return import export if fi then else elif echo new class async await for do done".split())
+MAX_CODE_SHARE = 0.12  # a "sentence" this dense in code characters is code or a command line pasted into prose: no candidate
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,16 @@ class Sentence:
     context: tuple[float, ...]  # what followed its turn (CONTEXT_NAMES)
 
 
-CONTEXT_NAMES = ("turn_applied", "turn_failed", "turn_unanswered", "next_user_assents", "next_user_refuses", "last_user_turn", "last_assistant_turn")
+CONTEXT_NAMES = (
+    "turn_applied",
+    "turn_failed",
+    "turn_unanswered",
+    "next_user_assents",
+    "next_user_refuses",
+    "last_user_turn",
+    "last_assistant_turn",
+    "agent_acts_after",
+)
 ASSENT_RE = re.compile(r"^\W*(?:yes|yep|ok(?:ay)?|sure|great|perfect|good|agreed|sounds good|do it|go ahead|thanks|thank you)\b", re.I)
 REFUSE_RE = re.compile(r"^\W*(?:no|nope|don'?t|do not|stop|wait|not)\b", re.I)
 
@@ -72,7 +85,8 @@ def sentences(ps: list[Part]) -> tuple[list[Part], list[Sentence]]:
     """What people said (the parts of kind "said") and their sentences, in order, each with what
     followed it: a user's turn is `applied` when a tool or output after it reports an edit written,
     `failed` when one reports an error, `unanswered` when no assistant text follows it; an agent's
-    sentence sees whether the user's next turn assents or refuses."""
+    sentence sees whether the user's next turn assents or refuses, and whether a tool call or code
+    follows it in its turn (the agent did what it said)."""
     said = [p for p in ps if p.kind == "said"]
     turns: list[list[Part]] = [[]]  # cut before each user paragraph: a user's turn and what answered it
     for p in ps:
@@ -86,7 +100,7 @@ def sentences(ps: list[Part]) -> tuple[list[Part], list[Sentence]]:
         rest = turn[1:]
         done = "\n".join(q.text for q in rest if q.kind != "said")
         reply = turns[t + 1][0].text if t + 1 < len(turns) else ""
-        for q in turn:
+        for j, q in enumerate(turn):
             if q.kind != "said":
                 continue
             user = q.role == "user"
@@ -100,6 +114,7 @@ def sentences(ps: list[Part]) -> tuple[list[Part], list[Sentence]]:
                     float(not user and bool(REFUSE_RE.match(reply))),
                     float(k == last_user),
                     float(k == last_agent),
+                    float(not user and any(r.kind in ("tool", "code") for r in turn[j + 1 :])),
                 )
             )
     out = []
@@ -109,7 +124,7 @@ def sentences(ps: list[Part]) -> tuple[list[Part], list[Sentence]]:
         for item, block in _blocks(p.text):
             for s in split_sentences(block):
                 s = clean(s)
-                if len(s) <= MAX_SENTENCE_CHARS and len(content_words(s)) >= minimum:
+                if len(s) <= MAX_SENTENCE_CHARS and len(content_words(s)) >= minimum and code_share(s) < MAX_CODE_SHARE:
                     out.append(Sentence(s, p.role, k, item, ctx))
     return said, out
 
@@ -125,6 +140,17 @@ def _blocks(text: str) -> list[tuple[bool, str]]:
             out.append((item, []))
         out[-1][1].append(line.strip())
     return [(item, " ".join(lines)) for item, lines in out]
+
+
+def code_share(s: str) -> float:
+    """The share of a sentence's characters that are brackets, operators or quotes."""
+    return len(CODE_CHAR_RE.findall(s)) / max(1, len(s))
+
+
+def _code_words(s: str) -> float:
+    """The share of a sentence's words that look like code (identifiers, variables, keywords)."""
+    words = s.split()
+    return sum(1 for w in words if w in CODE_KEYWORDS or CODE_WORD_RE.search(w)) / max(1, len(words))
 
 
 def clean(s: str) -> str:
@@ -157,6 +183,9 @@ def features(ss: list[Sentence], n_parts: int, embed) -> np.ndarray:
                 math.log1p(tokens) / 4,
                 float(bool(re.search(r"\d", s.text))),
                 float(bool(PATH_RE.search(s.text))),
+                code_share(s.text),
+                _code_words(s.text),
+                sum(not c.isascii() for c in s.text) / max(1, len(s.text)),
                 *s.context,
             ]
         )

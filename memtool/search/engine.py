@@ -238,6 +238,8 @@ def _materialise(index: SearchIndex | UnionIndex, q: Query, ranked: Iterable[lis
         score = members[0][1]
         result_id = d["entry"] or d["ref"]
         if q.latest_only and d.get("superseded_by") in ids:  # an older version of a hit already in
+            ids.add(result_id)  # and the versions before it give way too (a chain: first <- second <- third)
+            hits = [h for h in hits if h.superseded_by != result_id]
             continue
         if q.topic and q.topic.lower() not in (t.lower() for t in d["topics"]):
             continue

@@ -503,3 +503,42 @@ def test_a_default_branch_is_not_kept_as_a_keyword():
     said = "user: Please add a retry with back-off to the export job in exporter/jobs.py; it drops rows on timeouts.\n\nassistant: Added three retries with exponential back-off to export_rows; the tests pass.\n\n"
     default = LocalCompressor().compress("session: /home/sam/src/exporter, branch main\n\n" + said.replace("export job", "export job on main") * 4)
     assert "main" not in default.keywords and "export_rows" in default.keywords
+
+
+def test_aider_commands_and_confirmations_are_not_something_the_user_said():
+    text = (
+        "#### /add src/app.py\n\n"
+        "#### Add file to the chat? (Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again [Yes]: all\n\n"
+        "#### /run pytest tests -q\n\n"
+        "#### /ask why does the export time out?\n\n"
+        "The export waits on one query per row.\n\n"
+        "> Run shell command? (Y)es/(N)o [Yes]: n\n\n"
+        "#### /code\n"
+        "> Aider v0.83.1\n> Main model: openrouter/qwen/qwen3-coder with whole edit format\n"
+    )
+    ps = parts(text)
+    assert [(p.role, p.kind, p.text) for p in ps if p.role == "user"] == [
+        ("user", "output", "/add src/app.py"),
+        ("user", "output", "Add file to the chat? (Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again [Yes]: all"),
+        ("user", "tool", "[tool run] pytest tests -q"),
+        ("user", "said", "why does the export time out?"),
+    ]
+    assert [p.text for p in ps if p.kind == "said"] == [
+        "why does the export time out?",
+        "The export waits on one query per row.",
+    ]  # aider's banner after /code is output
+    assert "pytest" in LocalCompressor().compress(text).entities.systems  # the command the user ran
+
+
+def test_a_command_line_pasted_into_prose_is_no_candidate_sentence():
+    from memtool.providers.local_sentences import sentences
+
+    text = (
+        "user: Keep the metrics script in bash and print each query before it is sent.\n\n"
+        'assistant: RELEASE_RESPONSE=$(curl -s -H "Authorization: bearer $GITHUB_TOKEN" -d "{ \\"query\\": \\"{ repository(owner: $OWNER) }\\" }")\n\n'
+        "assistant: The script now prints each query and its raw response.\n"
+    )
+    assert [s.text for s in sentences(parts(text))[1]] == [
+        "Keep the metrics script in bash and print each query before it is sent.",
+        "The script now prints each query and its raw response.",
+    ]
