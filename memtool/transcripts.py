@@ -290,6 +290,8 @@ def _numeric_date(text: str) -> tuple[datetime, bool] | None:
     """`1/26/2025, 7:52:25 PM` (SpecStory's title, a US locale's date): month first unless the first
     number cannot be a month (`26/1/2025`); whether a time was stated."""
     m = _NUMERIC_RE.fullmatch(text)
+    if m is None:
+        return None
     a, b, year, hour, minute, second, half = m.groups()
     month, day = (int(a), int(b)) if int(a) <= 12 else (int(b), int(a))
     h = int(hour or 0)

@@ -98,7 +98,7 @@ def parts(text: str) -> list[Part]:
             command = _AIDER_COMMAND_RE.match(typed)
             role, kind = "user", "said"
             name = command.group(1) if command else ""
-            if name in ("run", "test", "git"):  # a shell command the user ran: "/run pytest -q", "/git log"
+            if command and name in ("run", "test", "git"):  # a shell command the user ran: "/run pytest -q", "/git log"
                 kind, typed = "tool", f"[tool {name}] " + ("git " if name == "git" else "") + typed[command.end() :]
             elif _AIDER_PROMPT_RE.search(typed) or (command and name not in ("ask", "code", "architect")):
                 kind = "output"  # an answer to aider's "Add file to the chat? (Y)es/(N)o…", a command ("/add src/app.py")
