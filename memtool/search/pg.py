@@ -52,6 +52,7 @@ LOCK_KEY = 0x6D656D746F6F6C  # the advisory lock a change set and a migration ho
 SEEN_FILE = "pg-seen.json"  # memory/.cache: what this clone last pushed or read of each source file
 EXACT_DENSE_DOCS = 20_000  # up to this many documents a search scores every vector (as SQLite does); over it, the HNSW index's nearest
 HNSW_CANDIDATES = 400  # how many nearest the HNSW index gives a search (twice the engine's channel depth: a filter may drop some)
+HNSW_BUILD_MEMORY = "1GB"  # maintenance_work_mem for building the HNSW index (its graph, 1M vectors of 256 dims: about 1.2 GB; the server's 64 MB default builds it on disk, hours)
 HELD_POSTINGS = 4_000_000  # postings a reading process keeps between searches of one generation (about 40 MB)
 HELD_DOCS = 20_000  # documents (their fields) and entry summaries it keeps so
 POSTING = np.dtype([("doc", ">i8"), ("tf", ">i4")])  # one posting as the server packs it
@@ -532,6 +533,10 @@ def _apply(conn, layout: Layout, embedder, rebuild: bool, changed: list[str], re
     conn.cursor().executemany("UPDATE docs SET superseded_by = %s WHERE entry = %s", [(newer.get(i, ""), i) for i in stale])
     if rebuild:
         conn.execute("DELETE FROM vectors WHERE model = %s AND key NOT IN (SELECT vkey FROM docs)", (embedder.model,))
+        conn.execute(  # for this transaction, unless the server's own setting is larger
+            "SELECT set_config('maintenance_work_mem', %s, true) WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
+            (HNSW_BUILD_MEMORY, HNSW_BUILD_MEMORY),
+        )
         conn.execute(
             f"CREATE INDEX IF NOT EXISTS docvecs_hnsw_{int(embedder.dim)} ON docvecs USING hnsw ((vec::vector({int(embedder.dim)})) vector_cosine_ops)"
         )
