@@ -532,7 +532,7 @@ def _apply(conn, layout: Layout, embedder, rebuild: bool, changed: list[str], re
     stale = {i for i, given in stored_with.items() if newer.get(i, "") != given} | {i for i in {*old, *newer} if old.get(i) != newer.get(i)}
     conn.cursor().executemany("UPDATE docs SET superseded_by = %s WHERE entry = %s", [(newer.get(i, ""), i) for i in stale])
     if rebuild:
-        conn.execute("DELETE FROM vectors WHERE model = %s AND key NOT IN (SELECT vkey FROM docs)", (embedder.model,))
+        conn.execute("DELETE FROM vectors v WHERE v.model = %s AND NOT EXISTS (SELECT 1 FROM docs d WHERE d.vkey = v.key)", (embedder.model,))
         conn.execute(  # for this transaction, unless the server's own setting is larger
             "SELECT set_config('maintenance_work_mem', %s, true) WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
             (HNSW_BUILD_MEMORY, HNSW_BUILD_MEMORY),
@@ -540,7 +540,8 @@ def _apply(conn, layout: Layout, embedder, rebuild: bool, changed: list[str], re
         conn.execute(
             f"CREATE INDEX IF NOT EXISTS docvecs_hnsw_{int(embedder.dim)} ON docvecs USING hnsw ((vec::vector({int(embedder.dim)})) vector_cosine_ops)"
         )
-    missing = conn.execute("SELECT count(*) FROM docs WHERE id NOT IN (SELECT id FROM docvecs)").fetchone()[0]
+    # anti-joins, not NOT IN: over work_mem (a million ids) PostgreSQL runs NOT IN's subquery once per row
+    missing = conn.execute("SELECT count(*) FROM docs d WHERE NOT EXISTS (SELECT 1 FROM docvecs v WHERE v.id = d.id)").fetchone()[0]
     total = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
     _write_meta(
         conn,
@@ -564,11 +565,13 @@ def _insert_docs(conn, docs: list[Doc], keys: list[str], vectors: dict[str, np.n
     new_groups: list[tuple[int, str]] = []
     seen: set[str] = set()
     rows, postings, vec_rows = [], [], []
+    next_group = max(groups.values(), default=-1) + 1  # a new group: the next id after every one held, as the SQLite store numbers them
     for j, (d, key) in enumerate(zip(docs, keys)):
         i = next_id + j
         g = groups.get(gkey := d.entry or d.ref)
-        if g is None:  # a new group: the next id after every one held, as the SQLite store numbers them
-            g = groups[gkey] = max(groups.values(), default=-1) + 1
+        if g is None:
+            g = groups[gkey] = next_group
+            next_group += 1
             new_groups.append((g, gkey))
         ws = words(d.index_text)
         ts = terms(ws) or [""]
@@ -658,7 +661,7 @@ def purge(url: str, layout: Layout, entry_ids: list[str], passage_keys: list[str
             keys = sorted({k for _, k, _ in rows} | {f"text:{i}" for i in ids} | set(passage_keys))
             for table, column in (("docs", "entry"), ("entries", "id"), ("groups", "key")):
                 conn.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (ids,))
-            conn.execute("DELETE FROM vectors WHERE key = ANY(%s) AND key NOT IN (SELECT vkey FROM docs)", (keys,))
+            conn.execute("DELETE FROM vectors v WHERE v.key = ANY(%s) AND NOT EXISTS (SELECT 1 FROM docs d WHERE d.vkey = v.key)", (keys,))
             conn.cursor().executemany("DELETE FROM vectors WHERE key >= %s AND key < %s", [(f"entry:{i}:", f"entry:{i};") for i in ids])
             conn.execute("UPDATE sources SET sha = '-' WHERE key = ANY(%s)", (sorted({s for _, _, s in rows}),))
             held = {t for (t,) in conn.execute("SELECT DISTINCT term FROM postings")}
