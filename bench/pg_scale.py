@@ -2,6 +2,9 @@
 
     python bench/pg_scale.py [--entries 10000] [--queries 200] [--cold-runs 5] [--workdir DIR [--reuse]] [--bulk] [--pg-only]
 
+With --reuse, what the workdir holds is measured as it is: the store's files, its SQLite cache and
+the PostgreSQL database (build_s then NaN for each one already built).
+
 A synthetic store of `--entries` sessions is built through the product (bench/scale.py's
 build_store: `compress_many`, local compressor, kept transcripts, real WordLlama vectors), or with
 `--bulk` written straight into day files (bulk_store: `Store.write_entries` in batches of synthetic
@@ -16,6 +19,9 @@ fsync on) holds the shared cache. Then:
 - search_p50/p95_ms: in-process `Memory.search` (limit 5, query vector given), the two caches
   interleaved query by query; the PostgreSQL one searched from a copy of the files without
   memory/.cache (a second clone: nothing built locally);
+- search_cpu_mean_ms: CPU per search, the mean over the same searches: this process's (both), plus
+  (PostgreSQL) its backend's, from /proc (clock ticks, summed over all the searches): a figure the
+  machine's load moves less than the wall time;
 - same_top5: the share of queries whose five hit ids (in order) are the same on both;
 - cold_search_ms: `memory search --json` as a new process, median of --cold-runs, interleaved;
 - disk_mb: memory/.cache/memtool.sqlite (with its WAL) against pg_database_size.
@@ -105,11 +111,22 @@ def database(server, name: str, keep: bool = False) -> str:
     return server.get_uri().replace("postgres:@/postgres?", f"postgres@/{name}?")
 
 
-def searched(mem, q: str, vec) -> tuple[float, list[str]]:
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process `pid` has used (clock ticks): the PostgreSQL backend serving the searches."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def searched(mem, q: str, vec, cpu: list[float] | None = None) -> tuple[float, list[str]]:
+    """(wall ms, hit ids) of one search; this process's CPU ms for it appended to `cpu`."""
     mem.embedder.embed_query = lambda _q: vec
+    c = time.process_time()
     t = time.perf_counter()
     hits = mem.search(Query(text=q, limit=5)).hits
-    return (time.perf_counter() - t) * 1000, [h.id for h in hits]
+    wall = (time.perf_counter() - t) * 1000
+    if cpu is not None:
+        cpu.append((time.process_time() - c) * 1000)
+    return wall, [h.id for h in hits]
 
 
 def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool, bulk: bool = False, pg_only: bool = False) -> dict:
@@ -123,7 +140,8 @@ def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool, bulk: 
     try:
         url = database(server, "bench", keep=reuse)
         built = reuse and pg.connect(url).execute("SELECT count(*) FROM docs").fetchone()[0] > 0
-        sqlite_build_s = float("nan") if pg_only else rebuild(root, "wordllama")
+        kept = reuse and store_path(Layout(root)).exists()  # --reuse of a store whose SQLite cache was built: measured as it is
+        sqlite_build_s = float("nan") if pg_only or kept else rebuild(root, "wordllama")
         mem = open_memory(root, embedder="wordllama")
         t, c = time.perf_counter(), time.process_time()
         pg.refresh(url, mem.layout, mem.embedder, full=True)
@@ -142,14 +160,18 @@ def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool, bulk: 
         pg_first_ms = (time.perf_counter() - t) * 1000
         if not pg_only:
             searched(mem, texts[0], vectors[texts[0]])
-        lite_ms, pg_ms, same = [], [], 0
+        lite_ms, pg_ms, same, lite_cpu, pg_cpu = [], [], 0, [], []
+        backend = shared._index.conn.info.backend_pid  # the connection the searches read through
+        backend_s = cpu_s(backend)
         for q in texts:
-            b, ids_b = searched(shared, q, vectors[q])
+            b, ids_b = searched(shared, q, vectors[q], pg_cpu)
             pg_ms.append(b)
             if not pg_only:
-                a, ids_a = searched(mem, q, vectors[q])
+                a, ids_a = searched(mem, q, vectors[q], lite_cpu)
                 lite_ms.append(a)
                 same += ids_a == ids_b
+        backend_ms = (cpu_s(backend) - backend_s) * 1000
+        assert shared._index.conn.info.backend_pid == backend, "the searches changed connection"
         assert not store_path(Layout(clone)).exists(), "the second clone built a local cache"
         cold_lite, cold_pg = [], []
         cold_search(clone, texts[0], MEMTOOL_CACHE=url)  # warm-up: bytecode compiled once
@@ -180,6 +202,9 @@ def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool, bulk: 
         "sqlite_search_p50_ms": round(percentile(lite_ms, 50), 2) if lite_ms else nan,
         "pg_search_p50_ms": round(percentile(pg_ms, 50), 2),
         "sqlite_search_p95_ms": round(percentile(lite_ms, 95), 2) if lite_ms else nan,
+        "sqlite_search_cpu_mean_ms": round(statistics.mean(lite_cpu), 2) if lite_cpu else nan,
+        "pg_search_cpu_mean_ms": round((sum(pg_cpu) + backend_ms) / len(pg_cpu), 2),
+        "pg_search_server_cpu_mean_ms": round(backend_ms / len(pg_cpu), 2),
         "pg_search_p95_ms": round(percentile(pg_ms, 95), 2),
         "same_top5": round(same / len(texts), 3) if lite_ms else nan,
         "sqlite_cold_search_ms": round(statistics.median(cold_lite), 1) if cold_lite else nan,
@@ -189,6 +214,7 @@ def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool, bulk: 
         "load": os.getloadavg()[0],
     }
     result["search_p50_ratio"] = round(result["pg_search_p50_ms"] / result["sqlite_search_p50_ms"], 2)
+    result["search_cpu_ratio"] = round(result["pg_search_cpu_mean_ms"] / result["sqlite_search_cpu_mean_ms"], 2)
     result["build_ratio"] = round(result["pg_build_s"] / result["sqlite_build_s"], 2)
     result["cold_search_ratio"] = round(result["pg_cold_search_ms"] / result["sqlite_cold_search_ms"], 2)
     return result
@@ -213,7 +239,7 @@ def main(argv: list[str] | None = None) -> dict:
             shutil.rmtree(workdir, ignore_errors=True)
     print(json.dumps(result), flush=True)
     print("\n| | SQLite | PostgreSQL | ratio |\n|---|---|---|---|")
-    for name in ("build_s", "search_p50_ms", "search_p95_ms", "cold_search_ms", "disk_mb"):
+    for name in ("build_s", "search_p50_ms", "search_p95_ms", "search_cpu_mean_ms", "cold_search_ms", "disk_mb"):
         a, b = result[f"sqlite_{name}"], result[f"pg_{name}"]
         print(f"| {name} | {a} | {b} | {b / a:.2f} |")
     return result

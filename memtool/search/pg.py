@@ -197,13 +197,17 @@ class PgIndex:
         between searches (postings, documents, words, vectors) is dropped when the generation changed."""
         cur = self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SELECT key, value FROM meta")
         cur.nextset()  # the SELECT's result, after the BEGIN's
-        meta = dict(cur.fetchall())
+        meta = self._meta = dict(cur.fetchall())
         try:
             if meta.get("generation", "") != self.generation or not hasattr(self, "n"):
                 self._load(meta)
             yield self
         finally:
             self.conn.execute("COMMIT")
+
+    def meta_counts(self) -> dict[str, str]:
+        """As SearchIndex.meta_counts: from the meta read when the snapshot began (no round trip)."""
+        return {k: v for k, v in self._meta.items() if k in ("vectors_missing", "vectors_total", "words_missing")}
 
     def _load(self, meta: dict[str, str]) -> None:
         if meta and meta.get("version") != STORE_VERSION:
@@ -354,9 +358,11 @@ class PgIndex:
         if new:
             if len(held) + len(new) > VECTOR_CACHE_ROWS:
                 held.clear()
-            rows = self.conn.execute("SELECT id, vector_send(vec) FROM docvecs WHERE id = ANY(%s)", (new,)).fetchall()
-            if rows:
-                held.update(zip((r[0] for r in rows), _vecs_from(b"".join(r[1] for r in rows), self.dim)))
+            ids, blob = self.conn.execute(  # packed server-side into one row: no per-row cost on either side
+                "SELECT coalesce(string_agg(int8send(id), ''), ''), coalesce(string_agg(vector_send(vec), ''), '') FROM docvecs WHERE id = ANY(%s)", (new,)
+            ).fetchone()
+            if ids:
+                held.update(zip(np.frombuffer(ids, ">i8").tolist(), _vecs_from(blob, self.dim)))
         vecs = [held.get(i) for i in wanted]  # a document without a vector is asked for again next time: it may get one
         have = np.fromiter((v is not None for v in vecs), dtype=bool, count=len(vecs))
         if have.any():
