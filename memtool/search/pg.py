@@ -204,6 +204,7 @@ class PgIndex:
             yield self
         finally:
             self.conn.execute("COMMIT")
+            self._searches += 1
 
     def meta_counts(self) -> dict[str, str]:
         """As SearchIndex.meta_counts: from the meta read when the snapshot began (no round trip)."""
@@ -232,7 +233,8 @@ class PgIndex:
         self.dim = int(meta.get("dim", "0"))
         # kept between searches of this generation (a process that searches again, as the MCP server
         # does, asks the server only for what it has not read yet): each bounded
-        self._dense: tuple[np.ndarray, np.ndarray] | None = None  # (positions, float16 vectors) of every vector, up to EXACT_DENSE_DOCS
+        self._searches = 0  # searches read from this generation by this view
+        self._dense: tuple[np.ndarray, np.ndarray] | None = None  # (positions, float16 vectors) of every vector (_every_vector)
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._held_postings = 0
         self._docs: dict[int, dict] = {}  # document id -> its fields
@@ -341,12 +343,14 @@ class PgIndex:
 
     def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Cosine of documents at positions `ids` with the query (0 without a vector): from every vector
-        up to EXACT_DENSE_DOCS documents, else only theirs read."""
+        up to EXACT_DENSE_DOCS documents, else only theirs read; a view searched again (the MCP server,
+        a session's searches) reads every vector once up to VECTOR_CACHE_ROWS documents, and then no
+        round trip for them (the same float16 vectors either way, so the same scores)."""
         out = np.zeros(ids.size, dtype=np.float32)
         if qvec.shape[0] != self.dim or not ids.size:
             return out
         q = qvec.astype(np.float32)
-        if self.n <= EXACT_DENSE_DOCS:
+        if self.n <= EXACT_DENSE_DOCS or (self._searches and self.n <= VECTOR_CACHE_ROWS):  # a view that searches again reads them all, once
             at, vecs = self._every_vector()
             where = np.searchsorted(at, ids)
             have = (where < at.size) & (at[np.minimum(where, max(at.size - 1, 0))] == ids) if at.size else np.zeros(ids.size, bool)
@@ -376,7 +380,9 @@ class PgIndex:
             if len(self._docs) + len(unread) > HELD_DOCS:
                 self._docs = {}
             # a passage's entry summary with it (the engine shows it as the hit's text): one round trip
-            sql = f"SELECT d.id, {', '.join('d.' + f for f in DOC_FIELDS)}, e.text FROM docs d LEFT JOIN docs e ON d.kind = 'transcript' AND e.entry = d.entry AND e.kind = 'entry' WHERE d.id = ANY(%s)"
+            # (a subquery run for passages only: a join probes the entry index for every row)
+            summary = "CASE WHEN d.kind = 'transcript' THEN (SELECT e.text FROM docs e WHERE e.entry = d.entry AND e.kind = 'entry' LIMIT 1) END"
+            sql = f"SELECT d.id, {', '.join('d.' + f for f in DOC_FIELDS)}, {summary} FROM docs d WHERE d.id = ANY(%s)"
             for r in self.conn.execute(sql, (unread,)):
                 self._docs[r[0]] = dict(zip(DOC_FIELDS, r[1:-1]), topics=json.loads(r[8]), trusted=bool(r[9]))
                 if r[-1] is not None:
