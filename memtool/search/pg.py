@@ -55,7 +55,9 @@ HNSW_CANDIDATES = 400  # how many nearest the HNSW index gives a search (twice t
 HNSW_BUILD_MEMORY = "1GB"  # maintenance_work_mem for building the HNSW index (its graph, 1M vectors of 256 dims: about 1.2 GB; the server's 64 MB default builds it on disk, hours)
 HELD_POSTINGS = 4_000_000  # postings a reading process keeps between searches of one generation (about 40 MB)
 HELD_DOCS = 20_000  # documents (their fields) and entry summaries it keeps so
+HOLD_ALL_DOCS = 200_000  # up to this many documents, a view searched again (the MCP server) reads every vector and document once per generation: a search is then one round trip
 POSTING = np.dtype([("doc", ">i8"), ("tf", ">i4")])  # one posting as the server packs it
+NO_POSTINGS = (np.zeros(0, np.int64), np.zeros(0, np.uint16))
 MAX_TF = 65535  # a term's count in a document is capped as the SQLite store caps it
 
 # The schema, one step per version: a cache of an older version is brought up step by step on
@@ -164,6 +166,12 @@ def schema_version_in(conn) -> int:
     return conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] or 0
 
 
+def _id_array(ids: list[int]) -> str:
+    """Document ids as an array literal: one parameter type whatever their size (a list of ints is sent
+    as int2[], int4[] or int8[] by its largest, so the server would plan the statement again)."""
+    return "{" + ",".join(map(str, ids)) + "}"
+
+
 def _vec_bytes(vec: np.ndarray) -> bytes:
     """pgvector's binary form of `vec`, rounded to float16 as the SQLite store keeps vectors."""
     v = np.asarray(vec, dtype=np.float32).astype("<f2").astype(">f4")
@@ -190,11 +198,22 @@ class PgIndex:
         self.generation = ""
         with self.reading():
             pass
+        self._searches = 0
 
     @contextmanager
     def reading(self) -> Iterator["PgIndex"]:
         """One REPEATABLE READ snapshot (begun with the meta read: one round trip). What this view keeps
-        between searches (postings, documents, words, vectors) is dropped when the generation changed."""
+        between searches (postings, documents, words, vectors) is dropped when the generation changed.
+        A view that holds every posting, document and vector of its generation (HOLD_ALL_DOCS) reads
+        nothing else in a search: its search is the meta read alone (no transaction needed), the
+        snapshot begun only when the generation changed."""
+        if getattr(self, "_all_postings", False) and self._all_docs and self._dense is not None:  # (before the first _load: not yet)
+            meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+            if meta.get("generation", "") == self.generation:
+                self._meta = meta
+                yield self
+                self._searches += 1
+                return
         cur = self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SELECT key, value FROM meta")
         cur.nextset()  # the SELECT's result, after the BEGIN's
         meta = self._meta = dict(cur.fetchall())
@@ -204,7 +223,7 @@ class PgIndex:
             yield self
         finally:
             self.conn.execute("COMMIT")
-            self._searches += 1
+        self._searches += 1
 
     def meta_counts(self) -> dict[str, str]:
         """As SearchIndex.meta_counts: from the meta read when the snapshot began (no round trip)."""
@@ -236,8 +255,10 @@ class PgIndex:
         self._searches = 0  # searches read from this generation by this view
         self._dense: tuple[np.ndarray, np.ndarray] | None = None  # (positions, float16 vectors) of every vector (_every_vector)
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._all_postings = False  # _postings holds every term's (_hold_all_postings)
         self._held_postings = 0
-        self._docs: dict[int, dict] = {}  # document id -> its fields
+        self._docs: dict[int, tuple] = {}  # document id -> its fields (DOC_FIELDS)
+        self._all_docs = False  # _docs holds every document (_read_all_docs)
         self._vector_rows: dict[int, np.ndarray] = {}  # document id -> its float16 vector, over EXACT_DENSE_DOCS (VECTOR_CACHE_ROWS at most)
         self._summaries: dict[str, str] = {}
         self._words: list[str] | None = None
@@ -250,23 +271,37 @@ class PgIndex:
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         if term not in self._postings:
+            if self._hold_all_postings():
+                return self._postings.get(term, NO_POSTINGS)
             self._read_postings([term])
         return self._postings[term]
 
-    def _read_postings(self, wanted: list[str]) -> None:
+    def _hold_all_postings(self) -> bool:
+        """A view searched again, of up to HOLD_ALL_DOCS documents whose postings fit in HELD_POSTINGS,
+        reads every term's postings once (then a term no document has is known to have none)."""
+        if not self._all_postings and self._searches and self.n <= HOLD_ALL_DOCS and int(self.length.sum()) <= HELD_POSTINGS:
+            self._postings, self._held_postings = {}, 0
+            self._read_postings(None)
+            self._all_postings = True
+        return self._all_postings
+
+    def _read_postings(self, wanted: list[str] | None) -> None:
         """The postings of `wanted` in one round trip: each term's (document id, count) pairs packed
         server-side, read from the index alone (its key holds the count); BM25 adds each document's
         share once, so their order is not needed. (Binary COPY would spare the server the packing,
         but libpq hands it over one row per call: slower.)"""
-        rows = self.conn.execute("SELECT term, string_agg(int8send(doc) || int4send(tf), '') FROM postings WHERE term = ANY(%s) GROUP BY term", (wanted,))
+        if wanted is None:  # every term's
+            rows = self.conn.execute("SELECT term, string_agg(int8send(doc) || int4send(tf), '') FROM postings GROUP BY term")
+        else:
+            rows = self.conn.execute("SELECT term, string_agg(int8send(doc) || int4send(tf), '') FROM postings WHERE term = ANY(%s) GROUP BY term", (wanted,))
         got = {}
         for t, blob in rows.fetchall():
             pairs = np.frombuffer(blob, POSTING)
             got[t] = (self._positions(pairs["doc"].astype(np.int64)), pairs["tf"].astype(np.uint16))
         if self._held_postings > HELD_POSTINGS:
             self._postings, self._held_postings = {}, 0
-        for t in wanted:
-            self._postings[t] = got.get(t, (np.zeros(0, np.int64), np.zeros(0, np.uint16)))
+        for t in got if wanted is None else wanted:
+            self._postings[t] = got.get(t, NO_POSTINGS)
             self._held_postings += self._postings[t][0].size
 
     def alive_of_kinds(self, kinds: tuple[str, ...]) -> np.ndarray:
@@ -286,10 +321,10 @@ class PgIndex:
         for term, weight in zip(query_terms, weights or [1.0] * len(query_terms)):
             summed[term] = summed.get(term, 0.0) + weight
         unread = [t for t in summed if t not in self._postings]
-        if unread:
+        if unread and not self._hold_all_postings():
             self._read_postings(unread)
         for term, weight in summed.items():
-            docs, tfs = self._postings[term]
+            docs, tfs = self._postings.get(term, NO_POSTINGS)
             if not docs.size:
                 continue
             idf = math.log(1 + (self.live - docs.size + 0.5) / (docs.size + 0.5))
@@ -317,7 +352,7 @@ class PgIndex:
         if qvec.shape[0] != self.dim or not self.n:
             return out
         q = qvec.astype(np.float32)
-        if self.n > EXACT_DENSE_DOCS:
+        if self.n > EXACT_DENSE_DOCS and self._dense is None:  # (every vector held: scored exactly, below)
             self.conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_CANDIDATES}")
             rows = self.conn.execute(
                 f"SELECT id, vector_send(vec) FROM docvecs ORDER BY vec::vector({self.dim}) <=> %s::vector({self.dim}) LIMIT %s",
@@ -344,13 +379,13 @@ class PgIndex:
     def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Cosine of documents at positions `ids` with the query (0 without a vector): from every vector
         up to EXACT_DENSE_DOCS documents, else only theirs read; a view searched again (the MCP server,
-        a session's searches) reads every vector once up to VECTOR_CACHE_ROWS documents, and then no
+        a session's searches) reads every vector once up to HOLD_ALL_DOCS documents, and then no
         round trip for them (the same float16 vectors either way, so the same scores)."""
         out = np.zeros(ids.size, dtype=np.float32)
         if qvec.shape[0] != self.dim or not ids.size:
             return out
         q = qvec.astype(np.float32)
-        if self.n <= EXACT_DENSE_DOCS or (self._searches and self.n <= VECTOR_CACHE_ROWS):  # a view that searches again reads them all, once
+        if self.n <= EXACT_DENSE_DOCS or (self._searches and self.n <= HOLD_ALL_DOCS):  # a view that searches again reads them all, once
             at, vecs = self._every_vector()
             where = np.searchsorted(at, ids)
             have = (where < at.size) & (at[np.minimum(where, max(at.size - 1, 0))] == ids) if at.size else np.zeros(ids.size, bool)
@@ -363,7 +398,8 @@ class PgIndex:
             if len(held) + len(new) > VECTOR_CACHE_ROWS:
                 held.clear()
             ids, blob = self.conn.execute(  # packed server-side into one row: no per-row cost on either side
-                "SELECT coalesce(string_agg(int8send(id), ''), ''), coalesce(string_agg(vector_send(vec), ''), '') FROM docvecs WHERE id = ANY(%s)", (new,)
+                "SELECT coalesce(string_agg(int8send(id), ''), ''), coalesce(string_agg(vector_send(vec), ''), '') FROM docvecs WHERE id = ANY(%s::bigint[])",
+                (_id_array(new),),
             ).fetchone()
             if ids:
                 held.update(zip(np.frombuffer(ids, ">i8").tolist(), _vecs_from(blob, self.dim)))
@@ -375,22 +411,32 @@ class PgIndex:
 
     def docs(self, positions) -> list[dict]:
         ids = [int(self.ids[int(i)]) for i in positions]
+        if self._searches and self.n <= HOLD_ALL_DOCS and not self._all_docs:  # a view that searches again reads them all, once
+            self._read_all_docs()
         unread = [i for i in ids if i not in self._docs]
         if unread:
-            if len(self._docs) + len(unread) > HELD_DOCS:
+            if len(self._docs) + len(unread) > HELD_DOCS and not self._all_docs:
                 self._docs = {}
             # a passage's entry summary with it (the engine shows it as the hit's text): one round trip
             # (a subquery run for passages only: a join probes the entry index for every row)
             summary = "CASE WHEN d.kind = 'transcript' THEN (SELECT e.text FROM docs e WHERE e.entry = d.entry AND e.kind = 'entry' LIMIT 1) END"
-            sql = f"SELECT d.id, {', '.join('d.' + f for f in DOC_FIELDS)}, {summary} FROM docs d WHERE d.id = ANY(%s)"
-            for r in self.conn.execute(sql, (unread,)):
-                self._docs[r[0]] = dict(zip(DOC_FIELDS, r[1:-1]), topics=json.loads(r[8]), trusted=bool(r[9]))
+            sql = f"SELECT d.id, {', '.join('d.' + f for f in DOC_FIELDS)}, {summary} FROM docs d WHERE d.id = ANY(%s::bigint[])"
+            for r in self.conn.execute(sql, (_id_array(unread),)):
+                self._docs[r[0]] = r[1:-1]
                 if r[-1] is not None:
                     self._summaries[r[3]] = r[-1]
-        return [dict(self._docs[i]) for i in ids]
+        return [dict(zip(DOC_FIELDS, row), topics=json.loads(row[7]), trusted=bool(row[8])) for row in (self._docs[i] for i in ids)]
+
+    def _read_all_docs(self) -> None:
+        """Every document's fields (as rows: about 0.5 KB each) and every entry's summary, kept for this generation."""
+        self._docs = {r[0]: r[1:] for r in self.conn.execute(f"SELECT id, {', '.join(DOC_FIELDS)} FROM docs")}
+        self._summaries = {row[2]: row[3] for row in self._docs.values() if row[0] == "entry"}
+        self._all_docs = True
 
     def entry_summary(self, entry_id: str) -> str:
         if entry_id not in self._summaries:
+            if self._all_docs:
+                return ""
             if len(self._summaries) > HELD_DOCS:
                 self._summaries = {}
             row = self.conn.execute("SELECT text FROM docs WHERE entry = %s AND kind = 'entry'", (entry_id,)).fetchone()
