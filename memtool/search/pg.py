@@ -347,12 +347,13 @@ class PgIndex:
         a time): the same ranking. Over that, reading every vector per search would cost more than
         the search (100k documents at e5's size: 150 MB), so the HNSW index gives the HNSW_CANDIDATES
         nearest and only those get their cosine (the engine keeps a channel's best 200): approximate,
-        and a filter (kinds, dates) is applied after, so fewer than 200 may pass it."""
+        and a filter (kinds, dates) is applied after, so fewer than 200 may pass it. A view that
+        searches again holds every vector (up to HOLD_ALL_DOCS documents) and scores them all."""
         out = np.zeros(self.n, dtype=np.float32)
         if qvec.shape[0] != self.dim or not self.n:
             return out
         q = qvec.astype(np.float32)
-        if self.n > EXACT_DENSE_DOCS and self._dense is None:  # (every vector held: scored exactly, below)
+        if not self._every_vector_read():  # (else every vector is held: scored exactly, below)
             self.conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_CANDIDATES}")
             rows = self.conn.execute(
                 f"SELECT id, vector_send(vec) FROM docvecs ORDER BY vec::vector({self.dim}) <=> %s::vector({self.dim}) LIMIT %s",
@@ -366,6 +367,11 @@ class PgIndex:
         for lo in range(0, at.size, DENSE_CHUNK_ROWS):
             out[at[lo : lo + DENSE_CHUNK_ROWS]] = vecs[lo : lo + DENSE_CHUNK_ROWS].astype(np.float32) @ q
         return out
+
+    def _every_vector_read(self) -> bool:
+        """Whether a search scores from every vector (read once per generation): up to EXACT_DENSE_DOCS
+        documents, or up to HOLD_ALL_DOCS for a view that searches again."""
+        return self.n <= EXACT_DENSE_DOCS or bool(self._searches and self.n <= HOLD_ALL_DOCS)
 
     def _every_vector(self) -> tuple[np.ndarray, np.ndarray]:
         """(positions, float16 vectors) of every document with a vector, in id order; read once per generation."""
@@ -385,7 +391,7 @@ class PgIndex:
         if qvec.shape[0] != self.dim or not ids.size:
             return out
         q = qvec.astype(np.float32)
-        if self.n <= EXACT_DENSE_DOCS or (self._searches and self.n <= HOLD_ALL_DOCS):  # a view that searches again reads them all, once
+        if self._every_vector_read():
             at, vecs = self._every_vector()
             where = np.searchsorted(at, ids)
             have = (where < at.size) & (at[np.minimum(where, max(at.size - 1, 0))] == ids) if at.size else np.zeros(ids.size, bool)
