@@ -12,7 +12,8 @@ Row-level: a change set deletes the documents of the source files that changed (
 vectors go with them, ON DELETE CASCADE) and inserts them again with ids after every id held, so a
 live document's order is the order the SQLite store gives it. Many clients: a change set is one
 transaction holding a transaction-scoped advisory lock (two refreshes at once run one after the
-other, the second planning again under the lock); a search reads one REPEATABLE READ snapshot.
+other, the second planning again under the lock); a search reads one REPEATABLE READ snapshot, or,
+in a view that holds all of its generation (HOLD_ALL_DOCS), only the meta that says it is current.
 
 Which sources a clone pushes: every clone's files differ in stat from another's, so sources are
 compared by SHA-256 of their bytes. A clone records its files' hashes when it first opens the
