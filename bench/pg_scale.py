@@ -141,7 +141,8 @@ def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool, bulk: 
     server = start_server(folder)
     try:
         url = database(server, "bench", keep=reuse)
-        built = reuse and pg.connect(url).execute("SELECT count(*) FROM docs").fetchone()[0] > 0
+        with pg.connect(url) as conn:
+            built = reuse and conn.execute("SELECT count(*) FROM docs").fetchone()[0] > 0
         kept = reuse and store_path(Layout(root)).exists()  # --reuse of a store whose SQLite cache was built: measured as it is
         sqlite_build_s = float("nan") if pg_only or kept else rebuild(root, "wordllama")
         mem = open_memory(root, embedder="wordllama")

@@ -197,6 +197,8 @@ class PgIndex:
         self.conn = conn
         self.stale = False
         self.generation = ""
+        self._all_postings = self._all_docs = False  # (_load sets them per generation)
+        self._dense = None
         with self.reading():
             pass
         self._searches = 0
@@ -208,7 +210,7 @@ class PgIndex:
         A view that holds every posting, document and vector of its generation (HOLD_ALL_DOCS) reads
         nothing else in a search: its search is the meta read alone (no transaction needed), the
         snapshot begun only when the generation changed."""
-        if getattr(self, "_all_postings", False) and self._all_docs and self._dense is not None:  # (before the first _load: not yet)
+        if self._all_postings and self._all_docs and self._dense is not None:
             meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
             if meta.get("generation", "") == self.generation:
                 self._meta = meta
