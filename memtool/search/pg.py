@@ -273,11 +273,19 @@ class PgIndex:
         return np.searchsorted(self.ids, ids)
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        if term not in self._postings:
+        return self._postings_of([term])[term]
+
+    def _postings_of(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The postings of `terms`: those held, the rest read in one round trip (a read that overflows
+        HELD_POSTINGS drops what was held, never what this call returns)."""
+        got = {t: self._postings[t] for t in terms if t in self._postings}
+        unread = [t for t in terms if t not in got]
+        if unread:
             if self._hold_all_postings():
-                return self._postings.get(term, NO_POSTINGS)
-            self._read_postings([term])
-        return self._postings[term]
+                got.update((t, self._postings.get(t, NO_POSTINGS)) for t in unread)
+            else:
+                got.update(self._read_postings(unread))
+        return got
 
     def _hold_all_postings(self) -> bool:
         """A view searched again, of up to HOLD_ALL_DOCS documents whose postings fit in HELD_POSTINGS,
@@ -288,7 +296,7 @@ class PgIndex:
             self._all_postings = True
         return self._all_postings
 
-    def _read_postings(self, wanted: list[str] | None) -> None:
+    def _read_postings(self, wanted: list[str] | None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """The postings of `wanted` in one round trip: each term's (document id, count) pairs packed
         server-side, read from the index alone (its key holds the count); BM25 adds each document's
         share once, so their order is not needed. (Binary COPY would spare the server the packing,
@@ -303,9 +311,11 @@ class PgIndex:
             got[t] = (self._positions(pairs["doc"].astype(np.int64)), pairs["tf"].astype(np.uint16))
         if self._held_postings > HELD_POSTINGS:
             self._postings, self._held_postings = {}, 0
-        for t in got if wanted is None else wanted:
-            self._postings[t] = got.get(t, NO_POSTINGS)
-            self._held_postings += self._postings[t][0].size
+        read = {t: got.get(t, NO_POSTINGS) for t in (got if wanted is None else wanted)}
+        for t, p in read.items():
+            self._postings[t] = p
+            self._held_postings += p[0].size
+        return read
 
     def alive_of_kinds(self, kinds: tuple[str, ...]) -> np.ndarray:
         mask = self._of_kinds.get(kinds)
@@ -323,11 +333,9 @@ class PgIndex:
         summed: dict[str, float] = {}
         for term, weight in zip(query_terms, weights or [1.0] * len(query_terms)):
             summed[term] = summed.get(term, 0.0) + weight
-        unread = [t for t in summed if t not in self._postings]
-        if unread and not self._hold_all_postings():
-            self._read_postings(unread)
+        postings = self._postings_of(list(summed))
         for term, weight in summed.items():
-            docs, tfs = self._postings.get(term, NO_POSTINGS)
+            docs, tfs = postings[term]
             if not docs.size:
                 continue
             idf = math.log(1 + (self.live - docs.size + 0.5) / (docs.size + 0.5))

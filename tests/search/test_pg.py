@@ -292,3 +292,12 @@ def test_serve_http_searches_the_shared_cache(root, tmp_path, env, pg_url):
             hits = c.ok("memory_search", {"query": "Zeppelin gateway webhooks"})["hits"]
     assert any("Zeppelin" in h["text"] for h in hits), hits  # from the shared cache: the clone's files do not hold it
     assert "Zeppelin" not in "".join(p.read_text() for p in (clone / "memory").rglob("*.json"))
+
+
+def test_postings_over_the_held_bound_give_the_same_hits(filled, root, tmp_path, pg_url, fake_embedder, monkeypatch):
+    expected = {q: ranked(filled, q) for q in QUERIES}
+    sync(on_pg(root, pg_url, fake_embedder), full=True)
+    monkeypatch.setattr(pg, "HELD_POSTINGS", 1)  # every read drops what was held (a 1M cache's case): none a search needs
+    view = on_pg(root, pg_url, fake_embedder)
+    assert {q: ranked(view, q) for q in QUERIES} == expected
+    assert {q: ranked(view, q) for q in reversed(QUERIES)} == {q: expected[q] for q in reversed(QUERIES)}
