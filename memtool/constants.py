@@ -114,6 +114,11 @@ MCP_SERVER_NAME = "memtool"
 MCP_MAX_TOKENS = 4000  # default cap on the size of one MCP tool answer (offline token estimate)
 MCP_MAX_TOKENS_CEILING = 32000  # largest max_tokens a tool call may ask for
 MCP_MIN_TOKENS = 500  # smallest max_tokens a tool call may ask for
+MCP_HTTP_HOST = "127.0.0.1"  # `memory serve --http` listens here unless --host says otherwise
+MCP_HTTP_PORT = 8765  # … on this port unless --port (0: any free one, printed)
+MCP_HTTP_PATH = "/mcp"  # the streamable-HTTP endpoint (the SDK's)
+ENV_MCP_TOKEN = "MEMTOOL_MCP_TOKEN"  # the bearer token `memory serve --http` requires (else a random one per run)
+MCP_TOKEN_MIN_CHARS = 24  # shortest token accepted from the environment
 MCP_SEARCH_MAX_LIMIT = 50  # most hits one memory_search call may ask for
 MCP_MAX_EXCLUDE_IDS = 1000  # most ids one memory_search or memory_context call may name as already sent
 

@@ -24,7 +24,7 @@ LAYER_OF = {
         + ["promote", "recall", "report", "retry", "scaffold", "stats", "sync", "watch"],
         "use cases",
     ),
-    **dict.fromkeys(["__main__", "app", "cli", "hooks", "mcp_server", "mcp_tools", "ui"], "front doors"),
+    **dict.fromkeys(["__main__", "app", "cli", "hooks", "mcp_http", "mcp_server", "mcp_tools", "ui"], "front doors"),
 }
 
 
@@ -38,8 +38,10 @@ MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 def layer(module: str) -> str:
     parts = module.split(".")
-    for n in range(len(parts), 0, -1):
-        key = ".".join(parts[1:n]) or "memtool"
+    if module == "memtool":
+        return LAYER_OF["memtool"]
+    for n in range(len(parts), 1, -1):  # a new module is not "memtool" (primitives) by default: it must be named
+        key = ".".join(parts[1:n])
         if key in LAYER_OF:
             return LAYER_OF[key]
     raise AssertionError(f"{module} has no layer: add it to LAYER_OF (tests/test_layers.py) and to the table in docs/design.md")

@@ -17,8 +17,18 @@ def serve(
     max_tokens: int = typer.Option(
         C.MCP_MAX_TOKENS, "--max-tokens", help="Default cap on the size of one tool answer, in tokens (a call may ask for another)."
     ),
+    http: bool = typer.Option(
+        False,
+        "--http",
+        help=f"Serve streamable HTTP at {C.MCP_HTTP_PATH} instead of stdio (a bearer token required: ${C.ENV_MCP_TOKEN}, else one made per run and printed).",
+    ),
+    host: str = typer.Option(C.MCP_HTTP_HOST, "--host", help="With --http: the address to listen on (loopback unless given)."),
+    port: int = typer.Option(C.MCP_HTTP_PORT, "--port", help="With --http: the port (0: any free one, printed)."),
+    allowed_host: list[str] = typer.Option(
+        [], "--allowed-host", help="With --http: a name clients reach this server by (its Host header), besides the address; repeatable."
+    ),
 ) -> None:
-    """Run the MCP server on stdio for one memory root, named by --root or $MEMTOOL_ROOT.
+    """Run the MCP server on stdio (or streamable HTTP, --http) for one memory root, named by --root or $MEMTOOL_ROOT.
 
     Tools: memory_search, memory_context, memory_compress, memory_log, memory_get, memory_promote,
     memory_status, memory_forget, memory_archive, memory_reembed; resources: MEMORY.md, USER.md,
@@ -33,6 +43,15 @@ def serve(
     from memtool.roots import resolve_root
 
     require("mcp", "`memory serve` (the MCP server)")
+    if http:
+        if not 0 <= port <= 65535:
+            raise BadInput("--port must be between 0 and 65535")
+        from memtool.mcp_http import HttpOptions, serve_http
+
+        serve_http(resolve_root(named), max_tokens, HttpOptions(host, port, tuple(allowed_host)))
+        return
+    if (host, port, allowed_host) != (C.MCP_HTTP_HOST, C.MCP_HTTP_PORT, []):
+        raise BadInput("--host, --port and --allowed-host go with --http")
     from memtool.mcp_server import build_server
 
     build_server(resolve_root(named), max_tokens).run("stdio")  # until the client disconnects

@@ -9,7 +9,8 @@ import math
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Iterable, Iterator, Mapping
+from itertools import islice
+from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -230,11 +231,25 @@ def by_result(docs: np.ndarray, scores: np.ndarray, group: np.ndarray) -> Iterat
         yield list(zip(docs[at].tolist(), scores[at].tolist()))
 
 
+def _batches(
+    index: SearchIndex | UnionIndex, ranked: Iterable[list[tuple[int, float]]], wanted: Callable[[], int]
+) -> Iterator[tuple[list[tuple[int, float]], list[dict]]]:
+    """(members, their documents) of each result in rank order, the documents read `wanted()` results at
+    a time (one read for a page of results, not one per result: a round trip each on a server).
+    Each result adds at most one hit, so no batch reads documents past the one that fills the page."""
+    ranked = iter(ranked)
+    while batch := list(islice(ranked, max(wanted(), 1))):
+        docs = index.docs(i for members in batch for i, _ in members)
+        at = 0
+        for members in batch:
+            yield members, docs[at : at + len(members)]
+            at += len(members)
+
+
 def _materialise(index: SearchIndex | UnionIndex, q: Query, ranked: Iterable[list[tuple[int, float]]]) -> list[Hit]:
     hits: list[Hit] = []
     ids: set[str] = set()  # of the results taken so far
-    for members in ranked:
-        d, *rest = index.docs(i for i, _ in members)
+    for members, (d, *rest) in _batches(index, ranked, lambda: q.limit - len(hits)):
         score = members[0][1]
         result_id = d["entry"] or d["ref"]
         if q.latest_only and d.get("superseded_by") in ids:  # an older version of a hit already in

@@ -185,7 +185,7 @@ def _settle(conn: sqlite3.Connection) -> int:
 def index_gap(index: SearchIndex) -> tuple[int, int, int]:
     """(documents without a vector, documents, entries whose kept transcripts are not indexed yet)
     as the change sets and fills last recorded them; read inside the view's read transaction."""
-    meta = dict(index.conn.execute("SELECT key, value FROM meta WHERE key IN ('vectors_missing', 'vectors_total', 'words_missing')").fetchall())
+    meta = index.meta_counts()
     return int(meta.get("vectors_missing", "0")), int(meta.get("vectors_total", "0")), int(meta.get("words_missing", "0"))
 
 

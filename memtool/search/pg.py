@@ -12,7 +12,8 @@ Row-level: a change set deletes the documents of the source files that changed (
 vectors go with them, ON DELETE CASCADE) and inserts them again with ids after every id held, so a
 live document's order is the order the SQLite store gives it. Many clients: a change set is one
 transaction holding a transaction-scoped advisory lock (two refreshes at once run one after the
-other, the second planning again under the lock); a search reads one REPEATABLE READ snapshot.
+other, the second planning again under the lock); a search reads one REPEATABLE READ snapshot, or,
+in a view that holds all of its generation (HOLD_ALL_DOCS), only the meta that says it is current.
 
 Which sources a clone pushes: every clone's files differ in stat from another's, so sources are
 compared by SHA-256 of their bytes. A clone records its files' hashes when it first opens the
@@ -52,9 +53,12 @@ LOCK_KEY = 0x6D656D746F6F6C  # the advisory lock a change set and a migration ho
 SEEN_FILE = "pg-seen.json"  # memory/.cache: what this clone last pushed or read of each source file
 EXACT_DENSE_DOCS = 20_000  # up to this many documents a search scores every vector (as SQLite does); over it, the HNSW index's nearest
 HNSW_CANDIDATES = 400  # how many nearest the HNSW index gives a search (twice the engine's channel depth: a filter may drop some)
+HNSW_BUILD_MEMORY = "2GB"  # maintenance_work_mem for building the HNSW index: its graph in memory (1M vectors of 256 dims need about 1.6 GB: with 1 GB a 1M build slowed from ~830 to ~93 vectors a second after about 640k, when the graph no longer fit)
 HELD_POSTINGS = 4_000_000  # postings a reading process keeps between searches of one generation (about 40 MB)
 HELD_DOCS = 20_000  # documents (their fields) and entry summaries it keeps so
+HOLD_ALL_DOCS = 200_000  # up to this many documents, a view searched again (the MCP server) reads every vector and document once per generation: a search is then one round trip
 POSTING = np.dtype([("doc", ">i8"), ("tf", ">i4")])  # one posting as the server packs it
+NO_POSTINGS = (np.zeros(0, np.int64), np.zeros(0, np.uint16))
 MAX_TF = 65535  # a term's count in a document is capped as the SQLite store caps it
 
 # The schema, one step per version: a cache of an older version is brought up step by step on
@@ -163,6 +167,12 @@ def schema_version_in(conn) -> int:
     return conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] or 0
 
 
+def _id_array(ids: list[int]) -> str:
+    """Document ids as an array literal: one parameter type whatever their size (a list of ints is sent
+    as int2[], int4[] or int8[] by its largest, so the server would plan the statement again)."""
+    return "{" + ",".join(map(str, ids)) + "}"
+
+
 def _vec_bytes(vec: np.ndarray) -> bytes:
     """pgvector's binary form of `vec`, rounded to float16 as the SQLite store keeps vectors."""
     v = np.asarray(vec, dtype=np.float32).astype("<f2").astype(">f4")
@@ -187,22 +197,40 @@ class PgIndex:
         self.conn = conn
         self.stale = False
         self.generation = ""
+        self._all_postings = self._all_docs = False  # (_load sets them per generation)
+        self._dense: tuple[np.ndarray, np.ndarray] | None = None  # (positions, float16 vectors) of every vector (_every_vector)
         with self.reading():
             pass
+        self._searches = 0
 
     @contextmanager
     def reading(self) -> Iterator["PgIndex"]:
         """One REPEATABLE READ snapshot (begun with the meta read: one round trip). What this view keeps
-        between searches (postings, documents, words, vectors) is dropped when the generation changed."""
+        between searches (postings, documents, words, vectors) is dropped when the generation changed.
+        A view that holds every posting, document and vector of its generation (HOLD_ALL_DOCS) reads
+        nothing else in a search: its search is the meta read alone (no transaction needed), the
+        snapshot begun only when the generation changed."""
+        if self._all_postings and self._all_docs and self._dense is not None:
+            meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+            if meta.get("generation", "") == self.generation:
+                self._meta = meta
+                yield self
+                self._searches += 1
+                return
         cur = self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SELECT key, value FROM meta")
         cur.nextset()  # the SELECT's result, after the BEGIN's
-        meta = dict(cur.fetchall())
+        meta = self._meta = dict(cur.fetchall())
         try:
             if meta.get("generation", "") != self.generation or not hasattr(self, "n"):
                 self._load(meta)
             yield self
         finally:
             self.conn.execute("COMMIT")
+        self._searches += 1
+
+    def meta_counts(self) -> dict[str, str]:
+        """As SearchIndex.meta_counts: from the meta read when the snapshot began (no round trip)."""
+        return {k: v for k, v in self._meta.items() if k in ("vectors_missing", "vectors_total", "words_missing")}
 
     def _load(self, meta: dict[str, str]) -> None:
         if meta and meta.get("version") != STORE_VERSION:
@@ -227,10 +255,13 @@ class PgIndex:
         self.dim = int(meta.get("dim", "0"))
         # kept between searches of this generation (a process that searches again, as the MCP server
         # does, asks the server only for what it has not read yet): each bounded
-        self._dense: tuple[np.ndarray, np.ndarray] | None = None  # (positions, float16 vectors) of every vector, up to EXACT_DENSE_DOCS
+        self._searches = 0  # searches read from this generation by this view
+        self._dense = None
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._all_postings = False  # _postings holds every term's (_hold_all_postings)
         self._held_postings = 0
-        self._docs: dict[int, dict] = {}  # document id -> its fields
+        self._docs: dict[int, tuple] = {}  # document id -> its fields (DOC_FIELDS)
+        self._all_docs = False  # _docs holds every document (_read_all_docs)
         self._vector_rows: dict[int, np.ndarray] = {}  # document id -> its float16 vector, over EXACT_DENSE_DOCS (VECTOR_CACHE_ROWS at most)
         self._summaries: dict[str, str] = {}
         self._words: list[str] | None = None
@@ -242,25 +273,49 @@ class PgIndex:
         return np.searchsorted(self.ids, ids)
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        if term not in self._postings:
-            self._read_postings([term])
-        return self._postings[term]
+        return self._postings_of([term])[term]
 
-    def _read_postings(self, wanted: list[str]) -> None:
+    def _postings_of(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The postings of `terms`: those held, the rest read in one round trip (a read that overflows
+        HELD_POSTINGS drops what was held, never what this call returns)."""
+        got = {t: self._postings[t] for t in terms if t in self._postings}
+        unread = [t for t in terms if t not in got]
+        if unread:
+            if self._hold_all_postings():
+                got.update((t, self._postings.get(t, NO_POSTINGS)) for t in unread)
+            else:
+                got.update(self._read_postings(unread))
+        return got
+
+    def _hold_all_postings(self) -> bool:
+        """A view searched again, of up to HOLD_ALL_DOCS documents whose postings fit in HELD_POSTINGS,
+        reads every term's postings once (then a term no document has is known to have none)."""
+        if not self._all_postings and self._searches and self.n <= HOLD_ALL_DOCS and int(self.length.sum()) <= HELD_POSTINGS:
+            self._postings, self._held_postings = {}, 0
+            self._read_postings(None)
+            self._all_postings = True
+        return self._all_postings
+
+    def _read_postings(self, wanted: list[str] | None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """The postings of `wanted` in one round trip: each term's (document id, count) pairs packed
         server-side, read from the index alone (its key holds the count); BM25 adds each document's
         share once, so their order is not needed. (Binary COPY would spare the server the packing,
         but libpq hands it over one row per call: slower.)"""
-        rows = self.conn.execute("SELECT term, string_agg(int8send(doc) || int4send(tf), '') FROM postings WHERE term = ANY(%s) GROUP BY term", (wanted,))
+        if wanted is None:  # every term's
+            rows = self.conn.execute("SELECT term, string_agg(int8send(doc) || int4send(tf), '') FROM postings GROUP BY term")
+        else:
+            rows = self.conn.execute("SELECT term, string_agg(int8send(doc) || int4send(tf), '') FROM postings WHERE term = ANY(%s) GROUP BY term", (wanted,))
         got = {}
         for t, blob in rows.fetchall():
             pairs = np.frombuffer(blob, POSTING)
             got[t] = (self._positions(pairs["doc"].astype(np.int64)), pairs["tf"].astype(np.uint16))
         if self._held_postings > HELD_POSTINGS:
             self._postings, self._held_postings = {}, 0
-        for t in wanted:
-            self._postings[t] = got.get(t, (np.zeros(0, np.int64), np.zeros(0, np.uint16)))
-            self._held_postings += self._postings[t][0].size
+        read = {t: got.get(t, NO_POSTINGS) for t in (got if wanted is None else wanted)}
+        for t, p in read.items():
+            self._postings[t] = p
+            self._held_postings += p[0].size
+        return read
 
     def alive_of_kinds(self, kinds: tuple[str, ...]) -> np.ndarray:
         mask = self._of_kinds.get(kinds)
@@ -278,11 +333,9 @@ class PgIndex:
         summed: dict[str, float] = {}
         for term, weight in zip(query_terms, weights or [1.0] * len(query_terms)):
             summed[term] = summed.get(term, 0.0) + weight
-        unread = [t for t in summed if t not in self._postings]
-        if unread:
-            self._read_postings(unread)
+        postings = self._postings_of(list(summed))
         for term, weight in summed.items():
-            docs, tfs = self._postings[term]
+            docs, tfs = postings[term]
             if not docs.size:
                 continue
             idf = math.log(1 + (self.live - docs.size + 0.5) / (docs.size + 0.5))
@@ -305,12 +358,13 @@ class PgIndex:
         a time): the same ranking. Over that, reading every vector per search would cost more than
         the search (100k documents at e5's size: 150 MB), so the HNSW index gives the HNSW_CANDIDATES
         nearest and only those get their cosine (the engine keeps a channel's best 200): approximate,
-        and a filter (kinds, dates) is applied after, so fewer than 200 may pass it."""
+        and a filter (kinds, dates) is applied after, so fewer than 200 may pass it. A view that
+        searches again holds every vector (up to HOLD_ALL_DOCS documents) and scores them all."""
         out = np.zeros(self.n, dtype=np.float32)
         if qvec.shape[0] != self.dim or not self.n:
             return out
         q = qvec.astype(np.float32)
-        if self.n > EXACT_DENSE_DOCS:
+        if not self._every_vector_read():  # (else every vector is held: scored exactly, below)
             self.conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_CANDIDATES}")
             rows = self.conn.execute(
                 f"SELECT id, vector_send(vec) FROM docvecs ORDER BY vec::vector({self.dim}) <=> %s::vector({self.dim}) LIMIT %s",
@@ -325,6 +379,11 @@ class PgIndex:
             out[at[lo : lo + DENSE_CHUNK_ROWS]] = vecs[lo : lo + DENSE_CHUNK_ROWS].astype(np.float32) @ q
         return out
 
+    def _every_vector_read(self) -> bool:
+        """Whether a search scores from every vector (read once per generation): up to EXACT_DENSE_DOCS
+        documents, or up to HOLD_ALL_DOCS for a view that searches again."""
+        return self.n <= EXACT_DENSE_DOCS or bool(self._searches and self.n <= HOLD_ALL_DOCS)
+
     def _every_vector(self) -> tuple[np.ndarray, np.ndarray]:
         """(positions, float16 vectors) of every document with a vector, in id order; read once per generation."""
         if self._dense is None:
@@ -336,12 +395,14 @@ class PgIndex:
 
     def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Cosine of documents at positions `ids` with the query (0 without a vector): from every vector
-        up to EXACT_DENSE_DOCS documents, else only theirs read."""
+        up to EXACT_DENSE_DOCS documents, else only theirs read; a view searched again (the MCP server,
+        a session's searches) reads every vector once up to HOLD_ALL_DOCS documents, and then no
+        round trip for them (the same float16 vectors either way, so the same scores)."""
         out = np.zeros(ids.size, dtype=np.float32)
         if qvec.shape[0] != self.dim or not ids.size:
             return out
         q = qvec.astype(np.float32)
-        if self.n <= EXACT_DENSE_DOCS:
+        if self._every_vector_read():
             at, vecs = self._every_vector()
             where = np.searchsorted(at, ids)
             have = (where < at.size) & (at[np.minimum(where, max(at.size - 1, 0))] == ids) if at.size else np.zeros(ids.size, bool)
@@ -353,9 +414,12 @@ class PgIndex:
         if new:
             if len(held) + len(new) > VECTOR_CACHE_ROWS:
                 held.clear()
-            rows = self.conn.execute("SELECT id, vector_send(vec) FROM docvecs WHERE id = ANY(%s)", (new,)).fetchall()
-            if rows:
-                held.update(zip((r[0] for r in rows), _vecs_from(b"".join(r[1] for r in rows), self.dim)))
+            ids, blob = self.conn.execute(  # packed server-side into one row: no per-row cost on either side
+                "SELECT coalesce(string_agg(int8send(id), ''), ''), coalesce(string_agg(vector_send(vec), ''), '') FROM docvecs WHERE id = ANY(%s::bigint[])",
+                (_id_array(new),),
+            ).fetchone()
+            if ids:
+                held.update(zip(np.frombuffer(ids, ">i8").tolist(), _vecs_from(blob, self.dim)))
         vecs = [held.get(i) for i in wanted]  # a document without a vector is asked for again next time: it may get one
         have = np.fromiter((v is not None for v in vecs), dtype=bool, count=len(vecs))
         if have.any():
@@ -364,20 +428,32 @@ class PgIndex:
 
     def docs(self, positions) -> list[dict]:
         ids = [int(self.ids[int(i)]) for i in positions]
+        if self._searches and self.n <= HOLD_ALL_DOCS and not self._all_docs:  # a view that searches again reads them all, once
+            self._read_all_docs()
         unread = [i for i in ids if i not in self._docs]
         if unread:
-            if len(self._docs) + len(unread) > HELD_DOCS:
+            if len(self._docs) + len(unread) > HELD_DOCS and not self._all_docs:
                 self._docs = {}
             # a passage's entry summary with it (the engine shows it as the hit's text): one round trip
-            sql = f"SELECT d.id, {', '.join('d.' + f for f in DOC_FIELDS)}, e.text FROM docs d LEFT JOIN docs e ON d.kind = 'transcript' AND e.entry = d.entry AND e.kind = 'entry' WHERE d.id = ANY(%s)"
-            for r in self.conn.execute(sql, (unread,)):
-                self._docs[r[0]] = dict(zip(DOC_FIELDS, r[1:-1]), topics=json.loads(r[8]), trusted=bool(r[9]))
+            # (a subquery run for passages only: a join probes the entry index for every row)
+            summary = "CASE WHEN d.kind = 'transcript' THEN (SELECT e.text FROM docs e WHERE e.entry = d.entry AND e.kind = 'entry' LIMIT 1) END"
+            sql = f"SELECT d.id, {', '.join('d.' + f for f in DOC_FIELDS)}, {summary} FROM docs d WHERE d.id = ANY(%s::bigint[])"
+            for r in self.conn.execute(sql, (_id_array(unread),)):
+                self._docs[r[0]] = r[1:-1]
                 if r[-1] is not None:
                     self._summaries[r[3]] = r[-1]
-        return [dict(self._docs[i]) for i in ids]
+        return [dict(zip(DOC_FIELDS, row), topics=json.loads(row[7]), trusted=bool(row[8])) for row in (self._docs[i] for i in ids)]
+
+    def _read_all_docs(self) -> None:
+        """Every document's fields (as rows: about 0.5 KB each) and every entry's summary, kept for this generation."""
+        self._docs = {r[0]: r[1:] for r in self.conn.execute(f"SELECT id, {', '.join(DOC_FIELDS)} FROM docs")}
+        self._summaries = {row[2]: row[3] for row in self._docs.values() if row[0] == "entry"}
+        self._all_docs = True
 
     def entry_summary(self, entry_id: str) -> str:
         if entry_id not in self._summaries:
+            if self._all_docs:
+                return ""
             if len(self._summaries) > HELD_DOCS:
                 self._summaries = {}
             row = self.conn.execute("SELECT text FROM docs WHERE entry = %s AND kind = 'entry'", (entry_id,)).fetchone()
@@ -531,11 +607,16 @@ def _apply(conn, layout: Layout, embedder, rebuild: bool, changed: list[str], re
     stale = {i for i, given in stored_with.items() if newer.get(i, "") != given} | {i for i in {*old, *newer} if old.get(i) != newer.get(i)}
     conn.cursor().executemany("UPDATE docs SET superseded_by = %s WHERE entry = %s", [(newer.get(i, ""), i) for i in stale])
     if rebuild:
-        conn.execute("DELETE FROM vectors WHERE model = %s AND key NOT IN (SELECT vkey FROM docs)", (embedder.model,))
+        conn.execute("DELETE FROM vectors v WHERE v.model = %s AND NOT EXISTS (SELECT 1 FROM docs d WHERE d.vkey = v.key)", (embedder.model,))
+        conn.execute(  # for this transaction, unless the server's own setting is larger
+            "SELECT set_config('maintenance_work_mem', %s, true) WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
+            (HNSW_BUILD_MEMORY, HNSW_BUILD_MEMORY),
+        )
         conn.execute(
             f"CREATE INDEX IF NOT EXISTS docvecs_hnsw_{int(embedder.dim)} ON docvecs USING hnsw ((vec::vector({int(embedder.dim)})) vector_cosine_ops)"
         )
-    missing = conn.execute("SELECT count(*) FROM docs WHERE id NOT IN (SELECT id FROM docvecs)").fetchone()[0]
+    # anti-joins, not NOT IN: over work_mem (a million ids) PostgreSQL runs NOT IN's subquery once per row
+    missing = conn.execute("SELECT count(*) FROM docs d WHERE NOT EXISTS (SELECT 1 FROM docvecs v WHERE v.id = d.id)").fetchone()[0]
     total = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
     _write_meta(
         conn,
@@ -559,11 +640,13 @@ def _insert_docs(conn, docs: list[Doc], keys: list[str], vectors: dict[str, np.n
     new_groups: list[tuple[int, str]] = []
     seen: set[str] = set()
     rows, postings, vec_rows = [], [], []
+    next_group = max(groups.values(), default=-1) + 1  # a new group: the next id after every one held, as the SQLite store numbers them
     for j, (d, key) in enumerate(zip(docs, keys)):
         i = next_id + j
         g = groups.get(gkey := d.entry or d.ref)
-        if g is None:  # a new group: the next id after every one held, as the SQLite store numbers them
-            g = groups[gkey] = max(groups.values(), default=-1) + 1
+        if g is None:
+            g = groups[gkey] = next_group
+            next_group += 1
             new_groups.append((g, gkey))
         ws = words(d.index_text)
         ts = terms(ws) or [""]
@@ -653,7 +736,7 @@ def purge(url: str, layout: Layout, entry_ids: list[str], passage_keys: Sequence
             keys = sorted({k for _, k, _ in rows} | {f"text:{i}" for i in ids} | set(passage_keys))
             for table, column in (("docs", "entry"), ("entries", "id"), ("groups", "key")):
                 conn.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (ids,))
-            conn.execute("DELETE FROM vectors WHERE key = ANY(%s) AND key NOT IN (SELECT vkey FROM docs)", (keys,))
+            conn.execute("DELETE FROM vectors v WHERE v.key = ANY(%s) AND NOT EXISTS (SELECT 1 FROM docs d WHERE d.vkey = v.key)", (keys,))
             conn.cursor().executemany("DELETE FROM vectors WHERE key >= %s AND key < %s", [(f"entry:{i}:", f"entry:{i};") for i in ids])
             conn.execute("UPDATE sources SET sha = '-' WHERE key = ANY(%s)", (sorted({s for _, _, s in rows}),))
             held = {t for (t,) in conn.execute("SELECT DISTINCT term FROM postings")}

@@ -330,6 +330,10 @@ class SearchIndex:
             self._postings = {}  # a term's postings, read once per search (the typo check and BM25 both ask)
             yield self
 
+    def meta_counts(self) -> dict[str, str]:
+        """The counts the change sets and fills record (vectors_missing, vectors_total, words_missing), inside reading()."""
+        return dict(self.conn.execute("SELECT key, value FROM meta WHERE key IN ('vectors_missing', 'vectors_total', 'words_missing')").fetchall())
+
     def _load(self) -> None:
         meta = read_meta(self.conn)
         if meta.get("version") != STORE_VERSION:

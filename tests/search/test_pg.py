@@ -256,3 +256,48 @@ def test_the_cli_compresses_and_searches_on_the_shared_cache(root, tmp_path, env
     (root / "memory" / "config.yaml").write_text("cache: postgresql://team:s3cret@db.example/memory\n")
     out = memory({k: v for k, v in env.items() if k != "MEMTOOL_CACHE"}, "search", "Kafka", code=5)
     assert "PGPASSWORD" in out.stderr and "s3cret" not in out.stdout
+
+
+def test_a_view_that_holds_everything_sees_another_clones_push(filled, root, tmp_path, pg_url, fake_embedder, monkeypatch):
+    sync(on_pg(root, pg_url, fake_embedder), full=True)
+    monkeypatch.setattr(pg, "EXACT_DENSE_DOCS", 0)  # over it: the first search reads by id, the second holds every vector, document and posting
+    clone = tmp_path / "clone"
+    shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".cache"))
+    view = on_pg(clone, pg_url, fake_embedder)
+    expected = {q: ranked(filled, q) for q in QUERIES}
+    assert {q: ranked(view, q) for q in QUERIES} == expected
+    index = view.index()
+    assert index._all_postings and index._all_docs and index._dense is not None  # held: a search is the meta read alone
+    statements = []
+    monkeypatch.setattr(index.conn, "execute", lambda sql, *a, **k: statements.append(sql) or psycopg.Connection.execute(index.conn, sql, *a, **k))
+    assert ranked(view, QUERIES[0]) == expected[QUERIES[0]]
+    assert statements == ["SELECT key, value FROM meta"]
+    on_pg(root, pg_url, fake_embedder).compress_many(sessions(["Kubernetes ingress certificates"], first_day=20))  # another clone's push
+    assert "Kubernetes" in view.search(Query(text="Kubernetes ingress", limit=1)).hits[0].text  # the generation changed: read again
+
+
+def test_serve_http_searches_the_shared_cache(root, tmp_path, env, pg_url):
+    from tests.test_mcp_http import TOKEN, http_client, http_server
+
+    init(root)
+    clone = tmp_path / "clone"
+    shutil.copytree(root, clone)  # a teammate's clone, before the session below
+    env = {**env, "MEMTOOL_CACHE": pg_url}
+    session = tmp_path / "session.md"
+    session.write_text("Alice: the Zeppelin gateway dropped webhooks under load.\nBob: we doubled its worker pool.")
+    memory(env, "compress", str(session), "--session", "zeppelin")  # pushed by this clone
+    memory({**env, "MEMTOOL_ROOT": str(clone)}, "search", "anything")  # the teammate's clone attached, its files as they are
+    with http_server(clone, {**env, "MEMTOOL_ROOT": str(clone)}) as (url, _):
+        with http_client(url, TOKEN) as c:
+            hits = c.ok("memory_search", {"query": "Zeppelin gateway webhooks"})["hits"]
+    assert any("Zeppelin" in h["text"] for h in hits), hits  # from the shared cache: the clone's files do not hold it
+    assert "Zeppelin" not in "".join(p.read_text() for p in (clone / "memory").rglob("*.json"))
+
+
+def test_postings_over_the_held_bound_give_the_same_hits(filled, root, tmp_path, pg_url, fake_embedder, monkeypatch):
+    expected = {q: ranked(filled, q) for q in QUERIES}
+    sync(on_pg(root, pg_url, fake_embedder), full=True)
+    monkeypatch.setattr(pg, "HELD_POSTINGS", 1)  # every read drops what was held (a 1M cache's case): none a search needs
+    view = on_pg(root, pg_url, fake_embedder)
+    assert {q: ranked(view, q) for q in QUERIES} == expected
+    assert {q: ranked(view, q) for q in reversed(QUERIES)} == {q: expected[q] for q in reversed(QUERIES)}
