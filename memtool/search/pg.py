@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import uuid
 from contextlib import contextmanager
@@ -43,7 +42,19 @@ from memtool.fsutil import atomic_write_text
 from memtool.models import Entry
 from memtool.search.cues import doc_cues
 from memtool.search.docs import Declared, Doc, collect_docs, source_key, superseded_by
-from memtool.search.store import BUILD_BATCH, DENSE_CHUNK_ROWS, IMPORTANCE_CODE, K1, KIND_CODE, STORE_VERSION, VECTOR_CACHE_ROWS, B, entry_vector_key
+from memtool.search.store import (
+    BUILD_BATCH,
+    DENSE_CHUNK_ROWS,
+    IMPORTANCE_CODE,
+    K1,
+    KIND_CODE,
+    STORE_VERSION,
+    VECTOR_CACHE_ROWS,
+    B,
+    bm25,
+    entry_vector_key,
+    summed_weights,
+)
 from memtool.search.typos import surface_words
 from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
 from memtool.store import Layout, Store
@@ -329,19 +340,9 @@ class PgIndex:
 
     def bm25_scores(self, query_terms: list[str], weights: list[float] | None = None) -> np.ndarray:
         """As SearchIndex.bm25_scores (the same sums in the same order): the query's terms read in one round trip."""
-        out = np.zeros(self.n, dtype=np.float32)
-        summed: dict[str, float] = {}
-        for term, weight in zip(query_terms, weights or [1.0] * len(query_terms)):
-            summed[term] = summed.get(term, 0.0) + weight
+        summed = summed_weights(query_terms, weights)
         postings = self._postings_of(list(summed))
-        for term, weight in summed.items():
-            docs, tfs = postings[term]
-            if not docs.size:
-                continue
-            idf = math.log(1 + (self.live - docs.size + 0.5) / (docs.size + 0.5))
-            tf = tfs.astype(np.float32)
-            out[docs] += np.float32(weight * idf) * tf / (tf + self.norm[docs])
-        return out
+        return bm25(self.n, self.live, self.norm, ((w, postings[t]) for t, w in summed.items()))
 
     def surface_words(self) -> list[str]:
         if self._words is None:

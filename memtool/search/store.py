@@ -31,7 +31,7 @@ import uuid
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -302,6 +302,28 @@ def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 # -- reading --------------------------------------------------------------------------------------
+def summed_weights(query_terms: list[str], weights: list[float] | None) -> dict[str, float]:
+    """Each distinct query term with its weights summed (default 1 each), in first-seen order."""
+    summed: dict[str, float] = {}
+    for term, weight in zip(query_terms, weights or [1.0] * len(query_terms)):
+        summed[term] = summed.get(term, 0.0) + weight
+    return summed
+
+
+def bm25(n: int, live: int, norm: np.ndarray, weighted: Iterable[tuple[float, tuple[np.ndarray, np.ndarray]]]) -> np.ndarray:
+    """BM25 scores of `n` documents from each term's (weight, (documents, term frequencies)); `norm` is
+    each document's length normalisation, `live` the live document count the IDF is taken over. The one
+    sum SQLite's, PostgreSQL's and a union of stores' views share."""
+    out = np.zeros(n, dtype=np.float32)
+    for weight, (docs, tfs) in weighted:
+        if not docs.size:
+            continue
+        idf = math.log(1 + (live - docs.size + 0.5) / (docs.size + 0.5))
+        tf = tfs.astype(np.float32)
+        out[docs] += np.float32(weight * idf) * tf / (tf + norm[docs])
+    return out
+
+
 class SearchIndex:
     """A read snapshot of the store: the per-document columns as arrays, postings and documents read
     on demand in the same read transaction (a change committed meanwhile by another process is not
@@ -386,18 +408,8 @@ class SearchIndex:
     def bm25_scores(self, query_terms: list[str], weights: list[float] | None = None) -> np.ndarray:
         """BM25 (Lucene IDF, as bm25s) of every document for the query terms over the live documents,
         each term times its weight (default 1; a repeated term counts again)."""
-        out = np.zeros(self.n, dtype=np.float32)
-        summed: dict[str, float] = {}
-        for term, weight in zip(query_terms, weights or [1.0] * len(query_terms)):
-            summed[term] = summed.get(term, 0.0) + weight
-        for term, weight in summed.items():
-            docs, tfs = self.postings(term)
-            if not docs.size:
-                continue
-            idf = math.log(1 + (self.live - docs.size + 0.5) / (docs.size + 0.5))
-            tf = tfs.astype(np.float32)
-            out[docs] += np.float32(weight * idf) * tf / (tf + self.norm[docs])
-        return out
+        summed = summed_weights(query_terms, weights)
+        return bm25(self.n, self.live, self.norm, ((w, self.postings(t)) for t, w in summed.items()))
 
     def surface_words(self) -> list[str]:
         return [w for (w,) in self.conn.execute("SELECT word FROM words")]

@@ -12,14 +12,13 @@ frequency summed), so the roots searched together rank as one store holding all 
 
 from __future__ import annotations
 
-import math
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 
-from memtool.search.store import K1, B, SearchIndex
+from memtool.search.store import K1, B, SearchIndex, bm25, summed_weights
 
 COLUMNS = ("kind", "importance", "trusted", "pinned", "cues", "length", "ts", "alive")
 
@@ -95,18 +94,8 @@ class UnionIndex:
 
     def bm25_scores(self, query_terms: list[str], weights: list[float] | None = None) -> np.ndarray:
         """As SearchIndex.bm25_scores, over the documents of every part."""
-        out = np.zeros(self.n, dtype=np.float32)
-        summed: dict[str, float] = {}
-        for term, weight in zip(query_terms, weights or [1.0] * len(query_terms)):
-            summed[term] = summed.get(term, 0.0) + weight
-        for term, weight in summed.items():
-            docs, tfs = self.postings(term)
-            if not docs.size:
-                continue
-            idf = math.log(1 + (self.live - docs.size + 0.5) / (docs.size + 0.5))
-            tf = tfs.astype(np.float32)
-            out[docs] += np.float32(weight * idf) * tf / (tf + self.norm[docs])
-        return out
+        summed = summed_weights(query_terms, weights)
+        return bm25(self.n, self.live, self.norm, ((w, self.postings(t)) for t, w in summed.items()))
 
     def surface_words(self) -> list[str]:
         return list(dict.fromkeys(w for p in self.parts for w in p.index.surface_words()))
