@@ -33,9 +33,9 @@ if str(ROOT) not in sys.path:
 from bench.compress_size import dialogue  # noqa: E402 (after the sys.path line)
 from bench.scale import fresh_clone  # noqa: E402
 from memtool.app import open_memory  # noqa: E402
+from memtool.cache import cache_path  # noqa: E402
 from memtool.memory import Session  # noqa: E402
 from memtool.scaffold import init  # noqa: E402
-from memtool.search.store import store_path  # noqa: E402
 from memtool.store import Layout  # noqa: E402
 from memtool.sync import persist_embedder  # noqa: E402
 
@@ -54,7 +54,7 @@ def build(root: Path, n: int, kb: float, embedder: str) -> float:
 
 
 def count(root: Path, sql: str) -> int:
-    conn = sqlite3.connect(store_path(Layout(root)))
+    conn = sqlite3.connect(cache_path(Layout(root)))
     try:
         return conn.execute(sql).fetchone()[0]
     finally:

@@ -40,6 +40,7 @@ import numpy as np
 
 from memtool import constants as C
 from memtool.app import open_memory
+from memtool.cache import cache_path
 from memtool.context import pack
 from memtool.dates import parse_when
 from memtool.errors import BadInput
@@ -48,7 +49,6 @@ from memtool.models import Entry
 from memtool.scaffold import init
 from memtool.search.engine import Hit, Query
 from memtool.search.fill import fill_vectors
-from memtool.search.store import store_path
 from memtool.store import Store
 from memtool.text import STOPWORDS, content_words, count_tokens, stem_words, tokenize
 
@@ -358,7 +358,7 @@ def hit_session(hit: Hit | Entry) -> int:
 def drop_passage_vectors(mem: Memory) -> None:
     """The store as it would be if transcripts' passages were never embedded: entries keep their
     vectors (the mean of their passages'), passages are found by their words alone."""
-    with closing(sqlite3.connect(store_path(mem.layout))) as conn, conn:
+    with closing(sqlite3.connect(cache_path(mem.layout))) as conn, conn:
         conn.execute("DELETE FROM docvecs WHERE id IN (SELECT id FROM docs WHERE kind = 'transcript')")
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', 'no-passage-vectors')")
     mem.invalidate()

@@ -48,11 +48,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.scale import PEOPLE, START, TOPICS, VERBS, build_store, cold_search, percentile, rebuild  # noqa: E402
 from memtool import constants as C  # noqa: E402
 from memtool.app import open_memory  # noqa: E402
+from memtool.cache import cache_path  # noqa: E402
 from memtool.models import Entities, Entry, make_id  # noqa: E402
 from memtool.scaffold import init  # noqa: E402
 from memtool.search import pg  # noqa: E402
 from memtool.search.engine import Query  # noqa: E402
-from memtool.search.store import store_path  # noqa: E402
 from memtool.store import Layout, Store  # noqa: E402
 from memtool.sync import persist_embedder  # noqa: E402
 
@@ -143,7 +143,7 @@ def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool, bulk: 
         url = database(server, "bench", keep=reuse)
         with pg.connect(url) as conn:
             built = reuse and conn.execute("SELECT count(*) FROM docs").fetchone()[0] > 0
-        kept = reuse and store_path(Layout(root)).exists()  # --reuse of a store whose SQLite cache was built: measured as it is
+        kept = reuse and cache_path(Layout(root)).exists()  # --reuse of a store whose SQLite cache was built: measured as it is
         sqlite_build_s = float("nan") if pg_only or kept else rebuild(root, "wordllama")
         mem = open_memory(root, embedder="wordllama")
         t, c = time.perf_counter(), time.process_time()
@@ -175,7 +175,7 @@ def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool, bulk: 
                 same += ids_a == ids_b
         backend_ms = (cpu_s(backend) - backend_s) * 1000
         assert shared._index.conn.info.backend_pid == backend, "the searches changed connection"
-        assert not store_path(Layout(clone)).exists(), "the second clone built a local cache"
+        assert not cache_path(Layout(clone)).exists(), "the second clone built a local cache"
         cold_lite, cold_pg = [], []
         cold_search(clone, texts[0], MEMTOOL_CACHE=url)  # warm-up: bytecode compiled once
         if not pg_only:
@@ -189,7 +189,7 @@ def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool, bulk: 
         with psycopg.connect(url) as conn:
             pg_bytes = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
             docs = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
-        lite_bytes = sum(os.path.getsize(p) for p in (f"{store_path(Layout(root))}{s}" for s in ("", "-wal")) if os.path.exists(p))
+        lite_bytes = sum(os.path.getsize(p) for p in (f"{cache_path(Layout(root))}{s}" for s in ("", "-wal")) if os.path.exists(p))
     finally:
         server.cleanup()
     nan = float("nan")

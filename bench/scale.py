@@ -20,7 +20,7 @@ Then, on the same queries:
 - search_p50/p95_ms: in-process `Memory.search`, query embedding excluded (timed separately as
   embed_query_ms; with both embedders' semantic stage every search embeds its query);
 - delta_search_p50/p95_ms: the same searches once 3 more sessions were compressed, each its own
-  change set of the store (memtool/search/store.py), in new processes
+  change set of the store (memtool/search/build.py), in new processes
 - cold_search_ms / cold_rss_mb: `memory search --json` as a new process (median of runs, peak RSS);
 - clone_search_ms: the first `memory search --json` on a copy of the store without memory/.cache
   (a fresh clone): it indexes the entries, logs and Markdown files, answers, and starts the
@@ -58,14 +58,15 @@ from filelock import FileLock, Timeout
 
 from memtool import constants as C
 from memtool.app import open_memory
+from memtool.cache import cache_path, discard
 from memtool.memory import Session
 from memtool.providers.auto import e5_runs
 from memtool.providers.e5 import DIM as E5_DIM
 from memtool.providers.e5 import E5Embedder
 from memtool.scaffold import init
+from memtool.search.build import refresh_index
 from memtool.search.engine import Query
 from memtool.search.fill import fill_vectors
-from memtool.search.store import discard, refresh_index, store_path
 from memtool.store import Layout, read_vector_file
 from memtool.sync import persist_embedder
 
@@ -182,7 +183,7 @@ def fresh_clone(root: Path, query: str, wait_s: float) -> tuple[float, float | N
     ms, _ = cold_search(clone, query, MEMTOOL_BACKGROUND_EMBED="true")
     filled = None
     while filled is None and time.perf_counter() - t < wait_s:
-        conn = sqlite3.connect(store_path(Layout(clone)))
+        conn = sqlite3.connect(cache_path(Layout(clone)))
         try:
             missing = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('vectors_missing', 'words_missing')").fetchall())
         finally:

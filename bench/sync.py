@@ -141,9 +141,9 @@ PHASES: dict[str, float] = {}
 
 def instrument(embedder) -> None:
     """Time the big steps of a sync (wrapping functions of this process only) to show where time goes."""
-    import memtool.search.store as index_mod
     import memtool.store as store_mod
     import memtool.sync as sync_mod
+    from memtool.search import build
 
     def wrap(owner, name: str, label: str) -> None:
         fn = getattr(owner, name)
@@ -161,12 +161,12 @@ def instrument(embedder) -> None:
     wrap(store_mod.Store, "write_embeddings", "Store.write_embeddings (embedding files; a thread, overlaps embedding)")
     wrap(sync_mod, "write_index", "index.json written whole (from the derived store)")
     wrap(sync_mod, "refresh_index", "derived store: refresh_index (one transaction)")
-    wrap(index_mod, "collect_docs", "  collect_docs (day files as the scan parsed them, Markdown chunked)")
+    wrap(build, "collect_docs", "  collect_docs (day files as the scan parsed them, Markdown chunked)")
     wrap(store_mod.Store, "vector_for", "  Store.vector_for x entries (reads embedding JSON)")
-    wrap(index_mod, "words", "  split docs into words")
-    wrap(index_mod, "terms", "  BM25 terms (stopwords out, stemmed)")
-    wrap(index_mod, "doc_cues", "  answer cues (memtool.search.cues)")
-    wrap(index_mod, "_append_postings", "  postings written")
+    wrap(build, "words", "  split docs into words")
+    wrap(build, "terms", "  BM25 terms (stopwords out, stemmed)")
+    wrap(build, "doc_cues", "  answer cues (memtool.search.cues)")
+    wrap(build, "_append_postings", "  postings written")
 
 
 def show_phases(runs: int = 1) -> None:
@@ -209,7 +209,7 @@ def watch_latency(root: Path, rounds: int) -> tuple[list[float], list[float]]:
                 time.sleep(0.005)
             to_sync.append(synced[0] - t)
             reader = open_memory(root)
-            from memtool.search.store import refresh_index
+            from memtool.search.build import refresh_index
 
             assert not refresh_index(reader.layout, reader.embedder), "the searcher would change the store"  # the watcher did
             assert any(token in h.text for h in reader.search(token, limit=3).hits), "not found"

@@ -151,7 +151,7 @@ class Deduper:
     @cached_property
     def _sizes(self) -> dict[int, list[str]]:
         """Transcript size in bytes -> entry ids."""
-        from memtool.search.store import transcript_sizes  # numpy: only when a check runs
+        from memtool.search.read import transcript_sizes  # numpy: only when a check runs
 
         sizes: dict[int, list[str]] = {}
         for eid, size in transcript_sizes(self.layout).items():

@@ -10,15 +10,13 @@ other words (`text.WORDS_VERSION`), or a store that cannot be read, is counted a
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import Counter
-from contextlib import closing
 
 from memtool import constants as C
+from memtool.cache import read_state, write_state
 from memtool.dayfile import read_day
 from memtool.errors import StoreCorrupt
 from memtool.fsutil import stat_sig
-from memtool.search.store import open_state, write_state
 from memtool.store import Layout
 from memtool.text import WORDS_VERSION, content_words
 
@@ -28,11 +26,10 @@ DayCounts = tuple  # per day file: (its signature and WORDS_VERSION, its number 
 def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Counter, int]:
     """(word -> how many of the newest day files' entries contain it, how many entries were counted):
     whole day files, newest first, until `sample` entries are counted."""
-    conn = open_state(layout, create=False)  # made by the first search or compress, not by a hint
+    rows = read_state(layout, "SELECT day, sig, entries, counts FROM day_words")  # the cache made by the first search or compress, not by a hint
     try:
-        rows = conn.execute("SELECT day, sig, entries, counts FROM day_words") if conn is not None else ()
-        known: dict[str, DayCounts] = {day: (sig, entries, json.loads(counts)) for day, sig, entries, counts in rows}
-    except (sqlite3.Error, ValueError):
+        known: dict[str, DayCounts] = {day: (sig, entries, json.loads(counts)) for day, sig, entries, counts in rows or ()}
+    except ValueError:
         known = {}
     used: dict[str, DayCounts] = {}
     df: Counter = Counter()
@@ -57,10 +54,8 @@ def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Co
         used[path.name] = rec
         df.update(rec[2])
         n += rec[1]
-    if conn is not None:
-        with closing(conn):
-            if used != known:  # only the sample is kept
-                gone = [(day,) for day in known.keys() - used.keys()]
-                fresh = [(day, rec[0], rec[1], json.dumps(rec[2], ensure_ascii=False)) for day, rec in used.items() if known.get(day) != rec]
-                write_state(conn, [("DELETE FROM day_words WHERE day = ?", gone), ("INSERT OR REPLACE INTO day_words VALUES (?, ?, ?, ?)", fresh)])
+    if rows is not None and used != known:  # only the sample is kept
+        gone = [(day,) for day in known.keys() - used.keys()]
+        fresh = [(day, rec[0], rec[1], json.dumps(rec[2], ensure_ascii=False)) for day, rec in used.items() if known.get(day) != rec]
+        write_state(layout, [("DELETE FROM day_words WHERE day = ?", gone), ("INSERT OR REPLACE INTO day_words VALUES (?, ?, ?, ?)", fresh)], create=False)
     return df, n

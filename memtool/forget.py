@@ -6,7 +6,7 @@ the derived caches hold copies of its text. Under the root's lock, forget first 
 (memory/.cache/forget-journal.json, atomically: the ids, and the cache keys of their transcript's
 passages), then removes the transcript and the embedding, then the entry from its day file, then
 rewrites index.json, rewrites the entity pages that named it, deletes everything the derived store
-(memtool/search/store.py) holds of it (`purge_caches`), and removes the journal. A crash part-way leaves the journal: the next `memory
+(memtool/search/build.py) holds of it (`purge_caches`), and removes the journal. A crash part-way leaves the journal: the next `memory
 forget` (any ids, the same ones included) or `memory doctor --fix` completes it first, and an id the
 interrupted run already removed counts as forgotten, not as unknown.
 
@@ -149,17 +149,18 @@ def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = 
     """Remove every copy of these entries from the derived store under memory/.cache: their records
     in the sync manifest (the day files naming them are hashed again), then, in one transaction, their
     documents, postings and vectors (and the vectors of their passages, `keys`), their use counts and
-    the compressor's word counts (memtool.search.store.purge_entries). Returns what it touched (with
+    the compressor's word counts (memtool.search.build.purge_entries). Returns what it touched (with
     `dry_run`, would touch), relative to the root."""
+    from memtool.cache import cache_path
     from memtool.config import load_settings
+    from memtool.search.build import purge_entries
     from memtool.search.cache import PostgresCache, derived_cache
-    from memtool.search.store import purge_entries, store_path
     from memtool.sync_scan import Manifest
 
     shared = derived_cache(load_settings(layout.root).cache, layout)
     if isinstance(shared, PostgresCache) and not dry_run:  # the team's cache: their rows go there (a local store, if any, below)
         shared.purge_entries(layout, sorted(ids), sorted(keys))
-    store = store_path(layout)
+    store = cache_path(layout)
     if not store.is_file():
         return []
     if not dry_run:

@@ -1,6 +1,6 @@
 """index.json, the master index of Layer 2: a header, then one compact line per live entry in
 (timestamp, id) order, so a changed entry is a one-line diff and `jq` reads it whole. It is written
-whole, never patched: from the derived store's entry lines (memtool/search/store.py, table entries)
+whole, never patched: from the derived store's entry lines (memtool/search/build.py, table entries)
 when the store holds every live day file as it is now, else from the day files as read (no store
 yet, a write the store has not read, a day file that cannot be read, a store that cannot be read,
 entry lines the words fill has yet to write).
@@ -17,6 +17,7 @@ from typing import Iterable
 
 from memtool import confine
 from memtool import constants as C
+from memtool.cache import CACHE_VERSION, file_sig, open_state
 from memtool.dayfile import conflict_line, load_json, read_day
 from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.fsutil import atomic_write_bytes
@@ -47,7 +48,6 @@ def _store_lines(layout) -> tuple[list[bytes], str | None] | None:
     signature it has now, or a day file it holds no entry of cannot be read (an unreadable file's
     entries are kept by the fallback, from the old index.json), or an entry's line is still missing."""
     from memtool.search.docs import source_key
-    from memtool.search.store import STORE_VERSION, file_sig, open_state
 
     conn = open_state(layout, create=False)
     if conn is None:
@@ -56,7 +56,7 @@ def _store_lines(layout) -> tuple[list[bytes], str | None] | None:
         try:
             conn.execute("BEGIN")
             with conn:
-                if conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone() != (STORE_VERSION,):
+                if conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone() != (CACHE_VERSION,):
                     return None
                 held = conn.execute(
                     "SELECT key, sig, (SELECT count(*) FROM entries WHERE source = key) FROM sources WHERE archived = 0 AND key LIKE '%.json'"

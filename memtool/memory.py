@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from contextlib import closing, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Iterator
 
 from memtool import confine
 from memtool import constants as C
+from memtool.cache import access_counts, count_access
 from memtool.config import Settings
 from memtool.context import ContextInput, ContextResult, Counting, Section, fit_to_provider_count, pack
 from memtool.dates import anchor
@@ -28,10 +29,11 @@ from memtool.index_json import write_index
 from memtool.models import Entities, Entry, iso, make_id, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.quoting import log_tag_comment
+from memtool.search.build import Known, entry_vector_key
 from memtool.search.cache import derived_cache
 from memtool.search.docs import superseded_by
 from memtool.search.engine import Hit, Query, Weights, origin_label, search
-from memtool.search.store import Known, SearchIndex, entry_vector_key, open_state, write_state
+from memtool.search.read import SearchIndex
 from memtool.search.typos import query_terms
 from memtool.search.union import Part, UnionIndex
 from memtool.session_vectors import Prefetch, entry_vectors
@@ -111,31 +113,6 @@ class Shown:
     archived: bool  # moved to memory/archive/YYYY/ by `memory archive`
     origin: str = "project"  # the root it is in: the project's, or the personal memory
     private: bool = False  # one of that root's private entries (memory/.private)
-
-
-# Use counts: how often each entry was returned by a query (search, context, the MCP tools). Kept in the
-# derived store (table `access`), never in the versioned files, so reading memory never dirties git; an
-# increment is one upsert, so concurrent searches never lose each other's counts (except when one gives up
-# waiting, STATE_WAIT_S). They survive every rebuild of the search tables and are lost only with a store
-# discarded as damaged: they only tune ranking (`access_boost`, off by default), so that costs nothing else.
-def load_counts(layout: Layout) -> dict[str, int]:
-    """id -> times returned; none when the store cannot be read."""
-    conn = open_state(layout, create=False)
-    if conn is not None:
-        with closing(conn), suppress(sqlite3.Error):
-            return dict(conn.execute("SELECT id, uses FROM access").fetchall())
-    return {}
-
-
-def record(layout: Layout, ids: Iterable[str]) -> None:
-    """Add one use to each id (an id repeated in one answer counts once). Skipped quietly when the
-    store cannot be written (read-only checkout): counts only tune ranking, and a search must not
-    fail for them."""
-    ids = list(dict.fromkeys(ids))
-    conn = open_state(layout) if ids else None
-    if conn is not None:
-        with closing(conn):
-            write_state(conn, [("INSERT INTO access VALUES (?, 1) ON CONFLICT(id) DO UPDATE SET uses = uses + 1", [(i,) for i in ids])])
 
 
 class Memory:
@@ -379,7 +356,7 @@ class Memory:
         warnings: list[str] = []
         q = self._cut_query(q, warnings)
         sources = self.sources()
-        access = {k: v for m in sources for k, v in load_counts(m.layout).items()} if self.settings.access_boost > 0 else None
+        access = {k: v for m in sources for k, v in access_counts(m.layout).items()} if self.settings.access_boost > 0 else None
         views = [m.index(errors=warnings, archive=q.archive) for m in sources]
         index, weights = (
             views[0] if len(views) == 1 else UnionIndex([Part(v, m.origin, m.private, m.ref_prefix) for v, m in zip(views, sources)]),
@@ -396,7 +373,7 @@ class Memory:
                 hits = search(index, self.embedder, q, replace(weights, dense=0.0, dense_fallback=False, semantic=0.0), access, terms=terms)
         if access is not None:  # use counts are kept while the boost is on (a write costs ~1 ms on ext4)
             for m in sources:
-                record(m.layout, [h.id for h in hits if h.kind == "entry" and m.holds(h)])
+                count_access(m.layout, [h.id for h in hits if h.kind == "entry" and m.holds(h)])
         return SearchResult(self._newer_items(hits, warnings), warnings, terms.fixes)
 
     @staticmethod

@@ -7,7 +7,7 @@ nothing changed only stats files. Changed files are re-read and compared by cont
 mtime; only entries whose content hash changed (or whose embedding file is missing, corrupt or from
 another model) are re-embedded. A file that cannot be parsed is reported as path:line and skipped:
 its entries stay in index.json and their embedding files are kept. The search cache
-(`search.store.refresh_index`) is then brought up to date in one transaction, and index.json
+(`search.build.refresh_index`) is then brought up to date in one transaction, and index.json
 written whole from it (`memtool.index_json`).
 
 Embedding runs outside the root's lock and writes each batch as it goes, so an interrupted sync or
@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -27,15 +26,16 @@ from typing import Callable, Iterator
 import numpy as np
 
 from memtool import constants as C
+from memtool.cache import write_state
 from memtool.dayfile import read_day
 from memtool.forget import bury
 from memtool.fsutil import atomic_write_text, stat_sig
 from memtool.index_json import write_index
 from memtool.memory import Memory
 from memtool.models import Entry
+from memtool.search.build import Known, Sigs, entry_vector_key
 from memtool.search.docs import source_key
 from memtool.search.fill import fill_vectors
-from memtool.search.store import Known, Sigs, entry_vector_key, open_state, write_state
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store, archive_layouts, vector_file_ok
 from memtool.sync_scan import Delta, Manifest, Scan, scan_files
@@ -188,10 +188,8 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
     # day files changed by content are read again even at the stat the store read them at: an edit within
     # the mtime tick of its last read (coarse mtimes, same size) leaves that stat, and the store only stats
     reread = [(f"{days}/{n}",) for n, rec in scan.days.items() if not report.first and rec[2] != man.days.get(n, [0, 0, ""])[2]]
-    conn = open_state(layout, create=False) if reread else None
-    if conn is not None:
-        with closing(conn):
-            write_state(conn, [("UPDATE sources SET sig = '-' WHERE key = ?", reread)])
+    if reread:
+        write_state(layout, [("UPDATE sources SET sig = '-' WHERE key = ?", reread)], create=False)
     report.search_rebuilt = _refresh_search(mem, full, progress, report, Known(scan.parsed, fresh, Sigs.take(layout, files)))
     with store.lock():  # index.json written whole from the store just refreshed, unless neither it nor a day file changed since the last sync
         index_sig = stat_sig(layout.index_file)
@@ -214,7 +212,7 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
 
 
 def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: SyncReport, known: Known) -> bool:
-    """Bring the derived store (memtool/search/store.py) up to date; whether it changed."""
+    """Bring the derived store (memtool/search/build.py) up to date; whether it changed."""
     if progress and (full or report.changed):
         progress("updating the search cache", 0, 0)
     done = 0

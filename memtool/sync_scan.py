@@ -15,20 +15,18 @@ import hashlib
 import json
 import os
 import re
-import sqlite3
 import time
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from memtool import confine
 from memtool import constants as C
+from memtool.cache import read_state, write_state
 from memtool.dayfile import ParsedDays, parse_day
 from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.fsutil import stat_sig
 from memtool.index_json import kept_entries
-from memtool.search.store import open_state, write_state
 from memtool.store import Layout
 
 MANIFEST_VERSION = 3  # 1: the same records in four rows; 2: a day file's error after its entries
@@ -62,27 +60,19 @@ class Manifest:
     def load(cls, layout: Layout) -> "Manifest | None":
         """The saved manifest (derived store, table sync_state: one JSON row); None when there is
         none, or it cannot be read: start over."""
-        conn = open_state(layout, create=False)
-        if conn is None:
-            return None
+        rows = read_state(layout, "SELECT data FROM sync_state WHERE name = 'manifest'")
         try:
-            row = conn.execute("SELECT data FROM sync_state WHERE name = 'manifest'").fetchone()
-            data = json.loads(row[0]) if row else None
+            data = json.loads(rows[0][0]) if rows else None
             return cls(**data) if isinstance(data, dict) and data.pop("version", None) == MANIFEST_VERSION else None
-        except (sqlite3.Error, ValueError, TypeError):
-            return None  # damaged or of another layout: it is derived, start over
-        finally:
-            conn.close()
+        except (ValueError, TypeError):
+            return None  # of another layout: it is derived, start over
 
     def save(self, layout: Layout) -> None:
         """Write it (in place of whatever sync_state held). Skipped when the store cannot be written:
         every file is then hashed again next time."""
         self.written_ns = time.time_ns()
-        conn = open_state(layout)
-        if conn is not None:
-            with closing(conn):
-                data = json.dumps({"version": MANIFEST_VERSION, **vars(self)}, separators=(",", ":"))
-                write_state(conn, [("DELETE FROM sync_state", [()]), ("INSERT INTO sync_state VALUES ('manifest', ?)", [(data,)])])
+        data = json.dumps({"version": MANIFEST_VERSION, **vars(self)}, separators=(",", ":"))
+        write_state(layout, [("DELETE FROM sync_state", [()]), ("INSERT INTO sync_state VALUES ('manifest', ?)", [(data,)])])
 
     @staticmethod
     def drop(layout: Layout, ids: set[str]) -> None:

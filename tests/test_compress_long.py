@@ -13,11 +13,11 @@ import numpy as np
 
 from memtool import constants as C
 from memtool.app import open_memory
+from memtool.cache import cache_path
 from memtool.chunking import chunk_lines
 from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.search.fill import fill_vectors
-from memtool.search.store import store_path
 from memtool.session_vectors import chunk_key
 from memtool.store import Layout
 from tests.conftest import FakeCompressor, FakeEmbedder, RecordingEmbedder, embedding_path, read_vector_at
@@ -33,7 +33,7 @@ def long_session(turns: int = 400) -> str:
 
 
 def store_meta(root) -> dict:
-    conn = sqlite3.connect(store_path(Layout(root)))
+    conn = sqlite3.connect(cache_path(Layout(root)))
     try:
         return dict(conn.execute("SELECT key, value FROM meta").fetchall())
     finally:
@@ -98,7 +98,7 @@ def test_memory_compress_starts_the_background_fill_which_gives_every_passage_it
         time.sleep(0.1)
     assert ", 0 left" in (layout.cache_dir / C.FILL_LOG).read_text()
     assert store_meta(root)["vectors_missing"] == "0"
-    conn = sqlite3.connect(store_path(layout))
+    conn = sqlite3.connect(cache_path(layout))
     try:
         keys = {chunk_key(c.text) for c in chunk_lines(long_session())}
         held = {k for (k,) in conn.execute("SELECT key FROM vectors WHERE model = ?", (store_meta(root)["model"],))}

@@ -16,10 +16,10 @@ import pytest
 
 from memtool import constants as C
 from memtool.app import open_memory
+from memtool.cache import access_counts, count_access
 from memtool.config import Settings
 from memtool.dayfile import day_document, read_day
 from memtool.fsutil import atomic_write_text
-from memtool.memory import load_counts, record
 from memtool.scaffold import init
 from memtool.search.engine import boost
 from memtool.store import Layout
@@ -55,17 +55,17 @@ def test_queries_count_uses_in_the_cache_and_leave_the_files_alone(root, fake_em
     a = off.compress("Gizmo cache tuning: warm the gizmo cache at boot.", when=NOW - timedelta(days=3))
     b = off.compress("Widget rollout plan for the mobile app.", when=NOW - timedelta(days=2))
     off.search("gizmo cache")
-    assert load_counts(off.layout) == {}  # the boost is off by default: nothing counted
+    assert access_counts(off.layout) == {}  # the boost is off by default: nothing counted
     mem = open_memory(root, embedder=fake_embedder, compressor=fake_compressor, access_boost=0.05)
     before = versioned(root)
     mem.search("gizmo cache", kinds=("entry",), limit=1)
     mem.search("gizmo", kinds=("entry",), limit=1)
     mem.context("widget rollout", limit=1)
-    counts = load_counts(mem.layout)
+    counts = access_counts(mem.layout)
     assert counts[a.id] == 2 and counts[b.id] == 1
     assert versioned(root) == before
     sync(mem, full=True)  # a rebuild of the search tables keeps them: they are the one thing the files cannot give back
-    assert load_counts(mem.layout) == counts
+    assert access_counts(mem.layout) == counts
 
 
 def test_a_cli_search_does_not_dirty_git(root, tmp_path, fake_compressor, model_cache, monkeypatch):
@@ -82,7 +82,7 @@ def test_a_cli_search_does_not_dirty_git(root, tmp_path, fake_compressor, model_
         [sys.executable, "-m", "memtool", "search", "gizmo", "--kind", "entry"], cwd=root, env=env, capture_output=True, text=True, timeout=120
     )
     assert res.returncode == 0, res.stderr
-    assert load_counts(Layout(root))
+    assert access_counts(Layout(root))
     assert subprocess.run([git, "status", "--porcelain"], cwd=root, env=env, capture_output=True, text=True).stdout == ""
 
 
@@ -90,22 +90,22 @@ def test_a_damaged_store_reads_as_no_counts_and_is_rebuilt(root, fake_embedder, 
     init(root)
     mem = open_memory(root, embedder=fake_embedder, compressor=fake_compressor, access_boost=0.05)
     entry = mem.compress("Gizmo cache tuning: warm the gizmo cache at boot.", when=NOW - timedelta(days=3))
-    record(mem.layout, [entry.id, entry.id])  # repeated in one answer: one use
-    assert load_counts(mem.layout) == {entry.id: 1}
+    count_access(mem.layout, [entry.id, entry.id])  # repeated in one answer: one use
+    assert access_counts(mem.layout) == {entry.id: 1}
     path = mem.layout.cache_dir / C.STORE_FILE
     for suffix in ("-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     path.write_bytes(b"\xff\xfe not a database" * 200)
-    assert load_counts(mem.layout) == {}
-    record(mem.layout, [entry.id])  # skipped quietly: a search must not fail for a count
+    assert access_counts(mem.layout) == {}
+    count_access(mem.layout, [entry.id])  # skipped quietly: a search must not fail for a count
     assert [h.id for h in mem.search("gizmo cache", kinds=("entry",))] == [entry.id]  # the search rebuilt the store
-    assert load_counts(mem.layout) == {entry.id: 1}
+    assert access_counts(mem.layout) == {entry.id: 1}
 
 
 def _hammer(root: str, worker: int, rounds: int, out) -> None:
     lay = Layout(Path(root))
     for i in range(rounds):
-        record(lay, ["shared", f"w{worker}"])
+        count_access(lay, ["shared", f"w{worker}"])
     out.put(0)
 
 
@@ -120,7 +120,7 @@ def test_concurrent_writers_may_lose_increments_never_the_store(root):
         p.join(60)
     assert [p.exitcode for p in procs] == [0] * workers
     assert [out.get(timeout=5) for _ in procs] == [0] * workers
-    counts = load_counts(Layout(root))
+    counts = access_counts(Layout(root))
     assert 0 < counts["shared"] <= workers * rounds
     assert all(0 < counts[f"w{w}"] <= rounds for w in range(workers))
 
@@ -135,7 +135,7 @@ def test_use_boost_lifts_an_entry_used_before(root, fake_embedder, fake_compress
     assert order[:2] == [second.id, first.id] or order[:2] == [first.id, second.id]
     behind = order[1]
     for _ in range(5):
-        record(plain.layout, [behind])
+        count_access(plain.layout, [behind])
     assert [h.id for h in plain.search("gizmo cache notes", kinds=("entry",))][:2] == order[:2]  # boost off by default
     boosted = open_memory(root, embedder=fake_embedder, compressor=fake_compressor, access_boost=0.1)
     assert [h.id for h in boosted.search("gizmo cache notes", kinds=("entry",))][0] == behind

@@ -68,13 +68,13 @@ def test_the_same_transcript_is_found_from_the_search_caches_records_or_the_fold
     as the store last recorded it, it is not even listed. A transcript stored without a store update
     (by another process, say) changes the folder, which is then listed and the transcript no record
     holds stat-ed. A duplicate of each is found, from a new process."""
-    import memtool.search.store as idx
     from memtool.memory import Memory
+    from memtool.search import read
     from memtool.store import Layout
 
     first = mem.compress(SESSION, when=WHEN, session="a")
     later = mem.compress(OTHER, when=WHEN + timedelta(hours=1), session="b")
-    assert set(idx.transcript_sizes(mem.layout)) == {first.id, later.id}
+    assert set(read.transcript_sizes(mem.layout)) == {first.id, later.id}
 
     def again(text, entry):
         fresh = open_memory(root, embedder=mem.embedder)

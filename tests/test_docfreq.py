@@ -8,10 +8,10 @@ from datetime import datetime, timezone
 import pytest
 
 from memtool.app import open_memory
+from memtool.cache import STATE_VERSION, cache_path, discard
 from memtool.dayfile import read_day
 from memtool.docfreq import recent_doc_freq
 from memtool.scaffold import init
-from memtool.search.store import STATE_VERSION, discard, store_path
 from memtool.store import Layout
 from memtool.text import WORDS_VERSION, content_words
 
@@ -41,7 +41,7 @@ def mem(root, fake_embedder, fake_compressor):
 
 
 def rows(layout) -> dict[str, tuple]:
-    conn = sqlite3.connect(store_path(layout))
+    conn = sqlite3.connect(cache_path(layout))
     try:
         return {day: (sig, n, json.loads(counts)) for day, sig, n, counts in conn.execute("SELECT day, sig, entries, counts FROM day_words")}
     finally:
@@ -49,7 +49,7 @@ def rows(layout) -> dict[str, tuple]:
 
 
 def execute(layout, sql: str, *args) -> None:
-    conn = sqlite3.connect(store_path(layout))
+    conn = sqlite3.connect(cache_path(layout))
     try:
         with conn:
             conn.execute(sql, args)
@@ -81,9 +81,9 @@ def test_a_damaged_store_or_record_is_counted_afresh(mem, root):
     assert recent_doc_freq(mem.layout) == afresh(mem.layout, 5000)
     mem.invalidate()
     for suffix in ("-wal", "-shm", ""):
-        path = store_path(mem.layout).with_name(store_path(mem.layout).name + suffix)
+        path = cache_path(mem.layout).with_name(cache_path(mem.layout).name + suffix)
         path.unlink(missing_ok=True)
-    store_path(mem.layout).write_bytes(b"not a database" * 100)
+    cache_path(mem.layout).write_bytes(b"not a database" * 100)
     assert recent_doc_freq(mem.layout) == afresh(mem.layout, 5000)
 
 
@@ -131,7 +131,7 @@ def test_the_files_of_the_old_cache_are_removed_on_first_use(root, fake_embedder
     left = {p.name for p in cache.iterdir()}
     assert not left & {"doc-freq.json", "access.json", "sync.json", "index-state.json", "search", "search-archive", "vectors-old-model"}
     assert {"forget-journal.json", "memtool.sqlite"} <= left
-    conn = sqlite3.connect(store_path(m.layout))
+    conn = sqlite3.connect(cache_path(m.layout))
     try:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == STATE_VERSION
     finally:

@@ -13,11 +13,10 @@ import pytest
 
 from memtool import constants as C
 from memtool.app import open_memory
+from memtool.cache import access_counts, cache_path, count_access
 from memtool.docfreq import recent_doc_freq
 from memtool.forget import forget
-from memtool.memory import load_counts, record
 from memtool.scaffold import init
-from memtool.search.store import store_path
 from memtool.sync import sync
 from memtool.sync_scan import Manifest
 
@@ -46,7 +45,7 @@ def cache_bytes(root: Path) -> bytes:
 
 def vectors_of(root: Path, entry_id: str) -> list[bytes]:
     """The float16 vectors the store holds for an entry and for each document of it (its passages)."""
-    conn = sqlite3.connect(store_path(open_memory(root).layout))
+    conn = sqlite3.connect(cache_path(open_memory(root).layout))
     try:
         entry = [v for (v,) in conn.execute("SELECT vec FROM vectors WHERE key LIKE ?", (f"entry:{entry_id}:%",))]
         docs = [v for (v,) in conn.execute("SELECT vec FROM docvecs WHERE id IN (SELECT id FROM docs WHERE entry = ?)", (entry_id,))]
@@ -60,11 +59,11 @@ def test_forget_leaves_no_text_and_no_vector_of_the_entry_in_the_cache(mem, root
     gone = mem.compress(FORGOTTEN, when=NOW + timedelta(minutes=5), session="gone")
     assert SUMMARY_WORD in gone.summary and TRANSCRIPT_TOKEN not in gone.summary.lower()
     mem.search(TRANSCRIPT_TOKEN)  # records a use of it, and builds the passages' documents
-    record(mem.layout, [gone.id])
+    count_access(mem.layout, [gone.id])
     sync(mem)  # the sync manifest names it
     mem.compress("Bob tuned the Kafka consumer.", when=NOW + timedelta(minutes=9), session="later")
     assert recent_doc_freq(mem.layout)[0][SUMMARY_WORD.lower()] == 1  # word counts hold its words (table day_words)
-    assert gone.id in load_counts(mem.layout) and gone.id in (Manifest.load(mem.layout) or Manifest()).vectors
+    assert gone.id in access_counts(mem.layout) and gone.id in (Manifest.load(mem.layout) or Manifest()).vectors
     vectors = vectors_of(root, gone.id)
     assert len(vectors) >= 3  # the entry's vector and its passages'
     held = cache_bytes(root)
@@ -80,18 +79,18 @@ def test_forget_leaves_no_text_and_no_vector_of_the_entry_in_the_cache(mem, root
         assert TRANSCRIPT_TOKEN.encode() not in left
         assert not [i for i, v in enumerate(vectors) if v in left]
         assert gone.id.encode() not in left  # nor its id: no record, count or manifest entry names it
-        store = store_path(mem.layout)
+        store = cache_path(mem.layout)
         assert not Path(f"{store}-wal").exists() or Path(f"{store}-wal").stat().st_size == 0  # checkpointed and truncated
 
     nothing_left()
-    assert gone.id not in load_counts(mem.layout) and gone.id not in (Manifest.load(mem.layout) or Manifest()).vectors
+    assert gone.id not in access_counts(mem.layout) and gone.id not in (Manifest.load(mem.layout) or Manifest()).vectors
     mem.invalidate()
     assert gone.id not in [h.id for h in mem.search(f"{TRANSCRIPT_TOKEN} {SUMMARY_WORD} vault")]
     assert kept.id in [h.id for h in mem.search("reporting tables Postgres")]
     sync(mem)
     sync(mem, full=True)
     mem.compress("Carol rotated the staging keys.", when=NOW + timedelta(minutes=20), session="after")
-    conn = sqlite3.connect(store_path(mem.layout))
+    conn = sqlite3.connect(cache_path(mem.layout))
     try:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:

@@ -16,7 +16,7 @@ LAYER_OF = {
         + ["transcripts"],
         "primitives",
     ),
-    **dict.fromkeys(["confine", "dayfile", "fsutil", "roots", "session_vectors", "store", "tombstones"], "files"),
+    **dict.fromkeys(["cache", "confine", "dayfile", "fsutil", "roots", "session_vectors", "store", "tombstones"], "files"),
     **dict.fromkeys(["config", "providers"], "settings and providers"),
     **dict.fromkeys(["docfreq", "index_json", "search", "sync_scan"], "derived cache and search"),
     **dict.fromkeys(

@@ -76,8 +76,8 @@ def _fill(ctx: typer.Context, background: bool, batch: int | None, as_json: bool
     progress, or as the background fill a search started (its output goes to memory/.cache/embed.log)."""
     from datetime import datetime
 
+    from memtool.search.build import refresh_index
     from memtool.search.fill import fill_vectors, run_background
-    from memtool.search.store import refresh_index
 
     mem = open_from(ctx)
     problems: list[str] = []

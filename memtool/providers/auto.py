@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import closing
 from importlib.util import find_spec
 from pathlib import Path
 
-from memtool import confine
+from memtool import cache
 from memtool import constants as C
 from memtool.errors import StoreCorrupt
 from memtool.store import Layout, read_vector_file
@@ -78,18 +77,8 @@ def stored_model(root: Path) -> str | None:
     """The model of the vectors this store already holds: its search cache's (this machine's), else
     that of an entry embedding file (written on whichever machine compressed it); None for a new store."""
     layout = Layout(root)
-    store = layout.cache_dir / C.STORE_FILE
-    # no link, FIFO or device (a clone's .cache); read with sqlite3 alone, not through memtool.search.store: a `memory log` builds its embedder too
-    if confine.is_regular(store):
-        import sqlite3
-
-        try:
-            with closing(sqlite3.connect(f"{store.as_uri()}?mode=ro", uri=True)) as conn:
-                row = conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
-            if row:
-                return row[0]
-        except sqlite3.Error:
-            pass  # damaged or being created: the embedding files say
+    if (model := cache.stored_model(layout)) is not None:
+        return model
     for file in layout.embedding_files():
         try:
             doc = read_vector_file(Path(file.path))

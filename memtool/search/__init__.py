@@ -1,1 +1,1 @@
-"""Hybrid search over the derived store (store.py, SQLite): BM25 over our own postings + vectors (numpy), ranked in engine.py."""
+"""Hybrid search over the cache (memtool/cache.py; read.py reads it, build.py writes it): BM25 over our own postings + vectors (numpy), ranked in engine.py."""

@@ -1,5 +1,5 @@
 """The seam between memtool and its derived search cache: the one place that picks the local SQLite
-store (memtool/search/store.py, the default) or the PostgreSQL cache a team shares
+store (memtool/search/build.py, the default) or the PostgreSQL cache a team shares
 (memtool/search/pg.py, setting `cache: postgresql://…`). Both give the search engine an object shaped
 as store.SearchIndex, and take the same three calls: open for a search, bring up to date with the
 files, purge forgotten entries."""
@@ -21,20 +21,20 @@ class DerivedCache(Protocol):
 
 
 class SqliteCache:
-    """The store under memory/.cache, built by each clone (memtool/search/store.py)."""
+    """The store under memory/.cache, built by each clone (memtool/search/build.py)."""
 
     def open_index(self, layout, embedder, progress, errors, archive=False, defer=False):
-        from memtool.search.store import open_index
+        from memtool.search.build import open_index
 
         return open_index(layout, embedder, progress, errors, archive=archive, defer=defer)
 
     def refresh_index(self, layout, embedder, progress=None, errors=None, known=None, full=False) -> bool:
-        from memtool.search.store import refresh_index
+        from memtool.search.build import refresh_index
 
         return refresh_index(layout, embedder, progress, errors, known=known, full=full)
 
     def purge_entries(self, layout, entry_ids, passage_keys=()) -> int:
-        from memtool.search.store import purge_entries
+        from memtool.search.build import purge_entries
 
         return purge_entries(layout, entry_ids, passage_keys)
 

@@ -1,6 +1,6 @@
 """The searchable documents of a memory: one per entry (its structured fields), one per chunk of
 its kept transcript (pointing at its entry) and one per heading/paragraph chunk of the Markdown
-layers, read from the files. Storing them is memtool/search/store.py's job."""
+layers, read from the files. Storing them is memtool/search/build.py's job."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ import numpy as np
 from memtool import constants as C
 from memtool.dates import mentioned_periods
 from memtool.search.cues import asked_cues
+from memtool.search.read import IMPORTANCE_CODE, SearchIndex
 from memtool.search.semantic import rescore, run_starts, sibling_sums
-from memtool.search.store import IMPORTANCE_CODE, SearchIndex
 from memtool.search.typos import Terms
 from memtool.search.union import UnionIndex
 

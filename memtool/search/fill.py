@@ -1,7 +1,7 @@
 """The background fill: what a search left undone so as to answer at once (docs/search.md, "A fresh
 clone"), done a batch per transaction so a search never waits for it and an interrupted fill keeps
 every batch it committed: first the words of kept transcripts a fresh clone's first search left
-out (entries marked DEFERRED, memtool/search/store.py), in the order a one-go build reads them, so
+out (entries marked DEFERRED, memtool/search/build.py), in the order a one-go build reads them, so
 the finished store ranks as one built in one go; then the vectors of documents that have none,
 entries' from their versioned embedding files where those are of this model and content, the rest
 embedded FILL_BATCH at a time, outside any transaction. It runs in `memory reindex`, or detached
@@ -25,11 +25,13 @@ from typing import Callable, Iterator
 import numpy as np
 
 from memtool import constants as C
+from memtool.cache import WRITE_WAIT_S, cache_path, connect, read_meta
 from memtool.dayfile import read_day
 from memtool.errors import DimensionMismatch, ProviderError, StorageError, StoreCorrupt
 from memtool.fsutil import locked
 from memtool.models import Entry
-from memtool.search.store import WRITE_WAIT_S, SearchIndex, connect, entry_vector_key, held_vectors, read_meta, reread_deferred, store_path, vector_gap
+from memtool.search.build import entry_vector_key, reread_deferred
+from memtool.search.read import SearchIndex, held_vectors, vector_gap
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, LiveAndArchive, Store
 
@@ -49,7 +51,7 @@ def fill_words(layout: Layout, embedder, batch: int = C.WORDS_FILL_BATCH, pause:
     about `batch` entries per transaction: an interrupted fill keeps every batch it committed.
     `pause` seconds between transactions let a waiting writer (a compress, a sync) take the lock."""
     report = FillReport()
-    path = store_path(layout)
+    path = cache_path(layout)
     while path.is_file():
         with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
             conn.execute("BEGIN IMMEDIATE")
@@ -78,7 +80,7 @@ def fill_vectors(
     instead of doing the same work). Stops at the first embedder failure (said in `errors`: what is
     left waits for the next fill)."""
     report = fill_words(layout, embedder, words_batch, pause)  # the words first: they answer more than vectors do
-    path = store_path(layout)
+    path = cache_path(layout)
     if not path.is_file() or embedder.reason is not None:  # no store yet, or an embedder this machine cannot run
         return report
     with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
@@ -255,7 +257,7 @@ def fill_later(layout: Layout, embedder, allowed: bool) -> bool:
     """After a change set made outside a search (a watched change): start the background fill if
     the store has documents without a vector (or transcripts not indexed) and it is `allowed`
     (setting `background_embed`)."""
-    path = store_path(layout)
+    path = cache_path(layout)
     if not allowed or not path.is_file():
         return False
     with closing(connect(path)) as conn:

@@ -1,6 +1,6 @@
 """The derived search cache on PostgreSQL, shared by a team's clones (setting `cache: postgresql://…`).
 
-The same derived interface as the SQLite store (memtool/search/store.py), so that the search engine
+The same derived interface as the SQLite store (memtool/search/build.py), so that the search engine
 (memtool/search/engine.py) ranks the same documents the same way: one row per searchable document
 with its columns, the BM25 postings of memtool's own analysed terms (memtool.text: its stemming,
 scripts and stopwords; PostgreSQL's own text search is not used) as one row per (term, document)
@@ -37,27 +37,17 @@ import numpy as np
 
 from memtool import confine
 from memtool import constants as C
-from memtool.errors import ConfigError, ProviderError, StorageError
+from memtool.cache import CACHE_VERSION
+from memtool.errors import ConfigError, StorageError
 from memtool.fsutil import atomic_write_text
 from memtool.models import Entry
+from memtool.search.build import BUILD_BATCH, embed_missing, entry_vector_key
 from memtool.search.cues import doc_cues
 from memtool.search.docs import Declared, Doc, collect_docs, source_key, superseded_by
-from memtool.search.store import (
-    BUILD_BATCH,
-    DENSE_CHUNK_ROWS,
-    IMPORTANCE_CODE,
-    K1,
-    KIND_CODE,
-    STORE_VERSION,
-    VECTOR_CACHE_ROWS,
-    B,
-    bm25,
-    entry_vector_key,
-    summed_weights,
-)
+from memtool.search.read import DENSE_CHUNK_ROWS, IMPORTANCE_CODE, K1, KIND_CODE, VECTOR_CACHE_ROWS, B, View, bm25, summed_weights
 from memtool.search.typos import surface_words
-from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
-from memtool.store import Layout, Store
+from memtool.session_vectors import chunk_key
+from memtool.store import Layout
 from memtool.text import stem_words, terms, words
 
 LOCK_KEY = 0x6D656D746F6F6C  # the advisory lock a change set and a migration hold ("memtool")
@@ -197,7 +187,7 @@ def _vecs_from(blob: bytes, dim: int) -> np.ndarray:
 
 
 # -- reading ----------------------------------------------------------------------------------------
-class PgIndex:
+class PgIndex(View):
     """A read snapshot of the shared cache, shaped as store.SearchIndex (the engine reads either):
     the columns as arrays over the live documents in id order, postings and documents read in the
     same REPEATABLE READ transaction."""
@@ -244,8 +234,8 @@ class PgIndex:
         return {k: v for k, v in self._meta.items() if k in ("vectors_missing", "vectors_total", "words_missing")}
 
     def _load(self, meta: dict[str, str]) -> None:
-        if meta and meta.get("version") != STORE_VERSION:
-            raise StorageError(f"the PostgreSQL search cache holds version {meta.get('version')!r}, expected {STORE_VERSION}: run `memory reindex`")
+        if meta and meta.get("version") != CACHE_VERSION:
+            raise StorageError(f"the PostgreSQL search cache holds version {meta.get('version')!r}, expected {CACHE_VERSION}: run `memory reindex`")
         self.generation = meta.get("generation", "")
         n, ids, kind, importance, trusted, pinned, cues, length, group, ts = self.conn.execute(COLUMNS_SQL).fetchone()
         self.n = int(n)
@@ -327,16 +317,6 @@ class PgIndex:
             self._postings[t] = p
             self._held_postings += p[0].size
         return read
-
-    def alive_of_kinds(self, kinds: tuple[str, ...]) -> np.ndarray:
-        mask = self._of_kinds.get(kinds)
-        if mask is None:
-            mask = self._of_kinds[kinds] = np.isin(self.kind, [KIND_CODE[k] for k in kinds]) & self.alive
-            mask.flags.writeable = False
-        return mask
-
-    def doc_freq(self, term: str) -> int:
-        return int(self.postings(term)[0].size) if self.n else 0
 
     def bm25_scores(self, query_terms: list[str], weights: list[float] | None = None) -> np.ndarray:
         """As SearchIndex.bm25_scores (the same sums in the same order): the query's terms read in one round trip."""
@@ -538,7 +518,7 @@ def push(conn, layout: Layout, embedder, progress=None, errors: list[str] | None
     now = _hashes(_local_files(layout), seen)
     if not full and now == seen:  # this clone changed nothing: one look at the cache's version and model, not at every source
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("version") == STORE_VERSION and meta.get("model") == embedder.model:
+        if meta.get("version") == CACHE_VERSION and meta.get("model") == embedder.model:
             return False
     with conn.transaction():
         plan = _plan(conn, embedder, seen, now, full)
@@ -558,7 +538,7 @@ def push(conn, layout: Layout, embedder, progress=None, errors: list[str] | None
 def _plan(conn, embedder, seen: dict, now: dict, full: bool) -> tuple[bool, list[str], list[str], dict]:
     """(rebuild, sources to read again, sources to remove, the cache's meta)."""
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    rebuild = meta.get("version") != STORE_VERSION or meta.get("model") != embedder.model
+    rebuild = meta.get("version") != CACHE_VERSION or meta.get("model") != embedder.model
     held = dict(conn.execute("SELECT key, sha FROM sources").fetchall())
     if rebuild or full:
         changed = sorted(k for k in now if rebuild or held.get(k) != now[k][1])
@@ -621,7 +601,7 @@ def _apply(conn, layout: Layout, embedder, rebuild: bool, changed: list[str], re
     total = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
     _write_meta(
         conn,
-        version=STORE_VERSION,
+        version=CACHE_VERSION,
         model=embedder.model,
         dim=str(embedder.dim),
         newer=json.dumps(newer),
@@ -689,31 +669,8 @@ def _embed(
     rows = conn.execute("SELECT key, vector_send(vec) FROM vectors WHERE model = %s AND key = ANY(%s)", (model, sorted(set(keys)))).fetchall()
     held = {k: _vecs_from(v, embedder.dim)[0].astype(np.float32) for k, v in rows} if rows else {}
     added = {k: np.asarray(fresh[k], dtype=np.float32) for k in keys if k in fresh and k not in held}
-    store = Store(layout)
     missing = {k: d for d, k in zip(docs, keys) if k not in held and k not in added}
-    for k, d in missing.items():
-        if d.kind == "entry" and (vec := store.vector_for(by_id[d.ref], model, embedder.dim)) is not None:
-            added[k] = np.asarray(vec, dtype=np.float32)
-
-    def lookup(ks: list[str]) -> dict[str, np.ndarray]:
-        return {k: v for k in ks if (v := added.get(k, held.get(k))) is not None}
-
-    entries = {k: by_id[d.ref] for k, d in missing.items() if d.kind == "entry" and k not in added}
-    try:
-        if entries:
-            vecs, passages = entry_vectors(embedder, list(entries.values()), kept_sessions(layout, entries.values()), known=lookup)
-            added.update(passages)
-            added.update(zip(entries, vecs))
-            if progress:
-                progress(len(entries))
-        chunks = {k: d.index_text for k, d in missing.items() if k not in added}
-        if chunks:
-            added.update(zip(chunks, np.asarray(embedder.embed_documents(list(chunks.values())), dtype=np.float32)))
-            if progress:
-                progress(len(chunks))
-    except ProviderError as exc:
-        left = sum(1 for k in keys if k not in held and k not in added)
-        errors.append(f"{left} documents have no vector yet ({exc}); search finds them by their words")
+    embed_missing(layout, embedder, missing, keys, by_id, held, added, errors, progress)
     with conn.cursor().copy("COPY vectors (model, key, vec) FROM STDIN (FORMAT BINARY)") as cp:
         cp.set_types(["text", "text", "bytea"])
         for k, v in added.items():

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memtool.search.store import KIND_CODE, SearchIndex
+from memtool.search.read import KIND_CODE, SearchIndex
 from memtool.search.union import UnionIndex
 
 

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import numpy as np
 
-from memtool.search.store import K1, B, SearchIndex, bm25, summed_weights
+from memtool.search.read import K1, B, SearchIndex, View
 
 COLUMNS = ("kind", "importance", "trusted", "pinned", "cues", "length", "ts", "alive")
 
@@ -33,20 +33,15 @@ class Part:
     where: str = ""  # what a Markdown document's ref starts with: "" (the first part), "memory/.private/", "personal:", ...
 
 
-class UnionIndex:
-    n: int
-    live: int
+class UnionIndex(View):
     avgdl: float
-    kind: np.ndarray
     importance: np.ndarray
     trusted: np.ndarray
     pinned: np.ndarray
     cues: np.ndarray
     length: np.ndarray
     ts: np.ndarray
-    alive: np.ndarray
     group: np.ndarray
-    norm: np.ndarray
 
     def __init__(self, parts: list[Part]):
         self.parts = parts
@@ -88,14 +83,6 @@ class UnionIndex:
             mask = self._of_kinds[kinds] = np.concatenate([p.index.alive_of_kinds(kinds) for p in self.parts])
             mask.flags.writeable = False
         return mask
-
-    def doc_freq(self, term: str) -> int:
-        return int(self.postings(term)[0].size) if self.n else 0
-
-    def bm25_scores(self, query_terms: list[str], weights: list[float] | None = None) -> np.ndarray:
-        """As SearchIndex.bm25_scores, over the documents of every part."""
-        summed = summed_weights(query_terms, weights)
-        return bm25(self.n, self.live, self.norm, ((w, self.postings(t)) for t, w in summed.items()))
 
     def surface_words(self) -> list[str]:
         return list(dict.fromkeys(w for p in self.parts for w in p.index.surface_words()))

@@ -7,10 +7,10 @@ from datetime import datetime, timezone
 import pytest
 
 from memtool.app import open_memory
+from memtool.cache import cache_path
 from memtool.memory import Session
 from memtool.scaffold import init
 from memtool.search.engine import Query
-from memtool.search.store import store_path
 
 
 def snapshot(root):
@@ -53,7 +53,7 @@ def dropped(path):
 @pytest.mark.parametrize("damage", [cut, overwritten, dropped])
 def test_a_damaged_store_is_rebuilt(mem, root, fake_embedder, damage):
     before, files = ranked(root, fake_embedder), snapshot(root)
-    damage(store_path(mem.layout))
+    damage(cache_path(mem.layout))
     m = open_memory(root, embedder=fake_embedder)
     assert [(h.id, h.text) for h in m.search(Query(text="Kafka consumer lag", limit=10))] == before
     assert snapshot(root) == files  # the memory itself is untouched

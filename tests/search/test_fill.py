@@ -21,12 +21,13 @@ from filelock import FileLock
 
 from memtool import constants as C
 from memtool.app import open_memory
+from memtool.cache import cache_path, discard
 from memtool.chunking import chunk_lines
 from memtool.memory import Session
 from memtool.scaffold import init
 from memtool.search.engine import Query
 from memtool.search.fill import fill_vectors
-from memtool.search.store import discard, store_path, transcript_sizes
+from memtool.search.read import transcript_sizes
 from memtool.store import Layout
 from tests.conftest import RecordingEmbedder
 
@@ -53,7 +54,7 @@ def ranked(mem, text):
 
 
 def store_rows(root, sql):
-    conn = sqlite3.connect(store_path(Layout(root)))
+    conn = sqlite3.connect(cache_path(Layout(root)))
     try:
         return conn.execute(sql).fetchall()
     finally:
@@ -149,7 +150,7 @@ def wordllama_clone(root, model_cache, env):
 
 def test_an_interrupted_fill_keeps_its_committed_batches(wordllama_clone):
     root, env = wordllama_clone
-    path = store_path(Layout(root))
+    path = cache_path(Layout(root))
     filler = subprocess.Popen(
         [sys.executable, "-m", "memtool", "reindex", "--vectors", "--batch", "32"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
@@ -228,7 +229,7 @@ def test_reindex_fills_every_vector_with_the_sync(root):
     report = sync(open_memory(root, embedder=rec))
     assert report.filled == int(meta(root)["vectors_total"]) and meta(root)["vectors_missing"] == "0"
     assert "search vectors filled" in report.line()
-    assert os.path.exists(store_path(Layout(root)))
+    assert os.path.exists(cache_path(Layout(root)))
 
 
 @pytest.fixture
@@ -339,8 +340,8 @@ def test_a_writer_waiting_on_the_words_fill_gets_in_between_its_batches(root, mo
     busy-wait never finds the lock free)."""
     import threading
 
+    from memtool.cache import connect
     from memtool.search.fill import fill_words
-    from memtool.search.store import connect
 
     embedder = RecordingEmbedder()
     build(root, embedder, 40, lines=8)
@@ -357,7 +358,7 @@ def test_a_writer_waiting_on_the_words_fill_gets_in_between_its_batches(root, mo
         deadline = time.monotonic() + 60
         while int(meta(root)["words_missing"]) == 40 and time.monotonic() < deadline:
             time.sleep(0.001)
-        writer = connect(store_path(Layout(root)), timeout=30)
+        writer = connect(cache_path(Layout(root)), timeout=30)
         writer.execute("BEGIN IMMEDIATE")  # as a change set begins
         left_then = int(dict(writer.execute("SELECT key, value FROM meta").fetchall())["words_missing"])
         writer.execute("ROLLBACK")

@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from memtool.app import open_memory
+from memtool.cache import cache_path
 from memtool.config import load_settings
 from memtool.errors import ConfigError
 from memtool.forget import forget
@@ -22,7 +23,7 @@ from memtool.scaffold import init
 from memtool.search import pg
 from memtool.search.cache import PostgresCache, SqliteCache
 from memtool.search.engine import Query
-from memtool.search.store import KIND_CODE, store_path
+from memtool.search.read import KIND_CODE
 from memtool.store import Layout
 from memtool.sync import sync
 
@@ -110,7 +111,7 @@ def test_a_second_clone_searches_the_shared_cache_without_building_one(filled, r
     calls = fake_embedder.calls
     assert {q: ranked(other, q) for q in QUERIES} == expected
     assert fake_embedder.calls == calls  # no document embedded (queries are embed_query), no local cache built
-    assert not store_path(other.layout).exists()
+    assert not cache_path(other.layout).exists()
 
 
 def test_a_fresh_clones_first_compress_reaches_the_shared_cache(filled, root, tmp_path, pg_url, fake_embedder):
@@ -251,7 +252,7 @@ def test_the_cli_compresses_and_searches_on_the_shared_cache(root, tmp_path, env
     assert rows(pg_url, "SELECT count(*) FROM entries") == [(1,)]
     hits = json.loads(memory(env, "search", "Kafka lag", "--json").stdout)
     assert "Kafka" in json.dumps(hits)
-    local = store_path(Layout(root))  # the local store holds only this clone's state (use counts, word counts), no search tables
+    local = cache_path(Layout(root))  # the local store holds only this clone's state (use counts, word counts), no search tables
     assert not local.exists() or not sqlite3.connect(local).execute("SELECT name FROM sqlite_master WHERE name = 'docs'").fetchall()
     (root / "memory" / "config.yaml").write_text("cache: postgresql://team:s3cret@db.example/memory\n")
     out = memory({k: v for k, v in env.items() if k != "MEMTOOL_CACHE"}, "search", "Kafka", code=5)

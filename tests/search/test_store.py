@@ -1,4 +1,4 @@
-"""The derived store (memtool/search/store.py) follows the files one change set at a time, and what
+"""The derived store (memtool/search/build.py) follows the files one change set at a time, and what
 it answers equals a store built from scratch: same documents, same BM25 (as bm25s scores them), same
 supersede marks. A change set is one transaction: a failure half-way leaves the last committed state."""
 
@@ -14,12 +14,14 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
+from memtool import cache
 from memtool.app import open_memory
+from memtool.cache import cache_path, discard
 from memtool.memory import Session
 from memtool.scaffold import init
-from memtool.search import store as st
+from memtool.search import build, read
 from memtool.search.engine import Query
-from memtool.search.store import SearchIndex, discard, store_path
+from memtool.search.read import SearchIndex
 from memtool.text import tokenize
 from tests.conftest import RecordingEmbedder, transcript_path
 
@@ -51,7 +53,7 @@ def full_rebuild(root, fake_embedder):
 
 
 def generation(root):
-    conn = sqlite3.connect(store_path(open_memory(root).layout))
+    conn = sqlite3.connect(cache_path(open_memory(root).layout))
     try:
         return conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
     finally:
@@ -133,8 +135,8 @@ def test_many_dead_documents_rebuild_the_store_keeping_vectors(mem, root, monkey
     emb = RecordingEmbedder()
     m = open_memory(root, embedder=emb)
     m.search("Kafka")
-    monkeypatch.setattr(st, "COMPACT_MIN_DEAD", 1)
-    monkeypatch.setattr(st, "COMPACT_DEAD_SHARE", 0.0)
+    monkeypatch.setattr(build, "COMPACT_MIN_DEAD", 1)
+    monkeypatch.setattr(build, "COMPACT_DEAD_SHARE", 0.0)
     for i in range(3):
         day = root / "memory/index/2026-02-02.json"
         data = json.loads(day.read_text())
@@ -200,7 +202,7 @@ def test_compress_brings_the_store_up_to_date(root):
 def test_an_open_view_keeps_its_snapshot_inside_a_search(mem, root, fake_embedder):
     """A reader holds one committed state while it reads; the next read transaction sees newer ones."""
     mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
-    view = SearchIndex(store_path(mem.layout))
+    view = SearchIndex(cache_path(mem.layout))
     with view.reading():
         n = view.n
         other = open_memory(root, embedder=fake_embedder)
@@ -243,7 +245,7 @@ def write_lock_held(path, seconds: float):
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from memtool.search.store import connect; c = connect(Path(sys.argv[1])); "
+            "import sys, time; from pathlib import Path; from memtool.cache import connect; c = connect(Path(sys.argv[1])); "
             "c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(float(sys.argv[2])); c.execute('ROLLBACK')",
             str(path),
             str(seconds),
@@ -266,7 +268,7 @@ def test_a_search_does_not_wait_for_another_process_writing(root, fake_embedder)
     m = open_memory(root, embedder=fake_embedder)
     m.compress("Alice: the billing Postgres index is rebuilt nightly by a cron job on db-2.", when=when(1), session="a")
     m.log("Quokkadb replaced the old Helm chart for the staging cluster.", when=when(2))
-    with write_lock_held(store_path(m.layout), 120) as holder:
+    with write_lock_held(cache_path(m.layout), 120) as holder:
         busy = m.search(Query(text="Quokkadb Helm chart", limit=10))
         assert busy.hits == []  # the store as it was: the log is not in it yet
         assert holder.poll() is None
@@ -282,7 +284,7 @@ def test_a_search_with_no_store_yet_waits_for_the_one_being_built(root, fake_emb
     m = open_memory(root, embedder=fake_embedder)
     m.compress("Alice: the billing Postgres index is rebuilt nightly by a cron job on db-2.", when=when(1), session="a")
     discard(m.layout)
-    with write_lock_held(store_path(m.layout), 1.5):
+    with write_lock_held(cache_path(m.layout), 1.5):
         held = time.monotonic()
         found = open_memory(root, embedder=fake_embedder).search(Query(text="billing Postgres index", limit=5))
         assert time.monotonic() - held > 1.0  # it waited for the holder's 1.5 s
@@ -292,7 +294,7 @@ def test_a_search_with_no_store_yet_waits_for_the_one_being_built(root, fake_emb
 READER = """
 import sys
 from pathlib import Path
-from memtool.search.store import SearchIndex
+from memtool.search.read import SearchIndex
 for _ in range(int(sys.argv[2])):
     index = SearchIndex(Path(sys.argv[1]))
     with index.reading():
@@ -305,7 +307,7 @@ def test_many_processes_opening_and_closing_the_store_at_once_all_read_it(mem, r
     """Readers never fail on the brief exclusive lock SQLite takes when a process's last connection
     closes (its checkpoint): two searches starting together both answer (with no wait at all for
     it, about a quarter of these opens failed with "database is locked")."""
-    path = store_path(mem.layout)
+    path = cache_path(mem.layout)
     readers = [subprocess.Popen([sys.executable, "-c", READER, str(path), "150"], stderr=subprocess.PIPE, text=True) for _ in range(4)]
     failed = [err for r in readers if r.wait(timeout=120) != 0 for err in [r.stderr.read()]]
     assert failed == []
@@ -320,7 +322,7 @@ def test_a_failed_change_set_leaves_the_last_committed_state(mem, root, fake_emb
     def boom(*a, **kw):
         raise KeyboardInterrupt  # a kill half-way through the change set
 
-    monkeypatch.setattr(st, "_insert_docs", boom)
+    monkeypatch.setattr(build, "_insert_docs", boom)
     with pytest.raises(KeyboardInterrupt):
         mem.search(query)
     assert generation(root) == gen
@@ -332,7 +334,7 @@ def test_a_failed_change_set_leaves_the_last_committed_state(mem, root, fake_emb
 def SearchIndexMemory(root, fake_embedder):
     """A Memory whose index is the store as committed (no refresh)."""
     m = open_memory(root, embedder=fake_embedder)
-    m._index = SearchIndex(store_path(m.layout))
+    m._index = SearchIndex(cache_path(m.layout))
     return m
 
 
@@ -349,7 +351,7 @@ def test_a_moved_store_keeps_its_cache(mem, root, fake_embedder):
 
 
 def store_rows(root) -> dict[str, list]:
-    conn = sqlite3.connect(store_path(open_memory(root).layout))
+    conn = sqlite3.connect(cache_path(open_memory(root).layout))
     try:
         return {
             table: conn.execute(f"SELECT * FROM {table} ORDER BY {'1' if table == 'words' else 'rowid'}").fetchall()  # words: WITHOUT ROWID
@@ -377,11 +379,11 @@ def test_a_build_in_batches_stores_what_one_batch_does(mem, root, fake_embedder,
     mem.log("Investigated the flaky webhook retries with Dana.")
     full_rebuild(root, fake_embedder).index()
     whole = store_rows(root)
-    monkeypatch.setattr(st, "BUILD_BATCH", 1)
+    monkeypatch.setattr(build, "BUILD_BATCH", 1)
     batched = full_rebuild(root, fake_embedder)
     assert marks(batched, "Kafka consumer lag")[old.id] == new.id
     assert store_rows(root) == whole
-    monkeypatch.setattr(st, "POSTINGS_HELD", 1)  # each batch's postings written as further blocks of their terms
+    monkeypatch.setattr(build, "POSTINGS_HELD", 1)  # each batch's postings written as further blocks of their terms
     blocks = full_rebuild(root, fake_embedder)
     assert marks(blocks, "Kafka consumer lag") == marks(batched, "Kafka consumer lag")
     rows = store_rows(root)
@@ -407,7 +409,7 @@ def test_dense_scores_read_in_chunks_equal_the_whole_matrix(mem, root, fake_embe
     matrix = np.zeros((index.n, index.dim), dtype=np.float32)
     matrix[[i for i, _ in rows]] = np.frombuffer(b"".join(v for _, v in rows), dtype="<f2").reshape(len(rows), -1)
     qvec = fake_embedder.embed_query("Kafka consumer lag")
-    monkeypatch.setattr(st, "DENSE_CHUNK_ROWS", 3)
+    monkeypatch.setattr(read, "DENSE_CHUNK_ROWS", 3)
     with index.reading():
         chunked = index.dense_scores(qvec)
     assert index.n > 3 * 2 and len(rows) == index.n - 1
@@ -415,7 +417,7 @@ def test_dense_scores_read_in_chunks_equal_the_whole_matrix(mem, root, fake_embe
     assert (chunked == 0).sum() == 1 and (chunked != 0).sum() == index.n - 1
     with index.reading():  # again, from the vectors the first call kept (they fit DENSE_HELD_BYTES)
         assert index._dense is not None and np.array_equal(index.dense_scores(qvec), chunked)
-    monkeypatch.setattr(st, "DENSE_HELD_BYTES", 0)
+    monkeypatch.setattr(read, "DENSE_HELD_BYTES", 0)
     bounded = open_memory(root, embedder=fake_embedder).index()
     with bounded.reading():  # too many to keep: read in chunks each time, the same scores
         assert np.array_equal(bounded.dense_scores(qvec), chunked) and bounded._dense is None
@@ -426,15 +428,15 @@ def test_a_store_of_an_earlier_state_version_keeps_its_tables_and_loses_index_js
     """State version 2 had index_json_state (what index.json was last written from), version 1 had
     not: opening either keeps the use counts and leaves no index_json_state."""
     mem.search("Kafka")
-    path = store_path(mem.layout)
+    path = cache_path(mem.layout)
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE index_json_state(name TEXT PRIMARY KEY, data TEXT NOT NULL)" if version == 2 else "SELECT 1")
         conn.execute("INSERT OR REPLACE INTO access VALUES ('ctx-kept', 7)")
         conn.execute(f"PRAGMA user_version = {version}")
-    st.connect(path).close()
+    cache.connect(path).close()
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == st.STATE_VERSION
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == cache.STATE_VERSION
         assert conn.execute("SELECT uses FROM access WHERE id = 'ctx-kept'").fetchone() == (7,)
         assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'index_json_state'").fetchone() == (0,)
     finally:

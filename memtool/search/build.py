@@ -1,230 +1,44 @@
-"""The derived store: one SQLite file, memory/.cache/memtool.sqlite (WAL), that search, reindex,
-watch, forget, archive and dedupe read. The files are the truth; everything here is rebuilt from
-them when it is missing, damaged or of another version.
-
-What it holds (SCHEMA): each source file read (day files, Markdown files) with the stat signature
-it was read at; each entry's day file, supersedes list, kept transcript's signature and its line of
-index.json (memtool/index_json.py writes index.json whole from them); one row per
-searchable document (memtool/search/docs.py) with its kind, time, importance, trust, pin, archived
-and superseded flags; the BM25 postings of the analysed terms the search uses (memtool.text: our
-stemming, scripts and stopwords), as per-term blocks of document ids and term counts; the documents'
-words as written (typo matching); vectors as float16 blobs keyed by model and content hash; and a
-packed copy of the per-document numbers a search filters and ranks by (`columns`), so that opening
-the store for a search reads one blob instead of a row per document.
-
-A change set is one transaction: the documents of the source files that changed are deleted and
-inserted again (new document ids, so a posting never points at a newer document than it counted),
-their terms' postings appended. Postings of deleted documents stay until dead documents outnumber
-COMPACT_DEAD_SHARE of the live ones; the store is then rebuilt from the files (vectors are kept:
-nothing is embedded again). Ranking stays in Python (memtool/search/engine.py): BM25 is computed
-here from the postings over the live documents, as bm25s's Lucene variant does.
-"""
+"""The build side of the cache (memtool/cache.py): a change set brings it up to date with the files
+in one transaction. The documents of the source files that changed are deleted and inserted again
+(new document ids, so a posting never points at a newer document than it counted), their terms'
+postings appended. Postings of deleted documents stay until dead documents outnumber
+COMPACT_DEAD_SHARE of the live ones; the cache is then rebuilt from the files (vectors are kept:
+nothing is embedded again). Also here: purging forgotten entries, and the words fill's step."""
 
 from __future__ import annotations
 
 import json
-import math
-import os
-import shutil
 import sqlite3
 import uuid
-from contextlib import closing, contextmanager, suppress
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
-from memtool import confine
 from memtool import constants as C
+from memtool.cache import CACHE_VERSION, READ_WAIT_S, WRITE_WAIT_S, begin_writing, cache_path, connect, discard, file_sig, read_meta, reset
 from memtool.dayfile import ParsedDays
-from memtool.errors import LockBusy, ProviderError, UnsafePath
-from memtool.fsutil import stat_sig
+from memtool.errors import LockBusy, ProviderError
 from memtool.models import Entry
 from memtool.search.cues import doc_cues
 from memtool.search.docs import Declared, Doc, collect_docs, source_key, superseded_by
+from memtool.search.read import DEFERRED, DOC_DTYPE, IMPORTANCE_CODE, KIND_CODE, SearchIndex, held_vectors, vector_gap
 from memtool.search.typos import surface_words
 from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
 from memtool.store import Layout, LiveAndArchive, Store, archive_layouts
-from memtool.text import WORDS_VERSION, stem_words, terms, words
+from memtool.text import stem_words, terms, words
 
-STORE_VERSION = f"4.{WORDS_VERSION}"  # the schema, and the word rules the postings were analysed by
-KINDS = ("entry", "transcript", "log", "memory")
-KIND_CODE = {k: i for i, k in enumerate(KINDS)}
-IMPORTANCE_CODE = {"low": 0, "medium": 1, "high": 2, "critical": 3}
-K1, B = 1.5, 0.75  # BM25 parameters (bm25s's defaults, which the ranking settings were tuned with)
 TAIL_POSTINGS = 1024  # a term's newest postings block is extended while shorter than this, else a new one starts
 COMPACT_DEAD_SHARE = 0.5  # dead documents over this share of the live ones (and over COMPACT_MIN_DEAD): rebuild
 COMPACT_MIN_DEAD = 2000
-WRITE_WAIT_S = 300  # how long a compress or a sync waits for another process's change set
-READ_WAIT_S = 2.0  # how long a read waits out a brief exclusive lock (the checkpoint as another process's last connection closes)
-DENSE_CHUNK_ROWS = 8192  # vectors `dense_scores` reads and scores at a time (12 MB as float32 at e5's size)
-DENSE_HELD_BYTES = 64 << 20  # a reading process keeps every vector for `dense_scores` when they fit (float16: 87k documents at e5's size)
-VECTOR_CACHE_ROWS = 200_000  # vectors a reading process keeps between searches (float16 rows: about 180 MB at e5's size)
-MMAP_BYTES = 0x7FFF0000  # a reader maps up to this much of the store (SQLite's largest mapping)
 POSTINGS_HELD = 4_000_000  # postings a change set holds before writing them (as one more block of each term)
 BUILD_BATCH = 64  # source files read, embedded and inserted together: a rebuild holds one batch's documents
-DEFERRED = "deferred"  # entries.transcript of an entry whose kept transcript's passages the words fill has yet to index
 BUSY_NOTE = (
     "the search cache is being updated by another memtool process (a compress or a sync); this search "
     "read it as it was before, so the latest change may be missing"
 )
-DOC_DTYPE = np.dtype(
-    [
-        ("kind", "i1"),
-        ("importance", "i1"),
-        ("trusted", "?"),
-        ("pinned", "?"),
-        ("cues", "u1"),
-        ("alive", "?"),
-        ("archived", "?"),
-        ("length", "<i4"),
-        ("group", "<i4"),
-        ("ts", "<f8"),
-    ]
-)
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sources(key TEXT PRIMARY KEY, sig TEXT NOT NULL, archived INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS entries(id TEXT PRIMARY KEY, source TEXT NOT NULL, timestamp TEXT NOT NULL,
-    supersedes TEXT NOT NULL, transcript TEXT NOT NULL, archived INTEGER NOT NULL, line TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS entries_source ON entries(source);
-CREATE INDEX IF NOT EXISTS entries_order ON entries(archived, timestamp, id);
-CREATE TABLE IF NOT EXISTS groups(id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
-CREATE TABLE IF NOT EXISTS docs(id INTEGER PRIMARY KEY, source TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL,
-    entry TEXT NOT NULL, text TEXT NOT NULL, session TEXT NOT NULL, ts REAL NOT NULL, importance TEXT NOT NULL,
-    topics TEXT NOT NULL, trusted INTEGER NOT NULL, line INTEGER NOT NULL, superseded_by TEXT NOT NULL, vkey TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS docs_source ON docs(source);
-CREATE INDEX IF NOT EXISTS docs_entry ON docs(entry);
-CREATE TABLE IF NOT EXISTS postings(term TEXT NOT NULL, docs BLOB NOT NULL, tfs BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS postings_term ON postings(term);
-CREATE TABLE IF NOT EXISTS words(word TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS vectors(model TEXT NOT NULL, key TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY(model, key));
-CREATE TABLE IF NOT EXISTS columns(name TEXT PRIMARY KEY, data BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS docvecs(id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
-"""
-DOC_FIELDS = ("kind", "ref", "entry", "text", "session", "ts", "importance", "topics", "trusted", "line", "superseded_by")  # what `docs` returns
-DOCS_SQL = f"SELECT id, {', '.join(DOC_FIELDS)} FROM docs WHERE id IN (SELECT value FROM json_each(?))"
-REBUILT_TABLES = ("sources", "entries", "groups", "docs", "postings", "words", "columns", "docvecs")  # vectors survive a rebuild
-
-
-def store_path(layout: Layout) -> Path:
-    return Layout(layout.root).cache_dir / C.STORE_FILE
-
-
-def file_sig(path: Path | os.DirEntry) -> str:
-    """fsutil.stat_sig as the text the store keeps: "size:mtime_ns", "-" when not there."""
-    sig = stat_sig(path)
-    return f"{sig[0]}:{sig[1]}" if sig else "-"
-
-
-def connect(path: Path, timeout: float = READ_WAIT_S) -> sqlite3.Connection:
-    """The store, opened in autocommit mode (transactions are begun explicitly), WAL. Its folder must be
-    reached without a link (UnsafePath otherwise: nothing is written out of the root); a store file,
-    WAL or shared-memory file that is a link, a FIFO or a device (a clone's .cache) is removed, so the
-    store is rebuilt rather than read through it."""
-    confine.safe_folder(path.parent, create=True)
-    for name in (str(path), f"{path}-wal", f"{path}-shm"):
-        if os.path.lexists(name) and not confine.is_regular(name):
-            with suppress(FileNotFoundError):  # gone meanwhile: another process's last connection closed (and removed its WAL)
-                os.unlink(name)
-    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
-    conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")  # derived: a power cut may lose the last commit, never tear one
-    conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: a forgotten entry's text outlives no change set
-    _ensure_state(conn, path.parent)
-    return conn
-
-
-# -- derived state besides the search: its own tables, kept across rebuilds of the search tables --------
-# The compressor's word counts per day file (memtool/docfreq.py), how often each entry was returned
-# (memtool/memory.py) and what the last sync saw of each file (memtool/sync_scan.py). A rebuild of the
-# search tables (another STORE_VERSION or model, `reindex --full`, compaction) leaves them alone, so
-# their layout has its own version, PRAGMA user_version; only a store discarded as damaged loses them.
-STATE_VERSION = 3
-STATE_KEPT_FROM = (1, 2)  # older state versions whose tables this one keeps as they are
-STATE_DROPPED = ("index_json_state",)  # tables of older state versions that this one no longer has
-STATE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS day_words(day TEXT PRIMARY KEY, sig TEXT NOT NULL, entries INTEGER NOT NULL, counts TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS sync_state(name TEXT PRIMARY KEY, data TEXT NOT NULL);
-"""
-STATE_TABLES = ("day_words", "access", "sync_state")
-STATE_WAIT_S = 0.5  # how long a write of this state waits for another process's change set before it is skipped
-# what this state and the search cache were kept in before they moved into the store: removed once
-LEGACY_CACHE = ("doc-freq.json", "access.json", "sync.json", "index-state.json", "build.lock", "search", "search-archive", "archive")
-
-
-def _ensure_state(conn: sqlite3.Connection, folder: Path) -> None:
-    """Create the state tables (dropping those of another STATE_VERSION) and remove the files they
-    replace. Skipped while another process writes (the next connection does it) and in a read-only
-    store (searched as it is)."""
-    if conn.execute("PRAGMA user_version").fetchone()[0] == STATE_VERSION:
-        return
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError:
-        return
-    with conn:  # commits, or rolls back on any exception (so does each `with conn` after a BEGIN here)
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version != STATE_VERSION:
-            for table in (*STATE_DROPPED, *(STATE_TABLES if version not in STATE_KEPT_FROM else ())):
-                conn.execute(f"DROP TABLE IF EXISTS {table}")
-            _create(conn, STATE_SCHEMA)
-            conn.execute(f"PRAGMA user_version = {STATE_VERSION}")
-    for name in [*LEGACY_CACHE, *(p.name for p in folder.glob("vectors-*"))]:
-        path = folder / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        elif os.path.lexists(path):
-            path.unlink()
-
-
-def _create(conn: sqlite3.Connection, schema: str) -> None:
-    """Run each statement of `schema` inside the transaction begun (executescript would commit it first)."""
-    for statement in schema.split(";"):
-        if statement.strip():
-            conn.execute(statement)
-
-
-def open_state(layout: Layout, create: bool = True) -> sqlite3.Connection | None:
-    """The store, to read or write the state above; None when it cannot be opened (a read-only or
-    damaged cache; not there, unless `create`): the caller then works the state out afresh, and a
-    search rebuilds the store."""
-    path = store_path(layout)
-    if not create and not path.is_file():
-        return None
-    try:
-        return connect(path, timeout=STATE_WAIT_S)
-    except (sqlite3.Error, OSError, UnsafePath):
-        return None
-
-
-def write_state(conn: sqlite3.Connection, changes: list[tuple[str, list[tuple]]]) -> bool:
-    """Run each (statement, rows) in one transaction. False, nothing written, when another process
-    held the store longer than STATE_WAIT_S or it cannot be written: the state is derived, and a
-    reader works it out again."""
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError:
-        return False
-    try:
-        with conn:
-            for statement, rows in changes:
-                conn.executemany(statement, rows)
-    except sqlite3.OperationalError:  # disk full, read-only
-        return False
-    return True
-
-
-def discard(layout: Layout) -> None:
-    """Remove the store (damaged, or holding text that must go): the next search rebuilds it."""
-    path = store_path(layout)
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 # -- what the files are now -----------------------------------------------------------------------
@@ -266,222 +80,6 @@ def entry_vector_key(e: Entry) -> str:
     return f"entry:{e.id}:{e.content_hash()}"
 
 
-def transcript_sizes(layout: Layout) -> dict[str, int]:
-    """Each kept transcript's size in bytes, by entry id, from the store's records; the folder is
-    listed (and the transcripts no record holds stat-ed) only when it changed since the store last
-    recorded it. One edited in place since it was recorded keeps its old size here."""
-    recorded: dict[str, int] = {}
-    folder_then = ""
-    path = store_path(layout)
-    if path.is_file():
-        try:
-            with closing(connect(path)) as conn:
-                rows = conn.execute("SELECT id, transcript FROM entries WHERE archived = 0 AND transcript NOT IN ('-', ?)", (DEFERRED,)).fetchall()
-                meta = read_meta(conn)
-            recorded = {eid: int(sig.partition(":")[0]) for eid, sig in rows}
-            folder_then = meta.get("transcripts_dir", "") if meta.get("words_missing", "0") == "0" else ""  # deferred ones: stat-ed
-        except (sqlite3.Error, ValueError):
-            pass  # a damaged store: every transcript is stat-ed
-    if folder_then and folder_then == str(layout.transcripts_stamp()):
-        return recorded
-    out: dict[str, int] = {}
-    for de in layout.transcript_files():
-        eid = de.name[:-3]
-        try:
-            out[eid] = recorded[eid] if eid in recorded else de.stat().st_size
-        except FileNotFoundError:
-            pass  # deleted while listing
-    return out
-
-
-def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
-    try:
-        return dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    except sqlite3.OperationalError:  # no tables yet
-        return {}
-
-
-# -- reading --------------------------------------------------------------------------------------
-def summed_weights(query_terms: list[str], weights: list[float] | None) -> dict[str, float]:
-    """Each distinct query term with its weights summed (default 1 each), in first-seen order."""
-    summed: dict[str, float] = {}
-    for term, weight in zip(query_terms, weights or [1.0] * len(query_terms)):
-        summed[term] = summed.get(term, 0.0) + weight
-    return summed
-
-
-def bm25(n: int, live: int, norm: np.ndarray, weighted: Iterable[tuple[float, tuple[np.ndarray, np.ndarray]]]) -> np.ndarray:
-    """BM25 scores of `n` documents from each term's (weight, (documents, term frequencies)); `norm` is
-    each document's length normalisation, `live` the live document count the IDF is taken over. The one
-    sum SQLite's, PostgreSQL's and a union of stores' views share."""
-    out = np.zeros(n, dtype=np.float32)
-    for weight, (docs, tfs) in weighted:
-        if not docs.size:
-            continue
-        idf = math.log(1 + (live - docs.size + 0.5) / (docs.size + 0.5))
-        tf = tfs.astype(np.float32)
-        out[docs] += np.float32(weight * idf) * tf / (tf + norm[docs])
-    return out
-
-
-class SearchIndex:
-    """A read snapshot of the store: the per-document columns as arrays, postings and documents read
-    on demand in the same read transaction (a change committed meanwhile by another process is not
-    seen: the view stays whole). `archive`: archived documents are searched too."""
-
-    def __init__(self, path: Path, archive: bool = False):
-        self.path = path
-        self.archive = archive
-        self.conn = connect(path)
-        self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")  # postings and vectors read from the mapping, not a read() per page
-        self.stale = False  # read while another process was changing it (open_index)
-        self.generation = ""
-        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        with self.reading():
-            pass
-
-    @contextmanager
-    def reading(self) -> Iterator["SearchIndex"]:
-        """A read transaction: what is read inside it is of one committed state. The columns are read
-        again when a change set was committed since they were (another process's, or a forget)."""
-        self.conn.execute("BEGIN")
-        with self.conn:
-            row = self.conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-            if row is None or row[0] != self.generation:
-                self._load()
-            self._postings = {}  # a term's postings, read once per search (the typo check and BM25 both ask)
-            yield self
-
-    def meta_counts(self) -> dict[str, str]:
-        """The counts the change sets and fills record (vectors_missing, vectors_total, words_missing), inside reading()."""
-        return dict(self.conn.execute("SELECT key, value FROM meta WHERE key IN ('vectors_missing', 'vectors_total', 'words_missing')").fetchall())
-
-    def _load(self) -> None:
-        meta = read_meta(self.conn)
-        if meta.get("version") != STORE_VERSION:
-            raise ValueError(f"{self.path}: version {meta.get('version')!r}, expected {STORE_VERSION}")
-        self.generation = meta.get("generation", "")
-        row = self.conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
-        cols = np.frombuffer(row[0], dtype=DOC_DTYPE) if row else np.zeros(0, dtype=DOC_DTYPE)
-        self.n = int(cols.shape[0])
-        names = ("kind", "importance", "trusted", "pinned", "cues", "length", "group", "ts")  # one array each
-        self.kind, self.importance, self.trusted, self.pinned, self.cues, self.length, self.group, self.ts = (np.ascontiguousarray(cols[n]) for n in names)
-        self.alive = cols["alive"] & (cols["archived"] == 0) if not self.archive else np.ascontiguousarray(cols["alive"])
-        self.live = int(self.alive.sum())
-        self._every_doc_alive = self.live == self.n  # (a fresh build): postings need no filtering
-        self._of_kinds: dict[tuple[str, ...], np.ndarray] = {}
-        self.avgdl = float(self.length[self.alive].sum()) / max(self.live, 1)
-        self.norm = (K1 * (1 - B) + K1 * B / (self.avgdl or 1.0) * self.length).astype(np.float32)  # BM25's length term per document
-        self.dim = int(meta.get("dim", "0"))
-        # float16 vectors read so far in this snapshot, by document id: a process that searches again
-        # reads only the candidates it has not read yet (at most VECTOR_CACHE_ROWS kept)
-        self._vector_rows: dict[int, bytes] = {}
-        self._dense: tuple[np.ndarray, np.ndarray] | None = None  # (ids, float16 vectors) of every vector, when they fit DENSE_HELD_BYTES
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """The live documents holding `term`, and how often each holds it (read once per `reading`)."""
-        if term in self._postings:
-            return self._postings[term]
-        rows = self.conn.execute("SELECT docs, tfs FROM postings WHERE term = ? ORDER BY rowid", (term,)).fetchall()
-        docs = np.frombuffer(b"".join(d for d, _ in rows), dtype="<i4")
-        tfs = np.frombuffer(b"".join(t for _, t in rows), dtype="<u2")
-        if docs.size and not self._every_doc_alive:
-            keep = self.alive[docs]
-            docs, tfs = docs[keep], tfs[keep]
-        self._postings[term] = docs, tfs
-        return docs, tfs
-
-    def alive_of_kinds(self, kinds: tuple[str, ...]) -> np.ndarray:
-        """Which documents are alive (and not archived, unless searched) and of these kinds (read-only)."""
-        mask = self._of_kinds.get(kinds)
-        if mask is None:
-            mask = self._of_kinds[kinds] = np.isin(self.kind, [KIND_CODE[k] for k in kinds]) & self.alive
-            mask.flags.writeable = False
-        return mask
-
-    def doc_freq(self, term: str) -> int:
-        return int(self.postings(term)[0].size) if self.n else 0
-
-    def bm25_scores(self, query_terms: list[str], weights: list[float] | None = None) -> np.ndarray:
-        """BM25 (Lucene IDF, as bm25s) of every document for the query terms over the live documents,
-        each term times its weight (default 1; a repeated term counts again)."""
-        summed = summed_weights(query_terms, weights)
-        return bm25(self.n, self.live, self.norm, ((w, self.postings(t)) for t, w in summed.items()))
-
-    def surface_words(self) -> list[str]:
-        return [w for (w,) in self.conn.execute("SELECT word FROM words")]
-
-    @property
-    def group_keys(self) -> dict[int, str]:
-        """The result id of each group: an entry id, or a Markdown chunk's ref."""
-        return dict(self.conn.execute("SELECT id, key FROM groups").fetchall())
-
-    def dense_scores(self, qvec: np.ndarray) -> np.ndarray:
-        """Cosine of every document with the query (0 for a document without a vector). The vectors
-        are scored `DENSE_CHUNK_ROWS` at a time: memory stays that chunk and the n scores, plus the
-        snapshot's float16 vectors when they fit DENSE_HELD_BYTES (a process that searches again,
-        as the MCP server does, then reads them once)."""
-        out = np.zeros(self.n, dtype=np.float32)
-        q = qvec.astype(np.float32)
-        for at, vecs in self._vector_chunks():
-            if vecs.shape[1] != q.shape[0]:  # vectors of another size than the query's: no cosine
-                return np.zeros(self.n, dtype=np.float32)
-            out[at] = vecs.astype(np.float32) @ q
-        return out
-
-    def _vector_chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(document ids, their float16 vectors), DENSE_CHUNK_ROWS at a time, in id order."""
-        if self._dense is not None:
-            ids, vecs = self._dense
-            for lo in range(0, ids.size, DENSE_CHUNK_ROWS):
-                yield ids[lo : lo + DENSE_CHUNK_ROWS], vecs[lo : lo + DENSE_CHUNK_ROWS]
-            return
-        keep = self.n * max(self.dim, 1) * 2 <= DENSE_HELD_BYTES
-        parts: list[tuple[np.ndarray, np.ndarray]] = []
-        rows = self.conn.execute("SELECT id, vec FROM docvecs ORDER BY id")
-        while chunk := rows.fetchmany(DENSE_CHUNK_ROWS):
-            at = np.fromiter((r[0] for r in chunk), dtype=np.int64, count=len(chunk))
-            vecs = np.frombuffer(b"".join(r[1] for r in chunk), dtype="<f2").reshape(len(chunk), -1)
-            if keep:
-                parts.append((at, vecs))
-            yield at, vecs
-        if keep and parts and len({v.shape[1] for _, v in parts}) == 1:  # read to the end: kept for the next search
-            self._dense = (np.concatenate([a for a, _ in parts]), np.concatenate([v for _, v in parts]))
-
-    def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """Cosine of documents `ids` (ascending) with the query (0 for one without a vector): only
-        their vectors are read, and only those this snapshot has not read before."""
-        out = np.zeros(ids.size, dtype=np.float32)
-        if qvec.shape[0] != self.dim:
-            return out
-        held = self._vector_rows
-        wanted = ids.tolist()
-        new = [i for i in wanted if i not in held]
-        if new:
-            if len(held) + len(new) > VECTOR_CACHE_ROWS:
-                held.clear()
-            held.update(self.conn.execute("SELECT id, vec FROM docvecs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(new),)))
-        blobs = [held.get(i) for i in wanted]  # a document without a vector is asked for again next time: it may get one
-        have = np.fromiter((b is not None for b in blobs), dtype=bool, count=len(blobs))
-        if have.any():
-            vecs = np.frombuffer(b"".join(b for b in blobs if b is not None), dtype="<f2").reshape(-1, self.dim)
-            out[have] = vecs.astype(np.float32) @ qvec.astype(np.float32)
-        return out
-
-    def docs(self, ids) -> list[dict]:
-        ids = [int(i) for i in ids]
-        rows = self.conn.execute(DOCS_SQL, (json.dumps(ids),))
-        by_id = {r[0]: dict(zip(DOC_FIELDS, r[1:]), topics=json.loads(r[8]), trusted=bool(r[9])) for r in rows}
-        return [by_id[i] for i in ids]
-
-    def entry_summary(self, entry_id: str) -> str:
-        row = self.conn.execute("SELECT text FROM docs WHERE entry = ? AND kind = 'entry'", (entry_id,)).fetchone()
-        return row[0] if row else ""
-
-
 # -- writing --------------------------------------------------------------------------------------
 class StoreBusy(Exception):
     """Another process is writing a change set, and a committed state is there to be read meanwhile."""
@@ -506,7 +104,7 @@ def refresh_index(
     clone) are left to the words fill (memtool/search/fill.py). Returns whether anything changed."""
     known = known or Known()
     sigs = known.sigs or Sigs.take(layout, transcripts=False)
-    path = store_path(layout)
+    path = cache_path(layout)
     errors = [] if errors is None else errors
     try:
         return _refresh(path, layout, embedder, progress, errors, archive, known, sigs, wait, full, defer)
@@ -537,7 +135,7 @@ def _plan(
     """Without `look`, a changed transcripts folder is not listed (the caller goes on to plan again
     under the lock whenever the folder changed)."""
     meta = read_meta(conn)
-    if full or meta.get("version") != STORE_VERSION or meta.get("model") != model:
+    if full or meta.get("version") != CACHE_VERSION or meta.get("model") != model:
         return Plan(now, sorted(now), [], sigs.folder, rebuild=True)
     held = {k: (sig, bool(a)) for k, sig, a in conn.execute("SELECT key, sig, archived FROM sources")}
     in_scope = {k for k, (_, a) in held.items() if archive or not a}
@@ -573,14 +171,14 @@ def _refresh(
         if not wait:
             conn.execute("PRAGMA busy_timeout = 0")  # another process's change set: answer from the last committed state
         try:
-            _begin_writing(conn, path)
+            begin_writing(conn, path)
         except LockBusy:
             if wait:
                 raise
-            if read_meta(conn).get("version") == STORE_VERSION:
+            if read_meta(conn).get("version") == CACHE_VERSION:
                 raise StoreBusy(str(path)) from None
             conn.execute(f"PRAGMA busy_timeout = {WRITE_WAIT_S * 1000}")  # no store to answer from yet (a fresh clone): wait for the one being built
-            _begin_writing(conn, path)
+            begin_writing(conn, path)
         with conn:
             plan = _plan(conn, layout, embedder.model, sigs, now, archive, full)  # again, under the lock
             cols = None if plan.rebuild else _columns(conn)
@@ -589,15 +187,6 @@ def _refresh(
                 plan = Plan(now, sorted(now), [], sigs.folder, rebuild=True)
             _apply(conn, layout, embedder, plan, errors, known, progress, defer and not archive)
         return True
-
-
-def _begin_writing(conn: sqlite3.Connection, path: Path) -> None:
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as exc:
-        if "locked" not in str(exc):
-            raise
-        raise LockBusy(f"{path}: another memtool process is writing the search cache; try again when it is done") from None
 
 
 def _columns(conn: sqlite3.Connection) -> np.ndarray | None:
@@ -614,7 +203,7 @@ def reread_deferred(conn: sqlite3.Connection, layout: Layout, embedder, size: in
     ranking, ties included). Returns (entries read, entries still DEFERRED); (0, 0) when nothing is
     left or the store is of another version or model (the next refresh rebuilds it)."""
     meta = read_meta(conn)
-    if meta.get("version") != STORE_VERSION or meta.get("model") != embedder.model or meta.get("words_missing", "0") == "0":
+    if meta.get("version") != CACHE_VERSION or meta.get("model") != embedder.model or meta.get("words_missing", "0") == "0":
         return 0, 0
     held = dict(conn.execute("SELECT source, count(*) FROM entries WHERE archived = 0 GROUP BY source").fetchall())
     deferred = {s for (s,) in conn.execute("SELECT DISTINCT source FROM entries WHERE transcript = ?", (DEFERRED,))}
@@ -636,9 +225,7 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
     known, rebuild, changed, now = known or Known(), plan.rebuild, plan.changed, plan.now
     before = {} if rebuild else read_meta(conn)
     if rebuild:
-        for table in (*REBUILT_TABLES, "meta"):
-            conn.execute(f"DROP TABLE IF EXISTS {table}")
-        _create(conn, SCHEMA)
+        reset(conn)
     cols = np.zeros(0, dtype=DOC_DTYPE) if rebuild else _columns(conn)
     assert cols is not None  # a store not rebuilt from scratch has its columns
     # the documents of the changed and removed sources go
@@ -700,7 +287,7 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
     conn.execute("INSERT OR REPLACE INTO columns VALUES ('docs', ?)", (cols.tobytes(),))
     missing, total = vector_gap(conn) if unvectored else (0, 0)  # what the vector fill has left to do
     meta = {
-        "version": STORE_VERSION,
+        "version": CACHE_VERSION,
         "model": embedder.model,
         "transcripts_dir": plan.folder,
         "newer": json.dumps(newer),
@@ -720,12 +307,6 @@ def _to_defer(conn: sqlite3.Connection, layout: Layout) -> set[str]:
     kept = {de.name[:-3] for de in layout.transcript_files()}
     recorded = {i for (i,) in conn.execute("SELECT id FROM entries WHERE archived = 0 AND transcript != '-'")} if len(kept) > C.WORDS_INLINE_MAX else kept
     return kept if len(kept - recorded) > C.WORDS_INLINE_MAX else set()
-
-
-def vector_gap(conn: sqlite3.Connection) -> tuple[int, int]:
-    """(documents without a vector, documents) in the store as `conn` sees it."""
-    missing = conn.execute("SELECT count(*) FROM docs WHERE id NOT IN (SELECT id FROM docvecs)").fetchone()[0]
-    return missing, conn.execute("SELECT count(*) FROM docs").fetchone()[0]
 
 
 def _collect(
@@ -844,14 +425,26 @@ def _embed(
     transcripts' passages, which the chunks then reuse). Only when at most EMBED_INLINE_MAX keys
     are missing: more (a fresh clone, a new model, a bulk import of transcripts) are left without a
     vector for the vector fill (memtool/search/fill.py), which reads the entries' files and embeds
-    the rest in batches, each committed; words find them meanwhile. If the embedder fails, the rest stay without
-    a vector, said in `errors`: words still find them, and a later fill embeds them."""
+    the rest in batches, each committed; words find them meanwhile."""
     model = embedder.model
     held = held_vectors(conn, model, keys)
     added = {k: np.asarray(known.vectors[k], dtype=np.float32) for k in keys if k in known.vectors and k not in held}
     missing = {k: d for d, k in zip(docs, keys) if k not in held and k not in added}
     if len(missing) > C.EMBED_INLINE_MAX:
         missing = {}  # left to the vector fill, entries' embedding files too (10,000 of them take a second to read)
+    embed_missing(layout, embedder, missing, keys, by_id, held, added, errors, progress)
+    conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", [(model, k, v.astype("<f2").tobytes()) for k, v in added.items()])
+    return {**added, **held}
+
+
+def embed_missing(
+    layout: Layout, embedder, missing: dict[str, Doc], keys: list[str], by_id: dict[str, Entry], held: dict, added: dict, errors: list[str], progress
+) -> None:
+    """Into `added`, a vector for each `missing` document: its entry's embedding file, else embedded now
+    (entries first: their vectors average their kept transcripts' passages, which the chunks then
+    reuse, one embedder call each). If the embedder fails, the rest stay without a vector, said in
+    `errors`: words still find them, and a later fill embeds them. SQLite's and PostgreSQL's change sets share it."""
+    model = embedder.model
     store = Store(layout)
     for k, d in missing.items():
         if d.kind == "entry" and (vec := store.vector_for(by_id[d.ref], model, embedder.dim)) is not None:
@@ -860,7 +453,6 @@ def _embed(
     def lookup(ks: list[str]) -> dict[str, np.ndarray]:
         return {k: v for k in ks if (v := added.get(k, held.get(k))) is not None}
 
-    # at most EMBED_INLINE_MAX keys: one embedder call for the entries (with their passages), one for the rest
     entries = {k: by_id[d.ref] for k, d in missing.items() if d.kind == "entry" and k not in added}
     try:
         if entries:
@@ -877,14 +469,6 @@ def _embed(
     except ProviderError as exc:  # no retry: a service that is down would cost a timeout each
         left = sum(1 for k in keys if k not in held and k not in added)
         errors.append(f"{left} documents have no vector yet ({exc}); search finds them by their words")
-    conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", [(model, k, v.astype("<f2").tobytes()) for k, v in added.items()])
-    return {**added, **held}
-
-
-def held_vectors(conn: sqlite3.Connection, model: str, keys: list[str]) -> dict[str, np.ndarray]:
-    """The vectors the store holds for these keys and this model, as float32."""
-    rows = conn.execute("SELECT key, vec FROM vectors WHERE model = ? AND key IN (SELECT value FROM json_each(?))", (model, json.dumps(list(set(keys)))))
-    return {k: np.frombuffer(v, dtype="<f2").astype(np.float32) for k, v in rows}
 
 
 def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: Sequence[str] = ()) -> int:
@@ -897,7 +481,7 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: Sequence[s
     journal), deleted too when no live document uses them, so a refresh that already dropped the
     documents leaves no vector behind. The day files they came from are marked as changed, so the
     next refresh reads them again. Returns the documents removed. No store: nothing to do."""
-    path = store_path(layout)
+    path = cache_path(layout)
     if not path.is_file() or not entry_ids:
         return 0
     with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
@@ -946,7 +530,7 @@ def open_index(layout: Layout, embedder, progress, errors: list[str], archive: b
         refresh_index(layout, embedder, progress, errors, archive, wait=False, defer=defer)
     except StoreBusy:
         stale = True
-    path = store_path(layout)
+    path = cache_path(layout)
     try:
         index = SearchIndex(path, archive)
     except (sqlite3.DatabaseError, ValueError) as exc:
