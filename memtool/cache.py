@@ -16,7 +16,6 @@ and ranks by (`columns`), so that opening the cache for a search reads one blob.
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 from contextlib import closing, suppress
 from pathlib import Path
@@ -60,8 +59,6 @@ REBUILT_TABLES = ("sources", "entries", "groups", "docs", "postings", "words", "
 # search tables (another CACHE_VERSION or model, `reindex --full`, compaction) leaves them alone, so
 # their layout has its own version, PRAGMA user_version; only a cache discarded as damaged loses them.
 STATE_VERSION = 3
-STATE_KEPT_FROM = (1, 2)  # older state versions whose tables this one keeps as they are
-STATE_DROPPED = ("index_json_state",)  # tables of older state versions that this one no longer has
 STATE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS day_words(day TEXT PRIMARY KEY, sig TEXT NOT NULL, entries INTEGER NOT NULL, counts TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL) WITHOUT ROWID;
@@ -69,8 +66,6 @@ CREATE TABLE IF NOT EXISTS sync_state(name TEXT PRIMARY KEY, data TEXT NOT NULL)
 """
 STATE_TABLES = ("day_words", "access", "sync_state")
 STATE_WAIT_S = 0.5  # how long a write of this state waits for another process's change set before it is skipped
-# what this state and the search cache were kept in before they moved into the cache: removed once
-LEGACY_CACHE = ("doc-freq.json", "access.json", "sync.json", "index-state.json", "build.lock", "search", "search-archive", "archive")
 
 
 def cache_path(layout: Layout) -> Path:
@@ -79,8 +74,7 @@ def cache_path(layout: Layout) -> Path:
 
 def file_sig(path: Path | os.DirEntry) -> str:
     """fsutil.stat_sig as the text the cache keeps: "size:mtime_ns", "-" when not there."""
-    sig = stat_sig(path)
-    return f"{sig[0]}:{sig[1]}" if sig else "-"
+    return str(stat_sig(path) or "-")
 
 
 def connect(path: Path, timeout: float = READ_WAIT_S) -> sqlite3.Connection:
@@ -99,14 +93,13 @@ def connect(path: Path, timeout: float = READ_WAIT_S) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")  # derived: a power cut may lose the last commit, never tear one
     conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: a forgotten entry's text outlives no change set
-    _ensure_state(conn, path.parent)
+    _ensure_state(conn)
     return conn
 
 
-def _ensure_state(conn: sqlite3.Connection, folder: Path) -> None:
-    """Create the state tables (dropping those of another STATE_VERSION) and remove the files they
-    replace. Skipped while another process writes (the next connection does it) and in a read-only
-    cache (searched as it is)."""
+def _ensure_state(conn: sqlite3.Connection) -> None:
+    """Create the state tables (dropping those of another STATE_VERSION). Skipped while another process
+    writes (the next connection does it) and in a read-only cache (searched as it is)."""
     if conn.execute("PRAGMA user_version").fetchone()[0] == STATE_VERSION:
         return
     try:
@@ -116,16 +109,10 @@ def _ensure_state(conn: sqlite3.Connection, folder: Path) -> None:
     with conn:  # commits, or rolls back on any exception (so does each `with conn` after a BEGIN here)
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version != STATE_VERSION:
-            for table in (*STATE_DROPPED, *(STATE_TABLES if version not in STATE_KEPT_FROM else ())):
+            for table in STATE_TABLES:
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
             create(conn, STATE_SCHEMA)
             conn.execute(f"PRAGMA user_version = {STATE_VERSION}")
-    for name in [*LEGACY_CACHE, *(p.name for p in folder.glob("vectors-*"))]:
-        path = folder / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        elif os.path.lexists(path):
-            path.unlink()
 
 
 def create(conn: sqlite3.Connection, schema: str = SCHEMA) -> None:

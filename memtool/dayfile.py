@@ -11,7 +11,7 @@ from typing import Any, Iterable
 from memtool import confine
 from memtool import constants as C
 from memtool.errors import StoreCorrupt, UnsafePath
-from memtool.fsutil import dumps_json, stat_sig
+from memtool.fsutil import FileSig, dumps_json, stat_sig
 from memtool.models import Entry
 
 DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -52,7 +52,7 @@ def load_json(path: Path, text: str | None = None) -> Any:
 
 # Day files already parsed, by path: the (size, mtime_ns) each had when it was read, and its entries.
 # One sync reads every changed day file once and hands this on (index.json, the search cache).
-ParsedDays = dict[str, tuple[tuple[int, int] | None, list[Entry]]]
+ParsedDays = dict[str, tuple[FileSig | None, list[Entry]]]
 
 
 def parse_day(path: Path, text: str) -> list[Entry]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import NamedTuple
 
 from memtool import constants as C
 from memtool.cache import read_state, write_state
@@ -20,7 +21,11 @@ from memtool.fsutil import stat_sig
 from memtool.store import Layout
 from memtool.text import WORDS_VERSION, content_words
 
-DayCounts = tuple  # per day file: (its signature and WORDS_VERSION, its number of entries, {word: how many of them contain it})
+
+class DayCounts(NamedTuple):
+    sig: str  # WORDS_VERSION and the day file's FileSig
+    entries: int
+    counts: dict[str, int]  # word -> how many of its entries contain it
 
 
 def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Counter, int]:
@@ -28,7 +33,7 @@ def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Co
     whole day files, newest first, until `sample` entries are counted."""
     rows = read_state(layout, "SELECT day, sig, entries, counts FROM day_words")  # the cache made by the first search or compress, not by a hint
     try:
-        known: dict[str, DayCounts] = {day: (sig, entries, json.loads(counts)) for day, sig, entries, counts in rows or ()}
+        known = {day: DayCounts(sig, entries, json.loads(counts)) for day, sig, entries, counts in rows or ()}
     except ValueError:
         known = {}
     used: dict[str, DayCounts] = {}
@@ -40,9 +45,9 @@ def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Co
         stat = stat_sig(path)  # before the read: a change made meanwhile shows next time
         if stat is None:
             continue
-        sig = f"{WORDS_VERSION}:{stat[0]}:{stat[1]}"
+        sig = f"{WORDS_VERSION}:{stat}"
         rec = known.get(path.name)
-        if rec is None or rec[0] != sig:
+        if rec is None or rec.sig != sig:
             try:
                 entries = read_day(path)
             except (StoreCorrupt, UnicodeDecodeError):
@@ -50,12 +55,12 @@ def recent_doc_freq(layout: Layout, sample: int = C.DOC_FREQ_SAMPLE) -> tuple[Co
             counts: Counter = Counter()
             for e in entries:
                 counts.update(set(content_words(e.embed_text())))
-            rec = (sig, len(entries), dict(counts))
+            rec = DayCounts(sig, len(entries), dict(counts))
         used[path.name] = rec
-        df.update(rec[2])
-        n += rec[1]
+        df.update(rec.counts)
+        n += rec.entries
     if rows is not None and used != known:  # only the sample is kept
         gone = [(day,) for day in known.keys() - used.keys()]
-        fresh = [(day, rec[0], rec[1], json.dumps(rec[2], ensure_ascii=False)) for day, rec in used.items() if known.get(day) != rec]
+        fresh = [(day, rec.sig, rec.entries, json.dumps(rec.counts, ensure_ascii=False)) for day, rec in used.items() if known.get(day) != rec]
         write_state(layout, [("DELETE FROM day_words WHERE day = ?", gone), ("INSERT OR REPLACE INTO day_words VALUES (?, ?, ?, ?)", fresh)], create=False)
     return df, n

@@ -9,7 +9,7 @@ import secrets
 import stat
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 from memtool import constants as C
 from memtool.confine import CLOEXEC, locate, open_folder, safe_folder, walked
@@ -124,14 +124,24 @@ def write_all(fd: int, data: Data) -> None:
             view = view[os.write(fd, view) :]
 
 
-def stat_sig(path: str | os.PathLike) -> tuple[int, int] | None:
-    """(size, mtime_ns) of a file or folder, None when it cannot be stat-ed (not there): the one
-    signature by which memtool tells that a file changed since it last read it."""
+class FileSig(NamedTuple):
+    """A file as memtool last read it: the one signature by which it tells that the file changed
+    since. Kept as "size:mtime_ns" in the cache's text columns (str), as [size, mtime_ns] in JSON."""
+
+    size: int
+    mtime_ns: int
+
+    def __str__(self) -> str:
+        return f"{self.size}:{self.mtime_ns}"
+
+
+def stat_sig(path: str | os.PathLike) -> FileSig | None:
+    """The FileSig of a file or folder, None when it cannot be stat-ed (not there)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return st.st_size, st.st_mtime_ns
+    return FileSig(st.st_size, st.st_mtime_ns)
 
 
 def atomic_write_bytes(path: Path, data: Data) -> None:

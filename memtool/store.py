@@ -209,7 +209,7 @@ def _tree_stamp(folder: Path) -> int | None:
     top = stat_sig(folder)
     if top is None:
         return None
-    parts = [f"{top[0]}:{top[1]}", *(f"{de.name}:{sig[0]}:{sig[1]}" for de in _shards(folder) if (sig := stat_sig(de.path)))]
+    parts = [str(top), *(f"{de.name}:{sig}" for de in _shards(folder) if (sig := stat_sig(de.path)))]
     return int.from_bytes(hashlib.blake2b("|".join(parts).encode(), digest_size=7).digest(), "big")
 
 

@@ -29,7 +29,7 @@ from memtool import constants as C
 from memtool.cache import write_state
 from memtool.dayfile import read_day
 from memtool.forget import bury
-from memtool.fsutil import atomic_write_text, stat_sig
+from memtool.fsutil import FileSig, atomic_write_text, stat_sig
 from memtool.index_json import write_index
 from memtool.memory import Memory
 from memtool.models import Entry
@@ -38,7 +38,7 @@ from memtool.search.docs import source_key
 from memtool.search.fill import fill_vectors
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, Store, archive_layouts, vector_file_ok
-from memtool.sync_scan import Delta, Manifest, Scan, scan_files
+from memtool.sync_scan import Delta, Manifest, Scan, Seen, scan_files
 
 Progress = Callable[[str, int, int], None]  # (task, done, total); total 0 when unknown
 
@@ -90,32 +90,32 @@ class SyncReport:
 
 
 # -- embeddings --------------------------------------------------------------------------------------
-def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: int, full: bool, present: dict) -> tuple[list[str], dict[str, list], list[str]]:
+def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: int, full: bool, present: dict) -> tuple[list[str], dict[str, Seen], list[str]]:
     """(ids to embed, verified vector records, orphan embedding files to drop). `present`: the vector
     files' stats by id. `full`: embed all."""
     trusted = man.vectors if man.model == model else {}
-    unreadable = {i for rec in scan.days.values() if rec[3] for i in rec[4]}  # kept, but cannot be embedded now
+    unreadable = {i for rec in scan.days.values() if rec.error for i in rec.entries or ()}  # kept, but cannot be embedded now
     need: list[str] = []
-    verified: dict[str, list] = {}
+    verified: dict[str, Seen] = {}
     for entry_id, content_hash in scan.entries.items():
         sig, rec = present.get(entry_id), trusted.get(entry_id)
-        now = [*sig, content_hash] if sig is not None and not full else None
+        now = Seen(sig, content_hash) if sig is not None and not full else None
         # the record of this stat and text says the file was checked; a file of another stat is read
         if now is not None and (
-            now == rec or ((rec is None or rec[:2] != now[:2]) and vector_file_ok(layout.embedding_file(entry_id), model, dim, content_hash))
+            now == rec or ((rec is None or rec.sig != now.sig) and vector_file_ok(layout.embedding_file(entry_id), model, dim, content_hash))
         ):
             verified[entry_id] = now
         elif entry_id not in unreadable:
             need.append(entry_id)
-    bad_days = {n[:-5].replace("-", "") for n, rec in scan.days.items() if rec[3]}  # entry ids carry their UTC day: ctx-YYYYMMDD-...
+    bad_days = {n[:-5].replace("-", "") for n, rec in scan.days.items() if rec.error}  # entry ids carry their UTC day: ctx-YYYYMMDD-...
     orphans = [i for i in present if i not in scan.entries and i[len(C.ENTRY_ID_PREFIX) + 1 :][:8] not in bad_days]
     return need, verified, orphans
 
 
-def _vector_files(layout: Layout, man: Manifest, model: str, stamp: int | None) -> dict[str, tuple[int, int]]:
+def _vector_files(layout: Layout, man: Manifest, model: str, stamp: int | None) -> dict[str, FileSig]:
     """Each vector file's stat by id: the manifest's records when the folders are as it saw them."""
     if stamp is not None and stamp == man.emb_dir_ns and man.model == model:
-        return {i: (r[0], r[1]) for i, r in man.vectors.items()}  # folders untouched since: same files
+        return {i: r.sig for i, r in man.vectors.items()}  # folders untouched since: same files
     return {de.name[: -len(C.VECTOR_SUFFIX)]: sig for de in layout.embedding_files() if (sig := stat_sig(de.path))}
 
 
@@ -123,8 +123,8 @@ def _entries_for(layout: Layout, ids: list[str], scan: Scan) -> list[Entry]:
     """Entry objects for ids, parsing the day files not already read by the scan."""
     wanted = set(ids)
     for name, rec in sorted(scan.days.items()):
-        if not rec[3] and str(layout.index_dir / name) not in scan.parsed and wanted & rec[4].keys():
-            scan.parsed[str(layout.index_dir / name)] = ((rec[0], rec[1]), read_day(layout.index_dir / name))
+        if not rec.error and str(layout.index_dir / name) not in scan.parsed and wanted & (rec.entries or {}).keys():
+            scan.parsed[str(layout.index_dir / name)] = (rec.sig, read_day(layout.index_dir / name))
     loaded = {e.id: e for _, entries in scan.parsed.values() for e in entries}
     return [loaded[i] for i in ids]
 
@@ -163,7 +163,7 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         fresh.update(passages)
         fresh.update(zip(map(entry_vector_key, part), vectors))
         report.touched.extend(paths)
-        verified.update((e.id, [*sig, e.content_hash()]) for e in part if (sig := stat_sig(layout.embedding_file(e.id))))
+        verified.update((e.id, Seen(sig, e.content_hash())) for e in part if (sig := stat_sig(layout.embedding_file(e.id))))
         report.embedded += len(part)
         if progress:
             progress("embedding entries", report.embedded, len(todo))
@@ -183,23 +183,22 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         keep_dir = stamp is not None and listed == set(verified)  # else rescan the folders next time
     # the scan's stats, taken before this sync read anything, are the search cache's signatures too
     days = source_key(layout, layout.index_dir)
-    files = {f"{days}/{name}": f"{rec[0]}:{rec[1]}" for name, rec in scan.days.items()}
-    files.update((rel, f"{rec[0]}:{rec[1]}") for rel, rec in scan.markdown.items())
+    files = {f"{days}/{name}": str(rec.sig) for name, rec in scan.days.items()}
+    files.update((rel, str(rec.sig)) for rel, rec in scan.markdown.items())
     # day files changed by content are read again even at the stat the store read them at: an edit within
     # the mtime tick of its last read (coarse mtimes, same size) leaves that stat, and the store only stats
-    reread = [(f"{days}/{n}",) for n, rec in scan.days.items() if not report.first and rec[2] != man.days.get(n, [0, 0, ""])[2]]
+    reread = [(f"{days}/{n}",) for n, rec in scan.days.items() if not report.first and rec.sha != getattr(man.days.get(n), "sha", "")]
     if reread:
         write_state(layout, [("UPDATE sources SET sig = '-' WHERE key = ?", reread)], create=False)
     report.search_rebuilt = _refresh_search(mem, full, progress, report, Known(scan.parsed, fresh, Sigs.take(layout, files)))
     with store.lock():  # index.json written whole from the store just refreshed, unless neither it nor a day file changed since the last sync
         index_sig = stat_sig(layout.index_file)
-        if full or scan.days_changed or index_sig is None or list(index_sig) != man.index_sig:
+        if full or scan.days_changed or index_sig is None or index_sig != man.index_sig:
             why = write_index(layout, mem.settings.compressor, explain=True)[0]  # its unreadable day files: reported by the scan
             if why or full:
                 report.index_rebuilt = "--full" if full else why
                 report.touched.append(layout.index_file)
             index_sig = stat_sig(layout.index_file)
-    index_sig = list(index_sig) if index_sig else None
     new = Manifest(model=model, index_sig=index_sig, emb_dir_ns=stamp if keep_dir else None, days=scan.days, markdown=scan.markdown, vectors=verified)
     if scan.reread or new != man:  # nothing new: leave the manifest (and the disk) alone
         new.save(layout)

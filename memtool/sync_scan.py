@@ -16,7 +16,7 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -25,7 +25,7 @@ from memtool import constants as C
 from memtool.cache import read_state, write_state
 from memtool.dayfile import ParsedDays, parse_day
 from memtool.errors import StoreCorrupt, UnsafePath
-from memtool.fsutil import stat_sig
+from memtool.fsutil import FileSig, stat_sig
 from memtool.index_json import kept_entries
 from memtool.store import Layout
 
@@ -47,14 +47,33 @@ class Delta:
 
 # -- the manifest ----------------------------------------------------------------------------------
 @dataclass
+class Seen:
+    """A file as the last sync read it: its signature and content hash (a vector file: its entry's
+    content hash, verified for the model); a day or Markdown file's error ('': readable); a day
+    file's entries' content hashes by id. Stored as [size, mtime_ns, sha(, error(, entries))]."""
+
+    sig: FileSig
+    sha: str
+    error: str | None = None  # None: a vector file
+    entries: dict[str, str] | None = None  # None: not a day file
+
+    def json(self) -> list:
+        return [*self.sig, self.sha, *(x for x in (self.error, self.entries) if x is not None)]
+
+    @classmethod
+    def of(cls, rec: list) -> "Seen":
+        return cls(FileSig(rec[0], rec[1]), *rec[2:])
+
+
+@dataclass
 class Manifest:
     model: str = ""
     written_ns: int = field(default=0, compare=False)  # when it was saved: files modified close to this are re-hashed (racy mtimes)
-    index_sig: list | None = None  # [size, mtime_ns] of index.json
+    index_sig: FileSig | None = None  # index.json's
     emb_dir_ns: int | None = None  # Layout.embeddings_stamp(): changes when a vector file is added, removed or replaced
-    days: dict[str, list] = field(default_factory=dict)  # name -> [size, mtime_ns, sha, error, {id: hash}]
-    markdown: dict[str, list] = field(default_factory=dict)  # rel path -> [size, mtime_ns, sha, error]
-    vectors: dict[str, list] = field(default_factory=dict)  # id -> [size, mtime_ns, content_hash] verified for model
+    days: dict[str, Seen] = field(default_factory=dict)  # by name
+    markdown: dict[str, Seen] = field(default_factory=dict)  # by path relative to the root
+    vectors: dict[str, Seen] = field(default_factory=dict)  # by entry id, verified for model
 
     @classmethod
     def load(cls, layout: Layout) -> "Manifest | None":
@@ -63,15 +82,19 @@ class Manifest:
         rows = read_state(layout, "SELECT data FROM sync_state WHERE name = 'manifest'")
         try:
             data = json.loads(rows[0][0]) if rows else None
-            return cls(**data) if isinstance(data, dict) and data.pop("version", None) == MANIFEST_VERSION else None
-        except (ValueError, TypeError):
+            if not isinstance(data, dict) or data.pop("version", None) != MANIFEST_VERSION:
+                return None
+            data.update({k: {name: Seen.of(rec) for name, rec in data.get(k, {}).items()} for k in ("days", "markdown", "vectors")})
+            return cls(**{**data, "index_sig": FileSig(*data["index_sig"]) if data.get("index_sig") else None})
+        except (ValueError, TypeError, IndexError, AttributeError):
             return None  # of another layout: it is derived, start over
 
     def save(self, layout: Layout) -> None:
         """Write it (in place of whatever sync_state held). Skipped when the store cannot be written:
         every file is then hashed again next time."""
         self.written_ns = time.time_ns()
-        data = json.dumps({"version": MANIFEST_VERSION, **vars(self)}, separators=(",", ":"))
+        files = {k: {name: rec.json() for name, rec in getattr(self, k).items()} for k in ("days", "markdown", "vectors")}
+        data = json.dumps({"version": MANIFEST_VERSION, **vars(self), **files}, separators=(",", ":"))
         write_state(layout, [("DELETE FROM sync_state", [()]), ("INSERT INTO sync_state VALUES ('manifest', ?)", [(data,)])])
 
     @staticmethod
@@ -79,16 +102,16 @@ class Manifest:
         """Save the manifest without these ids (`memory forget`): their vector records, and the records
         of the day files that listed them (hashed again by the next sync)."""
         man = Manifest.load(layout)
-        listed = {name for name, rec in man.days.items() if ids & rec[4].keys()} if man else set()
+        listed = {name for name, rec in man.days.items() if ids & (rec.entries or {}).keys()} if man else set()
         if man is not None and (listed or ids & man.vectors.keys()):
             man.days = {k: v for k, v in man.days.items() if k not in listed}
             man.vectors = {k: v for k, v in man.vectors.items() if k not in ids}
             man.save(layout)
 
 
-def _fresh(rec: list | None, size: int, mtime_ns: int, man: Manifest) -> bool:
+def _fresh(rec: Seen | None, sig: FileSig, man: Manifest) -> bool:
     """The recorded stat still describes the file, and was not taken too close to a change to trust."""
-    return rec is not None and rec[0] == size and rec[1] == mtime_ns and mtime_ns + C.SYNC_RACY_NS < man.written_ns
+    return rec is not None and rec.sig == sig and sig.mtime_ns + C.SYNC_RACY_NS < man.written_ns
 
 
 def _entry_line(text: str, n: int) -> int:
@@ -123,8 +146,8 @@ def _bad_utf8(path: Path, data: bytes, exc: UnicodeDecodeError, what: str) -> st
 class Scan:
     """The files as this sync found them, and what changed since the manifest."""
 
-    days: dict[str, list] = field(default_factory=dict)  # day file name -> its manifest record
-    markdown: dict[str, list] = field(default_factory=dict)  # Markdown path relative to the root -> its record
+    days: dict[str, Seen] = field(default_factory=dict)  # day file name -> its manifest record
+    markdown: dict[str, Seen] = field(default_factory=dict)  # Markdown path relative to the root -> its record
     entries: dict[str, str] = field(default_factory=dict)  # id -> content hash
     parsed: ParsedDays = field(default_factory=dict)  # the day files parsed during the scan (read once per sync)
     days_changed: bool = False
@@ -139,7 +162,7 @@ def scan_files(layout: Layout, man: Manifest) -> Scan:
     scan = Scan()
     _scan_days(layout, man, scan)
     _scan_markdown(layout, man, scan)
-    scan.errors = [rec[3] for rec in (*scan.days.values(), *scan.markdown.values()) if rec[3]]
+    scan.errors = [rec.error for rec in (*scan.days.values(), *scan.markdown.values()) if rec.error]
     return scan
 
 
@@ -150,21 +173,21 @@ def _scan_days(layout: Layout, man: Manifest, scan: Scan) -> None:
             st = path.stat()  # not stat_sig: a day file that cannot be stat-ed is an error, not gone
         except FileNotFoundError:
             continue  # deleted while listing: counts as removed
-        sig = (st.st_size, st.st_mtime_ns)
+        sig = FileSig(st.st_size, st.st_mtime_ns)
         new = _record(path, sig, rec, man, scan, C.MAX_STORE_FILE_BYTES, lambda data: _check_day(path, sig, data, rec, scan))
         if new is None:
             continue
         scan.days[path.name] = new
-        scan.days_changed = scan.days_changed or rec is None or new[2:4] != rec[2:4]
-        scan.entries.update(new[4])
-    unseen = {name[:-5] for name, rec in scan.days.items() if rec[3] and name not in man.days}
+        scan.days_changed = scan.days_changed or rec is None or (new.sha, new.error) != (rec.sha, rec.error)
+        scan.entries.update(new.entries or {})
+    unseen = {name[:-5] for name, rec in scan.days.items() if rec.error and name not in man.days}
     for e in kept_entries(layout, unseen):  # unreadable, never read before: its entries as index.json lists them
-        scan.days[f"{e.day}.json"][4][e.id] = scan.entries[e.id] = e.content_hash()
+        scan.days[f"{e.day}.json"].entries[e.id] = scan.entries[e.id] = e.content_hash()  # type: ignore[index]
     if set(man.days) - set(scan.days):
         scan.days_changed = True
     if not scan.days_changed:
         return  # every day file as recorded: the same entries
-    old = {i: h for rec in man.days.values() for i, h in rec[4].items()}
+    old = {i: h for rec in man.days.values() for i, h in (rec.entries or {}).items()}
     scan.entry_delta = Delta(
         added=sorted(set(scan.entries) - set(old)),
         changed=sorted(i for i, h in scan.entries.items() if i in old and old[i] != h),
@@ -181,17 +204,17 @@ def _scan_markdown(layout: Layout, man: Manifest, scan: Scan) -> None:
         new = _record(path, sig, rec, man, scan, C.MAX_DOC_BYTES, lambda data: _check_markdown(path, data)) if (sig := stat_sig(path)) else None
         if new is None:
             continue  # vanished while we looked
-        if new is not rec and (rec is None or not new[2] or new[2] != rec[2]):  # an unsafe file has no hash: a change
+        if new is not rec and (rec is None or not new.sha or new.sha != rec.sha):  # an unsafe file has no hash: a change
             (delta.changed if rec is not None else delta.added).append(rel)
         out[rel] = new
     delta.removed = sorted(set(man.markdown) - set(out))
 
 
-def _record(path: Path, sig: tuple[int, int], rec: list | None, man: Manifest, scan: Scan, cap: int, check: Callable) -> list | None:
-    """[size, mtime_ns, sha, error, *what `check` finds] of a file of stat `sig`: `rec` while that
-    still holds; else the file is read and hashed, and `check`ed (its bytes, or the UnsafePath that
-    kept it unread) when its content is not `rec`'s. None if it is gone."""
-    if _fresh(rec, *sig, man):
+def _record(path: Path, sig: FileSig, rec: Seen | None, man: Manifest, scan: Scan, cap: int, check: Callable) -> Seen | None:
+    """The Seen of a file of stat `sig`: `rec` while that still holds; else the file is read and
+    hashed, and `check`ed (its bytes, or the UnsafePath that kept it unread; it gives the error and
+    entries) when its content is not `rec`'s. None if it is gone."""
+    if _fresh(rec, sig, man):
         return rec
     scan.reread += 1
     try:
@@ -199,34 +222,34 @@ def _record(path: Path, sig: tuple[int, int], rec: list | None, man: Manifest, s
     except FileNotFoundError:
         return None
     except UnsafePath as exc:  # a link out of the root, a FIFO, /dev/zero, too large: never read
-        return [*sig, "", *check(exc)]
+        return Seen(sig, "", *check(exc))
     sha = hashlib.sha1(data).hexdigest()
-    return [*sig, *rec[2:]] if rec is not None and rec[2] == sha else [*sig, sha, *check(data)]
+    return replace(rec, sig=sig) if rec is not None and rec.sha == sha else Seen(sig, sha, *check(data))
 
 
-def _check_day(path: Path, sig: tuple[int, int], data: bytes | UnsafePath, rec: list | None, scan: Scan) -> list:
-    """[error, {id: content hash}] of a day file; one that cannot be read keeps its entries as last
+def _check_day(path: Path, sig: FileSig, data: bytes | UnsafePath, rec: Seen | None, scan: Scan) -> tuple[str, dict[str, str]]:
+    """(error, {id: content hash}) of a day file; one that cannot be read keeps its entries as last
     seen (none when never read: _scan_days takes them from index.json), reported like a damaged file."""
-    kept = rec[4] if rec is not None else {}
+    kept = (rec and rec.entries) or {}
     if isinstance(data, UnsafePath):
-        return [str(data), kept]
+        return str(data), kept
     try:
         entries = parse_day(path, data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        return [_bad_utf8(path, data, exc, "skipped, its entries kept in index.json"), kept]
+        return _bad_utf8(path, data, exc, "skipped, its entries kept in index.json"), kept
     except StoreCorrupt as exc:  # an entry's schema error points at the line its object starts on
         m = re.match(rf"^{re.escape(str(path))} entry (\d+): (.*)$", str(exc), re.S)
-        return [f"{path}:{_entry_line(data.decode('utf-8'), int(m.group(1)))}: entry {m.group(1)}: {m.group(2)}" if m else str(exc), kept]
+        return f"{path}:{_entry_line(data.decode('utf-8'), int(m.group(1)))}: entry {m.group(1)}: {m.group(2)}" if m else str(exc), kept
     scan.parsed[str(path)] = (sig, entries)
-    return ["", {e.id: e.content_hash() for e in entries}]
+    return "", {e.id: e.content_hash() for e in entries}
 
 
-def _check_markdown(path: Path, data: bytes | UnsafePath) -> list:
-    """[error] of a Markdown file: one that cannot be read is never indexed."""
+def _check_markdown(path: Path, data: bytes | UnsafePath) -> tuple[str]:
+    """(error,) of a Markdown file: one that cannot be read is never indexed."""
     if isinstance(data, UnsafePath):
-        return [f"{data}; not searchable"]
+        return (f"{data}; not searchable",)
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return [_bad_utf8(path, data, exc, "not searchable")]
-    return [""]
+        return (_bad_utf8(path, data, exc, "not searchable"),)
+    return ("",)

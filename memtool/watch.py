@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Callable
 
 from memtool import constants as C
 from memtool.errors import MemtoolError
-from memtool.fsutil import stat_sig
+from memtool.fsutil import FileSig, stat_sig
 from memtool.memory import Memory
 from memtool.search.fill import fill_later
 from memtool.store import Layout
@@ -137,7 +137,7 @@ class Watcher:
         self.on_error = on_error
         self.syncs = 0
         self.skipped = 0  # settled bursts made only of this watcher's own writes
-        self._own: dict[str, tuple[int, int] | None] = {}  # path -> stat right after our own write / delete
+        self._own: dict[str, FileSig | None] = {}  # path -> stat right after our own write / delete
         self.ready = threading.Event()  # set once the observer runs and the first sync is done
         self.on_retry = on_retry
         self.retry_interval = retry_interval

@@ -8,11 +8,10 @@ from datetime import datetime, timezone
 import pytest
 
 from memtool.app import open_memory
-from memtool.cache import STATE_VERSION, cache_path, discard
+from memtool.cache import cache_path
 from memtool.dayfile import read_day
 from memtool.docfreq import recent_doc_freq
 from memtool.scaffold import init
-from memtool.store import Layout
 from memtool.text import WORDS_VERSION, content_words
 
 
@@ -112,27 +111,3 @@ def test_counts_of_other_words_are_counted_afresh(mem, root):
     got = recent_doc_freq(mem.layout)
     assert "phantom" not in got[0] and got == afresh(mem.layout, 5000)
     assert all(sig.startswith(f"{WORDS_VERSION}:") for sig, _, _ in rows(mem.layout).values())  # counted again with today's words
-
-
-def test_the_files_of_the_old_cache_are_removed_on_first_use(root, fake_embedder, fake_compressor):
-    """A .cache written before the state moved into the store: its JSON files and segment folders go."""
-    init(root)
-    discard(Layout(root))  # init's store: the .cache below is one an older memtool left
-    cache = root / "memory/.cache"
-    cache.mkdir(parents=True, exist_ok=True)
-    for name in ("doc-freq.json", "access.json", "sync.json", "index-state.json"):
-        (cache / name).write_text('{"version": 1}')
-    for folder in ("search", "search-archive", "vectors-old-model"):
-        (cache / folder).mkdir()
-        (cache / folder / "docs.jsonl").write_text("old text")
-    (cache / "forget-journal.json").write_text("{}")  # not the cache's: kept
-    m = open_memory(root, embedder=fake_embedder, compressor=fake_compressor)
-    m.compress("Kafka consumer lag after the deploy.", when=datetime(2026, 4, 1, 9, tzinfo=timezone.utc))
-    left = {p.name for p in cache.iterdir()}
-    assert not left & {"doc-freq.json", "access.json", "sync.json", "index-state.json", "search", "search-archive", "vectors-old-model"}
-    assert {"forget-journal.json", "memtool.sqlite"} <= left
-    conn = sqlite3.connect(cache_path(m.layout))
-    try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == STATE_VERSION
-    finally:
-        conn.close()

@@ -417,3 +417,39 @@ def test_cli_reindex_json_and_reembed(root, store, monkeypatch):
     lines = out.stdout.splitlines()  # config said `auto`: wordllama is written there; its vectors are all in place
     assert out.exit_code == 0 and lines[0].endswith("embedder set to wordllama") and lines[1].startswith("up to date"), out.output
     assert load_settings(root, env={}).embedder == "wordllama"
+
+
+def test_the_manifest_as_stored_reads_into_typed_records_and_saves_back_the_same(tmp_path):
+    """The sync manifest's stored form (version 3: [size, mtime_ns, sha, error, {id: hash}] per day
+    file, [size, mtime_ns, sha, error] per Markdown file, [size, mtime_ns, content hash] per vector
+    file) is read into Seen records and saved back byte for byte."""
+    from memtool.cache import read_state, write_state
+    from memtool.fsutil import FileSig
+    from memtool.store import Layout
+    from memtool.sync_scan import Manifest, Seen
+
+    root = tmp_path / "r"
+    init(root)
+    layout = Layout(root)
+    stored = {
+        "version": 3,
+        "model": "m",
+        "written_ns": 5,
+        "index_sig": [10, 20],
+        "emb_dir_ns": None,
+        "days": {"2026-01-01.json": [1, 2, "aa", "", {"ctx-1": "h1"}], "2026-01-02.json": [3, 4, "", "bad: not UTF-8", {}]},
+        "markdown": {"memory/MEMORY.md": [5, 6, "bb", ""]},
+        "vectors": {"ctx-1": [7, 8, "h1"]},
+    }
+    text = json.dumps(stored, separators=(",", ":"))
+    assert write_state(layout, [("INSERT OR REPLACE INTO sync_state VALUES ('manifest', ?)", [(text,)])])
+    man = Manifest.load(layout)
+    assert man is not None and man.index_sig == FileSig(10, 20)
+    assert man.days["2026-01-01.json"] == Seen(FileSig(1, 2), "aa", "", {"ctx-1": "h1"})
+    assert man.days["2026-01-02.json"].error == "bad: not UTF-8"
+    assert man.markdown["memory/MEMORY.md"] == Seen(FileSig(5, 6), "bb", "")
+    assert man.vectors["ctx-1"] == Seen(FileSig(7, 8), "h1")
+    man.save(layout)
+    (saved,) = read_state(layout, "SELECT data FROM sync_state") or [("",)]
+    assert json.loads(saved[0]) == {**stored, "written_ns": man.written_ns}
+    assert saved[0] == text.replace('"written_ns":5', f'"written_ns":{man.written_ns}')
