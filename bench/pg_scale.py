@@ -12,7 +12,7 @@ entries, no transcripts, no vector files: the cache's build embeds every entry w
 which is what makes 1M entries buildable here. `--pg-only` skips the SQLite side (build, search). A
 PostgreSQL server with pgvector (pgserver's, in a temp folder, Unix socket only, default settings:
 fsync on) holds the shared cache. Then:
-- build_s: the cache built from the files alone: SQLite, memory/.cache removed, `refresh_index`
+- build_s: the cache built from the files alone: SQLite, memory/.cache removed, `refresh_cache`
   then `fill_vectors` (as bench/scale.py's build_s, what `memory reindex` on a fresh clone does);
   PostgreSQL, an empty database, `pg.refresh(full=True)` (`memory reindex` with `cache:` set).
   Both embed the transcripts' passages again (the entries' vectors come from their files);

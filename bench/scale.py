@@ -64,7 +64,7 @@ from memtool.providers.auto import e5_runs
 from memtool.providers.e5 import DIM as E5_DIM
 from memtool.providers.e5 import E5Embedder
 from memtool.scaffold import init
-from memtool.search.build import refresh_index
+from memtool.search.build import refresh_cache
 from memtool.search.engine import Query
 from memtool.search.fill import fill_vectors
 from memtool.store import Layout, read_vector_file
@@ -247,11 +247,11 @@ def timed_searches(mem, texts: list[str], vectors: dict[str, np.ndarray]) -> lis
 
 
 def rebuild(root: Path, embedder_name: str) -> float:
-    """The derived store built again from the files alone (its vectors with it); seconds."""
+    """The cache built again from the files alone (its vectors with it); seconds."""
     discard(Layout(root))
     mem = open_memory(root, embedder=embedder_for(embedder_name))
     t = time.perf_counter()
-    refresh_index(mem.layout, mem.embedder)  # the words index, transcripts too; vectors beyond a few are left to the fill …
+    refresh_cache(mem.layout, mem.embedder)  # the words index, transcripts too; vectors beyond a few are left to the fill …
     fill_vectors(mem.layout, mem.embedder)  # … run here in the foreground, as `memory reindex` does
     return time.perf_counter() - t
 

@@ -159,8 +159,8 @@ def instrument(embedder) -> None:
 
     wrap(embedder, "embed_documents", "embedder.embed_documents (entries + chunks)")
     wrap(store_mod.Store, "write_embeddings", "Store.write_embeddings (embedding files; a thread, overlaps embedding)")
-    wrap(sync_mod, "write_index", "index.json written whole (from the derived store)")
-    wrap(sync_mod, "refresh_index", "derived store: refresh_index (one transaction)")
+    wrap(sync_mod, "write_index", "index.json written whole (from the cache)")
+    wrap(sync_mod, "refresh_cache", "cache: refresh_cache (one transaction)")
     wrap(build, "collect_docs", "  collect_docs (day files as the scan parsed them, Markdown chunked)")
     wrap(store_mod.Store, "vector_for", "  Store.vector_for x entries (reads embedding JSON)")
     wrap(build, "words", "  split docs into words")
@@ -209,9 +209,9 @@ def watch_latency(root: Path, rounds: int) -> tuple[list[float], list[float]]:
                 time.sleep(0.005)
             to_sync.append(synced[0] - t)
             reader = open_memory(root)
-            from memtool.search.build import refresh_index
+            from memtool.search.build import refresh_cache
 
-            assert not refresh_index(reader.layout, reader.embedder), "the searcher would change the store"  # the watcher did
+            assert not refresh_cache(reader.layout, reader.embedder), "the searcher would change the store"  # the watcher did
             assert any(token in h.text for h in reader.search(token, limit=3).hits), "not found"
             to_search.append(time.perf_counter() - t)
     finally:

@@ -64,12 +64,11 @@ CREATE TABLE IF NOT EXISTS day_words(day TEXT PRIMARY KEY, sig TEXT NOT NULL, en
 CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sync_state(name TEXT PRIMARY KEY, data TEXT NOT NULL);
 """
-STATE_TABLES = ("day_words", "access", "sync_state")
 STATE_WAIT_S = 0.5  # how long a write of this state waits for another process's change set before it is skipped
 
 
 def cache_path(layout: Layout) -> Path:
-    return Layout(layout.root).cache_dir / C.STORE_FILE
+    return Layout(layout.root).cache_dir / C.CACHE_FILE
 
 
 def file_sig(path: Path | os.DirEntry) -> str:
@@ -109,7 +108,7 @@ def _ensure_state(conn: sqlite3.Connection) -> None:
     with conn:  # commits, or rolls back on any exception (so does each `with conn` after a BEGIN here)
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version != STATE_VERSION:
-            for table in STATE_TABLES:
+            for table in ("day_words", "access", "sync_state"):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
             create(conn, STATE_SCHEMA)
             conn.execute(f"PRAGMA user_version = {STATE_VERSION}")

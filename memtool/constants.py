@@ -159,7 +159,7 @@ STATS_WEEKS_SHOWN = 52  # most recent weeks in the `memory stats` sparkline
 STATS_TOP_SHOWN = 8  # topics / people / systems listed by stats and the report
 
 # --- retention, decay with use, duplicates (`memory archive`, `search --archive`, compress) -------
-STORE_FILE = "memtool.sqlite"  # memory/.cache/memtool.sqlite: the derived store (memtool/search/build.py)
+CACHE_FILE = "memtool.sqlite"  # memory/.cache/memtool.sqlite: the cache (memtool/search/build.py)
 EMBED_INLINE_MAX = 16  # a change set embeds at most this many documents itself; more are left to the vector fill
 ENTRY_VECTOR_PASSAGES = 16  # an entry's vector averages at most this many of its session's passages (memtool/session_vectors.py): what a compress embeds
 FILL_BATCH = 256  # documents embedded per vector-fill transaction (memtool/search/fill.py): what an interrupted fill keeps

@@ -1,10 +1,10 @@
 """The compressor's word-rarity hint: in how many of the most recent stored entries each word occurs.
 
-Counted per day file and kept in the derived store (memory/.cache/memtool.sqlite, table `day_words`)
+Counted per day file and kept in the cache (memory/.cache/memtool.sqlite, table `day_words`)
 under the file's stat signature, so a compress re-reads only the day files that changed since (its
 own day, mostly) instead of the DOC_FREQ_SAMPLE most recent entries: 0.48 s of a 1.2 s compress at
 10,000 entries. The result is the same as counting afresh; a record of another stat or counted with
-other words (`text.WORDS_VERSION`), or a store that cannot be read, is counted afresh.
+other words (`text.WORDS_VERSION`), or a cache that cannot be read, is counted afresh.
 """
 
 from __future__ import annotations

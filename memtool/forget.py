@@ -5,7 +5,7 @@ archived) with its transcript and its embedding beside it; index.json, the gener
 the derived caches hold copies of its text. Under the root's lock, forget first writes a journal
 (memory/.cache/forget-journal.json, atomically: the ids, and the cache keys of their transcript's
 passages), then removes the transcript and the embedding, then the entry from its day file, then
-rewrites index.json, rewrites the entity pages that named it, deletes everything the derived store
+rewrites index.json, rewrites the entity pages that named it, deletes everything the cache
 (memtool/search/build.py) holds of it (`purge_caches`), and removes the journal. A crash part-way leaves the journal: the next `memory
 forget` (any ids, the same ones included) or `memory doctor --fix` completes it first, and an id the
 interrupted run already removed counts as forgotten, not as unknown.
@@ -146,7 +146,7 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
 
 
 def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = False) -> list[str]:
-    """Remove every copy of these entries from the derived store under memory/.cache: their records
+    """Remove every copy of these entries from the cache under memory/.cache: their records
     in the sync manifest (the day files naming them are hashed again), then, in one transaction, their
     documents, postings and vectors (and the vectors of their passages, `keys`), their use counts and
     the compressor's word counts (memtool.search.build.purge_entries). Returns what it touched (with

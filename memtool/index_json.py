@@ -1,8 +1,8 @@
 """index.json, the master index of Layer 2: a header, then one compact line per live entry in
 (timestamp, id) order, so a changed entry is a one-line diff and `jq` reads it whole. It is written
-whole, never patched: from the derived store's entry lines (memtool/search/build.py, table entries)
-when the store holds every live day file as it is now, else from the day files as read (no store
-yet, a write the store has not read, a day file that cannot be read, a store that cannot be read,
+whole, never patched: from the cache's entry lines (memtool/search/build.py, table entries)
+when the cache holds every live day file as it is now, else from the day files as read (no cache
+yet, a write the cache has not read, a day file that cannot be read, a cache that cannot be read,
 entry lines the words fill has yet to write).
 Both give the same bytes for the same entries. It is git-ignored (memory/.gitignore): each clone
 derives its own."""
@@ -42,9 +42,9 @@ def _index_pieces(provider: str, lines: list[bytes], latest: str | None) -> list
     return [head.encode("utf-8") + b',\n  "entries": [\n    ', b",\n    ".join(lines), b"\n  ]\n}\n"]
 
 
-def _store_lines(layout) -> tuple[list[bytes], str | None] | None:
-    """The live entries' lines from the derived store in index.json's order (one run), and the newest timestamp;
-    None when the store is not there, cannot be read, or does not hold every live day file with the
+def _cache_lines(layout) -> tuple[list[bytes], str | None] | None:
+    """The live entries' lines from the cache in index.json's order (one run), and the newest timestamp;
+    None when the cache is not there, cannot be read, or does not hold every live day file with the
     signature it has now, or a day file it holds no entry of cannot be read (an unreadable file's
     entries are kept by the fallback, from the old index.json), or an entry's line is still missing."""
     from memtool.search.docs import source_key
@@ -83,7 +83,7 @@ def _store_lines(layout) -> tuple[list[bytes], str | None] | None:
 
 def _from_day_files(layout, provider: str) -> tuple[list[bytes], list[str]]:
     """index.json from the day files, as read, and those that cannot be read (their entries kept from
-    the old index.json); an id in two day files is listed once, the later file's copy (as in a store
+    the old index.json); an id in two day files is listed once, the later file's copy (as in a cache
     built from scratch)."""
     errors: list[str] = []
     kept: dict[str, Entry] = {}
@@ -109,11 +109,11 @@ def kept_entries(layout, days: set[str]) -> list[Entry]:
 
 
 def write_index(layout, provider: str, explain: bool = False) -> tuple[str, list[str]]:
-    """Write index.json from the store, else from the day files, unless it already holds those bytes
+    """Write index.json from the cache, else from the day files, unless it already holds those bytes
     (it is read only when of their size, or to `explain` why it changed). Returns why it was written
-    ('': it was not) and the day files that cannot be read (from the store: none). Caller holds the
+    ('': it was not) and the day files that cannot be read (from the cache: none). Caller holds the
     root's lock, so no day file changes between the check and the write."""
-    stored = _store_lines(layout)
+    stored = _cache_lines(layout)
     pieces, errors = (_index_pieces(provider, *stored), []) if stored is not None else _from_day_files(layout, provider)
     size = sum(map(len, pieces))
     try:

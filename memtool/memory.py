@@ -33,7 +33,7 @@ from memtool.search.build import Known, entry_vector_key
 from memtool.search.cache import derived_cache
 from memtool.search.docs import superseded_by
 from memtool.search.engine import Hit, Query, Weights, origin_label, search
-from memtool.search.read import SearchIndex
+from memtool.search.read import CacheView
 from memtool.search.typos import query_terms
 from memtool.search.union import Part, UnionIndex
 from memtool.session_vectors import Prefetch, entry_vectors
@@ -135,7 +135,7 @@ class Memory:
         self.settings = settings
         self._compressor_factory = compressor_factory
         self.embedder = embedder
-        self._index: SearchIndex | None = None
+        self._index: CacheView | None = None
         self.cache = derived_cache(settings.cache, layout)  # the local SQLite store, or the PostgreSQL one a team shares
 
     # -- write path ------------------------------------------------------------------------------
@@ -266,7 +266,7 @@ class Memory:
         from memtool.search.fill import fill_later
 
         try:
-            self.cache.refresh_index(self.layout, self.embedder, errors=warnings, known=Known(vectors=fresh))
+            self.cache.refresh_cache(self.layout, self.embedder, errors=warnings, known=Known(vectors=fresh))
         except (StorageError, OSError) as exc:
             warnings.append(f"stored, but the search cache was not updated ({exc}); the next search updates it")
         else:
@@ -332,7 +332,7 @@ class Memory:
         return path
 
     # -- read path -------------------------------------------------------------------------------
-    def index(self, progress=None, errors: list[str] | None = None, archive: bool = False) -> SearchIndex:
+    def index(self, progress=None, errors: list[str] | None = None, archive: bool = False) -> CacheView:
         """The search cache, brought up to date. Problems a rebuild met (a file skipped or read with
         replacement characters) go into `errors` (dropped when None)."""
         if archive:  # the cache over live + archived files: opened per call (rare), so never stale
@@ -390,7 +390,7 @@ class Memory:
         )
         return replace(q, text=cut or head)
 
-    def _vectors_missing(self, index: SearchIndex, warnings: list[str]) -> None:
+    def _vectors_missing(self, index: CacheView, warnings: list[str]) -> None:
         """While documents have no vector yet, or kept transcripts are not indexed yet
         (memtool/search/fill.py): say so, and start the background fill (setting `background_embed`)
         unless one runs."""

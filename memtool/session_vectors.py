@@ -34,7 +34,7 @@ from memtool.store import Layout
 
 
 def chunk_key(text: str) -> str:
-    """How a passage's vector is keyed in the derived store (memtool/cache.py): its text's hash."""
+    """How a passage's vector is keyed in the cache (memtool/cache.py): its text's hash."""
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

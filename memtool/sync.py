@@ -1,13 +1,13 @@
 """Incremental sync: make index.json, the embedding files and the search cache match the files.
 
-The per-day entry files and the Markdown files are the truth. A small manifest in the derived store
+The per-day entry files and the Markdown files are the truth. A small manifest in the cache
 (memory/.cache/memtool.sqlite, kept by `memtool.sync_scan`) remembers, per file, (size, mtime_ns, content
 hash) and, per entry, the content hash its embedding file was verified against, so a sync with
 nothing changed only stats files. Changed files are re-read and compared by content hash, not by
 mtime; only entries whose content hash changed (or whose embedding file is missing, corrupt or from
 another model) are re-embedded. A file that cannot be parsed is reported as path:line and skipped:
 its entries stay in index.json and their embedding files are kept. The search cache
-(`search.build.refresh_index`) is then brought up to date in one transaction, and index.json
+(`search.build.refresh_cache`) is then brought up to date in one transaction, and index.json
 written whole from it (`memtool.index_json`).
 
 Embedding runs outside the root's lock and writes each batch as it goes, so an interrupted sync or
@@ -29,7 +29,7 @@ from memtool import constants as C
 from memtool.cache import write_state
 from memtool.dayfile import read_day
 from memtool.forget import bury
-from memtool.fsutil import FileSig, atomic_write_text, stat_sig
+from memtool.fsutil import atomic_write_text, stat_sig
 from memtool.index_json import write_index
 from memtool.memory import Memory
 from memtool.models import Entry
@@ -112,13 +112,6 @@ def _plan_vectors(layout: Layout, man: Manifest, scan: Scan, model: str, dim: in
     return need, verified, orphans
 
 
-def _vector_files(layout: Layout, man: Manifest, model: str, stamp: int | None) -> dict[str, FileSig]:
-    """Each vector file's stat by id: the manifest's records when the folders are as it saw them."""
-    if stamp is not None and stamp == man.emb_dir_ns and man.model == model:
-        return {i: r.sig for i, r in man.vectors.items()}  # folders untouched since: same files
-    return {de.name[: -len(C.VECTOR_SUFFIX)]: sig for de in layout.embedding_files() if (sig := stat_sig(de.path))}
-
-
 def _entries_for(layout: Layout, ids: list[str], scan: Scan) -> list[Entry]:
     """Entry objects for ids, parsing the day files not already read by the scan."""
     wanted = set(ids)
@@ -149,7 +142,10 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
         report.entries, report.markdown = scan.entry_delta, scan.markdown_delta
         report.errors.extend(scan.errors)
         planned = layout.embeddings_stamp()
-        present = _vector_files(layout, man, model, planned) if planned is not None else {}
+        if planned is not None and planned == man.emb_dir_ns and man.model == model:  # each vector file's stat by id: folders untouched since
+            present = {i: r.sig for i, r in man.vectors.items()}  # the manifest's records
+        else:
+            present = {de.name[: -len(C.VECTOR_SUFFIX)]: sig for de in layout.embedding_files() if (sig := stat_sig(de.path))} if planned is not None else {}
         need, verified, orphans = _plan_vectors(layout, man, scan, model, dim, full, present)
         todo = _entries_for(layout, need, scan)
     if todo and embedder.reason is not None:  # the store's embedder cannot run here (WordsOnlyEmbedder)
@@ -211,7 +207,7 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
 
 
 def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: SyncReport, known: Known) -> bool:
-    """Bring the derived store (memtool/search/build.py) up to date; whether it changed."""
+    """Bring the cache (memtool/search/build.py) up to date; whether it changed."""
     if progress and (full or report.changed):
         progress("updating the search cache", 0, 0)
     done = 0
@@ -223,7 +219,7 @@ def _refresh_search(mem: Memory, full: bool, progress: Progress | None, report: 
             progress("embedding Markdown and transcript chunks", done, 0)
 
     problems: list[str] = []
-    changed = mem.cache.refresh_index(mem.layout, mem.embedder, step, problems, known=known, full=full)
+    changed = mem.cache.refresh_cache(mem.layout, mem.embedder, step, problems, known=known, full=full)
     seen = {_path_of(e) for e in report.errors}
     report.errors.extend(p for p in problems if _path_of(p) not in seen)  # the same bad files, reported once
     return changed

@@ -1,7 +1,7 @@
 """What changed on disk since the last sync: the manifest, and the scans that compare the files with it.
 
 `memory reindex` and `memory watch` must not re-read 10,000 entries to find one edit. The manifest
-(table sync_state of the derived store, memory/.cache/memtool.sqlite) records, per day file and per
+(table sync_state of the cache, memory/.cache/memtool.sqlite) records, per day file and per
 Markdown file, the (size, mtime_ns, content hash) a sync last saw, and per day file the content hash of each of its entries. A scan stats every
 file and reads only those whose stat no longer matches (or was taken too close to a change to trust),
 comparing them by content hash, so a touched-but-unchanged file is no change. The scans know nothing
@@ -60,10 +60,6 @@ class Seen:
     def json(self) -> list:
         return [*self.sig, self.sha, *(x for x in (self.error, self.entries) if x is not None)]
 
-    @classmethod
-    def of(cls, rec: list) -> "Seen":
-        return cls(FileSig(rec[0], rec[1]), *rec[2:])
-
 
 @dataclass
 class Manifest:
@@ -77,20 +73,20 @@ class Manifest:
 
     @classmethod
     def load(cls, layout: Layout) -> "Manifest | None":
-        """The saved manifest (derived store, table sync_state: one JSON row); None when there is
+        """The saved manifest (cache, table sync_state: one JSON row); None when there is
         none, or it cannot be read: start over."""
         rows = read_state(layout, "SELECT data FROM sync_state WHERE name = 'manifest'")
         try:
             data = json.loads(rows[0][0]) if rows else None
             if not isinstance(data, dict) or data.pop("version", None) != MANIFEST_VERSION:
                 return None
-            data.update({k: {name: Seen.of(rec) for name, rec in data.get(k, {}).items()} for k in ("days", "markdown", "vectors")})
+            data.update({k: {name: Seen(FileSig(*rec[:2]), *rec[2:]) for name, rec in data.get(k, {}).items()} for k in ("days", "markdown", "vectors")})
             return cls(**{**data, "index_sig": FileSig(*data["index_sig"]) if data.get("index_sig") else None})
         except (ValueError, TypeError, IndexError, AttributeError):
             return None  # of another layout: it is derived, start over
 
     def save(self, layout: Layout) -> None:
-        """Write it (in place of whatever sync_state held). Skipped when the store cannot be written:
+        """Write it (in place of whatever sync_state held). Skipped when the cache cannot be written:
         every file is then hashed again next time."""
         self.written_ns = time.time_ns()
         files = {k: {name: rec.json() for name, rec in getattr(self, k).items()} for k in ("days", "markdown", "vectors")}
@@ -107,11 +103,6 @@ class Manifest:
             man.days = {k: v for k, v in man.days.items() if k not in listed}
             man.vectors = {k: v for k, v in man.vectors.items() if k not in ids}
             man.save(layout)
-
-
-def _fresh(rec: Seen | None, sig: FileSig, man: Manifest) -> bool:
-    """The recorded stat still describes the file, and was not taken too close to a change to trust."""
-    return rec is not None and rec.sig == sig and sig.mtime_ns + C.SYNC_RACY_NS < man.written_ns
 
 
 def _entry_line(text: str, n: int) -> int:
@@ -214,7 +205,7 @@ def _record(path: Path, sig: FileSig, rec: Seen | None, man: Manifest, scan: Sca
     """The Seen of a file of stat `sig`: `rec` while that still holds; else the file is read and
     hashed, and `check`ed (its bytes, or the UnsafePath that kept it unread; it gives the error and
     entries) when its content is not `rec`'s. None if it is gone."""
-    if _fresh(rec, sig, man):
+    if rec is not None and rec.sig == sig and sig.mtime_ns + C.SYNC_RACY_NS < man.written_ns:  # not taken too close to a change to trust
         return rec
     scan.reread += 1
     try:

@@ -214,7 +214,7 @@ def test_a_search_cache_holding_a_fifo_is_rebuilt_not_read(store, fake_embedder)
     mem = open_memory(store, embedder=fake_embedder)
     assert mem.search("Postgres billing")
     del mem
-    db = store / "memory" / ".cache" / C.STORE_FILE
+    db = store / "memory" / ".cache" / C.CACHE_FILE
     for name in (db, db.with_name(db.name + "-wal")):
         name.unlink(missing_ok=True)
     os.mkfifo(db)

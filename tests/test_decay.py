@@ -1,4 +1,4 @@
-"""Decay with age, boost with use: use counts live in the derived store (reads never dirty git),
+"""Decay with age, boost with use: use counts live in the cache (reads never dirty git),
 survive concurrent writers and rebuilds; pinned, high and critical entries do not decay."""
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def test_a_damaged_store_reads_as_no_counts_and_is_rebuilt(root, fake_embedder, 
     entry = mem.compress("Gizmo cache tuning: warm the gizmo cache at boot.", when=NOW - timedelta(days=3))
     count_access(mem.layout, [entry.id, entry.id])  # repeated in one answer: one use
     assert access_counts(mem.layout) == {entry.id: 1}
-    path = mem.layout.cache_dir / C.STORE_FILE
+    path = mem.layout.cache_dir / C.CACHE_FILE
     for suffix in ("-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     path.write_bytes(b"\xff\xfe not a database" * 200)

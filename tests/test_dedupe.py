@@ -64,7 +64,7 @@ def test_the_same_transcript_twice_stores_nothing_new(mem, root):
 
 
 def test_the_same_transcript_is_found_from_the_search_caches_records_or_the_folder(mem, root, monkeypatch):
-    """Transcript sizes come from the derived store's entry records: while the transcripts folder is
+    """Transcript sizes come from the cache's entry records: while the transcripts folder is
     as the store last recorded it, it is not even listed. A transcript stored without a store update
     (by another process, say) changes the folder, which is then listed and the transcript no record
     holds stat-ed. A duplicate of each is found, from a new process."""

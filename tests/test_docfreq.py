@@ -1,4 +1,4 @@
-"""The compressor's rarity hint: counted per day file, kept by stat in the derived store, always equal to counting afresh."""
+"""The compressor's rarity hint: counted per day file, kept by stat in the cache, always equal to counting afresh."""
 
 import json
 import sqlite3

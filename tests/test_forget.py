@@ -207,7 +207,7 @@ def test_any_later_forget_or_doctor_fix_completes_an_interrupted_one(mem, root, 
 
 
 def vector_keys(root: Path) -> set[str]:
-    """Every vector key the derived store holds (passages: their text's hash; entries: entry:<id>:...)."""
+    """Every vector key the cache holds (passages: their text's hash; entries: entry:<id>:...)."""
     import sqlite3
 
     conn = sqlite3.connect(root / "memory/.cache/memtool.sqlite")

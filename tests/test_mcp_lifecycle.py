@@ -59,7 +59,7 @@ def test_forget_needs_confirm_and_then_removes_every_copy(tmp_path, home):
         preview = c.ok("memory_forget", {"ids": [ids["web"]]})
         assert files(root, cache=False) == before  # nothing changed
         query = {"query": f"{SECRET} token payment gateway webhook"}
-        assert c.ok("memory_search", query)["hits"][0]["id"] == ids["web"]  # nor in the derived store
+        assert c.ok("memory_search", query)["hits"][0]["id"] == ids["web"]  # nor in the cache
         assert preview["forgotten"] is False and "confirm=true" in preview["note"]
         assert [e["id"] for e in preview["entries"]] == [ids["web"]]
         assert preview["entries"][0]["trusted"] is False and preview["entries"][0]["summary"].startswith("> ")  # untrusted text is quoted

@@ -1,4 +1,4 @@
-"""index.json kept in step with the day files: written whole from the derived store after each change,
+"""index.json kept in step with the day files: written whole from the cache after each change,
 from the day files when the store does not hold them as they are; the same bytes either way."""
 
 import json
@@ -36,7 +36,7 @@ def rebuilt(mem, root):
 
 
 def from_day_files_unused(*a, **k):
-    raise AssertionError("index.json was written from the day files, not from the derived store")
+    raise AssertionError("index.json was written from the day files, not from the cache")
 
 
 def test_index_written_from_the_store_equals_the_day_files_document(mem, root, monkeypatch):
@@ -184,7 +184,7 @@ def test_a_day_file_saved_while_index_json_is_written_is_not_recorded_as_include
         return entries
 
     monkeypatch.setattr(index_mod, "read_day", read_then_edit)
-    monkeypatch.setattr(index_mod, "_store_lines", lambda layout: None)
+    monkeypatch.setattr(index_mod, "_cache_lines", lambda layout: None)
     write_index(mem.layout, mem.settings.compressor)
     monkeypatch.undo()
     assert not any(e["summary"].startswith("Saved by an editor") for e in entries_of(root))  # the race, as it happened
@@ -220,7 +220,7 @@ def test_a_store_that_cannot_be_written_leaves_index_json_written_from_the_day_f
     def busy(*a, **k):
         raise LockBusy("memtool.sqlite: another memtool process is writing the search cache")
 
-    monkeypatch.setattr(mem.cache, "refresh_index", busy)  # the derived cache Memory picked (memtool/search/cache.py)
+    monkeypatch.setattr(mem.cache, "refresh_cache", busy)  # the derived cache Memory picked (memtool/search/cache.py)
     result = mem.compress_many([memory_mod.Session(text="Omar: day 8 note about the flaky canary.", when=when(8), session="o")])
     assert any("search cache was not updated" in w for w in result.warnings)
     assert len(entries_of(root)) == 6 and rebuilt(mem, root)

@@ -206,7 +206,7 @@ def rebuilt_index_text(root) -> str:
 
 
 def test_index_json_after_edits_matches_the_day_files(root, store):
-    """A hand edit, a deleted and an added day file: index.json, written from the derived store,
+    """A hand edit, a deleted and an added day file: index.json, written from the cache,
     ends as index_document over every day file's entries would write it."""
     target = store[0]
     edit_day(root, 3, lambda es: [e.update(summary="We moved billing to Cobolzz.") for e in es if e["id"] == target.id])
@@ -231,7 +231,7 @@ def test_index_json_written_by_compress_is_rewritten_by_the_next_sync(root, stor
 
 
 def test_same_size_edit_right_after_compress_is_not_missed(root, store):
-    """A day file whose stat is still the one the derived store read it at (coarse mtimes), but whose
+    """A day file whose stat is still the one the cache read it at (coarse mtimes), but whose
     content the sync's scan finds changed, is read again."""
     entry = mem_with(root).compress("Dana rotated the TLS certificates on the edge proxies.", when=when(9))
     path = day_path(root, 9)

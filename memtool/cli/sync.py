@@ -76,12 +76,12 @@ def _fill(ctx: typer.Context, background: bool, batch: int | None, as_json: bool
     progress, or as the background fill a search started (its output goes to memory/.cache/embed.log)."""
     from datetime import datetime
 
-    from memtool.search.build import refresh_index
+    from memtool.search.build import refresh_cache
     from memtool.search.fill import fill_vectors, run_background
 
     mem = open_from(ctx)
     problems: list[str] = []
-    refresh_index(mem.layout, mem.embedder, errors=problems)  # the documents as the files are now (words only: cheap)
+    refresh_cache(mem.layout, mem.embedder, errors=problems)  # the documents as the files are now (words only: cheap)
     if background:
         run_background(mem.layout, mem.embedder, lambda line: echo(f"{datetime.now():%Y-%m-%d %H:%M:%S} {line}"))
         return

@@ -24,7 +24,7 @@ from memtool.errors import LockBusy, ProviderError
 from memtool.models import Entry
 from memtool.search.cues import doc_cues
 from memtool.search.docs import Declared, Doc, collect_docs, source_key, superseded_by
-from memtool.search.read import DEFERRED, DOC_DTYPE, IMPORTANCE_CODE, KIND_CODE, SearchIndex, held_vectors, vector_gap
+from memtool.search.read import DEFERRED, DOC_DTYPE, IMPORTANCE_CODE, KIND_CODE, CacheView, held_vectors, vector_gap
 from memtool.search.typos import surface_words
 from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
 from memtool.store import Layout, LiveAndArchive, Store, archive_layouts
@@ -44,7 +44,7 @@ BUSY_NOTE = (
 # -- what the files are now -----------------------------------------------------------------------
 @dataclass
 class Sigs:
-    """Stat signatures of the files the store is built from, taken before reading them: a file changed
+    """Stat signatures of the files the cache is built from, taken before reading them: a file changed
     meanwhile shows as changed next time."""
 
     files: dict[str, str]  # day files, then Markdown files, by source_key
@@ -76,16 +76,16 @@ def _transcript_sigs(layout: Layout) -> dict[str, str]:
 
 
 def entry_vector_key(e: Entry) -> str:
-    """How an entry's vector is keyed in the store: its id and content hash."""
+    """How an entry's vector is keyed in the cache: its id and content hash."""
     return f"entry:{e.id}:{e.content_hash()}"
 
 
 # -- writing --------------------------------------------------------------------------------------
-class StoreBusy(Exception):
+class CacheBusy(Exception):
     """Another process is writing a change set, and a committed state is there to be read meanwhile."""
 
 
-def refresh_index(
+def refresh_cache(
     layout: Layout,
     embedder,
     progress=None,
@@ -96,11 +96,11 @@ def refresh_index(
     full: bool = False,
     defer: bool = False,
 ) -> bool:
-    """Bring the store up to date with the files in one transaction: the documents of the source files
+    """Bring the cache up to date with the files in one transaction: the documents of the source files
     that changed (or whose kept transcript did) are replaced; with `archive`, the files under
     memory/archive/YYYY/ are held too (as archived documents). `full`: rebuild every document (vectors
-    are kept). Without `wait`, raises StoreBusy rather than wait for another process's change set, if
-    there is a store to read meanwhile. `defer`: over WORDS_INLINE_MAX new kept transcripts (a fresh
+    are kept). Without `wait`, raises CacheBusy rather than wait for another process's change set, if
+    there is a cache to read meanwhile. `defer`: over WORDS_INLINE_MAX new kept transcripts (a fresh
     clone) are left to the words fill (memtool/search/fill.py). Returns whether anything changed."""
     known = known or Known()
     sigs = known.sigs or Sigs.take(layout, transcripts=False)
@@ -176,8 +176,8 @@ def _refresh(
             if wait:
                 raise
             if read_meta(conn).get("version") == CACHE_VERSION:
-                raise StoreBusy(str(path)) from None
-            conn.execute(f"PRAGMA busy_timeout = {WRITE_WAIT_S * 1000}")  # no store to answer from yet (a fresh clone): wait for the one being built
+                raise CacheBusy(str(path)) from None
+            conn.execute(f"PRAGMA busy_timeout = {WRITE_WAIT_S * 1000}")  # no cache to answer from yet (a fresh clone): wait for the one being built
             begin_writing(conn, path)
         with conn:
             plan = _plan(conn, layout, embedder.model, sigs, now, archive, full)  # again, under the lock
@@ -199,9 +199,9 @@ def reread_deferred(conn: sqlite3.Connection, layout: Layout, embedder, size: in
     """The words fill's step (memtool/search/fill.py), in the transaction begun on `conn`: the live
     source files from the first one with entries DEFERRED on, in the order a one-go build reads them,
     are read again (their kept transcripts' passages with them) until about `size` entries are; so
-    once all are, the live documents are numbered in the order of a store built in one go (the same
+    once all are, the live documents are numbered in the order of a cache built in one go (the same
     ranking, ties included). Returns (entries read, entries still DEFERRED); (0, 0) when nothing is
-    left or the store is of another version or model (the next refresh rebuilds it)."""
+    left or the cache is of another version or model (the next refresh rebuilds it)."""
     meta = read_meta(conn)
     if meta.get("version") != CACHE_VERSION or meta.get("model") != embedder.model or meta.get("words_missing", "0") == "0":
         return 0, 0
@@ -227,7 +227,7 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
     if rebuild:
         reset(conn)
     cols = np.zeros(0, dtype=DOC_DTYPE) if rebuild else _columns(conn)
-    assert cols is not None  # a store not rebuilt from scratch has its columns
+    assert cols is not None  # a cache not rebuilt from scratch has its columns
     # the documents of the changed and removed sources go
     gone = [*changed, *plan.removed]
     dead = [i for (i,) in conn.execute("SELECT id FROM docs WHERE source IN (SELECT value FROM json_each(?))", (json.dumps(gone),))]
@@ -303,7 +303,7 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
 
 def _to_defer(conn: sqlite3.Connection, layout: Layout) -> set[str]:
     """The kept transcripts (by entry id) a search's change set leaves to the words fill: all of them
-    when more than WORDS_INLINE_MAX are new to the store (not recorded with their entry), else none."""
+    when more than WORDS_INLINE_MAX are new to the cache (not recorded with their entry), else none."""
     kept = {de.name[:-3] for de in layout.transcript_files()}
     recorded = {i for (i,) in conn.execute("SELECT id FROM entries WHERE archived = 0 AND transcript != '-'")} if len(kept) > C.WORDS_INLINE_MAX else kept
     return kept if len(kept - recorded) > C.WORDS_INLINE_MAX else set()
@@ -402,7 +402,7 @@ class Postings:
 
 
 def _append_postings(conn: sqlite3.Connection, postings: Iterator[tuple[str, bytes, bytes]], fresh: bool) -> None:
-    """Into a new store, one row per term; else a term's newest block is extended while short."""
+    """Into a new cache, one row per term; else a term's newest block is extended while short."""
     if fresh:
         conn.executemany("INSERT INTO postings VALUES (?, ?, ?)", postings)
         return
@@ -420,7 +420,7 @@ def _append_postings(conn: sqlite3.Connection, postings: Iterator[tuple[str, byt
 def _embed(
     conn: sqlite3.Connection, layout: Layout, embedder, docs: list[Doc], keys: list[str], by_id: dict[str, Entry], known: Known, errors: list[str], progress
 ) -> dict[str, np.ndarray]:
-    """A vector for every document key the store does not hold yet for this model: from `known`, an
+    """A vector for every document key the cache does not hold yet for this model: from `known`, an
     entry's embedding file, else embedded now (entries first: their vectors average their kept
     transcripts' passages, which the chunks then reuse). Only when at most EMBED_INLINE_MAX keys
     are missing: more (a fresh clone, a new model, a bulk import of transcripts) are left without a
@@ -472,7 +472,7 @@ def embed_missing(
 
 
 def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: Sequence[str] = ()) -> int:
-    """Delete what the store holds of these entries in one transaction, so no copy of their text
+    """Delete what the cache holds of these entries in one transaction, so no copy of their text
     outlives `memory forget`: their documents and records, the vectors only they used, every posting
     of a document not live (so a term only they held goes), and the words as written whose stem no
     live document holds any more, with their use counts and the compressor's word counts (counted
@@ -480,7 +480,7 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: Sequence[s
     when no reader holds it. `passage_keys`: vector keys of their transcripts' passages (forget's
     journal), deleted too when no live document uses them, so a refresh that already dropped the
     documents leaves no vector behind. The day files they came from are marked as changed, so the
-    next refresh reads them again. Returns the documents removed. No store: nothing to do."""
+    next refresh reads them again. Returns the documents removed. No cache: nothing to do."""
     path = cache_path(layout)
     if not path.is_file() or not entry_ids:
         return 0
@@ -520,24 +520,24 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: Sequence[s
     return len(rows)
 
 
-def open_index(layout: Layout, embedder, progress, errors: list[str], archive: bool = False, defer: bool = False) -> SearchIndex:
-    """The store, brought up to date first (refresh_index; `defer`: many new kept transcripts are left
-    to the words fill), as a read snapshot. A damaged store is rebuilt from the files. While another
+def open_index(layout: Layout, embedder, progress, errors: list[str] | None, archive: bool = False, defer: bool = False) -> CacheView:
+    """The cache, brought up to date first (refresh_cache; `defer`: many new kept transcripts are left
+    to the words fill), as a read snapshot. A damaged cache is rebuilt from the files. While another
     process writes a change set (a detached session-end compress), the last committed state is read,
-    said in `errors`, and the view is marked `stale`."""
-    stale = False
+    said in `errors` (dropped when None), and the view is marked `stale`."""
+    stale, errors = False, [] if errors is None else errors
     try:
-        refresh_index(layout, embedder, progress, errors, archive, wait=False, defer=defer)
-    except StoreBusy:
+        refresh_cache(layout, embedder, progress, errors, archive, wait=False, defer=defer)
+    except CacheBusy:
         stale = True
     path = cache_path(layout)
     try:
-        index = SearchIndex(path, archive)
+        index = CacheView(path, archive)
     except (sqlite3.DatabaseError, ValueError) as exc:
         errors.append(f"{path} was damaged ({exc}); rebuilt from the files")
         discard(layout)
-        refresh_index(layout, embedder, progress, errors, archive, defer=defer)
-        return SearchIndex(path, archive)
+        refresh_cache(layout, embedder, progress, errors, archive, defer=defer)
+        return CacheView(path, archive)
     index.stale = stale
     if stale:
         errors.append(BUSY_NOTE)

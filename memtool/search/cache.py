@@ -1,7 +1,7 @@
-"""The seam between memtool and its derived search cache: the one place that picks the local SQLite
-store (memtool/search/build.py, the default) or the PostgreSQL cache a team shares
+"""The seam between memtool and its search cache: the one place that picks the local SQLite cache
+(memtool/cache.py, memtool/search/build.py, the default) or the PostgreSQL cache a team shares
 (memtool/search/pg.py, setting `cache: postgresql://…`). Both give the search engine an object shaped
-as store.SearchIndex, and take the same three calls: open for a search, bring up to date with the
+as read.CacheView, and take the same three calls: open for a search, bring up to date with the
 files, purge forgotten entries."""
 
 from __future__ import annotations
@@ -9,34 +9,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
+from memtool.search import build
 from memtool.store import Layout
 
 
 class DerivedCache(Protocol):
     def open_index(self, layout: Layout, embedder, progress, errors: list[str] | None, archive: bool = False, defer: bool = False): ...
 
-    def refresh_index(self, layout: Layout, embedder, progress=None, errors: list[str] | None = None, known=None, full: bool = False) -> bool: ...
+    def refresh_cache(self, layout: Layout, embedder, progress=None, errors: list[str] | None = None, *, known=None, full: bool = False) -> bool: ...
 
     def purge_entries(self, layout: Layout, entry_ids: list[str], passage_keys: Sequence[str] = ()) -> int: ...
 
 
 class SqliteCache:
-    """The store under memory/.cache, built by each clone (memtool/search/build.py)."""
+    """The cache under memory/.cache, built by each clone (memtool/search/build.py)."""
 
-    def open_index(self, layout, embedder, progress, errors, archive=False, defer=False):
-        from memtool.search.build import open_index
-
-        return open_index(layout, embedder, progress, errors, archive=archive, defer=defer)
-
-    def refresh_index(self, layout, embedder, progress=None, errors=None, known=None, full=False) -> bool:
-        from memtool.search.build import refresh_index
-
-        return refresh_index(layout, embedder, progress, errors, known=known, full=full)
-
-    def purge_entries(self, layout, entry_ids, passage_keys=()) -> int:
-        from memtool.search.build import purge_entries
-
-        return purge_entries(layout, entry_ids, passage_keys)
+    open_index = staticmethod(build.open_index)
+    refresh_cache = staticmethod(build.refresh_cache)
+    purge_entries = staticmethod(build.purge_entries)
 
 
 @dataclass(frozen=True)
@@ -53,7 +43,7 @@ class PostgresCache:
             return SqliteCache().open_index(layout, embedder, progress, errors, archive=True)
         return pg.open_index(self.url, layout, embedder, progress, errors)
 
-    def refresh_index(self, layout, embedder, progress=None, errors=None, known=None, full=False) -> bool:
+    def refresh_cache(self, layout, embedder, progress=None, errors=None, known=None, full=False) -> bool:
         from memtool.search import pg
 
         return pg.refresh(self.url, layout, embedder, progress, errors, known=known, full=full)

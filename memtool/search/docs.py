@@ -30,7 +30,7 @@ def entry_search_text(e: Entry) -> str:
 
 
 class Declared(NamedTuple):
-    """An entry that supersedes others, as the derived store records it (its entries table)."""
+    """An entry that supersedes others, as the cache records it (its entries table)."""
 
     id: str
     timestamp: str

@@ -31,7 +31,7 @@ from memtool.errors import DimensionMismatch, ProviderError, StorageError, Store
 from memtool.fsutil import locked
 from memtool.models import Entry
 from memtool.search.build import entry_vector_key, reread_deferred
-from memtool.search.read import SearchIndex, held_vectors, vector_gap
+from memtool.search.read import CacheView, held_vectors, vector_gap
 from memtool.session_vectors import entry_vectors, kept_sessions
 from memtool.store import Layout, LiveAndArchive, Store
 
@@ -184,7 +184,7 @@ def _settle(conn: sqlite3.Connection) -> int:
 
 
 # -- the background fill ---------------------------------------------------------------------------
-def index_gap(index: SearchIndex) -> tuple[int, int, int]:
+def index_gap(index: CacheView) -> tuple[int, int, int]:
     """(documents without a vector, documents, entries whose kept transcripts are not indexed yet)
     as the change sets and fills last recorded them; read inside the view's read transaction."""
     meta = index.meta_counts()

@@ -54,10 +54,10 @@ LOCK_KEY = 0x6D656D746F6F6C  # the advisory lock a change set and a migration ho
 SEEN_FILE = "pg-seen.json"  # memory/.cache: what this clone last pushed or read of each source file
 EXACT_DENSE_DOCS = 20_000  # up to this many documents a search scores every vector (as SQLite does); over it, the HNSW index's nearest
 HNSW_CANDIDATES = 400  # how many nearest the HNSW index gives a search (twice the engine's channel depth: a filter may drop some)
-HNSW_BUILD_MEMORY = "2GB"  # maintenance_work_mem for building the HNSW index: its graph in memory (1M vectors of 256 dims need about 1.6 GB: with 1 GB a 1M build slowed from ~830 to ~93 vectors a second after about 640k, when the graph no longer fit)
+HNSW_BUILD_MEMORY = "2GB"  # maintenance_work_mem for building the HNSW index: its graph fits in memory (1M vectors of 256 dims: about 1.6 GB)
 HELD_POSTINGS = 4_000_000  # postings a reading process keeps between searches of one generation (about 40 MB)
 HELD_DOCS = 20_000  # documents (their fields) and entry summaries it keeps so
-HOLD_ALL_DOCS = 200_000  # up to this many documents, a view searched again (the MCP server) reads every vector and document once per generation: a search is then one round trip
+HOLD_ALL_DOCS = 200_000  # up to this many documents a view searched again (the MCP server) reads every vector and document once per generation
 POSTING = np.dtype([("doc", ">i8"), ("tf", ">i4")])  # one posting as the server packs it
 NO_POSTINGS = (np.zeros(0, np.int64), np.zeros(0, np.uint16))
 MAX_TF = 65535  # a term's count in a document is capped as the SQLite store caps it
@@ -144,7 +144,7 @@ def schema_version(conn) -> int:
 
 def migrate(conn, to: int = SCHEMA_VERSION) -> int:
     """Apply the schema steps after the cache's version, up to `to`, in one transaction under the
-    advisory lock (a client that migrated meanwhile leaves nothing to do). Returns the version the cache had. A cache of a newer version than this memtool is refused."""
+    advisory lock (a client that migrated meanwhile leaves nothing to do). Returns the version the cache had; a newer one is refused."""
     before = schema_version(conn)
     if before > SCHEMA_VERSION:
         raise ConfigError(f"the PostgreSQL search cache has schema version {before}, newer than this memtool's ({SCHEMA_VERSION}); upgrade memtool")
@@ -188,7 +188,7 @@ def _vecs_from(blob: bytes, dim: int) -> np.ndarray:
 
 # -- reading ----------------------------------------------------------------------------------------
 class PgIndex(View):
-    """A read snapshot of the shared cache, shaped as store.SearchIndex (the engine reads either):
+    """A read snapshot of the shared cache, shaped as store.CacheView (the engine reads either):
     the columns as arrays over the live documents in id order, postings and documents read in the
     same REPEATABLE READ transaction."""
 
@@ -230,7 +230,7 @@ class PgIndex(View):
         self._searches += 1
 
     def meta_counts(self) -> dict[str, str]:
-        """As SearchIndex.meta_counts: from the meta read when the snapshot began (no round trip)."""
+        """As CacheView.meta_counts: from the meta read when the snapshot began (no round trip)."""
         return {k: v for k, v in self._meta.items() if k in ("vectors_missing", "vectors_total", "words_missing")}
 
     def _load(self, meta: dict[str, str]) -> None:
@@ -319,7 +319,7 @@ class PgIndex(View):
         return read
 
     def bm25_scores(self, query_terms: list[str], weights: list[float] | None = None) -> np.ndarray:
-        """As SearchIndex.bm25_scores (the same sums in the same order): the query's terms read in one round trip."""
+        """As CacheView.bm25_scores (the same sums in the same order): the query's terms read in one round trip."""
         summed = summed_weights(query_terms, weights)
         postings = self._postings_of(list(summed))
         return bm25(self.n, self.live, self.norm, ((w, postings[t]) for t, w in summed.items()))

@@ -1,4 +1,4 @@
-"""The read side of the cache (memtool/cache.py): a search's snapshot of it, SearchIndex, with the
+"""The read side of the cache (memtool/cache.py): a search's snapshot of it, CacheView, with the
 per-document columns as arrays and postings, vectors and documents read on demand. Ranking stays in
 Python (memtool/search/engine.py): BM25 is computed here from the postings over the live documents,
 as bm25s's Lucene variant does."""
@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from memtool.cache import CACHE_VERSION, cache_path, connect, read_meta
+from memtool.cache import CACHE_VERSION, connect, read_meta, read_state
 from memtool.store import Layout
 
 KINDS = ("entry", "transcript", "log", "memory")
@@ -24,7 +24,7 @@ K1, B = 1.5, 0.75  # BM25 parameters (bm25s's defaults, which the ranking settin
 DENSE_CHUNK_ROWS = 8192  # vectors `dense_scores` reads and scores at a time (12 MB as float32 at e5's size)
 DENSE_HELD_BYTES = 64 << 20  # a reading process keeps every vector for `dense_scores` when they fit (float16: 87k documents at e5's size)
 VECTOR_CACHE_ROWS = 200_000  # vectors a reading process keeps between searches (float16 rows: about 180 MB at e5's size)
-MMAP_BYTES = 0x7FFF0000  # a reader maps up to this much of the store (SQLite's largest mapping)
+MMAP_BYTES = 0x7FFF0000  # a reader maps up to this much of the cache (SQLite's largest mapping)
 DEFERRED = "deferred"  # entries.transcript of an entry whose kept transcript's passages the words fill has yet to index
 DOC_DTYPE = np.dtype(
     [
@@ -45,21 +45,16 @@ DOCS_SQL = f"SELECT id, {', '.join(DOC_FIELDS)} FROM docs WHERE id IN (SELECT va
 
 
 def transcript_sizes(layout: Layout) -> dict[str, int]:
-    """Each kept transcript's size in bytes, by entry id, from the store's records; the folder is
-    listed (and the transcripts no record holds stat-ed) only when it changed since the store last
+    """Each kept transcript's size in bytes, by entry id, from the cache's records; the folder is
+    listed (and the transcripts no record holds stat-ed) only when it changed since the cache last
     recorded it. One edited in place since it was recorded keeps its old size here."""
-    recorded: dict[str, int] = {}
-    folder_then = ""
-    path = cache_path(layout)
-    if path.is_file():
-        try:
-            with closing(connect(path)) as conn:
-                rows = conn.execute("SELECT id, transcript FROM entries WHERE archived = 0 AND transcript NOT IN ('-', ?)", (DEFERRED,)).fetchall()
-                meta = read_meta(conn)
-            recorded = {eid: int(sig.partition(":")[0]) for eid, sig in rows}
-            folder_then = meta.get("transcripts_dir", "") if meta.get("words_missing", "0") == "0" else ""  # deferred ones: stat-ed
-        except (sqlite3.Error, ValueError):
-            pass  # a damaged store: every transcript is stat-ed
+    rows = read_state(layout, f"SELECT id, transcript FROM entries WHERE archived = 0 AND transcript NOT IN ('-', '{DEFERRED}')") or ()
+    try:
+        recorded = {eid: int(sig.partition(":")[0]) for eid, sig in rows}
+        meta = dict(read_state(layout, "SELECT key, value FROM meta") or ())
+    except ValueError:  # a damaged cache: every transcript is stat-ed
+        recorded, meta = {}, {}
+    folder_then = meta.get("transcripts_dir", "") if meta.get("words_missing", "0") == "0" else ""  # deferred ones: stat-ed
     if folder_then and folder_then == str(layout.transcripts_stamp()):
         return recorded
     out: dict[str, int] = {}
@@ -84,7 +79,7 @@ def summed_weights(query_terms: list[str], weights: list[float] | None) -> dict[
 def bm25(n: int, live: int, norm: np.ndarray, weighted: Iterable[tuple[float, tuple[np.ndarray, np.ndarray]]]) -> np.ndarray:
     """BM25 scores of `n` documents from each term's (weight, (documents, term frequencies)); `norm` is
     each document's length normalisation, `live` the live document count the IDF is taken over. The one
-    sum SQLite's, PostgreSQL's and a union of stores' views share."""
+    sum SQLite's, PostgreSQL's and a union of caches' views share."""
     out = np.zeros(n, dtype=np.float32)
     for weight, (docs, tfs) in weighted:
         if not docs.size:
@@ -124,8 +119,8 @@ class View:
         return bm25(self.n, self.live, self.norm, ((w, self.postings(t)) for t, w in summed.items()))
 
 
-class SearchIndex(View):
-    """A read snapshot of the store: the per-document columns as arrays, postings and documents read
+class CacheView(View):
+    """A read snapshot of the cache: the per-document columns as arrays, postings and documents read
     on demand in the same read transaction (a change committed meanwhile by another process is not
     seen: the view stays whole). `archive`: archived documents are searched too."""
 
@@ -141,7 +136,7 @@ class SearchIndex(View):
             pass
 
     @contextmanager
-    def reading(self) -> Iterator["SearchIndex"]:
+    def reading(self) -> Iterator["CacheView"]:
         """A read transaction: what is read inside it is of one committed state. The columns are read
         again when a change set was committed since they were (another process's, or a forget)."""
         self.conn.execute("BEGIN")
@@ -266,12 +261,12 @@ class SearchIndex(View):
 
 
 def vector_gap(conn: sqlite3.Connection) -> tuple[int, int]:
-    """(documents without a vector, documents) in the store as `conn` sees it."""
+    """(documents without a vector, documents) in the cache as `conn` sees it."""
     missing = conn.execute("SELECT count(*) FROM docs WHERE id NOT IN (SELECT id FROM docvecs)").fetchone()[0]
     return missing, conn.execute("SELECT count(*) FROM docs").fetchone()[0]
 
 
 def held_vectors(conn: sqlite3.Connection, model: str, keys: list[str]) -> dict[str, np.ndarray]:
-    """The vectors the store holds for these keys and this model, as float32."""
+    """The vectors the cache holds for these keys and this model, as float32."""
     rows = conn.execute("SELECT key, vec FROM vectors WHERE model = ? AND key IN (SELECT value FROM json_each(?))", (model, json.dumps(list(set(keys)))))
     return {k: np.frombuffer(v, dtype="<f2").astype(np.float32) for k, v in rows}

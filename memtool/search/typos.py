@@ -1,7 +1,7 @@
 """Typo tolerance: a query word that no document holds is also searched as the indexed words an edit
 or two away ('postgress' -> 'postgres', 'deploymnet' -> 'deployment').
 
-The derived store (memtool/search/build.py) keeps its documents' words as written, since the BM25
+The cache (memtool/search/build.py) keeps its documents' words as written, since the BM25
 vocabulary holds stems, which a misspelling does not stem like its word. It also keeps the whole
 words of the WordLlama tokenizer's vocabulary (`dictionary`): a query word common
 enough to be one of them was meant as written ('likely' is not 'lively' misspelled), so it is never

@@ -1,4 +1,4 @@
-"""Several derived stores searched as one: the project's, its private entries', the personal memory's.
+"""Several caches searched as one: the project's, its private entries', the personal memory's.
 
 A `UnionIndex` shows the engine (memtool/search/engine.py) the interface one store's view has: the
 per-document columns side by side (each part's document ids shifted past the parts before it; a Markdown document's ref, which is
@@ -18,7 +18,7 @@ from typing import Iterator
 
 import numpy as np
 
-from memtool.search.read import K1, B, SearchIndex, View
+from memtool.search.read import K1, B, CacheView, View
 
 COLUMNS = ("kind", "importance", "trusted", "pinned", "cues", "length", "ts", "alive")
 
@@ -27,7 +27,7 @@ COLUMNS = ("kind", "importance", "trusted", "pinned", "cues", "length", "ts", "a
 class Part:
     """One store's view, and where its documents came from."""
 
-    index: SearchIndex  # or the PostgreSQL one, which has its interface: what the engine reads
+    index: CacheView  # or the PostgreSQL one, which has its interface: what the engine reads
     origin: str  # "project" or "personal"
     private: bool = False
     where: str = ""  # what a Markdown document's ref starts with: "" (the first part), "memory/.private/", "personal:", ...

@@ -72,7 +72,7 @@ def test_without_a_cache_the_entry_embedding_files_name_the_model(root, runs):
     init(root)
     mem = open_memory(root, embedder="wordllama")
     mem.compress("Ana: we moved billing to Postgres.", when=WHEN)
-    (root / "memory" / C.CACHE_DIR / C.STORE_FILE).unlink()  # a fresh clone: .cache is not in git
+    (root / "memory" / C.CACHE_DIR / C.CACHE_FILE).unlink()  # a fresh clone: .cache is not in git
     [file] = (root / "memory" / "index" / "embeddings").rglob("*.vec")
     runs(True)
     assert choose_embedder(root) == "wordllama"

@@ -1,4 +1,4 @@
-"""The derived store is rebuilt from the memory files when it is damaged (cut off, overwritten, a
+"""The cache is rebuilt from the memory files when it is damaged (cut off, overwritten, a
 table gone): the search answers as before, says so, and the memory itself is untouched."""
 
 import sqlite3

@@ -370,7 +370,7 @@ def test_a_writer_waiting_on_the_words_fill_gets_in_between_its_batches(root, mo
 
 
 def test_a_deferred_entrys_index_json_line_is_left_to_the_words_fill(root, monkeypatch):
-    from memtool.index_json import _index_pieces, _store_lines, write_index
+    from memtool.index_json import _cache_lines, _index_pieces, write_index
 
     build(root, RecordingEmbedder(), 12)
     layout = Layout(root)
@@ -386,11 +386,11 @@ def test_a_deferred_entrys_index_json_line_is_left_to_the_words_fill(root, monke
     assert mem.search("billing postgres").hits
     running.release()
     assert store_rows(root, "SELECT count(*) FROM entries WHERE line = ''") == [(12,)]  # not serialised by the search
-    assert _store_lines(layout) is None  # so index.json is written from the day files meanwhile
+    assert _cache_lines(layout) is None  # so index.json is written from the day files meanwhile
     assert write_index(layout, mem.settings.compressor)[0] == "missing"
     assert layout.index_file.read_bytes() == written
 
     fill_vectors(layout, RecordingEmbedder(), batch=5)
     assert store_rows(root, "SELECT count(*) FROM entries WHERE line = ''") == [(0,)]
-    stored = _store_lines(layout)
+    stored = _cache_lines(layout)
     assert stored is not None and b"".join(_index_pieces(mem.settings.compressor, *stored)) == written

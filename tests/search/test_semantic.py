@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from memtool.app import open_memory
 from memtool.scaffold import init
 from memtool.search.engine import Query
-from memtool.search.read import KIND_CODE, SearchIndex
+from memtool.search.read import KIND_CODE, CacheView
 from memtool.search.semantic import rescore
 from memtool.sync import sync
 
@@ -62,7 +62,7 @@ def test_a_weight_set_overrides_the_embedders(root, fake_embedder):
 
 
 class Grouped:
-    """The two things `rescore` reads of a SearchIndex: which result each document belongs to, and
+    """The two things `rescore` reads of a CacheView: which result each document belongs to, and
     its cosine with the query (vectors here are one number: the cosine itself)."""
 
     def __init__(self, group, cos, kind=None):
@@ -140,6 +140,6 @@ def test_candidate_vectors_equal_the_whole_matrix_and_an_open_view_keeps_its_sna
     n = index.n
     mem.compress("Ben: a later session about tomatoes.", when=datetime(2026, 3, 9, 12, tzinfo=timezone.utc))
     sync(open_memory(root, embedder=fake_embedder), full=True)  # every document written again
-    assert SearchIndex(index.path).n != n or not np.array_equal(SearchIndex(index.path).alive, index.alive)
+    assert CacheView(index.path).n != n or not np.array_equal(CacheView(index.path).alive, index.alive)
     assert np.array_equal(index.dense_scores_of(qvec, rows), before)  # still the snapshot it opened
     assert index.n == n

@@ -1,4 +1,4 @@
-"""The derived store (memtool/search/build.py) follows the files one change set at a time, and what
+"""The cache (memtool/search/build.py) follows the files one change set at a time, and what
 it answers equals a store built from scratch: same documents, same BM25 (as bm25s scores them), same
 supersede marks. A change set is one transaction: a failure half-way leaves the last committed state."""
 
@@ -21,7 +21,7 @@ from memtool.memory import Session
 from memtool.scaffold import init
 from memtool.search import build, read
 from memtool.search.engine import Query
-from memtool.search.read import SearchIndex
+from memtool.search.read import CacheView
 from memtool.text import tokenize
 from tests.conftest import RecordingEmbedder, transcript_path
 
@@ -202,7 +202,7 @@ def test_compress_brings_the_store_up_to_date(root):
 def test_an_open_view_keeps_its_snapshot_inside_a_search(mem, root, fake_embedder):
     """A reader holds one committed state while it reads; the next read transaction sees newer ones."""
     mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
-    view = SearchIndex(cache_path(mem.layout))
+    view = CacheView(cache_path(mem.layout))
     with view.reading():
         n = view.n
         other = open_memory(root, embedder=fake_embedder)
@@ -294,9 +294,9 @@ def test_a_search_with_no_store_yet_waits_for_the_one_being_built(root, fake_emb
 READER = """
 import sys
 from pathlib import Path
-from memtool.search.read import SearchIndex
+from memtool.search.read import CacheView
 for _ in range(int(sys.argv[2])):
-    index = SearchIndex(Path(sys.argv[1]))
+    index = CacheView(Path(sys.argv[1]))
     with index.reading():
         index.postings("billing")
     index.close()
@@ -334,7 +334,7 @@ def test_a_failed_change_set_leaves_the_last_committed_state(mem, root, fake_emb
 def SearchIndexMemory(root, fake_embedder):
     """A Memory whose index is the store as committed (no refresh)."""
     m = open_memory(root, embedder=fake_embedder)
-    m._index = SearchIndex(cache_path(m.layout))
+    m._index = CacheView(cache_path(m.layout))
     return m
 
 
