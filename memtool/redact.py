@@ -276,7 +276,7 @@ PLACEHOLDER = re.compile(
     | %[A-Za-z_]\w*%          # %VAR% (Windows)
     | %\(\w+\)s               # %(name)s
     | \{\{.*\}\}              # {{ template }}
-    | \{[A-Za-z_][\w.]*\}     # {name} (f-string, str.format)
+    | \{(?:[A-Za-z_][\w.]*|[0-9]*)\}  # {name}, {}, {0} (f-string, str.format)
     | <[^>]*>                 # <your key>
     | [x*.\#_\-]{3,}          # xxxx, ****, ...., ----
     | (?:change[_\-]?me|changeit|placeholder|example|dummy|redacted|null|none|nil|undefined
@@ -487,7 +487,7 @@ def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) 
     if strength < 2 or key.startswith("key"):
         if _looks_random(value) or _random_hex(value):
             return start, end
-        return (start, end, "keyword_token") if _keyword_token(value) else None
+        return (start, end, "keyword_token") if _keyword_token(value) and not _public_word_before(text, m.start()) else None
     return start, end
 
 
@@ -551,6 +551,15 @@ def _keyword_token(value: str) -> bool:
         return True
     two_cases = any(c.isupper() for c in value) and any(c.islower() for c in value)
     return two_cases and len(value) >= 24 and sum(len(w) for w in _WORDY.findall(value)) < 0.5 * len(value)
+
+
+_LAST_WORD = _c(r"([A-Za-z]+)[ \t]+$")
+
+
+def _public_word_before(text: str, key_start: int) -> bool:
+    """The word before a keyword says what is public or an id: `public key: age1...`, `cache key`."""
+    word = _LAST_WORD.search(text, max(0, key_start - 32), _run_start(text, key_start, _KEY_CHARS, 64))
+    return bool(word and (word.group(1).lower() in _NOT_SECRET_KEYS or _PUBLIC_VALUE_KEY.fullmatch(word.group(1).lower())))
 
 
 def _spaced_shapes(m: re.Match[str], text: str, key_start: int, key: str, group: str) -> tuple[int, int] | None:
@@ -625,7 +634,7 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
             return None  # `HEX_PAT = "[0-9A-Fa-f]{1,4}"`: a pattern, not a token
         if _looks_random(value) or (_qualified(key) and _random_alnum(value)):
             return start, end
-        return (start, end, "keyword_token") if _keyword_token(value) else None
+        return (start, end, "keyword_token") if _keyword_token(value) and not _public_word_before(text, key_start) else None
     if group in ("bare", "bq"):
         if text[end : end + 1] in ("(", "["):
             return None  # token = tokenizer.encode(text), key = os.environ["K"]
@@ -726,8 +735,8 @@ def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
     if not (takes == f"glued_{flag}" and glued) and takes != flag:
         return None  # mysql -p db (a prompt, then the database), mysql -P3306, docker run -a
     value = m.group("secret").strip("'\"")
-    if value.isdigit() or PLACEHOLDER.fullmatch(value):
-        return None
+    if value.isdigit() or PLACEHOLDER.fullmatch(value) or "`" in value:
+        return None  # a Markdown code span ends there: `psexec -p` in prose
     return m.span("secret")
 
 
