@@ -818,3 +818,13 @@ def test_command_line_pgpass_short_and_keyword_secrets_are_redacted(text: str, s
 )
 def test_ordinary_values_near_the_new_rules_survive(text: str) -> None:
     assert redact(text)[0] == text
+
+
+def test_unseen_corpus_files_are_what_its_generator_writes(tmp_path: Path) -> None:
+    from bench.redaction_unseen import main as write_unseen
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("sys.argv", ["redaction_unseen.py", "--out", str(tmp_path)])
+        write_unseen()
+    for name in ("secrets.jsonl", "ordinary.jsonl"):
+        assert (tmp_path / name).read_text(encoding="utf-8") == (CORPUS.parent / "redaction_unseen" / name).read_text(encoding="utf-8")
