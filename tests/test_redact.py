@@ -324,6 +324,15 @@ def test_non_string_extra_pattern_is_a_config_error() -> None:
         "key ::= " * 25_000,
         ("x" * 70 + "AKIAQWERTYUIOPASDFGH\n") * 2_000,
         ("dGVzdA" * 10 + " ") * 3_000,
+        # command lines, .pgpass lines and keyword tokens
+        "smbclient -U x%" * 15_000,
+        "net use \\\\a\\b " * 15_000,
+        ":1:" * 70_000,
+        "a:1:b:c:" * 25_000,
+        "\\:" * 100_000,
+        "token - '" * 25_000,
+        "Using Key=qm3x8tz0r5kw2nv7yb4hcl9ejd6fua1p " * 5_000,
+        "psexec " + " -p X" * 40_000,
     ],
     ids=lambda t: repr(t[:12]),
 )
