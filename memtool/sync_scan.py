@@ -57,9 +57,6 @@ class Seen:
     error: str | None = None  # None: a vector file
     entries: dict[str, str] | None = None  # None: not a day file
 
-    def json(self) -> list:
-        return [*self.sig, self.sha, *(x for x in (self.error, self.entries) if x is not None)]
-
 
 @dataclass
 class Manifest:
@@ -89,7 +86,10 @@ class Manifest:
         """Write it (in place of whatever sync_state held). Skipped when the cache cannot be written:
         every file is then hashed again next time."""
         self.written_ns = time.time_ns()
-        files = {k: {name: rec.json() for name, rec in getattr(self, k).items()} for k in ("days", "markdown", "vectors")}
+        files = {
+            k: {name: [*rec.sig, rec.sha, *(x for x in (rec.error, rec.entries) if x is not None)] for name, rec in getattr(self, k).items()}
+            for k in ("days", "markdown", "vectors")
+        }
         data = json.dumps({"version": MANIFEST_VERSION, **vars(self), **files}, separators=(",", ":"))
         write_state(layout, [("DELETE FROM sync_state", [()]), ("INSERT INTO sync_state VALUES ('manifest', ?)", [(data,)])])
 

@@ -329,10 +329,6 @@ class PgIndex(View):
             self._words = [w for (w,) in self.conn.execute("SELECT word FROM words")]
         return self._words
 
-    @property
-    def group_keys(self) -> dict[int, str]:
-        return dict(self.conn.execute("SELECT id, key FROM groups").fetchall())
-
     def dense_scores(self, qvec: np.ndarray) -> np.ndarray:
         """Cosine of every document with the query (0 without a vector). Up to EXACT_DENSE_DOCS
         documents, exactly as the SQLite store computes it (every float16 vector, DENSE_CHUNK_ROWS at

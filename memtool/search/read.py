@@ -10,7 +10,7 @@ import math
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -100,6 +100,12 @@ class View:
     norm: np.ndarray
     _of_kinds: dict[tuple[str, ...], np.ndarray]
     postings: Callable[[str], tuple[np.ndarray, np.ndarray]]
+    conn: Any  # SQLite's or PostgreSQL's connection
+
+    @property
+    def group_keys(self) -> dict[int, str]:
+        """The result id of each group: an entry id, or a Markdown chunk's ref."""
+        return dict(self.conn.execute("SELECT id, key FROM groups").fetchall())
 
     def alive_of_kinds(self, kinds: tuple[str, ...]) -> np.ndarray:
         """Which documents are alive (and not archived, unless searched) and of these kinds (read-only)."""
@@ -191,11 +197,6 @@ class CacheView(View):
 
     def surface_words(self) -> list[str]:
         return [w for (w,) in self.conn.execute("SELECT word FROM words")]
-
-    @property
-    def group_keys(self) -> dict[int, str]:
-        """The result id of each group: an entry id, or a Markdown chunk's ref."""
-        return dict(self.conn.execute("SELECT id, key FROM groups").fetchall())
 
     def dense_scores(self, qvec: np.ndarray) -> np.ndarray:
         """Cosine of every document with the query (0 for a document without a vector). The vectors
