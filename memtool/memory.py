@@ -35,7 +35,7 @@ from memtool.search.docs import superseded_by
 from memtool.search.engine import Hit, Query, Weights, origin_label, search
 from memtool.search.read import CacheView
 from memtool.search.typos import query_terms
-from memtool.search.union import Part, UnionIndex
+from memtool.search.union import Part, UnionView
 from memtool.session_vectors import Prefetch, entry_vectors
 from memtool.store import ArchiveLayout, Layout, Store, get_archived, is_untouched_template
 from memtool.text import content_words
@@ -336,9 +336,9 @@ class Memory:
         """The search cache, brought up to date. Problems a rebuild met (a file skipped or read with
         replacement characters) go into `errors` (dropped when None)."""
         if archive:  # the cache over live + archived files: opened per call (rare), so never stale
-            return self.cache.open_index(self.layout, self.embedder, progress, errors, archive=True)
+            return self.cache.open_view(self.layout, self.embedder, progress, errors, archive=True)
         defer = self.settings.background_embed  # a fresh clone's kept transcripts: indexed by the background fill
-        index = self._index if self._index is not None else self.cache.open_index(self.layout, self.embedder, progress, errors, defer=defer)
+        index = self._index if self._index is not None else self.cache.open_view(self.layout, self.embedder, progress, errors, defer=defer)
         self._index = None if index.stale else index  # a view read while another process built the cache is not kept
         return index
 
@@ -359,7 +359,7 @@ class Memory:
         access = {k: v for m in sources for k, v in access_counts(m.layout).items()} if self.settings.access_boost > 0 else None
         views = [m.index(errors=warnings, archive=q.archive) for m in sources]
         index, weights = (
-            views[0] if len(views) == 1 else UnionIndex([Part(v, m.origin, m.private, m.ref_prefix) for v, m in zip(views, sources)]),
+            views[0] if len(views) == 1 else UnionView([Part(v, m.origin, m.private, m.ref_prefix) for v, m in zip(views, sources)]),
             self.weights(),
         )
         with index.reading():  # one committed state of each store for the whole search

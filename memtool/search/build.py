@@ -520,7 +520,7 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: Sequence[s
     return len(rows)
 
 
-def open_index(layout: Layout, embedder, progress, errors: list[str] | None, archive: bool = False, defer: bool = False) -> CacheView:
+def open_view(layout: Layout, embedder, progress, errors: list[str] | None, archive: bool = False, defer: bool = False) -> CacheView:
     """The cache, brought up to date first (refresh_cache; `defer`: many new kept transcripts are left
     to the words fill), as a read snapshot. A damaged cache is rebuilt from the files. While another
     process writes a change set (a detached session-end compress), the last committed state is read,

@@ -14,7 +14,7 @@ from memtool.store import Layout
 
 
 class DerivedCache(Protocol):
-    def open_index(self, layout: Layout, embedder, progress, errors: list[str] | None, archive: bool = False, defer: bool = False): ...
+    def open_view(self, layout: Layout, embedder, progress, errors: list[str] | None, archive: bool = False, defer: bool = False): ...
 
     def refresh_cache(self, layout: Layout, embedder, progress=None, errors: list[str] | None = None, *, known=None, full: bool = False) -> bool: ...
 
@@ -24,7 +24,7 @@ class DerivedCache(Protocol):
 class SqliteCache:
     """The cache under memory/.cache, built by each clone (memtool/search/build.py)."""
 
-    open_index = staticmethod(build.open_index)
+    open_view = staticmethod(build.open_view)
     refresh_cache = staticmethod(build.refresh_cache)
     purge_entries = staticmethod(build.purge_entries)
 
@@ -36,12 +36,12 @@ class PostgresCache:
 
     url: str
 
-    def open_index(self, layout, embedder, progress, errors, archive=False, defer=False):
+    def open_view(self, layout, embedder, progress, errors, archive=False, defer=False):
         from memtool.search import pg
 
         if archive:
-            return SqliteCache().open_index(layout, embedder, progress, errors, archive=True)
-        return pg.open_index(self.url, layout, embedder, progress, errors)
+            return SqliteCache().open_view(layout, embedder, progress, errors, archive=True)
+        return pg.open_view(self.url, layout, embedder, progress, errors)
 
     def refresh_cache(self, layout, embedder, progress=None, errors=None, known=None, full=False) -> bool:
         from memtool.search import pg

@@ -20,7 +20,7 @@ from memtool.search.cues import asked_cues
 from memtool.search.read import IMPORTANCE_CODE, CacheView
 from memtool.search.semantic import rescore, run_starts, sibling_sums
 from memtool.search.typos import Terms
-from memtool.search.union import UnionIndex
+from memtool.search.union import UnionView
 
 CHANNEL_DEPTH = 200  # candidates taken from each channel before fusion
 MAX_PASSAGES = 3  # matching transcript passages kept per hit (the context packer may show them)
@@ -90,7 +90,7 @@ class Weights:
     semantic: float = 0.0  # word-matched results re-scored: lexical / best + semantic x z(best cosine) (memtool.search.semantic)
 
 
-def allowed_mask(index: CacheView | UnionIndex, q: Query) -> np.ndarray:
+def allowed_mask(index: CacheView | UnionView, q: Query) -> np.ndarray:
     """The documents `q` may return (read-only): alive (not deleted since, nor archived unless asked
     for), of its kinds, in its dates, of its importance and trust."""
     mask = index.alive_of_kinds(tuple(q.kinds))  # not to be changed in place: the index keeps it
@@ -165,7 +165,7 @@ def boost(counts: np.ndarray, factor: float) -> np.ndarray:
     return 1.0 + factor * np.log1p(np.asarray(counts, dtype=np.float64))
 
 
-def search(index: CacheView | UnionIndex, embedder, q: Query, w: Weights, access: Mapping[str, int] | None = None, *, terms: Terms) -> list[Hit]:
+def search(index: CacheView | UnionView, embedder, q: Query, w: Weights, access: Mapping[str, int] | None = None, *, terms: Terms) -> list[Hit]:
     """`access`: entry id -> times returned before (the access boost; Memory.search counts them). `terms`: the
     query's BM25 terms (`memtool.search.typos.query_terms`, whose typo fixes the caller reports)."""
     if index.n == 0 or not q.text.strip():
@@ -232,7 +232,7 @@ def by_result(docs: np.ndarray, scores: np.ndarray, group: np.ndarray) -> Iterat
 
 
 def _batches(
-    index: CacheView | UnionIndex, ranked: Iterable[list[tuple[int, float]]], wanted: Callable[[], int]
+    index: CacheView | UnionView, ranked: Iterable[list[tuple[int, float]]], wanted: Callable[[], int]
 ) -> Iterator[tuple[list[tuple[int, float]], list[dict]]]:
     """(members, their documents) of each result in rank order, the documents read `wanted()` results at
     a time (one read for a page of results, not one per result: a round trip each on a server).
@@ -246,7 +246,7 @@ def _batches(
             at += len(members)
 
 
-def _materialise(index: CacheView | UnionIndex, q: Query, ranked: Iterable[list[tuple[int, float]]]) -> list[Hit]:
+def _materialise(index: CacheView | UnionView, q: Query, ranked: Iterable[list[tuple[int, float]]]) -> list[Hit]:
     hits: list[Hit] = []
     ids: set[str] = set()  # of the results taken so far
     for members, (d, *rest) in _batches(index, ranked, lambda: q.limit - len(hits)):

@@ -187,7 +187,7 @@ def _vecs_from(blob: bytes, dim: int) -> np.ndarray:
 
 
 # -- reading ----------------------------------------------------------------------------------------
-class PgIndex(View):
+class PgView(View):
     """A read snapshot of the shared cache, shaped as store.CacheView (the engine reads either):
     the columns as arrays over the live documents in id order, postings and documents read in the
     same REPEATABLE READ transaction."""
@@ -205,7 +205,7 @@ class PgIndex(View):
         self._searches = 0
 
     @contextmanager
-    def reading(self) -> Iterator["PgIndex"]:
+    def reading(self) -> Iterator["PgView"]:
         """One REPEATABLE READ snapshot (begun with the meta read: one round trip). What this view keeps
         between searches (postings, documents, words, vectors) is dropped when the generation changed.
         A view that holds every posting, document and vector of its generation (HOLD_ALL_DOCS) reads
@@ -495,12 +495,12 @@ def refresh(url: str, layout: Layout, embedder, progress=None, errors: list[str]
         conn.close()
 
 
-def open_index(url: str, layout: Layout, embedder, progress=None, errors: list[str] | None = None) -> PgIndex:
+def open_view(url: str, layout: Layout, embedder, progress=None, errors: list[str] | None = None) -> PgView:
     """The shared cache with this clone's changes pushed first, as a read snapshot (one connection for both)."""
     conn = connect(url)
     try:
         push(conn, layout, embedder, progress, errors)
-        return PgIndex(conn)
+        return PgView(conn)
     except BaseException:
         conn.close()
         raise

@@ -135,7 +135,7 @@ class CacheView(View):
         self.archive = archive
         self.conn = connect(path)
         self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")  # postings and vectors read from the mapping, not a read() per page
-        self.stale = False  # read while another process was changing it (open_index)
+        self.stale = False  # read while another process was changing it (open_view)
         self.generation = ""
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         with self.reading():

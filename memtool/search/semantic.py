@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from memtool.search.read import KIND_CODE, CacheView
-from memtool.search.union import UnionIndex
+from memtool.search.union import UnionView
 
 
 def run_starts(keys: np.ndarray) -> np.ndarray:
@@ -50,7 +50,7 @@ def sibling_sums(docs: np.ndarray, scores: np.ndarray, group: np.ndarray, weight
 
 
 def rescore(
-    index: CacheView | UnionIndex, docs: np.ndarray, scores: np.ndarray, qvec: np.ndarray, allowed: np.ndarray, sibling_weight: float, weight: float
+    index: CacheView | UnionView, docs: np.ndarray, scores: np.ndarray, qvec: np.ndarray, allowed: np.ndarray, sibling_weight: float, weight: float
 ) -> dict[int, float]:
     """doc -> score for the candidates `docs` (with their lexical `scores`, best first) and the other
     allowed documents of their results. Each result's best document carries the result's score, so

@@ -1,6 +1,6 @@
 """Several caches searched as one: the project's, its private entries', the personal memory's.
 
-A `UnionIndex` shows the engine (memtool/search/engine.py) the interface one store's view has: the
+A `UnionView` shows the engine (memtool/search/engine.py) the interface one store's view has: the
 per-document columns side by side (each part's document ids shifted past the parts before it; a Markdown document's ref, which is
 its result's id, named from the first part's root, or "personal:" for the personal memory's, so that two roots'
 `memory/2026-12-02.md#L2` stay two), and
@@ -33,7 +33,7 @@ class Part:
     where: str = ""  # what a Markdown document's ref starts with: "" (the first part), "memory/.private/", "personal:", ...
 
 
-class UnionIndex(View):
+class UnionView(View):
     avgdl: float
     importance: np.ndarray
     trusted: np.ndarray
@@ -48,7 +48,7 @@ class UnionIndex(View):
         self.stale = False
 
     @contextmanager
-    def reading(self) -> Iterator["UnionIndex"]:
+    def reading(self) -> Iterator["UnionView"]:
         """Every part's read transaction, and the columns joined from what they read."""
         with ExitStack() as stack:
             for p in self.parts:
