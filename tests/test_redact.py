@@ -837,3 +837,13 @@ def test_unseen_corpus_files_are_what_its_generator_writes(tmp_path: Path) -> No
         write_unseen()
     for name in ("secrets.jsonl", "ordinary.jsonl"):
         assert (tmp_path / name).read_text(encoding="utf-8") == (CORPUS.parent / "redaction_unseen" / name).read_text(encoding="utf-8")
+
+
+def test_second_unseen_corpus_files_are_what_its_generator_writes(tmp_path: Path) -> None:
+    from bench.redaction_unseen2 import main as write_unseen2
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("sys.argv", ["redaction_unseen2.py", "--out", str(tmp_path)])
+        write_unseen2()
+    for name in ("secrets.jsonl", "ordinary.jsonl"):
+        assert (tmp_path / name).read_text(encoding="utf-8") == (CORPUS.parent / "redaction_unseen2" / name).read_text(encoding="utf-8")
