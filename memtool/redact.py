@@ -814,6 +814,8 @@ def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
     elif flag not in known or not gap:
         return None  # mysql -p db (a prompt, then the database), mysql -P3306
     value = text[start:end].strip("'\"")
+    if value != value.strip() or (glued and len(value) < 3):
+        return None  # `"-storepass " * 10 + "`: code around a string; `-pX`: a flag's letters
     sep = known.get(flag, "")
     if sep:
         if sep not in value:
@@ -955,8 +957,32 @@ def _in_public_pem(text: str, pos: int) -> bool:
     return last is not None and last.group(1) == "BEGIN" and "PRIVATE" not in last.group(2)
 
 
+# Hex named as a secret in the prose before it on its line (`use this API key for staging <hex>`,
+# `the webhook secret, new one is <hex>`): a git sha, a digest or an id has the same shape, so the
+# words before it must name a secret and none may name a commit, a hash or an id.
+_HEX_SECRET = _c(r"[0-9a-f]{32,128}|[0-9A-F]{32,128}")
+_SECRET_NAMED_BEFORE = _c(
+    r"\b(?:(?:api|secret|signing|encryption|private|hmac|master|client|app)[ _\-]?(?:key|token|secret)|(?:access|auth|bearer|bot|api)[ _\-]?token|secret|token|password|passphrase)\b"
+)
+_NOT_A_SECRET_BEFORE = _c(
+    r"\b(?:commit|commits|sha[0-9]*|hash|hashes|digest|checksum|md5|ids?|uuid|fingerprint|etag|revision|rev|build|trace|span|request|cache|public|object|session|nonce|salt)\b"
+)
+
+
+# Words of a sentence between the name and the hex (`for staging`, `, new one is`), not code.
+_PROSE_BETWEEN = _c(r"[ \t,]*(?:[a-z(][a-z()' \-]{0,48}[ \t])?[(]?")
+
+
+def _hex_named_in_prose(text: str, start: int) -> bool:
+    line = text[max(_line_start(text, start), start - 64) : start].lower()
+    named = _SECRET_NAMED_BEFORE.search(line)
+    return named is not None and not _NOT_A_SECRET_BEFORE.search(line) and _PROSE_BETWEEN.fullmatch(line, named.end()) is not None
+
+
 def _unlabelled(m: re.Match[str], text: str) -> tuple[int, int] | None:
     token = m.group().rstrip("=")
+    if _HEX_SECRET.fullmatch(token) and _has_digit_and_letter(token) and _hex_named_in_prose(text, m.start()):
+        return m.span()
     if _DIGEST_PREFIX.match(token) or not _random_token(token) or _text_in_base64(m.group()):
         return None
     before = text[max(0, m.start() - 64) : m.start()]

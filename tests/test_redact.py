@@ -930,3 +930,35 @@ def test_password_options_and_arguments_by_command_are_redacted(template: str, s
 )
 def test_ordinary_command_lines_near_the_password_options_survive(text: str) -> None:
     assert redact(text)[0] == text
+
+
+HEX32 = "9f86d081884c7d659a2feaa0c55ad015"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"use this API key for staging {HEX32}",
+        f"the signing key for the old tenant {HEX32}",
+        f"I rotated the webhook secret, new one is {HEX32}",
+        f"Access token (prod) {HEX32.upper()}",
+    ],
+)
+def test_hex_named_as_a_secret_in_prose_is_redacted(text: str) -> None:
+    assert HEX32 not in redact(text)[0].lower()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"token refresh fixed in commit {HEX32}",
+        f"api key id {HEX32}",
+        f"the secret's sha256 is {HEX32}",
+        f"the token cache is keyed by {HEX32}",
+        f'@pytest.mark.parametrize("secret", ["{HEX32}"])',
+        f"{HEX32}  memtool-0.4.1.tar.gz",
+        f"see {HEX32} for the token fix",
+    ],
+)
+def test_hex_beside_secret_words_that_names_a_commit_or_an_id_survives(text: str) -> None:
+    assert redact(text)[0] == text
