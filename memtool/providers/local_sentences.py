@@ -166,7 +166,7 @@ def features(ss: list[Sentence], n_parts: int, embed) -> np.ndarray:
     vectors = np.asarray(embed([s.text for s in ss]), dtype=np.float32)
     rows = []
     first_user = next((s.part for s in ss if s.role == "user"), -1)
-    for s in ss:
+    for i, s in enumerate(ss):
         pos = s.part / max(1, n_parts - 1)
         tokens = count_tokens(s.text)
         rows.append(
@@ -178,6 +178,7 @@ def features(ss: list[Sentence], n_parts: int, embed) -> np.ndarray:
                 pos,
                 float(pos >= 2 / 3),
                 float(s.part == first_user),
+                float(i == 0 or ss[i - 1].part != s.part),  # the first candidate of its paragraph: where a reply says what it is about
                 float(s.item),
                 float(s.text.rstrip().endswith("?")),
                 math.log1p(tokens) / 4,
