@@ -56,6 +56,7 @@ CODE_CHAR_RE = re.compile(r"[{}()\[\]=;$<>\\|\"&]")
 CODE_WORD_RE = re.compile(r"^[\w$]+(?:[._][\w$]+)+\W*$|^[a-z]+[A-Z]\w*\W*$|^\W*[$#]|[=;{}]")  # a.b, snake_case, camelCase, $VAR, x=1
 CODE_KEYWORDS = frozenset("const let var function def return import export if fi then else elif echo new class async await for do done".split())
 MAX_CODE_SHARE = 0.12  # a "sentence" this dense in code characters is code or a command line pasted into prose: no candidate
+MAX_CODE_WORDS = 0.4  # … and so is one whose words are this often identifiers, assignments or keywords ("TOKEN=x OWNER=y ./check.sh")
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,9 @@ CONTEXT_NAMES = (
     "last_user_turn",
     "last_assistant_turn",
     "agent_acts_after",
+    "agent_turn_applied",
+    "agent_turn_failed",
+    "answers_question",
 )
 ASSENT_RE = re.compile(r"^\W*(?:yes|yep|ok(?:ay)?|sure|great|perfect|good|agreed|sounds good|do it|go ahead|thanks|thank you)\b", re.I)
 REFUSE_RE = re.compile(r"^\W*(?:no|nope|don'?t|do not|stop|wait|not)\b", re.I)
@@ -100,6 +104,7 @@ def sentences(ps: list[Part]) -> tuple[list[Part], list[Sentence]]:
         rest = turn[1:]
         done = "\n".join(q.text for q in rest if q.kind != "said")
         reply = turns[t + 1][0].text if t + 1 < len(turns) else ""
+        asked = bool(turn) and turn[0].kind == "said" and turn[0].role == "user" and turn[0].text.rstrip().endswith("?")
         for j, q in enumerate(turn):
             if q.kind != "said":
                 continue
@@ -115,6 +120,9 @@ def sentences(ps: list[Part]) -> tuple[list[Part], list[Sentence]]:
                     float(k == last_user),
                     float(k == last_agent),
                     float(not user and any(r.kind in ("tool", "code") for r in turn[j + 1 :])),
+                    float(not user and bool(APPLIED_RE.search(after := "\n".join(r.text for r in turn[j + 1 :] if r.kind != "said")))),
+                    float(not user and bool(FAILED_RE.search(after))),
+                    float(not user and asked),
                 )
             )
     out = []
@@ -124,7 +132,7 @@ def sentences(ps: list[Part]) -> tuple[list[Part], list[Sentence]]:
         for item, block in _blocks(p.text):
             for s in split_sentences(block):
                 s = clean(s)
-                if len(s) <= MAX_SENTENCE_CHARS and len(content_words(s)) >= minimum and code_share(s) < MAX_CODE_SHARE:
+                if len(s) <= MAX_SENTENCE_CHARS and len(content_words(s)) >= minimum and code_share(s) < MAX_CODE_SHARE and _code_words(s) < MAX_CODE_WORDS:
                     out.append(Sentence(s, p.role, k, item, ctx))
     return said, out
 

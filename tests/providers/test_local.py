@@ -561,3 +561,32 @@ def test_the_client_and_the_packages_a_session_installed_or_imported_are_systems
 def test_an_npm_scoped_package_is_no_person():
     text = "user: Render the PDF on the server please.\n\nassistant: I switched S12 to renderToBuffer from @react-pdf/renderer, which the docs recommend.\n"
     assert LocalCompressor().compress(text).entities.people == []
+
+
+def test_a_command_line_of_assignments_is_no_candidate_sentence():
+    from memtool.providers.local_sentences import sentences
+
+    text = (
+        "user: How do I run the metrics check?\n\n"
+        "assistant: Run it with your own token and repository names.\n\nGITHUB_TOKEN=your_token OWNER=owner_name REPO_NAME=repo_name ./metrics_check.sh\n"
+    )
+    found = [s.text for s in sentences(parts(text))[1]]
+    assert "Run it with your own token and repository names." in found
+    assert not any("GITHUB_TOKEN" in s for s in found)
+
+
+def test_an_agent_sentence_knows_whether_the_edits_after_it_were_applied_and_what_it_answers():
+    from memtool.providers.local_sentences import CONTEXT_NAMES, sentences
+
+    text = (
+        "#### Can you make the chart a pie chart instead?\n\n"
+        "I will switch the category chart to a pie chart in visualize.py.\n\n"
+        "> Applied edit to visualize.py\n\n"
+        "#### Add a dark mode toggle to the header.\n\n"
+        "I will add the toggle button to the header component.\n\n"
+        "> The LLM did not conform to the edit format.\n"
+    )
+    ctx = {s.text: dict(zip(CONTEXT_NAMES, s.context)) for s in sentences(parts(text))[1] if s.role == "assistant"}
+    pie, toggle = ctx["I will switch the category chart to a pie chart in visualize.py."], ctx["I will add the toggle button to the header component."]
+    assert (pie["agent_turn_applied"], pie["agent_turn_failed"], pie["answers_question"]) == (1.0, 0.0, 1.0)
+    assert (toggle["agent_turn_applied"], toggle["agent_turn_failed"], toggle["answers_question"]) == (0.0, 1.0, 0.0)
