@@ -171,12 +171,13 @@ TOKEN_TRIGGER = (
 # the option it takes.
 _PASSWORD_FLAG_COMMANDS = _c(
     r"(?:(?P<glued_p>mysql[a-z]*|mariadb[a-z\-]*)"
-    r"|(?P<p>sshpass|(?:docker|podman|helm[ \t]+registry)[ \t]+login)"
+    r"|(?P<p>sshpass|psexec(?:64)?(?:\.exe)?|(?:docker|podman|helm[ \t]+registry)[ \t]+login)"
     r"|(?P<a>redis-cli)"
+    r"|(?P<w>ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn|exop)(?:\.exe)?)"
     r"|(?P<b>gh[ \t]+secret[ \t]+set))[ \t].*"
 )
 # A word each of those commands holds, checked before the regex.
-_PASSWORD_FLAG_WORDS = ("mysql", "mariadb", "sshpass", "login", "redis-cli", "secret")
+_PASSWORD_FLAG_WORDS = ("mysql", "mariadb", "sshpass", "psexec", "login", "redis-cli", "ldap", "secret")
 # CREATE USER / ALTER USER / CREATE ROLE before an unquoted IDENTIFIED BY value.
 _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 
@@ -216,7 +217,8 @@ _SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "
 # that may wrap once onto the next line, \"..\" inside JSON strings) or a bare one that is not
 # itself a key (`token: GITHUB_TOKEN: x`: the match fails at "token" and is found again at
 # "GITHUB_TOKEN"). The match consumes its value, so each character is scanned by one match. Separators: = : := ::= ?= ??= += .= => and
-# URL-encoded %3D %3A, a comma after a quoted key (`setProperty("K", "v")`); a value may start on the next
+# URL-encoded %3D %3A, a comma after a quoted key (`setProperty("K", "v")`), a dash between spaces before a
+# quoted value (`api token - 'v'`); a value may start on the next
 # line when quoted (pretty-printed JSON); a space separates CLI options, netrc/redis lines and a
 # value named in prose ("the password is X", "api key (X)"; not before a plain word, so "token
 # budget" in prose costs no check);
@@ -225,7 +227,7 @@ _SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "
 _ASSIGNMENT_TAIL = (
     r"(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
     r"(?:(?P<quote>\\?[\"'])?(?:[ \t]*:?[ \t]+(?:string|str)(?=[ \t]*=))?"  # a type: `var k string =`, `k: String =`
-    r"(?:(?P<pre>[ \t]*)(?P<sep>:{1,3}=|\?\??=|[+.]=|={2,3}(?=[ \t]*[\"'])|=>|=|:|%3d|%3a|>|value=|,(?=[ \t]*[\"'`]))(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"'])|(?<=>)\r?\n[ \t]*)?|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
+    r"(?:(?P<pre>[ \t]*)(?P<sep>:{1,3}=|\?\??=|[+.]=|={2,3}(?=[ \t]*[\"'])|=>|=|:|%3d|%3a|>|value=|,(?=[ \t]*[\"'`])|-(?<=[ \t]-)(?=[ \t]+[\"']))(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"'])|(?<=>)\r?\n[ \t]*)?|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
     r"(?:\"(?P<dq>[^\"\r\n]{0,4096}(?:\r?\n[^\"\r\n]{0,4096})?)\""
     r"|'(?P<sq>[^'\r\n]{0,4096}(?:\r?\n[^'\r\n]{0,4096})?)'"
     r"|\\\"(?P<eq>[^\"\\\r\n]{0,4096})\\\""
@@ -274,7 +276,7 @@ PLACEHOLDER = re.compile(
     | %[A-Za-z_]\w*%          # %VAR% (Windows)
     | %\(\w+\)s               # %(name)s
     | \{\{.*\}\}              # {{ template }}
-    | \{[A-Za-z_][\w.]*\}     # {name} (f-string, str.format)
+    | \{(?:[A-Za-z_][\w.]*|[0-9]*)\}  # {name}, {}, {0} (f-string, str.format)
     | <[^>]*>                 # <your key>
     | [x*.\#_\-]{3,}          # xxxx, ****, ...., ----
     | (?:change[_\-]?me|changeit|placeholder|example|dummy|redacted|null|none|nil|undefined
@@ -444,7 +446,7 @@ def _block_end(text: str, start: int, indent: int) -> int:
     return end
 
 
-def _spaced(m: re.Match[str], text: str, key_start: int, group: str, strength: int) -> tuple[int, int] | None:
+def _spaced(m: re.Match[str], text: str, key_start: int, group: str, strength: int) -> Span | None:
     """`key value` without = or :, accepted in five shapes only: a CLI option, SQL `PASSWORD 'v'`,
     a netrc `password v` (after machine/login), a redis.conf `requirepass v` line, and a value
     named in prose (_in_prose)."""
@@ -453,7 +455,8 @@ def _spaced(m: re.Match[str], text: str, key_start: int, group: str, strength: i
     key = text[key_start : m.end("rest")].lower()
     if PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value):
         return None
-    if strength < 2 or len(value) < MIN_SECRET_LEN or m.group("filler") or m.group("space").endswith(("(", "`")):
+    short = key.lstrip("-") in _SPACED_KEYS and _short_password(value)  # netrc `password pass123`
+    if strength < 2 or len(value) < (MIN_PASSWORD_LEN if short else MIN_SECRET_LEN) or m.group("filler") or m.group("space").endswith(("(", "`")):
         return _in_prose(m, text, key, group, strength)
     return _spaced_shapes(m, text, key_start, key, group) or _in_prose(m, text, key, group, strength)
 
@@ -462,7 +465,7 @@ def _spaced(m: re.Match[str], text: str, key_start: int, group: str, strength: i
 _PROSE_END = ".,:;!?)`"
 
 
-def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) -> tuple[int, int] | None:
+def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) -> Span | None:
     """A value named in a sentence: `the db password is X`, `Use password X for`, `mistral key X`,
     `the token (X)`. Quoted after a password word and "is": any one word of 4+ characters;
     otherwise one token that mixes letters and digits and is not an identifier, a path or a
@@ -482,7 +485,9 @@ def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) 
     if _NUMBER.fullmatch(value) or _CODE_REF.fullmatch(value) or not _has_digit_and_letter(value):
         return None
     if strength < 2 or key.startswith("key"):
-        return (start, end) if _looks_random(value) or _random_hex(value) else None
+        if _looks_random(value) or _random_hex(value):
+            return start, end
+        return (start, end, "keyword_token") if _keyword_token(value) and not _public_word_before(text, m.start()) else None
     return start, end
 
 
@@ -508,6 +513,53 @@ def _random_alnum(value: str) -> bool:
 def _random_hex(value: str) -> bool:
     """32+ hex digits: a key of a vendor whose keys are hex (also a digest: only where a key is named)."""
     return len(value) >= 32 and all(c in string.hexdigits for c in value) and _has_digit_and_letter(value)
+
+
+def _short_password(value: str) -> bool:
+    """A password of MIN_PASSWORD_LEN to MIN_SECRET_LEN characters where a config line or netrc
+    names it: letters with digits or signs (`pass123`, `Rrhh1234`), not a word (`passwd: compat`
+    in nsswitch.conf) nor a count (`pass: 120/120`)."""
+    return any(c.isalpha() for c in value) and not value.isalpha() and not PLACEHOLDER.fullmatch(value)
+
+
+# A version (`v2.1.0-rc.3`) and a UUID: ordinary values a keyword may name (`version key`, `api_key_id`).
+_VERSION = _c(r"v?[0-9]+(?:\.[0-9]+)+(?:[-+.][A-Za-z0-9.+\-]*)?")
+_ID_PARTS = _c(r"[_.\-]")
+# A file name or a path of words: `object key uploads/<sha>.png`.
+_FILE_LIKE = _c(r"\.[A-Za-z][A-Za-z0-9]{0,7}$|(?:^|/)[a-z]{4,}/")
+
+
+def _keyword_token(value: str) -> bool:
+    """A token of a secret's shape right after a secret keyword (`Using Key=<base36>`, `codemagic_key:
+    "<base64url>"`, `api token - '<token>'`), where the keyword alone is too weak to redact any
+    literal: 16 to 256 token characters, random (upper and lower case without digits from 24
+    characters, or a part of 12+ characters mixing letters and digits), high entropy, not mostly
+    words. Ordinary values a keyword names are kept: hex (a git sha, a content hash, a UUID: a
+    hex key needs a stronger name, `api_key`, `secret`), versions, code names, paths, and ids with
+    an id's prefix (`req_`, `cus_`), file names and paths."""
+    if not 16 <= len(value) <= 256 or not _TOKEN_VALUE.fullmatch(value) or ":" in value or _FILE_LIKE.search(value):
+        return False
+    if all(c in string.hexdigits or c == "-" for c in value) or _VERSION.fullmatch(value):
+        return False
+    if _CODE_REF.fullmatch(value) or PLACEHOLDER.fullmatch(value) or _ID_PARTS.split(value, 1)[0].lower() in _NOT_VENDOR_PREFIXES:
+        return False
+    if _entropy(value) < 3.5:
+        return False
+    parts = _ID_PARTS.split(value)
+    mixed = max((len(p) for p in parts if _has_digit_and_letter(p)), default=0)
+    if mixed >= 12 and sum(c.isdigit() for c in value) >= 2:
+        return True
+    two_cases = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    return two_cases and len(value) >= 24 and sum(len(w) for w in _WORDY.findall(value)) < 0.5 * len(value)
+
+
+_LAST_WORD = _c(r"([A-Za-z]+)[ \t]+$")
+
+
+def _public_word_before(text: str, key_start: int) -> bool:
+    """The word before a keyword says what is public or an id: `public key: age1...`, `cache key`."""
+    word = _LAST_WORD.search(text, max(0, key_start - 32), _run_start(text, key_start, _KEY_CHARS, 64))
+    return bool(word and (word.group(1).lower() in _NOT_SECRET_KEYS or _PUBLIC_VALUE_KEY.fullmatch(word.group(1).lower())))
 
 
 def _spaced_shapes(m: re.Match[str], text: str, key_start: int, key: str, group: str) -> tuple[int, int] | None:
@@ -570,7 +622,9 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
             end = _passphrase_end(text, start, end)
         value = text[start:end]
     literal = group in ("dq", "sq", "eq", "bq") or text[end : end + 1] == ";"
-    shortest = MIN_PASSWORD_LEN if literal and _PASSWORD_KEY.search(key.lower()) else MIN_SECRET_LEN
+    password = _PASSWORD_KEY.search(key.lower()) is not None
+    config_line = group == "bare" and sep in ("=", ":") and _at_config_line_start(text, key_start) and _short_password(value)
+    shortest = MIN_PASSWORD_LEN if password and (literal or config_line) else MIN_SECRET_LEN
     if len(value) < shortest or "[REDACTED:" in value or value.lower() in _TYPE_NAMES:
         return None
     if PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
@@ -578,7 +632,9 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     if strength == 1:
         if not _TOKEN_VALUE.fullmatch(value):
             return None  # `HEX_PAT = "[0-9A-Fa-f]{1,4}"`: a pattern, not a token
-        return (start, end) if _looks_random(value) or (_qualified(key) and _random_alnum(value)) else None
+        if _looks_random(value) or (_qualified(key) and _random_alnum(value)):
+            return start, end
+        return (start, end, "keyword_token") if _keyword_token(value) and not _public_word_before(text, key_start) else None
     if group in ("bare", "bq"):
         if text[end : end + 1] in ("(", "["):
             return None  # token = tokenizer.encode(text), key = os.environ["K"]
@@ -668,7 +724,7 @@ def _any_prefixed(text: str, start: int, trigger: int) -> Span | None:
 
 def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
     """The value of a password option, when the command on the line takes one there."""
-    line = text[_line_start(text, m.start()) : m.start()]
+    line = text[_line_start(text, m.start()) : m.start()].lower()  # PsExec.exe, LDAPSEARCH
     if not any(word in line for word in _PASSWORD_FLAG_WORDS):
         return None  # the common case (mkdir -p, ls -a): no regex search over the line
     command = _PASSWORD_FLAG_COMMANDS.search(line)
@@ -679,7 +735,36 @@ def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
     if not (takes == f"glued_{flag}" and glued) and takes != flag:
         return None  # mysql -p db (a prompt, then the database), mysql -P3306, docker run -a
     value = m.group("secret").strip("'\"")
-    if value.isdigit() or PLACEHOLDER.fullmatch(value):
+    if value.isdigit() or PLACEHOLDER.fullmatch(value) or "`" in value:
+        return None  # a Markdown code span ends there: `psexec -p` in prose
+    return m.span("secret")
+
+
+def _samba_user(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    line = text[_line_start(text, m.start()) : m.start()].lower()
+    if not any(command in line for command in _SAMBA_COMMANDS) or PLACEHOLDER.fullmatch(m.group("secret")):
+        return None  # psql -U postgres, date -U
+    return m.span("secret")
+
+
+def _net_use(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """The password word of `net use`: the first word after the share that is not an option
+    (`/user:x`, `/persistent:no`) nor `*` (a prompt)."""
+    for word in _WORD.finditer(text, m.start("rest"), m.end("rest")):
+        value = word.group().strip("\"'")
+        if word.group().startswith("/"):
+            continue
+        if not value or value == "*" or PLACEHOLDER.fullmatch(value):
+            return None
+        return word.span()
+    return None
+
+
+def _pgpass(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """A .pgpass line: a host name (or `*`) from the line's start; the password not a number (a
+    MAC address, a time) nor a placeholder."""
+    value = m.group("secret")
+    if not _PGPASS_HOST.fullmatch(text, _line_start(text, m.start()), m.start()) or _NUMBER.fullmatch(value) or PLACEHOLDER.fullmatch(value):
         return None
     return m.span("secret")
 
@@ -876,12 +961,24 @@ _E_TOKENS = _c(
     r"|(?P<facebook_token>AA[CM][A-Za-z0-9]{100,})"
     r"|(?P<easypost_key>Z[AT]K[A-Za-z0-9]{54}))" + _E
 )
-# A password option: mysql/mariadb -pPASS (glued), sshpass -p PASS, docker/podman/helm login
-# -p PASS, redis-cli -a PASS, gh secret set NAME --body VALUE. _password_flag() checks the command.
+# A password option: mysql/mariadb -pPASS (glued), sshpass -p PASS, PsExec -p PASS, docker/podman/
+# helm login -p PASS, redis-cli -a PASS, ldapsearch (and the other OpenLDAP clients) -w PASS, gh
+# secret set NAME --body VALUE. _password_flag() checks the command.
 _PASSWORD_FLAG = _c(
-    r"-(?<![^ \t]-)(?P<flag>[pab]|-body)(?P<gap>[ \t=]*)"
+    r"-(?<![^ \t]-)(?P<flag>[pabw]|-body)(?P<gap>[ \t=]*)"
     r"(?P<secret>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255})"
 )
+# Samba's clients take `-U user%password` (`--user=DOMAIN\\user%password`): what follows the "%".
+_SAMBA_USER = _c(r"-(?<![^ \t]-)(?:U|-user[ \t=])[ \t]*[\"']?[^\s%\"']{1,256}%(?P<secret>[^\s\"']{1,256})")
+_SAMBA_COMMANDS = ("smbclient", "rpcclient", "smbcacls", "smbget", "smbtree", "winexe", "samba-tool", "net ")
+# Windows `net use [drive:] \\host\share [password | *] [/user:[domain\]user] [/options]`: the one
+# word that is not an option after the share (run on the lower-cased text; offsets are the same).
+_NET_USE = _c(r"net[ \t]+use[ \t]+(?:[a-z]:[ \t]+|\*[ \t]+)?\\\\[^\s\\]+\\\S*(?P<rest>[^\r\n]{0,512})")
+_WORD = _c(r"\S+")
+# A .pgpass line, `host:port:database:user:password` (port digits or `*`, `\:` escapes a colon):
+# found at its port, the host checked by _pgpass.
+_PGPASS = _c(r":(?:[0-9]{1,5}|\*):(?:[^\s:\\]|\\.){1,128}:(?:[^\s:\\]|\\.){1,128}:(?P<secret>(?:[^\s:\\]|\\.){1,256})(?=[ \t]*(?:\r?\n|\Z))")
+_PGPASS_HOST = _c(r"[ \t]*(?:[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*|\*)")
 # SQL: CREATE USER ... IDENTIFIED BY 'pw' (also IDENTIFIED WITH plugin BY 'pw'; Oracle: unquoted).
 _SQL_IDENTIFIED_BY = _c(
     r"identified[ \t]+(?:with[ \t]+[a-z_0-9]+[ \t]+)?by[ \t]+(?:password[ \t]+)?"
@@ -944,6 +1041,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password_option", _SQL_IDENTIFIED_BY, lowered=True, extract=_identified_by),
     # htpasswd -b FILE USER PASSWORD (-bc, -bB, ...): the password is the third word after the flags.
     _Rule("password_option", _c(r"htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+(?:-[a-zA-Z0-9]+[ \t]+)*[^\s-]\S*[ \t]+\S+[ \t]+(?P<secret>[^\s-]\S{0,255})")),
+    _Rule("password_option", _SAMBA_USER, extract=_samba_user),
+    _Rule("password_option", _NET_USE, lowered=True, extract=_net_use),
+    _Rule("pgpass_password", _PGPASS, extract=_pgpass),
     _Rule("unlabelled_token", _UNLABELLED, extract=_unlabelled),
     *(_Rule("env_assignment", regex, lowered=True, extract=_assignment) for regex in ENV_ASSIGNMENTS),
 )
@@ -961,7 +1061,7 @@ _SPECIFIC_KINDS = (
     "prefixed_token",
     "labelled_line",
 )
-KINDS: tuple[str, ...] = (*dict.fromkeys(_SPECIFIC_KINDS), *_GENERIC_KINDS, CUSTOM_KIND, "env_assignment", "unlabelled_token")
+KINDS: tuple[str, ...] = (*dict.fromkeys(_SPECIFIC_KINDS), *_GENERIC_KINDS, CUSTOM_KIND, "keyword_token", "env_assignment", "unlabelled_token")
 # Rank of each kind when spans merge: lower wins.
 _RANK = {kind: i for i, kind in enumerate(KINDS)}
 # A-Z -> a-z only, for the rare text whose str.lower() changes length (U+0130).

@@ -324,6 +324,15 @@ def test_non_string_extra_pattern_is_a_config_error() -> None:
         "key ::= " * 25_000,
         ("x" * 70 + "AKIAQWERTYUIOPASDFGH\n") * 2_000,
         ("dGVzdA" * 10 + " ") * 3_000,
+        # command lines, .pgpass lines and keyword tokens
+        "smbclient -U x%" * 15_000,
+        "net use \\\\a\\b " * 15_000,
+        ":1:" * 70_000,
+        "a:1:b:c:" * 25_000,
+        "\\:" * 100_000,
+        "token - '" * 25_000,
+        "Using Key=qm3x8tz0r5kw2nv7yb4hcl9ejd6fua1p " * 5_000,
+        "psexec " + " -p X" * 40_000,
     ],
     ids=lambda t: repr(t[:12]),
 )
@@ -750,3 +759,81 @@ def test_positional_and_compared_passwords_are_redacted(text: str, secret: str) 
 def test_a_comparison_with_a_token_type_is_kept() -> None:
     text = 'if token == "Bearer" and a == b:'
     assert redact(text)[0] == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # positional passwords of command lines
+        ("PsExec.exe \\\\app07 -u CORP\\ops -p Tq7!vLm29x cmd /c dir", "Tq7!vLm29x", "password_option"),
+        ('ldapmodify -x -H ldaps://ldap1 -D "cn=root,dc=ex,dc=org" -w Zr8kMw3pQ -f add.ldif', "Zr8kMw3pQ", "password_option"),
+        ("smbclient //nas/media -U kodi%Lm4x9Qe2 -c 'ls'", "Lm4x9Qe2", "password_option"),
+        ("rpcclient -U 'EX\\admin%Kp3v8Wq1' 10.1.2.3", "Kp3v8Wq1", "password_option"),
+        ("net use \\\\nas\\media /user:EX\\kodi Pw7kz0Lm /persistent:no", "Pw7kz0Lm", "password_option"),
+        ("NET USE Y: \\\\nas\\media Pw7kz0Lm /USER:kodi", "Pw7kz0Lm", "password_option"),
+        # .pgpass lines
+        ("pg.example.org:5432:sales:report:rT9-xk2Lw", "rT9-xk2Lw", "pgpass_password"),
+        ("*:*:*:postgres:q8\\:z3Wk", "q8\\:z3Wk", "pgpass_password"),
+        # passwords of 6 and 7 characters where a config line or netrc names them
+        ("password = k3v9qa\n", "k3v9qa", "env_assignment"),
+        ("machine git.example.org\n  login ops\n  password zq81ab\n", "zq81ab", "env_assignment"),
+        # a token of a secret's shape after a keyword too weak for any literal
+        ("[DEBUG] Using Key=qm3x8tz0r5kw2nv7yb4hcl9ejd6fua1p", "qm3x8tz0r5kw2nv7yb4hcl9ejd6fua1p", "keyword_token"),
+        ('vendor_key: "TmQxWvRbZkYpLsNcHjFgDaEuViOqBtXrMw-KzPl"', "TmQxWvRbZkYpLsNcHjFgDaEuViOqBtXrMw-KzPl", "keyword_token"),
+        ("the api key is k2q9x7m4v1z8c3b6n5a0s4d7f2g9h1j8", "k2q9x7m4v1z8c3b6n5a0s4d7f2g9h1j8", "keyword_token"),
+        ("billing token - 'Hx7kQ2mZp9Lw4vRt8sNc3bYd'", "Hx7kQ2mZp9Lw4vRt8sNc3bYd", "env_assignment"),
+    ],
+)
+def test_command_line_pgpass_short_and_keyword_secrets_are_redacted(text: str, secret: str, kind: str) -> None:
+    out, findings = redact(text)
+    assert secret not in out
+    assert [f.kind for f in findings] == [kind]
+    assert text[findings[0].start : findings[0].end] == secret
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the same commands without a password, and other commands' -p, -w, -U
+        "PsExec.exe \\\\app07 -s -i cmd",
+        "ldapsearch -x -W -b dc=ex,dc=org '(uid=ops)'",
+        "smbclient -L //nas -U kodi",
+        "psql -h db -U postgres -p 5432 sales",
+        "net use Y: \\\\nas\\media /persistent:yes",
+        "net use * \\\\nas\\media /user:kodi",
+        "mkdir -p out && ssh -p 2222 ops@nas && docker run -p 8080:80 nginx && wc -w notes.txt",
+        # colons that are not a .pgpass line
+        "MAC 3c:22:fb:d4:9a:10",
+        "fe80::1ff:fe23:4567:890a",
+        "at 2024-06-01 10:12:44:001 the run ended",
+        # short words and counts after password words
+        "passwd:         compat\n",
+        "pass: 120/120\n",
+        "password: ******\n",
+        # ordinary values after a weak keyword: a git sha, a content hash, a UUID, a version, ids, paths
+        "key: 3f786850e387550fdab836ed7e6dc881de23001b",
+        "cache key: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "key: 123e4567-e89b-42d3-a456-426614174000",
+        "key=v2.14.0-rc.3+build.17",
+        "object key uploads/a6f10b7d3104c4f9cb10a8f5155e1076ca0dcc2e.png stored",
+        "key: req_8hk2mq9xlw4vrt7snc3byd1z",
+        "key: user_profile_settings",
+        "token - 'Bearer'",
+        # found by comparing spans over real files: an age public key, Markdown and format fields
+        "# public key: age1epzmwwzw8n09slh0c7z1z52x43nnga7lkksx3qrh07tqz5v7lcys4542",
+        "passwords passed positionally (`psexec -p`), and `ldapsearch -w`.",
+        'add("cli", "smbclient //fs01/backup -U svc_backup%{} -c ls", value)',
+    ],
+)
+def test_ordinary_values_near_the_new_rules_survive(text: str) -> None:
+    assert redact(text)[0] == text
+
+
+def test_unseen_corpus_files_are_what_its_generator_writes(tmp_path: Path) -> None:
+    from bench.redaction_unseen import main as write_unseen
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("sys.argv", ["redaction_unseen.py", "--out", str(tmp_path)])
+        write_unseen()
+    for name in ("secrets.jsonl", "ordinary.jsonl"):
+        assert (tmp_path / name).read_text(encoding="utf-8") == (CORPUS.parent / "redaction_unseen" / name).read_text(encoding="utf-8")
