@@ -102,7 +102,14 @@ def sentences(ps: list[Part]) -> tuple[list[Part], list[Sentence]]:
     context: list = []  # per said part
     for t, turn in enumerate(turns):
         rest = turn[1:]
-        done = "\n".join(q.text for q in rest if q.kind != "said")
+        # from each part on to the end of its turn: an edit applied, an error, a tool call or code (each part searched once)
+        applied, failed, acted = [False] * (len(turn) + 1), [False] * (len(turn) + 1), [False] * (len(turn) + 1)
+        for j in range(len(turn) - 1, -1, -1):
+            q = turn[j]
+            tool = q.kind != "said"
+            applied[j] = applied[j + 1] or (tool and APPLIED_RE.search(q.text) is not None)
+            failed[j] = failed[j + 1] or (tool and FAILED_RE.search(q.text) is not None)
+            acted[j] = acted[j + 1] or q.kind in ("tool", "code")
         reply = turns[t + 1][0].text if t + 1 < len(turns) else ""
         asked = bool(turn) and turn[0].kind == "said" and turn[0].role == "user" and turn[0].text.rstrip().endswith("?")
         for j, q in enumerate(turn):
@@ -112,16 +119,16 @@ def sentences(ps: list[Part]) -> tuple[list[Part], list[Sentence]]:
             k = len(context)
             context.append(
                 (
-                    float(user and bool(APPLIED_RE.search(done))),
-                    float(user and bool(FAILED_RE.search(done))),
+                    float(user and applied[1]),
+                    float(user and failed[1]),
                     float(user and not any(r.kind == "said" and r.role == "assistant" for r in rest)),
                     float(not user and bool(ASSENT_RE.match(reply))),
                     float(not user and bool(REFUSE_RE.match(reply))),
                     float(k == last_user),
                     float(k == last_agent),
-                    float(not user and any(r.kind in ("tool", "code") for r in turn[j + 1 :])),
-                    float(not user and bool(APPLIED_RE.search(after := "\n".join(r.text for r in turn[j + 1 :] if r.kind != "said")))),
-                    float(not user and bool(FAILED_RE.search(after))),
+                    float(not user and acted[j + 1]),
+                    float(not user and applied[j + 1]),
+                    float(not user and failed[j + 1]),
                     float(not user and asked),
                 )
             )
