@@ -28,6 +28,7 @@ Design notes
 from __future__ import annotations
 
 import base64
+import bisect
 import hashlib
 import math
 import re
@@ -167,17 +168,60 @@ TOKEN_TRIGGER = (
 )
 
 # --- command lines -------------------------------------------------------------------------------
-# The command before a password option on its line (_password_flag); the group that matches names
-# the option it takes.
-_PASSWORD_FLAG_COMMANDS = _c(
-    r"(?:(?P<glued_p>mysql[a-z]*|mariadb[a-z\-]*)"
-    r"|(?P<p>sshpass|psexec(?:64)?(?:\.exe)?|(?:docker|podman|helm[ \t]+registry)[ \t]+login)"
-    r"|(?P<a>redis-cli)"
-    r"|(?P<w>ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn|exop)(?:\.exe)?)"
-    r"|(?P<b>gh[ \t]+secret[ \t]+set))[ \t].*"
+# Options documented as taking a password, a passphrase or a token, by command (each tool's man
+# page or --help). An option named by a secret word (`--password`, `--db-password`, `-storepass`,
+# `/pass:`) needs no entry: the assignment rules judge it by its name. The table holds the options
+# whose name says nothing (`-p`, `-P`, `-a`, `-w`, `-k`, `-pw`, `/p`): each counts only after its
+# command, so `mkdir -p`, `ssh -p 2222`, `mysql -P3306`, `ldapsearch -W` (a prompt), `docker run
+# -a stdout` stay. An option written `-u,` takes `user,password` (its password after the comma),
+# `-U:` takes `user:password`. GLUED: letters whose password is written against them (`-pPASS`);
+# for mysql a separate `-p VALUE` is a prompt, then the database.
+_DB_CLIENTS = "mysql mysqldump mysqladmin mysqlimport mysqlcheck mysqlshow mysqlpump mysqlslap mysqlbinlog mysqlsh mariadb mariadb-dump mariadb-admin mariadb-import mariadb-check"
+_MONGO = "mongo mongosh mongodump mongorestore mongoexport mongoimport mongostat mongotop mongofiles"
+_LDAP = "ldapsearch ldapmodify ldapadd ldapdelete ldapwhoami ldappasswd ldapcompare ldapmodrdn ldapexop"
+_SNMP = "snmpwalk snmpbulkwalk snmpget snmpgetnext snmpbulkget snmpset snmptable snmptrap snmpinform snmpdelta snmpdf snmpstatus"
+_OPTION_TABLE: tuple[tuple[str, str, str], ...] = (
+    # commands, options taking the value after a space, `=` or `:`, glued letters
+    (_DB_CLIENTS, "", "p"),
+    ("7z 7za 7zz 7zr rar unrar", "", "p"),
+    ("sshpass psexec psexec64 rdesktop cqlsh mycli hdbsql cypher-shell ncftp ncftpget ncftpput influx winrs", "-p", ""),
+    (_MONGO, "-p", ""),
+    ("redis-cli keydb-cli valkey-cli", "-a", ""),
+    (_LDAP + " vsql", "-w", ""),
+    ("sqlcmd bcp osql sqsh mssql-cli ipmitool mosquitto_pub mosquitto_sub mosquitto_rr zip unzip zipcloak", "-P", ""),
+    ("openssl", "-k", ""),
+    ("keytool jarsigner", "-storepass -keypass -srcstorepass -deststorepass -srckeypass -destkeypass -new", ""),
+    ("plink pscp psftp putty nzsql", "-pw", ""),
+    (_SNMP, "-A -X", ""),
+    ("xfreerdp xfreerdp3 wfreerdp sdl-freerdp", "/p", ""),
+    ("schtasks", "/rp /p", ""),
+    ("lftp", "-u,", ""),
+    ("curl", "-U: --proxy-user:", ""),
 )
-# A word each of those commands holds, checked before the regex.
-_PASSWORD_FLAG_WORDS = ("mysql", "mariadb", "sshpass", "psexec", "login", "redis-cli", "ldap", "secret")
+# Commands whose table entry counts only with one of these words after them on the line.
+_SUBCOMMANDS = {
+    "docker": "login", "podman": "login", "nerdctl": "login", "buildah": "login", "skopeo": "login", "oras": "login",
+    "helm": "login", "az": "login", "oc": "login", "cf": "login", "twine": "upload", "gh": "secret",
+}  # fmt: skip
+_OPTION_TABLE += (("docker podman nerdctl buildah skopeo oras helm az oc cf twine", "-p", ""), ("gh", "-b --body", ""))
+
+
+def _option_index() -> dict[str, tuple[dict[str, str], str]]:
+    """command -> (option -> separator inside its value, or ""; glued letters)."""
+    index: dict[str, tuple[dict[str, str], str]] = {}
+    for commands, options, glued in _OPTION_TABLE:
+        for command in commands.split():
+            known, letters = index.setdefault(command, ({}, ""))
+            for option in options.split():
+                sep = option[-1] if option[-1] in ",:" else ""
+                known[option.rstrip(",:")] = sep
+            index[command] = (known, letters + glued)
+    return index
+
+
+_OPTIONS_BY_COMMAND = _option_index()
+_ALL_OPTIONS = frozenset(option for known, _ in _OPTIONS_BY_COMMAND.values() for option in known)
+_ALL_GLUED = frozenset(letter for _, letters in _OPTIONS_BY_COMMAND.values() for letter in letters)
 # CREATE USER / ALTER USER / CREATE ROLE before an unquoted IDENTIFIED BY value.
 _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 
@@ -194,7 +238,7 @@ _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 #               `public_key`, `cache_key`, `secretKeyRef`, `SECRET_NAME`.
 _KEY_WORDS = _c(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # ("tokens" is a count: max_tokens, window_tokens.)
-_STRONG_WORD = _c(r"[a-z0-9]*(?:passwords?|passwd|passphrase|pwd|secrets?|token|credentials?|creds|apikeys?)|pass|requirepass")
+_STRONG_WORD = _c(r"[a-z0-9]*(?:passwords?|passwd|passphrase|pwd|secrets?|token|credentials?|creds|apikeys?)|pass|pw|requirepass")
 _KEY_QUALIFIERS = frozenset(
     "api access secret private signing sign encryption encrypt enc decryption master hmac client app"
     " application auth service account admin root session cookie jwt webhook ssh gpg pgp aes cipher"
@@ -211,7 +255,7 @@ _TRAILING_QUALIFIERS = frozenset(
 _POSITION_TOKEN = _c(r"(?:page|next|continuation|sync|resume|pagination|cursor)token")
 # Literal starts of those key words (lower case): one assignment regex each keeps every scan a
 # substring search.
-_SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "login", "pat")
+_SECRET_KEY_STARTS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "login", "pat")
 # What follows such a word: the rest of the key (and a type: `var k string =`), a separator, then a
 # quoted value (".." or '..'
 # that may wrap once onto the next line, \"..\" inside JSON strings) or a bare one that is not
@@ -264,7 +308,7 @@ _SQL_CONTEXT = _c(r"\b(?:user|role|with|login)\b")
 _SPACED_KEYS = frozenset(("password", "passwd", "requirepass", "masterauth"))
 
 # A key naming a password (not a token or a key): its quoted values are literals from MIN_PASSWORD_LEN.
-_PASSWORD_KEY = _c(r"(?:pass(?:word|wd|phrase)?|pwd)s?$")
+_PASSWORD_KEY = _c(r"(?:pass(?:word|wd|phrase)?|pwd?)s?$")
 # Type names and schema words a password field is given in code and API docs (`"password": "string"`).
 _TYPE_NAMES = frozenset("string text varchar boolean object number integer hidden masked".split())
 # Values that stand for a secret without being one.
@@ -480,7 +524,9 @@ def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) 
     if group in ("dq", "sq"):
         words = strength == 2 and m.group("filler") and not key.startswith(("token", "key"))
         return (start, end) if words and len(value) >= 4 and " " not in value.strip() and value.lower() != key else None
-    if group != "bare" or len(value) < MIN_SECRET_LEN or PLACEHOLDER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
+    # a password word and "is" before it: a password a person picks is often short (`Raven82?`)
+    named = strength == 2 and m.group("filler") is not None and _PASSWORD_KEY.search(key) is not None
+    if group != "bare" or len(value) < (MIN_PASSWORD_LEN if named else MIN_SECRET_LEN) or PLACEHOLDER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
         return None
     if _NUMBER.fullmatch(value) or _CODE_REF.fullmatch(value) or not _has_digit_and_letter(value):
         return None
@@ -722,22 +768,69 @@ def _any_prefixed(text: str, start: int, trigger: int) -> Span | None:
     return (*hit.span(), "prefixed_token")
 
 
+# The catalogued commands, found once per text when a candidate option first needs them.
+_COMMAND_NAME = _c(r"(?<![a-z0-9_\-])(?:" + "|".join(sorted(map(re.escape, _OPTIONS_BY_COMMAND), key=len, reverse=True)) + r")(?:\.exe)?(?![a-z0-9_\-])")
+_commands_seen: tuple[str, int, int, list[int], list[tuple[int, str]]] = ("", 0, -1, [], [])
+
+
+def _command_options(text: str, pos: int) -> tuple[dict[str, str], str] | None:
+    """The options table of the nearest catalogued command before ``pos`` on its line (within
+    _LINE_LOOKBACK characters). The commands of a line are listed once (bisected per option), so
+    a line of ten thousand options costs no more than ten thousand look-ups."""
+    global _commands_seen
+    seen = _commands_seen
+    if seen[0] is not text or not seen[1] <= pos <= seen[2]:
+        line = text.rfind("\n", 0, pos) + 1
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        found = [(line + c.start(), c.group().removesuffix(".exe")) for c in _COMMAND_NAME.finditer(text[line:end].translate(_ASCII_LOWER))]
+        seen = _commands_seen = (text, line, end, [start for start, _ in found], found)
+    window = _line_start(text, pos)
+    i = bisect.bisect_left(seen[3], pos)
+    while i > 0 and seen[3][i - 1] >= window:
+        i -= 1
+        start, name = seen[4][i]
+        if name not in _SUBCOMMANDS or f" {_SUBCOMMANDS[name]}" in text[start:pos].lower():
+            return _OPTIONS_BY_COMMAND[name]
+    return None
+
+
 def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
     """The value of a password option, when the command on the line takes one there."""
-    line = text[_line_start(text, m.start()) : m.start()].lower()  # PsExec.exe, LDAPSEARCH
-    if not any(word in line for word in _PASSWORD_FLAG_WORDS):
-        return None  # the common case (mkdir -p, ls -a): no regex search over the line
-    command = _PASSWORD_FLAG_COMMANDS.search(line)
-    if command is None:
+    flag, gap = text[m.start()] + m.group("flag"), m.group("gap")
+    glued = flag[:2] != "--" and flag[:1] == "-" and (len(flag) > 2 or not gap)  # -pPASS
+    if not (flag in _ALL_OPTIONS or (glued and (flag[1] in _ALL_GLUED or flag[:2] in _ALL_OPTIONS))):
+        return None  # the common case (mkdir -p, ls -a): no look at the line
+    options = _command_options(text, m.start())
+    if options is None:
         return None
-    flag, glued = m.group("flag").lstrip("-")[:1], not m.group("gap")
-    takes = str(command.lastgroup)
-    if not (takes == f"glued_{flag}" and glued) and takes != flag:
-        return None  # mysql -p db (a prompt, then the database), mysql -P3306, docker run -a
-    value = m.group("secret").strip("'\"")
-    if value.isdigit() or PLACEHOLDER.fullmatch(value) or "`" in value:
-        return None  # a Markdown code span ends there: `psexec -p` in prose
-    return m.span("secret")
+    known, letters = options
+    start, end = m.span("secret")
+    # getopt: a short option's value may be glued to it (not a word: `influx -precision rfc3339`)
+    if glued and (flag[1] in letters or (flag[:2] in known and not flag[2:].isalpha())):
+        start = m.start() + 2
+        word = _WORD.match(text, m.start())
+        end = word.end() if word else end
+    elif flag not in known or not gap:
+        return None  # mysql -p db (a prompt, then the database), mysql -P3306
+    value = text[start:end].strip("'\"")
+    if value != value.strip() or (glued and len(value) < 3):
+        return None  # `"-storepass " * 10 + "`: code around a string; `-pX`: a flag's letters
+    sep = known.get(flag, "")
+    if sep:
+        if sep not in value:
+            return None  # lftp -u user (a prompt), curl -U user
+        start += len(text[start:end]) - len(text[start:end].lstrip("'\"")) + value.index(sep) + 1
+        value = value.split(sep, 1)[1]
+    if (
+        not any(c.isalnum() for c in value)
+        or value.isdigit()
+        or PLACEHOLDER.fullmatch(value)
+        or "`" in value
+        or value.startswith(("env:", "file:", "fd:", "/"))
+    ):
+        return None  # a code span ends there: `psexec -p` in prose; openssl -pass env:VAR; `"-p", ""` in a table
+    return start, end
 
 
 def _samba_user(m: re.Match[str], text: str) -> tuple[int, int] | None:
@@ -864,8 +957,32 @@ def _in_public_pem(text: str, pos: int) -> bool:
     return last is not None and last.group(1) == "BEGIN" and "PRIVATE" not in last.group(2)
 
 
+# Hex named as a secret in the prose before it on its line (`use this API key for staging <hex>`,
+# `the webhook secret, new one is <hex>`): a git sha, a digest or an id has the same shape, so the
+# words before it must name a secret and none may name a commit, a hash or an id.
+_HEX_SECRET = _c(r"[0-9a-f]{32,128}|[0-9A-F]{32,128}")
+_SECRET_NAMED_BEFORE = _c(
+    r"\b(?:(?:api|secret|signing|encryption|private|hmac|master|client|app)[ _\-]?(?:key|token|secret)|(?:access|auth|bearer|bot|api)[ _\-]?token|secret|token|password|passphrase)\b"
+)
+_NOT_A_SECRET_BEFORE = _c(
+    r"\b(?:commit|commits|sha[0-9]*|hash|hashes|digest|checksum|md5|ids?|uuid|fingerprint|etag|revision|rev|build|trace|span|request|cache|public|object|session|nonce|salt)\b"
+)
+
+
+# Words of a sentence between the name and the hex (`for staging`, `, new one is`), not code.
+_PROSE_BETWEEN = _c(r"[ \t,]*(?:[a-z(][a-z()' \-]{0,48}[ \t])?[(]?")
+
+
+def _hex_named_in_prose(text: str, start: int) -> bool:
+    line = text[max(_line_start(text, start), start - 64) : start].lower()
+    named = _SECRET_NAMED_BEFORE.search(line)
+    return named is not None and not _NOT_A_SECRET_BEFORE.search(line) and _PROSE_BETWEEN.fullmatch(line, named.end()) is not None
+
+
 def _unlabelled(m: re.Match[str], text: str) -> tuple[int, int] | None:
     token = m.group().rstrip("=")
+    if _HEX_SECRET.fullmatch(token) and _has_digit_and_letter(token) and _hex_named_in_prose(text, m.start()):
+        return m.span()
     if _DIGEST_PREFIX.match(token) or not _random_token(token) or _text_in_base64(m.group()):
         return None
     before = text[max(0, m.start() - 64) : m.start()]
@@ -961,13 +1078,11 @@ _E_TOKENS = _c(
     r"|(?P<facebook_token>AA[CM][A-Za-z0-9]{100,})"
     r"|(?P<easypost_key>Z[AT]K[A-Za-z0-9]{54}))" + _E
 )
-# A password option: mysql/mariadb -pPASS (glued), sshpass -p PASS, PsExec -p PASS, docker/podman/
-# helm login -p PASS, redis-cli -a PASS, ldapsearch (and the other OpenLDAP clients) -w PASS, gh
-# secret set NAME --body VALUE. _password_flag() checks the command.
-_PASSWORD_FLAG = _c(
-    r"-(?<![^ \t]-)(?P<flag>[pabw]|-body)(?P<gap>[ \t=]*)"
-    r"(?P<secret>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255})"
-)
+# An option and its value (`-p PASS`, `-pPASS`, `-storepass PASS`, `-p:PASS`, `/p:PASS`, `/rp PASS`):
+# _password_flag() looks the option up in _OPTION_TABLE under the command on its line.
+_OPTION_VALUE = r"(?P<secret>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255})"
+_PASSWORD_FLAG = _c(r"-(?<![^\s\"']-)(?P<flag>-?[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z]+)*)(?P<gap>[ \t]+|[=:]|)" + _OPTION_VALUE)
+_WINDOWS_FLAG = _c(r"/(?<![^\s\"']/)(?P<flag>[A-Za-z]{1,8})(?P<gap>[ \t]+|:)" + _OPTION_VALUE)
 # Samba's clients take `-U user%password` (`--user=DOMAIN\\user%password`): what follows the "%".
 _SAMBA_USER = _c(r"-(?<![^ \t]-)(?:U|-user[ \t=])[ \t]*[\"']?[^\s%\"']{1,256}%(?P<secret>[^\s\"']{1,256})")
 _SAMBA_COMMANDS = ("smbclient", "rpcclient", "smbcacls", "smbget", "smbtree", "winexe", "samba-tool", "net ")
@@ -979,6 +1094,51 @@ _WORD = _c(r"\S+")
 # found at its port, the host checked by _pgpass.
 _PGPASS = _c(r":(?:[0-9]{1,5}|\*):(?:[^\s:\\]|\\.){1,128}:(?:[^\s:\\]|\\.){1,128}:(?P<secret>(?:[^\s:\\]|\\.){1,256})(?=[ \t]*(?:\r?\n|\Z))")
 _PGPASS_HOST = _c(r"[ \t]*(?:[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*|\*)")
+# Passwords given as a command's argument rather than an option (each tool's documented syntax):
+# an Oracle logon `user/password[@db]` (sqlplus, sqlldr, expdp, impdp, exp, imp, dgmgrl, rman
+# target; `connect user/password@db` at a SQL*Plus prompt), `rabbitmqctl add_user|change_password
+# USER PASSWORD`, `mc alias set NAME URL ACCESS-KEY SECRET-KEY`, `echo 'user:password' | chpasswd`,
+# PowerShell's `ConvertTo-SecureString 'password' -AsPlainText`, Windows `net user NAME PASSWORD`.
+# Run on the lower-cased text (offsets are the same).
+_ORACLE_LOGON = r"[\"']?[a-z0-9_$#]{1,64}/(?P<oracle>[^\s@/'\"]{1,128})(?=[@\s'\"]|$)"
+_BARE_OR_QUOTED = r"'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255}"
+# One regex each, every one led by a literal (a scan for a literal is fast; an alternation is not).
+_COMMAND_ARGUMENTS = tuple(
+    _c(pattern)
+    for pattern in (
+        r"sql(?<![a-z0-9_.\-]sql)(?:plus|ldr)(?:\.exe)?(?:[ \t]+-[a-z]+)*[ \t]+(?:userid=)?" + _ORACLE_LOGON,
+        r"sql>[ \t]*conn(?:ect)?[ \t]+(?=[^\s/]{1,64}/[^\s@]{1,128}@)" + _ORACLE_LOGON,
+        r"pdp(?<![a-z0-9_.\-][ei][mx]pdp)(?:\.exe)?(?:[ \t]+-[a-z]+)*[ \t]+(?:userid=)?" + _ORACLE_LOGON,
+        r"rman(?<![a-z0-9_.\-]rman)[ \t]+target[ \t]+" + _ORACLE_LOGON,
+        r"rabbitmqctl(?:\.bat)?[ \t][^\r\n]{0,128}?(?:add_user|change_password)[ \t]+[\"']?[^\s\"']{1,128}[\"']?[ \t]+(?P<rabbit>" + _BARE_OR_QUOTED + ")",
+        r"mc(?<![a-z0-9_.\-]mc)(?:\.exe)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+(?P<minio>[^\s'\"\-][^\s'\"]{0,255})",
+        r"convertto-securestring[ \t]+(?:-string[ \t]+)?(?:'(?P<pssq>[^'\r\n]{1,256})'|\"(?P<psdq>[^\"\r\n]{1,256})\")",
+        r"net(?<![a-z0-9_.\-]net)[ \t]+user[ \t]+(?:\"[^\"\r\n]{1,64}\"|[^\s/\"]{1,64})[ \t]+(?P<netuser>[^\s/*\"][^\s\"]{0,255})",
+    )
+)
+# `echo 'user:password' | chpasswd`: the echo before the pipe, found from "chpasswd".
+_CHPASSWD_ECHO = _c(r"echo[ \t]+(?:-[en]+[ \t]+)?[\"']?[A-Za-z0-9_.\-]{1,64}:(?P<secret>[^\s'\"]{1,256})[\"']?[ \t]*\|[ \t]*(?:sudo[ \t]+)?$")
+
+
+def _chpasswd(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    line_start = _line_start(text, m.start())
+    echo = _CHPASSWD_ECHO.search(text, line_start, m.start())
+    if echo is None or PLACEHOLDER.fullmatch(echo.group("secret")) or _STRONG_WORD.fullmatch(echo.group("secret").lower()):
+        return None  # `echo 'user:password' | chpasswd` in a man page
+    return echo.span("secret")
+
+
+def _command_argument(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    group = str(m.lastgroup)
+    start, end = m.span(group)
+    value = text[start:end].strip("'\"")
+    if len(value) < 4 or _NUMBER.fullmatch(value) or PLACEHOLDER.fullmatch(value) or "`" in value or _STRONG_WORD.fullmatch(value.lower()):
+        return None  # exp 2/3, net user bob *
+    if group == "netuser" and not (_has_digit_and_letter(value) or not value.isalnum()):
+        return None  # prose: "the net user command lists"
+    return start, end
+
+
 # SQL: CREATE USER ... IDENTIFIED BY 'pw' (also IDENTIFIED WITH plugin BY 'pw'; Oracle: unquoted).
 _SQL_IDENTIFIED_BY = _c(
     r"identified[ \t]+(?:with[ \t]+[a-z_0-9]+[ \t]+)?by[ \t]+(?:password[ \t]+)?"
@@ -1038,7 +1198,10 @@ _RULES: tuple[_Rule, ...] = (
     # Azure AD client secret ("abc8Q~...") and OpenShift user token ("sha256~..."): both around a "~".
     _Rule("vendor_token", _c(r"~(?:(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}|(?<=sha256~)[A-Za-z0-9_\-]{43})" + _E), extract=_tilde),
     _Rule("password_option", _PASSWORD_FLAG, extract=_password_flag),
+    _Rule("password_option", _WINDOWS_FLAG, extract=_password_flag),
     _Rule("password_option", _SQL_IDENTIFIED_BY, lowered=True, extract=_identified_by),
+    *(_Rule("password_option", regex, lowered=True, extract=_command_argument) for regex in _COMMAND_ARGUMENTS),
+    _Rule("password_option", _c(r"chpasswd"), lowered=True, extract=_chpasswd),
     # htpasswd -b FILE USER PASSWORD (-bc, -bB, ...): the password is the third word after the flags.
     _Rule("password_option", _c(r"htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+(?:-[a-zA-Z0-9]+[ \t]+)*[^\s-]\S*[ \t]+\S+[ \t]+(?P<secret>[^\s-]\S{0,255})")),
     _Rule("password_option", _SAMBA_USER, extract=_samba_user),
