@@ -131,11 +131,20 @@ def searched(mem, q: str, vec, cpu: list[float] | None = None) -> tuple[float, l
     return wall, [h.id for h in hits]
 
 
+T0 = time.perf_counter()
+
+
+def stage(what: str) -> None:
+    """A line on stderr as each step starts, with the seconds since the run began: how far a run stopped early got."""
+    print(f"[{time.perf_counter() - T0:8.1f} s, load {os.getloadavg()[0]:.1f}] {what}", file=sys.stderr, flush=True)
+
+
 def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool, bulk: bool = False, pg_only: bool = False) -> dict:
     root = workdir / f"store-{n}{'-bulk' if bulk else ''}"
     if reuse and (root / "memory").is_dir():
         import_s = float("nan")
     else:
+        stage(f"importing {n} sessions ({'bulk' if bulk else 'compress_many'})")
         import_s = bulk_store(root, n, seed=n) if bulk else build_store(root, n, seed=n, embedder="wordllama")
     folder = workdir / f"pg-{root.name}"  # the server's data: kept with the store (--reuse measures it again)
     server = start_server(folder)
@@ -144,13 +153,16 @@ def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool, bulk: 
         with pg.connect(url) as conn:
             built = reuse and conn.execute("SELECT count(*) FROM docs").fetchone()[0] > 0
         kept = reuse and store_path(Layout(root)).exists()  # --reuse of a store whose SQLite cache was built: measured as it is
+        stage(f"imported in {import_s:.0f} s; the SQLite cache built from the files")
         sqlite_build_s = float("nan") if pg_only or kept else rebuild(root, "wordllama")
+        stage(f"SQLite built in {sqlite_build_s:.0f} s; the PostgreSQL cache built from the files")
         mem = open_memory(root, embedder="wordllama")
         t, c = time.perf_counter(), time.process_time()
         pg.refresh(url, mem.layout, mem.embedder, full=True)
         pg_build_s, pg_build_cpu_s = time.perf_counter() - t, time.process_time() - c
         if built:  # --reuse of a database already built: that was a push with nothing to do
             pg_build_s = pg_build_cpu_s = float("nan")
+        stage(f"PostgreSQL built in {pg_build_s:.0f} s; searching")
         clone = workdir / f"{root.name}-clone"
         shutil.rmtree(clone, ignore_errors=True)
         shutil.copytree(root, clone, ignore=shutil.ignore_patterns(C.CACHE_DIR))
@@ -176,6 +188,7 @@ def run(workdir: Path, n: int, queries: int, cold_runs: int, reuse: bool, bulk: 
         backend_ms = (cpu_s(backend) - backend_s) * 1000
         assert shared._index.conn.info.backend_pid == backend, "the searches changed connection"
         assert not store_path(Layout(clone)).exists(), "the second clone built a local cache"
+        stage(f"searched: p50 {percentile(pg_ms, 50):.2f} ms PostgreSQL, {percentile(lite_ms, 50) if lite_ms else float('nan'):.2f} ms SQLite; cold searches")
         cold_lite, cold_pg = [], []
         cold_search(clone, texts[0], MEMTOOL_CACHE=url)  # warm-up: bytecode compiled once
         if not pg_only:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from memtool import constants as C
 from memtool.config import Settings, checked, load_settings
-from memtool.errors import BadInput
+from memtool.errors import BadInput, NotFound
 from memtool.memory import Memory
 from memtool.providers import Compressor, build_compressor, build_embedder
 from memtool.roots import found_root, personal_root, private_root, resolve_root
@@ -86,6 +86,15 @@ def outside_home(settings: Settings) -> Path | None:
     personal_outside_projects says so; else None."""
     home = personal_root(settings.personal_root)
     return home if settings.personal_outside_projects and home is not None and Layout(home).is_memory_root() else None
+
+
+def existing_personal(root: str | Path | None = None) -> Path:
+    """The personal memory's root, for a command that reads it (`memory stats --personal`): NotFound
+    while it does not exist yet (nothing is made), BadInput when the setting turns it off."""
+    home = personal_home(load_settings(resolve_root(root)))
+    if not Layout(home).is_memory_root():
+        raise NotFound(f"there is no personal memory yet (at {home}): `memory init --personal` makes it")
+    return home
 
 
 def personal_home(settings: Settings) -> Path:

@@ -60,12 +60,14 @@ def checked_changes(changes: dict[str, Any]) -> dict[str, Any]:
 
 
 def edit_entry(mem: Memory, entry_id: str, changes: dict[str, Any]) -> Edited:
-    """Set these fields of the live entry `entry_id` (checked_changes says which and how); the text is
+    """Set these fields of the live entry `entry_id` (checked_changes says which and how), in the root
+    that holds it (`Memory.holder`: the project's, its private part or the personal memory); the text is
     redacted like a stored session's. NotFound for an unknown id, BadInput for an archived one."""
     entry_id = entry_id.strip()
     if not ID_RE.fullmatch(entry_id):
         raise BadInput(f"{entry_id!r:.60} is not an entry id (like ctx-20260207-1a2b3c4d). `memory search` lists ids.")
     wanted = checked_changes(changes)
+    mem = mem.holder(entry_id)
     wanted = {k: (mem.redact(v) if isinstance(v, str) else [mem.redact(x) for x in v] if isinstance(v, list) else v) for k, v in wanted.items()}
     with mem.store.lock():
         homes = locate([mem.layout], [entry_id], [])[entry_id]

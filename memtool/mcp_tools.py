@@ -548,22 +548,27 @@ class MemoryTools:
         and the derived store. Without confirm=true nothing changes: the answer lists what would go; call again with confirm=true
         to remove. Returns JSON {forgotten (false for the preview), entries: [{id, timestamp, summary, trusted, archived}],
         completed (ids an interrupted forget had removed), removed (files), rewritten (files), caches, mentions (lines people
-        wrote that still name an id: not edited), note}.
+        wrote that still name an id: not edited), from (the memory holding them: project, personal, private), note}. The ids
+        must all be in one memory; the files named are relative to it.
         """
         from memtool.forget import forget
+        from memtool.search.engine import origin_label
         from memtool.tombstones import tombstones_file
 
-        mem = self.memory()
-        report = forget(mem.layout, ids, mem.settings.compressor, dry_run=not confirm)
+        home = self.memory().holder_of_all(ids)  # the project's, its private part, or the personal memory
+        report = forget(home.layout, ids, home.settings.compressor, dry_run=not confirm)
         entries = [e | {"summary": e["summary"] if e["trusted"] else quoted(e["summary"])} for e in report.entries]
-        answer: dict[str, Any] = {"forgotten": confirm, "truncated": False, **asdict(report), "entries": entries}
+        where = origin_label(home.origin, home.private) or "project"
+        answer: dict[str, Any] = {"forgotten": confirm, "truncated": False, **asdict(report), "entries": entries, "from": where}
         del answer["dry_run"]
+        in_git = home.shared and confirm
         add_note(
             answer,
             "" if confirm else FORGET_CONFIRM_NOTE,
             "the mentions are lines people wrote that name these ids: left as they are" if report.mentions else "",
-            f"recorded in {self._rel(tombstones_file(self.root))}: commit it, and every clone's next reindex removes these entries too" if confirm else "",
-            "git history still holds the old bytes of the removed files" if confirm else "",
+            f"recorded in {self._rel(tombstones_file(self.root))}: commit it, and every clone's next reindex removes these entries too" if in_git else "",
+            "git history still holds the old bytes of the removed files" if in_git else "",
+            f"recorded in the {where} memory's own tombstones: not in git, nothing to commit" if confirm and not home.shared else "",
         )
         fit(answer, self.max_tokens, "mentions")
         return answer

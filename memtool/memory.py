@@ -23,9 +23,9 @@ from memtool.dates import anchor
 from memtool.dayfile import read_day
 from memtool.dedupe import Deduper, Duplicate
 from memtool.docfreq import recent_doc_freq
-from memtool.errors import BadInput, ProviderError, StorageError, StoreCorrupt
+from memtool.errors import BadInput, NotFound, ProviderError, StorageError, StoreCorrupt
 from memtool.index_json import write_index
-from memtool.models import Entities, Entry, iso, make_id, utcnow
+from memtool.models import ID_RE, Entities, Entry, iso, make_id, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.quoting import log_tag_comment
 from memtool.search.cache import derived_cache
@@ -433,6 +433,43 @@ class Memory:
     def private_part(self) -> Memory | None:
         """This root's private entries (memory/.private), when there are any: what `--include-private` adds."""
         return next((m for m in self.companions if m.private and m.origin == self.origin), None)
+
+    @property
+    def shared(self) -> bool:
+        """Whether this root's files are the project's, kept in git (not the personal memory, not private entries)."""
+        return self.origin == "project" and not self.private
+
+    def holder(self, entry_id: str) -> Memory:
+        """The root (this one or a companion: its private part, the personal memory) whose files hold
+        the entry `entry_id`, live or archived, or its transcript or vector left without it, or that an
+        interrupted `memory forget` of it left unfinished; BadInput for what is not an id, NotFound when no root holds it."""
+        from memtool.forget import read_journal
+
+        entry_id = entry_id.strip()
+        if not ID_RE.fullmatch(entry_id):
+            raise BadInput(f"{entry_id!r:.60} is not an entry id (like ctx-20260207-1a2b3c4d). `memory search` lists ids.")
+        for m in self.sources():
+            left = (m.layout.transcript_file(entry_id), m.layout.embedding_file(entry_id))  # a forget's leftovers, which it removes
+            if m.store.get(entry_id) or get_archived(m.layout, entry_id) or entry_id in read_journal(m.layout)[0] or any(p.is_file() for p in left):
+                return m
+        raise NotFound(f"no entry with id {entry_id}. `memory search` lists ids (`--archive`: archived ones too).")
+
+    def holder_of_all(self, ids: Iterable[str]) -> Memory:
+        """The one root holding these entries (`holder`), for a command on several at once. BadInput
+        when they sit in two roots (one command per root, then); ids no root holds are left to the
+        command to name, unless none of them is held (NotFound)."""
+        held: dict[str, Memory] = {}
+        for entry_id in dict.fromkeys(i.strip() for i in ids):
+            with suppress(NotFound):
+                held[entry_id] = self.holder(entry_id)
+        if not held:
+            named = ", ".join(dict.fromkeys(i.strip() for i in ids))
+            raise NotFound(f"no entry with id {named} in this memory or the personal one; nothing was forgotten or changed. `memory search` lists ids")
+        roots = {id(m): m for m in held.values()}
+        if len(roots) > 1:
+            where = "; ".join(f"{origin_label(m.origin, m.private) or 'project'}: {', '.join(i for i, h in held.items() if h is m)}" for m in roots.values())
+            raise BadInput(f"these entries are in different memories ({where}); give the ids of one memory at a time. Nothing was changed.")
+        return next(iter(roots.values()))
 
     def holds(self, hit: Hit) -> bool:
         """Whether `hit` came from this root."""

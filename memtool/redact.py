@@ -28,6 +28,7 @@ Design notes
 from __future__ import annotations
 
 import base64
+import bisect
 import hashlib
 import math
 import re
@@ -167,16 +168,60 @@ TOKEN_TRIGGER = (
 )
 
 # --- command lines -------------------------------------------------------------------------------
-# The command before a password option on its line (_password_flag); the group that matches names
-# the option it takes.
-_PASSWORD_FLAG_COMMANDS = _c(
-    r"(?:(?P<glued_p>mysql[a-z]*|mariadb[a-z\-]*)"
-    r"|(?P<p>sshpass|(?:docker|podman|helm[ \t]+registry)[ \t]+login)"
-    r"|(?P<a>redis-cli)"
-    r"|(?P<b>gh[ \t]+secret[ \t]+set))[ \t].*"
+# Options documented as taking a password, a passphrase or a token, by command (each tool's man
+# page or --help). An option named by a secret word (`--password`, `--db-password`, `-storepass`,
+# `/pass:`) needs no entry: the assignment rules judge it by its name. The table holds the options
+# whose name says nothing (`-p`, `-P`, `-a`, `-w`, `-k`, `-pw`, `/p`): each counts only after its
+# command, so `mkdir -p`, `ssh -p 2222`, `mysql -P3306`, `ldapsearch -W` (a prompt), `docker run
+# -a stdout` stay. An option written `-u,` takes `user,password` (its password after the comma),
+# `-U:` takes `user:password`. GLUED: letters whose password is written against them (`-pPASS`);
+# for mysql a separate `-p VALUE` is a prompt, then the database.
+_DB_CLIENTS = "mysql mysqldump mysqladmin mysqlimport mysqlcheck mysqlshow mysqlpump mysqlslap mysqlbinlog mysqlsh mariadb mariadb-dump mariadb-admin mariadb-import mariadb-check"
+_MONGO = "mongo mongosh mongodump mongorestore mongoexport mongoimport mongostat mongotop mongofiles"
+_LDAP = "ldapsearch ldapmodify ldapadd ldapdelete ldapwhoami ldappasswd ldapcompare ldapmodrdn ldapexop"
+_SNMP = "snmpwalk snmpbulkwalk snmpget snmpgetnext snmpbulkget snmpset snmptable snmptrap snmpinform snmpdelta snmpdf snmpstatus"
+_OPTION_TABLE: tuple[tuple[str, str, str], ...] = (
+    # commands, options taking the value after a space, `=` or `:`, glued letters
+    (_DB_CLIENTS, "", "p"),
+    ("7z 7za 7zz 7zr rar unrar", "", "p"),
+    ("sshpass psexec psexec64 rdesktop cqlsh mycli hdbsql cypher-shell ncftp ncftpget ncftpput influx winrs", "-p", ""),
+    (_MONGO, "-p", ""),
+    ("redis-cli keydb-cli valkey-cli", "-a", ""),
+    (_LDAP + " vsql", "-w", ""),
+    ("sqlcmd bcp osql sqsh mssql-cli ipmitool mosquitto_pub mosquitto_sub mosquitto_rr zip unzip zipcloak", "-P", ""),
+    ("openssl", "-k", ""),
+    ("keytool jarsigner", "-storepass -keypass -srcstorepass -deststorepass -srckeypass -destkeypass -new", ""),
+    ("plink pscp psftp putty nzsql", "-pw", ""),
+    (_SNMP, "-A -X", ""),
+    ("xfreerdp xfreerdp3 wfreerdp sdl-freerdp", "/p", ""),
+    ("schtasks", "/rp /p", ""),
+    ("lftp", "-u,", ""),
+    ("curl", "-U: --proxy-user:", ""),
 )
-# A word each of those commands holds, checked before the regex.
-_PASSWORD_FLAG_WORDS = ("mysql", "mariadb", "sshpass", "login", "redis-cli", "secret")
+# Commands whose table entry counts only with one of these words after them on the line.
+_SUBCOMMANDS = {
+    "docker": "login", "podman": "login", "nerdctl": "login", "buildah": "login", "skopeo": "login", "oras": "login",
+    "helm": "login", "az": "login", "oc": "login", "cf": "login", "twine": "upload", "gh": "secret",
+}  # fmt: skip
+_OPTION_TABLE += (("docker podman nerdctl buildah skopeo oras helm az oc cf twine", "-p", ""), ("gh", "-b --body", ""))
+
+
+def _option_index() -> dict[str, tuple[dict[str, str], str]]:
+    """command -> (option -> separator inside its value, or ""; glued letters)."""
+    index: dict[str, tuple[dict[str, str], str]] = {}
+    for commands, options, glued in _OPTION_TABLE:
+        for command in commands.split():
+            known, letters = index.setdefault(command, ({}, ""))
+            for option in options.split():
+                sep = option[-1] if option[-1] in ",:" else ""
+                known[option.rstrip(",:")] = sep
+            index[command] = (known, letters + glued)
+    return index
+
+
+_OPTIONS_BY_COMMAND = _option_index()
+_ALL_OPTIONS = frozenset(option for known, _ in _OPTIONS_BY_COMMAND.values() for option in known)
+_ALL_GLUED = frozenset(letter for _, letters in _OPTIONS_BY_COMMAND.values() for letter in letters)
 # CREATE USER / ALTER USER / CREATE ROLE before an unquoted IDENTIFIED BY value.
 _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 
@@ -193,7 +238,7 @@ _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 #               `public_key`, `cache_key`, `secretKeyRef`, `SECRET_NAME`.
 _KEY_WORDS = _c(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # ("tokens" is a count: max_tokens, window_tokens.)
-_STRONG_WORD = _c(r"[a-z0-9]*(?:passwords?|passwd|passphrase|pwd|secrets?|token|credentials?|creds|apikeys?)|pass|requirepass")
+_STRONG_WORD = _c(r"[a-z0-9]*(?:passwords?|passwd|passphrase|pwd|secrets?|token|credentials?|creds|apikeys?)|pass|pw|requirepass")
 _KEY_QUALIFIERS = frozenset(
     "api access secret private signing sign encryption encrypt enc decryption master hmac client app"
     " application auth service account admin root session cookie jwt webhook ssh gpg pgp aes cipher"
@@ -210,13 +255,14 @@ _TRAILING_QUALIFIERS = frozenset(
 _POSITION_TOKEN = _c(r"(?:page|next|continuation|sync|resume|pagination|cursor)token")
 # Literal starts of those key words (lower case): one assignment regex each keeps every scan a
 # substring search.
-_SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "login", "pat")
+_SECRET_KEY_STARTS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "login", "pat")
 # What follows such a word: the rest of the key (and a type: `var k string =`), a separator, then a
 # quoted value (".." or '..'
 # that may wrap once onto the next line, \"..\" inside JSON strings) or a bare one that is not
 # itself a key (`token: GITHUB_TOKEN: x`: the match fails at "token" and is found again at
 # "GITHUB_TOKEN"). The match consumes its value, so each character is scanned by one match. Separators: = : := ::= ?= ??= += .= => and
-# URL-encoded %3D %3A, a comma after a quoted key (`setProperty("K", "v")`); a value may start on the next
+# URL-encoded %3D %3A, a comma after a quoted key (`setProperty("K", "v")`), a dash between spaces before a
+# quoted value (`api token - 'v'`); a value may start on the next
 # line when quoted (pretty-printed JSON); a space separates CLI options, netrc/redis lines and a
 # value named in prose ("the password is X", "api key (X)"; not before a plain word, so "token
 # budget" in prose costs no check);
@@ -225,7 +271,7 @@ _SECRET_KEY_STARTS = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "
 _ASSIGNMENT_TAIL = (
     r"(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
     r"(?:(?P<quote>\\?[\"'])?(?:[ \t]*:?[ \t]+(?:string|str)(?=[ \t]*=))?"  # a type: `var k string =`, `k: String =`
-    r"(?:(?P<pre>[ \t]*)(?P<sep>:{1,3}=|\?\??=|[+.]=|={2,3}(?=[ \t]*[\"'])|=>|=|:|%3d|%3a|>|value=|,(?=[ \t]*[\"'`]))(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"'])|(?<=>)\r?\n[ \t]*)?|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
+    r"(?:(?P<pre>[ \t]*)(?P<sep>:{1,3}=|\?\??=|[+.]=|={2,3}(?=[ \t]*[\"'])|=>|=|:|%3d|%3a|>|value=|,(?=[ \t]*[\"'`])|-(?<=[ \t]-)(?=[ \t]+[\"']))(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"'])|(?<=>)\r?\n[ \t]*)?|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
     r"(?:\"(?P<dq>[^\"\r\n]{0,4096}(?:\r?\n[^\"\r\n]{0,4096})?)\""
     r"|'(?P<sq>[^'\r\n]{0,4096}(?:\r?\n[^'\r\n]{0,4096})?)'"
     r"|\\\"(?P<eq>[^\"\\\r\n]{0,4096})\\\""
@@ -262,7 +308,7 @@ _SQL_CONTEXT = _c(r"\b(?:user|role|with|login)\b")
 _SPACED_KEYS = frozenset(("password", "passwd", "requirepass", "masterauth"))
 
 # A key naming a password (not a token or a key): its quoted values are literals from MIN_PASSWORD_LEN.
-_PASSWORD_KEY = _c(r"(?:pass(?:word|wd|phrase)?|pwd)s?$")
+_PASSWORD_KEY = _c(r"(?:pass(?:word|wd|phrase)?|pwd?)s?$")
 # Type names and schema words a password field is given in code and API docs (`"password": "string"`).
 _TYPE_NAMES = frozenset("string text varchar boolean object number integer hidden masked".split())
 # Values that stand for a secret without being one.
@@ -274,7 +320,7 @@ PLACEHOLDER = re.compile(
     | %[A-Za-z_]\w*%          # %VAR% (Windows)
     | %\(\w+\)s               # %(name)s
     | \{\{.*\}\}              # {{ template }}
-    | \{[A-Za-z_][\w.]*\}     # {name} (f-string, str.format)
+    | \{(?:[A-Za-z_][\w.]*|[0-9]*)\}  # {name}, {}, {0} (f-string, str.format)
     | <[^>]*>                 # <your key>
     | [x*.\#_\-]{3,}          # xxxx, ****, ...., ----
     | (?:change[_\-]?me|changeit|placeholder|example|dummy|redacted|null|none|nil|undefined
@@ -444,7 +490,7 @@ def _block_end(text: str, start: int, indent: int) -> int:
     return end
 
 
-def _spaced(m: re.Match[str], text: str, key_start: int, group: str, strength: int) -> tuple[int, int] | None:
+def _spaced(m: re.Match[str], text: str, key_start: int, group: str, strength: int) -> Span | None:
     """`key value` without = or :, accepted in five shapes only: a CLI option, SQL `PASSWORD 'v'`,
     a netrc `password v` (after machine/login), a redis.conf `requirepass v` line, and a value
     named in prose (_in_prose)."""
@@ -453,7 +499,8 @@ def _spaced(m: re.Match[str], text: str, key_start: int, group: str, strength: i
     key = text[key_start : m.end("rest")].lower()
     if PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value):
         return None
-    if strength < 2 or len(value) < MIN_SECRET_LEN or m.group("filler") or m.group("space").endswith(("(", "`")):
+    short = key.lstrip("-") in _SPACED_KEYS and _short_password(value)  # netrc `password pass123`
+    if strength < 2 or len(value) < (MIN_PASSWORD_LEN if short else MIN_SECRET_LEN) or m.group("filler") or m.group("space").endswith(("(", "`")):
         return _in_prose(m, text, key, group, strength)
     return _spaced_shapes(m, text, key_start, key, group) or _in_prose(m, text, key, group, strength)
 
@@ -462,7 +509,7 @@ def _spaced(m: re.Match[str], text: str, key_start: int, group: str, strength: i
 _PROSE_END = ".,:;!?)`"
 
 
-def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) -> tuple[int, int] | None:
+def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) -> Span | None:
     """A value named in a sentence: `the db password is X`, `Use password X for`, `mistral key X`,
     `the token (X)`. Quoted after a password word and "is": any one word of 4+ characters;
     otherwise one token that mixes letters and digits and is not an identifier, a path or a
@@ -477,12 +524,16 @@ def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) 
     if group in ("dq", "sq"):
         words = strength == 2 and m.group("filler") and not key.startswith(("token", "key"))
         return (start, end) if words and len(value) >= 4 and " " not in value.strip() and value.lower() != key else None
-    if group != "bare" or len(value) < MIN_SECRET_LEN or PLACEHOLDER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
+    # a password word and "is" before it: a password a person picks is often short (`Raven82?`)
+    named = strength == 2 and m.group("filler") is not None and _PASSWORD_KEY.search(key) is not None
+    if group != "bare" or len(value) < (MIN_PASSWORD_LEN if named else MIN_SECRET_LEN) or PLACEHOLDER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
         return None
     if _NUMBER.fullmatch(value) or _CODE_REF.fullmatch(value) or not _has_digit_and_letter(value):
         return None
     if strength < 2 or key.startswith("key"):
-        return (start, end) if _looks_random(value) or _random_hex(value) else None
+        if _looks_random(value) or _random_hex(value):
+            return start, end
+        return (start, end, "keyword_token") if _keyword_token(value) and not _public_word_before(text, m.start()) else None
     return start, end
 
 
@@ -508,6 +559,53 @@ def _random_alnum(value: str) -> bool:
 def _random_hex(value: str) -> bool:
     """32+ hex digits: a key of a vendor whose keys are hex (also a digest: only where a key is named)."""
     return len(value) >= 32 and all(c in string.hexdigits for c in value) and _has_digit_and_letter(value)
+
+
+def _short_password(value: str) -> bool:
+    """A password of MIN_PASSWORD_LEN to MIN_SECRET_LEN characters where a config line or netrc
+    names it: letters with digits or signs (`pass123`, `Rrhh1234`), not a word (`passwd: compat`
+    in nsswitch.conf) nor a count (`pass: 120/120`)."""
+    return any(c.isalpha() for c in value) and not value.isalpha() and not PLACEHOLDER.fullmatch(value)
+
+
+# A version (`v2.1.0-rc.3`) and a UUID: ordinary values a keyword may name (`version key`, `api_key_id`).
+_VERSION = _c(r"v?[0-9]+(?:\.[0-9]+)+(?:[-+.][A-Za-z0-9.+\-]*)?")
+_ID_PARTS = _c(r"[_.\-]")
+# A file name or a path of words: `object key uploads/<sha>.png`.
+_FILE_LIKE = _c(r"\.[A-Za-z][A-Za-z0-9]{0,7}$|(?:^|/)[a-z]{4,}/")
+
+
+def _keyword_token(value: str) -> bool:
+    """A token of a secret's shape right after a secret keyword (`Using Key=<base36>`, `codemagic_key:
+    "<base64url>"`, `api token - '<token>'`), where the keyword alone is too weak to redact any
+    literal: 16 to 256 token characters, random (upper and lower case without digits from 24
+    characters, or a part of 12+ characters mixing letters and digits), high entropy, not mostly
+    words. Ordinary values a keyword names are kept: hex (a git sha, a content hash, a UUID: a
+    hex key needs a stronger name, `api_key`, `secret`), versions, code names, paths, and ids with
+    an id's prefix (`req_`, `cus_`), file names and paths."""
+    if not 16 <= len(value) <= 256 or not _TOKEN_VALUE.fullmatch(value) or ":" in value or _FILE_LIKE.search(value):
+        return False
+    if all(c in string.hexdigits or c == "-" for c in value) or _VERSION.fullmatch(value):
+        return False
+    if _CODE_REF.fullmatch(value) or PLACEHOLDER.fullmatch(value) or _ID_PARTS.split(value, 1)[0].lower() in _NOT_VENDOR_PREFIXES:
+        return False
+    if _entropy(value) < 3.5:
+        return False
+    parts = _ID_PARTS.split(value)
+    mixed = max((len(p) for p in parts if _has_digit_and_letter(p)), default=0)
+    if mixed >= 12 and sum(c.isdigit() for c in value) >= 2:
+        return True
+    two_cases = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    return two_cases and len(value) >= 24 and sum(len(w) for w in _WORDY.findall(value)) < 0.5 * len(value)
+
+
+_LAST_WORD = _c(r"([A-Za-z]+)[ \t]+$")
+
+
+def _public_word_before(text: str, key_start: int) -> bool:
+    """The word before a keyword says what is public or an id: `public key: age1...`, `cache key`."""
+    word = _LAST_WORD.search(text, max(0, key_start - 32), _run_start(text, key_start, _KEY_CHARS, 64))
+    return bool(word and (word.group(1).lower() in _NOT_SECRET_KEYS or _PUBLIC_VALUE_KEY.fullmatch(word.group(1).lower())))
 
 
 def _spaced_shapes(m: re.Match[str], text: str, key_start: int, key: str, group: str) -> tuple[int, int] | None:
@@ -570,7 +668,9 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
             end = _passphrase_end(text, start, end)
         value = text[start:end]
     literal = group in ("dq", "sq", "eq", "bq") or text[end : end + 1] == ";"
-    shortest = MIN_PASSWORD_LEN if literal and _PASSWORD_KEY.search(key.lower()) else MIN_SECRET_LEN
+    password = _PASSWORD_KEY.search(key.lower()) is not None
+    config_line = group == "bare" and sep in ("=", ":") and _at_config_line_start(text, key_start) and _short_password(value)
+    shortest = MIN_PASSWORD_LEN if password and (literal or config_line) else MIN_SECRET_LEN
     if len(value) < shortest or "[REDACTED:" in value or value.lower() in _TYPE_NAMES:
         return None
     if PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
@@ -578,7 +678,9 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     if strength == 1:
         if not _TOKEN_VALUE.fullmatch(value):
             return None  # `HEX_PAT = "[0-9A-Fa-f]{1,4}"`: a pattern, not a token
-        return (start, end) if _looks_random(value) or (_qualified(key) and _random_alnum(value)) else None
+        if _looks_random(value) or (_qualified(key) and _random_alnum(value)):
+            return start, end
+        return (start, end, "keyword_token") if _keyword_token(value) and not _public_word_before(text, key_start) else None
     if group in ("bare", "bq"):
         if text[end : end + 1] in ("(", "["):
             return None  # token = tokenizer.encode(text), key = os.environ["K"]
@@ -666,20 +768,96 @@ def _any_prefixed(text: str, start: int, trigger: int) -> Span | None:
     return (*hit.span(), "prefixed_token")
 
 
+# The catalogued commands, found once per text when a candidate option first needs them.
+_COMMAND_NAME = _c(r"(?<![a-z0-9_\-])(?:" + "|".join(sorted(map(re.escape, _OPTIONS_BY_COMMAND), key=len, reverse=True)) + r")(?:\.exe)?(?![a-z0-9_\-])")
+_commands_seen: tuple[str, int, int, list[int], list[tuple[int, str]]] = ("", 0, -1, [], [])
+
+
+def _command_options(text: str, pos: int) -> tuple[dict[str, str], str] | None:
+    """The options table of the nearest catalogued command before ``pos`` on its line (within
+    _LINE_LOOKBACK characters). The commands of a line are listed once (bisected per option), so
+    a line of ten thousand options costs no more than ten thousand look-ups."""
+    global _commands_seen
+    seen = _commands_seen
+    if seen[0] is not text or not seen[1] <= pos <= seen[2]:
+        line = text.rfind("\n", 0, pos) + 1
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        found = [(line + c.start(), c.group().removesuffix(".exe")) for c in _COMMAND_NAME.finditer(text[line:end].translate(_ASCII_LOWER))]
+        seen = _commands_seen = (text, line, end, [start for start, _ in found], found)
+    window = _line_start(text, pos)
+    i = bisect.bisect_left(seen[3], pos)
+    while i > 0 and seen[3][i - 1] >= window:
+        i -= 1
+        start, name = seen[4][i]
+        if name not in _SUBCOMMANDS or f" {_SUBCOMMANDS[name]}" in text[start:pos].lower():
+            return _OPTIONS_BY_COMMAND[name]
+    return None
+
+
 def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
     """The value of a password option, when the command on the line takes one there."""
-    line = text[_line_start(text, m.start()) : m.start()]
-    if not any(word in line for word in _PASSWORD_FLAG_WORDS):
-        return None  # the common case (mkdir -p, ls -a): no regex search over the line
-    command = _PASSWORD_FLAG_COMMANDS.search(line)
-    if command is None:
+    flag, gap = text[m.start()] + m.group("flag"), m.group("gap")
+    glued = flag[:2] != "--" and flag[:1] == "-" and (len(flag) > 2 or not gap)  # -pPASS
+    if not (flag in _ALL_OPTIONS or (glued and (flag[1] in _ALL_GLUED or flag[:2] in _ALL_OPTIONS))):
+        return None  # the common case (mkdir -p, ls -a): no look at the line
+    options = _command_options(text, m.start())
+    if options is None:
         return None
-    flag, glued = m.group("flag").lstrip("-")[:1], not m.group("gap")
-    takes = str(command.lastgroup)
-    if not (takes == f"glued_{flag}" and glued) and takes != flag:
-        return None  # mysql -p db (a prompt, then the database), mysql -P3306, docker run -a
-    value = m.group("secret").strip("'\"")
-    if value.isdigit() or PLACEHOLDER.fullmatch(value):
+    known, letters = options
+    start, end = m.span("secret")
+    # getopt: a short option's value may be glued to it (not a word: `influx -precision rfc3339`)
+    if glued and (flag[1] in letters or (flag[:2] in known and not flag[2:].isalpha())):
+        start = m.start() + 2
+        word = _WORD.match(text, m.start())
+        end = word.end() if word else end
+    elif flag not in known or not gap:
+        return None  # mysql -p db (a prompt, then the database), mysql -P3306
+    value = text[start:end].strip("'\"")
+    if value != value.strip() or (glued and len(value) < 3):
+        return None  # `"-storepass " * 10 + "`: code around a string; `-pX`: a flag's letters
+    sep = known.get(flag, "")
+    if sep:
+        if sep not in value:
+            return None  # lftp -u user (a prompt), curl -U user
+        start += len(text[start:end]) - len(text[start:end].lstrip("'\"")) + value.index(sep) + 1
+        value = value.split(sep, 1)[1]
+    if (
+        not any(c.isalnum() for c in value)
+        or value.isdigit()
+        or PLACEHOLDER.fullmatch(value)
+        or "`" in value
+        or value.startswith(("env:", "file:", "fd:", "/"))
+    ):
+        return None  # a code span ends there: `psexec -p` in prose; openssl -pass env:VAR; `"-p", ""` in a table
+    return start, end
+
+
+def _samba_user(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    line = text[_line_start(text, m.start()) : m.start()].lower()
+    if not any(command in line for command in _SAMBA_COMMANDS) or PLACEHOLDER.fullmatch(m.group("secret")):
+        return None  # psql -U postgres, date -U
+    return m.span("secret")
+
+
+def _net_use(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """The password word of `net use`: the first word after the share that is not an option
+    (`/user:x`, `/persistent:no`) nor `*` (a prompt)."""
+    for word in _WORD.finditer(text, m.start("rest"), m.end("rest")):
+        value = word.group().strip("\"'")
+        if word.group().startswith("/"):
+            continue
+        if not value or value == "*" or PLACEHOLDER.fullmatch(value):
+            return None
+        return word.span()
+    return None
+
+
+def _pgpass(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """A .pgpass line: a host name (or `*`) from the line's start; the password not a number (a
+    MAC address, a time) nor a placeholder."""
+    value = m.group("secret")
+    if not _PGPASS_HOST.fullmatch(text, _line_start(text, m.start()), m.start()) or _NUMBER.fullmatch(value) or PLACEHOLDER.fullmatch(value):
         return None
     return m.span("secret")
 
@@ -779,8 +957,32 @@ def _in_public_pem(text: str, pos: int) -> bool:
     return last is not None and last.group(1) == "BEGIN" and "PRIVATE" not in last.group(2)
 
 
+# Hex named as a secret in the prose before it on its line (`use this API key for staging <hex>`,
+# `the webhook secret, new one is <hex>`): a git sha, a digest or an id has the same shape, so the
+# words before it must name a secret and none may name a commit, a hash or an id.
+_HEX_SECRET = _c(r"[0-9a-f]{32,128}|[0-9A-F]{32,128}")
+_SECRET_NAMED_BEFORE = _c(
+    r"\b(?:(?:api|secret|signing|encryption|private|hmac|master|client|app)[ _\-]?(?:key|token|secret)|(?:access|auth|bearer|bot|api)[ _\-]?token|secret|token|password|passphrase)\b"
+)
+_NOT_A_SECRET_BEFORE = _c(
+    r"\b(?:commit|commits|sha[0-9]*|hash|hashes|digest|checksum|md5|ids?|uuid|fingerprint|etag|revision|rev|build|trace|span|request|cache|public|object|session|nonce|salt)\b"
+)
+
+
+# Words of a sentence between the name and the hex (`for staging`, `, new one is`), not code.
+_PROSE_BETWEEN = _c(r"[ \t,]*(?:[a-z(][a-z()' \-]{0,48}[ \t])?[(]?")
+
+
+def _hex_named_in_prose(text: str, start: int) -> bool:
+    line = text[max(_line_start(text, start), start - 64) : start].lower()
+    named = _SECRET_NAMED_BEFORE.search(line)
+    return named is not None and not _NOT_A_SECRET_BEFORE.search(line) and _PROSE_BETWEEN.fullmatch(line, named.end()) is not None
+
+
 def _unlabelled(m: re.Match[str], text: str) -> tuple[int, int] | None:
     token = m.group().rstrip("=")
+    if _HEX_SECRET.fullmatch(token) and _has_digit_and_letter(token) and _hex_named_in_prose(text, m.start()):
+        return m.span()
     if _DIGEST_PREFIX.match(token) or not _random_token(token) or _text_in_base64(m.group()):
         return None
     before = text[max(0, m.start() - 64) : m.start()]
@@ -876,12 +1078,67 @@ _E_TOKENS = _c(
     r"|(?P<facebook_token>AA[CM][A-Za-z0-9]{100,})"
     r"|(?P<easypost_key>Z[AT]K[A-Za-z0-9]{54}))" + _E
 )
-# A password option: mysql/mariadb -pPASS (glued), sshpass -p PASS, docker/podman/helm login
-# -p PASS, redis-cli -a PASS, gh secret set NAME --body VALUE. _password_flag() checks the command.
-_PASSWORD_FLAG = _c(
-    r"-(?<![^ \t]-)(?P<flag>[pab]|-body)(?P<gap>[ \t=]*)"
-    r"(?P<secret>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255})"
+# An option and its value (`-p PASS`, `-pPASS`, `-storepass PASS`, `-p:PASS`, `/p:PASS`, `/rp PASS`):
+# _password_flag() looks the option up in _OPTION_TABLE under the command on its line.
+_OPTION_VALUE = r"(?P<secret>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255})"
+_PASSWORD_FLAG = _c(r"-(?<![^\s\"']-)(?P<flag>-?[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z]+)*)(?P<gap>[ \t]+|[=:]|)" + _OPTION_VALUE)
+_WINDOWS_FLAG = _c(r"/(?<![^\s\"']/)(?P<flag>[A-Za-z]{1,8})(?P<gap>[ \t]+|:)" + _OPTION_VALUE)
+# Samba's clients take `-U user%password` (`--user=DOMAIN\\user%password`): what follows the "%".
+_SAMBA_USER = _c(r"-(?<![^ \t]-)(?:U|-user[ \t=])[ \t]*[\"']?[^\s%\"']{1,256}%(?P<secret>[^\s\"']{1,256})")
+_SAMBA_COMMANDS = ("smbclient", "rpcclient", "smbcacls", "smbget", "smbtree", "winexe", "samba-tool", "net ")
+# Windows `net use [drive:] \\host\share [password | *] [/user:[domain\]user] [/options]`: the one
+# word that is not an option after the share (run on the lower-cased text; offsets are the same).
+_NET_USE = _c(r"net[ \t]+use[ \t]+(?:[a-z]:[ \t]+|\*[ \t]+)?\\\\[^\s\\]+\\\S*(?P<rest>[^\r\n]{0,512})")
+_WORD = _c(r"\S+")
+# A .pgpass line, `host:port:database:user:password` (port digits or `*`, `\:` escapes a colon):
+# found at its port, the host checked by _pgpass.
+_PGPASS = _c(r":(?:[0-9]{1,5}|\*):(?:[^\s:\\]|\\.){1,128}:(?:[^\s:\\]|\\.){1,128}:(?P<secret>(?:[^\s:\\]|\\.){1,256})(?=[ \t]*(?:\r?\n|\Z))")
+_PGPASS_HOST = _c(r"[ \t]*(?:[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*|\*)")
+# Passwords given as a command's argument rather than an option (each tool's documented syntax):
+# an Oracle logon `user/password[@db]` (sqlplus, sqlldr, expdp, impdp, exp, imp, dgmgrl, rman
+# target; `connect user/password@db` at a SQL*Plus prompt), `rabbitmqctl add_user|change_password
+# USER PASSWORD`, `mc alias set NAME URL ACCESS-KEY SECRET-KEY`, `echo 'user:password' | chpasswd`,
+# PowerShell's `ConvertTo-SecureString 'password' -AsPlainText`, Windows `net user NAME PASSWORD`.
+# Run on the lower-cased text (offsets are the same).
+_ORACLE_LOGON = r"[\"']?[a-z0-9_$#]{1,64}/(?P<oracle>[^\s@/'\"]{1,128})(?=[@\s'\"]|$)"
+_BARE_OR_QUOTED = r"'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"\-][^\s'\"]{0,255}"
+# One regex each, every one led by a literal (a scan for a literal is fast; an alternation is not).
+_COMMAND_ARGUMENTS = tuple(
+    _c(pattern)
+    for pattern in (
+        r"sql(?<![a-z0-9_.\-]sql)(?:plus|ldr)(?:\.exe)?(?:[ \t]+-[a-z]+)*[ \t]+(?:userid=)?" + _ORACLE_LOGON,
+        r"sql>[ \t]*conn(?:ect)?[ \t]+(?=[^\s/]{1,64}/[^\s@]{1,128}@)" + _ORACLE_LOGON,
+        r"pdp(?<![a-z0-9_.\-][ei][mx]pdp)(?:\.exe)?(?:[ \t]+-[a-z]+)*[ \t]+(?:userid=)?" + _ORACLE_LOGON,
+        r"rman(?<![a-z0-9_.\-]rman)[ \t]+target[ \t]+" + _ORACLE_LOGON,
+        r"rabbitmqctl(?:\.bat)?[ \t][^\r\n]{0,128}?(?:add_user|change_password)[ \t]+[\"']?[^\s\"']{1,128}[\"']?[ \t]+(?P<rabbit>" + _BARE_OR_QUOTED + ")",
+        r"mc(?<![a-z0-9_.\-]mc)(?:\.exe)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+(?P<minio>[^\s'\"\-][^\s'\"]{0,255})",
+        r"convertto-securestring[ \t]+(?:-string[ \t]+)?(?:'(?P<pssq>[^'\r\n]{1,256})'|\"(?P<psdq>[^\"\r\n]{1,256})\")",
+        r"net(?<![a-z0-9_.\-]net)[ \t]+user[ \t]+(?:\"[^\"\r\n]{1,64}\"|[^\s/\"]{1,64})[ \t]+(?P<netuser>[^\s/*\"][^\s\"]{0,255})",
+    )
 )
+# `echo 'user:password' | chpasswd`: the echo before the pipe, found from "chpasswd".
+_CHPASSWD_ECHO = _c(r"echo[ \t]+(?:-[en]+[ \t]+)?[\"']?[A-Za-z0-9_.\-]{1,64}:(?P<secret>[^\s'\"]{1,256})[\"']?[ \t]*\|[ \t]*(?:sudo[ \t]+)?$")
+
+
+def _chpasswd(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    line_start = _line_start(text, m.start())
+    echo = _CHPASSWD_ECHO.search(text, line_start, m.start())
+    if echo is None or PLACEHOLDER.fullmatch(echo.group("secret")) or _STRONG_WORD.fullmatch(echo.group("secret").lower()):
+        return None  # `echo 'user:password' | chpasswd` in a man page
+    return echo.span("secret")
+
+
+def _command_argument(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    group = str(m.lastgroup)
+    start, end = m.span(group)
+    value = text[start:end].strip("'\"")
+    if len(value) < 4 or _NUMBER.fullmatch(value) or PLACEHOLDER.fullmatch(value) or "`" in value or _STRONG_WORD.fullmatch(value.lower()):
+        return None  # exp 2/3, net user bob *
+    if group == "netuser" and not (_has_digit_and_letter(value) or not value.isalnum()):
+        return None  # prose: "the net user command lists"
+    return start, end
+
+
 # SQL: CREATE USER ... IDENTIFIED BY 'pw' (also IDENTIFIED WITH plugin BY 'pw'; Oracle: unquoted).
 _SQL_IDENTIFIED_BY = _c(
     r"identified[ \t]+(?:with[ \t]+[a-z_0-9]+[ \t]+)?by[ \t]+(?:password[ \t]+)?"
@@ -941,9 +1198,15 @@ _RULES: tuple[_Rule, ...] = (
     # Azure AD client secret ("abc8Q~...") and OpenShift user token ("sha256~..."): both around a "~".
     _Rule("vendor_token", _c(r"~(?:(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}|(?<=sha256~)[A-Za-z0-9_\-]{43})" + _E), extract=_tilde),
     _Rule("password_option", _PASSWORD_FLAG, extract=_password_flag),
+    _Rule("password_option", _WINDOWS_FLAG, extract=_password_flag),
     _Rule("password_option", _SQL_IDENTIFIED_BY, lowered=True, extract=_identified_by),
+    *(_Rule("password_option", regex, lowered=True, extract=_command_argument) for regex in _COMMAND_ARGUMENTS),
+    _Rule("password_option", _c(r"chpasswd"), lowered=True, extract=_chpasswd),
     # htpasswd -b FILE USER PASSWORD (-bc, -bB, ...): the password is the third word after the flags.
     _Rule("password_option", _c(r"htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+(?:-[a-zA-Z0-9]+[ \t]+)*[^\s-]\S*[ \t]+\S+[ \t]+(?P<secret>[^\s-]\S{0,255})")),
+    _Rule("password_option", _SAMBA_USER, extract=_samba_user),
+    _Rule("password_option", _NET_USE, lowered=True, extract=_net_use),
+    _Rule("pgpass_password", _PGPASS, extract=_pgpass),
     _Rule("unlabelled_token", _UNLABELLED, extract=_unlabelled),
     *(_Rule("env_assignment", regex, lowered=True, extract=_assignment) for regex in ENV_ASSIGNMENTS),
 )
@@ -961,7 +1224,7 @@ _SPECIFIC_KINDS = (
     "prefixed_token",
     "labelled_line",
 )
-KINDS: tuple[str, ...] = (*dict.fromkeys(_SPECIFIC_KINDS), *_GENERIC_KINDS, CUSTOM_KIND, "env_assignment", "unlabelled_token")
+KINDS: tuple[str, ...] = (*dict.fromkeys(_SPECIFIC_KINDS), *_GENERIC_KINDS, CUSTOM_KIND, "keyword_token", "env_assignment", "unlabelled_token")
 # Rank of each kind when spans merge: lower wins.
 _RANK = {kind: i for i, kind in enumerate(KINDS)}
 # A-Z -> a-z only, for the rare text whose str.lower() changes length (U+0130).

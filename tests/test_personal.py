@@ -321,3 +321,79 @@ def test_mcp_get_reads_a_personal_file_hit_by_its_id(project, personal, fake_emb
     assert got["id"].startswith("personal:memory/") and PERSONAL_NOTE in got["text"]
     with pytest.raises(BadInput, match="outside the memory root"):  # confined to the personal root as any id is to the project's
         tools.get("personal:../../../../../../etc/passwd.md")
+
+
+# -- commands on an entry, in the root that holds it ---------------------------------------------------
+PERSONAL_SESSION = "user: my own laptop setup.\nassistant: Decided to keep the capybaraflint dotfiles in a private repo; the otterglen alias opens them.\n"
+
+
+@pytest.fixture
+def mine(project, personal, tmp_path):
+    """A personal entry's id (beside the project's entry and the personal log line)."""
+    (tmp_path / "mine.md").write_text(PERSONAL_SESSION, encoding="utf-8")
+    return json.loads(run("compress", "--personal", str(tmp_path / "mine.md"), "--session", "dotfiles", "--json").stdout)[0]["id"]
+
+
+def project_entry_id(project: Path) -> str:
+    return json.loads(run("search", "--json", "zebrafinch export rows").stdout)[0]["id"]
+
+
+def test_edit_archive_and_forget_act_on_a_personal_entry_in_the_personal_root(project, personal, mine):
+    before = tree_bytes(project / "memory" / "index")
+    edited = json.loads(run("edit", mine, "--summary", "Dotfiles live in the capybaraflint repo.", "--json").stdout)
+    assert edited["changed"] == ["summary"] and edited["day_file"].startswith("memory/index/")
+    assert b"Dotfiles live in the capybaraflint repo." in (personal / edited["day_file"]).read_bytes()
+    assert "from: personal memory" in run("show", mine).stdout and "capybaraflint repo." in run("show", mine).stdout
+
+    moved = run("archive", mine)
+    assert f"in the personal memory: {personal}" in moved.stdout
+    assert any(mine in p.read_text() for p in (personal / "memory" / "archive").rglob("*.json"))
+
+    forgot = run("forget", mine, "--yes")
+    assert f"forgot {mine}" in forgot.stdout and "commit it" not in forgot.stdout and "not in git, nothing to commit" in forgot.stdout
+    assert mine in (personal / "memory" / "index" / "tombstones.jsonl").read_text()
+    assert run("show", mine, ok=False).exit_code == 9
+    assert tree_bytes(project / "memory" / "index") == before  # no byte of the project's files changed, no tombstone there
+
+
+def test_a_forget_of_a_private_entry_keeps_its_tombstone_in_the_private_root(private, root):
+    forgot = run("forget", private, "--yes")
+    assert "in the private memory:" in forgot.stdout and "nothing to commit" in forgot.stdout and "commit it" not in forgot.stdout
+    assert private in (root / "memory" / ".private" / "memory" / "index" / "tombstones.jsonl").read_text()
+    assert not (root / "memory" / "index" / "tombstones.jsonl").exists()
+
+
+def test_ids_in_two_roots_are_refused_and_nothing_changes(project, personal, mine):
+    theirs = project_entry_id(project)
+    before = tree_bytes(project / "memory" / "index") + tree_bytes(personal / "memory" / "index")
+    for args in (("forget", theirs, mine, "--yes"), ("archive", theirs, mine)):
+        res = run(*args, ok=False)
+        assert res.exit_code == 2 and "different memories" in res.stderr and f"personal: {mine}" in res.stderr, res.output
+    assert tree_bytes(project / "memory" / "index") + tree_bytes(personal / "memory" / "index") == before
+    assert run("forget", "ctx-20260301-00000000", "--yes", ok=False).exit_code == 9
+
+
+def test_the_mcp_forget_acts_in_the_personal_root(project, personal, mine, fake_embedder):
+    from memtool.mcp_tools import MemoryTools
+
+    tools = MemoryTools(project, embedder=fake_embedder)
+    preview = tools.forget([mine])
+    assert preview["forgotten"] is False and preview["from"] == "personal" and [e["id"] for e in preview["entries"]] == [mine]
+    done = tools.forget([mine], confirm=True)
+    assert done["from"] == "personal" and "commit it" not in done["note"] and "nothing to commit" in done["note"]
+    assert mine in (personal / "memory" / "index" / "tombstones.jsonl").read_text()
+    assert not (project / "memory" / "index" / "tombstones.jsonl").exists()
+
+
+def test_stats_and_doctor_personal_read_the_personal_root_and_need_it_made(project, tmp_path):
+    for command in ("stats", "doctor"):
+        res = run(command, "--personal", ok=False)
+        assert res.exit_code == 9 and "memory init --personal" in res.stderr, res.output
+    assert not personal_home().exists()  # a read makes nothing
+    run("init", "--personal")
+    (tmp_path / "mine.md").write_text(PERSONAL_SESSION, encoding="utf-8")
+    run("compress", "--personal", str(tmp_path / "mine.md"))
+    mine, theirs = json.loads(run("stats", "--personal", "--json").stdout), json.loads(run("stats", "--json").stdout)
+    assert (mine["root"], mine["entries"]) == (str(personal_home()), 1) and theirs["root"] == str(project)
+    doctor = run("doctor", "--personal", "--json")
+    assert json.loads(doctor.stdout)["root"] == str(personal_home())

@@ -324,6 +324,25 @@ def test_non_string_extra_pattern_is_a_config_error() -> None:
         "key ::= " * 25_000,
         ("x" * 70 + "AKIAQWERTYUIOPASDFGH\n") * 2_000,
         ("dGVzdA" * 10 + " ") * 3_000,
+        # command lines, .pgpass lines and keyword tokens
+        "smbclient -U x%" * 15_000,
+        "net use \\\\a\\b " * 15_000,
+        ":1:" * 70_000,
+        "a:1:b:c:" * 25_000,
+        "\\:" * 100_000,
+        "token - '" * 25_000,
+        "Using Key=qm3x8tz0r5kw2nv7yb4hcl9ejd6fua1p " * 5_000,
+        "psexec " + " -p X" * 40_000,
+        # options looked up by command, passwords given as arguments
+        "docker" + " -p x" * 40_000,
+        "mysql" + " -pX" * 40_000,
+        ("keytool -storepass " * 10 + "\n") * 1_500,
+        "/p:" * 60_000,
+        "sqlplus " + "a/" * 90_000,
+        "rabbitmqctl add_user " * 12_000,
+        "| chpasswd " * 20_000,
+        "net user " * 25_000,
+        "mc alias set " * 15_000,
     ],
     ids=lambda t: repr(t[:12]),
 )
@@ -749,4 +768,197 @@ def test_positional_and_compared_passwords_are_redacted(text: str, secret: str) 
 
 def test_a_comparison_with_a_token_type_is_kept() -> None:
     text = 'if token == "Bearer" and a == b:'
+    assert redact(text)[0] == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # positional passwords of command lines
+        ("PsExec.exe \\\\app07 -u CORP\\ops -p Tq7!vLm29x cmd /c dir", "Tq7!vLm29x", "password_option"),
+        ('ldapmodify -x -H ldaps://ldap1 -D "cn=root,dc=ex,dc=org" -w Zr8kMw3pQ -f add.ldif', "Zr8kMw3pQ", "password_option"),
+        ("smbclient //nas/media -U kodi%Lm4x9Qe2 -c 'ls'", "Lm4x9Qe2", "password_option"),
+        ("rpcclient -U 'EX\\admin%Kp3v8Wq1' 10.1.2.3", "Kp3v8Wq1", "password_option"),
+        ("net use \\\\nas\\media /user:EX\\kodi Pw7kz0Lm /persistent:no", "Pw7kz0Lm", "password_option"),
+        ("NET USE Y: \\\\nas\\media Pw7kz0Lm /USER:kodi", "Pw7kz0Lm", "password_option"),
+        # .pgpass lines
+        ("pg.example.org:5432:sales:report:rT9-xk2Lw", "rT9-xk2Lw", "pgpass_password"),
+        ("*:*:*:postgres:q8\\:z3Wk", "q8\\:z3Wk", "pgpass_password"),
+        # passwords of 6 and 7 characters where a config line or netrc names them
+        ("password = k3v9qa\n", "k3v9qa", "env_assignment"),
+        ("machine git.example.org\n  login ops\n  password zq81ab\n", "zq81ab", "env_assignment"),
+        # a token of a secret's shape after a keyword too weak for any literal
+        ("[DEBUG] Using Key=qm3x8tz0r5kw2nv7yb4hcl9ejd6fua1p", "qm3x8tz0r5kw2nv7yb4hcl9ejd6fua1p", "keyword_token"),
+        ('vendor_key: "TmQxWvRbZkYpLsNcHjFgDaEuViOqBtXrMw-KzPl"', "TmQxWvRbZkYpLsNcHjFgDaEuViOqBtXrMw-KzPl", "keyword_token"),
+        ("the api key is k2q9x7m4v1z8c3b6n5a0s4d7f2g9h1j8", "k2q9x7m4v1z8c3b6n5a0s4d7f2g9h1j8", "keyword_token"),
+        ("billing token - 'Hx7kQ2mZp9Lw4vRt8sNc3bYd'", "Hx7kQ2mZp9Lw4vRt8sNc3bYd", "env_assignment"),
+    ],
+)
+def test_command_line_pgpass_short_and_keyword_secrets_are_redacted(text: str, secret: str, kind: str) -> None:
+    out, findings = redact(text)
+    assert secret not in out
+    assert [f.kind for f in findings] == [kind]
+    assert text[findings[0].start : findings[0].end] == secret
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the same commands without a password, and other commands' -p, -w, -U
+        "PsExec.exe \\\\app07 -s -i cmd",
+        "ldapsearch -x -W -b dc=ex,dc=org '(uid=ops)'",
+        "smbclient -L //nas -U kodi",
+        "psql -h db -U postgres -p 5432 sales",
+        "net use Y: \\\\nas\\media /persistent:yes",
+        "net use * \\\\nas\\media /user:kodi",
+        "mkdir -p out && ssh -p 2222 ops@nas && docker run -p 8080:80 nginx && wc -w notes.txt",
+        # colons that are not a .pgpass line
+        "MAC 3c:22:fb:d4:9a:10",
+        "fe80::1ff:fe23:4567:890a",
+        "at 2024-06-01 10:12:44:001 the run ended",
+        # short words and counts after password words
+        "passwd:         compat\n",
+        "pass: 120/120\n",
+        "password: ******\n",
+        # ordinary values after a weak keyword: a git sha, a content hash, a UUID, a version, ids, paths
+        "key: 3f786850e387550fdab836ed7e6dc881de23001b",
+        "cache key: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "key: 123e4567-e89b-42d3-a456-426614174000",
+        "key=v2.14.0-rc.3+build.17",
+        "object key uploads/a6f10b7d3104c4f9cb10a8f5155e1076ca0dcc2e.png stored",
+        "key: req_8hk2mq9xlw4vrt7snc3byd1z",
+        "key: user_profile_settings",
+        "token - 'Bearer'",
+        # found by comparing spans over real files: an age public key, Markdown and format fields
+        "# public key: age1epzmwwzw8n09slh0c7z1z52x43nnga7lkksx3qrh07tqz5v7lcys4542",
+        "passwords passed positionally (`psexec -p`), and `ldapsearch -w`.",
+        'add("cli", "smbclient //fs01/backup -U svc_backup%{} -c ls", value)',
+    ],
+)
+def test_ordinary_values_near_the_new_rules_survive(text: str) -> None:
+    assert redact(text)[0] == text
+
+
+def test_unseen_corpus_files_are_what_its_generator_writes(tmp_path: Path) -> None:
+    from bench.redaction_unseen import main as write_unseen
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("sys.argv", ["redaction_unseen.py", "--out", str(tmp_path)])
+        write_unseen()
+    for name in ("secrets.jsonl", "ordinary.jsonl"):
+        assert (tmp_path / name).read_text(encoding="utf-8") == (CORPUS.parent / "redaction_unseen" / name).read_text(encoding="utf-8")
+
+
+def test_second_unseen_corpus_files_are_what_its_generator_writes(tmp_path: Path) -> None:
+    from bench.redaction_unseen2 import main as write_unseen2
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("sys.argv", ["redaction_unseen2.py", "--out", str(tmp_path)])
+        write_unseen2()
+    for name in ("secrets.jsonl", "ordinary.jsonl"):
+        assert (tmp_path / name).read_text(encoding="utf-8") == (CORPUS.parent / "redaction_unseen2" / name).read_text(encoding="utf-8")
+
+
+# Password options and arguments by command, from each tool's documented syntax (man page or --help).
+PASSWORD_OPTIONS = [
+    ('sqlcmd -S db01 -U sa -P {} -Q "select 1"', "Tr0ub4dor-99"),
+    ("bcp dbo.orders out orders.dat -S db -U sa -P{}", "Tr0ub4dor-99"),
+    ("openssl enc -aes-256-cbc -k {} -in a.tar -out a.enc", "Tr0ub4dor-99"),
+    ("keytool -importkeystore -srckeystore a.p12 -srcstorepass {} -destkeystore a.jks", "Tr0ub4dor-99"),
+    ("jarsigner -keypass {} app.jar release", "Tr0ub4dor-99"),
+    ("mongodump --host db -u backup -p {} --db orders", "Tr0ub4dor-99"),
+    ("ipmitool -I lanplus -H 10.0.0.9 -U root -P {} power on", "Tr0ub4dor-99"),
+    ("unzip -P {} archive.zip", "Tr0ub4dor-99"),
+    ("rar a -p{} backup.rar docs/", "Tr0ub4dor-99"),
+    ("pscp -pw {} notes.txt root@10.0.0.2:/tmp", "Tr0ub4dor-99"),
+    ("snmpget -v3 -l authNoPriv -u mon -a SHA -A {} 10.0.0.1 sysName.0", "Tr0ub4dor-99"),
+    ("wfreerdp /v:ts01 /u:bob /p:{}", "Tr0ub4dor-99"),
+    ("schtasks /create /tn nightly /tr run.cmd /sc daily /ru svc /rp {}", "Tr0ub4dor-99"),
+    ("lftp -u deploy,{} ftp://files.example.org", "Tr0ub4dor-99"),
+    ("curl -x http://proxy:3128 -U alice:{} https://example.org", "Tr0ub4dor-99"),
+    ("sshpass -p{} scp a b:", "Tr0ub4dor-99"),
+    ("C:\\> C:\\Tools\\PsExec64.exe \\\\web01 -u admin -p {} cmd", "Tr0ub4dor-99"),
+    ("sqlplus scott/{}@//db:1521/ORCL", "Tr0ub4dor-99"),
+    ("SQL> connect hr/{}@pdb1", "Tr0ub4dor-99"),
+    ("rman target sys/{}@prod", "Tr0ub4dor-99"),
+    ("rabbitmqctl change_password guest {}", "Tr0ub4dor-99"),
+    ("mc alias set s3 https://s3.example.org ACCESSKEY {}", "Tr0ub4dor-99"),
+    ("echo 'bob:{}' | sudo chpasswd", "Tr0ub4dor-99"),
+    ("$p = ConvertTo-SecureString -String '{}' -AsPlainText -Force", "Tr0ub4dor-99"),
+    ("net user bob {} /add", "Tr0ub4dor-99"),
+    ("the wifi pw is {}", "Tr0ub4dor-99"),
+    ("The new admin password is {} - please change it", "Raven82?"),
+]
+
+
+@pytest.mark.parametrize(("template", "secret"), PASSWORD_OPTIONS, ids=lambda v: v[:24])
+def test_password_options_and_arguments_by_command_are_redacted(template: str, secret: str) -> None:
+    text = template.format(secret)
+    assert secret.rstrip("?") not in redact(text)[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mysql -h db -u root -p app",
+        "mysql -P3306 -h db",
+        "mkdir -p build/out && ssh -p 2222 host",
+        "docker run -a stdout -p 8080:80 nginx",
+        "ldapsearch -W -x -b dc=corp",
+        "gcc -pthread -o app app.c",
+        "influx -precision rfc3339 -port 8086",
+        "lftp -u deploy ftp://files.example.org",
+        "curl -U alice https://example.org",
+        "openssl enc -d -aes-256-cbc -pass env:BACKUP_PASS -in a.enc",
+        "unzip -l archive.zip; zip -r out.zip dir; 7z x a.7z -o./out",
+        "keytool -list -v -keystore release.jks",
+        "ipmitool -I lanplus -H 10.0.0.9 -U root -E sensor list",
+        "schtasks /query /fo LIST /v",
+        "sqlplus /nolog",
+        "sqlplus / as sysdba",
+        "exp 2/3 of the rows",
+        "net user bob /delete",
+        "net user bob * /add",
+        "rabbitmqctl list_users",
+        "echo 'user:password' | chpasswd",
+        'add("cli", "$ rabbitmqctl add_user orders {}", value)',
+        '("plink pscp psftp putty nzsql", "-pw", ""),',
+        "pw = getpass.getpass()",
+        "echo $PWD; cd $(pwd)",
+        "the password is abc",
+    ],
+)
+def test_ordinary_command_lines_near_the_password_options_survive(text: str) -> None:
+    assert redact(text)[0] == text
+
+
+HEX32 = "9f86d081884c7d659a2feaa0c55ad015"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"use this API key for staging {HEX32}",
+        f"the signing key for the old tenant {HEX32}",
+        f"I rotated the webhook secret, new one is {HEX32}",
+        f"Access token (prod) {HEX32.upper()}",
+    ],
+)
+def test_hex_named_as_a_secret_in_prose_is_redacted(text: str) -> None:
+    assert HEX32 not in redact(text)[0].lower()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"token refresh fixed in commit {HEX32}",
+        f"api key id {HEX32}",
+        f"the secret's sha256 is {HEX32}",
+        f"the token cache is keyed by {HEX32}",
+        f'@pytest.mark.parametrize("secret", ["{HEX32}"])',
+        f"{HEX32}  memtool-0.4.1.tar.gz",
+        f"see {HEX32} for the token fix",
+    ],
+)
+def test_hex_beside_secret_words_that_names_a_commit_or_an_id_survives(text: str) -> None:
     assert redact(text)[0] == text

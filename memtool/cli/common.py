@@ -61,6 +61,7 @@ def layout_of(ctx: typer.Context, require: bool = True) -> "Layout":
 
 
 PERSONAL_HELP = "Write to your personal memory ($XDG_DATA_HOME/memtool, setting personal_root), not the project's: read beside every project, never in its git."
+PERSONAL_READ_HELP = "Read your personal memory ($XDG_DATA_HOME/memtool, setting personal_root) instead of the project's; `memory init --personal` makes it."
 PRIVATE_HELP = (
     "Keep it on this machine: stored under memory/.private/ (ignored by git), marked private in search and context, "
     "left out of backups and exports unless --include-private."

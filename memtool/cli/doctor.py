@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from memtool.cli.common import echo, echo_lines, print_json, root_path
+from memtool.cli.common import PERSONAL_READ_HELP, echo, echo_lines, print_json, root_of, root_path
 
 if TYPE_CHECKING:
     from memtool.doctor import Report
@@ -16,12 +16,18 @@ def doctor(
     ctx: typer.Context,
     fix: bool = typer.Option(False, "--fix", help="Repair what can be repaired without loss; move what cannot into memory/quarantine/<timestamp>/."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    personal: bool = typer.Option(False, "--personal", help=PERSONAL_READ_HELP),
 ) -> None:
     """Check index.json, day files, embeddings and transcripts against each other, in memory/ and memory/archive/. Exit 0 when healthy."""
     from memtool.doctor import open_doctor
     from memtool.errors import StoreCorrupt
 
-    doc = open_doctor(root_path(ctx))
+    if personal:
+        from memtool.app import existing_personal
+
+        doc = open_doctor(existing_personal(root_of(ctx)))
+    else:
+        doc = open_doctor(root_path(ctx))
     report = doc.repair() if fix else doc.diagnose()
     if as_json:
         print_json(report.to_dict())

@@ -30,10 +30,18 @@ def archive(
     from memtool.archive import archive as run
     from memtool.archive import archive_ids
     from memtool.config import load_settings
+    from memtool.search.engine import origin_label
 
-    layout = layout_of(ctx)
-    settings = load_settings(layout.root)
-    report = archive_ids(layout, settings, ids, dry_run=dry_run) if ids else run(layout, settings, dry_run=dry_run)
+    if ids:  # in the root that holds them: the project's, its private part, or the personal memory
+        home = open_from(ctx).holder_of_all(ids)
+        layout, settings = home.layout, home.settings
+        if not home.shared:
+            echo(f"in the {origin_label(home.origin, home.private)} memory: {layout.root}")
+        report = archive_ids(layout, settings, ids, dry_run=dry_run)
+    else:
+        layout = layout_of(ctx)
+        settings = load_settings(layout.root)
+        report = run(layout, settings, dry_run=dry_run)
     if as_json:
         print_json(report)
         return

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import console, echo, echo_lines, markup, open_from, print_json, warn
+from memtool.cli.common import PERSONAL_READ_HELP, console, echo, echo_lines, markup, open_from, print_json, root_of, warn
 from memtool.errors import BadInput, NotFound
 
 
@@ -120,11 +120,17 @@ def show(
         echo(f"transcript: {shown.transcript}")
 
 
-def stats(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> None:
+def stats(
+    ctx: typer.Context, as_json: bool = typer.Option(False, "--json"), personal: bool = typer.Option(False, "--personal", help=PERSONAL_READ_HELP)
+) -> None:
     """At a glance: entries per week, topics, compression ratios, store size, pending work."""
     from memtool.stats import collect, human_bytes, week_series
 
-    d = collect(open_from(ctx))
+    if personal:
+        from memtool.app import existing_personal
+
+        existing_personal(root_of(ctx))  # NotFound before it exists: a read makes nothing
+    d = collect(open_from(ctx, personal=personal))
     if as_json:
         print_json(d)
         return

@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import PERSONAL_HELP, PRIVATE_HELP, echo, echo_lines, layout_of, open_from, print_json, progress_bar, root_path, warn
+from memtool.cli.common import PERSONAL_HELP, PRIVATE_HELP, echo, echo_lines, open_from, print_json, progress_bar, root_path, warn
 from memtool.errors import BadInput
 
 TRANSCRIPT_SUFFIXES = {".md", ".txt", ".jsonl", ".json", ".log"}
@@ -213,12 +213,12 @@ def forget(
     """Remove entries for good, live or archived: the entry, its transcript and its vector, and the
     copies in index.json, entity pages and caches. Lines of MEMORY.md or logs naming them are listed,
     not changed. Git history keeps old versions of the files."""
-    from memtool.config import load_settings
     from memtool.forget import forget as run
+    from memtool.search.engine import origin_label
     from memtool.transcripts import _clip
 
-    layout = layout_of(ctx)
-    compressor = load_settings(layout.root).compressor
+    home = open_from(ctx).holder_of_all(ids)  # the project's, its private part, or the personal memory
+    layout, compressor = home.layout, home.settings.compressor
     if not (yes or dry_run):
         plan = run(layout, ids, compressor, dry_run=True)  # checks every id before asking
         if not sys.stdin.isatty():
@@ -234,6 +234,9 @@ def forget(
     def verb(now: str, past: str) -> str:
         return f"would {now}" if dry_run else past
 
+    label = origin_label(home.origin, home.private)
+    if not home.shared:  # the paths below are in that root
+        echo(f"in the {label} memory: {layout.root}")
     for e in report.entries:
         echo(f"{verb('forget', 'forgot')} {e['id']} ({e['timestamp'][:16]}{', archived' if e['archived'] else ''}): {_clip(e['summary'], 70)}")
     echo_lines(f"{verb('finish', 'finished')} forgetting {entry_id} (an interrupted forget had removed its entry)" for entry_id in report.completed)
@@ -243,9 +246,13 @@ def forget(
     warn(*(f"still named in {line}" for line in report.mentions))
     if report.mentions:
         warn("edit those lines by hand if they should go too")
-    if not dry_run:
-        from memtool.tombstones import tombstones_file
+    if dry_run:
+        return
+    from memtool.tombstones import tombstones_file
 
+    if not home.shared:  # the personal memory, private entries: no file of theirs is in git
+        echo(f"recorded in {tombstones_file(layout.root)} ({label} memory: not in git, nothing to commit)")
+    else:
         echo(f"recorded in {tombstones_file(Path('.')).as_posix()}: commit it, and every clone's next `memory reindex` removes these entries too")
         warn(
             "git history still holds the old bytes of these entries. To purge them: `git filter-repo --invert-paths --path <each removed file>` "

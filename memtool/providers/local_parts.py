@@ -13,9 +13,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-ROLE_ALIASES = {"human": "user", "ai": "assistant", "model": "assistant", "gemini": "assistant"}
+ROLE_ALIASES = {"human": "user", "ai": "assistant", "agent": "assistant", "model": "assistant", "gemini": "assistant"}
 _ROLE_RE = re.compile(
-    r"^(?:\*\*|_\*\*)?(user|human|assistant|ai|model|gemini|summary|thinking|tool|system)\b(?:\s*\([^)\n]*\))?(?:\*\*_?)?\s*:?\s*(?:\*\*_?)?\s*(?=\S|$)", re.I
+    r"^(?:\*\*|_\*\*)?(user|human|assistant|agent|ai|model|gemini|summary|thinking|tool|system)\b"
+    r"(?:\s*\([^)\n]*\))?(?:\*\*_?)?\s*:?\s*(?:\*\*_?)?\s*(?=\S|$)",
+    re.I,
 )
 _TOOL_USE_RE = re.compile(r"^(?:\[tool [^\]]+\]|Tool use: \*\*|_?(?:Read|Edited|Ran|Searched|Listed) (?:file|`))", re.I)
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")

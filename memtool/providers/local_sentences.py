@@ -56,6 +56,7 @@ CODE_CHAR_RE = re.compile(r"[{}()\[\]=;$<>\\|\"&]")
 CODE_WORD_RE = re.compile(r"^[\w$]+(?:[._][\w$]+)+\W*$|^[a-z]+[A-Z]\w*\W*$|^\W*[$#]|[=;{}]")  # a.b, snake_case, camelCase, $VAR, x=1
 CODE_KEYWORDS = frozenset("const let var function def return import export if fi then else elif echo new class async await for do done".split())
 MAX_CODE_SHARE = 0.12  # a "sentence" this dense in code characters is code or a command line pasted into prose: no candidate
+MAX_CODE_WORDS = 0.4  # … and so is one whose words are this often identifiers, assignments or keywords ("TOKEN=x OWNER=y ./check.sh")
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,9 @@ CONTEXT_NAMES = (
     "last_user_turn",
     "last_assistant_turn",
     "agent_acts_after",
+    "agent_turn_applied",
+    "agent_turn_failed",
+    "answers_question",
 )
 ASSENT_RE = re.compile(r"^\W*(?:yes|yep|ok(?:ay)?|sure|great|perfect|good|agreed|sounds good|do it|go ahead|thanks|thank you)\b", re.I)
 REFUSE_RE = re.compile(r"^\W*(?:no|nope|don'?t|do not|stop|wait|not)\b", re.I)
@@ -98,8 +102,16 @@ def sentences(ps: list[Part]) -> tuple[list[Part], list[Sentence]]:
     context: list = []  # per said part
     for t, turn in enumerate(turns):
         rest = turn[1:]
-        done = "\n".join(q.text for q in rest if q.kind != "said")
+        # from each part on to the end of its turn: an edit applied, an error, a tool call or code (each part searched once)
+        applied, failed, acted = [False] * (len(turn) + 1), [False] * (len(turn) + 1), [False] * (len(turn) + 1)
+        for j in range(len(turn) - 1, -1, -1):
+            q = turn[j]
+            tool = q.kind != "said"
+            applied[j] = applied[j + 1] or (tool and APPLIED_RE.search(q.text) is not None)
+            failed[j] = failed[j + 1] or (tool and FAILED_RE.search(q.text) is not None)
+            acted[j] = acted[j + 1] or q.kind in ("tool", "code")
         reply = turns[t + 1][0].text if t + 1 < len(turns) else ""
+        asked = bool(turn) and turn[0].kind == "said" and turn[0].role == "user" and turn[0].text.rstrip().endswith("?")
         for j, q in enumerate(turn):
             if q.kind != "said":
                 continue
@@ -107,14 +119,17 @@ def sentences(ps: list[Part]) -> tuple[list[Part], list[Sentence]]:
             k = len(context)
             context.append(
                 (
-                    float(user and bool(APPLIED_RE.search(done))),
-                    float(user and bool(FAILED_RE.search(done))),
+                    float(user and applied[1]),
+                    float(user and failed[1]),
                     float(user and not any(r.kind == "said" and r.role == "assistant" for r in rest)),
                     float(not user and bool(ASSENT_RE.match(reply))),
                     float(not user and bool(REFUSE_RE.match(reply))),
                     float(k == last_user),
                     float(k == last_agent),
-                    float(not user and any(r.kind in ("tool", "code") for r in turn[j + 1 :])),
+                    float(not user and acted[j + 1]),
+                    float(not user and applied[j + 1]),
+                    float(not user and failed[j + 1]),
+                    float(not user and asked),
                 )
             )
     out = []
@@ -124,7 +139,7 @@ def sentences(ps: list[Part]) -> tuple[list[Part], list[Sentence]]:
         for item, block in _blocks(p.text):
             for s in split_sentences(block):
                 s = clean(s)
-                if len(s) <= MAX_SENTENCE_CHARS and len(content_words(s)) >= minimum and code_share(s) < MAX_CODE_SHARE:
+                if len(s) <= MAX_SENTENCE_CHARS and len(content_words(s)) >= minimum and code_share(s) < MAX_CODE_SHARE and _code_words(s) < MAX_CODE_WORDS:
                     out.append(Sentence(s, p.role, k, item, ctx))
     return said, out
 
@@ -166,7 +181,7 @@ def features(ss: list[Sentence], n_parts: int, embed) -> np.ndarray:
     vectors = np.asarray(embed([s.text for s in ss]), dtype=np.float32)
     rows = []
     first_user = next((s.part for s in ss if s.role == "user"), -1)
-    for s in ss:
+    for i, s in enumerate(ss):
         pos = s.part / max(1, n_parts - 1)
         tokens = count_tokens(s.text)
         rows.append(
@@ -178,6 +193,7 @@ def features(ss: list[Sentence], n_parts: int, embed) -> np.ndarray:
                 pos,
                 float(pos >= 2 / 3),
                 float(s.part == first_user),
+                float(i == 0 or ss[i - 1].part != s.part),  # the first candidate of its paragraph: where a reply says what it is about
                 float(s.item),
                 float(s.text.rstrip().endswith("?")),
                 math.log1p(tokens) / 4,

@@ -17,7 +17,7 @@ from memtool.models import Entities
 from memtool.providers import Compressed
 from memtool.providers.local_parts import Part, Stated, stated
 from memtool.providers.local_sentences import SentenceModel, embed, features, picks, sentences, shipped_model
-from memtool.providers.tech import NOT_SYSTEMS, command_systems, known_system, mentions
+from memtool.providers.tech import NOT_SYSTEMS, clients, command_systems, known_system, mentions, packages
 from memtool.text import STOPWORDS, content_words, count_tokens, split_sentences
 
 MAX_DECISIONS, MAX_ACTIONS = 6, 6
@@ -133,7 +133,7 @@ def read_session(ps: list[Part], text: str, budget: int, idf, model: SentenceMod
         skip_long=False,
     )
     people = _people(text, said)
-    systems = _systems(ps, said, people)
+    systems = _systems(ps, said, people, text)
     return Compressed(summary, _keywords(said, idf, people, text), [], decisions, actions, Entities(people, systems))
 
 
@@ -393,7 +393,7 @@ def _people(text: str, said: list[Part]) -> list[str]:
                 if start_of_sentence and not PERSON_CONTEXT_AFTER.match(after) and not bracketed:
                     continue
                 counts[name] += 1
-        for handle in re.findall(r"(?<![\w.])@([a-z][a-z0-9_-]{1,20})\b(?!/)", body):  # "@shopify/hydrogen" is a package
+        for handle in re.findall(r"(?<![\w.])@([a-z][a-z0-9_-]{1,20})(?![\w/-])", body):  # "@shopify/hydrogen", "@react-pdf/renderer" are packages
             counts[handle.capitalize()] += 1
     names: list[str] = []
     for name, _ in counts.most_common():
@@ -403,11 +403,20 @@ def _people(text: str, said: list[Part]) -> list[str]:
     return names[:6]
 
 
-def _systems(ps: list[Part], said: list[Part], people: list[str]) -> list[str]:
-    """Systems named in what was said, the programs tool calls ran, and the model an agent says it
+LOCAL_NAME_RE = re.compile(r"([A-Za-z_][\w-]*)(?:\.(?:py|js|ts|tsx|jsx|mjs|go|rs|rb|java)\b|/)")  # a file or folder of the session's own
+
+
+def _systems(ps: list[Part], said: list[Part], people: list[str], text: str = "") -> list[str]:
+    """Systems named in what was said, the programs tool calls ran, the model an agent says it
     ran with (aider's "Main model: openrouter/qwen/qwen3-coder with …": the model, and the router
-    when the name has one)."""
+    when the name has one), the agent whose export the transcript is, and the packages the session
+    installed or its code imported (not its own modules)."""
     counts: Counter = Counter(mentions("\n\n".join(p.text for p in said)))
+    for name in clients(text):
+        counts[name] += 2
+    local = {m.lower() for m in LOCAL_NAME_RE.findall(text)}
+    for name in packages("\n".join(p.text for p in ps if p.kind in ("said", "code", "tool")), local):
+        counts[name] += 1
     for p in ps:
         if p.kind == "tool":
             for name in command_systems(p.text):

@@ -6,6 +6,7 @@ used by the offline compressor to tell a system ("Helm", "serde_json") from a pe
 from __future__ import annotations
 
 import re
+import sys
 from functools import lru_cache
 
 # Canonical spellings, comma-separated; matched case-insensitively as whole words (a lower-case
@@ -120,4 +121,61 @@ def command_systems(tool_line: str) -> list[str]:
                 out.append("Django")
             elif program in _COMMANDS:
                 out.append(_COMMANDS[program])
+    return out
+
+
+# The client that wrote a transcript, as its own export says: aider's log header, SpecStory's
+# session comment ("<!-- cursor Session …", "<!-- vscode Session …") and its assistant label
+# ("_**Assistant (copilot/claude-sonnet-4)**_", "_**Agent (claude-opus-4-7)**_").
+_CLIENT_RES = (
+    (re.compile(r"^#\s*aider chat started at\b|^>\s*Aider v\d", re.M), "aider"),
+    (re.compile(r"<!--\s*cursor (?:IDE )?Session\b", re.I), "Cursor"),
+    (re.compile(r"<!--\s*vscode Session\b", re.I), "VS Code"),
+    (re.compile(r"^_\*\*(?:Assistant|Agent) \(copilot/", re.M), "GitHub Copilot"),
+)
+_AGENT_LABEL_MODEL_RE = re.compile(r"^_\*\*(?:Assistant|Agent) \(([\w.-]+)\)\*\*_", re.M)  # the model, with no client before it
+
+
+def clients(text: str) -> list[str]:
+    """The agent (and the model it ran, when its export names it without a client) that wrote the
+    transcript: aider, Cursor, VS Code with GitHub Copilot."""
+    out = [name for pattern, name in _CLIENT_RES if pattern.search(text)]
+    out += list(dict.fromkeys(re.sub(r"-\d{8}$", "", m) for m in _AGENT_LABEL_MODEL_RE.findall(text)))
+    return out
+
+
+_INSTALL_RE = re.compile(
+    r"(?:^|[\s;&|`(])(?:pip3?|python3? -m pip|uv pip|poetry|npm|pnpm|yarn|bun|cargo|go|gem|composer)\s+(?:install|i|add|get)\b((?:\s+[^\s;&|`)]+)+)"
+)
+_AS = r"[\w.]+(?:\s+as\s+\w+)?"
+_IMPORT_RE = re.compile(rf"^[ \t]*(?:import\s+({_AS}(?:\s*,\s*{_AS})*)[ \t]*(?:#.*)?$|from\s+([\w.]+)\s+import\b)", re.M)  # Python's, not JavaScript's
+_JS_IMPORT_RE = re.compile(r"""(?:\bfrom\s+|\brequire\(\s*|^\s*import\s+)["']([@\w][\w@/.-]*)["']""", re.M)
+_PACKAGE_RE = re.compile(r"^(?:@[\w.-]+/)?[A-Za-z][\w.-]*$")
+
+
+def packages(text: str, local: set[str]) -> list[str]:
+    """Packages a command installed ("pip install requests", "npm install -D @playwright/test") and
+    third-party modules code imported ("import matplotlib.pyplot", `from "date-fns"`), once each:
+    no option, version pin or path, no standard-library module, none of `local` (the session's own
+    modules and folders, lower-case)."""
+    found: list[str] = []
+    for m in _INSTALL_RE.finditer(text):
+        for word in m.group(1).split():
+            name = re.split(r"[=<>~!\[]|(?<=.)@", word, maxsplit=1)[0]  # "requests==2.31", "react@18", "uvicorn[standard]"
+            if word.startswith("-") or not _PACKAGE_RE.match(name) or name in ("install", "add", "-r"):
+                continue
+            found.append(name)
+    for m in _IMPORT_RE.finditer(text):
+        for module in (m.group(1) or m.group(2)).split(","):
+            found.append(module.split()[0].split(".")[0])
+    for m in _JS_IMPORT_RE.finditer(text):
+        name = m.group(1)
+        found.append("/".join(name.split("/")[:2]) if name.startswith("@") else name.split("/")[0])
+    names = _lexicon()[1]
+    out = []
+    for name in dict.fromkeys(found):
+        low = name.lower()
+        if len(name) < 2 or name.startswith("_") or low in sys.stdlib_module_names or low in local or low in NOT_SYSTEMS:
+            continue
+        out.append(names.get(low, name))
     return out

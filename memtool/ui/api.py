@@ -197,6 +197,7 @@ def entry(viewer: Viewer, value: str) -> dict:
     shown = mem.show(entry_id(value))
     if shown is None:
         raise NotFound(f"no entry with id {value}. Search lists ids.")
+    holder = mem.holder(shown.entry.id)  # the project's, its private part, or the personal memory
     problems: list[str] = []
     transcript, cut = None, False
     if shown.transcript is not None:
@@ -209,7 +210,9 @@ def entry(viewer: Viewer, value: str) -> dict:
     return {
         "entry": me.to_dict(),
         "archived": shown.archived,
-        "day_file": mem.layout.rel(shown.day_file),
+        "day_file": holder.layout.rel(shown.day_file),  # relative to the root holding it
+        "origin": shown.origin,
+        "private": shown.private,
         "transcript": transcript,
         "transcript_cut": cut,
         "supersedes": [_link(others.get(i), i) for i in me.supersedes],
@@ -232,21 +235,25 @@ def edit(viewer: Viewer, value: str, body: Any) -> dict:
 
 
 def forget(viewer: Viewer, value: str) -> dict:
-    """`memory forget ID --yes`."""
+    """`memory forget ID --yes`, in the root that holds the entry."""
     from memtool.forget import forget as run
 
-    mem = viewer.mem
-    report = run(mem.layout, [entry_id(value)], mem.settings.compressor)
+    mem, ids = viewer.mem, [entry_id(value)]
+    home = mem.holder_of_all(ids)  # the project's, its private part, or the personal memory
+    report = run(home.layout, ids, home.settings.compressor)
+    home.invalidate()
     mem.invalidate()
     return asdict(report)
 
 
 def archive(viewer: Viewer, value: str) -> dict:
-    """`memory archive ID`."""
+    """`memory archive ID`, in the root that holds the entry."""
     from memtool.archive import archive_ids
 
-    mem = viewer.mem
-    report = archive_ids(mem.layout, mem.settings, [entry_id(value)])
+    mem, ids = viewer.mem, [entry_id(value)]
+    home = mem.holder_of_all(ids)
+    report = archive_ids(home.layout, home.settings, ids)
+    home.invalidate()
     mem.invalidate()
     return asdict(report)
 

@@ -1,1 +1,1 @@
-from tests.ui.conftest import seeded, template  # noqa: F401  (the seeded store of the HTTP tests)
+from tests.ui.conftest import seeded, template, with_personal  # noqa: F401  (the seeded stores of the HTTP tests)

@@ -120,3 +120,21 @@ def test_a_file_changed_on_disk_shows_on_the_open_page(seeded, browser):
             browser.wait("document.querySelector('#timeline .item .summary').textContent === 'Daily log 2026-03-11'", timeout=30)
         finally:
             stop.set()
+
+
+def test_personal_and_private_hits_and_entries_carry_a_from_badge(with_personal, browser):
+    b, mine = browser, with_personal.entry
+    with serving(with_personal.mem) as ui:
+        b.goto(ui.url)
+        b.wait("document.querySelectorAll('#timeline .item').length === 4")
+        assert b.eval("document.querySelectorAll('#timeline .badge.from').length") == 0  # the project's own entries: no badge
+        b.click("button[data-view=search]")
+        b.type("#q", "capybaraflint dotfiles zeppelin")
+        b.click("#s-go")
+        b.wait("document.querySelectorAll('#hits .item').length > 1")
+        badges = b.eval("[...document.querySelectorAll('#hits .item')].map((n) => [n.dataset.id, n.querySelector('.badge.from')?.textContent ?? null])")
+        assert [mine, "personal"] in badges and any(label is None for _, label in badges), badges  # the project's hits have none
+        b.click(f"#hits .item[data-id={json.dumps(mine)}]")
+        b.wait(f"document.getElementById('e-id')?.textContent === {json.dumps(mine)}")
+        assert b.eval("document.querySelector('#entry .badge.from').textContent") == "from personal memory"
+        assert "memory/index/2026-03-05.json" in b.eval("document.getElementById('entry').innerText")

@@ -173,3 +173,24 @@ def shared(tmp_path_factory):
         with serving(mem) as running:
             running.mem = mem
             yield running
+
+
+PERSONAL = "Decided to keep the capybaraflint dotfiles in a private repo; the otterglen alias opens them.\n"
+
+
+@dataclass
+class WithPersonal:
+    mem: object  # the project's Memory, the personal memory read beside it
+    personal: object  # the personal root's folder
+    entry: str  # the id of the personal memory's entry
+
+
+@pytest.fixture
+def with_personal(seeded) -> WithPersonal:
+    """The seeded project and a personal memory ($HOME/.local/share/memtool) holding one entry."""
+    from tests.conftest import FakeCompressor, FakeEmbedder
+
+    mine = open_memory(seeded.layout.root, embedder=FakeEmbedder(), compressor=FakeCompressor(), personal=True)
+    entry = mine.compress(PERSONAL, when=datetime(2026, 3, 5, 9, 0, tzinfo=timezone.utc), session="dotfiles")
+    mem = open_memory(seeded.layout.root, embedder=FakeEmbedder(), compressor=FakeCompressor())
+    return WithPersonal(mem, mine.layout.root, entry.id)

@@ -240,3 +240,25 @@ def test_the_timeline_pages_and_refuses_a_bad_offset(ui):
     for bad in ("-1", "x", "%C2%B2", "1e3"):
         status, _, body = c.get("/api/timeline?offset=" + bad)
         assert status == 400 and b"offset must be a whole number" in body, bad
+
+
+def test_a_personal_entry_opens_edits_and_forgets_in_the_personal_roots_files(with_personal):
+    mine, home = with_personal.entry, with_personal.personal
+    project_files = {p: p.read_bytes() for p in (with_personal.mem.layout.index_dir).rglob("*") if p.is_file()}
+    with serving(with_personal.mem) as ui:
+        c = ui.signed_in()
+        hit = next(h for h in c.json("/api/search?q=capybaraflint+dotfiles")["hits"] if h["id"] == mine)
+        assert (hit["origin"], hit["private"]) == ("personal", False)
+        shown = c.json(f"/api/entry/{mine}")
+        assert (shown["origin"], shown["private"], shown["day_file"]) == ("personal", False, "memory/index/2026-03-05.json")
+        status, _, body = c.post(f"/api/entry/{mine}/edit", {"summary": "Dotfiles: the capybaraflint repo."}, csrf=ui.csrf)
+        assert status == 200 and json.loads(body)["day_file"] == "memory/index/2026-03-05.json", body
+        day = json.loads(Layout(home).day_file("2026-03-05").read_text())
+        assert [e["summary"] for e in day["entries"]] == ["Dotfiles: the capybaraflint repo."]
+        status, _, body = c.post(f"/api/entry/{mine}/forget", csrf=ui.csrf)
+        assert status == 200 and json.loads(body)["entries"][0]["id"] == mine, body
+        assert json.loads(Layout(home).day_file("2026-03-05").read_text())["entries"] == []
+        assert mine in (Layout(home).index_dir / "tombstones.jsonl").read_text()
+        assert mine not in [h["id"] for h in c.json("/api/search?q=capybaraflint+dotfiles")["hits"]]
+        assert c.get(f"/api/entry/{mine}")[0] == 404
+    assert {p: p.read_bytes() for p in (with_personal.mem.layout.index_dir).rglob("*") if p.is_file()} == project_files

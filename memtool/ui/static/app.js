@@ -64,10 +64,17 @@ function filters() {
            importance: $("f-importance").value, agent: $("f-agent").value, trust: $("f-trust").value };
 }
 
+// where a hit or an entry is from, when not the project's shared files: "personal", "private" (as memory search labels it)
+function origin(e) {
+  const label = [e.origin === "personal" ? "personal" : null, e.private ? "private" : null].filter(Boolean).join(", ");
+  return label ? el("span", { class: "badge from" }, label) : null;
+}
+
 function badges(e) {
   return el("span", { class: "meta" },
     el("span", {}, (e.timestamp || "").slice(0, 16).replace("T", " ")),
     e.kind === "log" ? el("span", { class: "badge" }, "daily log") : el("span", { class: "badge imp-" + e.importance }, e.importance),
+    origin(e),
     e.trusted === false ? el("span", { class: "badge untrusted" }, "untrusted") : null,
     e.pinned ? el("span", { class: "badge" }, "pinned") : null,
     e.superseded_by ? el("span", { class: "badge" }, "superseded") : null,
@@ -115,7 +122,7 @@ async function search() {
       const isEntry = h.kind === "entry" || h.kind === "transcript";
       const open = isEntry ? () => showEntry(h.id) : () => showText(h.kind + " · " + h.ref, h.text);
       hits.append(el("li", { class: "item hit", "data-id": h.id, "data-kind": h.kind, onclick: open },
-        el("span", { class: "meta" }, el("span", {}, h.score.toFixed(3)), el("span", { class: "badge" }, h.kind),
+        el("span", { class: "meta" }, el("span", {}, h.score.toFixed(3)), el("span", { class: "badge" }, h.kind), origin(h),
           el("span", {}, h.timestamp.slice(0, 10)), h.trusted ? null : el("span", { class: "badge untrusted" }, "untrusted"), el("span", {}, h.id)),
         el("div", { class: "summary" }, marked(data.marks[i].text)),
         h.passage ? el("pre", { class: "passage" }, marked(data.marks[i].passage)) : null));
@@ -196,7 +203,8 @@ async function showEntry(id) {
       el("h2", { id: "e-id" }, e.id),
       el("p", { class: "meta" }, el("span", {}, e.timestamp), el("span", {}, "session " + e.source_session), el("span", {}, e.source + (e.agent ? " · " + e.agent : "")),
         el("span", { class: e.trusted ? "" : "untrusted" }, e.trusted ? "trusted" : "untrusted input"), el("span", {}, e.compression_ratio + " (" + e.tokens_original + " → " + e.tokens_compressed + " tokens)"),
-        el("span", {}, d.day_file), d.archived ? el("span", { class: "badge" }, "archived") : null),
+        el("span", {}, d.day_file), d.archived ? el("span", { class: "badge" }, "archived") : null,
+        d.origin !== "project" || d.private ? el("span", { class: "badge from" }, "from " + origin(d).textContent + " memory") : null),
       field("summary", summary), field("decisions (one a line)", decisions), field("action items (one a line)", actions),
       el("div", { class: "actions" }, field("importance", importance), el("label", { class: "field" }, pinned, " pinned")),
       editable ? el("div", { class: "actions" }, act("Save", save), act("Promote", promote), act("Archive", archive), act("Forget", forget, "danger")) : el("p", { class: "muted" }, "archived: read only"),
