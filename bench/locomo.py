@@ -364,6 +364,32 @@ def drop_passage_vectors(mem: Memory) -> None:
     mem.invalidate()
 
 
+VARIANT_RE = re.compile(r"^(none|words(\d+))$")
+
+
+def passage_variant(mem: Memory, variant: str) -> dict:
+    """The transcripts' passage vectors replaced as `variant` says (entries keep theirs): `none`, none
+    at all; `wordsN`, each passage's vector made from its first N words only (what a cheaper fill
+    would embed). Returns what embedding them cost: passages, CPU seconds (every thread), wall seconds."""
+    m = VARIANT_RE.match(variant)
+    if m is None:
+        raise SystemExit(f"--passage-variants: {variant!r} is not none or wordsN")
+    with closing(sqlite3.connect(cache_path(mem.layout))) as conn, conn:
+        rows = conn.execute("SELECT id, text FROM docs WHERE kind = 'transcript' ORDER BY id").fetchall()
+        cost = {"passages": len(rows), "cpu_s": 0.0, "wall_s": 0.0}
+        conn.execute("DELETE FROM docvecs WHERE id IN (SELECT id FROM docs WHERE kind = 'transcript')")
+        if m.group(2) and rows:
+            words = int(m.group(2))
+            texts = [" ".join(text.split()[:words]) for _, text in rows]
+            t, c = time.perf_counter(), time.process_time()
+            vecs = np.asarray(mem.embedder.embed_documents(texts), dtype=np.float32)
+            cost["wall_s"], cost["cpu_s"] = round(time.perf_counter() - t, 2), round(time.process_time() - c, 2)
+            conn.executemany("INSERT INTO docvecs VALUES (?, ?)", [(i, v.astype("<f2").tobytes()) for (i, _), v in zip(rows, vecs)])
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (f"variant-{variant}",))
+    mem.invalidate()
+    return cost
+
+
 def run_conversation(
     conv: Conversation,
     root: Path,
@@ -373,6 +399,7 @@ def run_conversation(
     misses: list[dict] | None,
     passage_vectors: bool = True,
     split_at: Path | None = None,
+    variants: tuple[str, ...] = (),
 ) -> dict:
     mem = fresh_memory(root, overrides)
     t0 = time.perf_counter()
@@ -449,9 +476,28 @@ def run_conversation(
                 split_rank = first_rank([hit_session(h) for h in apart], q.sessions)
                 recs[f"{mode}_split"].append({**base, "rank": split_rank, "aic": answer_in(q.answer, context_text(split, q.text, mode))})
     progress(conv.cid, f"{len(questions)} questions evaluated ({conv.skipped} skipped: no readable evidence session)")
+    costs = {}
+    if variants:  # the full vectors embedded the same way, for the cost of their passages beside the variants'
+        with closing(sqlite3.connect(cache_path(mem.layout))) as conn:
+            texts = [t for (t,) in conn.execute("SELECT text FROM docs WHERE kind = 'transcript'")]
+        t, c = time.perf_counter(), time.process_time()
+        mem.embedder.embed_documents(texts)
+        costs["full"] = {"passages": len(texts), "cpu_s": round(time.process_time() - c, 2), "wall_s": round(time.perf_counter() - t, 2)}
+    for variant in variants:  # the same questions in `full` mode, the passages' vectors as each variant makes them
+        costs[variant] = passage_variant(mem, variant)
+        recs[f"full@{variant}"] = [
+            {
+                "category": q.category,
+                "rank": first_rank([hit_session(h) for h in mem.search(Query(text=q.text, limit=SEARCH_LIMIT, kinds=MODES["full"])).hits], q.sessions),
+                "aic": answer_in(q.answer, context_text(mem, q.text, "full")),
+            }
+            for q in questions
+        ]
+        progress(conv.cid, f"variant {variant}: {costs[variant]}")
     ratios = [e.tokens_original / e.tokens_compressed for e in entries if e.tokens_compressed]
     return {
         "recs": recs,
+        "variant_costs": costs,
         "latencies": latencies,
         "ctx_latencies": ctx_latencies,
         "ctx_tokens": ctx_tokens,
@@ -501,6 +547,17 @@ def aggregate(results: list[dict], modes: list[str]) -> dict:
         out["split_search_p50_ms"] = percentile([x for res in results for x in res["split_latencies"]], 50)
         for name in ("merged", "split"):
             out[f"{name}_search_cpu_p50_ms"] = percentile([x for res in results for x in res["cpu"][name]], 50)
+    for name in dict.fromkeys(k for res in results for k in res["recs"] if "@" in k):
+        out[name] = summarize(recs(name))
+    if any(res["variant_costs"] for res in results):
+        costs: dict[str, dict] = {}
+        for res in results:
+            for v, c in res["variant_costs"].items():
+                acc = costs.setdefault(v, {"passages": 0, "cpu_s": 0.0, "wall_s": 0.0})
+                acc.update({k: round(acc[k] + c[k], 2) for k in acc})
+        for c in costs.values():
+            c["passages_per_cpu_s"] = round(c["passages"] / c["cpu_s"], 1) if c["cpu_s"] else None
+        out["variant_costs"] = costs
     out["bm25_raw"] = summarize(recs("bm25_raw"), with_context=False)
     out["bm25_windows_context"] = {"answer_in_context": summarize(recs("bm25_windows_context"))["answer_in_context"]}
     out["dense_raw"] = summarize(recs("dense_raw"), with_context=False)
@@ -555,6 +612,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workdir", type=Path, help="keep the memory roots here (default: a temp dir, deleted)")
     p.add_argument("--typos", type=int, metavar="SEED", help="misspell one word per question (seeded), for every channel alike")
     p.add_argument("--no-passage-vectors", action="store_true", help="search with the transcripts' passages unembedded (entries keep their vectors)")
+    p.add_argument(
+        "--passage-variants",
+        default="",
+        help="comma-separated: after the normal questions, the `full` questions again with the passages' vectors made another way "
+        "(none: no passage vectors; wordsN: from each passage's first N words), each with what embedding them cost",
+    )
     p.add_argument("--entry-passages", type=int, help=f"passages an entry's vector averages at most (default {C.ENTRY_VECTOR_PASSAGES})")
     p.add_argument(
         "--split",
@@ -587,6 +650,10 @@ def main(argv: list[str] | None = None) -> dict:
         C.ENTRY_VECTOR_PASSAGES = args.entry_passages  # a knob of this run only (memtool/session_vectors.py reads it per call)
     overrides = parse_overrides(args.settings)
     misses: list[dict] | None = [] if args.dump_misses else None
+    variants = tuple(v.strip() for v in args.passage_variants.split(",") if v.strip())
+    for v in variants:
+        if VARIANT_RE.match(v) is None:
+            raise SystemExit(f"--passage-variants: {v!r} is not none or wordsN")
     results = []
     with tempfile.TemporaryDirectory(prefix="memtool-locomo-") as tmp:
         base = args.workdir or Path(tmp)
@@ -595,7 +662,9 @@ def main(argv: list[str] | None = None) -> dict:
             if root.exists() and any(root.iterdir()):
                 raise SystemExit(f"{root} is not empty; give an empty --workdir")
             split_at = base / f"split-{conv.cid}" if args.split else None
-            results.append(run_conversation(conv, root, modes, args.limit_questions or None, overrides, misses, not args.no_passage_vectors, split_at))
+            results.append(
+                run_conversation(conv, root, modes, args.limit_questions or None, overrides, misses, not args.no_passage_vectors, split_at, variants)
+            )
     out = aggregate(results, modes)
     out["n"] = out["bm25_raw"]["n"]
     out["skipped_questions"] = sum(c.skipped for c in convs)

@@ -265,3 +265,15 @@ def test_split_between_a_project_and_a_personal_root_finds_what_one_root_finds(d
         split = dict(result[f"{mode}_split"])
         assert split.pop("same_hits_as_merged") == 1.0
         assert split == result[mode]  # recall, MRR and answers in context alike
+
+
+def test_passage_variants_search_again_with_the_passages_vectors_made_another_way(data, capsys):
+    with_variants = main(["--data", str(data), "--mode", "full", "--passage-variants", "none,words4"])
+    without = main(["--data", str(data), "--mode", "full", "--no-passage-vectors"])
+    assert with_variants["full@none"] == without["full"]  # no passage vectors: what --no-passage-vectors measures
+    assert set(with_variants["full@words4"]) == set(with_variants["full"]) and with_variants["full@words4"]["n"] == with_variants["full"]["n"]
+    costs = with_variants["variant_costs"]
+    assert set(costs) == {"full", "none", "words4"} and costs["full"]["passages"] == costs["words4"]["passages"] > 0
+    assert costs["none"]["cpu_s"] == 0.0
+    with pytest.raises(SystemExit):
+        main(["--data", str(data), "--passage-variants", "half"])
