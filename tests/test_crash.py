@@ -23,6 +23,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from memtool.app import open_memory
 from memtool.doctor import Doctor
 from memtool.models import make_id
@@ -30,7 +32,9 @@ from memtool.providers.wordllama import WordLlamaEmbedder
 from memtool.scaffold import init
 from tests.conftest import embedding_path, transcript_path
 
-# At least this many SIGKILLs: 40 in the default suite; .ci/run runs it again with 200 as its own step.
+pytestmark = pytest.mark.kills  # `pytest -m kills`, a step of .ci/run
+
+# At least this many SIGKILLs (.ci/run asks for 200).
 KILLS = int(os.environ.get("MEMTOOL_CRASH_KILLS", "40"))
 WORKERS = 2  # concurrent kill loops (the lock is contended too)
 # The loop ends on a count, never a clock: a loaded machine runs each compress slower, not fewer of

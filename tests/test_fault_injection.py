@@ -37,6 +37,8 @@ from memtool.store import Layout, archive_layouts, vector_bytes
 from memtool.sync import sync
 from tests.conftest import read_vector_at
 
+pytestmark = pytest.mark.kills  # `pytest -m kills`, a step of .ci/run
+
 MUTATING = ("rename", "renameat", "renameat2", "unlink", "unlinkat", "rmdir", "mkdir", "mkdirat", "fsync", "fdatasync", "ftruncate", "link", "linkat")
 FAULT_POINTS = os.environ.get("MEMTOOL_FAULT_POINTS", "3")  # kill points tried per command (about 2 s each), or "all"
 RUN_TIMEOUT_S = 60
