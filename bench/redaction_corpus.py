@@ -22,6 +22,7 @@ import json
 import random
 import string
 from pathlib import Path
+from typing import Callable
 from urllib.parse import quote
 
 SEED = 25
@@ -33,6 +34,9 @@ URLSAFE = ALNUM + "_-"
 B64 = ALNUM + "+/"
 BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l".upper()
 WORDS = ("correct horse battery staple orbit velvet lantern quarry mosaic thimble walnut ember falcon saddle cobalt meadow").split()
+
+
+Rows = Callable[["Fake"], list[dict]]
 
 
 class Fake:
@@ -455,6 +459,19 @@ def ordinary(f: Fake) -> list[dict]:
     ):
         out.append({"family": "near_miss", "text": text})
     return out
+
+
+def write_corpus(doc: str, folder: str, seed: int, secret_rows: Rows, ordinary_rows: Rows) -> None:
+    """The command line of a seeded corpus generator: `--out DIR` (default tests/data/FOLDER) and
+    `--seed N`; the secrets are made from Fake(seed), the ordinary values from Fake(seed + 1)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "tests" / "data" / folder)
+    parser.add_argument("--seed", type=int, default=seed)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, rows in (("secrets", secret_rows(Fake(args.seed))), ("ordinary", ordinary_rows(Fake(args.seed + 1)))):
+        (args.out / f"{name}.jsonl").write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+        print(f"{args.out / name}.jsonl: {len(rows)} rows")
 
 
 def main() -> None:

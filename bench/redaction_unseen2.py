@@ -14,13 +14,11 @@ reaches the memory files). Do not tune rules on it: look at its misses only to r
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
 import string
-from pathlib import Path
 
-from bench.redaction_corpus import ALNUM, B64, HEX, LOWER_ALNUM, UPPER_ALNUM, URLSAFE, Fake
+from bench.redaction_corpus import ALNUM, B64, HEX, LOWER_ALNUM, UPPER_ALNUM, URLSAFE, Fake, write_corpus
 
 SEED = 3037
 NOUNS = "lantern pebble juniper thistle meadow anchor quartz falcon comet ember nimbus saffron".split()
@@ -194,14 +192,7 @@ def ordinary(f: Fake) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "tests" / "data" / "redaction_unseen2")
-    parser.add_argument("--seed", type=int, default=SEED)
-    args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name, rows in (("secrets", secrets(Fake(args.seed))), ("ordinary", ordinary(Fake(args.seed + 1)))):
-        (args.out / f"{name}.jsonl").write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
-        print(f"{args.out / name}.jsonl: {len(rows)} rows")
+    write_corpus(__doc__, "redaction_unseen2", SEED, secrets, ordinary)
 
 
 if __name__ == "__main__":

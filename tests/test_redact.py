@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import re
 import string
@@ -839,24 +840,14 @@ def test_ordinary_values_near_the_new_rules_survive(text: str) -> None:
     assert redact(text)[0] == text
 
 
-def test_unseen_corpus_files_are_what_its_generator_writes(tmp_path: Path) -> None:
-    from bench.redaction_unseen import main as write_unseen
-
+@pytest.mark.parametrize("corpus", ["redaction_heldout", "redaction_unseen", "redaction_unseen2"])
+def test_seeded_corpus_files_are_what_their_generator_writes(corpus: str, tmp_path: Path) -> None:
+    generator = importlib.import_module(f"bench.{corpus}")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("sys.argv", ["redaction_unseen.py", "--out", str(tmp_path)])
-        write_unseen()
+        mp.setattr("sys.argv", [f"{corpus}.py", "--out", str(tmp_path)])
+        generator.main()
     for name in ("secrets.jsonl", "ordinary.jsonl"):
-        assert (tmp_path / name).read_text(encoding="utf-8") == (CORPUS.parent / "redaction_unseen" / name).read_text(encoding="utf-8")
-
-
-def test_second_unseen_corpus_files_are_what_its_generator_writes(tmp_path: Path) -> None:
-    from bench.redaction_unseen2 import main as write_unseen2
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("sys.argv", ["redaction_unseen2.py", "--out", str(tmp_path)])
-        write_unseen2()
-    for name in ("secrets.jsonl", "ordinary.jsonl"):
-        assert (tmp_path / name).read_text(encoding="utf-8") == (CORPUS.parent / "redaction_unseen2" / name).read_text(encoding="utf-8")
+        assert (tmp_path / name).read_text(encoding="utf-8") == (CORPUS.parent / corpus / name).read_text(encoding="utf-8")
 
 
 # Password options and arguments by command, from each tool's documented syntax (man page or --help).
