@@ -153,8 +153,8 @@ def purge_caches(layout: Layout, ids: set[str], keys: set[str], dry_run: bool = 
     `dry_run`, would touch), relative to the root."""
     from memtool.cache import cache_path
     from memtool.config import load_settings
+    from memtool.search.backends import PostgresCache, derived_cache
     from memtool.search.build import purge_entries
-    from memtool.search.cache import PostgresCache, derived_cache
     from memtool.sync_scan import Manifest
 
     shared = derived_cache(load_settings(layout.root).cache, layout)

@@ -29,8 +29,8 @@ from memtool.index_json import write_index
 from memtool.models import ID_RE, Entities, Entry, iso, make_id, utcnow
 from memtool.providers import Compressed, Compressor, Embedder, Hints
 from memtool.quoting import log_tag_comment
+from memtool.search.backends import derived_cache
 from memtool.search.build import Known, entry_vector_key
-from memtool.search.cache import derived_cache
 from memtool.search.docs import superseded_by
 from memtool.search.engine import Hit, Query, Weights, origin_label, search
 from memtool.search.read import CacheView

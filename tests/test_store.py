@@ -220,7 +220,7 @@ def test_a_store_that_cannot_be_written_leaves_index_json_written_from_the_day_f
     def busy(*a, **k):
         raise LockBusy("memtool.sqlite: another memtool process is writing the search cache")
 
-    monkeypatch.setattr(mem.cache, "refresh_cache", busy)  # the derived cache Memory picked (memtool/search/cache.py)
+    monkeypatch.setattr(mem.cache, "refresh_cache", busy)  # the derived cache Memory picked (memtool/search/backends.py)
     result = mem.compress_many([memory_mod.Session(text="Omar: day 8 note about the flaky canary.", when=when(8), session="o")])
     assert any("search cache was not updated" in w for w in result.warnings)
     assert len(entries_of(root)) == 6 and rebuilt(mem, root)

@@ -21,7 +21,7 @@ from memtool.forget import forget
 from memtool.memory import Session
 from memtool.scaffold import init
 from memtool.search import pg
-from memtool.search.cache import PostgresCache, SqliteCache
+from memtool.search.backends import PostgresCache, SqliteCache
 from memtool.search.engine import Query
 from memtool.search.read import KIND_CODE
 from memtool.store import Layout
