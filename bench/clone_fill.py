@@ -36,10 +36,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from filelock import FileLock, Timeout  # noqa: E402
 
 from bench.compress_size import dialogue  # noqa: E402 (after the sys.path line)
-from bench.scale import cold_search  # noqa: E402
+from bench.scale import cold_search, remove_clone  # noqa: E402
 from memtool import constants as C  # noqa: E402
 from memtool.app import open_memory  # noqa: E402
 from memtool.cache import cache_path  # noqa: E402
@@ -105,11 +104,7 @@ def fresh_clone(root: Path, query: str, wait_s: float, every: float) -> tuple[fl
             lines.append(row)
             next_line += every
         time.sleep(0.5)
-    try:
-        with FileLock(str(Layout(clone).cache_dir / C.FILL_LOCK), timeout=30 if filled else 0):  # the fill has ended: its folder can go
-            shutil.rmtree(clone, ignore_errors=True)
-    except Timeout:
-        print(f"{clone}: left in place, its background fill still runs", file=sys.stderr)
+    remove_clone(clone, filled is not None)
     return ms, filled, lines
 
 

@@ -461,6 +461,11 @@ def ordinary(f: Fake) -> list[dict]:
     return out
 
 
+def human(f: "Fake", nouns: list[str]) -> str:
+    """A password a person picks: a capitalised word, digits, a sign (`Harbor2291!`)."""
+    return f.rng.choice(nouns).capitalize() + f.s(string.digits, f.rng.randint(2, 4)) + f.rng.choice("!@#$%&*?")
+
+
 def write_corpus(doc: str, folder: str, seed: int, secret_rows: Rows, ordinary_rows: Rows) -> None:
     """The command line of a seeded corpus generator: `--out DIR` (default tests/data/FOLDER) and
     `--seed N`; the secrets are made from Fake(seed), the ordinary values from Fake(seed + 1)."""

@@ -16,15 +16,10 @@ from __future__ import annotations
 import base64
 import string
 
-from bench.redaction_corpus import ALNUM, B64, HEX, LOWER_ALNUM, UPPER_ALNUM, URLSAFE, Fake, write_corpus
+from bench.redaction_corpus import ALNUM, B64, HEX, LOWER_ALNUM, UPPER_ALNUM, URLSAFE, Fake, human, write_corpus
 
 SEED = 2026
 NOUNS = "falcon harbor maple orbit cedar willow copper summer winter raven tiger garden sunset".split()
-
-
-def human(f: Fake) -> str:
-    """A password a person picks: a capitalised word, digits, a sign (`Harbor2291!`)."""
-    return f.rng.choice(NOUNS).capitalize() + f.s(string.digits, f.rng.randint(2, 4)) + f.rng.choice("!@#$%&*?")
 
 
 def secrets(f: Fake) -> list[dict]:
@@ -34,15 +29,15 @@ def secrets(f: Fake) -> list[dict]:
         out.append({"family": family, "text": template.format(*values), "secrets": list(values)})
 
     # --- command lines in a terminal log ---------------------------------------------------------
-    add("cli", "$ mysql -h 127.0.0.1 -u root -p{} app < dump.sql", human(f))
+    add("cli", "$ mysql -h 127.0.0.1 -u root -p{} app < dump.sql", human(f, NOUNS))
     add("cli", "PGPASSWORD={} psql -h db.internal -U postgres -c 'select 1'", f.password(14))
-    add("cli", "$ sshpass -p '{}' ssh deploy@10.0.0.4 uptime", human(f))
+    add("cli", "$ sshpass -p '{}' ssh deploy@10.0.0.4 uptime", human(f, NOUNS))
     add("cli", "smbclient //fs01/backup -U svc_backup%{} -c 'ls'", f.password(12))
-    add("cli", "C:\\> net use Z: \\\\fs01\\finance /user:CORP\\svc_backup {} /persistent:no", human(f))
+    add("cli", "C:\\> net use Z: \\\\fs01\\finance /user:CORP\\svc_backup {} /persistent:no", human(f, NOUNS))
     add("cli", 'ldapsearch -x -H ldap://dc1.corp.local -D "cn=admin,dc=corp,dc=local" -w {} -b "dc=corp,dc=local"', f.password(13))
-    add("cli", "PsExec.exe \\\\web02 -u Administrator -p {} cmd /c ipconfig", human(f))
+    add("cli", "PsExec.exe \\\\web02 -u Administrator -p {} cmd /c ipconfig", human(f, NOUNS))
     add("cli", "redis-cli -h cache.internal -a {} ping", f.s(ALNUM, 24))
-    add("cli", "curl -s -u admin:{} http://localhost:9200/_cat/indices?v", human(f))
+    add("cli", "curl -s -u admin:{} http://localhost:9200/_cat/indices?v", human(f, NOUNS))
     add("cli", "wget --user=deploy --password={} https://repo.example.com/artifact.tar.gz", f.password(12))
     add("cli", 'sqlcmd -S tcp:db01,1433 -U sa -P {} -Q "SELECT @@VERSION"', f.password(15))
     add("cli", "openssl enc -aes-256-cbc -salt -k {} -in backup.tar -out backup.tar.enc", f.password(16))
@@ -50,25 +45,25 @@ def secrets(f: Fake) -> list[dict]:
     add("cli", "java -Djavax.net.ssl.keyStorePassword={} -jar service.jar", f.password(14))
     add("cli", "aws configure set aws_secret_access_key {}", f.s(B64, 40))
     add("cli", "kubectl create secret docker-registry regcred --docker-server=ghcr.io --docker-username=bot --docker-password={}", "ghp_" + f.s(ALNUM, 36))
-    add("cli", 'ansible-playbook site.yml --extra-vars "ansible_become_pass={}"', human(f))
+    add("cli", 'ansible-playbook site.yml --extra-vars "ansible_become_pass={}"', human(f, NOUNS))
     add("cli", "lftp -u deploy,{} sftp://files.example.com", f.password(12))
-    add("cli", "docker run -d -e POSTGRES_PASSWORD={} -p 5432:5432 postgres:16", human(f))
+    add("cli", "docker run -d -e POSTGRES_PASSWORD={} -p 5432:5432 postgres:16", human(f, NOUNS))
     add("cli", "heroku config:set STRIPE_SECRET_KEY={} -a shop-prod", "sk_live_" + f.s(ALNUM, 24))
     add("cli", "vault login {}", "hvs." + f.s(URLSAFE, 90))
     # --- URLs and connection strings in logs -----------------------------------------------------
     add("url", "git clone https://oauth2:{}@gitlab.example.com/team/app.git", "glpat-" + f.s(URLSAFE, 20))
     add("url", "origin\thttps://x-access-token:{}@github.com/org/repo.git (fetch)", "ghs_" + f.s(ALNUM, 36))
     add("url", 'psql "host=db.internal port=5432 user=app password={} dbname=app sslmode=require"', f.password(16))
-    add("url", "Driver={{ODBC Driver 18 for SQL Server}};Server=tcp:db01,1433;Uid=sa;Pwd={};Encrypt=yes;", human(f))
+    add("url", "Driver={{ODBC Driver 18 for SQL Server}};Server=tcp:db01,1433;Uid=sa;Pwd={};Encrypt=yes;", human(f, NOUNS))
     add("url", "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://api.example.com/v1/items?api_key={}", f.s(ALNUM, 32))
     add("url", "index-url = https://ci:{}@nexus.corp.local/repository/pypi/simple", f.password(14))
     # --- config files as cat shows them -----------------------------------------------------------
-    add("config", "$ cat ~/.pgpass\ndb.internal:5432:*:deploy:{}", human(f))
+    add("config", "$ cat ~/.pgpass\ndb.internal:5432:*:deploy:{}", human(f, NOUNS))
     add("config", "machine api.heroku.com\n  login me@example.com\n  password {}", f.uuid())
-    add("config", "[client]\nuser=root\npassword={}\nhost=127.0.0.1", human(f))
+    add("config", "[client]\nuser=root\npassword={}\nhost=127.0.0.1", human(f, NOUNS))
     add("config", "define( 'DB_PASSWORD', '{}' );", f.password(16))
-    add("config", "spring.mail.password={}", human(f))
-    add("config", "smtp:\n  host: smtp.example.com\n  user: alerts@example.com\n  password: {}", human(f))
+    add("config", "spring.mail.password={}", human(f, NOUNS))
+    add("config", "smtp:\n  host: smtp.example.com\n  user: alerts@example.com\n  password: {}", human(f, NOUNS))
     add("config", "SECRET_KEY = 'django-insecure-{}'", f.s(LOWER_ALNUM + "!@#$%^&*(-_=+)", 50))
     add("config", '  + password = "{}"\n  + username = "admin"', f.password(18))
     add("config", "//npm.pkg.github.com/:_authToken={}", "ghp_" + f.s(ALNUM, 36))
@@ -79,12 +74,12 @@ def secrets(f: Fake) -> list[dict]:
     add("code", 'client = OpenAI(api_key="{}")', "sk-proj-" + f.s(URLSAFE, 48))
     add("code", '{{"access_token": "{}", "token_type": "Bearer", "expires_in": 3599}}', f.s(URLSAFE, 43))
     add("code", '{{"headers": {{"Authorization": "token {}"}}}}', "ghp_" + f.s(ALNUM, 36))
-    add("code", "conn = psycopg2.connect(host='db', user='app', password='{}')", human(f))
-    add("code", "Authorization: Basic {}", base64.b64encode(f"admin:{human(f)}".encode()).decode())
+    add("code", "conn = psycopg2.connect(host='db', user='app', password='{}')", human(f, NOUNS))
+    add("code", "Authorization: Basic {}", base64.b64encode(f"admin:{human(f, NOUNS)}".encode()).decode())
     # --- prose in a chat ---------------------------------------------------------------------------
-    add("prose", "The new admin password is {} - please change it after first login.", human(f))
-    add("prose", "login: admin / pass: {}", human(f))
-    add("prose", "<alice> the wifi password is {}", human(f))
+    add("prose", "The new admin password is {} - please change it after first login.", human(f, NOUNS))
+    add("prose", "login: admin / pass: {}", human(f, NOUNS))
+    add("prose", "<alice> the wifi password is {}", human(f, NOUNS))
     add("prose", "I've put the slack bot token ({}) in the vault.", "xoxb-" + f.s(string.digits, 12) + "-" + f.s(string.digits, 13) + "-" + f.s(ALNUM, 24))
     add("prose", "here's my token: {}", f.s(ALNUM, 40))
     add("prose", "use this API key for staging {}", f.s(HEX, 32))

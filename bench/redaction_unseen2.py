@@ -18,15 +18,10 @@ import base64
 import json
 import string
 
-from bench.redaction_corpus import ALNUM, B64, HEX, LOWER_ALNUM, UPPER_ALNUM, URLSAFE, Fake, write_corpus
+from bench.redaction_corpus import ALNUM, B64, HEX, LOWER_ALNUM, UPPER_ALNUM, URLSAFE, Fake, human, write_corpus
 
 SEED = 3037
 NOUNS = "lantern pebble juniper thistle meadow anchor quartz falcon comet ember nimbus saffron".split()
-
-
-def human(f: Fake) -> str:
-    """A password a person picks: a capitalised word, digits, a sign (`Juniper417$`)."""
-    return f.rng.choice(NOUNS).capitalize() + f.s(string.digits, f.rng.randint(2, 4)) + f.rng.choice("!@#$%&*?")
 
 
 def jwt(f: Fake) -> str:
@@ -42,73 +37,73 @@ def secrets(f: Fake) -> list[dict]:
         out.append({"family": family, "text": template.format(*values), "secrets": list(values)})
 
     # --- terminal logs: tools whose options take a password ---------------------------------------
-    add("cli", "$ mongosh --host rs0/db1:27017 -u admin -p {} --authenticationDatabase admin", human(f))
-    add("cli", "$ sqlplus system/{}@//ora01.corp.local:1521/ORCLPDB1", human(f))
+    add("cli", "$ mongosh --host rs0/db1:27017 -u admin -p {} --authenticationDatabase admin", human(f, NOUNS))
+    add("cli", "$ sqlplus system/{}@//ora01.corp.local:1521/ORCLPDB1", human(f, NOUNS))
     add("cli", "$ mc alias set minio http://minio.lan:9000 minioadmin {}", f.s(ALNUM, 32))
     add("cli", "$ jarsigner -keystore release.jks -storepass {} app-release.apk upload", f.password(14))
-    add("cli", "$ ipmitool -I lanplus -H 10.20.0.15 -U ADMIN -P {} chassis power status", human(f))
-    add("cli", "$ xfreerdp /v:term01.corp.local /u:CORP\\jdoe /p:{} /cert:ignore", human(f))
+    add("cli", "$ ipmitool -I lanplus -H 10.20.0.15 -U ADMIN -P {} chassis power status", human(f, NOUNS))
+    add("cli", "$ xfreerdp /v:term01.corp.local /u:CORP\\jdoe /p:{} /cert:ignore", human(f, NOUNS))
     add("cli", "$ mosquitto_pub -h broker.lan -u sensor01 -P {} -t home/temp -m 21.5", f.password(12))
     add("cli", "$ rabbitmqctl add_user orders {}", f.password(16))
-    add("cli", "$ cqlsh cass01 9042 -u cassandra -p {}", human(f))
-    add("cli", "$ nmcli dev wifi connect Office-5G password {}", human(f))
-    add("cli", "C:\\> plink -ssh -pw {} root@192.168.1.20 uptime", human(f))
+    add("cli", "$ cqlsh cass01 9042 -u cassandra -p {}", human(f, NOUNS))
+    add("cli", "$ nmcli dev wifi connect Office-5G password {}", human(f, NOUNS))
+    add("cli", "C:\\> plink -ssh -pw {} root@192.168.1.20 uptime", human(f, NOUNS))
     add("cli", "$ 7z a -p{} -mhe=on backup-2024-06.7z ./exports", f.password(14))
-    add("cli", "$ zip -P {} payroll.zip payroll.xlsx", human(f))
+    add("cli", "$ zip -P {} payroll.zip payroll.xlsx", human(f, NOUNS))
     add("cli", "$ gpg --batch --yes --passphrase {} -c secrets.tar", f.password(18))
-    add("cli", "$ mysqladmin -u root password {}", human(f))
+    add("cli", "$ mysqladmin -u root password {}", human(f, NOUNS))
     add("cli", "$ az login --service-principal -u {} -p {} --tenant {}", f.uuid(), f.s(ALNUM, 3) + "8Q~" + f.s(ALNUM + "_.-", 34), f.uuid())
     add("cli", "$ argocd login argocd.example.com --username admin --password {} --grpc-web", f.s(ALNUM, 16))
-    add("cli", "C:\\> winrs -r:web03 -u:Administrator -p:{} ipconfig /all", human(f))
-    add("cli", "C:\\> schtasks /create /tn Backup /tr backup.cmd /sc daily /ru CORP\\svc_bkp /rp {}", human(f))
-    add("cli", "PS> $pw = ConvertTo-SecureString '{}' -AsPlainText -Force", human(f))
-    add("cli", "$ echo 'deploy:{}' | sudo chpasswd", human(f))
+    add("cli", "C:\\> winrs -r:web03 -u:Administrator -p:{} ipconfig /all", human(f, NOUNS))
+    add("cli", "C:\\> schtasks /create /tn Backup /tr backup.cmd /sc daily /ru CORP\\svc_bkp /rp {}", human(f, NOUNS))
+    add("cli", "PS> $pw = ConvertTo-SecureString '{}' -AsPlainText -Force", human(f, NOUNS))
+    add("cli", "$ echo 'deploy:{}' | sudo chpasswd", human(f, NOUNS))
     add("cli", "$ twine upload -u __token__ -p {} dist/*", "pypi-AgEIcHlwaS5vcmc" + f.s(URLSAFE, 120))
-    add("cli", "$ terraform apply -var 'db_admin_password={}' -auto-approve", human(f))
+    add("cli", "$ terraform apply -var 'db_admin_password={}' -auto-approve", human(f, NOUNS))
     add("cli", "$ curl --oauth2-bearer {} https://api.example.net/v2/me", f.s(URLSAFE, 40))
     add("cli", "$ snmpwalk -v3 -l authPriv -u monitor -a SHA -A {} -x AES -X {} 10.0.0.1", f.password(12), f.password(12))
     # --- config files -----------------------------------------------------------------------------
     add("config", "$ cat ~/.s3cfg\n[default]\naccess_key = {}\nsecret_key = {}", "AKIA" + f.s(UPPER_ALNUM, 16), f.s(B64, 40))
     add("config", "[gdrive]\ntype = drive\nclient_id = 2048.apps.googleusercontent.com\nclient_secret = {}", f.s(URLSAFE, 24))
     add("config", "[pypi]\nusername = __token__\npassword = {}", "pypi-AgEIcHlwaS5vcmc" + f.s(URLSAFE, 100))
-    add("config", "signing.keyId=24875D73\nsigning.password={}\nsigning.secretKeyRingFile=/home/ci/.gnupg/secring.gpg", human(f))
+    add("config", "signing.keyId=24875D73\nsigning.password={}\nsigning.secretKeyRingFile=/home/ci/.gnupg/secring.gpg", human(f, NOUNS))
     add("config", "ossrhPassword={}", f.password(16))
-    add("config", 'network={{\n    ssid="HomeNet"\n    psk="{}"\n}}', human(f))
+    add("config", 'network={{\n    ssid="HomeNet"\n    psk="{}"\n}}', human(f, NOUNS))
     add("config", "environment:\n  MINIO_ROOT_USER: admin\n  MINIO_ROOT_PASSWORD: {}", f.password(20))
     add("config", "users:\n- name: ci\n  user:\n    token: {}", jwt(f))
     add("config", "---\n:rubygems_api_key: {}", "rubygems_" + f.s(HEX, 48))
     add("config", '{{"http-basic": {{"repo.packagist.com": {{"username": "token", "password": "{}"}}}}}}', f.s(HEX, 40))
-    add("config", "web01 ansible_host=10.0.1.5 ansible_user=admin ansible_password={}", human(f))
+    add("config", "web01 ansible_host=10.0.1.5 ansible_user=admin ansible_password={}", human(f, NOUNS))
     add("config", "jwt_secret: {}", f.s(HEX, 64))
-    add("config", 'admin_password = "{}"', human(f))
-    add("config", "$ cat /etc/openvpn/auth.txt\nvpnuser\n{}", human(f))
+    add("config", 'admin_password = "{}"', human(f, NOUNS))
+    add("config", "$ cat /etc/openvpn/auth.txt\nvpnuser\n{}", human(f, NOUNS))
     add("config", "cache_url: rediss://:{}@cache.internal:6380/0", f.s(ALNUM, 32))
-    add("config", 'proxy_set_header Authorization "Basic {}";', base64.b64encode(f"ops:{human(f)}".encode()).decode())
+    add("config", 'proxy_set_header Authorization "Basic {}";', base64.b64encode(f"ops:{human(f, NOUNS)}".encode()).decode())
     # --- code ---------------------------------------------------------------------------------------
-    add("code", 'Connection conn = DriverManager.getConnection(url, "app", "{}");', human(f))
+    add("code", 'Connection conn = DriverManager.getConnection(url, "app", "{}");', human(f, NOUNS))
     add("code", 'stripe.api_key = "{}"', "rk_live_" + f.s(ALNUM, 99))
     add("code", 'client = Client("AC{}", "{}")', f.s(HEX, 32), f.s(HEX, 32))
-    add("code", "conn = Connection(server, user='cn=admin,dc=corp,dc=local', password='{}', auto_bind=True)", human(f))
-    add("code", 'server.login("alerts@example.com", "{}")', human(f))
+    add("code", "conn = Connection(server, user='cn=admin,dc=corp,dc=local', password='{}', auto_bind=True)", human(f, NOUNS))
+    add("code", 'server.login("alerts@example.com", "{}")', human(f, NOUNS))
     add("code", 'rdb := redis.NewClient(&redis.Options{{Addr: "cache:6379", Password: "{}", DB: 0}})', f.password(16))
-    add("code", "mongoose.connect('mongodb://orders:{}@mongo:27017/orders?authSource=admin')", human(f))
-    add("code", "$mail->Password = '{}';", human(f))
+    add("code", "mongoose.connect('mongodb://orders:{}@mongo:27017/orders?authSource=admin')", human(f, NOUNS))
+    add("code", "$mail->Password = '{}';", human(f, NOUNS))
     add("code", 'const sg = require("@sendgrid/mail"); sg.setApiKey("{}");', "SG." + f.s(URLSAFE, 22) + "." + f.s(URLSAFE, 43))
     # --- CI logs ------------------------------------------------------------------------------------
-    add("ci", "[Pipeline] sh\n+ export DEPLOY_PASS={}", human(f))
+    add("ci", "[Pipeline] sh\n+ export DEPLOY_PASS={}", human(f, NOUNS))
     add("ci", "2024-06-03T10:12:44.1234567Z   NEXUS_PASSWORD: {}", f.password(14))
     add("ci", "Step 4/9 : ARG NPM_TOKEN={}", "npm_" + f.s(ALNUM, 36))
     add("ci", "$ helm repo add private https://charts.corp.local --username ci --password {}", f.s(ALNUM, 24))
     # --- chat and agent transcripts -----------------------------------------------------------------
-    add("prose", "the root pw for the NAS is {}", human(f))
-    add("prose", "creds: admin / {}", human(f))
+    add("prose", "the root pw for the NAS is {}", human(f, NOUNS))
+    add("prose", "creds: admin / {}", human(f, NOUNS))
     add("prose", "passphrase for the signing key: {}", f.words(4, "-") + f.s(string.digits, 2))
     add("prose", "I rotated the webhook secret, new one is {}", f.s(HEX, 40))
     add("prose", "The Mailgun key is {} (sandbox domain).", "key-" + f.s(HEX, 32))
     add("prose", "Assistant: I'll set the header `X-Api-Key: {}` and retry.", f.s(ALNUM, 32))
     add("prose", "User: here is the bot token, don't commit it: {}", f.s(string.digits, 10) + ":" + f.s(URLSAFE, 35))
     add("prose", "Tool output:\n  Your new personal access token: {}\n  Make sure to copy it now.", f.s(ALNUM, 40))
-    add("prose", 'Basic auth for the staging site: user "preview", password "{}"', human(f))
+    add("prose", 'Basic auth for the staging site: user "preview", password "{}"', human(f, NOUNS))
     return out
 
 

@@ -191,12 +191,18 @@ def fresh_clone(root: Path, query: str, wait_s: float) -> tuple[float, float | N
         if missing.get("vectors_missing") == "0" and missing.get("words_missing", "0") == "0":
             filled = time.perf_counter() - t
         time.sleep(0.2)
+    remove_clone(clone, filled is not None)
+    return ms, filled
+
+
+def remove_clone(clone: Path, filled: bool) -> None:
+    """Remove a measured clone once its background fill has let go of it (waits up to 30 s when the
+    fill was seen to end), else leave it in place and say so."""
     try:
-        with FileLock(str(Layout(clone).cache_dir / C.FILL_LOCK), timeout=30 if filled else 0):  # the fill has ended: its folder can go
+        with FileLock(str(Layout(clone).cache_dir / C.FILL_LOCK), timeout=30 if filled else 0):
             shutil.rmtree(clone, ignore_errors=True)
     except Timeout:
         print(f"{clone}: left in place, its background fill still runs", file=sys.stderr)
-    return ms, filled
 
 
 def cold_compress(root: Path, text: str, day: str) -> float:
