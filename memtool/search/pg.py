@@ -44,7 +44,7 @@ from memtool.models import Entry
 from memtool.search.build import BUILD_BATCH, embed_missing, entry_vector_key
 from memtool.search.cues import doc_cues
 from memtool.search.docs import Declared, Doc, collect_docs, source_key, superseded_by
-from memtool.search.read import DENSE_CHUNK_ROWS, IMPORTANCE_CODE, K1, KIND_CODE, VECTOR_CACHE_ROWS, B, View, bm25, summed_weights
+from memtool.search.read import DENSE_CHUNK_ROWS, IMPORTANCE_CODE, K1, KIND_CODE, VECTOR_CACHE_ROWS, B, View
 from memtool.search.typos import surface_words
 from memtool.session_vectors import chunk_key
 from memtool.store import Layout
@@ -55,11 +55,13 @@ SEEN_FILE = "pg-seen.json"  # memory/.cache: what this clone last pushed or read
 EXACT_DENSE_DOCS = 20_000  # up to this many documents a search scores every vector (as SQLite does); over it, the HNSW index's nearest
 HNSW_CANDIDATES = 400  # how many nearest the HNSW index gives a search (twice the engine's channel depth: a filter may drop some)
 HNSW_BUILD_MEMORY = "2GB"  # maintenance_work_mem for building the HNSW index: its graph fits in memory (1M vectors of 256 dims: about 1.6 GB)
-HELD_POSTINGS = 4_000_000  # postings a reading process keeps between searches of one generation (about 40 MB)
+HELD_POSTINGS_BYTES = 96 << 20  # postings a reading process keeps between searches of one generation (16M), the least recently used terms' go first
+HELD_POSTING_BYTES = 6  # one held posting: its document's position (int32) and its count (uint16)
 HELD_DOCS = 20_000  # documents (their fields) and entry summaries it keeps so
 HOLD_ALL_DOCS = 200_000  # up to this many documents a view searched again (the MCP server) reads every vector and document once per generation
+HELD_VECTOR_BYTES = 256 << 20  # past it, such a view reads every vector once when they fit this (float16: 336k documents of 256 dimensions: 172 MB)
 POSTING = np.dtype([("doc", ">i8"), ("tf", ">i4")])  # one posting as the server packs it
-NO_POSTINGS = (np.zeros(0, np.int64), np.zeros(0, np.uint16))
+NO_POSTINGS = (np.zeros(0, np.int32), np.zeros(0, np.uint16))
 MAX_TF = 65535  # a term's count in a document is capped as the SQLite store caps it
 
 # The schema, one step per version: a cache of an older version is brought up step by step on
@@ -260,7 +262,7 @@ class PgView(View):
         self._dense = None
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._all_postings = False  # _postings holds every term's (_hold_all_postings)
-        self._held_postings = 0
+        self._held_bytes = 0  # of _postings, HELD_POSTING_BYTES a posting
         self._docs: dict[int, tuple] = {}  # document id -> its fields (DOC_FIELDS)
         self._all_docs = False  # _docs holds every document (_read_all_docs)
         self._vector_rows: dict[int, np.ndarray] = {}  # document id -> its float16 vector, over EXACT_DENSE_DOCS (VECTOR_CACHE_ROWS at most)
@@ -274,12 +276,13 @@ class PgView(View):
         return np.searchsorted(self.ids, ids)
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        return self._postings_of([term])[term]
+        return self.postings_of([term])[term]
 
-    def _postings_of(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def postings_of(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """The postings of `terms`: those held, the rest read in one round trip (a read that overflows
-        HELD_POSTINGS drops what was held, never what this call returns)."""
-        got = {t: self._postings[t] for t in terms if t in self._postings}
+        HELD_POSTINGS_BYTES lets the least recently used go, never what this call returns)."""
+        got = {t: self._postings.pop(t) for t in terms if t in self._postings}
+        self._postings.update(got)  # (the most recently used last)
         unread = [t for t in terms if t not in got]
         if unread:
             if self._hold_all_postings():
@@ -289,10 +292,11 @@ class PgView(View):
         return got
 
     def _hold_all_postings(self) -> bool:
-        """A view searched again, of up to HOLD_ALL_DOCS documents whose postings fit in HELD_POSTINGS,
+        """A view searched again, of up to HOLD_ALL_DOCS documents whose postings fit in HELD_POSTINGS_BYTES,
         reads every term's postings once (then a term no document has is known to have none)."""
-        if not self._all_postings and self._searches and self.n <= HOLD_ALL_DOCS and int(self.length.sum()) <= HELD_POSTINGS:
-            self._postings, self._held_postings = {}, 0
+        fits = int(self.length.sum()) * HELD_POSTING_BYTES <= HELD_POSTINGS_BYTES
+        if not self._all_postings and self._searches and self.n <= HOLD_ALL_DOCS and fits:
+            self._postings, self._held_bytes = {}, 0
             self._read_postings(None)
             self._all_postings = True
         return self._all_postings
@@ -309,20 +313,14 @@ class PgView(View):
         got = {}
         for t, blob in rows.fetchall():
             pairs = np.frombuffer(blob, POSTING)
-            got[t] = (self._positions(pairs["doc"].astype(np.int64)), pairs["tf"].astype(np.uint16))
-        if self._held_postings > HELD_POSTINGS:
-            self._postings, self._held_postings = {}, 0
+            got[t] = (self._positions(pairs["doc"].astype(np.int64)).astype(np.int32), pairs["tf"].astype(np.uint16))
         read = {t: got.get(t, NO_POSTINGS) for t in (got if wanted is None else wanted)}
-        for t, p in read.items():
-            self._postings[t] = p
-            self._held_postings += p[0].size
+        self._postings.update(read)
+        self._held_bytes += sum(p[0].size for p in read.values()) * HELD_POSTING_BYTES
+        while self._held_bytes > HELD_POSTINGS_BYTES:  # the least recently used give way (this read's too, when it alone is over)
+            docs, _ = self._postings.pop(next(iter(self._postings)))
+            self._held_bytes -= docs.size * HELD_POSTING_BYTES
         return read
-
-    def bm25_scores(self, query_terms: list[str], weights: list[float] | None = None) -> np.ndarray:
-        """As CacheView.bm25_scores (the same sums in the same order): the query's terms read in one round trip."""
-        summed = summed_weights(query_terms, weights)
-        postings = self._postings_of(list(summed))
-        return bm25(self.n, self.live, self.norm, ((w, postings[t]) for t, w in summed.items()))
 
     def surface_words(self) -> list[str]:
         if self._words is None:
@@ -336,7 +334,7 @@ class PgView(View):
         the search (100k documents at e5's size: 150 MB), so the HNSW index gives the HNSW_CANDIDATES
         nearest and only those get their cosine (the engine keeps a channel's best 200): approximate,
         and a filter (kinds, dates) is applied after, so fewer than 200 may pass it. A view that
-        searches again holds every vector (up to HOLD_ALL_DOCS documents) and scores them all."""
+        searches again holds every vector (up to HOLD_ALL_DOCS documents, or HELD_VECTOR_BYTES) and scores them all."""
         out = np.zeros(self.n, dtype=np.float32)
         if qvec.shape[0] != self.dim or not self.n:
             return out
@@ -358,8 +356,9 @@ class PgView(View):
 
     def _every_vector_read(self) -> bool:
         """Whether a search scores from every vector (read once per generation): up to EXACT_DENSE_DOCS
-        documents, or up to HOLD_ALL_DOCS for a view that searches again."""
-        return self.n <= EXACT_DENSE_DOCS or bool(self._searches and self.n <= HOLD_ALL_DOCS)
+        documents, or, for a view that searches again, up to HOLD_ALL_DOCS or while they fit in HELD_VECTOR_BYTES."""
+        fits = self.n * self.dim * 2 <= HELD_VECTOR_BYTES
+        return self.n <= EXACT_DENSE_DOCS or bool(self._searches and (self.n <= HOLD_ALL_DOCS or fits))
 
     def _every_vector(self) -> tuple[np.ndarray, np.ndarray]:
         """(positions, float16 vectors) of every document with a vector, in id order; read once per generation."""
@@ -373,7 +372,7 @@ class PgView(View):
     def dense_scores_of(self, qvec: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Cosine of documents at positions `ids` with the query (0 without a vector): from every vector
         up to EXACT_DENSE_DOCS documents, else only theirs read; a view searched again (the MCP server,
-        a session's searches) reads every vector once up to HOLD_ALL_DOCS documents, and then no
+        a session's searches) reads every vector once (_every_vector_read), and then no
         round trip for them (the same float16 vectors either way, so the same scores)."""
         out = np.zeros(ids.size, dtype=np.float32)
         if qvec.shape[0] != self.dim or not ids.size:

@@ -118,11 +118,16 @@ class View:
     def doc_freq(self, term: str) -> int:
         return int(self.postings(term)[0].size) if self.n else 0
 
+    def postings_of(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The postings of each of `terms` (a server's view reads those it lacks in one round trip)."""
+        return {t: self.postings(t) for t in terms}
+
     def bm25_scores(self, query_terms: list[str], weights: list[float] | None = None) -> np.ndarray:
         """BM25 (Lucene IDF, as bm25s) of every document for the query terms over the live documents,
         each term times its weight (default 1; a repeated term counts again)."""
         summed = summed_weights(query_terms, weights)
-        return bm25(self.n, self.live, self.norm, ((w, self.postings(t)) for t, w in summed.items()))
+        postings = self.postings_of(list(summed))
+        return bm25(self.n, self.live, self.norm, ((w, postings[t]) for t, w in summed.items()))
 
 
 class CacheView(View):

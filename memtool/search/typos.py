@@ -72,7 +72,9 @@ def query_terms(index, text: str, fix_weight: float) -> Terms:
     if fix_weight <= 0 or not index.n:
         return out
     candidates = [w for w in dict.fromkeys(ws) if max_edits(w) and w.isalpha() and w not in STOPWORDS]
-    unknown = [w for w, stem in zip(candidates, stem_words(candidates)) if not index.doc_freq(stem)]
+    stems = stem_words(candidates)
+    held = index.postings_of(list(dict.fromkeys([*named, *stems])))  # the query's terms at once: one round trip on a server
+    unknown = [w for w, stem in zip(candidates, stems) if not held[stem][0].size]
     unknown = unknown and [w for w in unknown if w not in dictionary()]  # the dictionary is read only when needed
     if not unknown:
         return out

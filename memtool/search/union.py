@@ -72,10 +72,17 @@ class UnionView(View):
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        if term not in self._postings:
-            got = [(docs.astype(np.int64) + off, tfs) for (docs, tfs), off in zip((p.index.postings(term) for p in self.parts), self.offsets.tolist())]
-            self._postings[term] = np.concatenate([d for d, _ in got]), np.concatenate([t for _, t in got])
-        return self._postings[term]
+        return self.postings_of([term])[term]
+
+    def postings_of(self, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Each term's postings over every part, each part asked once for the terms not read yet."""
+        unread = [t for t in dict.fromkeys(terms) if t not in self._postings]
+        if unread:
+            of_parts = [p.index.postings_of(unread) for p in self.parts]
+            for t in unread:
+                got = [(of[t][0].astype(np.int64) + off, of[t][1]) for of, off in zip(of_parts, self.offsets.tolist())]
+                self._postings[t] = np.concatenate([d for d, _ in got]), np.concatenate([f for _, f in got])
+        return {t: self._postings[t] for t in terms}
 
     def alive_of_kinds(self, kinds: tuple[str, ...]) -> np.ndarray:
         mask = self._of_kinds.get(kinds)

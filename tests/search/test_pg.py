@@ -298,7 +298,26 @@ def test_serve_http_searches_the_shared_cache(root, tmp_path, env, pg_url):
 def test_postings_over_the_held_bound_give_the_same_hits(filled, root, tmp_path, pg_url, fake_embedder, monkeypatch):
     expected = {q: ranked(filled, q) for q in QUERIES}
     sync(on_pg(root, pg_url, fake_embedder), full=True)
-    monkeypatch.setattr(pg, "HELD_POSTINGS", 1)  # every read drops what was held (a 1M cache's case): none a search needs
+    monkeypatch.setattr(pg, "HELD_POSTINGS_BYTES", 1)  # every read lets go of what was held (a 1M cache's case): none a search needs
     view = on_pg(root, pg_url, fake_embedder)
     assert {q: ranked(view, q) for q in QUERIES} == expected
     assert {q: ranked(view, q) for q in reversed(QUERIES)} == {q: expected[q] for q in reversed(QUERIES)}
+
+
+def test_a_view_past_the_hold_all_bound_holds_its_terms_and_gives_the_sqlite_hits(filled, root, tmp_path, pg_url, fake_embedder, monkeypatch):
+    sync(on_pg(root, pg_url, fake_embedder), full=True)
+    monkeypatch.setattr(pg, "HOLD_ALL_DOCS", 0)  # past it (a 336k-document cache's case): each search reads what it lacks
+    monkeypatch.setattr(pg, "EXACT_DENSE_DOCS", 0)
+    clone = tmp_path / "clone"
+    shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".cache"))
+    view = on_pg(clone, pg_url, fake_embedder)
+    expected = {q: ranked(filled, q) for q in QUERIES}
+    assert {q: ranked(view, q) for q in QUERIES} == expected
+    index = view.index()
+    assert not index._all_postings and not index._all_docs and index._dense is not None  # the vectors fit HELD_VECTOR_BYTES
+    statements = []
+    monkeypatch.setattr(index.conn, "execute", lambda sql, *a, **k: statements.append(sql) or psycopg.Connection.execute(index.conn, sql, *a, **k))
+    assert {q: ranked(view, q) for q in QUERIES} == expected  # searched again: the same hits, from the terms held
+    assert statements and not [s for s in statements if "FROM postings" in s]
+    on_pg(root, pg_url, fake_embedder).compress_many(sessions(["Kubernetes ingress certificates"], first_day=20))  # another clone's push
+    assert "Kubernetes" in view.search(Query(text="Kubernetes ingress", limit=1)).hits[0].text  # the generation changed: read again
