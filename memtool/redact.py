@@ -238,7 +238,7 @@ _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 #               `public_key`, `cache_key`, `secretKeyRef`, `SECRET_NAME`.
 _KEY_WORDS = _c(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # ("tokens" is a count: max_tokens, window_tokens.)
-_STRONG_WORD = _c(r"[a-z0-9]*(?:passwords?|passwd|passphrase|pwd|secrets?|token|credentials?|creds|apikeys?)|pass|pw|requirepass")
+_STRONG_WORD = _c(r"[a-z0-9]*(?:passwords?|passwd|passphrase|pwd|secrets?|token|credentials?|creds|apikeys?)|pass|pw|psk|requirepass")
 _KEY_QUALIFIERS = frozenset(
     "api access secret private signing sign encryption encrypt enc decryption master hmac client app"
     " application auth service account admin root session cookie jwt webhook ssh gpg pgp aes cipher"
@@ -255,7 +255,7 @@ _TRAILING_QUALIFIERS = frozenset(
 _POSITION_TOKEN = _c(r"(?:page|next|continuation|sync|resume|pagination|cursor)token")
 # Literal starts of those key words (lower case): one assignment regex each keeps every scan a
 # substring search.
-_SECRET_KEY_STARTS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "login", "pat")
+_SECRET_KEY_STARTS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "login", "pat", "psk")
 # What follows such a word: the rest of the key (and a type: `var k string =`), a separator, then a
 # quoted value (".." or '..'
 # that may wrap once onto the next line, \"..\" inside JSON strings) or a bare one that is not

@@ -976,3 +976,14 @@ def test_words_around_a_digest_are_kept(text: str) -> None:
 )
 def test_a_short_or_capital_prefix_before_hex_is_still_a_token(text: str, secret: str) -> None:
     assert secret not in redact(text)[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ('network={\n    ssid="Cafe"\n    psk="Lantern88#x"\n}', "Lantern88#x"),
+        ("wpa_psk=Saffron4410%q", "Saffron4410%q"),
+    ],
+)
+def test_a_pre_shared_key_is_a_secret_key_word(text: str, secret: str) -> None:
+    assert secret not in redact(text)[0]
