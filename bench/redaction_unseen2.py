@@ -52,7 +52,9 @@ def secrets(f: Fake) -> list[dict]:
     add("cli", "$ zip -P {} payroll.zip payroll.xlsx", human(f, NOUNS))
     add("cli", "$ gpg --batch --yes --passphrase {} -c secrets.tar", f.password(18))
     add("cli", "$ mysqladmin -u root password {}", human(f, NOUNS))
-    add("cli", "$ az login --service-principal -u {} -p {} --tenant {}", f.uuid(), f.s(ALNUM, 3) + "8Q~" + f.s(ALNUM + "_.-", 34), f.uuid())
+    # The application (client) id and the tenant id are public ids, as UUIDs elsewhere in this corpus are.
+    app, client_secret, tenant = f.uuid(), f.s(ALNUM, 3) + "8Q~" + f.s(ALNUM + "_.-", 34), f.uuid()
+    out.append({"family": "cli", "text": f"$ az login --service-principal -u {app} -p {client_secret} --tenant {tenant}", "secrets": [client_secret]})
     add("cli", "$ argocd login argocd.example.com --username admin --password {} --grpc-web", f.s(ALNUM, 16))
     add("cli", "C:\\> winrs -r:web03 -u:Administrator -p:{} ipconfig /all", human(f, NOUNS))
     add("cli", "C:\\> schtasks /create /tn Backup /tr backup.cmd /sc daily /ru CORP\\svc_bkp /rp {}", human(f, NOUNS))

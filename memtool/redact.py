@@ -238,7 +238,7 @@ _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 #               `public_key`, `cache_key`, `secretKeyRef`, `SECRET_NAME`.
 _KEY_WORDS = _c(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # ("tokens" is a count: max_tokens, window_tokens.)
-_STRONG_WORD = _c(r"[a-z0-9]*(?:passwords?|passwd|passphrase|pwd|secrets?|token|credentials?|creds|apikeys?)|pass|pw|requirepass")
+_STRONG_WORD = _c(r"[a-z0-9]*(?:passwords?|passwd|passphrase|pwd|secrets?|token|credentials?|creds|apikeys?)|pass|pw|psk|requirepass")
 _KEY_QUALIFIERS = frozenset(
     "api access secret private signing sign encryption encrypt enc decryption master hmac client app"
     " application auth service account admin root session cookie jwt webhook ssh gpg pgp aes cipher"
@@ -255,7 +255,7 @@ _TRAILING_QUALIFIERS = frozenset(
 _POSITION_TOKEN = _c(r"(?:page|next|continuation|sync|resume|pagination|cursor)token")
 # Literal starts of those key words (lower case): one assignment regex each keeps every scan a
 # substring search.
-_SECRET_KEY_STARTS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "login", "pat")
+_SECRET_KEY_STARTS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "login", "pat", "psk")
 # What follows such a word: the rest of the key (and a type: `var k string =`), a separator, then a
 # quoted value (".." or '..'
 # that may wrap once onto the next line, \"..\" inside JSON strings) or a bare one that is not
@@ -455,10 +455,22 @@ def _key_strength(key: str) -> int:
 _BASE64 = _c(r"[A-Za-z0-9+/]{8,}={0,2}")
 
 
+_ID_PARTS = _c(r"[_.\-]")
+
+
+def _words_and_digest(value: str) -> bool:
+    """Words around a hex digest (a cache key `Linux-pip-<sha256>`, `deps-<sha>`): a name, not a
+    key. A vendor's prefix is letters too, but short or in capitals (`sk_pr_`, `NRBR-`)."""
+    parts = _ID_PARTS.split(value)
+    digests = [p for p in parts if len(p) >= 16 and all(c in string.hexdigits for c in p)]
+    words = [p for p in parts if p not in digests]
+    return bool(digests) and bool(words) and all(len(p) >= 3 and p.isalpha() and not p.isupper() for p in words)
+
+
 def _looks_random(value: str) -> bool:
-    """A key-like value: 16+ characters mixing upper case, lower case and digits, or base64 of
-    `user:password` (docker's `"auth":`)."""
-    if any(c.isspace() for c in value):
+    """A key-like value: 16+ characters mixing upper case, lower case and digits, not words around
+    a digest, or base64 of `user:password` (docker's `"auth":`)."""
+    if any(c.isspace() for c in value) or _words_and_digest(value):
         return False
     classes = any(c.isupper() for c in value) + any(c.islower() for c in value) + any(c.isdigit() for c in value)
     if len(value) >= 16 and classes == 3:  # not "user-123-profile", a UUID or a hex digest
@@ -570,7 +582,6 @@ def _short_password(value: str) -> bool:
 
 # A version (`v2.1.0-rc.3`) and a UUID: ordinary values a keyword may name (`version key`, `api_key_id`).
 _VERSION = _c(r"v?[0-9]+(?:\.[0-9]+)+(?:[-+.][A-Za-z0-9.+\-]*)?")
-_ID_PARTS = _c(r"[_.\-]")
 # A file name or a path of words: `object key uploads/<sha>.png`.
 _FILE_LIKE = _c(r"\.[A-Za-z][A-Za-z0-9]{0,7}$|(?:^|/)[a-z]{4,}/")
 
@@ -581,8 +592,8 @@ def _keyword_token(value: str) -> bool:
     literal: 16 to 256 token characters, random (upper and lower case without digits from 24
     characters, or a part of 12+ characters mixing letters and digits), high entropy, not mostly
     words. Ordinary values a keyword names are kept: hex (a git sha, a content hash, a UUID: a
-    hex key needs a stronger name, `api_key`, `secret`), versions, code names, paths, and ids with
-    an id's prefix (`req_`, `cus_`), file names and paths."""
+    hex key needs a stronger name, `api_key`, `secret`), words around a digest, versions, code
+    names, paths, and ids with an id's prefix (`req_`, `cus_`), file names and paths."""
     if not 16 <= len(value) <= 256 or not _TOKEN_VALUE.fullmatch(value) or ":" in value or _FILE_LIKE.search(value):
         return False
     if all(c in string.hexdigits or c == "-" for c in value) or _VERSION.fullmatch(value):
@@ -590,6 +601,8 @@ def _keyword_token(value: str) -> bool:
     if _CODE_REF.fullmatch(value) or PLACEHOLDER.fullmatch(value) or _ID_PARTS.split(value, 1)[0].lower() in _NOT_VENDOR_PREFIXES:
         return False
     if _entropy(value) < 3.5:
+        return False
+    if _words_and_digest(value):
         return False
     parts = _ID_PARTS.split(value)
     mixed = max((len(p) for p in parts if _has_digit_and_letter(p)), default=0)
@@ -927,9 +940,12 @@ def _entropy(value: str) -> float:
 
 
 def _random_token(token: str) -> bool:
-    """Upper case, lower case and two digits or more, high entropy, and not mostly words."""
+    """Upper case, lower case and two digits or more, high entropy, and not mostly words (nor
+    words around a digest)."""
     digits = sum(c.isdigit() for c in token)
     if digits < 2 or not any(c.isupper() for c in token) or not any(c.islower() for c in token):
+        return False
+    if _words_and_digest(token):
         return False
     if sum(len(w) for w in _WORDY.findall(token)) >= 0.5 * len(token):
         return False

@@ -953,3 +953,37 @@ def test_hex_named_as_a_secret_in_prose_is_redacted(text: str) -> None:
 )
 def test_hex_beside_secret_words_that_names_a_commit_or_an_id_survives(text: str) -> None:
     assert redact(text)[0] == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Cache restored from key: Linux-pip-3f9a0c7e51b24d86a0e9f7c3b1d5e2a4c6b8d0f1e3a5c7b9d1f3e5a7c9b1d3f5",
+        "cache key: Windows-cargo-9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b",
+        "restored deps-7c1e5a9b3d2f4e6a8c0b1d3f5e7a9c2b from the cache",
+    ],
+)
+def test_words_around_a_digest_are_kept(text: str) -> None:
+    assert redact(text)[0] == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("[DEBUG] Using Key=sk_pr_mykey_4b7e1c9a2d5f8e3b6a0c9d2e5f8a1b4c7d0e3f6a", "sk_pr_mykey_4b7e1c9a2d5f8e3b6a0c9d2e5f8a1b4c7d0e3f6a"),
+        ("browser key = 'NRBR-9c2e5a8b1d4f7e0a3c6'", "NRBR-9c2e5a8b1d4f7e0a3c6"),
+    ],
+)
+def test_a_short_or_capital_prefix_before_hex_is_still_a_token(text: str, secret: str) -> None:
+    assert secret not in redact(text)[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ('network={\n    ssid="Cafe"\n    psk="Lantern88#x"\n}', "Lantern88#x"),
+        ("wpa_psk=Saffron4410%q", "Saffron4410%q"),
+    ],
+)
+def test_a_pre_shared_key_is_a_secret_key_word(text: str, secret: str) -> None:
+    assert secret not in redact(text)[0]
