@@ -574,15 +574,22 @@ class MemoryTools:
         return answer
 
     @tool("Archive old memory", read_only=False)
-    def archive(self, dry_run: Annotated[bool, Field(description="true: only list what would move.")] = False) -> dict[str, Any]:
+    def archive(
+        self,
+        dry_run: Annotated[bool, Field(description="true: only list what would move.")] = False,
+        personal: Annotated[bool, Field(description="true: the user's personal memory's old logs and entries, not this project's.")] = False,
+    ) -> dict[str, Any]:
         """When to use: when the user asks to tidy old memory. Moves daily logs older than log_retention_days and entries older than
         entry_retention_days to memory/archive/YYYY/ (pinned, high and critical entries stay); nothing is deleted and memory_get
         still finds an archived entry by id. Returns JSON {dry_run, logs (moves), entries (ids moved), kept_pinned,
         kept_important, resolved (leftovers of an interrupted run put right), log_retention_days, entry_retention_days}.
         """
+        from memtool.app import existing_personal
         from memtool.archive import archive
 
-        mem = self.memory()
+        if personal:
+            existing_personal(self.root)  # NotFound before it exists: archiving makes nothing
+        mem = self.memory(personal=personal)
         answer: dict[str, Any] = {"truncated": False, **asdict(archive(mem.layout, mem.settings, dry_run=dry_run))}
         fit(answer, self.max_tokens, "entries")
         return answer

@@ -397,3 +397,32 @@ def test_stats_and_doctor_personal_read_the_personal_root_and_need_it_made(proje
     assert (mine["root"], mine["entries"]) == (str(personal_home()), 1) and theirs["root"] == str(project)
     doctor = run("doctor", "--personal", "--json")
     assert json.loads(doctor.stdout)["root"] == str(personal_home())
+
+
+def test_archive_by_age_personal_moves_the_personal_roots_old_entries_only(project, personal, tmp_path):
+    (tmp_path / "old.md").write_text(PERSONAL_SESSION, encoding="utf-8")
+    old = json.loads(run("compress", "--personal", str(tmp_path / "old.md"), "--date", "2019-04-02", "--json").stdout)[0]["id"]
+    run("compress", str(tmp_path / "old.md"), "--date", "2019-04-02", "--session", "theirs")  # the project's, as old
+    before = tree_bytes(project / "memory")
+    moved = run("archive", "--personal", "--json")
+    assert json.loads(moved.stdout)["entries"] == [old]
+    assert any(old in p.read_text() for p in (personal / "memory" / "archive" / "2019").rglob("*.json"))
+    assert tree_bytes(project / "memory") == before  # the project's old entry stays where it was
+    assert len(json.loads(run("archive", "--dry-run", "--json").stdout)["entries"]) == 1  # the project's: its own
+
+
+def test_archive_personal_before_the_personal_memory_exists_makes_nothing(project):
+    res = run("archive", "--personal", ok=False)
+    assert res.exit_code == 9 and "memory init --personal" in res.stderr, res.output
+    assert not personal_home().exists()
+
+
+def test_the_mcp_archive_acts_in_the_personal_root_when_told(project, personal, tmp_path, fake_embedder):
+    from memtool.mcp_tools import MemoryTools
+
+    (tmp_path / "old.md").write_text(PERSONAL_SESSION, encoding="utf-8")
+    old = json.loads(run("compress", "--personal", str(tmp_path / "old.md"), "--date", "2019-04-02", "--json").stdout)[0]["id"]
+    tools = MemoryTools(project, embedder=fake_embedder)
+    assert tools.archive(dry_run=True)["entries"] == []  # the project's: nothing that old
+    assert tools.archive(personal=True)["entries"] == [old]
+    assert any(old in p.read_text() for p in (personal / "memory" / "archive" / "2019").rglob("*.json"))

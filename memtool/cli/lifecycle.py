@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, List, Optional
 import typer
 
 from memtool import constants as C
-from memtool.cli.common import console, echo, echo_lines, layout_of, markup, open_from, print_json, root_path, warn
+from memtool.cli.common import console, echo, echo_lines, layout_of, markup, open_from, print_json, root_of, root_path, warn
 
 if TYPE_CHECKING:
     from memtool.memory import Memory
@@ -23,6 +23,7 @@ def archive(
     ids: Optional[List[str]] = typer.Argument(None, help="Entry ids to archive now, whatever their age (pinned ones too). Default: by age."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would move."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    personal: bool = typer.Option(False, "--personal", help="By age: archive your personal memory's old logs and entries, not the project's."),
 ) -> None:
     """Move daily logs older than log_retention_days and entries older than entry_retention_days
     to memory/archive/YYYY/. Pinned, high and critical entries stay. Nothing is deleted, and
@@ -35,16 +36,25 @@ def archive(
     if ids:  # in the root that holds them: the project's, its private part, or the personal memory
         home = open_from(ctx).holder_of_all(ids)
         layout, settings = home.layout, home.settings
-        if not home.shared:
-            echo(f"in the {origin_label(home.origin, home.private)} memory: {layout.root}")
+        where = "" if home.shared else f"in the {origin_label(home.origin, home.private)} memory: {layout.root}"
         report = archive_ids(layout, settings, ids, dry_run=dry_run)
+    elif personal:
+        from memtool.app import existing_personal
+
+        existing_personal(root_of(ctx))  # NotFound before it exists: archiving makes nothing
+        home = open_from(ctx, personal=True)
+        layout, settings = home.layout, home.settings
+        where = f"in the personal memory: {layout.root}"
+        report = run(layout, settings, dry_run=dry_run)
     else:
-        layout = layout_of(ctx)
+        layout, where = layout_of(ctx), ""
         settings = load_settings(layout.root)
         report = run(layout, settings, dry_run=dry_run)
     if as_json:
         print_json(report)
         return
+    if where:
+        echo(where)
     verb = "would move" if dry_run else "moved"
     echo_lines(f"{'would resolve' if dry_run else 'resolved'}: {line}" for line in report.resolved)
     echo_lines(f"{verb} {line}" for line in report.logs)

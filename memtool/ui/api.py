@@ -29,9 +29,17 @@ class Viewer:
     parsed: ParsedDays = field(default_factory=dict)
 
     def entries(self, errors: list[str]) -> list[Entry]:
-        """Every live entry, as `Store.iter_entries` reads them; a day file unchanged since the last call is not read again."""
+        """Every live entry of the project's root, as `Store.iter_entries` reads them."""
+        return self._read(self.mem, errors)
+
+    def every_entry(self, errors: list[str]) -> list[tuple[Entry, Memory]]:
+        """Every live entry of the roots read together (the project's, its private part, the personal memory), each with its root."""
+        return [(e, m) for m in self.mem.sources() for e in self._read(m, errors)]
+
+    def _read(self, mem: Memory, errors: list[str]) -> list[Entry]:
+        """A root's live entries; a day file unchanged since the last call is not read again."""
         out: list[Entry] = []
-        for path in self.mem.layout.day_files():
+        for path in mem.layout.day_files():
             sig = stat_sig(path)  # taken first: a file changed while read is read again next time
             try:
                 entries = read_day(path, self.parsed)
@@ -68,9 +76,10 @@ def _int(params: Mapping[str, str], name: str, default: int, low: int, high: int
 
 # -- timeline ------------------------------------------------------------------------------------
 def timeline(viewer: Viewer, params: Mapping[str, str]) -> dict:
-    """Entries newest first, filtered (since/until: dates or periods as the CLI takes them, topic,
-    importance: at least this, agent, trust: trusted/untrusted), and the daily logs of the period when
-    no entry-only filter is set; one page of UI_PAGE items from `offset`."""
+    """The entries of every root read together (each labelled with its root), newest first, filtered
+    (since/until: dates or periods as the CLI takes them, topic, importance: at least this, agent, trust:
+    trusted/untrusted), and the project's daily logs of the period when no entry-only filter is set;
+    one page of UI_PAGE items from `offset`."""
     from memtool.dates import parse_period
 
     start = parse_period(params["since"])[0].date().isoformat() if params.get("since") else ""
@@ -82,7 +91,9 @@ def timeline(viewer: Viewer, params: Mapping[str, str]) -> dict:
     if trust not in ("", "trusted", "untrusted"):
         raise BadInput("trust must be trusted or untrusted")
     errors: list[str] = []
-    mem, entries = viewer.mem, viewer.entries(errors)
+    mem, held = viewer.mem, viewer.every_entry(errors)
+    entries = [e for e, _ in held]
+    home = {e.id: m for e, m in held}
     topics = Counter(t for e in entries for t in e.topics)
     agents = sorted({e.agent for e in entries if e.agent})
 
@@ -103,7 +114,8 @@ def timeline(viewer: Viewer, params: Mapping[str, str]) -> dict:
     rows.sort(key=lambda r: (r[0], r[1]), reverse=True)
     offset = _int(params, "offset", 0, 0, 10**9)
     replaced = superseded_by(entries)
-    items = [_entry_item(e, replaced) if e else {"kind": "log", "id": key, "day": key, "timestamp": ts} for ts, key, e in rows[offset : offset + C.UI_PAGE]]
+    shown = rows[offset : offset + C.UI_PAGE]
+    items = [_entry_item(e, replaced, home[e.id]) if e else {"kind": "log", "id": key, "day": key, "timestamp": ts} for ts, key, e in shown]
     return {
         "items": items,
         "total": len(rows),
@@ -115,9 +127,10 @@ def timeline(viewer: Viewer, params: Mapping[str, str]) -> dict:
     }
 
 
-def _entry_item(e: Entry, replaced: dict[str, str]) -> dict:
+def _entry_item(e: Entry, replaced: dict[str, str], home: Memory) -> dict:
     keys = ("id", "timestamp", "summary", "topics", "importance", "agent", "trusted", "pinned", "source_session", "compression_ratio")
-    return {"kind": "entry", "day": e.day, "superseded_by": replaced.get(e.id, ""), **{k: getattr(e, k) for k in keys}}
+    where = {"origin": home.origin, "private": home.private}  # labelled as search labels it: personal, private
+    return {"kind": "entry", "day": e.day, "superseded_by": replaced.get(e.id, ""), **where, **{k: getattr(e, k) for k in keys}}
 
 
 def daily_log(viewer: Viewer, day: str) -> dict:
@@ -205,7 +218,7 @@ def entry(viewer: Viewer, value: str) -> dict:
         if transcript is not None and len(transcript) > C.UI_TRANSCRIPT_CHARS:
             transcript, cut = transcript[: C.UI_TRANSCRIPT_CHARS], True
     errors: list[str] = []
-    others = {e.id: e for e in viewer.entries(errors)}
+    others = {e.id: e for e, _ in viewer.every_entry(errors)}
     me = shown.entry
     return {
         "entry": me.to_dict(),

@@ -78,7 +78,7 @@ def build_app(mem: Memory, port: int, keys: Secrets, hub: Hub | None = None) -> 
     static = {name: files("memtool.ui").joinpath(f"static/{name}").read_bytes() for name in STATIC}
     page = files("memtool.ui").joinpath("static/index.html").read_text("utf-8").replace("{{csrf}}", keys.csrf)
 
-    viewer.entries([])  # the day files read now, before the URL is given: the page's first timeline reads none
+    viewer.every_entry([])  # the day files read now, before the URL is given: the page's first timeline reads none
 
     def answer(call: Callable[[], dict]) -> Response:
         try:

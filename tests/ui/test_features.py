@@ -251,6 +251,8 @@ def test_a_personal_entry_opens_edits_and_forgets_in_the_personal_roots_files(wi
         assert (hit["origin"], hit["private"]) == ("personal", False)
         shown = c.json(f"/api/entry/{mine}")
         assert (shown["origin"], shown["private"], shown["day_file"]) == ("personal", False, "memory/index/2026-03-05.json")
+        listed = {i["id"]: (i["origin"], i["private"]) for i in c.json("/api/timeline")["items"] if i["kind"] == "entry"}
+        assert listed.pop(mine) == ("personal", False) and set(listed.values()) == {("project", False)}, listed
         status, _, body = c.post(f"/api/entry/{mine}/edit", {"summary": "Dotfiles: the capybaraflint repo."}, csrf=ui.csrf)
         assert status == 200 and json.loads(body)["day_file"] == "memory/index/2026-03-05.json", body
         day = json.loads(Layout(home).day_file("2026-03-05").read_text())
