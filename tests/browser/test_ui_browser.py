@@ -126,8 +126,9 @@ def test_personal_and_private_hits_and_entries_carry_a_from_badge(with_personal,
     b, mine = browser, with_personal.entry
     with serving(with_personal.mem) as ui:
         b.goto(ui.url)
-        b.wait("document.querySelectorAll('#timeline .item').length === 4")
-        assert b.eval("document.querySelectorAll('#timeline .badge.from').length") == 0  # the project's own entries: no badge
+        b.wait("document.querySelectorAll('#timeline .item').length === 5")  # the project's four and the personal one
+        listed = b.eval("[...document.querySelectorAll('#timeline .item')].map((n) => [n.dataset.id, n.querySelector('.badge.from')?.textContent ?? null])")
+        assert [mine, "personal"] in listed and sum(label is None for _, label in listed) == 4, listed  # the project's: none
         b.click("button[data-view=search]")
         b.type("#q", "capybaraflint dotfiles zeppelin")
         b.click("#s-go")
