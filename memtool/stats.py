@@ -32,7 +32,7 @@ def collect(mem: Memory, entries: list[Entry] | None = None) -> dict:
     errors: list[str] = []
     entries = list(mem.store.iter_entries(errors)) if entries is None else entries
     embedded = {de.name[: -len(C.VECTOR_SUFFIX)] for de in layout.embedding_files()}
-    weeks = Counter(f"{y}-W{w:02d}" for y, w, _ in (date.fromisoformat(e.day).isocalendar() for e in entries))
+    weeks = Counter(iso_week(e.day) for e in entries)
     ratios = [e.tokens_original / max(e.tokens_compressed, 1) for e in entries]
     cache_bytes = _size(layout.cache_dir)  # 0 when there is none: os.walk yields nothing
     found = collect_entities(entries)
@@ -63,6 +63,12 @@ def collect(mem: Memory, entries: list[Entry] | None = None) -> dict:
         "top_people": {e.name: e.count for e in found["people"][: C.STATS_TOP_SHOWN]},
         "top_systems": {e.name: e.count for e in found["systems"][: C.STATS_TOP_SHOWN]},
     }
+
+
+def iso_week(day: str) -> str:
+    """The ISO week of a day (YYYY-MM-DD), as the stats name it: 2026-W10."""
+    y, w, _ = date.fromisoformat(day).isocalendar()
+    return f"{y}-W{w:02d}"
 
 
 def ratio_histogram(ratios: list[float]) -> dict[str, int]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from datetime import date
 from typing import Any, Mapping
 
 from memtool import confine
@@ -21,6 +20,7 @@ from memtool.fsutil import stat_sig
 from memtool.memory import Memory
 from memtool.models import ID_RE, Entry
 from memtool.search.docs import superseded_by
+from memtool.search.engine import origin_label
 
 
 @dataclass
@@ -108,14 +108,19 @@ def timeline(viewer: Viewer, params: Mapping[str, str]) -> dict:
         )
 
     rows: list[tuple[str, str, Entry | None]] = [(e.timestamp, e.id, e) for e in entries if keep(e)]
+    logs: dict[str, dict] = {}
     if not (topic or importance or agent or trust):
-        days = sorted(p.stem for p in mem.layout.memory_dir.glob("*.md") if DAY_RE.match(p.stem))
-        rows += [(f"{day}T23:59:59.999Z", day, None) for day in days if (not start or day >= start) and (not end or day < end)]
+        for m in mem.sources():  # the daily logs of every root, each named by its day and its root
+            for day in sorted(p.stem for p in m.layout.memory_dir.glob("*.md") if DAY_RE.fullmatch(p.stem)):
+                if (not start or day >= start) and (not end or day < end):
+                    ref = day + (f".{_root_key(m)}" if _root_key(m) else "")
+                    logs[ref] = {"kind": "log", "id": ref, "day": day, "origin": m.origin, "private": m.private}
+                    rows.append((f"{day}T23:59:59.999Z", ref, None))
     rows.sort(key=lambda r: (r[0], r[1]), reverse=True)
     offset = _int(params, "offset", 0, 0, 10**9)
     replaced = superseded_by(entries)
     shown = rows[offset : offset + C.UI_PAGE]
-    items = [_entry_item(e, replaced, home[e.id]) if e else {"kind": "log", "id": key, "day": key, "timestamp": ts} for ts, key, e in shown]
+    items = [_entry_item(e, replaced, home[e.id]) if e else {**logs[key], "timestamp": ts} for ts, key, e in shown]
     return {
         "items": items,
         "total": len(rows),
@@ -133,16 +138,26 @@ def _entry_item(e: Entry, replaced: dict[str, str], home: Memory) -> dict:
     return {"kind": "entry", "day": e.day, "superseded_by": replaced.get(e.id, ""), **where, **{k: getattr(e, k) for k in keys}}
 
 
-def daily_log(viewer: Viewer, day: str) -> dict:
-    """The daily log of `day` (YYYY-MM-DD), as text."""
-    mem = viewer.mem
-    if not DAY_RE.fullmatch(day or ""):
-        raise BadInput(f"{day!r:.40} is not a day (YYYY-MM-DD)")
+def _root_key(m: Memory) -> str:
+    """How a daily log's reference names the root that holds it: "" for the project's shared files,
+    else "personal", "private" or "personal-private"."""
+    return origin_label(m.origin, m.private).replace(", ", "-")
+
+
+def daily_log(viewer: Viewer, ref: str) -> dict:
+    """The daily log `ref` names, as text: its day (YYYY-MM-DD), in the project's files, or the day and
+    the root that holds it ("2026-03-05.personal", as the timeline names it)."""
+    day, _, key = (ref or "").partition(".")
+    if not DAY_RE.fullmatch(day):
+        raise BadInput(f"{ref!r:.40} is not a day (YYYY-MM-DD)")
+    mem = next((m for m in viewer.mem.sources() if _root_key(m) == key), None)
+    if mem is None:
+        raise NotFound(f"no memory {key!r:.40} beside the project's (personal, private or personal-private)")
     problems: list[str] = []
     text = confine.read_optional_text(mem.layout.daily_log(day), C.MAX_DOC_BYTES, problems)
     if text is None:
         raise NotFound(problems[0] if problems else f"no daily log for {day}")
-    return {"day": day, "text": text, "path": mem.layout.rel(mem.layout.daily_log(day))}
+    return {"day": day, "text": text, "path": mem.layout.rel(mem.layout.daily_log(day)), "origin": mem.origin, "private": mem.private}
 
 
 # -- search and context --------------------------------------------------------------------------
@@ -285,25 +300,26 @@ def promote(viewer: Viewer, value: str, body: Any) -> dict:
 
 # -- pictures --------------------------------------------------------------------------------------
 def pictures(viewer: Viewer) -> dict:
-    """`memory stats --json`'s numbers and what the charts draw: sessions per week, the most named
-    topics per week, compression ratios, and the people/systems graph of `memory entities` (names
-    linked by the entries naming both)."""
+    """`memory stats --json`'s numbers (the project's root, as the command gives them) and what the
+    charts draw from the entries of every root read together: sessions per week, the most named topics
+    per week, compression ratios, and the people/systems graph of `memory entities` (names linked by the
+    entries naming both)."""
     from memtool.entities import collect_entities
-    from memtool.stats import collect, week_series
+    from memtool.stats import collect, iso_week, ratio_histogram, week_series
 
     errors: list[str] = []
-    entries = viewer.entries(errors)
-    d = collect(viewer.mem, entries)
-    d["problems"] = errors
-    weeks = week_series(d["entries_per_week"])
+    d = collect(viewer.mem, viewer.entries(errors))
+    entries = [e for e, _ in viewer.every_entry(errors)]
+    d["problems"] = sorted(set(errors))
+    weeks = week_series(dict(sorted(Counter(iso_week(e.day) for e in entries).items())))
+    ratios = ratio_histogram([e.tokens_original / max(e.tokens_compressed, 1) for e in entries])
     found = collect_entities(entries, ("people", "systems", "topics"))
     top = [t.name for t in found["topics"][: C.UI_TOPIC_SERIES]]
     index = {w: i for i, (w, _) in enumerate(weeks)}
     series = {t: [0] * len(weeks) for t in top}
     for ent in found["topics"][: C.UI_TOPIC_SERIES]:
         for e in ent.entries:
-            y, w, _ = date.fromisoformat(e.day).isocalendar()
-            series[ent.name][index[f"{y}-W{w:02d}"]] += 1
+            series[ent.name][index[iso_week(e.day)]] += 1
     nodes = sorted([*found["people"], *found["systems"]], key=lambda n: (-n.count, n.key))[: C.UI_GRAPH_NODES]
     named: dict[str, list[int]] = {}
     for i, n in enumerate(nodes):
@@ -314,7 +330,7 @@ def pictures(viewer: Viewer) -> dict:
         "stats": d,
         "weeks": weeks,
         "topics": {"weeks": [w for w, _ in weeks], "series": series},
-        "ratios": list(d["compression_ratio_histogram"].items()),
+        "ratios": list(ratios.items()),
         "graph": {
             "nodes": [{"name": n.name, "kind": n.kind, "count": n.count} for n in nodes],
             "links": [{"a": a, "b": b, "n": k} for (a, b), k in links.most_common(C.UI_GRAPH_EDGES)],

@@ -124,11 +124,16 @@ def test_a_file_changed_on_disk_shows_on_the_open_page(seeded, browser):
 
 def test_personal_and_private_hits_and_entries_carry_a_from_badge(with_personal, browser):
     b, mine = browser, with_personal.entry
+    (with_personal.personal / "memory" / "2026-03-05.md").write_text("# 2026-03-05\n- 09:30 tried the otterglen alias\n")
     with serving(with_personal.mem) as ui:
         b.goto(ui.url)
-        b.wait("document.querySelectorAll('#timeline .item').length === 5")  # the project's four and the personal one
+        b.wait("document.querySelectorAll('#timeline .item').length === 6")  # the project's four, the personal entry and log
         listed = b.eval("[...document.querySelectorAll('#timeline .item')].map((n) => [n.dataset.id, n.querySelector('.badge.from')?.textContent ?? null])")
-        assert [mine, "personal"] in listed and sum(label is None for _, label in listed) == 4, listed  # the project's: none
+        assert [mine, "personal"] in listed and ["2026-03-05.personal", "personal"] in listed, listed
+        assert sum(label is None for _, label in listed) == 4, listed  # the project's own items carry no badge
+        b.click('#timeline .item[data-id="2026-03-05.personal"]')
+        b.wait("document.getElementById('transcript').textContent.includes('otterglen alias')")
+        assert b.eval("document.querySelector('#entry .badge.from').textContent") == "from personal memory"
         b.click("button[data-view=search]")
         b.type("#q", "capybaraflint dotfiles zeppelin")
         b.click("#s-go")

@@ -264,3 +264,25 @@ def test_a_personal_entry_opens_edits_and_forgets_in_the_personal_roots_files(wi
         assert mine not in [h["id"] for h in c.json("/api/search?q=capybaraflint+dotfiles")["hits"]]
         assert c.get(f"/api/entry/{mine}")[0] == 404
     assert {p: p.read_bytes() for p in (with_personal.mem.layout.index_dir).rglob("*") if p.is_file()} == project_files
+
+
+def test_the_personal_memorys_daily_logs_and_entries_are_in_the_timeline_and_the_pictures(with_personal):
+    home = with_personal.personal
+    (home / "memory").mkdir(parents=True, exist_ok=True)
+    (home / "memory" / "2026-03-05.md").write_text("# 2026-03-05\n- 09:30 tried the otterglen alias on the laptop\n")
+    with serving(with_personal.mem) as ui:
+        c = ui.signed_in()
+        logs = {i["id"]: (i["day"], i["origin"]) for i in c.json("/api/timeline")["items"] if i["kind"] == "log"}
+        assert logs.pop("2026-03-05.personal") == ("2026-03-05", "personal")
+        assert logs and {origin for _, origin in logs.values()} == {"project"} and all("." not in ref for ref in logs), logs
+        shown = c.json("/api/log/2026-03-05.personal")
+        assert "otterglen alias on the laptop" in shown["text"]
+        assert (shown["path"], shown["origin"], shown["private"]) == ("memory/2026-03-05.md", "personal", False)
+        assert c.get("/api/log/2026-03-05")[0] == 404  # the project has no log that day: the personal one is not it
+        status, _, body = c.get("/api/log/2026-03-05.elsewhere")
+        assert status == 404 and b"no memory 'elsewhere'" in body, body
+        assert c.get("/api/log/..personal")[0] == c.get("/api/log/2026-3-5.personal")[0] == 400
+        p = c.json("/api/pictures")
+        assert p["stats"]["entries"] == json.loads(cli("stats", "--json"))["entries"] == 3  # the project's numbers
+        assert p["weeks"] == [["2026-W10", 3], ["2026-W11", 1]]  # the personal entry of 2026-03-05 counted
+        assert sum(n for _, n in p["ratios"]) == 4

@@ -90,7 +90,7 @@ async function timeline(more) {
     if (!more) list.replaceChildren();
     page = data.page;
     for (const item of data.items) {
-      const open = item.kind === "log" ? () => showLog(item.day) : () => showEntry(item.id);
+      const open = item.kind === "log" ? () => showLog(item.id) : () => showEntry(item.id);
       list.append(el("li", { class: "item", "data-id": item.id, "data-kind": item.kind, onclick: open },
         badges(item), el("div", { class: "summary" }, item.kind === "log" ? "Daily log " + item.day : item.summary)));
     }
@@ -226,11 +226,13 @@ function showText(title, text) {
   $("transcript").textContent = text;
 }
 
-async function showLog(day) {
+async function showLog(ref) {
   $("detail").hidden = false;
   try {
-    const d = await get("/api/log/" + encodeURIComponent(day));
-    $("entry").replaceChildren(el("h2", {}, "Daily log " + d.day), el("p", { class: "meta" }, d.path));
+    const d = await get("/api/log/" + encodeURIComponent(ref));
+    const from = origin(d);
+    $("entry").replaceChildren(el("h2", {}, "Daily log " + d.day),
+      el("p", { class: "meta" }, d.path, from ? el("span", { class: "badge from" }, "from " + from.textContent + " memory") : null));
     $("transcript").textContent = d.text;
   } catch (err) { fail($("entry"), err); }
 }
