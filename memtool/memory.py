@@ -338,7 +338,9 @@ class Memory:
         if archive:  # the cache over live + archived files: opened per call (rare), so never stale
             return self.cache.open_view(self.layout, self.embedder, progress, errors, archive=True)
         defer = self.settings.background_embed  # a fresh clone's kept transcripts: indexed by the background fill
-        index = self._index if self._index is not None else self.cache.open_view(self.layout, self.embedder, progress, errors, defer=defer)
+        index = self._index
+        if index is None or index.stale:  # stale: a view whose server was lost is opened anew
+            index = self.cache.open_view(self.layout, self.embedder, progress, errors, defer=defer)
         self._index = None if index.stale else index  # a view read while another process built the cache is not kept
         return index
 

@@ -212,12 +212,23 @@ class PgView(View):
         between searches (postings, documents, words, vectors) is dropped when the generation changed.
         A view that holds every posting, document and vector of its generation (HOLD_ALL_DOCS) reads
         nothing else in a search: its search is the meta read alone (no transaction needed), the
-        snapshot begun only when the generation changed."""
+        snapshot begun only when the generation changed. A server lost on the way is a StorageError
+        (the caller opens a new view next time)."""
+        psycopg = _psycopg()
+        try:
+            with self._snapshot():
+                yield self
+        except psycopg.OperationalError as exc:
+            self.stale = True
+            raise StorageError(f"the PostgreSQL search cache was lost during a read ({str(exc).strip()}); check the server") from None
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
         if self._all_postings and self._all_docs and self._dense is not None:
             meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
             if meta.get("generation", "") == self.generation:
                 self._meta = meta
-                yield self
+                yield
                 self._searches += 1
                 return
         cur = self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SELECT key, value FROM meta")
@@ -226,7 +237,7 @@ class PgView(View):
         try:
             if meta.get("generation", "") != self.generation or not hasattr(self, "n"):
                 self._load(meta)
-            yield self
+            yield
         finally:
             self.conn.execute("COMMIT")
         self._searches += 1

@@ -16,7 +16,7 @@ import pytest
 from memtool.app import open_memory
 from memtool.cache import cache_path
 from memtool.config import load_settings
-from memtool.errors import ConfigError
+from memtool.errors import ConfigError, StorageError
 from memtool.forget import forget
 from memtool.memory import Session
 from memtool.scaffold import init
@@ -321,3 +321,15 @@ def test_a_view_past_the_hold_all_bound_holds_its_terms_and_gives_the_sqlite_hit
     assert statements and not [s for s in statements if "FROM postings" in s]
     on_pg(root, pg_url, fake_embedder).compress_many(sessions(["Kubernetes ingress certificates"], first_day=20))  # another clone's push
     assert "Kubernetes" in view.search(Query(text="Kubernetes ingress", limit=1)).hits[0].text  # the generation changed: read again
+
+
+def test_a_server_lost_under_an_open_view_is_a_storage_error_and_the_next_search_reconnects(filled, root, pg_url, fake_embedder):
+    m = on_pg(root, pg_url, fake_embedder)
+    sync(m, full=True)
+    expected = ranked(m, QUERIES[0])
+    assert expected
+    others = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    assert all(done for (done,) in rows(pg_url, others))  # the view's connection among them
+    with pytest.raises(StorageError, match="PostgreSQL search cache was lost during a read"):
+        m.search(Query(text=QUERIES[0], limit=8))
+    assert ranked(m, QUERIES[0]) == expected  # a new view, a new connection
