@@ -333,7 +333,7 @@ def split_memory(mem: Memory, base: Path, overrides: dict) -> Memory:
                     shutil.copyfile(src, dst)
     split = open_memory(project.root, **{"background_embed": False, **overrides, "personal_root": str(personal.root)})
     for m in split.sources():
-        m.index()  # the search cache built from the files, then every document's vector filled, as the merged root's
+        m.view()  # the search cache built from the files, then every document's vector filled, as the merged root's
         filled = fill_vectors(m.layout, split.embedder)
         if filled.left:
             raise SystemExit(f"{m.layout.root}: {filled.left} documents without a vector ({'; '.join(filled.errors)})")

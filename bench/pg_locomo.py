@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> dict:
             pg.refresh(url, mem.layout, mem.embedder, full=True)
             shared = open_memory(root, embedder=mem.embedder, cache=url)
             out["conversations"] += 1
-            out["docs_max"] = max(out["docs_max"], mem.index().n)
+            out["docs_max"] = max(out["docs_max"], mem.view().n)
             for q in conv.questions:
                 for mode, kinds in MODES.items():
                     a = [h.id for h in mem.search(Query(text=q.text, limit=10, kinds=kinds)).hits]

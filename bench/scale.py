@@ -308,7 +308,7 @@ def run_size(workdir: Path, n: int, queries: int, cold_runs: int, embedder_name:
     result = {
         "embedder": embedder_name,
         "entries": n,
-        "docs": mem.index().n,
+        "docs": mem.view().n,
         "import_s": round(import_s, 1),
         "import_ms_per_session": round(import_s * 1000 / n, 2),  # nan: a store kept by --reuse
         "build_s": round(build_s, 2),

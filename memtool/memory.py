@@ -135,7 +135,7 @@ class Memory:
         self.settings = settings
         self._compressor_factory = compressor_factory
         self.embedder = embedder
-        self._index: CacheView | None = None
+        self._view: CacheView | None = None
         self.cache = derived_cache(settings.cache, layout)  # the local SQLite store, or the PostgreSQL one a team shares
 
     # -- write path ------------------------------------------------------------------------------
@@ -303,7 +303,7 @@ class Memory:
             except StorageError:  # disk full / read-only: take back the files of entries not stored
                 self._roll_back(created, {e.day for e in entries})
                 raise
-        self._index = None
+        self._view = None
         return entries
 
     def _roll_back(self, created: list[Path], days: set[str]) -> None:
@@ -328,20 +328,20 @@ class Memory:
             line += " " + log_tag_comment({"source": source, "agent": agent, "session": session})
         with self.store.lock():
             path = self.store.append_log(f"{when:%Y-%m-%d}", line)
-        self._index = None  # the log is searchable: reload the cache on the next search
+        self._view = None  # the log is searchable: reload the cache on the next search
         return path
 
     # -- read path -------------------------------------------------------------------------------
-    def index(self, progress=None, errors: list[str] | None = None, archive: bool = False) -> CacheView:
+    def view(self, progress=None, errors: list[str] | None = None, archive: bool = False) -> CacheView:
         """The search cache, brought up to date. Problems a rebuild met (a file skipped or read with
         replacement characters) go into `errors` (dropped when None)."""
         if archive:  # the cache over live + archived files: opened per call (rare), so never stale
             return self.cache.open_view(self.layout, self.embedder, progress, errors, archive=True)
         defer = self.settings.background_embed  # a fresh clone's kept transcripts: indexed by the background fill
-        index = self._index
+        index = self._view
         if index is None or index.stale:  # stale: a view whose server was lost is opened anew
             index = self.cache.open_view(self.layout, self.embedder, progress, errors, defer=defer)
-        self._index = None if index.stale else index  # a view read while another process built the cache is not kept
+        self._view = None if index.stale else index  # a view read while another process built the cache is not kept
         return index
 
     def weights(self) -> Weights:
@@ -359,7 +359,7 @@ class Memory:
         q = self._cut_query(q, warnings)
         sources = self.sources()
         access = {k: v for m in sources for k, v in access_counts(m.layout).items()} if self.settings.access_boost > 0 else None
-        views = [m.index(errors=warnings, archive=q.archive) for m in sources]
+        views = [m.view(errors=warnings, archive=q.archive) for m in sources]
         index, weights = (
             views[0] if len(views) == 1 else UnionView([Part(v, m.origin, m.private, m.ref_prefix) for v, m in zip(views, sources)]),
             self.weights(),
@@ -572,7 +572,7 @@ class Memory:
 
     def invalidate(self) -> None:
         """Forget the loaded search index: the files were changed outside compress_many."""
-        self._index = None
+        self._view = None
 
 
 def _entry_hit(e: Entry, origin: str = "project", private: bool = False) -> Hit:

@@ -23,9 +23,9 @@ def mem(root, fake_embedder):
     m = open_memory(root, embedder=fake_embedder)
     for i, t in enumerate(["billing Postgres index", "Kafka consumer lag", "dark mode React"]):
         m.compress(f"Alice: we worked on the {t} today.", when=datetime(2026, 2, 1 + i, 9, tzinfo=timezone.utc), session=f"s{i}")
-    m.index()
+    m.view()
     m.compress("Bob: the Kafka consumer lag came back.", when=datetime(2026, 2, 9, 9, tzinfo=timezone.utc), session="s9")
-    m.index()
+    m.view()
     return m
 
 

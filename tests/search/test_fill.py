@@ -112,7 +112,7 @@ def test_entry_embedding_files_are_reused_not_embedded_again(root):
     discard(open_memory(root).layout)
     clone = RecordingEmbedder()
     mem = open_memory(root, embedder=clone)
-    mem.index()
+    mem.view()
     fill_vectors(mem.layout, clone, batch=8)
     passages = {c.text for e in entries for c in chunk_lines(mem.layout.transcript_file(e.id).read_text())}
     assert sorted(clone.texts) == sorted(passages)  # each passage embedded once; no entry embedded (their files were read)
@@ -128,7 +128,7 @@ def test_a_fill_picks_up_after_an_embedder_failure(root):
     discard(open_memory(root).layout)
     failing = RecordingEmbedder(fail_after=2)
     mem = open_memory(root, embedder=failing)
-    mem.index()
+    mem.view()
     first = fill_vectors(mem.layout, failing, batch=8)
     assert first.filled > 0 and first.left > 0 and "search finds them by their words" in first.errors[0]
     assert int(meta(root)["vectors_missing"]) == first.left

@@ -267,7 +267,7 @@ def test_a_view_that_holds_everything_sees_another_clones_push(filled, root, tmp
     view = on_pg(clone, pg_url, fake_embedder)
     expected = {q: ranked(filled, q) for q in QUERIES}
     assert {q: ranked(view, q) for q in QUERIES} == expected
-    index = view.index()
+    index = view.view()
     assert index._all_postings and index._all_docs and index._dense is not None  # held: a search is the meta read alone
     statements = []
     monkeypatch.setattr(index.conn, "execute", lambda sql, *a, **k: statements.append(sql) or psycopg.Connection.execute(index.conn, sql, *a, **k))
@@ -313,7 +313,7 @@ def test_a_view_past_the_hold_all_bound_holds_its_terms_and_gives_the_sqlite_hit
     view = on_pg(clone, pg_url, fake_embedder)
     expected = {q: ranked(filled, q) for q in QUERIES}
     assert {q: ranked(view, q) for q in QUERIES} == expected
-    index = view.index()
+    index = view.view()
     assert not index._all_postings and not index._all_docs and index._dense is not None  # the vectors fit HELD_VECTOR_BYTES
     statements = []
     monkeypatch.setattr(index.conn, "execute", lambda sql, *a, **k: statements.append(sql) or psycopg.Connection.execute(index.conn, sql, *a, **k))

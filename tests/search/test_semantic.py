@@ -128,13 +128,13 @@ def test_candidate_vectors_equal_the_whole_matrix_and_an_open_view_keeps_its_sna
     mem = open_memory(root, embedder=fake_embedder)
     for i in range(6):
         mem.compress(f"Ana: note {i} about the cache, the deploy and the garden. " * (1 + i % 3), when=datetime(2026, 3, 1 + i, 12, tzinfo=timezone.utc))
-    index = mem.index()
+    index = mem.view()
     qvec = fake_embedder.embed_query("cache deploy")
     ids = np.flatnonzero(index.alive)
     assert ids.size >= 6
     assert np.allclose(index.dense_scores_of(qvec, ids), index.dense_scores(qvec)[ids], atol=1e-6)
     sync(mem, full=True)
-    index = open_memory(root, embedder=fake_embedder).index()
+    index = open_memory(root, embedder=fake_embedder).view()
     rows = np.flatnonzero(index.alive)[[0, 1, 2, -1]]
     before = index.dense_scores_of(qvec, rows)
     n = index.n

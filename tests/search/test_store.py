@@ -71,10 +71,10 @@ def test_one_file_holds_the_whole_cache(mem, root):
 
 
 def test_new_entry_is_one_change_set_and_matches_a_full_rebuild(mem, root, fake_embedder):
-    before = mem.index().n
+    before = mem.view().n
     new = mem.compress("Bob: the Kafka consumer lag came back after the Terraform change.", when=when(9), session="s9")
     got = ranked(mem, "Kafka consumer lag Terraform")
-    assert mem.index().n == before + 2  # the entry and its one transcript chunk, appended; nothing rebuilt
+    assert mem.view().n == before + 2  # the entry and its one transcript chunk, appended; nothing rebuilt
     assert new.id in [i for i, _, _ in got[:2]]
     assert got == ranked(full_rebuild(root, fake_embedder), "Kafka consumer lag Terraform")
 
@@ -113,7 +113,7 @@ def test_bm25_equals_bm25s_over_the_live_documents(mem, root, fake_embedder):
     data["entries"][0]["summary"] = "Dark mode React toggle: the consumer of the theme context re-renders twice."
     day.write_text(json.dumps(data, indent=2))
     mem.invalidate()
-    index = mem.index()
+    index = mem.view()
     live = np.flatnonzero(index.alive)
     assert live.size < index.n  # dead documents are there, and must not count
     from memtool.search.docs import collect_docs
@@ -144,7 +144,7 @@ def test_many_dead_documents_rebuild_the_store_keeping_vectors(mem, root, monkey
         day.write_text(json.dumps(data, indent=2))
         m.invalidate()
         assert ranked(m, f"edit{i}")
-    index = m.index()
+    index = m.view()
     assert int((~index.alive).sum()) <= 2  # rebuilt before the last change set: only its own dead documents left
     assert len(emb.texts) == len(set(emb.texts))  # and no text embedded twice
 
@@ -332,9 +332,9 @@ def test_a_failed_change_set_leaves_the_last_committed_state(mem, root, fake_emb
 
 
 def SearchIndexMemory(root, fake_embedder):
-    """A Memory whose index is the store as committed (no refresh)."""
+    """A Memory whose view is the cache as committed (no refresh)."""
     m = open_memory(root, embedder=fake_embedder)
-    m._index = CacheView(cache_path(m.layout))
+    m._view = CacheView(cache_path(m.layout))
     return m
 
 
@@ -377,7 +377,7 @@ def test_a_build_in_batches_stores_what_one_batch_does(mem, root, fake_embedder,
     old = next(e for e in mem.store.iter_entries() if "Kafka" in e.summary)
     new = mem.compress("Bob: the Kafka consumer lag is fixed; we raised the partitions.", when=when(9), session="s9", supersedes=[old.id])
     mem.log("Investigated the flaky webhook retries with Dana.")
-    full_rebuild(root, fake_embedder).index()
+    full_rebuild(root, fake_embedder).view()
     whole = store_rows(root)
     monkeypatch.setattr(build, "BUILD_BATCH", 1)
     batched = full_rebuild(root, fake_embedder)
@@ -399,10 +399,10 @@ def test_a_build_in_batches_stores_what_one_batch_does(mem, root, fake_embedder,
 def test_dense_scores_read_in_chunks_equal_the_whole_matrix(mem, root, fake_embedder, monkeypatch):
     """The vector fallback scores the vectors a few rows at a time: the scores are those of every
     vector in one float32 matrix, to the bit, and a document without a vector scores 0."""
-    index = mem.index()
+    index = mem.view()
     with sqlite3.connect(index.path) as conn:
         conn.execute("DELETE FROM docvecs WHERE id = (SELECT min(id) FROM docvecs)")
-    index = open_memory(root, embedder=fake_embedder).index()
+    index = open_memory(root, embedder=fake_embedder).view()
     conn = sqlite3.connect(index.path)
     rows = conn.execute("SELECT id, vec FROM docvecs").fetchall()
     conn.close()
@@ -418,7 +418,7 @@ def test_dense_scores_read_in_chunks_equal_the_whole_matrix(mem, root, fake_embe
     with index.reading():  # again, from the vectors the first call kept (they fit DENSE_HELD_BYTES)
         assert index._dense is not None and np.array_equal(index.dense_scores(qvec), chunked)
     monkeypatch.setattr(read, "DENSE_HELD_BYTES", 0)
-    bounded = open_memory(root, embedder=fake_embedder).index()
+    bounded = open_memory(root, embedder=fake_embedder).view()
     with bounded.reading():  # too many to keep: read in chunks each time, the same scores
         assert np.array_equal(bounded.dense_scores(qvec), chunked) and bounded._dense is None
 

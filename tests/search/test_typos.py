@@ -100,7 +100,7 @@ def test_a_word_whose_stem_is_indexed_is_not_corrected(mem):
 
 
 def test_corrections_count_less_than_the_word_itself(mem):
-    index = mem.index()
+    index = mem.view()
     exact = index.bm25_scores(["postgr"])
     fixed = query_terms(index, "postgress", 0.5)
     assert fixed.fixes == {"postgress": ["postgres"]}
@@ -114,13 +114,13 @@ def test_the_most_frequent_of_equally_close_words_is_searched_first(root, fake_e
         m.compress(f"Dan: the router crashed again, router logs attached ({i}).", when=when(1 + i), session=f"router{i}")
     m.compress("Eve: the rooter plugin is a joke name.", when=when(5), session="rooter")
     m.compress("Fay: a routes table was added.", when=when(6), session="routes")
-    terms = query_terms(m.index(), "routef", 0.8)
+    terms = query_terms(m.view(), "routef", 0.8)
     assert terms.fixes["routef"][0] == "router"  # 'router' is in 3 documents, 'routes' in 1: both one edit away
     assert "rooter" not in terms.fixes["routef"]  # two edits: only the closest words are searched
 
 
 def test_words_of_a_later_change_set_are_offered_too(mem):
-    mem.index()  # the store built from the three sessions
+    mem.view()  # the store built from the three sessions
     mem.compress("Gus: the Terraform staging plan timed out.", when=when(9), session="tf")
     assert sessions(mem, "terrafrom")[:1] == ["tf"]  # 'terraform' came with the compress's change set
 
