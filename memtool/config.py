@@ -174,8 +174,8 @@ class Settings:
     )
     access_boost: float = _f(
         C.DEFAULT_ACCESS_BOOST,
-        "Use boost: a hit's score x (1 + access_boost * ln(1 + times returned before)); counts live in the derived "
-        "store, memory/.cache/memtool.sqlite. 0 disables.",
+        "Use boost: a hit's score x (1 + access_boost * ln(1 + times returned before)); counts live in the search "
+        "cache, memory/.cache/memtool.sqlite. 0 disables.",
         minimum=0,
     )
     log_retention_days: int = _f(C.DEFAULT_LOG_RETENTION_DAYS, "Daily logs older than this are archived by `memory archive`. 0 never archives them.", minimum=0)

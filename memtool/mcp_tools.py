@@ -545,7 +545,7 @@ class MemoryTools:
     ) -> dict[str, Any]:
         """When to use: only when the user asks to remove a memory for good (a wrong memory, a secret that got stored). Removes
         entries (live or archived) and every copy memtool keeps: the entry, its transcript and vector, index.json, entity pages
-        and the derived store. Without confirm=true nothing changes: the answer lists what would go; call again with confirm=true
+        and the search cache. Without confirm=true nothing changes: the answer lists what would go; call again with confirm=true
         to remove. Returns JSON {forgotten (false for the preview), entries: [{id, timestamp, summary, trusted, archived}],
         completed (ids an interrupted forget had removed), removed (files), rewritten (files), caches, mentions (lines people
         wrote that still name an id: not edited), from (the memory holding them: project, personal, private), note}. The ids

@@ -136,7 +136,7 @@ class Memory:
         self._compressor_factory = compressor_factory
         self.embedder = embedder
         self._view: CacheView | None = None
-        self.cache = derived_cache(settings.cache, layout)  # the local SQLite store, or the PostgreSQL one a team shares
+        self.cache = derived_cache(settings.cache, layout)  # the local SQLite cache, or the PostgreSQL one a team shares
 
     # -- write path ------------------------------------------------------------------------------
     def check_text(self, text: str, name: str = "<text>") -> str:

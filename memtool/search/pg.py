@@ -1,16 +1,16 @@
 """The derived search cache on PostgreSQL, shared by a team's clones (setting `cache: postgresql://…`).
 
-The same derived interface as the SQLite store (memtool/search/build.py), so that the search engine
+The same derived interface as the SQLite cache (memtool/search/build.py), so that the search engine
 (memtool/search/engine.py) ranks the same documents the same way: one row per searchable document
 with its columns, the BM25 postings of memtool's own analysed terms (memtool.text: its stemming,
 scripts and stopwords; PostgreSQL's own text search is not used) as one row per (term, document)
 with its count, the words as written (typo matching), and the vectors in pgvector (float16-rounded,
-as the SQLite store keeps them, so cosines are the same; an HNSW index over them). Files in git stay
+as the SQLite cache keeps them, so cosines are the same; an HNSW index over them). Files in git stay
 the truth: `memory reindex` makes the cache match this clone's files, and any clone rebuilds it.
 
 Row-level: a change set deletes the documents of the source files that changed (their postings and
 vectors go with them, ON DELETE CASCADE) and inserts them again with ids after every id held, so a
-live document's order is the order the SQLite store gives it. Many clients: a change set is one
+live document's order is the order the SQLite cache gives it. Many clients: a change set is one
 transaction holding a transaction-scoped advisory lock (two refreshes at once run one after the
 other, the second planning again under the lock); a search reads one REPEATABLE READ snapshot, or,
 in a view that holds all of its generation (HOLD_ALL_DOCS), only the meta that says it is current.
@@ -62,7 +62,7 @@ HOLD_ALL_DOCS = 200_000  # up to this many documents a view searched again (the 
 HELD_VECTOR_BYTES = 256 << 20  # past it, such a view reads every vector once when they fit this (float16: 336k documents of 256 dimensions: 172 MB)
 POSTING = np.dtype([("doc", ">i8"), ("tf", ">i4")])  # one posting as the server packs it
 NO_POSTINGS = (np.zeros(0, np.int32), np.zeros(0, np.uint16))
-MAX_TF = 65535  # a term's count in a document is capped as the SQLite store caps it
+MAX_TF = 65535  # a term's count in a document is capped as the SQLite cache caps it
 
 # The schema, one step per version: a cache of an older version is brought up step by step on
 # connect (under the advisory lock, so two clients never migrate at once). Version 2 added the
@@ -177,13 +177,13 @@ def _id_array(ids: list[int]) -> str:
 
 
 def _vec_bytes(vec: np.ndarray) -> bytes:
-    """pgvector's binary form of `vec`, rounded to float16 as the SQLite store keeps vectors."""
+    """pgvector's binary form of `vec`, rounded to float16 as the SQLite cache keeps vectors."""
     v = np.asarray(vec, dtype=np.float32).astype("<f2").astype(">f4")
     return np.array([v.size, 0], dtype=">i2").tobytes() + v.tobytes()
 
 
 def _vecs_from(blob: bytes, dim: int) -> np.ndarray:
-    """Vectors concatenated as pgvector_send gives them, as float16 rows (what the SQLite store reads)."""
+    """Vectors concatenated as pgvector_send gives them, as float16 rows (what the SQLite cache reads)."""
     rows = np.frombuffer(blob, dtype=np.dtype([("head", ">i4"), ("v", ">f4", (dim,))]))
     return rows["v"].astype(np.float16)
 
@@ -340,7 +340,7 @@ class PgView(View):
 
     def dense_scores(self, qvec: np.ndarray) -> np.ndarray:
         """Cosine of every document with the query (0 without a vector). Up to EXACT_DENSE_DOCS
-        documents, exactly as the SQLite store computes it (every float16 vector, DENSE_CHUNK_ROWS at
+        documents, exactly as the SQLite cache computes it (every float16 vector, DENSE_CHUNK_ROWS at
         a time): the same ranking. Over that, reading every vector per search would cost more than
         the search (100k documents at e5's size: 150 MB), so the HNSW index gives the HNSW_CANDIDATES
         nearest and only those get their cosine (the engine keeps a channel's best 200): approximate,
@@ -627,7 +627,7 @@ def _insert_docs(conn, docs: list[Doc], keys: list[str], vectors: dict[str, np.n
     new_groups: list[tuple[int, str]] = []
     seen: set[str] = set()
     rows, postings, vec_rows = [], [], []
-    next_group = max(groups.values(), default=-1) + 1  # a new group: the next id after every one held, as the SQLite store numbers them
+    next_group = max(groups.values(), default=-1) + 1  # a new group: the next id after every one held, as the SQLite cache numbers them
     for j, (d, key) in enumerate(zip(docs, keys)):
         i = next_id + j
         g = groups.get(gkey := d.entry or d.ref)
