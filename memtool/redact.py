@@ -176,7 +176,10 @@ TOKEN_TRIGGER = (
 # -a stdout` stay. An option written `-u,` takes `user,password` (its password after the comma),
 # `-U:` takes `user:password`. GLUED: letters whose password is written against them (`-pPASS`);
 # for mysql a separate `-p VALUE` is a prompt, then the database.
-_DB_CLIENTS = "mysql mysqldump mysqladmin mysqlimport mysqlcheck mysqlshow mysqlpump mysqlslap mysqlbinlog mysqlsh mariadb mariadb-dump mariadb-admin mariadb-import mariadb-check"
+_DB_CLIENTS = (
+    "mysql mysqldump mysqladmin mysqlimport mysqlcheck mysqlshow mysqlpump mysqlslap mysqlbinlog mysqlsh"
+    " mariadb mariadb-dump mariadb-admin mariadb-import mariadb-check"
+)
 _MONGO = "mongo mongosh mongodump mongorestore mongoexport mongoimport mongostat mongotop mongofiles"
 _LDAP = "ldapsearch ldapmodify ldapadd ldapdelete ldapwhoami ldappasswd ldapcompare ldapmodrdn ldapexop"
 _SNMP = "snmpwalk snmpbulkwalk snmpget snmpgetnext snmpbulkget snmpset snmptable snmptrap snmpinform snmpdelta snmpdf snmpstatus"
@@ -271,7 +274,12 @@ _SECRET_KEY_STARTS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "l
 _ASSIGNMENT_TAIL = (
     r"(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
     r"(?:(?P<quote>\\?[\"'])?(?:[ \t]*:?[ \t]+(?:string|str)(?=[ \t]*=))?"  # a type: `var k string =`, `k: String =`
-    r"(?:(?P<pre>[ \t]*)(?P<sep>:{1,3}=|\?\??=|[+.]=|={2,3}(?=[ \t]*[\"'])|=>|=|:|%3d|%3a|>|value=|,(?=[ \t]*[\"'`])|-(?<=[ \t]-)(?=[ \t]+[\"']))(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"'])|(?<=>)\r?\n[ \t]*)?|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
+    # a separator, with the spaces around it and a line break before a quoted value (or after `>`)
+    r"(?:(?P<pre>[ \t]*)"
+    r"(?P<sep>:{1,3}=|\?\??=|[+.]=|={2,3}(?=[ \t]*[\"'])|=>|=|:|%3d|%3a|>|value=|,(?=[ \t]*[\"'`])|-(?<=[ \t]-)(?=[ \t]+[\"']))"
+    r"(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"'])|(?<=>)\r?\n[ \t]*)?"
+    # or spaces, with a filler word of prose, not before a plain word
+    r"|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
     r"(?:\"(?P<dq>[^\"\r\n]{0,4096}(?:\r?\n[^\"\r\n]{0,4096})?)\""
     r"|'(?P<sq>[^'\r\n]{0,4096}(?:\r?\n[^'\r\n]{0,4096})?)'"
     r"|\\\"(?P<eq>[^\"\\\r\n]{0,4096})\\\""
@@ -978,10 +986,12 @@ def _in_public_pem(text: str, pos: int) -> bool:
 # words before it must name a secret and none may name a commit, a hash or an id.
 _HEX_SECRET = _c(r"[0-9a-f]{32,128}|[0-9A-F]{32,128}")
 _SECRET_NAMED_BEFORE = _c(
-    r"\b(?:(?:api|secret|signing|encryption|private|hmac|master|client|app)[ _\-]?(?:key|token|secret)|(?:access|auth|bearer|bot|api)[ _\-]?token|secret|token|password|passphrase)\b"
+    r"\b(?:(?:api|secret|signing|encryption|private|hmac|master|client|app)[ _\-]?(?:key|token|secret)"
+    r"|(?:access|auth|bearer|bot|api)[ _\-]?token|secret|token|password|passphrase)\b"
 )
 _NOT_A_SECRET_BEFORE = _c(
-    r"\b(?:commit|commits|sha[0-9]*|hash|hashes|digest|checksum|md5|ids?|uuid|fingerprint|etag|revision|rev|build|trace|span|request|cache|public|object|session|nonce|salt)\b"
+    r"\b(?:commit|commits|sha[0-9]*|hash|hashes|digest|checksum|md5|ids?|uuid|fingerprint|etag|revision|rev|build"
+    r"|trace|span|request|cache|public|object|session|nonce|salt)\b"
 )
 
 
@@ -1127,7 +1137,8 @@ _COMMAND_ARGUMENTS = tuple(
         r"pdp(?<![a-z0-9_.\-][ei][mx]pdp)(?:\.exe)?(?:[ \t]+-[a-z]+)*[ \t]+(?:userid=)?" + _ORACLE_LOGON,
         r"rman(?<![a-z0-9_.\-]rman)[ \t]+target[ \t]+" + _ORACLE_LOGON,
         r"rabbitmqctl(?:\.bat)?[ \t][^\r\n]{0,128}?(?:add_user|change_password)[ \t]+[\"']?[^\s\"']{1,128}[\"']?[ \t]+(?P<rabbit>" + _BARE_OR_QUOTED + ")",
-        r"mc(?<![a-z0-9_.\-]mc)(?:\.exe)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+(?P<minio>[^\s'\"\-][^\s'\"]{0,255})",
+        r"mc(?<![a-z0-9_.\-]mc)(?:\.exe)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)"
+        r"[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+(?P<minio>[^\s'\"\-][^\s'\"]{0,255})",
         r"convertto-securestring[ \t]+(?:-string[ \t]+)?(?:'(?P<pssq>[^'\r\n]{1,256})'|\"(?P<psdq>[^\"\r\n]{1,256})\")",
         r"net(?<![a-z0-9_.\-]net)[ \t]+user[ \t]+(?:\"[^\"\r\n]{1,64}\"|[^\s/\"]{1,64})[ \t]+(?P<netuser>[^\s/*\"][^\s\"]{0,255})",
     )
