@@ -791,38 +791,51 @@ def _any_prefixed(text: str, start: int, trigger: int) -> Span | None:
 
 # The catalogued commands, found once per text when a candidate option first needs them.
 _COMMAND_NAME = _c(r"(?<![a-z0-9_\-])(?:" + "|".join(sorted(map(re.escape, _OPTIONS_BY_COMMAND), key=len, reverse=True)) + r")(?:\.exe)?(?![a-z0-9_\-])")
-_commands_seen: tuple[str, int, int, list[int], list[tuple[int, str]]] = ("", 0, -1, [], [])
 
 
-def _command_options(text: str, pos: int) -> tuple[dict[str, str], str] | None:
-    """The options table of the nearest catalogued command before ``pos`` on its line (within
-    _LINE_LOOKBACK characters). The commands of a line are listed once (bisected per option), so
-    a line of ten thousand options costs no more than ten thousand look-ups."""
-    global _commands_seen
-    seen = _commands_seen
-    if seen[0] is not text or not seen[1] <= pos <= seen[2]:
-        line = text.rfind("\n", 0, pos) + 1
-        end = text.find("\n", pos)
-        end = len(text) if end < 0 else end
-        found = [(line + c.start(), c.group().removesuffix(".exe")) for c in _COMMAND_NAME.finditer(text[line:end].translate(_ASCII_LOWER))]
-        seen = _commands_seen = (text, line, end, [start for start, _ in found], found)
-    window = _line_start(text, pos)
-    i = bisect.bisect_left(seen[3], pos)
-    while i > 0 and seen[3][i - 1] >= window:
-        i -= 1
-        start, name = seen[4][i]
-        if name not in _SUBCOMMANDS or f" {_SUBCOMMANDS[name]}" in text[start:pos].lower():
-            return _OPTIONS_BY_COMMAND[name]
-    return None
+class _CommandLines:
+    """The catalogued commands of the line last looked at, for one redact() call: the commands of a
+    line are listed once (bisected per option), so a line of ten thousand options costs no more
+    than ten thousand look-ups. Made anew for each call (_Rule.per_call): no text outlives it."""
+
+    def __init__(self) -> None:
+        self.line, self.end = 0, -1
+        self.starts: list[int] = []
+        self.found: list[tuple[int, str]] = []
+
+    def options(self, text: str, pos: int) -> tuple[dict[str, str], str] | None:
+        """The options table of the nearest catalogued command before ``pos`` on its line (within
+        _LINE_LOOKBACK characters)."""
+        if not self.line <= pos <= self.end:
+            self.line = text.rfind("\n", 0, pos) + 1
+            end = text.find("\n", pos)
+            self.end = len(text) if end < 0 else end
+            lowered = text[self.line : self.end].translate(_ASCII_LOWER)
+            self.found = [(self.line + c.start(), c.group().removesuffix(".exe")) for c in _COMMAND_NAME.finditer(lowered)]
+            self.starts = [start for start, _ in self.found]
+        window = _line_start(text, pos)
+        i = bisect.bisect_left(self.starts, pos)
+        while i > 0 and self.starts[i - 1] >= window:
+            i -= 1
+            start, name = self.found[i]
+            if name not in _SUBCOMMANDS or f" {_SUBCOMMANDS[name]}" in text[start:pos].lower():
+                return _OPTIONS_BY_COMMAND[name]
+        return None
 
 
-def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
+def _password_flags() -> Callable[[re.Match[str], str], Span | None]:
+    """_password_flag with the command lines of one redact() call."""
+    commands = _CommandLines()
+    return lambda m, text: _password_flag(m, text, commands)
+
+
+def _password_flag(m: re.Match[str], text: str, commands: _CommandLines) -> tuple[int, int] | None:
     """The value of a password option, when the command on the line takes one there."""
     flag, gap = text[m.start()] + m.group("flag"), m.group("gap")
     glued = flag[:2] != "--" and flag[:1] == "-" and (len(flag) > 2 or not gap)  # -pPASS
     if not (flag in _ALL_OPTIONS or (glued and (flag[1] in _ALL_GLUED or flag[:2] in _ALL_OPTIONS))):
         return None  # the common case (mkdir -p, ls -a): no look at the line
-    options = _command_options(text, m.start())
+    options = commands.options(text, m.start())
     if options is None:
         return None
     known, letters = options
@@ -1073,6 +1086,8 @@ class _Rule:
     regex: re.Pattern[str]
     lowered: bool = False  # the regex is lower-case and runs on the lower-cased text
     extract: Callable[[re.Match[str], str], Span | None] | None = None  # default: the span of group 'secret', else the whole match
+    # or an extract made anew for each redact() call, holding what it learns about the text for that call only
+    per_call: Callable[[], Callable[[re.Match[str], str], Span | None]] | None = None
 
 
 # The regexes longer than a line; the table below holds the others in their rows.
@@ -1224,8 +1239,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("alibaba_key", _c(_tok("LTAI", 4) + r"[A-Za-z0-9]{20}" + _E)),
     # Azure AD client secret ("abc8Q~...") and OpenShift user token ("sha256~..."): both around a "~".
     _Rule("vendor_token", _c(r"~(?:(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}|(?<=sha256~)[A-Za-z0-9_\-]{43})" + _E), extract=_tilde),
-    _Rule("password_option", _PASSWORD_FLAG, extract=_password_flag),
-    _Rule("password_option", _WINDOWS_FLAG, extract=_password_flag),
+    _Rule("password_option", _PASSWORD_FLAG, per_call=_password_flags),
+    _Rule("password_option", _WINDOWS_FLAG, per_call=_password_flags),
     _Rule("password_option", _SQL_IDENTIFIED_BY, lowered=True, extract=_identified_by),
     *(_Rule("password_option", regex, lowered=True, extract=_command_argument) for regex in _COMMAND_ARGUMENTS),
     _Rule("password_option", _c(r"chpasswd"), lowered=True, extract=_chpasswd),
@@ -1285,11 +1300,12 @@ def _candidates(text: str, rules: Iterable[_Rule]) -> list[tuple[int, int, str]]
         lowered = text.translate(_ASCII_LOWER)  # offsets must match the text's
     found: list[tuple[int, int, str]] = []
     for rule in rules:
+        extract = rule.per_call() if rule.per_call else rule.extract
         subject = lowered if rule.lowered else text
         if rule.kind == CUSTOM_KIND and not text.isascii():  # RE2 reads UTF-8: a lone surrogate becomes U+FFFD (one character, offsets kept)
             subject = _SURROGATE.sub("\ufffd", text)
         for m in rule.regex.finditer(subject):
-            span = rule.extract(m, text) if rule.extract else m.span(rule.regex.groupindex.get("secret", 0))
+            span = extract(m, text) if extract else m.span(rule.regex.groupindex.get("secret", 0))
             if span is not None and 0 <= span[0] < span[1]:
                 found.append((span[0], span[1], span[2] if len(span) == 3 else rule.kind))
     return found
