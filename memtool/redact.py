@@ -176,7 +176,10 @@ TOKEN_TRIGGER = (
 # -a stdout` stay. An option written `-u,` takes `user,password` (its password after the comma),
 # `-U:` takes `user:password`. GLUED: letters whose password is written against them (`-pPASS`);
 # for mysql a separate `-p VALUE` is a prompt, then the database.
-_DB_CLIENTS = "mysql mysqldump mysqladmin mysqlimport mysqlcheck mysqlshow mysqlpump mysqlslap mysqlbinlog mysqlsh mariadb mariadb-dump mariadb-admin mariadb-import mariadb-check"
+_DB_CLIENTS = (
+    "mysql mysqldump mysqladmin mysqlimport mysqlcheck mysqlshow mysqlpump mysqlslap mysqlbinlog mysqlsh"
+    " mariadb mariadb-dump mariadb-admin mariadb-import mariadb-check"
+)
 _MONGO = "mongo mongosh mongodump mongorestore mongoexport mongoimport mongostat mongotop mongofiles"
 _LDAP = "ldapsearch ldapmodify ldapadd ldapdelete ldapwhoami ldappasswd ldapcompare ldapmodrdn ldapexop"
 _SNMP = "snmpwalk snmpbulkwalk snmpget snmpgetnext snmpbulkget snmpset snmptable snmptrap snmpinform snmpdelta snmpdf snmpstatus"
@@ -271,7 +274,12 @@ _SECRET_KEY_STARTS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "l
 _ASSIGNMENT_TAIL = (
     r"(?=(?P<rest>[a-z0-9_.\-]{0,64}))(?P=rest)"  # atomic: a key never gives characters back
     r"(?:(?P<quote>\\?[\"'])?(?:[ \t]*:?[ \t]+(?:string|str)(?=[ \t]*=))?"  # a type: `var k string =`, `k: String =`
-    r"(?:(?P<pre>[ \t]*)(?P<sep>:{1,3}=|\?\??=|[+.]=|={2,3}(?=[ \t]*[\"'])|=>|=|:|%3d|%3a|>|value=|,(?=[ \t]*[\"'`])|-(?<=[ \t]-)(?=[ \t]+[\"']))(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"'])|(?<=>)\r?\n[ \t]*)?|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
+    # a separator, with the spaces around it and a line break before a quoted value (or after `>`)
+    r"(?:(?P<pre>[ \t]*)"
+    r"(?P<sep>:{1,3}=|\?\??=|[+.]=|={2,3}(?=[ \t]*[\"'])|=>|=|:|%3d|%3a|>|value=|,(?=[ \t]*[\"'`])|-(?<=[ \t]-)(?=[ \t]+[\"']))"
+    r"(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"'])|(?<=>)\r?\n[ \t]*)?"
+    # or spaces, with a filler word of prose, not before a plain word
+    r"|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
     r"(?:\"(?P<dq>[^\"\r\n]{0,4096}(?:\r?\n[^\"\r\n]{0,4096})?)\""
     r"|'(?P<sq>[^'\r\n]{0,4096}(?:\r?\n[^'\r\n]{0,4096})?)'"
     r"|\\\"(?P<eq>[^\"\\\r\n]{0,4096})\\\""
@@ -783,38 +791,51 @@ def _any_prefixed(text: str, start: int, trigger: int) -> Span | None:
 
 # The catalogued commands, found once per text when a candidate option first needs them.
 _COMMAND_NAME = _c(r"(?<![a-z0-9_\-])(?:" + "|".join(sorted(map(re.escape, _OPTIONS_BY_COMMAND), key=len, reverse=True)) + r")(?:\.exe)?(?![a-z0-9_\-])")
-_commands_seen: tuple[str, int, int, list[int], list[tuple[int, str]]] = ("", 0, -1, [], [])
 
 
-def _command_options(text: str, pos: int) -> tuple[dict[str, str], str] | None:
-    """The options table of the nearest catalogued command before ``pos`` on its line (within
-    _LINE_LOOKBACK characters). The commands of a line are listed once (bisected per option), so
-    a line of ten thousand options costs no more than ten thousand look-ups."""
-    global _commands_seen
-    seen = _commands_seen
-    if seen[0] is not text or not seen[1] <= pos <= seen[2]:
-        line = text.rfind("\n", 0, pos) + 1
-        end = text.find("\n", pos)
-        end = len(text) if end < 0 else end
-        found = [(line + c.start(), c.group().removesuffix(".exe")) for c in _COMMAND_NAME.finditer(text[line:end].translate(_ASCII_LOWER))]
-        seen = _commands_seen = (text, line, end, [start for start, _ in found], found)
-    window = _line_start(text, pos)
-    i = bisect.bisect_left(seen[3], pos)
-    while i > 0 and seen[3][i - 1] >= window:
-        i -= 1
-        start, name = seen[4][i]
-        if name not in _SUBCOMMANDS or f" {_SUBCOMMANDS[name]}" in text[start:pos].lower():
-            return _OPTIONS_BY_COMMAND[name]
-    return None
+class _CommandLines:
+    """The catalogued commands of the line last looked at, for one redact() call: the commands of a
+    line are listed once (bisected per option), so a line of ten thousand options costs no more
+    than ten thousand look-ups. Made anew for each call (_Rule.per_call): no text outlives it."""
+
+    def __init__(self) -> None:
+        self.line, self.end = 0, -1
+        self.starts: list[int] = []
+        self.found: list[tuple[int, str]] = []
+
+    def options(self, text: str, pos: int) -> tuple[dict[str, str], str] | None:
+        """The options table of the nearest catalogued command before ``pos`` on its line (within
+        _LINE_LOOKBACK characters)."""
+        if not self.line <= pos <= self.end:
+            self.line = text.rfind("\n", 0, pos) + 1
+            end = text.find("\n", pos)
+            self.end = len(text) if end < 0 else end
+            lowered = text[self.line : self.end].translate(_ASCII_LOWER)
+            self.found = [(self.line + c.start(), c.group().removesuffix(".exe")) for c in _COMMAND_NAME.finditer(lowered)]
+            self.starts = [start for start, _ in self.found]
+        window = _line_start(text, pos)
+        i = bisect.bisect_left(self.starts, pos)
+        while i > 0 and self.starts[i - 1] >= window:
+            i -= 1
+            start, name = self.found[i]
+            if name not in _SUBCOMMANDS or f" {_SUBCOMMANDS[name]}" in text[start:pos].lower():
+                return _OPTIONS_BY_COMMAND[name]
+        return None
 
 
-def _password_flag(m: re.Match[str], text: str) -> tuple[int, int] | None:
+def _password_flags() -> Callable[[re.Match[str], str], Span | None]:
+    """_password_flag with the command lines of one redact() call."""
+    commands = _CommandLines()
+    return lambda m, text: _password_flag(m, text, commands)
+
+
+def _password_flag(m: re.Match[str], text: str, commands: _CommandLines) -> tuple[int, int] | None:
     """The value of a password option, when the command on the line takes one there."""
     flag, gap = text[m.start()] + m.group("flag"), m.group("gap")
     glued = flag[:2] != "--" and flag[:1] == "-" and (len(flag) > 2 or not gap)  # -pPASS
     if not (flag in _ALL_OPTIONS or (glued and (flag[1] in _ALL_GLUED or flag[:2] in _ALL_OPTIONS))):
         return None  # the common case (mkdir -p, ls -a): no look at the line
-    options = _command_options(text, m.start())
+    options = commands.options(text, m.start())
     if options is None:
         return None
     known, letters = options
@@ -978,10 +999,12 @@ def _in_public_pem(text: str, pos: int) -> bool:
 # words before it must name a secret and none may name a commit, a hash or an id.
 _HEX_SECRET = _c(r"[0-9a-f]{32,128}|[0-9A-F]{32,128}")
 _SECRET_NAMED_BEFORE = _c(
-    r"\b(?:(?:api|secret|signing|encryption|private|hmac|master|client|app)[ _\-]?(?:key|token|secret)|(?:access|auth|bearer|bot|api)[ _\-]?token|secret|token|password|passphrase)\b"
+    r"\b(?:(?:api|secret|signing|encryption|private|hmac|master|client|app)[ _\-]?(?:key|token|secret)"
+    r"|(?:access|auth|bearer|bot|api)[ _\-]?token|secret|token|password|passphrase)\b"
 )
 _NOT_A_SECRET_BEFORE = _c(
-    r"\b(?:commit|commits|sha[0-9]*|hash|hashes|digest|checksum|md5|ids?|uuid|fingerprint|etag|revision|rev|build|trace|span|request|cache|public|object|session|nonce|salt)\b"
+    r"\b(?:commit|commits|sha[0-9]*|hash|hashes|digest|checksum|md5|ids?|uuid|fingerprint|etag|revision|rev|build"
+    r"|trace|span|request|cache|public|object|session|nonce|salt)\b"
 )
 
 
@@ -1063,6 +1086,8 @@ class _Rule:
     regex: re.Pattern[str]
     lowered: bool = False  # the regex is lower-case and runs on the lower-cased text
     extract: Callable[[re.Match[str], str], Span | None] | None = None  # default: the span of group 'secret', else the whole match
+    # or an extract made anew for each redact() call, holding what it learns about the text for that call only
+    per_call: Callable[[], Callable[[re.Match[str], str], Span | None]] | None = None
 
 
 # The regexes longer than a line; the table below holds the others in their rows.
@@ -1127,7 +1152,8 @@ _COMMAND_ARGUMENTS = tuple(
         r"pdp(?<![a-z0-9_.\-][ei][mx]pdp)(?:\.exe)?(?:[ \t]+-[a-z]+)*[ \t]+(?:userid=)?" + _ORACLE_LOGON,
         r"rman(?<![a-z0-9_.\-]rman)[ \t]+target[ \t]+" + _ORACLE_LOGON,
         r"rabbitmqctl(?:\.bat)?[ \t][^\r\n]{0,128}?(?:add_user|change_password)[ \t]+[\"']?[^\s\"']{1,128}[\"']?[ \t]+(?P<rabbit>" + _BARE_OR_QUOTED + ")",
-        r"mc(?<![a-z0-9_.\-]mc)(?:\.exe)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+(?P<minio>[^\s'\"\-][^\s'\"]{0,255})",
+        r"mc(?<![a-z0-9_.\-]mc)(?:\.exe)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)"
+        r"[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+(?P<minio>[^\s'\"\-][^\s'\"]{0,255})",
         r"convertto-securestring[ \t]+(?:-string[ \t]+)?(?:'(?P<pssq>[^'\r\n]{1,256})'|\"(?P<psdq>[^\"\r\n]{1,256})\")",
         r"net(?<![a-z0-9_.\-]net)[ \t]+user[ \t]+(?:\"[^\"\r\n]{1,64}\"|[^\s/\"]{1,64})[ \t]+(?P<netuser>[^\s/*\"][^\s\"]{0,255})",
     )
@@ -1213,8 +1239,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("alibaba_key", _c(_tok("LTAI", 4) + r"[A-Za-z0-9]{20}" + _E)),
     # Azure AD client secret ("abc8Q~...") and OpenShift user token ("sha256~..."): both around a "~".
     _Rule("vendor_token", _c(r"~(?:(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}|(?<=sha256~)[A-Za-z0-9_\-]{43})" + _E), extract=_tilde),
-    _Rule("password_option", _PASSWORD_FLAG, extract=_password_flag),
-    _Rule("password_option", _WINDOWS_FLAG, extract=_password_flag),
+    _Rule("password_option", _PASSWORD_FLAG, per_call=_password_flags),
+    _Rule("password_option", _WINDOWS_FLAG, per_call=_password_flags),
     _Rule("password_option", _SQL_IDENTIFIED_BY, lowered=True, extract=_identified_by),
     *(_Rule("password_option", regex, lowered=True, extract=_command_argument) for regex in _COMMAND_ARGUMENTS),
     _Rule("password_option", _c(r"chpasswd"), lowered=True, extract=_chpasswd),
@@ -1274,11 +1300,12 @@ def _candidates(text: str, rules: Iterable[_Rule]) -> list[tuple[int, int, str]]
         lowered = text.translate(_ASCII_LOWER)  # offsets must match the text's
     found: list[tuple[int, int, str]] = []
     for rule in rules:
+        extract = rule.per_call() if rule.per_call else rule.extract
         subject = lowered if rule.lowered else text
         if rule.kind == CUSTOM_KIND and not text.isascii():  # RE2 reads UTF-8: a lone surrogate becomes U+FFFD (one character, offsets kept)
             subject = _SURROGATE.sub("\ufffd", text)
         for m in rule.regex.finditer(subject):
-            span = rule.extract(m, text) if rule.extract else m.span(rule.regex.groupindex.get("secret", 0))
+            span = extract(m, text) if extract else m.span(rule.regex.groupindex.get("secret", 0))
             if span is not None and 0 <= span[0] < span[1]:
                 found.append((span[0], span[1], span[2] if len(span) == 3 else rule.kind))
     return found

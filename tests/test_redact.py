@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import gc
 import importlib
+import inspect
 import json
 import re
 import string
@@ -987,3 +989,13 @@ def test_a_short_or_capital_prefix_before_hex_is_still_a_token(text: str, secret
 )
 def test_a_pre_shared_key_is_a_secret_key_word(text: str, secret: str) -> None:
     assert secret not in redact(text)[0]
+
+
+def test_no_text_outlives_its_redact_call() -> None:
+    """What redact() learns about a text (the commands on a line, for its password options) is kept for that
+    call only: after it returns, nothing of memtool's holds the text, its secrets with it."""
+    text = "".join(["sshpass -p ", "Harbor2291!", " ssh deploy@db1\n"]) * 3  # made at run time: no code constant holds it
+    out, _ = redact(text)
+    assert "Harbor2291!" not in out
+    holders = [r for r in gc.get_referrers(text) if not inspect.isframe(r)]
+    assert holders == [], f"the text is still held by {[type(r).__name__ for r in holders]}"
