@@ -82,7 +82,8 @@ DECISION_RE = re.compile(
     r"\b(decided|decide to|we'll use|we will use|going with|go with|chose|choose to|agreed|settled on|switch(?:ed)? to|instead of|opted)\b", re.I
 )
 ACTION_RE = re.compile(
-    r"(^\s*[-*]\s*\[ \]|\bTODO\b|\bnext step|\baction item|\bneed to\b|\bhave to\b|\bplan(?:ning)? to\b|\bwill\s+(?:add|fix|write|call|send|finish|start|try|check|update)|\bremember to\b|\bfollow up\b)",
+    r"(^\s*[-*]\s*\[ \]|\bTODO\b|\bnext step|\baction item|\bneed to\b|\bhave to\b|\bplan(?:ning)? to\b"
+    r"|\bwill\s+(?:add|fix|write|call|send|finish|start|try|check|update)|\bremember to\b|\bfollow up\b)",
     re.I,
 )
 WHEN_RE = re.compile(rf"{DATE_RE.pattern}|\b(?:ago|recently)\b", re.I)  # a time expression: the sentence tells of an event

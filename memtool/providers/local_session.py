@@ -57,7 +57,8 @@ DONE_RE = re.compile(
     r"^(?:done|fixed|added|pushed|committed|merged|reverted|removed|updated|created|ran|all \d+)\b|\b(?:is|are|was|were) (?:done|fixed|merged|pushed)\b", re.I
 )
 OUTCOME_RE = re.compile(
-    r"\b(?:fixed|fix(?:es)?|root cause|caused by|now |committed|pushed|merged|opened|pass(?:es|ed)?|reproduced|added|replaced|switched|rolled back|migrated|upgraded|reduced|dropped from|went from|cut)\b",
+    r"\b(?:fixed|fix(?:es)?|root cause|caused by|now |committed|pushed|merged|opened|pass(?:es|ed)?|reproduced|added"
+    r"|replaced|switched|rolled back|migrated|upgraded|reduced|dropped from|went from|cut)\b",
     re.I,
 )
 RESULT_RE = re.compile(
@@ -66,7 +67,8 @@ RESULT_RE = re.compile(
 )
 PERSON_CONTEXT_BEFORE = frozenset("ask asked tell told with and ping pinged from by cc thanks for reviewer owner i'm im".split())
 PERSON_CONTEXT_AFTER = re.compile(
-    r"^(?:'s\b|’s\b| \(| said| says| asked| wants| will| can| needs| reviews?| signs?| writes?| owns?| decides?| moved| from| in (?:finance|support|ops|platform)| is (?:on|out|off|the))"
+    r"^(?:'s\b|’s\b| \(| said| says| asked| wants| will| can| needs| reviews?| signs?| writes?| owns?| decides?| moved| from"
+    r"| in (?:finance|support|ops|platform)| is (?:on|out|off|the))"
 )
 # Companies and platforms, written like names: "Google", "Microsoft", "Mac" are no people.
 ORGANISATIONS = frozenset("mac google microsoft apple amazon meta facebook netflix ibm intel nvidia mozilla shopify oracle samsung adobe salesforce".split())

@@ -278,7 +278,7 @@ All 53 billing tests pass and the fix is committed on fix/invoice-rounding. Olu 
 Left to do:
 1. Backfill the 312 affected invoices after Olu signs off.
 2. Get Priya's review of the fix/invoice-rounding PR.
-"""
+"""  # noqa: E501 (a transcript: its turns are one line each)
     * 1
 )
 
@@ -350,7 +350,10 @@ def test_session_long_decision_list_and_open_list_both_kept():
             "Mail leaves Kubernetes for the managed SMTP relay, retiring the postfix sidecar and its TLS certificate rotation.",
         )
     )
-    text = f"user: Plan the cluster move.\n\nassistant: Decisions:\n{decisions}\n\nNext steps:\n- Move the billing queue after the freeze.\n- Ask Ines to resize the node pool.\n"
+    text = (
+        f"user: Plan the cluster move.\n\nassistant: Decisions:\n{decisions}\n\n"
+        "Next steps:\n- Move the billing queue after the freeze.\n- Ask Ines to resize the node pool.\n"
+    )
     out = LocalCompressor().compress(text)
     assert len(out.decisions) >= 2 and len(out.action_items) == 2
 
@@ -362,7 +365,7 @@ assistant: The export scans shipments without an index on shipped_at: 4,210 ms p
 user: ok, add the index and measure again.
 
 assistant: Added the index shipments_shipped_at_idx. The page query went from 4,210 ms -> 57 ms and the full export now takes 3 minutes instead of 48 minutes. All 19 export tests pass.
-"""
+"""  # noqa: E501 (a transcript: its turns are one line each)
 
 
 def test_session_keywords_keep_measured_numbers_not_bare_ones():
@@ -384,7 +387,7 @@ assistant: The pool warning comes from the reporting client, which opens its own
 user: leave that for another day.
 
 assistant: Understood, the pool warning stays as it is and the index change is committed on branch perf/shipments-index together with the migration file and the updated export documentation for the team.
-"""
+"""  # noqa: E501 (a transcript: its turns are one line each)
     )
     summary = LocalCompressor().compress(session).summary
     assert "4,210 ms -> 57 ms" in summary
@@ -500,7 +503,10 @@ def test_labels_headings_package_scopes_and_companies_are_no_people():
 
 
 def test_a_default_branch_is_not_kept_as_a_keyword():
-    said = "user: Please add a retry with back-off to the export job in exporter/jobs.py; it drops rows on timeouts.\n\nassistant: Added three retries with exponential back-off to export_rows; the tests pass.\n\n"
+    said = (
+        "user: Please add a retry with back-off to the export job in exporter/jobs.py; it drops rows on timeouts.\n\n"
+        "assistant: Added three retries with exponential back-off to export_rows; the tests pass.\n\n"
+    )
     default = LocalCompressor().compress("session: /home/sam/src/exporter, branch main\n\n" + said.replace("export job", "export job on main") * 4)
     assert "main" not in default.keywords and "export_rows" in default.keywords
 
