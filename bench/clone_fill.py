@@ -10,7 +10,9 @@ product (`compress_many`, the local compressor, the embedder named: real vectors
 build_s), then copied without memory/.cache (what `git clone` gives). On the copy: the first
 `memory search` as a new process (clone_search_ms; it answers from words and starts the background
 fill), then clone_fill_s: seconds from that search's start until every document is indexed and has
-a vector (None when not within --wait), with the passages it embedded and their rate.
+a vector (None when not within --wait), with the passages it gave a vector and their rate, and the
+passages files the store holds (the vectors the clone reads instead of embedding) against its
+kept transcripts, in MB.
 With --every S, a progress line every S seconds of the fill: the documents still without a vector
 and what a `memory search` says meanwhile (its warning on stderr, as a user sees it). --reuse keeps
 the store already built in --workdir (the build is the slow part with e5) and clones it again.
@@ -128,6 +130,9 @@ def main() -> None:
         build_s = round(build(root, args.sessions, args.kb, args.embedder), 1)
         print(json.dumps({"built_s": build_s, "load": round(os.getloadavg()[0], 1)}), flush=True)
     passages = count(root, "SELECT count(*) FROM docs WHERE kind = 'transcript'")
+    lay = Layout(root)
+    files = [de.stat().st_size for de in lay.passages_files()]  # what git holds for the clone to read
+    transcripts_mb = sum(de.stat().st_size for de in lay.transcript_files()) / 2**20
     documents = count(root, "SELECT count(*) FROM docs")
     ms, filled, _ = fresh_clone(root, "why is the billing worker slow", args.wait, args.every)
     row = {
@@ -137,6 +142,9 @@ def main() -> None:
         "build_s": build_s,
         "documents": documents,
         "passages": passages,
+        "passages_files": len(files),
+        "passages_files_mb": round(sum(files) / 2**20, 1),
+        "transcripts_mb": round(transcripts_mb, 1),
         "clone_search_ms": round(ms),
         "clone_fill_s": None if filled is None else round(filled, 1),
         "passages_per_s": None if not filled else round(passages / filled, 1),

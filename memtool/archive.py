@@ -135,8 +135,8 @@ def _move_entries(layout: Layout, entries: list[tuple[Path, Entry]]) -> None:
 
 
 def _files(layout: Layout, entry_id: str, arch: ArchiveLayout) -> list[tuple[Path, Path]]:
-    """(live, archived) transcript and embedding of one entry."""
-    return [(file_of(layout, entry_id), file_of(arch, entry_id)) for file_of in (Layout.transcript_file, Layout.embedding_file)]
+    """(live, archived) transcript, embedding and passages file of one entry."""
+    return list(zip(layout.entry_files(entry_id), arch.entry_files(entry_id)))
 
 
 def _resolve(lay: Layout, store: Store, report: ArchiveReport, dry_run: bool) -> None:
@@ -164,7 +164,8 @@ def _resolve(lay: Layout, store: Store, report: ArchiveReport, dry_run: bool) ->
                     atomic_write_text(path, day_document(path.stem, rest))
                 else:
                     _unlink(path)
-        for files, live_file in ((arch.transcript_files, lay.transcript_file), (arch.embedding_files, lay.embedding_file)):
+        kinds = ((arch.transcript_files, lay.transcript_file), (arch.embedding_files, lay.embedding_file), (arch.passages_files, lay.passages_file))
+        for files, live_file in kinds:
             for copy in sorted(Path(de.path) for de in files()):
                 if copy.stem not in live or dry_run:
                     continue

@@ -46,7 +46,7 @@ _PART = r"[^./\\\x00-\x1f\x7f][^/\\\x00-\x1f\x7f]*"  # a name a person gave a fo
 _SHARD = rf"(?:\d{{4}}-\d{{2}}|{C.UNDATED_SHARD})"  # store.shard_of: an entry's month folder
 _STORE = (
     rf"(?:{_DAY}\.md|{C.INDEX_DIR}/{C.INDEX_FILE}|{C.INDEX_DIR}/{re.escape(C.TOMBSTONES_FILE)}|{C.INDEX_DIR}/{_DAY}\.json"
-    rf"|{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/{_SHARD}/{_ID}{re.escape(C.VECTOR_SUFFIX)}|{C.TRANSCRIPTS_DIR}/{_SHARD}/{_ID}\.md"
+    rf"|{C.INDEX_DIR}/(?:{C.EMBEDDINGS_DIR}|{C.PASSAGES_DIR})/{_SHARD}/{_ID}{re.escape(C.VECTOR_SUFFIX)}|{C.TRANSCRIPTS_DIR}/{_SHARD}/{_ID}\.md"
     # the layout before month folders (`memory migrate` moves them): a backup of an older store restores
     rf"|{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/{_ID}\.json|{C.TRANSCRIPTS_DIR}/{_ID}\.md)"
 )

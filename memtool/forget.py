@@ -100,7 +100,7 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
     homes = [layout, *archive_layouts(layout)]
     errors: list[str] = []
     found = locate(homes, every, errors)
-    leftovers = {i: [p for h in homes for p in (h.transcript_file(i), h.embedding_file(i)) if p.is_file()] for i in every}
+    leftovers = {i: [p for h in homes for p in h.entry_files(i) if p.is_file()] for i in every}
     missing = [i for i in ids if not found[i] and i not in journaled and not leftovers[i]]
     if missing:
         unread = f" ({len(errors)} day file(s) could not be read: `memory doctor` names them)" if errors else ""
@@ -225,7 +225,7 @@ def bury(layout, provider: str) -> list[str]:
         return confine.read_text(path, errors="replace") if confine.is_regular(path) else ""
 
     stored = {i for i in dead if (day := id_day(i)) and any(f'"{i}"' in text(home.day_file(day)) for home in homes)}
-    strays = {i for i in dead for home in homes if home.embedding_file(i).is_file() or home.transcript_file(i).is_file()}
+    strays = {i for i in dead for home in homes if any(p.is_file() for p in home.entry_files(i))}
     if stored or strays:
         forget(layout, sorted(stored | strays), provider)
     return sorted(stored | strays)

@@ -56,12 +56,19 @@ def _attributes(vectors: str) -> str:
 
 GITATTRIBUTES = _attributes(
     f"""{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/**/*{C.VECTOR_SUFFIX} -diff -text merge={DRIVER}
+{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.PASSAGES_DIR}/**/*{C.VECTOR_SUFFIX} -diff -text merge={DRIVER}
 {C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.json merge={DRIVER}
 {C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*{C.VECTOR_SUFFIX} -diff -text merge={DRIVER}"""
 )
-# what `memory git setup` wrote before binary vectors: replaced by GITATTRIBUTES where it is found
-PREVIOUS_GITATTRIBUTES = _attributes(
-    f"{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/*.json merge={DRIVER}\n{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.json merge={DRIVER}"
+# what `memory git setup` wrote before binary vectors, and before passages files: replaced by
+# GITATTRIBUTES where it is found
+PREVIOUS_GITATTRIBUTES = (
+    _attributes(f"{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/*.json merge={DRIVER}\n{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.json merge={DRIVER}"),
+    _attributes(
+        f"""{C.MEMORY_DIR}/{C.INDEX_DIR}/{C.EMBEDDINGS_DIR}/**/*{C.VECTOR_SUFFIX} -diff -text merge={DRIVER}
+{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*.json merge={DRIVER}
+{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/**/*{C.VECTOR_SUFFIX} -diff -text merge={DRIVER}"""
+    ),
 )
 # the commits a merge driver's two sides come from: MERGE_HEAD is written only after the files are
 # merged, so a `git pull` is seen through FETCH_HEAD, a `git merge origin/main` through the upstream
@@ -79,8 +86,9 @@ class Merged:
 def merge_bytes(path: str, base: bytes, ours: bytes, theirs: bytes, tombstoned: set[str] | None = None, prefer: str = "ours") -> Merged:
     """The merge of one file of the store (`path`: relative to the repository, as git names it)."""
     name = path.rsplit("/", 1)[-1]
-    if name.endswith((C.VECTOR_SUFFIX, C.LEGACY_VECTOR_SUFFIX)) and "/" + C.EMBEDDINGS_DIR + "/" in "/" + path:
-        return Merged(ours if prefer == "ours" else theirs)  # derived from the entry: sync re-embeds a stale one
+    vectors = any(f"/{folder}/" in "/" + path for folder in (C.EMBEDDINGS_DIR, C.PASSAGES_DIR))
+    if name.endswith((C.VECTOR_SUFFIX, C.LEGACY_VECTOR_SUFFIX)) and vectors:
+        return Merged(ours if prefer == "ours" else theirs)  # derived from the entry (and its transcript): a fill writes a stale one anew
     if name == C.INDEX_FILE or (name.endswith(".json") and DAY_RE.match(name[:-5])):
         docs, problems = [], []
         for side, data in zip(SIDES, (base, ours, theirs)):
@@ -263,7 +271,8 @@ def setup_git(root: Path) -> GitSetup:
     current = attributes.read_text(encoding="utf-8") if attributes.is_file() else ""
     wrote = GITATTRIBUTES not in current
     if wrote:
-        current = current.replace(PREVIOUS_GITATTRIBUTES, "")
+        for earlier in PREVIOUS_GITATTRIBUTES:
+            current = current.replace(earlier, "")
         atomic_write_text(attributes, current + ("\n" if current and not current.endswith("\n") else "") + GITATTRIBUTES)
     _ignore_local_files(root)
     built = _derive_index(root)

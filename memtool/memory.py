@@ -252,16 +252,17 @@ class Memory:
             if progress:
                 progress(len(pending_batch))
         if done:
-            self._index_written(fresh, warnings)
+            self._index_written(fresh, warnings, [e.id for e in done])
         result.superseded = list(dict.fromkeys(old for e in done for old in e.supersedes))
 
-    def _index_written(self, fresh: dict, warnings: list[str]) -> None:
+    def _index_written(self, fresh: dict, warnings: list[str], written: list[str]) -> None:
         """Bring the search cache up to date with the entries just stored: their words, and the vectors
         `fresh` holds (the entries', and the passages their vectors averaged: memtool.session_vectors);
         then index.json from it. A transcript's other passages (all but a short session's few) are
         embedded by the background fill, started here (setting `background_embed`): a compress costs
         the same few seconds whatever the session's length, and a search meanwhile says what has no
-        vector yet. The cache is derived: one that cannot be written now is built by the next search,
+        vector yet. The passages files of the `written` entries whose passages all have a vector now
+        (a short session's) are written here, the others' by the fill. The cache is derived: one that cannot be written now is built by the next search,
         and index.json is then written from the day files (memtool/index_json.py)."""
         from memtool.search.fill import fill_later
 
@@ -270,7 +271,8 @@ class Memory:
         except (StorageError, OSError) as exc:
             warnings.append(f"stored, but the search cache was not updated ({exc}); the next search updates it")
         else:
-            with suppress(sqlite3.Error, OSError):  # the store busy: the next search starts the fill
+            with suppress(sqlite3.Error, OSError, StorageError):  # the store busy: the next fill writes them, the next search starts it
+                self.cache.write_passage_files(self.layout, self.embedder.model, written)
                 fill_later(self.layout, self.embedder, self.settings.background_embed)
         with self.store.lock():
             write_index(self.layout, self.settings.compressor)
@@ -428,7 +430,7 @@ class Memory:
         if not ID_RE.fullmatch(entry_id):
             raise BadInput(f"{entry_id!r:.60} is not an entry id (like ctx-20260207-1a2b3c4d). `memory search` lists ids.")
         for m in self.sources():
-            left = (m.layout.transcript_file(entry_id), m.layout.embedding_file(entry_id))  # a forget's leftovers, which it removes
+            left = m.layout.entry_files(entry_id)  # a forget's leftovers, which it removes
             if m.store.get(entry_id) or get_archived(m.layout, entry_id) or entry_id in read_journal(m.layout)[0] or any(p.is_file() for p in left):
                 return m
         raise NotFound(f"no entry with id {entry_id}. `memory search` lists ids (`--archive`: archived ones too).")

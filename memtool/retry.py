@@ -204,5 +204,6 @@ def _save(mem: "Memory", pairs: list[tuple[Entry, Entry]], report: RetryReport, 
             if not mem.settings.keep_transcripts:
                 for e in changed:
                     mem.layout.transcript_file(e.id).unlink(missing_ok=True)
+                    mem.layout.passages_file(e.id).unlink(missing_ok=True)
     mem.invalidate()
     return stop

@@ -28,9 +28,9 @@ import numpy as np
 from memtool import confine
 from memtool import constants as C
 from memtool.chunking import chunk_lines
-from memtool.errors import ProviderError
+from memtool.errors import ProviderError, StoreCorrupt
 from memtool.models import Entry
-from memtool.store import Layout
+from memtool.store import Layout, read_passages
 
 
 def chunk_key(text: str) -> str:
@@ -45,6 +45,21 @@ def kept_sessions(layout: Layout, entries: Iterable[Entry]) -> dict[str, str]:
     """Entry id -> its kept transcript, for the entries that have one (read as the search cache reads it)."""
     texts = {e.id: confine.read_optional_text(layout.transcript_file(e.id), C.MAX_DOC_BYTES, []) for e in entries}
     return {i: t for i, t in texts.items() if t is not None}  # none, or one the search cache skips too (a link, a FIFO, too large)
+
+
+def stored_passages(layout: Layout, entry_ids: Iterable[str], model: str, dim: int) -> dict[str, np.ndarray]:
+    """Chunk key -> vector of the passages these entries' passages files hold for `model` (made by a
+    fill here or on another machine; memtool/store.py). A file of another model, or one that cannot
+    be read, gives none (`memory doctor` reports a damaged one, and the next fill writes it anew)."""
+    out: dict[str, np.ndarray] = {}
+    for entry_id in entry_ids:
+        try:
+            held = read_passages(layout.passages_file(entry_id))
+        except (StoreCorrupt, OSError):
+            continue
+        if held and held["model"] == model and held["dim"] == dim:
+            out.update(zip(held["keys"], held["vectors"]))
+    return out
 
 
 def sampled(chunks: list[str]) -> list[str]:

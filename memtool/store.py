@@ -2,8 +2,9 @@
 
 Per-day entry files (memory/index/YYYY-MM-DD.json, memtool/dayfile.py) are the source of truth for
 Layer 2; index.json is the master index derived from them (memtool/index_json.py), git-ignored. Each
-entry's vector (memory/index/embeddings/YYYY-MM/<id>.vec, float16) and kept transcript
-(memory/transcripts/YYYY-MM/<id>.md) live in the folder of the month its id names, so no folder
+entry's vector (memory/index/embeddings/YYYY-MM/<id>.vec, float16), kept transcript
+(memory/transcripts/YYYY-MM/<id>.md) and its transcript's passage vectors
+(memory/index/passages/YYYY-MM/<id>.vec) live in the folder of the month its id names, so no folder
 grows past a month's entries.
 """
 
@@ -57,6 +58,10 @@ class Layout:
         return self.index_dir / C.EMBEDDINGS_DIR
 
     @cached_property
+    def passages_dir(self) -> Path:
+        return self.index_dir / C.PASSAGES_DIR
+
+    @cached_property
     def transcripts_dir(self) -> Path:
         return self.memory_dir / C.TRANSCRIPTS_DIR
 
@@ -96,6 +101,13 @@ class Layout:
     def transcript_file(self, entry_id: str) -> Path:
         return self.transcripts_dir / shard_of(entry_id) / f"{entry_id}{C.TRANSCRIPT_SUFFIX}"
 
+    def passages_file(self, entry_id: str) -> Path:
+        return self.passages_dir / shard_of(entry_id) / f"{entry_id}{C.VECTOR_SUFFIX}"
+
+    def entry_files(self, entry_id: str) -> tuple[Path, Path, Path]:
+        """The files an entry has beside its day file: kept transcript, vector, passage vectors."""
+        return self.transcript_file(entry_id), self.embedding_file(entry_id), self.passages_file(entry_id)
+
     def embedding_files(self) -> Iterator[os.DirEntry]:
         """Every entry vector file (<id>.vec in a month folder); the id is the name without the suffix."""
         return _shard_files(self.embeddings_dir, C.VECTOR_SUFFIX)
@@ -103,6 +115,10 @@ class Layout:
     def transcript_files(self) -> Iterator[os.DirEntry]:
         """Every kept transcript (<id>.md in a month folder)."""
         return _shard_files(self.transcripts_dir, C.TRANSCRIPT_SUFFIX)
+
+    def passages_files(self) -> Iterator[os.DirEntry]:
+        """Every passage vectors file (<id>.vec in a month folder of passages/)."""
+        return _shard_files(self.passages_dir, C.VECTOR_SUFFIX)
 
     def embeddings_stamp(self) -> int | None:
         """Changes when a vector file is added, removed or replaced (the folder's and its month folders'
@@ -258,6 +274,51 @@ def read_vector_file(path: Path) -> dict | None:
     return parse_vector(path, data)
 
 
+# <id>.vec under passages/: the vectors of the entry's kept transcript's passages (the chunks the
+# search cache indexes, memtool/chunking.py), so a clone reads them instead of embedding them again:
+#   memtool-passages 1 {"dim": 384, "id": "ctx-...", "keys": ["<sha1 of a passage's text>", ...], "model": "..."}\n
+# then len(keys) * dim float16 values, a passage's vector after another in the order of `keys`.
+PASSAGES_MAGIC = b"memtool-passages 1 "
+
+
+def passages_bytes(entry_id: str, model: str, keys: list[str], vectors: np.ndarray) -> bytes:
+    import numpy as np
+
+    vecs = np.asarray(vectors, dtype="<f2")
+    head = json.dumps({"dim": int(vecs.shape[1]), "id": entry_id, "keys": keys, "model": model}, ensure_ascii=False, sort_keys=True)
+    return PASSAGES_MAGIC + head.encode("utf-8") + b"\n" + vecs.tobytes()
+
+
+def parse_passages(path: Path, data: bytes) -> dict:
+    """{"id", "model", "dim", "keys", "vectors" (float32, one row a key)} of a passages file's bytes;
+    StoreCorrupt naming what is wrong."""
+    end = data.find(b"\n")
+    if not data.startswith(PASSAGES_MAGIC) or end < 0:
+        raise StoreCorrupt(f"{path}: not a memtool passages file (it starts {data[:20]!r})")
+    try:
+        head = json.loads(data[len(PASSAGES_MAGIC) : end].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise StoreCorrupt(f"{path}: unreadable header") from None
+    body = data[end + 1 :]
+    ok = isinstance(head, dict) and isinstance(head.get("dim"), int) and head["dim"] > 0 and isinstance(head.get("keys"), list)
+    if not ok or not all(isinstance(k, str) for k in head["keys"]) or len(head["keys"]) * head["dim"] * 2 != len(body):
+        raise StoreCorrupt(f"{path}: header and vectors disagree ({len(body)} bytes)")
+    import numpy as np
+
+    return {**head, "vectors": np.frombuffer(body, dtype="<f2").astype(np.float32).reshape(len(head["keys"]), head["dim"])}
+
+
+def read_passages(path: Path) -> dict | None:
+    """parse_passages of the file at `path` (opened by confine); None if it is not there."""
+    try:
+        data = confine.read_bytes(path)
+    except FileNotFoundError:
+        return None
+    except UnsafePath as exc:
+        raise StoreCorrupt(str(exc)) from None
+    return parse_passages(path, data)
+
+
 def _readable_vector(path: Path) -> dict:
     """read_vector_file, or {} when the file is not there or cannot be read."""
     try:
@@ -402,6 +463,11 @@ class Store:
             raise DimensionMismatch(f"{self.layout.embedding_file(entry.id)}: {vec.shape[0]} dims, expected {dim}. Run `memory reembed`.")
         return vec
 
+    def write_passages(self, items: list[tuple[str, list[str], np.ndarray]], model: str) -> list[Path]:
+        """Passage vectors files for (entry id, passage keys, their vectors), fsyncs in parallel; a
+        file that already holds these bytes is left alone. Returns the paths written."""
+        return atomic_write_many([(self.layout.passages_file(i), passages_bytes(i, model, keys, vecs)) for i, keys, vecs in items])
+
     # -- transcripts and logs ----------------------------------------------------------------------
     def write_transcripts(self, items: list[tuple[str, str]]) -> list[Path]:
         """Kept transcripts for a batch of entries, written together (fsyncs in parallel)."""
@@ -459,6 +525,9 @@ class LiveAndArchive(Layout):
 
     def transcript_file(self, entry_id: str) -> Path:
         return self._home(entry_id, Layout.transcript_file)
+
+    def passages_file(self, entry_id: str) -> Path:
+        return self._home(entry_id, Layout.passages_file)
 
     def _home(self, entry_id: str, file_of) -> Path:
         live = file_of(Layout(self.root), entry_id)

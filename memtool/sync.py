@@ -49,6 +49,7 @@ class SyncReport:
     markdown: Delta = field(default_factory=Delta)  # Markdown paths relative to the root
     embedded: int = 0  # entry vectors computed
     filled: int = 0  # search cache documents given a vector by the fill (memtool/search/fill.py)
+    passage_files: int = 0  # passages files written (for a clone to read instead of embedding)
     dropped: int = 0  # embedding files of vanished entries removed
     buried: list[str] = field(default_factory=list)  # forgotten (tombstoned) ids a merge brought back, removed again
     index_rebuilt: str = ""  # why index.json was rewritten ('' if it was not)
@@ -64,7 +65,8 @@ class SyncReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.entries or self.markdown or self.embedded or self.filled or self.dropped or self.buried or self.index_rebuilt or self.search_rebuilt)
+        done = (self.entries, self.markdown, self.embedded, self.filled, self.passage_files, self.dropped, self.buried, self.index_rebuilt)
+        return any(done) or self.search_rebuilt
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -78,6 +80,7 @@ class SyncReport:
         parts = [f"entries {self.entries.text()}", f"markdown {self.markdown.text()}", f"embedded {self.embedded}"]
         optional = [
             (self.filled, f"search vectors filled {self.filled}"),
+            (self.passage_files, f"passages files written {self.passage_files}"),
             (self.dropped, f"dropped {self.dropped}"),
             (self.buried, f"removed {len(self.buried)} forgotten entr{'y' if len(self.buried) == 1 else 'ies'} a merge brought back"),
             (self.index_rebuilt, f"index.json rebuilt ({self.index_rebuilt})"),
@@ -199,8 +202,9 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
     if scan.reread or new != man:  # nothing new: leave the manifest (and the disk) alone
         new.save(layout)
     if fill:
-        filled = fill_vectors(layout, embedder, (lambda done, total: progress("embedding documents", done, total)) if progress else None, from_end=True)
-        report.filled = filled.filled
+        step = (lambda done, total: progress("embedding documents", done, total)) if progress else None
+        filled = fill_vectors(layout, embedder, step, from_end=True, every_file=True)
+        report.filled, report.passage_files = filled.filled, filled.passage_files
         report.errors.extend(filled.errors)
     report.seconds = time.perf_counter() - t0
     return report

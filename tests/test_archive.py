@@ -210,7 +210,7 @@ def test_a_crash_at_any_step_loses_nothing_and_the_next_run_resolves_it(root, fa
         if crash_at_was >= n_ops:
             break
         crash_at = crash_at_was + 1
-    assert n_ops == 12  # log copy + removal; 2 x (transcript + embedding) copies; archive + live day file; 4 removals
+    assert n_ops == 16  # log copy + removal; 2 x (transcript + embedding + passages) copies; archive + live day file; 6 removals
 
 
 def test_entry_both_live_and_archived_keeps_the_live_copy(mem, root):

@@ -85,7 +85,7 @@ def test_the_same_transcript_is_found_from_the_search_caches_records_or_the_fold
         m.setattr(Layout, "transcript_files", lambda self: pytest.fail("listed the transcripts folder"))
         for text, entry in [(SESSION, first), (OTHER, later)]:
             again(text, entry)
-        m.setattr(Memory, "_index_written", lambda self, fresh, warnings: None)  # stored, the cache left as it was
+        m.setattr(Memory, "_index_written", lambda self, fresh, warnings, written: None)  # stored, the cache left as it was
         third = mem.compress(LATER, when=WHEN + timedelta(hours=2), session="d")
     again(LATER, third)
     assert len(list(mem.store.iter_entries())) == 3

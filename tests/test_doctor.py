@@ -69,7 +69,7 @@ def test_a_fresh_and_a_used_store_are_healthy(mem, doctor, root):
     mem.log("deployed the fix", agent="claude")
     report = doctor.diagnose()
     assert report.healthy and report.problems == []
-    assert report.counts == {"entries": 2, "day_files": 2, "embeddings": 2, "transcripts": 2}
+    assert report.counts == {"entries": 2, "day_files": 2, "embeddings": 2, "transcripts": 2, "passages_files": 2}
     assert doctor.repair().fixed == []  # nothing to do, nothing touched
     assert transcript_path(root, a.id).is_file()
 
@@ -298,7 +298,8 @@ def test_a_good_archive_is_checked_and_left_byte_for_byte(archived, doctor, root
     report = doctor.diagnose()
     assert report.healthy and report.problems == []
     # day_files 2: a live day whose entries all moved keeps its (empty) file, so a teammate's change to it merges
-    assert report.counts == {"entries": 1, "day_files": 2, "embeddings": 1, "transcripts": 1, "archived_entries": 2, "archived_day_files": 1}
+    counts = {"entries": 1, "day_files": 2, "embeddings": 1, "transcripts": 1, "passages_files": 1, "archived_entries": 2, "archived_day_files": 1}
+    assert report.counts == counts
     orphan = transcript_path(root, "ctx-20270101-deadbeef")
     orphan.parent.mkdir()
     orphan.write_text("a transcript whose entry never made it\n")  # something live for --fix to do
@@ -321,7 +322,7 @@ def test_a_broken_archive_day_file_is_reported_with_its_path_and_quarantined(arc
     [bad] = report.of("unparsable")
     assert (bad.path, bad.fix) == ("memory/archive/2026/index/2026-02-07.json", "quarantine, keep what parses")
     assert bad.line and "invalid JSON" in bad.message
-    assert kinds(report) == ["orphan"] * 4 + ["unparsable"]  # its entries unread, their archived files look orphaned
+    assert kinds(report) == ["orphan"] * 6 + ["unparsable"]  # its entries unread, their archived files look orphaned
     res = CliRunner().invoke(app, ["doctor"])
     assert res.exit_code == StoreCorrupt.exit_code and "memory/archive/2026/index/2026-02-07.json:" in res.output
 

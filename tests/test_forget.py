@@ -72,13 +72,14 @@ def test_forget_removes_the_entry_and_every_copy(mem, root, three):
     report = forget(mem.layout, [three[1]], mem.settings.compressor)
     assert [e["id"] for e in report.entries] == [three[1]] and not report.entries[0]["archived"]
     month = f"{three[1][4:8]}-{three[1][8:10]}"
-    assert sorted(report.removed) == [f"memory/index/embeddings/{month}/{three[1]}.vec", f"memory/transcripts/{month}/{three[1]}.md"]
+    removed = [f"memory/index/embeddings/{month}/{three[1]}.vec", f"memory/index/passages/{month}/{three[1]}.vec", f"memory/transcripts/{month}/{three[1]}.md"]
+    assert sorted(report.removed) == removed
     assert {"memory/index/2026-03-01.json", "memory/index/index.json"} <= set(report.rewritten)
     assert "memory/.cache/memtool.sqlite" in report.caches
     assert holding(root, SECRET) == [] and holding(root, "Bob") == []  # entry, transcript, index.json, pages, caches
     after = files(root)
     for keep in (three[0], three[2]):  # the others' files are untouched, byte for byte
-        for name in (f"memory/transcripts/{keep[4:8]}-{keep[8:10]}/{keep}.md", f"memory/index/embeddings/{keep[4:8]}-{keep[8:10]}/{keep}.vec"):
+        for name in (mem.layout.rel(p) for p in mem.layout.entry_files(keep)):
             assert after[name] == before[name]
     assert [e.id for e in read_day(mem.layout.day_file("2026-03-01"))] == [three[0], three[2]]
     assert [e["id"] for e in json.loads((root / "memory/index/index.json").read_text())["entries"]] == [three[0], three[2]]

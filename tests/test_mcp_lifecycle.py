@@ -63,7 +63,7 @@ def test_forget_needs_confirm_and_then_removes_every_copy(tmp_path, home):
         assert preview["forgotten"] is False and "confirm=true" in preview["note"]
         assert [e["id"] for e in preview["entries"]] == [ids["web"]]
         assert preview["entries"][0]["trusted"] is False and preview["entries"][0]["summary"].startswith("> ")  # untrusted text is quoted
-        web_files = [Layout(root).embedding_file(ids["web"]), Layout(root).transcript_file(ids["web"])]
+        web_files = Layout(root).entry_files(ids["web"])
         assert sorted(preview["removed"]) == sorted(p.relative_to(root).as_posix() for p in web_files)
         plan = forget(Layout(root), [ids["web"]], "local", dry_run=True)  # what `memory forget --dry-run` reports
         assert (preview["removed"], preview["rewritten"], preview["caches"]) == (plan.removed, plan.rewritten, plan.caches)

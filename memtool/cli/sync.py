@@ -87,13 +87,15 @@ def _fill(ctx: typer.Context, background: bool, batch: int | None, as_json: bool
         return
     with _progress(not as_json) as progress:
         step = (lambda done, total: progress("embedding documents", done, total)) if progress else None
-        report = fill_vectors(mem.layout, mem.embedder, step, batch or C.FILL_BATCH, from_end=True, words_batch=batch or C.WORDS_FILL_BATCH)
+        size, words = batch or C.FILL_BATCH, batch or C.WORDS_FILL_BATCH
+        report = fill_vectors(mem.layout, mem.embedder, step, size, from_end=True, words_batch=words, every_file=True)
     report.errors[:0] = problems
     if as_json:
         print_json(vars(report))
         return
     indexed = f"{report.indexed} kept transcripts indexed, " if report.indexed else ""
-    echo(f"{indexed}{report.filled} documents embedded, {report.left} without a vector")
+    files = f", {report.passage_files} passages files written" if report.passage_files else ""
+    echo(f"{indexed}{report.filled} documents embedded, {report.left} without a vector{files}")
     warn(*report.errors)
 
 

@@ -191,6 +191,7 @@ class Checker:
             "day_files": len(lay.day_files()),
             "embeddings": sum(1 for _ in lay.embedding_files()),
             "transcripts": sum(1 for _ in lay.transcript_files()),
+            "passages_files": sum(1 for _ in lay.passages_files()),
         }
         archives = archive_layouts(lay)
         if archives:
@@ -290,11 +291,16 @@ class Checker:
             rep.add("index", where, f"out of date: {counts}. {DERIVED_INDEX}", severity=WARNING, fix=REBUILD_INDEX)
 
     def _check_files(self, rep: Report, lay: Layout, entries: dict[str, Entry], elsewhere: set[str]) -> None:
-        """The embedding files and transcripts of one folder (live, or an archive year) against the entries
+        """The embedding, transcript and passages files of one folder (live, or an archive year) against the entries
         of its day files. `elsewhere`: ids of entries archived in another year's folder (not orphans: that
         day file is reported as misplaced)."""
         store, seen = Store(lay), set()  # seen: entries with an embedding file here, current or reported
-        for what, files, place in (("embedding", lay.embedding_files, lay.embedding_file), ("transcript", lay.transcript_files, lay.transcript_file)):
+        kinds = (
+            ("embedding", lay.embedding_files, lay.embedding_file),
+            ("transcript", lay.transcript_files, lay.transcript_file),
+            ("passage vectors", lay.passages_files, lay.passages_file),
+        )
+        for what, files, place in kinds:
             for f in sorted(Path(de.path) for de in files()):
                 if f.stem in elsewhere:
                     continue

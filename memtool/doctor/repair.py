@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Sequence
 
+from memtool import constants as C
 from memtool.confine import is_regular
 from memtool.dayfile import day_document, load_json
 from memtool.doctor.checks import Checker, Report, content_duplicates, readable_text
@@ -201,7 +202,8 @@ class Doctor(Checker):
             if not (p.fix.startswith("quarantine") and path.is_file()):
                 continue
             home = homes.get(path.stem) if p.kind == "orphan" else None
-            target = None if home is None else (home.transcript_file if path.suffix == ".md" else home.embedding_file)(path.stem)
+            file_of = Layout.transcript_file if path.suffix == ".md" else Layout.passages_file if C.PASSAGES_DIR in path.parts[-3:] else Layout.embedding_file
+            target = None if home is None else file_of(home, path.stem)
             if target is not None and not target.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(path, target)  # one rename: the file is in one place or the other

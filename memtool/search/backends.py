@@ -1,15 +1,17 @@
 """The seam between memtool and its search cache: the one place that picks the local SQLite cache
 (memtool/cache.py, memtool/search/build.py, the default) or the PostgreSQL cache a team shares
 (memtool/search/pg.py, setting `cache: postgresql://…`). Both give the search engine an object shaped
-as read.CacheView, and take the same three calls: open for a search, bring up to date with the
-files, purge forgotten entries."""
+as read.CacheView, and take the same calls: open for a search, bring up to date with the files,
+purge forgotten entries, write the passages files a clone reads instead of embedding."""
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Iterable, Protocol, Sequence
 
-from memtool.search import build
+from memtool.cache import cache_path, connect
+from memtool.search import build, fill
 from memtool.store import Layout
 
 
@@ -20,6 +22,8 @@ class DerivedCache(Protocol):
 
     def purge_entries(self, layout: Layout, entry_ids: list[str], passage_keys: Sequence[str] = ()) -> int: ...
 
+    def write_passage_files(self, layout: Layout, model: str, entry_ids: Iterable[str]) -> int: ...
+
 
 class SqliteCache:
     """The cache under memory/.cache, built by each clone (memtool/search/build.py)."""
@@ -27,6 +31,14 @@ class SqliteCache:
     open_view = staticmethod(build.open_view)
     refresh_cache = staticmethod(build.refresh_cache)
     purge_entries = staticmethod(build.purge_entries)
+
+    @staticmethod
+    def write_passage_files(layout: Layout, model: str, entry_ids: Iterable[str]) -> int:
+        path = cache_path(layout)
+        if not path.is_file():
+            return 0
+        with closing(connect(path)) as conn:
+            return fill.write_passage_files(layout, conn, model, entry_ids)
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,9 @@ class PostgresCache:
         from memtool.search import pg
 
         return pg.purge(self.url, layout, entry_ids, passage_keys)
+
+    def write_passage_files(self, layout, model, entry_ids) -> int:
+        return 0  # the team's clones search the shared cache: none embeds the passages again
 
 
 def derived_cache(setting: str, layout: Layout) -> DerivedCache:

@@ -26,7 +26,7 @@ from memtool.search.cues import doc_cues
 from memtool.search.docs import Declared, Doc, collect_docs, source_key, superseded_by
 from memtool.search.read import DEFERRED, DOC_DTYPE, IMPORTANCE_CODE, KIND_CODE, CacheView, held_vectors, vector_gap
 from memtool.search.typos import surface_words
-from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions
+from memtool.session_vectors import chunk_key, entry_vectors, kept_sessions, stored_passages
 from memtool.store import Layout, LiveAndArchive, Store, archive_layouts
 from memtool.text import stem_words, terms, words
 
@@ -440,12 +440,14 @@ def _embed(
 def embed_missing(
     layout: Layout, embedder, missing: dict[str, Doc], keys: list[str], by_id: dict[str, Entry], held: dict, added: dict, errors: list[str], progress
 ) -> None:
-    """Into `added`, a vector for each `missing` document: its entry's embedding file, else embedded now
+    """Into `added`, a vector for each `missing` document: its entry's embedding or passages file, else embedded now
     (entries first: their vectors average their kept transcripts' passages, which the chunks then
     reuse, one embedder call each). If the embedder fails, the rest stay without a vector, said in
     `errors`: words still find them, and a later fill embeds them. SQLite's and PostgreSQL's change sets share it."""
     model = embedder.model
     store = Store(layout)
+    stored = stored_passages(layout, {d.entry for d in missing.values() if d.kind == "transcript"}, model, embedder.dim)
+    added.update((k, stored[k]) for k in missing if k in stored)
     for k, d in missing.items():
         if d.kind == "entry" and (vec := store.vector_for(by_id[d.ref], model, embedder.dim)) is not None:
             added[k] = np.asarray(vec, dtype=np.float32)

@@ -20,7 +20,8 @@ import time
 import uuid
 from contextlib import closing, suppress
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from itertools import groupby
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -31,8 +32,8 @@ from memtool.errors import DimensionMismatch, ProviderError, StorageError, Store
 from memtool.fsutil import locked
 from memtool.models import Entry
 from memtool.search.build import entry_vector_key, reread_deferred
-from memtool.search.read import CacheView, held_vectors, vector_gap
-from memtool.session_vectors import entry_vectors, kept_sessions
+from memtool.search.read import DEFERRED, CacheView, held_vectors, vector_gap
+from memtool.session_vectors import entry_vectors, kept_sessions, stored_passages
 from memtool.store import Layout, LiveAndArchive, Store
 
 Progress = Callable[[int, int], None]  # (documents filled so far, documents that had no vector)
@@ -44,6 +45,7 @@ class FillReport:
     left: int = 0  # documents still without one
     errors: list[str] = field(default_factory=list)
     indexed: int = 0  # entries whose kept transcripts' passages the words fill indexed
+    passage_files: int = 0  # passages files written (memtool/store.py), for a clone to read
 
 
 def fill_words(layout: Layout, embedder, batch: int = C.WORDS_FILL_BATCH, pause: float = 0.0) -> FillReport:
@@ -72,13 +74,15 @@ def fill_vectors(
     from_end: bool = False,
     words_batch: int = C.WORDS_FILL_BATCH,
     pause: float = 0.0,
+    every_file: bool = False,
 ) -> FillReport:
     """Give the store's documents that have no vector one: first the entries whose versioned
     embedding file holds a current vector of this model (read, not embedded), then the rest embedded
     `batch` at a time; each batch committed on its own. `from_end`: newest documents first (a
     foreground fill running beside a background one, which starts from the oldest: the two meet
     instead of doing the same work). Stops at the first embedder failure (said in `errors`: what is
-    left waits for the next fill)."""
+    left waits for the next fill). Then the passages files of the entries whose passages it embedded
+    (`every_file`: of every live entry with a kept transcript) are written, for a clone to read."""
     report = fill_words(layout, embedder, words_batch, pause)  # the words first: they answer more than vectors do
     path = cache_path(layout)
     if not path.is_file() or embedder.reason is not None:  # no store yet, or an embedder this machine cannot run
@@ -87,32 +91,73 @@ def fill_vectors(
         if read_meta(conn).get("model") != embedder.model:
             return report  # built for another model: the next refresh rebuilds it
         total = report.left = vector_gap(conn)[0]
-        for entries_only, size in ((True, C.FILL_FILES_BATCH), (False, batch)):
-            for rows in _missing(conn, size, from_end, entries_only):
+        embedded: set[str] = set()  # entries some of whose passages were embedded here
+        for files_only, size in ((True, C.FILL_FILES_BATCH), (False, batch)):
+            for rows in _missing(conn, size, from_end, files_only):
                 try:
-                    vectors = _vectors(conn, layout, embedder, rows, embed=not entries_only)
+                    vectors = _vectors(conn, layout, embedder, rows, embed=not files_only)
                 except ProviderError as exc:
                     report.errors.append(f"{report.left} documents have no vector yet ({exc}); search finds them by their words")
                     report.left = _settle(conn)
+                    _write_files(layout, conn, embedder.model, None if every_file else embedded, report)
                     return report
                 done = _commit(conn, embedder.model, vectors)
                 if done is None:
                     return report  # the store was rebuilt for another model meanwhile
+                embedded.update(r[6] for r in rows if r[1] == "transcript" and not files_only)
                 report.filled += done
                 report.left = max(report.left - done, 0)
                 if progress:
                     progress(report.filled, total)
         report.left = _settle(conn)
+        _write_files(layout, conn, embedder.model, None if every_file else embedded, report)
     return report
 
 
-def _missing(conn: sqlite3.Connection, size: int, from_end: bool, entries_only: bool) -> Iterator[list[tuple]]:
-    """Batches of (id, kind, ref, source, text, vkey) of documents without a vector, in id order (or
+def _write_files(layout: Layout, conn: sqlite3.Connection, model: str, entry_ids: set[str] | None, report: FillReport) -> None:
+    try:
+        report.passage_files = write_passage_files(layout, conn, model, entry_ids)
+    except StorageError as exc:  # the store's lock held long, a full disk: the next fill writes them
+        report.errors.append(f"passages files not written ({exc}); the next fill writes them")
+
+
+def write_passage_files(layout: Layout, conn: sqlite3.Connection, model: str, entry_ids: Iterable[str] | None = None) -> int:
+    """Write the passages file of each of these live entries (None: of every live entry with a kept
+    transcript) whose passages all have a vector of `model` in the cache, PASSAGES_WRITE_BATCH
+    entries per batch, under the store's lock (a forget meanwhile leaves no file behind). Returns
+    the files written (one already holding the same bytes is left alone)."""
+    if entry_ids is None:
+        ids = [i for (i,) in conn.execute("SELECT id FROM entries WHERE archived = 0 AND transcript NOT IN ('-', ?) ORDER BY id", (DEFERRED,))]
+    else:
+        ids = sorted(entry_ids)
+    store, written = Store(layout), 0
+    for start in range(0, len(ids), C.PASSAGES_WRITE_BATCH):
+        part = json.dumps(ids[start : start + C.PASSAGES_WRITE_BATCH])
+        with store.lock():
+            rows = conn.execute(
+                "SELECT d.entry, d.vkey, v.vec FROM docs d JOIN entries e ON e.id = d.entry AND e.archived = 0 "
+                "LEFT JOIN vectors v ON v.model = ? AND v.key = d.vkey "
+                "WHERE d.kind = 'transcript' AND d.entry IN (SELECT value FROM json_each(?)) ORDER BY d.entry, d.id",
+                (model, part),
+            ).fetchall()
+            items = []
+            for entry_id, group in groupby(rows, key=lambda r: r[0]):
+                passages = list(group)
+                if all(vec is not None for _, _, vec in passages):
+                    vectors = np.frombuffer(b"".join(vec for _, _, vec in passages), dtype="<f2").reshape(len(passages), -1)
+                    items.append((entry_id, [key for _, key, _ in passages], vectors))
+            written += len(store.write_passages(items, model))
+    return written
+
+
+def _missing(conn: sqlite3.Connection, size: int, from_end: bool, files_only: bool) -> Iterator[list[tuple]]:
+    """Batches of (id, kind, ref, source, text, vkey, entry) of documents without a vector, in id order (or
     from the newest), read again after each batch: a change set meanwhile is seen."""
     order, cmp = ("DESC", "<") if from_end else ("ASC", ">")
-    kind = "AND kind = 'entry'" if entries_only else ""
+    kind = "AND kind IN ('entry', 'transcript')" if files_only else ""
     cursor = 2**63 - 1 if from_end else -1  # past every id
-    query = f"SELECT id, kind, ref, source, text, vkey FROM docs WHERE id NOT IN (SELECT id FROM docvecs) {kind} AND id {cmp} ? ORDER BY id {order} LIMIT ?"
+    columns = "id, kind, ref, source, text, vkey, entry"
+    query = f"SELECT {columns} FROM docs WHERE id NOT IN (SELECT id FROM docvecs) {kind} AND id {cmp} ? ORDER BY id {order} LIMIT ?"
     while rows := conn.execute(query, (cursor, size)).fetchall():
         cursor = rows[-1][0]
         yield rows
@@ -132,12 +177,23 @@ def _entries(layout: Layout, rows: list[tuple]) -> Iterator[tuple[Layout, list[E
             yield (LiveAndArchive(layout.root) if archived else layout), entries
 
 
+def _passage_homes(layout: Layout, rows: list[tuple]) -> Iterator[tuple[Layout, list[str]]]:
+    """The entries of these passage documents, with the layout their files are under."""
+    archived = {r[6] for r in rows if r[3].startswith(f"{C.MEMORY_DIR}/{C.ARCHIVE_DIR}/")}
+    live = list(dict.fromkeys(r[6] for r in rows if r[6] not in archived))
+    yield from ((lay, ids) for lay, ids in ((layout, live), (LiveAndArchive(layout.root), sorted(archived))) if ids)
+
+
 def _vectors(conn: sqlite3.Connection, layout: Layout, embedder, rows: list[tuple], embed: bool) -> dict[str, np.ndarray]:
     """Vectors (by key) for these documents: the store's own, entries' from their versioned embedding
-    files (made here or on another machine) where the file is of this model and this content; with
+    files (made here or on another machine) where the file is of this model and this content,
+    passages' from their entry's passages file where it is of this model; with
     `embed`, the rest embedded: entries as a compress makes them (the mean of their kept transcript's
     passages, or their fields), passages and Markdown chunks from their text."""
     out = held_vectors(conn, embedder.model, [r[5] for r in rows])  # another fill, or a change set, got there first
+    for lay, ids in _passage_homes(layout, [r for r in rows if r[1] == "transcript" and r[5] not in out]):
+        stored = stored_passages(lay, ids, embedder.model, embedder.dim)
+        out.update((r[5], stored[r[5]]) for r in rows if r[5] in stored)
     for lay, entries in _entries(layout, [r for r in rows if r[5] not in out]):
         store = Store(lay)
         for e in entries:
@@ -279,4 +335,4 @@ def fill_note(layout: Layout, missing: int, total: int, started: bool, unindexed
     return f"{words}; {share if missing else 'every indexed document has a vector'}; {how}"
 
 
-__all__ = ["FillReport", "fill_vectors", "fill_words", "fill_later", "fill_note", "filling", "index_gap", "run_background", "start_fill"]
+__all__ = ["FillReport", "fill_vectors", "write_passage_files", "fill_words", "fill_later", "fill_note", "filling", "index_gap", "run_background", "start_fill"]

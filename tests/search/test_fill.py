@@ -107,24 +107,69 @@ def test_a_fresh_clone_answers_from_words_at_once_and_the_fill_gives_the_same_ra
     assert len(entries) == 12
 
 
-def test_entry_embedding_files_are_reused_not_embedded_again(root):
+def passages_files(root) -> dict[str, bytes]:
+    return {de.name: open(de.path, "rb").read() for de in Layout(root).passages_files()}
+
+
+def drop_passages_files(root) -> None:
+    """What a store made before passages files were versioned holds: its clone embeds every passage."""
+    shutil.rmtree(Layout(root).passages_dir)
+
+
+@pytest.mark.parametrize("versioned", [True, False], ids=["passages-files", "no-passages-files"])
+def test_a_clone_reads_vectors_from_the_versioned_files_and_embeds_only_what_they_lack(root, versioned):
     entries = build(root, RecordingEmbedder(), 10)
+    written = passages_files(root)
+    assert len(written) == len(entries)  # a short session's passages all have a vector at compress: its file is written then
+    if not versioned:
+        drop_passages_files(root)
     discard(open_memory(root).layout)
     clone = RecordingEmbedder()
     mem = open_memory(root, embedder=clone)
     mem.view()
-    fill_vectors(mem.layout, clone, batch=8)
+    report = fill_vectors(mem.layout, clone, batch=8)
     passages = {c.text for e in entries for c in chunk_lines(mem.layout.transcript_file(e.id).read_text())}
-    assert sorted(clone.texts) == sorted(passages)  # each passage embedded once; no entry embedded (their files were read)
-    rows = store_rows(root, "SELECT d.ref, v.vec FROM docs d JOIN docvecs v ON v.id = d.id WHERE d.kind = 'entry'")
-    assert len(rows) == len(entries)
-    for ref, blob in rows:
-        stored = mem.store.vector_for(mem.store.get(ref), clone.model, clone.dim)
-        assert np.allclose(np.frombuffer(blob, dtype="<f2").astype(np.float32), stored, atol=1e-3)
+    # each passage embedded once without the files, none with them; no entry embedded (their files were read)
+    assert sorted(clone.texts) == ([] if versioned else sorted(passages))
+    assert (report.left, report.passage_files) == (0, 0 if versioned else len(entries))
+    assert passages_files(root) == written  # written again, byte for byte, by the clone that had to embed
+    rows = store_rows(root, "SELECT d.kind, d.ref, v.vec FROM docs d JOIN docvecs v ON v.id = d.id")
+    assert len(rows) == int(meta(root)["vectors_total"])
+    built = RecordingEmbedder()
+    for kind, ref, blob in rows:
+        vec = np.frombuffer(blob, dtype="<f2").astype(np.float32)
+        if kind == "entry":
+            expected = mem.store.vector_for(mem.store.get(ref), clone.model, clone.dim)
+        else:
+            entry_id, line = ref.split("#L")
+            text = next(c.text for c in chunk_lines(mem.layout.transcript_file(entry_id).read_text()) if c.line == int(line))
+            expected = built.embed_documents([text])[0]
+        assert np.allclose(vec, expected, atol=1e-3)
+
+
+def test_a_passages_file_of_another_model_or_damaged_is_not_read(root):
+    entries = build(root, RecordingEmbedder(), 4)
+    lay = Layout(root)
+    first, second, third, _ = (lay.passages_file(e.id) for e in entries)
+    other = open_memory(root, embedder=RecordingEmbedder(model="other-hash-64"))
+    other.store.write_passages([(entries[0].id, ["k"], np.ones((1, 64), np.float32))], "other-hash-64")
+    second.write_bytes(second.read_bytes()[:-5])  # cut short
+    third.write_bytes(b"memtool-passages 1 {not json\n")
+    discard(lay)
+    clone = RecordingEmbedder()
+    mem = open_memory(root, embedder=clone)
+    mem.view()
+    report = fill_vectors(mem.layout, clone, every_file=True)
+    embedded = {c.text for e in entries[:3] for c in chunk_lines(lay.transcript_file(e.id).read_text())}
+    assert set(clone.texts) == embedded and report.left == 0  # the fourth entry's passages were read from its file
+    assert report.passage_files == 3  # the three written anew, of this model
+    assert {p.name for p in (first, second, third)} <= set(passages_files(root))
+    assert b'"model": "fake-hash-64"' in first.read_bytes()
 
 
 def test_a_fill_picks_up_after_an_embedder_failure(root):
     build(root, RecordingEmbedder(), 10)
+    drop_passages_files(root)
     discard(open_memory(root).layout)
     failing = RecordingEmbedder(fail_after=2)
     mem = open_memory(root, embedder=failing)
@@ -142,8 +187,10 @@ def test_a_fill_picks_up_after_an_embedder_failure(root):
 @pytest.fixture
 def wordllama_clone(root, model_cache, env):
     """A store of 160 sessions with kept transcripts, its vectors WordLlama's, cloned without
-    memory/.cache; and the environment for `memory` subprocesses on it."""
+    memory/.cache and without its passages files (its passages are embedded again); and the
+    environment for `memory` subprocesses on it."""
     build(root, "wordllama", 160, lines=40)
+    drop_passages_files(root)
     discard(open_memory(root, embedder="wordllama").layout)
     return root, env
 
@@ -186,7 +233,8 @@ def test_an_interrupted_fill_keeps_its_committed_batches(wordllama_clone):
     assert search.returncode == 0 and "semantic ranking is partial" in search.stderr
     again = subprocess.run([sys.executable, "-m", "memtool", "reindex", "--vectors"], cwd=root, env=env, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.strip() == f"{total - committed} documents embedded, 0 without a vector"  # it went on from there
+    # it went on from there, and wrote every passages file (the killed fill wrote none)
+    assert again.stdout.strip() == f"{total - committed} documents embedded, 0 without a vector, 160 passages files written"
 
 
 def test_one_background_fill_at_a_time_and_a_search_never_waits_for_it(wordllama_clone):
