@@ -121,3 +121,18 @@ def test_the_merge_driver_takes_one_side_and_git_setup_replaces_the_rules_before
     setup_git(root)
     text = (root / C.GITATTRIBUTES_FILE).read_text()
     assert text == "*.png binary\n" + GITATTRIBUTES  # one block of memtool's rules, the user's own line kept
+
+
+def test_doctor_quarantines_a_damaged_file_and_a_reindex_writes_it_anew(mem):
+    from memtool.sync import sync
+
+    e = mem.compress(talk(4, "billing"), when=NOW, session="s1")
+    path = mem.layout.passages_file(e.id)
+    good = path.read_bytes()
+    path.write_bytes(good[:-7])  # cut short
+    doctor = Doctor(mem.layout, mem.settings, mem.embedder)
+    [bad] = doctor.diagnose().problems
+    assert (bad.kind, bad.path, bad.fix) == ("unparsable", mem.layout.rel(path), "quarantine") and "header and vectors disagree" in bad.message
+    doctor.repair()
+    assert not path.exists() and doctor.diagnose().healthy
+    assert sync(mem).passage_files == 1 and path.read_bytes() == good

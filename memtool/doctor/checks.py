@@ -22,7 +22,7 @@ from memtool.config import Settings
 from memtool.dayfile import CONFLICT_RE, load_json, read_day, sort_entries
 from memtool.errors import StorageError, StoreCorrupt, UnsafePath
 from memtool.models import Entry
-from memtool.store import ArchiveLayout, Layout, Store, archive_layouts
+from memtool.store import ArchiveLayout, Layout, Store, archive_layouts, read_passages
 
 if TYPE_CHECKING:
     from memtool.providers import Embedder
@@ -312,10 +312,20 @@ class Checker:
                     rep.add("orphan", self.rel(f), f"{what} in another month's folder", fix="quarantine")
                 elif what == "embedding":
                     self._check_vector(rep, store, f)
+                elif what == "passage vectors":
+                    self._check_passages(rep, f)
         for e in entries.values():
             if e.id not in seen:
                 what = f"entry {e.id} has no current embedding (search embeds it on the fly)"
                 rep.add("pending", self.rel(lay.embedding_file(e.id)), what, severity=WARNING, fix="embed" if self.embedder else "")
+
+    def _check_passages(self, rep: Report, f: Path) -> None:
+        """One passages file at its place: readable and well-formed (derived: quarantined, the next
+        `memory reindex` embeds its passages and writes it anew)."""
+        try:
+            read_passages(f)
+        except StoreCorrupt as exc:
+            rep.add("unparsable", self.rel(f), f"{exc}; `memory reindex` writes it anew", fix="quarantine")
 
     def _check_vector(self, rep: Report, store: Store, f: Path) -> None:
         """One embedding file at its place: readable, well-formed, of the configured embedder."""
