@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from memtool import confine
 from memtool import constants as C
@@ -263,15 +263,20 @@ def parse_vector(path: Path, data: bytes) -> dict:
     return {**head, "embedding": np.frombuffer(body, dtype="<f2").astype(np.float32)}
 
 
-def read_vector_file(path: Path) -> dict | None:
-    """parse_vector of the file at `path` (opened by confine: no link, no FIFO); None if it is not there."""
+def _read_parsed(path: Path, parse: Callable[[Path, bytes], dict]) -> dict | None:
+    """`parse` of the file at `path` (opened by confine: no link, no FIFO); None if it is not there."""
     try:
         data = confine.read_bytes(path)
     except FileNotFoundError:
         return None
     except UnsafePath as exc:
         raise StoreCorrupt(str(exc)) from None
-    return parse_vector(path, data)
+    return parse(path, data)
+
+
+def read_vector_file(path: Path) -> dict | None:
+    """parse_vector of the file at `path`; None if it is not there."""
+    return _read_parsed(path, parse_vector)
 
 
 # <id>.vec under passages/: the vectors of the entry's kept transcript's passages (the chunks the
@@ -309,14 +314,8 @@ def parse_passages(path: Path, data: bytes) -> dict:
 
 
 def read_passages(path: Path) -> dict | None:
-    """parse_passages of the file at `path` (opened by confine); None if it is not there."""
-    try:
-        data = confine.read_bytes(path)
-    except FileNotFoundError:
-        return None
-    except UnsafePath as exc:
-        raise StoreCorrupt(str(exc)) from None
-    return parse_passages(path, data)
+    """parse_passages of the file at `path`; None if it is not there."""
+    return _read_parsed(path, parse_passages)
 
 
 def _readable_vector(path: Path) -> dict:
