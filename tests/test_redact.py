@@ -842,7 +842,7 @@ def test_ordinary_values_near_the_new_rules_survive(text: str) -> None:
     assert redact(text)[0] == text
 
 
-@pytest.mark.parametrize("corpus", ["redaction_heldout", "redaction_unseen", "redaction_unseen2", "redaction_unseen3"])
+@pytest.mark.parametrize("corpus", ["redaction_heldout", "redaction_unseen", "redaction_unseen2", "redaction_unseen3", "redaction_unseen4"])
 def test_seeded_corpus_files_are_what_their_generator_writes(corpus: str, tmp_path: Path) -> None:
     generator = importlib.import_module(f"bench.{corpus}")
     with pytest.MonkeyPatch.context() as mp:
