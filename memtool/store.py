@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from memtool import confine
 from memtool import constants as C
@@ -245,17 +245,21 @@ def vector_bytes(entry_id: str, model: str, content_hash: str, vector: np.ndarra
     return VECTOR_MAGIC + head.encode("utf-8") + b"\n" + vec.tobytes()
 
 
+def _split_header(path: Path, data: bytes, magic: bytes, kind: str) -> tuple[Any, bytes]:
+    """(the JSON header after `magic`, the bytes after its line) of a vector or passages file; StoreCorrupt when it is not one."""
+    end = data.find(b"\n")
+    if not data.startswith(magic) or end < 0:
+        raise StoreCorrupt(f"{path}: not a memtool {kind} file (it starts {data[:20]!r})")
+    try:
+        return json.loads(data[len(magic) : end].decode("utf-8")), data[end + 1 :]
+    except (UnicodeDecodeError, ValueError):
+        raise StoreCorrupt(f"{path}: unreadable header") from None
+
+
 def parse_vector(path: Path, data: bytes) -> dict:
     """{"id", "model", "dim", "content_hash", "embedding" (float32 array)} of a vector file's bytes;
     StoreCorrupt naming what is wrong."""
-    end = data.find(b"\n")
-    if not data.startswith(VECTOR_MAGIC) or end < 0:
-        raise StoreCorrupt(f"{path}: not a memtool vector file (it starts {data[:20]!r})")
-    try:
-        head = json.loads(data[len(VECTOR_MAGIC) : end].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise StoreCorrupt(f"{path}: unreadable header") from None
-    body = data[end + 1 :]
+    head, body = _split_header(path, data, VECTOR_MAGIC, "vector")
     if not isinstance(head, dict) or not isinstance(head.get("dim"), int) or head["dim"] * 2 != len(body):
         raise StoreCorrupt(f"{path}: header and vector disagree ({len(body)} bytes for dim {head.get('dim') if isinstance(head, dict) else None!r})")
     import numpy as np
@@ -297,14 +301,7 @@ def passages_bytes(entry_id: str, model: str, keys: list[str], vectors: np.ndarr
 def parse_passages(path: Path, data: bytes) -> dict:
     """{"id", "model", "dim", "keys", "vectors" (float32, one row a key)} of a passages file's bytes;
     StoreCorrupt naming what is wrong."""
-    end = data.find(b"\n")
-    if not data.startswith(PASSAGES_MAGIC) or end < 0:
-        raise StoreCorrupt(f"{path}: not a memtool passages file (it starts {data[:20]!r})")
-    try:
-        head = json.loads(data[len(PASSAGES_MAGIC) : end].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise StoreCorrupt(f"{path}: unreadable header") from None
-    body = data[end + 1 :]
+    head, body = _split_header(path, data, PASSAGES_MAGIC, "passages")
     ok = isinstance(head, dict) and isinstance(head.get("dim"), int) and head["dim"] > 0 and isinstance(head.get("keys"), list)
     if not ok or not all(isinstance(k, str) for k in head["keys"]) or len(head["keys"]) * head["dim"] * 2 != len(body):
         raise StoreCorrupt(f"{path}: header and vectors disagree ({len(body)} bytes)")
