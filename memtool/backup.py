@@ -3,18 +3,14 @@
 A backup is a .tar.gz of MEMORY.md, USER.md, AGENTS.md and the files of memory/ the layout defines
 (`allowed`), without memory/.cache and memory/.lock: members sorted, owners and gzip header time
 zeroed, so backing up an unchanged store twice gives the same bytes. Only regular files are packed:
-a symbolic link (but a linked Layer 3 file, memtool/confine.py), a FIFO or a device is skipped and
-reported, as is a file of no shape the layout defines (a restore would refuse it).
+a symbolic link (but a linked Layer 3 file, memtool/confine.py), a FIFO, a device or a file of no
+shape the layout defines (a restore would refuse it) is skipped and reported.
 
-An archive to restore is someone else's choice of files, so it passes an allow-list before anything
-is written: every member's name (length, control characters, absolute, '..', hidden names such as
-.git/), type (regular files and folders only: no link, hard link, device, FIFO or sparse file),
-place (only the paths the layout defines) and size (per file and in total, from its header, before
-its bytes are read) is checked over the whole archive first; any refusal names the member and why,
-and nothing is written. The files are then streamed into a staging folder in memory/.cache, never
-held in memory, compared with what is there, and moved into place at the end with mode 0644 (no
-exec bits). Without --force a restore never replaces a file that differs; with --force the replaced
-files go to memory/quarantine/<timestamp>/.
+An archive to restore is someone else's choice of files: every member's header passes the
+allow-list (`check_member`) over the whole archive before anything is written, and a refusal names
+the member and why. The files are then streamed into a staging folder in memory/.cache, compared
+with what is there, and moved into place with mode 0644. Without --force a restore never replaces a
+file that differs; with --force the replaced files go to memory/quarantine/<timestamp>/.
 """
 
 from __future__ import annotations

@@ -2,24 +2,22 @@
 
 The policy, on the transcript as it would be stored (after redaction):
 
-* **same** - byte-identical to the kept transcript of a live entry: nothing new is stored; the
-  existing entry is returned and reported as a duplicate.
-* **near** - the Jaccard similarity of the two transcripts' content-word sets
-  (`text.content_words`) is at least `DEDUPE_JACCARD` (0.8), both sets hold at least
-  `DEDUPE_MIN_WORDS` (10) words besides speaker labels, the stored entry is dated within
-  `DEDUPE_WINDOW_DAYS` (7) of the new session, the new transcript states every number the stored
-  one does, and the two do not carry different explicit session names (`--session`). A bot's
-  templated runs share every word; 'build 41' against 'build 42', or two session ids, tell them
-  apart. Then the new entry is stored with `supersedes: [that id]` (the most
-  similar one; the newest on a tie), so search shows it first and marks the older one. A session
-  compressed again after a small change is the typical case; a note of a few words is never "near".
-* **continued** - no near duplicate, but a stored entry dated within the window is the beginning of
-  this session: its kept transcript is a prefix of the new one (a transcript file that grew), or it
-  has the same explicit session name (`--session`, as the agent hooks pass the agent's session id,
-  never the default 'main') and at least `DEDUPE_CONTAINMENT` (0.8) of its content words are in the
-  new transcript. A session resumed for a long while shares too few words for "near", yet the
-  stored entry is only its first part: the new entry supersedes it (the most contained one, then
-  the longest, then the newest), and `memory context` shows only the newer.
+* **same** - byte-identical to the kept transcript of a live entry: nothing is stored; the existing
+  entry is returned, reported as a duplicate.
+* **near** - the Jaccard of the two transcripts' content words (`text.content_words`) is at least
+  `DEDUPE_JACCARD`, both hold at least `DEDUPE_MIN_WORDS` words besides speaker labels (a note of a
+  few words is never "near"), the stored entry is dated within `DEDUPE_WINDOW_DAYS` of the new
+  session, the new transcript states every number the stored one does, and the two do not carry
+  different explicit session names (`--session`): a bot's templated runs share every word, but
+  'build 41' against 'build 42', or two session ids, tell them apart. The new entry is stored with
+  `supersedes: [that id]` (the most similar; the newest on a tie), so search shows it first and
+  marks the older one: typically a session compressed again after a small change.
+* **continued** - no near duplicate, but a stored entry within the window is the beginning of this
+  session: its kept transcript is a prefix of the new one (a transcript file that grew), or it has
+  the same explicit session name (as the agent hooks pass the agent's session id, never the default
+  'main') and at least `DEDUPE_CONTAINMENT` of its content words are in the new transcript (a long
+  resumed session shares too few words for "near"). The new entry supersedes it (the most contained
+  one, then the longest, then the newest), and `memory context` shows only the newer.
 
 Only kept transcripts are compared: entries compressed with `--no-transcript` never match.
 Distinct conversations between the same people stay far below the threshold (docs/benchmarks.md: LoCoMo).

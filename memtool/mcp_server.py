@@ -2,11 +2,10 @@
 
 Built on the official SDK (`mcp` 2.x, `MCPServer`). Import this module only on the serve path:
 `mcp` and pydantic cost most of a second. Listing the tools loads none of memtool's core
-(`memtool.mcp_tools` opens the memory at the first call). Besides the tools: resources (MEMORY.md,
-USER.md, today's log, the template memory://entry/{id}) and prompts for the common acts. The tools are the `@tool` methods of `memtool.mcp_tools.MemoryTools`
-(which call the core `Memory` API), registered as they are declared; a `MemtoolError` becomes a tool error
-result carrying its message, and the server keeps running. Answers are indented JSON (also sent as
-structured content).
+(`memtool.mcp_tools` opens the memory at the first call). The tools are the `@tool` methods of
+`memtool.mcp_tools.MemoryTools`, registered as they are declared; a `MemtoolError` becomes a tool
+error result carrying its message. Besides the tools: resources (MEMORY.md, USER.md, today's log,
+the template memory://entry/{id}) and prompts for the common acts.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ Understood formats (anything else is passed through unchanged, unless the caller
   generic      JSON/JSONL messages shaped {"role": ..., "content": str | [{"text": ...}]}
 Markdown and plain text are returned as they are; their start time is the first date stated in
 their first lines ("# aider chat started at 2025-03-20 09:14:02", "Date: Tuesday 2 December 2025").
-Bytes are decoded as UTF-8, or UTF-16/32 when a BOM says so; a UTF-8 BOM is dropped.
 
 Rendering: one "role: text" paragraph per turn. A tool call is "assistant: [tool NAME] what it
 touched" (the command run, or the files read or changed, relative to the session's folder), its

@@ -1,12 +1,12 @@
 """Several caches searched as one: the project's, its private entries', the personal memory's.
 
 A `UnionView` shows the engine (memtool/search/engine.py) the interface one store's view has: the
-per-document columns side by side (each part's document ids shifted past the parts before it; a Markdown document's ref, which is
-its result's id, named from the first part's root, or "personal:" for the personal memory's, so that two roots'
-`memory/2026-12-02.md#L2` stay two), and
-BM25 scored over all of them at once (one document count, one mean length, each term's document
-frequency summed), so the roots searched together rank as one store holding all their files would
-(bench/locomo.py --split measures it). Each document says which part it came from (`origin`,
+per-document columns side by side (each part's document ids shifted past the parts before it; a
+Markdown document's ref, its result's id, named from the first part's root, or "personal:" for the
+personal memory's, so that two roots' `memory/2026-12-02.md#L2` stay two), and BM25 scored over
+all of them at once (one document count, one mean length, each term's document frequency summed),
+so the roots searched together rank as one store holding all their files would (bench/locomo.py
+--split measures it). Each document says which part it came from (`origin`,
 `private`), and the hits carry it.
 """
 
