@@ -6,7 +6,7 @@ only: a `memory log` reads the stored model without loading numpy.
 
 The search tables (SCHEMA, written by memtool/search/build.py, read by memtool/search/read.py): each
 source file read (day files, Markdown files) with the stat signature it was read at; each entry's day
-file, supersedes list, kept transcript's signature and its line of index.json; one row per searchable
+file, supersedes list and kept transcript's signature; one row per searchable
 document (memtool/search/docs.py); the BM25 postings of the analysed terms as per-term blocks of
 document ids and term counts; the documents' words as written (typo matching); vectors as float16
 blobs keyed by model and content hash; and a packed copy of the per-document numbers a search filters
@@ -28,16 +28,16 @@ from memtool.fsutil import stat_sig
 from memtool.store import Layout
 from memtool.text import WORDS_VERSION
 
-CACHE_VERSION = f"4.{WORDS_VERSION}"  # the schema, and the word rules the postings were analysed by
+CACHE_VERSION = f"4.{WORDS_VERSION}"  # the documents' layout, and the word rules the postings were analysed by (the PostgreSQL cache's too)
+SQLITE_VERSION = f"{CACHE_VERSION}-2"  # and the search tables of this file (2: no index.json lines in `entries`)
 WRITE_WAIT_S = 300  # how long a compress or a sync waits for another process's change set
 READ_WAIT_S = 2.0  # how long a read waits out a brief exclusive lock (the checkpoint as another process's last connection closes)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sources(key TEXT PRIMARY KEY, sig TEXT NOT NULL, archived INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS entries(id TEXT PRIMARY KEY, source TEXT NOT NULL, timestamp TEXT NOT NULL,
-    supersedes TEXT NOT NULL, transcript TEXT NOT NULL, archived INTEGER NOT NULL, line TEXT NOT NULL);
+    supersedes TEXT NOT NULL, transcript TEXT NOT NULL, archived INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS entries_source ON entries(source);
-CREATE INDEX IF NOT EXISTS entries_order ON entries(archived, timestamp, id);
 CREATE TABLE IF NOT EXISTS groups(id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS docs(id INTEGER PRIMARY KEY, source TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL,
     entry TEXT NOT NULL, text TEXT NOT NULL, session TEXT NOT NULL, ts REAL NOT NULL, importance TEXT NOT NULL,
@@ -55,15 +55,23 @@ REBUILT_TABLES = ("sources", "entries", "groups", "docs", "postings", "words", "
 
 # -- state besides the search: its own tables, kept across rebuilds of the search tables -----------
 # The compressor's word counts per day file (memtool/docfreq.py), how often each entry was returned
-# (access_counts) and what the last sync saw of each file (memtool/sync_scan.py). A rebuild of the
-# search tables (another CACHE_VERSION or model, `reindex --full`, compaction) leaves them alone, so
+# (access_counts), what the last sync saw of each file (memtool/sync_scan.py), and index.json's lines
+# of each day file with the stat it was read at (memtool/index_json.py; `rank`: a readable day file's
+# copy of an id is listed over a kept one, then the later day's). A rebuild of the
+# search tables (another SQLITE_VERSION or model, `reindex --full`, compaction) leaves them alone, so
 # their layout has its own version, PRAGMA user_version; only a cache discarded as damaged loses them.
-STATE_VERSION = 3
+STATE_VERSION = 4
 STATE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS day_words(day TEXT PRIMARY KEY, sig TEXT NOT NULL, entries INTEGER NOT NULL, counts TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sync_state(name TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS index_days(day TEXT PRIMARY KEY, sig TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS index_lines(day TEXT NOT NULL, id TEXT NOT NULL, rank TEXT NOT NULL, timestamp TEXT NOT NULL, line TEXT NOT NULL,
+    PRIMARY KEY(day, id));
+CREATE INDEX IF NOT EXISTS index_lines_id ON index_lines(id, rank);
+CREATE INDEX IF NOT EXISTS index_lines_order ON index_lines(timestamp, id);
 """
+STATE_TABLES = ("day_words", "access", "sync_state", "index_days", "index_lines")
 STATE_WAIT_S = 0.5  # how long a write of this state waits for another process's change set before it is skipped
 
 
@@ -108,7 +116,7 @@ def _ensure_state(conn: sqlite3.Connection) -> None:
     with conn:  # commits, or rolls back on any exception (so does each `with conn` after a BEGIN here)
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version != STATE_VERSION:
-            for table in ("day_words", "access", "sync_state"):
+            for table in STATE_TABLES:
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
             create(conn, STATE_SCHEMA)
             conn.execute(f"PRAGMA user_version = {STATE_VERSION}")

@@ -134,8 +134,8 @@ def _forget_locked(layout: Layout, store: Store, ids: list[str], provider: str, 
             atomic_write_text(path, day_document(path.stem, staying))
         else:
             path.unlink()
-    if listed:
-        write_index(store.layout, provider)
+    if listed and write_index(store.layout, provider).not_written:
+        layout.index_file.unlink(missing_ok=True)  # it lists them: derived, and written again by the next write or `memory reindex`
     if page_entries is not None:
         from memtool.entities import collect_entities, write_pages
 

@@ -305,5 +305,4 @@ def _derive_index(root: Path) -> bool:
         return False
     store = Store(layout)
     with store.lock():
-        write_index(store.layout, load_settings(root).compressor)
-    return True
+        return not write_index(store.layout, load_settings(root).compressor).not_written

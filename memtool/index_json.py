@@ -1,11 +1,10 @@
 """index.json, the master index of Layer 2: a header, then one compact line per live entry in
 (timestamp, id) order, so a changed entry is a one-line diff and `jq` reads it whole. It is written
-whole, never patched: from the cache's entry lines (memtool/search/build.py, table entries)
-when the cache holds every live day file as it is now, else from the day files as read (no cache
-yet, a write the cache has not read, a day file that cannot be read, a cache that cannot be read,
-entry lines the words fill has yet to write).
-Both give the same bytes for the same entries. It is git-ignored (memory/.gitignore): each clone
-derives its own."""
+whole, never patched, always from the cache's table of entry lines (memtool/cache.py, index_lines),
+which each write first brings up to date by reading again the day files whose stat changed: a day
+file that cannot be read keeps the lines it had (none yet: its day's entries in the old index.json).
+When the cache cannot be written, index.json is left as it was and the write says so: the next one
+writes it. It is git-ignored (memory/.gitignore): each clone derives its own."""
 
 from __future__ import annotations
 
@@ -13,89 +12,84 @@ import json
 import os
 import sqlite3
 from contextlib import closing
+from dataclasses import dataclass, field
 from typing import Iterable
 
 from memtool import confine
 from memtool import constants as C
-from memtool.cache import CACHE_VERSION, file_sig, open_state
-from memtool.dayfile import conflict_line, load_json, read_day
+from memtool.cache import WRITE_WAIT_S, cache_path, connect, discard, file_sig
+from memtool.dayfile import ParsedDays, conflict_line, load_json, read_day
 from memtool.errors import StoreCorrupt, UnsafePath
 from memtool.fsutil import atomic_write_bytes
 from memtool.models import Entry
+
+# the entry lines in index.json's order (a readable day file's copy of an id over a kept one, else the
+# later day file's: as a cache built from scratch holds it), made in one piece by SQLite: no row of
+# Python objects per entry, and no sort that carries every line (the index index_lines_order)
+BODY = (
+    "SELECT CAST(group_concat(line, ',\n    ') AS BLOB), max(timestamp) FROM (SELECT line, timestamp FROM index_lines a "
+    "WHERE NOT EXISTS (SELECT 1 FROM index_lines b WHERE b.id = a.id AND b.rank > a.rank) ORDER BY timestamp, id)"
+)
 
 
 def index_document(provider: str, entries: Iterable[Entry | dict]) -> bytes:
     """index.json of these entries (dicts: entries in their on-disk form, Entry.to_dict)."""
     dicts = sorted((e if isinstance(e, dict) else e.to_dict() for e in entries), key=lambda d: (d["timestamp"], d["id"]))
     lines = [json.dumps(d, ensure_ascii=False).encode("utf-8") for d in dicts]
-    return b"".join(_index_pieces(provider, lines, dicts[-1]["timestamp"] if dicts else None))
+    return b"".join(_index_pieces(provider, [b",\n    ".join(lines)] if lines else [], dicts[-1]["timestamp"] if dicts else None))
 
 
-def _index_pieces(provider: str, lines: list[bytes], latest: str | None) -> list[bytes]:
-    """index.json in pieces to write one after another (the entry lines joined once: each copy of
-    megabytes costs): the header indented, then one entry a line (`lines`: UTF-8, or runs of them
-    already apart by ',\n    '). last_updated is the newest entry's timestamp (not a clock time), so
-    two clones holding the same entries write the same bytes."""
+def _index_pieces(provider: str, body: list[bytes], latest: str | None) -> list[bytes]:
+    """index.json in pieces to write one after another (each copy of megabytes costs): the header
+    indented, then the entry lines (`body`: one run of UTF-8 lines apart by ',\n    ', or none).
+    last_updated is the newest entry's timestamp (not a clock time), so two clones holding the same
+    entries write the same bytes."""
     head = json.dumps({"version": C.INDEX_VERSION, "provider": provider, "last_updated": latest}, indent=2, ensure_ascii=False)[:-2]
-    if not lines:
+    if not body:
         return [head.encode("utf-8") + b',\n  "entries": []\n}\n']
-    return [head.encode("utf-8") + b',\n  "entries": [\n    ', b",\n    ".join(lines), b"\n  ]\n}\n"]
+    return [head.encode("utf-8") + b',\n  "entries": [\n    ', *body, b"\n  ]\n}\n"]
 
 
-def _cache_lines(layout) -> tuple[list[bytes], str | None] | None:
-    """The live entries' lines from the cache in index.json's order (one run), and the newest timestamp;
-    None when the cache is not there, cannot be read, or does not hold every live day file with the
-    signature it has now, or a day file it holds no entry of cannot be read (an unreadable file's
-    entries are kept by the fallback, from the old index.json), or an entry's line is still missing."""
-    from memtool.search.docs import source_key
-
-    conn = open_state(layout, create=False)
-    if conn is None:
-        return None
-    with closing(conn):
-        try:
-            conn.execute("BEGIN")
-            with conn:
-                if conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone() != (CACHE_VERSION,):
-                    return None
-                held = conn.execute(
-                    "SELECT key, sig, (SELECT count(*) FROM entries WHERE source = key) FROM sources WHERE archived = 0 AND key LIKE '%.json'"
-                ).fetchall()
-                folder = source_key(layout, layout.index_dir)
-                files = {f"{folder}/{p.name}": p for p in layout.day_files()}
-                if {k: sig for k, sig, _ in held} != {k: file_sig(p) for k, p in files.items()}:
-                    return None
-                for key, _, count in held:
-                    if count == 0:
-                        read_day(files[key])  # an empty day, or an unreadable one: StoreCorrupt
-                if conn.execute("SELECT 1 FROM entries WHERE archived = 0 AND line = '' LIMIT 1").fetchone():
-                    return None  # lines the words fill has yet to write (a fresh clone's deferred entries)
-                # the body made in one piece by SQLite, in the order of the index entries_order: no row
-                # of Python objects per entry, and no sort that carries every line
-                body, latest = conn.execute(
-                    "SELECT CAST(group_concat(line, ',\n    ') AS BLOB), max(timestamp) FROM "
-                    "(SELECT line, timestamp FROM entries WHERE archived = 0 ORDER BY timestamp, id)"
-                ).fetchone()
-        except (sqlite3.Error, OSError, StoreCorrupt, UnicodeDecodeError):
-            return None
-    return ([body] if body else []), latest
+def _rows(day: str, entries: Iterable[Entry], readable: bool) -> list[tuple[str, str, str, str, str]]:
+    rank = f"{int(readable)} {day}"
+    return [(day, e.id, rank, e.timestamp, json.dumps(e.to_dict(), ensure_ascii=False)) for e in entries]
 
 
-def _from_day_files(layout, provider: str) -> tuple[list[bytes], list[str]]:
-    """index.json from the day files, as read, and those that cannot be read (their entries kept from
-    the old index.json); an id in two day files is listed once, the later file's copy (as in a cache
-    built from scratch)."""
+def _bring_up_to_date(conn: sqlite3.Connection, layout, parsed: ParsedDays | None, full: bool) -> list[str]:
+    """Read again the day files whose stat is not the one their lines were read at (the stat taken
+    before reading: one saved meanwhile is read again next time; `full`: every one), drop the lines
+    of those gone, in the transaction begun; returns the errors of those that cannot be read."""
+    if full:
+        conn.execute("DELETE FROM index_days")
+        conn.execute("DELETE FROM index_lines")
+    held = dict(conn.execute("SELECT day, sig FROM index_days").fetchall())
+    now = {p.stem: (p, file_sig(p)) for p in layout.day_files()}
+    gone = [(day,) for day in held if day not in now]
     errors: list[str] = []
-    kept: dict[str, Entry] = {}
-    bad_days: set[str] = set()
-    for path in layout.day_files():
+    unread: set[str] = set()
+    fresh: list[tuple[str, str, str, str, str]] = []
+    changed: list[tuple[str, str]] = []
+    for day, (path, sig) in now.items():
+        if held.get(day) == sig:
+            continue
         try:
-            kept.update((e.id, e) for e in read_day(path))
+            entries = read_day(path, parsed)
         except (StoreCorrupt, UnicodeDecodeError) as exc:
             errors.append(str(exc))
-            bad_days.add(path.stem)
-    kept = {**{e.id: e for e in kept_entries(layout, bad_days)}, **kept}
-    return [index_document(provider, kept.values())], errors
+            if day not in held:  # none of its lines yet: its day's entries in the old index.json, under no stat
+                unread.add(day)
+                changed.append((day, ""))
+            continue  # its stat is not recorded: read again by each write, its lines kept until it can be
+        gone.append((day,))
+        changed.append((day, sig))
+        fresh += _rows(day, {e.id: e for e in entries}.values(), True)
+    for e in kept_entries(layout, unread):
+        fresh += _rows(e.day, [e], False)
+    conn.executemany("DELETE FROM index_lines WHERE day = ?", gone)
+    conn.executemany("DELETE FROM index_days WHERE day = ?", gone)
+    conn.executemany("INSERT OR REPLACE INTO index_lines VALUES (?, ?, ?, ?, ?)", fresh)
+    conn.executemany("INSERT INTO index_days VALUES (?, ?)", changed)
+    return errors
 
 
 def kept_entries(layout, days: set[str]) -> list[Entry]:
@@ -108,13 +102,43 @@ def kept_entries(layout, days: set[str]) -> list[Entry]:
         return []  # the old index is itself unreadable: nothing to keep from it
 
 
-def write_index(layout, provider: str, explain: bool = False) -> tuple[str, list[str]]:
-    """Write index.json from the cache, else from the day files, unless it already holds those bytes
-    (it is read only when of their size, or to `explain` why it changed). Returns why it was written
-    ('': it was not) and the day files that cannot be read (from the cache: none). Caller holds the
-    root's lock, so no day file changes between the check and the write."""
-    stored = _cache_lines(layout)
-    pieces, errors = (_index_pieces(provider, *stored), []) if stored is not None else _from_day_files(layout, provider)
+def _lines(path, layout, parsed: ParsedDays | None, full: bool) -> tuple[bytes | None, str | None, list[str]]:
+    with closing(connect(path, timeout=WRITE_WAIT_S)) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        with conn:
+            errors = _bring_up_to_date(conn, layout, parsed, full)
+            body, latest = conn.execute(BODY).fetchone()
+    return body, latest, errors
+
+
+@dataclass
+class IndexWrite:
+    why: str = ""  # why index.json was written: 'missing', 'stale', ...; '' when it was not
+    unreadable: list[str] = field(default_factory=list)  # the day files that cannot be read (their lines kept)
+    not_written: str = ""  # why the cache could not be brought up to date, so index.json was left as it was
+
+
+def write_index(layout, provider: str, explain: bool = False, parsed: ParsedDays | None = None, full: bool = False) -> IndexWrite:
+    """Bring the cache's entry lines up to date (`parsed`: day files the caller read already; `full`:
+    read every day file again, `memory reindex --full`), then
+    write index.json from them unless it already holds those bytes (it is read only when of their
+    size, or to `explain` why it changed). Caller holds the root's lock, so no day file changes
+    between the check and the write but by hand."""
+    path = cache_path(layout)
+    try:
+        try:
+            body, latest, errors = _lines(path, layout, parsed, full)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):
+                raise
+            discard(layout)  # damaged: made again from the files, as a search does
+            body, latest, errors = _lines(path, layout, parsed, full)
+    except sqlite3.OperationalError as exc:
+        busy = "another memtool process is writing it" if "locked" in str(exc) else str(exc)
+        return IndexWrite(not_written=f"index.json was not updated: {path} cannot be written ({busy}); the next write or `memory reindex` writes it")
+    except (sqlite3.Error, OSError, UnsafePath) as exc:
+        return IndexWrite(not_written=f"index.json was not updated: {path} cannot be read ({exc}); `memory reindex` writes it")
+    pieces = _index_pieces(provider, [body] if body else [], latest)
     size = sum(map(len, pieces))
     try:
         same_size = os.lstat(layout.index_file).st_size == size
@@ -126,4 +150,4 @@ def write_index(layout, provider: str, explain: bool = False) -> tuple[str, list
         why = "not a regular file"  # replaced: the write refuses a link, naming it
     if why:
         atomic_write_bytes(layout.index_file, pieces)
-    return why, errors
+    return IndexWrite(why, errors)

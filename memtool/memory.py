@@ -262,8 +262,8 @@ class Memory:
         embedded by the background fill, started here (setting `background_embed`): a compress costs
         the same few seconds whatever the session's length, and a search meanwhile says what has no
         vector yet. The passages files of the `written` entries whose passages all have a vector now
-        (a short session's) are written here, the others' by the fill. The cache is derived: one that cannot be written now is built by the next search,
-        and index.json is then written from the day files (memtool/index_json.py)."""
+        (a short session's) are written here, the others' by the fill. The cache is derived: one that
+        cannot be written now is built by the next search (index.json, memtool/index_json.py, by the next write)."""
         from memtool.search.fill import fill_later
 
         try:
@@ -275,7 +275,8 @@ class Memory:
                 self.cache.write_passage_files(self.layout, self.embedder.model, written)
                 fill_later(self.layout, self.embedder, self.settings.background_embed)
         with self.store.lock():
-            write_index(self.layout, self.settings.compressor)
+            if note := write_index(self.layout, self.settings.compressor).not_written:
+                warnings.append(note)
 
     def _write(self, items: list[tuple[Entry, str]], fresh: dict, warnings: list[str], prefetch: Prefetch) -> list[Entry]:
         """Store a batch. index.json (derived) is written once the call's last batch is stored

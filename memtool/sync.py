@@ -8,7 +8,7 @@ mtime; only entries whose content hash changed (or whose embedding file is missi
 another model) are re-embedded. A file that cannot be parsed is reported as path:line and skipped:
 its entries stay in index.json and their embedding files are kept. The search cache
 (`search.build.refresh_cache`) is then brought up to date in one transaction, and index.json
-written whole from it (`memtool.index_json`).
+written whole (`memtool.index_json`).
 
 Embedding runs outside the root's lock and writes each batch as it goes, so an interrupted sync or
 `memory reembed` resumes where it stopped.
@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -187,13 +187,18 @@ def sync(mem: Memory, full: bool = False, progress: Progress | None = None, batc
     # day files changed by content are read again even at the stat the store read them at: an edit within
     # the mtime tick of its last read (coarse mtimes, same size) leaves that stat, and the store only stats
     reread = [(f"{days}/{n}",) for n, rec in scan.days.items() if not report.first and rec.sha != getattr(man.days.get(n), "sha", "")]
-    if reread:
-        write_state(layout, [("UPDATE sources SET sig = '-' WHERE key = ?", reread)], create=False)
+    if reread:  # the search tables' record of them, and index.json's lines (memtool/index_json.py)
+        reread_days = [(k[-15:-5],) for (k,) in reread]
+        changes: list[tuple[str, Iterable[tuple]]] = [("UPDATE sources SET sig = '-' WHERE key = ?", reread)]
+        changes.append(("UPDATE index_days SET sig = '-' WHERE day = ?", reread_days))
+        write_state(layout, changes, create=False)
     report.search_rebuilt = _refresh_search(mem, full, progress, report, Known(scan.parsed, fresh, Sigs.take(layout, files)))
     with store.lock():  # index.json written whole from the store just refreshed, unless neither it nor a day file changed since the last sync
         index_sig = stat_sig(layout.index_file)
         if full or scan.days_changed or index_sig is None or index_sig != man.index_sig:
-            why = write_index(layout, mem.settings.compressor, explain=True)[0]  # its unreadable day files: reported by the scan
+            written = write_index(layout, mem.settings.compressor, explain=True, parsed=scan.parsed, full=full)  # unreadable day files: the scan's
+            report.errors += [written.not_written] if written.not_written else []
+            why = written.why
             if why or full:
                 report.index_rebuilt = "--full" if full else why
                 report.touched.append(layout.index_file)

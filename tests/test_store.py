@@ -35,27 +35,19 @@ def rebuilt(mem, root):
     return (root / "memory/index/index.json").read_bytes() == from_days
 
 
-def from_day_files_unused(*a, **k):
-    raise AssertionError("index.json was written from the day files, not from the cache")
-
-
 def test_index_written_from_the_store_equals_the_day_files_document(mem, root, monkeypatch):
-    monkeypatch.setattr(index_mod, "_from_day_files", from_day_files_unused)
     mem.compress("Frank: a second note on day 3 about Grafana alerts.", when=when(3, 15), session="late")
     mem.compress("Grace: day 9, a new day file entirely.", when=when(9), session="new")
     assert len(entries_of(root)) == 7
-    monkeypatch.undo()
     assert rebuilt(mem, root)
 
 
 def test_a_session_of_the_latest_day_is_written_from_the_store(mem, root, monkeypatch):
     """The usual compress (a session stored today, the newest day): index.json from the store's lines,
     byte for byte the day files' document."""
-    monkeypatch.setattr(index_mod, "_from_day_files", from_day_files_unused)
     mem.compress("Frank: day 5 again, the Grafana alert on consumer lag fired twice.", when=when(5, 15), session="late")
     mem.compress("Grace: day 9, a new day file entirely.", when=when(9), session="new")
     mem.compress("Heidi: day 9 afternoon, the billing backfill finished.", when=when(9, 16), session="pm")
-    monkeypatch.undo()
     assert [e["timestamp"][:10] for e in entries_of(root)][-4:] == ["2026-03-05", "2026-03-05", "2026-03-09", "2026-03-09"]
     assert rebuilt(mem, root)
 
@@ -64,13 +56,11 @@ def test_a_session_dated_in_the_past_lands_in_time_order(mem, root, monkeypatch)
     """A session dated yesterday (a session that began before midnight, `--date`) lands inside
     index.json, written from the store: byte for byte the day files' document, for a day in the
     middle, a new day between two, the first day, and a day before all of them."""
-    monkeypatch.setattr(index_mod, "_from_day_files", from_day_files_unused)
     for day, hour, name in ((3, 15, "mid"), (3, 7, "early"), (1, 20, "first"), (4, 12, "four")):
         mem.compress(f"Frank: day {day} at {hour}, the {name} session on the Grafana alert for consumer lag.", when=when(day, hour), session=name)
     assert rebuilt(mem, root)
     init_feb = datetime(2026, 2, 27, 9, tzinfo=timezone.utc)  # before every stored day
     mem.compress("Grace: a late import from February about the billing cutover plan.", when=init_feb, session="feb")
-    monkeypatch.undo()
     days = [e["timestamp"][:10] for e in entries_of(root)]
     assert days == sorted(days) and days[0] == "2026-02-27" and days.count("2026-03-03") == 3 and len(days) == 10
     assert rebuilt(mem, root)
@@ -87,13 +77,11 @@ def test_random_past_and_new_days_keep_index_json_the_day_files_document(root, f
     rng = random.Random(7)
     for i in range(24):
         day, hour = rng.randint(1, 12), rng.randint(0, 23)
-        with monkeypatch.context() as patch:
-            patch.setattr(index_mod, "_from_day_files", from_day_files_unused)
-            m.compress(
-                f"Note {i}: on day {day} the {rng.choice(['Kafka', 'Postgres', 'Grafana', 'Auth0'])} work moved on, item {i}.",
-                when=when(day, hour),
-                session=f"r{i}",
-            )
+        m.compress(
+            f"Note {i}: on day {day} the {rng.choice(['Kafka', 'Postgres', 'Grafana', 'Auth0'])} work moved on, item {i}.",
+            when=when(day, hour),
+            session=f"r{i}",
+        )
         assert rebuilt(m, root), f"after session {i} (day {day})"
 
 
@@ -146,7 +134,7 @@ def test_an_entry_filed_under_another_day_is_kept_once_when_its_dates_file_is_un
     data3["entries"].append(moved)
     day3.write_text(json.dumps(data3, indent=2))
     day2.write_text('{"date": "2026-03-02", "entries": [')  # cut off
-    errors = write_index(mem.layout, mem.settings.compressor)[1]
+    errors = write_index(mem.layout, mem.settings.compressor).unreadable
     assert errors and [e["id"] for e in entries_of(root)].count(moved["id"]) == 1
     assert len(entries_of(root)) == 5
 
@@ -184,8 +172,7 @@ def test_a_day_file_saved_while_index_json_is_written_is_not_recorded_as_include
         return entries
 
     monkeypatch.setattr(index_mod, "read_day", read_then_edit)
-    monkeypatch.setattr(index_mod, "_cache_lines", lambda layout: None)
-    write_index(mem.layout, mem.settings.compressor)
+    write_index(mem.layout, mem.settings.compressor, full=True)  # every day file read again
     monkeypatch.undo()
     assert not any(e["summary"].startswith("Saved by an editor") for e in entries_of(root))  # the race, as it happened
     mem.compress("Liam: day 4 note on the release train.", when=when(4, 18), session="l")
@@ -195,11 +182,9 @@ def test_a_day_file_saved_while_index_json_is_written_is_not_recorded_as_include
 
 def test_non_ascii_lines_are_written_byte_for_byte(mem, root, monkeypatch):
     mem.compress("Zoë: the naïve café build broke on 東京 runners 🚀, so we pinned the toolchain.", when=when(2, 15), session="u1")
-    monkeypatch.setattr(index_mod, "_from_day_files", from_day_files_unused)
     mem.compress("Åsa: the München mirror is back; Ωmega jobs resume.", when=when(7), session="u2")
     text = (root / "memory/index/index.json").read_text(encoding="utf-8")
     assert "Zoë" in text and "München" in text
-    monkeypatch.undo()
     assert rebuilt(mem, root)
 
 
@@ -211,9 +196,9 @@ def test_an_index_json_reformatted_by_hand_is_written_whole_again(mem, root):
     assert len(path.read_text().splitlines()) < 20  # one line per entry again
 
 
-def test_a_store_that_cannot_be_written_leaves_index_json_written_from_the_day_files(mem, root, monkeypatch):
-    """The store busy past its wait (or read-only, or a disk error): the compress stores the entry, says
-    the search cache was not updated, and writes index.json from the day files, the same bytes."""
+def test_a_search_cache_that_cannot_be_written_still_leaves_index_json_in_step(mem, root, monkeypatch):
+    """The search tables busy past their wait: the compress stores the entry, says the search cache
+    was not updated, and index.json (its own lines of the cache) holds the new entry, the same bytes."""
     import memtool.memory as memory_mod
     from memtool.errors import LockBusy
 
@@ -226,14 +211,49 @@ def test_a_store_that_cannot_be_written_leaves_index_json_written_from_the_day_f
     assert len(entries_of(root)) == 6 and rebuilt(mem, root)
 
 
-def test_a_compress_while_a_day_file_is_unreadable_keeps_its_entries(mem, root, monkeypatch):
-    """The store read the broken day file and holds none of its entries: index.json is then written
-    from the day files, keeping that day's entries from the old index.json."""
+def test_a_compress_while_a_day_file_is_unreadable_keeps_its_entries(mem, root):
+    """A day file cannot be read: its entries stay listed (the lines it had), the new one is added, and
+    each write names the unreadable file."""
     day2 = root / "memory/index/2026-03-02.json"
     kept = {e["id"] for e in entries_of(root) if e["timestamp"].startswith("2026-03-02")}
     day2.write_text('{"date": "2026-03-02", "entries": [')  # cut off
-    calls = []
-    monkeypatch.setattr(index_mod, "_from_day_files", lambda *a, _orig=index_mod._from_day_files: calls.append(a) or _orig(*a))
     mem.compress("Pia: day 8 note about the flaky canary.", when=when(8), session="q")
     ids = {e["id"] for e in entries_of(root)}
-    assert calls and kept and kept <= ids and len(ids) == 6
+    assert kept and kept <= ids and len(ids) == 6
+    assert any("2026-03-02.json" in e for e in write_index(mem.layout, mem.settings.compressor).unreadable)
+
+
+def test_only_the_day_files_changed_since_the_last_write_are_read_again(mem, root, monkeypatch):
+    read = []
+    real = index_mod.read_day
+    monkeypatch.setattr(index_mod, "read_day", lambda path, parsed=None: read.append(path.name) or real(path, parsed))
+    mem.compress("Quinn: day 3 afternoon, the Kafka lag is gone.", when=when(3, 16), session="r")
+    assert read == ["2026-03-03.json"] and rebuilt(mem, root)
+
+
+def test_an_index_json_left_alone_when_the_cache_cannot_be_written_is_written_by_the_next_sync(mem, root):
+    """Another process holds the cache's write lock: the write says index.json was not updated and
+    leaves it as it was; the next sync writes it."""
+    import sqlite3
+
+    import memtool.index_json as ij
+    from memtool.cache import cache_path
+    from memtool.sync import sync
+
+    before = (root / "memory/index/index.json").read_bytes()
+    mem.store.write_entries(
+        [__import__("memtool.models", fromlist=["Entry"]).Entry(id="ctx-20260309-0000beef", timestamp="2026-03-09T10:00:00.000Z", summary="late")]
+    )
+    holder = sqlite3.connect(cache_path(mem.layout), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    wait, ij.WRITE_WAIT_S = ij.WRITE_WAIT_S, 0.1
+    try:
+        written = write_index(mem.layout, mem.settings.compressor)
+    finally:
+        ij.WRITE_WAIT_S = wait
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert written.why == "" and "index.json was not updated" in written.not_written
+    assert (root / "memory/index/index.json").read_bytes() == before
+    sync(mem)
+    assert "ctx-20260309-0000beef" in {e["id"] for e in entries_of(root)} and rebuilt(mem, root)

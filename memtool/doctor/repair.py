@@ -122,8 +122,8 @@ class Doctor(Checker):
             if changed or any(p.path == index for p in report.problems):
                 if any(p.path == index and p.kind != "index" for p in report.problems):
                     q.move(self.layout.index_file)  # unreadable: kept for the record, then rebuilt
-                write_index(self.layout, self.settings.compressor)
-                fixed.append(f"rebuilt {index} from the day files")
+                written = write_index(self.layout, self.settings.compressor)
+                fixed.append(written.not_written or f"rebuilt {index} from the day files")
                 report = self._diagnose()
         report.fixed, report.quarantined = fixed, q.moved
         return report

@@ -18,7 +18,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from memtool import constants as C
-from memtool.cache import CACHE_VERSION, READ_WAIT_S, WRITE_WAIT_S, begin_writing, cache_path, connect, discard, file_sig, read_meta, reset
+from memtool.cache import READ_WAIT_S, SQLITE_VERSION, WRITE_WAIT_S, begin_writing, cache_path, connect, discard, file_sig, read_meta, reset
 from memtool.dayfile import ParsedDays
 from memtool.errors import LockBusy, ProviderError
 from memtool.models import Entry
@@ -135,7 +135,7 @@ def _plan(
     """Without `look`, a changed transcripts folder is not listed (the caller goes on to plan again
     under the lock whenever the folder changed)."""
     meta = read_meta(conn)
-    if full or meta.get("version") != CACHE_VERSION or meta.get("model") != model:
+    if full or meta.get("version") != SQLITE_VERSION or meta.get("model") != model:
         return Plan(now, sorted(now), [], sigs.folder, rebuild=True)
     held = {k: (sig, bool(a)) for k, sig, a in conn.execute("SELECT key, sig, archived FROM sources")}
     in_scope = {k for k, (_, a) in held.items() if archive or not a}
@@ -175,7 +175,7 @@ def _refresh(
         except LockBusy:
             if wait:
                 raise
-            if read_meta(conn).get("version") == CACHE_VERSION:
+            if read_meta(conn).get("version") == SQLITE_VERSION:
                 raise CacheBusy(str(path)) from None
             conn.execute(f"PRAGMA busy_timeout = {WRITE_WAIT_S * 1000}")  # no cache to answer from yet (a fresh clone): wait for the one being built
             begin_writing(conn, path)
@@ -203,7 +203,7 @@ def reread_deferred(conn: sqlite3.Connection, layout: Layout, embedder, size: in
     ranking, ties included). Returns (entries read, entries still DEFERRED); (0, 0) when nothing is
     left or the cache is of another version or model (the next refresh rebuilds it)."""
     meta = read_meta(conn)
-    if meta.get("version") != CACHE_VERSION or meta.get("model") != embedder.model or meta.get("words_missing", "0") == "0":
+    if meta.get("version") != SQLITE_VERSION or meta.get("model") != embedder.model or meta.get("words_missing", "0") == "0":
         return 0, 0
     held = dict(conn.execute("SELECT source, count(*) FROM entries WHERE archived = 0 GROUP BY source").fetchall())
     deferred = {s for (s,) in conn.execute("SELECT DISTINCT source FROM entries WHERE transcript = ?", (DEFERRED,))}
@@ -259,11 +259,8 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
         rows = []
         for e, src in zip(entries, sources):
             kept = "-" if src in arch_sources else transcript_sig(e.id) or "-"
-            # its line in index.json (memtool/index_json.py); a deferred entry's is left to the words fill,
-            # which reads it again (a fresh clone's first search does not serialise every entry)
-            line = "" if kept == DEFERRED else json.dumps(e.to_dict(), ensure_ascii=False)
-            rows.append((e.id, src, e.timestamp, json.dumps(list(e.supersedes)), kept, int(src in arch_sources), line))
-        conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            rows.append((e.id, src, e.timestamp, json.dumps(list(e.supersedes)), kept, int(src in arch_sources)))
+        conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)", rows)
         by_id = {e.id: e for e in entries}
         keys = [entry_vector_key(by_id[d.ref]) if d.kind == "entry" else chunk_key(d.index_text) for d in docs]
         vectors = _embed(conn, LiveAndArchive(layout.root) if archived else layout, embedder, docs, keys, by_id, known, errors, progress)
@@ -287,7 +284,7 @@ def _apply(conn: sqlite3.Connection, layout: Layout, embedder, plan: Plan, error
     conn.execute("INSERT OR REPLACE INTO columns VALUES ('docs', ?)", (cols.tobytes(),))
     missing, total = vector_gap(conn) if unvectored else (0, 0)  # what the vector fill has left to do
     meta = {
-        "version": CACHE_VERSION,
+        "version": SQLITE_VERSION,
         "model": embedder.model,
         "transcripts_dir": plan.folder,
         "newer": json.dumps(newer),
@@ -492,7 +489,8 @@ def purge_entries(layout: Layout, entry_ids: list[str], passage_keys: Sequence[s
             ids = json.dumps(list(entry_ids))
             rows = conn.execute("SELECT id, vkey, source FROM docs WHERE entry IN (SELECT value FROM json_each(?))", (ids,)).fetchall()
             keys = json.dumps(sorted({k for _, k, _ in rows} | {f"text:{i}" for i in entry_ids} | set(passage_keys)))
-            for table, column in (("docs", "entry"), ("entries", "id"), ("groups", "key"), ("access", "id")):  # an entry's passages' group key is its id
+            # an entry's passages' group key is its id
+            for table, column in (("docs", "entry"), ("entries", "id"), ("groups", "key"), ("access", "id"), ("index_lines", "id")):
                 conn.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT value FROM json_each(?))", (ids,))
             conn.execute("DELETE FROM vectors WHERE key IN (SELECT value FROM json_each(?)) AND key NOT IN (SELECT vkey FROM docs)", (keys,))
             conn.executemany("DELETE FROM vectors WHERE key >= ? AND key < ?", [(f"entry:{i}:", f"entry:{i};") for i in entry_ids])

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from memtool.cache import CACHE_VERSION, connect, read_meta, read_state
+from memtool.cache import SQLITE_VERSION, connect, read_meta, read_state
 from memtool.store import Layout
 
 KINDS = ("entry", "transcript", "log", "memory")
@@ -164,8 +164,8 @@ class CacheView(View):
 
     def _load(self) -> None:
         meta = read_meta(self.conn)
-        if meta.get("version") != CACHE_VERSION:
-            raise ValueError(f"{self.path}: version {meta.get('version')!r}, expected {CACHE_VERSION}")
+        if meta.get("version") != SQLITE_VERSION:
+            raise ValueError(f"{self.path}: version {meta.get('version')!r}, expected {SQLITE_VERSION}")
         self.generation = meta.get("generation", "")
         row = self.conn.execute("SELECT data FROM columns WHERE name = 'docs'").fetchone()
         cols = np.frombuffer(row[0], dtype=DOC_DTYPE) if row else np.zeros(0, dtype=DOC_DTYPE)
