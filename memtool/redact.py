@@ -94,8 +94,8 @@ def _tok(prefix: str, width: int, glue: str = r"A-Za-z0-9_\-") -> str:
 _PREFIXED_ROWS: tuple[tuple[str, str], ...] = (
     ("github_token", r"gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255}"),
     ("gitlab_token", r"gl(?:pat|dt|rt|ptt|soat|ft|imt|cbt|ffct|oas|agent)-[A-Za-z0-9_\-]{20,255}(?:\.[a-z0-9]{9})?"),
-    ("slack_token", r"xox[abprseo](?:\.xox[bp])?-[A-Za-z0-9\-]{10,255}|xapp-[A-Za-z0-9\-]{10,255}"),
-    ("stripe_key", r"[spr]k_(?:live|test)_[A-Za-z0-9]{16,255}|whsec_[A-Za-z0-9]{24,255}"),
+    ("slack_token", r"xox[abprseo](?:\.xox[bp])?-[A-Za-z0-9\-]{10,255}|xapp-[0-9]-[A-Za-z0-9\-]{8,255}"),
+    ("stripe_key", r"[spr]k_(?:live|test|prod)_[A-Za-z0-9]{10,255}|whsec_[A-Za-z0-9]{24,255}"),
     ("google_oauth_secret", r"GOCSPX-[A-Za-z0-9_\-]{24,40}"),
     ("anthropic_key", r"sk-ant-[A-Za-z0-9_\-]{20,255}"),
     # OpenAI: legacy sk-<48>, sk-proj-, sk-svcacct-, sk-admin-; must mix digits and letters.
@@ -103,7 +103,7 @@ _PREFIXED_ROWS: tuple[tuple[str, str], ...] = (
     ("huggingface_token", r"hf_[A-Za-z0-9]{30,64}|api_org_[A-Za-z]{34}"),
     ("npm_token", r"npm_[A-Za-z0-9]{36}"),
     ("pypi_token", r"pypi-AgE[A-Za-z0-9_\-]{50,}"),  # a macaroon: always "pypi-AgE..."
-    ("sendgrid_key", r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}"),
+    ("sendgrid_key", r"SG\.[A-Za-z0-9_=\-]{16,32}\.[A-Za-z0-9_=\-]{30,64}"),
     ("mailgun_key", r"key-[0-9a-z]{32}"),
     ("digitalocean_token", r"do[opr]_v1_[a-f0-9]{64}"),
     ("grafana_token", r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,400}={0,3}"),
@@ -137,7 +137,7 @@ _PREFIXED_ROWS: tuple[tuple[str, str], ...] = (
     ("infracost_token", r"ico-[A-Za-z0-9]{32}"),
     ("scalingo_token", r"tk-us-[A-Za-z0-9_\-]{48}"),
     ("frameio_token", r"fio-u-[A-Za-z0-9_=\-]{64}"),
-    ("newrelic_key", r"NR(?:AK|II|JS)-[A-Za-z0-9]{19,32}"),
+    ("newrelic_key", r"NR(?:AK|II|JS|IQ)-[A-Za-z0-9_\-]{19,32}"),
     ("flutterwave_key", r"FLW(?:SECK|PUBK)(?:_TEST)?-[a-hA-H0-9]{12,32}(?:-X)?"),
     ("adobe_secret", r"p8e-[A-Za-z0-9]{32}"),
     ("octopus_key", r"API-[A-Z0-9]{26}"),
@@ -153,8 +153,14 @@ _PREFIXED_ROWS: tuple[tuple[str, str], ...] = (
     ("google_oauth_token", r"ya29\.[A-Za-z0-9_\-]{30,}"),
     ("airtable_token", r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}"),
     ("intra42_secret", r"s-s4t2(?:ud|af)-[a-f0-9]{64}"),
-    ("gitlab_token", r"GR1348941[A-Za-z0-9_\-]{20}"),
     ("slack_token", r"xoxe(?:\.xox[bp])?-[0-9]-[A-Za-z0-9]{146,166}"),
+    # (rows below: gitleaks' rules that had none here when its list was read again, rule by rule)
+    ("typeform_token", r"tfp_[A-Za-z0-9_=.\-]{59}"),
+    ("authress_key", r"(?:sc|ext|scauth|authress)_[A-Za-z0-9]{5,30}\.[A-Za-z0-9]{4,6}\.acc[_\-][A-Za-z0-9\-]{10,32}\.[A-Za-z0-9+/_=\-]{30,120}"),
+    ("defined_networking_token", r"dnkey-[A-Za-z0-9=_\-]{26}-[A-Za-z0-9=_\-]{52}"),
+    ("plaid_token", r"access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"),
+    ("yandex_token", r"t1\.[A-Za-z0-9_\-]{1,64}={0,2}\.[A-Za-z0-9_\-]{86}={0,2}"),
+    ("vault_token", r"s\.(?=[A-Za-z]{0,23}[0-9])(?=[0-9a-z]{0,23}[A-Z])[A-Za-z0-9]{24}"),  # legacy service token
 )
 # The longest stretch of a token before its trigger (Mailchimp: 32 hex digits before "-us").
 _PREFIX_MAX = 32
@@ -165,6 +171,21 @@ TOKEN_TRIGGER = (
     _c("_" + _TRIGGER_TAIL),
     _c(r"-(?:" + _TRIGGER_TAIL + r"|(?<=[a-f0-9]{32}-)us[0-9])"),
     _c(r"\." + _TRIGGER_TAIL),
+)
+
+# Incoming webhooks whose URL path is the credential: (kind, the host and path before it, the secret).
+# The host stays, the path goes.
+_WEBHOOK_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("slack_webhook", "hooks.slack.com/services/", r"[A-Za-z0-9_/\-]{20,255}"),
+    ("slack_webhook", "hooks.slack.com/workflows/", r"[A-Za-z0-9_/\-]{20,255}"),
+    ("slack_webhook", "hooks.slack.com/triggers/", r"[A-Za-z0-9_/\-]{20,255}"),
+    ("teams_webhook", "webhook.office.com/webhookb2/", r"[A-Za-z0-9@/\-]{60,300}"),
+    ("discord_webhook", "discord.com/api/webhooks/", r"[0-9]{5,30}/[A-Za-z0-9_\-]{20,255}"),
+    ("discord_webhook", "discordapp.com/api/webhooks/", r"[0-9]{5,30}/[A-Za-z0-9_\-]{20,255}"),
+    ("zapier_webhook", "hooks.zapier.com/hooks/catch/", r"[0-9]{3,20}/[A-Za-z0-9]{5,64}"),
+    ("tines_webhook", ".tines.com/webhook/", r"[a-z0-9]{32}/[a-z0-9]{32}"),
+    ("ifttt_webhook", "maker.ifttt.com/trigger/", r"[A-Za-z0-9_\-]{1,64}/with/key/[A-Za-z0-9_\-]{16,64}"),
+    ("make_webhook", ".make.com/", r"(?=[a-z0-9]{32}(?![A-Za-z0-9]))[a-z0-9]{32}"),
 )
 
 # --- command lines -------------------------------------------------------------------------------
@@ -200,13 +221,17 @@ _OPTION_TABLE: tuple[tuple[str, str, str], ...] = (
     ("schtasks", "/rp /p", ""),
     ("lftp", "-u,", ""),
     ("curl", "-U: --proxy-user:", ""),
+    ("http https", "-a: --auth:", ""),  # HTTPie: `-a user:password`
+    ("cbq caprover openfortivpn", "-p", ""),
+    ("ldappasswd", "-s -a", ""),  # the new and the old password
+    ("codecov codecovcli", "-t", ""),  # the upload token
 )
 # Commands whose table entry counts only with one of these words after them on the line.
 _SUBCOMMANDS = {
     "docker": "login", "podman": "login", "nerdctl": "login", "buildah": "login", "skopeo": "login", "oras": "login",
-    "helm": "login", "az": "login", "oc": "login", "cf": "login", "twine": "upload", "gh": "secret",
+    "helm": "login", "az": "login", "oc": "login", "cf": "login", "twine": "upload", "gh": "secret", "dotnet": "nuget",
 }  # fmt: skip
-_OPTION_TABLE += (("docker podman nerdctl buildah skopeo oras helm az oc cf twine", "-p", ""), ("gh", "-b --body", ""))
+_OPTION_TABLE += (("docker podman nerdctl buildah skopeo oras helm az oc cf twine dotnet", "-p", ""), ("gh", "-b --body", ""))
 
 
 def _option_index() -> dict[str, tuple[dict[str, str], str]]:
@@ -241,7 +266,9 @@ _SQL_USER = _c(r"\b(?:create|alter)[ \t]+(?:user|role)\b")
 #               `public_key`, `cache_key`, `secretKeyRef`, `SECRET_NAME`.
 _KEY_WORDS = _c(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # ("tokens" is a count: max_tokens, window_tokens.)
-_STRONG_WORD = _c(r"[a-z0-9]*(?:passwords?|passwd|passphrase|pwd|secrets?|token|credentials?|creds|apikeys?)|pass|pw|psk|requirepass")
+# (`smbpass`, `rootpw`, `bindpw`, `authtok`: a word glued before "pass" or "pw"; _NOT_PASS_WORDS are not.)
+_STRONG_WORD = _c(r"[a-z0-9]*(?:passwords?|passwd|passphrase|pwd|secrets?|token|credentials?|creds|apikeys?)|[a-z0-9]{0,8}(?:pass|pw)|psk|authtok")
+_NOT_PASS_WORDS = frozenset("bypass compass surpass overpass underpass trespass encompass multipass firstpass onepass singlepass".split())
 _KEY_QUALIFIERS = frozenset(
     "api access secret private signing sign encryption encrypt enc decryption master hmac client app"
     " application auth service account admin root session cookie jwt webhook ssh gpg pgp aes cipher"
@@ -252,7 +279,7 @@ _NOT_SECRET_KEYS = frozenset(
     " index map dict row group shard translation i18n hot short".split()
 )
 _TRAILING_QUALIFIERS = frozenset(
-    "base value val b64 base64 hex raw str string data enc encoded plain plaintext text old new current prod production dev staging test live".split()
+    "base value val b64 base64 hex raw str string data enc encoded plain plaintext text old new current prod production dev staging test live private".split()
 )
 # Tokens that are positions, not credentials: `next_page_token`, `nextPageToken`, `sync_token`.
 _POSITION_TOKEN = _c(r"(?:page|next|continuation|sync|resume|pagination|cursor)token")
@@ -279,7 +306,7 @@ _ASSIGNMENT_TAIL = (
     r"(?P<sep>:{1,3}=|\?\??=|[+.]=|={2,3}(?=[ \t]*[\"'])|=>|=|:|%3d|%3a|>|value=|,(?=[ \t]*[\"'`])|-(?<=[ \t]-)(?=[ \t]+[\"']))"
     r"(?P<post>[ \t]*)(?:\r?\n[ \t]*(?=[\"'])|(?<=>)\r?\n[ \t]*)?"
     # or spaces, with a filler word of prose, not before a plain word
-    r"|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;:!?)]|\.(?![a-z0-9])|$)))"
+    r"|(?P<space>[ \t]+(?:(?P<filler>is|was|now|set[ \t]+to|to)[ \t]+)?[(`]?)(?![a-z]{1,12}(?:[\s,;!?)]|:(?![^\s])|\.(?![a-z0-9])|$)))"
     r"(?:\"(?P<dq>[^\"\r\n]{0,4096}(?:\r?\n[^\"\r\n]{0,4096})?)\""
     r"|'(?P<sq>[^'\r\n]{0,4096}(?:\r?\n[^'\r\n]{0,4096})?)'"
     r"|\\\"(?P<eq>[^\"\\\r\n]{0,4096})\\\""
@@ -313,7 +340,9 @@ _NETRC_CONTEXT = _c(r"(?:^|\s)(?:machine|default|login)[ \t]")
 # SQL words before PASSWORD 'value' on its line.
 _SQL_CONTEXT = _c(r"\b(?:user|role|with|login)\b")
 # Keys that take a space-separated value on their own line (netrc, redis.conf).
-_SPACED_KEYS = frozenset(("password", "passwd", "requirepass", "masterauth"))
+_SPACED_KEYS = frozenset(("password", "passwd", "requirepass", "masterauth", "rootpw", "bindpw"))
+# Of those, the keys that start their line (redis.conf, slapd.conf), not netrc tokens.
+_LINE_KEYS = frozenset(("requirepass", "masterauth", "rootpw", "bindpw"))
 
 # A key naming a password (not a token or a key): its quoted values are literals from MIN_PASSWORD_LEN.
 _PASSWORD_KEY = _c(r"(?:pass(?:word|wd|phrase)?|pwd?)s?$")
@@ -324,6 +353,7 @@ PLACEHOLDER = re.compile(
     r"""
       \$\{[^}]*\}\S*          # ${VAR}, ${VAR:-default}
     | \$\(.*\)                # $(command)
+    | \$\{?[A-Za-z_]\w*\}?(?::\$\{?[A-Za-z_]\w*\}?)+  # $USER:$PASS
     | \$[A-Za-z_]\w*          # $VAR
     | %[A-Za-z_]\w*%          # %VAR% (Windows)
     | %\(\w+\)s               # %(name)s
@@ -342,7 +372,15 @@ PLACEHOLDER = re.compile(
 # Numbers, versions, durations, counts: `max_tokens=4096`, `token_ttl: 3600`.
 _NUMBER = _c(r"[0-9][0-9.,_:+\-]*")
 # File paths (two segments or more) and URLs: `SECRET_FILE=/run/secrets/db`.
-_PATH_OR_URL = _c(r"(?:~|\.{1,2})?/[^/\s]+/.*|[A-Za-z][A-Za-z0-9+.\-]*://.*")
+# (Also `name:/path`, systemd's `LoadCredential=db-password:/etc/credstore/db-password`.)
+_PATH_OR_URL = _c(r"(?:[A-Za-z0-9_.\-]+:)?(?:~|\.{1,2})?/[^/\s]+/.*|[A-Za-z][A-Za-z0-9+.\-]*://.*")
+
+
+def _path_or_url(value: str) -> bool:
+    """A path or a URL, not base64 that starts with "/" (`sasl.password=/etx1uK4C1zmR5RcD/mH8n...`)."""
+    return _PATH_OR_URL.fullmatch(value) is not None and not _random_token(value)
+
+
 # Code references rather than literals: dotted names (`settings.API_KEY`), snake_case variables
 # and UPPER_CASE constants (`"GEMINI_API_KEY": FAKE_KEY`).
 _CODE_REF = _c(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)+")
@@ -417,9 +455,9 @@ def _discord(m: re.Match[str], text: str) -> tuple[int, int] | None:
 
 
 def _telegram(m: re.Match[str], text: str) -> tuple[int, int] | None:
-    """The bot id is 8-10 digits; letters may precede it (`https://api.telegram.org/bot<token>`)."""
-    start = _run_start(text, m.start(), _DIGITS, 11)
-    return (start, m.end()) if 8 <= m.start() - start <= 10 else None
+    """The bot id is 8-16 digits; letters may precede it (`https://api.telegram.org/bot<token>`)."""
+    start = _run_start(text, m.start(), _DIGITS, 17)
+    return (start, m.end()) if 8 <= m.start() - start <= 16 else None
 
 
 def _at_config_line_start(text: str, pos: int) -> bool:
@@ -450,7 +488,9 @@ def _key_strength(key: str) -> int:
     if not words or _POSITION_TOKEN.search("".join(words)):
         return 0
     last, before = words[-1], (words[-2] if len(words) > 1 else "")
-    if _STRONG_WORD.fullmatch(last):
+    if _STRONG_WORD.fullmatch(before + last) and before + last not in _NOT_PASS_WORDS:
+        return 2  # `pass_phrase`, `api_token`, `pass_word`
+    if _STRONG_WORD.fullmatch(last) and last not in _NOT_PASS_WORDS:
         return 2
     if last.endswith("key"):
         qualifier = last[:-3] or before
@@ -546,7 +586,7 @@ def _in_prose(m: re.Match[str], text: str, key: str, group: str, strength: int) 
         return (start, end) if words and len(value) >= 4 and " " not in value.strip() and value.lower() != key else None
     # a password word and "is" before it: a password a person picks is often short (`Raven82?`)
     named = strength == 2 and m.group("filler") is not None and _PASSWORD_KEY.search(key) is not None
-    if group != "bare" or len(value) < (MIN_PASSWORD_LEN if named else MIN_SECRET_LEN) or PLACEHOLDER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
+    if group != "bare" or len(value) < (MIN_PASSWORD_LEN if named else MIN_SECRET_LEN) or PLACEHOLDER.fullmatch(value) or _path_or_url(value):
         return None
     if _NUMBER.fullmatch(value) or _CODE_REF.fullmatch(value) or not _has_digit_and_letter(value):
         return None
@@ -634,15 +674,18 @@ def _spaced_shapes(m: re.Match[str], text: str, key_start: int, key: str, group:
     start, end = m.span(group)
     value = text[start:end]
     if key.startswith("-"):  # --password VALUE, --api-token VALUE
-        return (start, end) if not value.startswith("-") and not _PATH_OR_URL.fullmatch(value) else None
+        if value.lower().startswith(("env:", "file:", "fd:", "stdin")):
+            return None  # openssl's `-pass env:VAR`: where the password is, not the password
+        return (start, end) if not value.startswith("-") and not _path_or_url(value) else None
     line_start = _line_start(text, key_start)
     before = text[line_start:key_start].lower()
     if group in ("dq", "sq"):  # SQL: CREATE ROLE app LOGIN PASSWORD 'v', ALTER USER x WITH PASSWORD 'v'
         sql = key == "password" and _SQL_CONTEXT.search(before) and " " not in value
-        return (start, end) if sql else None
+        ipsec = key == "psk" and before.rstrip().endswith(":")  # ipsec.secrets: `host %any : PSK "v"`
+        return (start, end) if sql or ipsec else None
     if group != "bare" or key not in _SPACED_KEYS or not _NETRC_SUFFIX.match(text, end):
         return None
-    if key in ("requirepass", "masterauth"):
+    if key in _LINE_KEYS:
         return (start, end) if not before.strip() else None
     netrc = _NETRC_PREFIX.fullmatch(text, line_start, key_start) and _NETRC_CONTEXT.search(text, max(0, key_start - 200), key_start)
     return (start, end) if netrc else None  # prose: "the username/\n password combination."
@@ -694,7 +737,7 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     shortest = MIN_PASSWORD_LEN if password and (literal or config_line) else MIN_SECRET_LEN
     if len(value) < shortest or "[REDACTED:" in value or value.lower() in _TYPE_NAMES:
         return None
-    if PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
+    if PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value) or _path_or_url(value):
         return None  # a URL with a password is handled by PASSWORD_IN_URL
     if strength == 1:
         if not _TOKEN_VALUE.fullmatch(value):
@@ -790,7 +833,8 @@ def _any_prefixed(text: str, start: int, trigger: int) -> Span | None:
 
 
 # The catalogued commands, found once per text when a candidate option first needs them.
-_COMMAND_NAME = _c(r"(?<![a-z0-9_\-])(?:" + "|".join(sorted(map(re.escape, _OPTIONS_BY_COMMAND), key=len, reverse=True)) + r")(?:\.exe)?(?![a-z0-9_\-])")
+# (Not before ":/": a URL's scheme.)
+_COMMAND_NAME = _c(r"(?<![a-z0-9_\-])(?:" + "|".join(sorted(map(re.escape, _OPTIONS_BY_COMMAND), key=len, reverse=True)) + r")(?:\.exe)?(?![a-z0-9_\-]|:/)")
 
 
 class _CommandLines:
@@ -1072,7 +1116,7 @@ def _name_value(m: re.Match[str], text: str) -> tuple[int, int] | None:
     group = next(g for g in ("dq", "sq", "bare") if m.start(g) >= 0)
     start, end = m.span(group)
     value = text[start:end]
-    if not strength or len(value) < MIN_SECRET_LEN or PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value) or _PATH_OR_URL.fullmatch(value):
+    if not strength or len(value) < MIN_SECRET_LEN or PLACEHOLDER.fullmatch(value) or _NUMBER.fullmatch(value) or _path_or_url(value):
         return None
     if strength == 1 or (group == "bare" and _CODE_REF.fullmatch(value)):
         return (start, end) if _TOKEN_VALUE.fullmatch(value) and _looks_random(value) else None
@@ -1104,12 +1148,31 @@ _JWT = _c(
     _tok("eyJ", 3) + r"(?:(?P<jwt>[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)"
     r"|(?P<grafana_token>rIjoi[A-Za-z0-9]{70,400}={0,3}))" + _E
 )
-# Authorization / Proxy-Authorization header value (any scheme: Bearer, Basic, Token, ...).
-_AUTH_HEADER = _c(r"authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|basic|token|digest|apikey)[ \t]+(?P<secret>[a-z0-9._~+/\-]{8,}=*)")
+# Authorization / Proxy-Authorization header value, of any scheme (Bearer, Basic, Token, a vendor's
+# own: `Splunk`, `GenieKey`, `SSWS`) or none: _authorization judges it.
+_AUTH_HEADER = _c(r"authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:(?P<scheme>[a-z][a-z0-9_\-]{1,31})[ \t]+)?(?P<secret>[a-z0-9._~+/\-]{8,}=*)")
+# Schemes whose credential may be any word (a documented scheme names what follows as a credential).
+_AUTH_SCHEMES = frozenset("bearer basic token digest apikey api-key negotiate ntlm key sso-key".split())
+
+
+def _authorization(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """After a standard scheme any credential of 8+ characters; after a vendor's scheme or none, a
+    token that looks like one: letters and digits, 16+ characters (a UUID or hex key too)."""
+    start, end = m.span("secret")
+    value = text[start:end]
+    if PLACEHOLDER.fullmatch(value) or _CODE_REF.fullmatch(value):
+        return None
+    if m.group("scheme") in _AUTH_SCHEMES:
+        return start, end
+    return (start, end) if len(value) >= 16 and _has_digit_and_letter(value) and not _VERSION.fullmatch(value) else None
+
+
 # Prefixed tokens without a separator, grouped by first letter (a one-character literal scans fast).
 _A_TOKENS = _c(
     _tok("A", 1, "A-Za-z0-9_\\-") + r"(?:(?P<atlassian_token>TATT3[A-Za-z0-9_=\-]{100,300})"
     r"|(?P<artifactory_key>KCp[A-Za-z0-9]{69})"
+    r"|(?P<twitter_bearer_token>A{21}[A-Za-z0-9%]{80,100})"
+    r"|(?P<yandex_api_key>QVN[A-Za-z0-9_\-]{35,38})"
     r"|(?P<bedrock_key>BSK[A-Za-z0-9+/]{109,269}={0,2})"
     r"|(?P<fcm_server_key>AAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,200})"
     r"|(?P<onepassword_key>3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}))" + _E
@@ -1156,6 +1219,23 @@ _COMMAND_ARGUMENTS = tuple(
         r"[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+(?P<minio>[^\s'\"\-][^\s'\"]{0,255})",
         r"convertto-securestring[ \t]+(?:-string[ \t]+)?(?:'(?P<pssq>[^'\r\n]{1,256})'|\"(?P<psdq>[^\"\r\n]{1,256})\")",
         r"net(?<![a-z0-9_.\-]net)[ \t]+user[ \t]+(?:\"[^\"\r\n]{1,64}\"|[^\s/\"]{1,64})[ \t]+(?P<netuser>[^\s/*\"][^\s\"]{0,255})",
+        # unixODBC `isql [-v] DSN USER PASSWORD`; DB2 `connect to DB user U using PASSWORD`
+        r"isql(?<![a-z0-9_.\-]isql)(?:[ \t]+-[a-z0-9]+)*[ \t]+[^\s\-]\S*[ \t]+[^\s\-]\S*[ \t]+(?P<isql>" + _BARE_OR_QUOTED + ")",
+        r"connect[ \t]+to[ \t]+\S+[ \t]+user[ \t]+\S+[ \t]+using[ \t]+(?P<db2>" + _BARE_OR_QUOTED + ")",
+        # Bundler `bundle config [set] [--global] HOST USER:PASSWORD` (and its BUNDLE_HOST__COM=USER:PASSWORD),
+        # Poetry `poetry config http-basic.NAME USER PASSWORD` / `pypi-token.NAME TOKEN`
+        r"bundle[ \t]+config[ \t]+(?:set[ \t]+)?(?:--(?:global|local)[ \t]+)?[a-z0-9\-]+(?:\.[a-z0-9\-]+)+[ \t]+"
+        r"[\"']?[^\s:\"']{1,128}:(?P<bundler>[^\s\"']{1,256})",
+        r"bundle_[a-z0-9_]{1,64}__[a-z0-9_]{1,64}[\"']?[ \t]*[:=][ \t]*[\"']?[^\s:\"']{1,128}:(?P<bundleenv>[^\s\"']{1,256})",
+        r"poetry[ \t]+config[ \t]+(?:http-basic\.\S+[ \t]+\S+|pypi-token\.\S+)[ \t]+(?P<poetry>" + _BARE_OR_QUOTED + ")",
+        # network device configuration (Cisco IOS and the like): type 0 or 7 passwords, SNMP communities, server keys
+        r"username[ \t]+\S+(?:[ \t]+privilege[ \t]+[0-9]+)?[ \t]+(?:password|secret)[ \t]+(?:[07][ \t]+)?(?P<ciscouser>\S+)",
+        r"enable[ \t]+(?:password|secret)[ \t]+(?:level[ \t]+[0-9]+[ \t]+)?(?:[07][ \t]+)?(?P<ciscoenable>\S+)",
+        r"snmp-server[ \t]+community[ \t]+(?P<snmp>\S+)",
+        r"-server(?<=tacacs-server|radius-server)[ \t]+(?:host[ \t]+\S+[ \t]+)?key[ \t]+(?:[07][ \t]+)?(?P<serverkey>\S+)",
+        # an expect script answering a password prompt: `expect "password:"` then `send "v\r"`
+        r"expect[ \t]+(?:-[a-z]+[ \t]+)?\"[^\"\r\n]{0,64}(?:pass|secret|token|pin|phrase)[^\"\r\n]{0,64}\"[ \t]*(?:\r?\n[ \t]*|;[ \t]*)"
+        r"send[ \t]+(?:--[ \t]+)?\"(?P<expect>[^\"\\\r\n]{1,256})",
     )
 )
 # `echo 'user:password' | chpasswd`: the echo before the pipe, found from "chpasswd".
@@ -1168,6 +1248,92 @@ def _chpasswd(m: re.Match[str], text: str) -> tuple[int, int] | None:
     if echo is None or PLACEHOLDER.fullmatch(echo.group("secret")) or _STRONG_WORD.fullmatch(echo.group("secret").lower()):
         return None  # `echo 'user:password' | chpasswd` in a man page
     return echo.span("secret")
+
+
+_DSN_PASSWORD_CHARS = frozenset(string.printable) - frozenset(string.whitespace + ":@/\"'`")
+
+
+def _dsn_password(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """The password of a DSN `user:password@tcp(`, found back from its "@": a user (a word that
+    starts the string) and ":" before it."""
+    start = _run_start(text, m.start(), _DSN_PASSWORD_CHARS, 256)
+    if start == m.start() or text[start - 1 : start] != ":":
+        return None
+    user_start = _run_start(text, start - 1, _KEY_CHARS, 64)
+    if user_start == start - 1 or (user_start > 0 and text[user_start - 1] not in "\"'` \t=(") or PLACEHOLDER.fullmatch(text[start : m.start()]):
+        return None
+    return start, m.start()
+
+
+def _sasl_passwd(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    """A Postfix sasl_passwd line: `[host]` starts the line."""
+    line = text[_line_start(text, m.start()) : m.start()].lstrip()
+    return m.span("secret") if line.startswith("[") and " " not in line and not PLACEHOLDER.fullmatch(m.group("secret")) else None
+
+
+# A call whose name says it takes a credential: `login(`, `connect(`, `auth(`, `Credential(`, `bind(`,
+# `setPassword(`, `.password(`, `basic_auth(`, `ftplib.FTP(`, `new PDO(`, `smtp.start(`, `auth=(`: its
+# string literals that look like a password (_credential_call). One regex per word (run on the
+# lower-cased text): each is led by a literal; the name's other letters and a `.method` may follow.
+_CREDENTIAL_CALL_WORDS = ("login", "logon", "connect", "auth", "credential", "bind", "password", "passwd", "secret", "ftp", "pdo", "sequelize", "smtp")
+_CREDENTIAL_CALLS = tuple(_c(word + r"[a-z0-9_]{0,32}(?:(?:\.|::)[a-z_][a-z0-9_]{0,32})?(?:[ \t]*=[ \t]*)?\(") for word in _CREDENTIAL_CALL_WORDS)
+# The string literals of a call's arguments, up to its closing parenthesis (or the end of the line).
+_CALL_LITERAL = _c(r"\"((?:[^\"\\\r\n]|\\.){0,256})\"|'((?:[^'\\\r\n]|\\.){0,256})'|([()])|[\r\n;{]")
+_HOST_OR_DN = _c(r"[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+|[A-Za-z]+=.*|[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
+_PASSWORD_SIGNS = frozenset("!@#$%^&*?~+=_")
+
+
+def _password_like(value: str) -> bool:
+    """A literal a person or a generator made a password: letters with digits and a sign
+    (`Willow17?`), or a random token (16+ letters and digits, high entropy); not a host, an e-mail
+    address, a DN, a path, a placeholder, a name or a format string."""
+    if not 6 <= len(value) <= 128 or any(c.isspace() for c in value) or "%s" in value or "{" in value:
+        return False
+    if PLACEHOLDER.fullmatch(value) or _HOST_OR_DN.fullmatch(value) or _path_or_url(value) or _CODE_REF.fullmatch(value) or _VERSION.fullmatch(value):
+        return False
+    if _STRONG_WORD.fullmatch(value.lower()):
+        return False
+    signed = any(c in _PASSWORD_SIGNS for c in value) and any(c.isalpha() for c in value) and any(c.isdigit() for c in value)
+    return signed or _random_token(value) or (_random_alnum(value) and _entropy(value) >= 3.5)
+
+
+def _credential_call(m: re.Match[str], text: str) -> Span | None:
+    """The password-like literals among a credential call's arguments (the user and host stay); a
+    second literal after a first in a login or auth call (`imap.login("user", "<app password>")`)."""
+    found: list[tuple[int, int]] = []
+    depth, literals = 1, 0
+    for lit in _CALL_LITERAL.finditer(text, m.end(), min(len(text), m.end() + 512)):
+        paren = lit.group(3)
+        if paren is None and lit.group(1) is None and lit.group(2) is None:
+            break  # the end of the line or of a statement
+        if paren:
+            depth += 1 if paren == "(" else -1
+            if depth == 0:
+                break
+            continue
+        group = 1 if lit.group(1) is not None else 2
+        value = lit.group(group)
+        literals += 1
+        second = literals >= 2 and m.group().startswith(("login", "auth")) and len(value) >= 8 and value.isalnum() and not _HOST_OR_DN.fullmatch(value)
+        if _password_like(value) or second:
+            found.append(lit.span(group))
+    if not found:
+        return None
+    return found[0][0], found[-1][1]
+
+
+# `echo 'value' | command --password-stdin`, `echo 'value' > ~/.vault_pass`: a value echoed into a
+# command or a file whose name says it takes a secret.
+_ECHOED = _c(
+    r"echo[ \t]+(?:-[en]+[ \t]+)?(?:'(?P<sq>[^'\s]{1,256})'|\"(?P<dq>[^\"\s]{1,256})\"|(?P<bare>[^\s'\"|>&;]{1,256}))[ \t]*(?:\||>>?)"
+    r"(?P<rest>[^\r\n]{0,256}?)(?:pass|secret|token|stdin|cred|key)"
+)
+
+
+def _echoed(m: re.Match[str], text: str) -> tuple[int, int] | None:
+    group = next(g for g in ("sq", "dq", "bare") if m.start(g) >= 0)
+    value = text[m.start(group) : m.end(group)]
+    return m.span(group) if _password_like(value) else None
 
 
 def _command_argument(m: re.Match[str], text: str) -> tuple[int, int] | None:
@@ -1194,31 +1360,26 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("aws_access_key", _c(_tok("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", 4, "A-Z0-9") + r"(?![A-Z0-9]{9}EXAMPLE(?![A-Z0-9]))[A-Z0-9]{16}(?![A-Z0-9])")),
     # AWS secret access key: 40 base64 characters after a (aws_)secret_access_key / SecretAccessKey name.
     _Rule("aws_secret_key", _c(r"secret_?access_?key[\"']?[ \t]*[:=][ \t]*[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+])"), lowered=True),
-    # Slack incoming webhook: the host stays, the path (which is the secret) goes.
-    _Rule("slack_webhook", _c(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/\-]{20,255})")),
+    *(_Rule(kind, _c(re.escape(path) + r"(?P<secret>" + secret + ")")) for kind, path, secret in _WEBHOOK_ROWS),
     _Rule("google_api_key", _c(_tok("AIza", 4) + r"[0-9A-Za-z_\-]{35}" + _E)),
     # Twilio API key SID (SK) and account SID (AC): + 32 lower-case hex. Two rules: a literal
     # start scans 15x faster than (?:SK|AC).
     _Rule("twilio_key", _c(_tok("SK", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9])")),
     _Rule("twilio_key", _c(_tok("AC", 2, "A-Za-z0-9") + r"[0-9a-f]{32}(?![A-Za-z0-9])")),
     _Rule("jwt", _JWT, extract=_named),
-    # Microsoft Teams incoming webhook: the path after webhookb2/ is the credential.
-    _Rule("teams_webhook", _c(r"webhook\.office\.com/webhookb2/(?P<secret>[A-Za-z0-9@/\-]{60,300})")),
     # Azure storage / service bus connection-string keys (AccountKey=..., SharedAccessKey=...).
     _Rule("azure_storage_key", _c(r"key=(?:(?<=accountkey=)|(?<=sharedaccesskey=))(?P<secret>[a-z0-9+/]{20,}={0,2})"), lowered=True),
-    # Discord webhook URL: the id/token path goes.
-    _Rule("discord_webhook", _c(r"discord(?:app)?\.com/api/webhooks/(?P<secret>[0-9]{5,30}/[A-Za-z0-9_\-]{20,255})")),
     # Discord bot token "<user id>.<timestamp>.<hmac>": this finds ".<timestamp>.<hmac>" and
     # _discord() checks the id before it.
     _Rule("discord_token", _c(r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}" + _E), extract=_discord),
-    # Telegram bot token "<8-10 digit bot id>:AA<33>": this finds ":AA<33>", _telegram() the id.
-    _Rule("telegram_bot_token", _c(r":AA[A-Za-z0-9_\-]{33}" + _E), extract=_telegram),
+    # Telegram bot token "<8-16 digit bot id>:A<34>": this finds ":A<34>", _telegram() the id.
+    _Rule("telegram_bot_token", _c(r":A[A-Za-z0-9_\-]{34}" + _E), extract=_telegram),
     # Password in a URL (scheme://user:password@host): only the password goes; a "#" or "?" that
     # should have been percent-encoded is still part of it.
     _Rule("password_in_url", _c(r"://(?P<user>[^\s:/?#@\[\]\"'<>]{0,256}):(?P<secret>[^\s/\[\]\"'<>]{1,256})@(?=[A-Za-z0-9\[])")),
     # The user of a URL when it is a key (a Sentry DSN https://<32 hex>@host, cloudinary://<digits>:...@).
     _Rule("password_in_url", _c(r"://(?P<secret>[A-Za-z0-9_\-]{12,256})(?=[:@])"), extract=_key_as_user),
-    _Rule("authorization_header", _AUTH_HEADER, lowered=True),
+    _Rule("authorization_header", _AUTH_HEADER, lowered=True, extract=_authorization),
     # The signature of an Azure shared access signature URL (`?sv=...&sig=<base64>`): it grants access.
     _Rule("azure_sas_signature", _c(r"sig=(?<=[?&]sig=)(?P<secret>[A-Za-z0-9%+/=]{20,256})")),
     # A secret-named variable given as a name/value pair (Kubernetes and Actions env lists, ECS task
@@ -1229,7 +1390,13 @@ _RULES: tuple[_Rule, ...] = (
     # A bare "Bearer <token>" outside a header line (curl logs, code); random-looking tokens only.
     _Rule("bearer_token", _c(_tok("bearer", 6, "a-z0-9_") + r"[ \t]+(?P<secret>[a-z0-9._~+/\-]{16,}=*)"), lowered=True, extract=_random_looking),
     # curl -u / --user user:password (the option must start a word).
-    _Rule("basic_auth", _c(r"-(?:u|-user)[ \t]+[\"']?[^\s:\"']{1,256}:(?P<secret>[^\s\"']{1,256})"), extract=_curl_user),
+    _Rule("basic_auth", _c(r"-(?:u|-user)[ \t]+[\"']?[^\s:\"']{0,256}:(?P<secret>[^\s\"']{1,256})"), extract=_curl_user),
+    # Go's MySQL DSN `user:password@tcp(host:port)/db` (also unix(...)): no scheme, so not a URL.
+    _Rule("password_in_url", _c(r"@(?:tcp|udp|unix)[46]?\("), extract=_dsn_password),
+    # Postfix sasl_passwd `[smtp.host]:port user:password`
+    _Rule("password_option", _c(r"\]:[0-9]{1,5}[ \t]+[^\s:]{1,128}:(?P<secret>\S{1,256})(?=[ \t]*(?:\r?\n|\Z))"), extract=_sasl_passwd),
+    *(_Rule("password_option", regex, lowered=True, extract=_credential_call) for regex in _CREDENTIAL_CALLS),
+    _Rule("password_option", _ECHOED, lowered=True, extract=_echoed),
     *(_Rule("vendor_token", trigger, extract=_prefixed) for trigger in TOKEN_TRIGGER),
     _Rule("vendor_token", _A_TOKENS, extract=_named),
     _Rule("vendor_token", _E_TOKENS, extract=_named),
@@ -1237,6 +1404,12 @@ _RULES: tuple[_Rule, ...] = (
     # NuGet API key: "oy2" and 43 lower-case base32 characters.
     _Rule("nuget_key", _c(_tok("oy2", 3) + r"[a-z0-9]{43}" + _E)),
     _Rule("alibaba_key", _c(_tok("LTAI", 4) + r"[A-Za-z0-9]{20}" + _E)),
+    # GitLab runner registration token: no separator after its prefix, so not a _PREFIXED_ROWS row.
+    _Rule("gitlab_token", _c(_tok("GR1348941", 9) + r"[A-Za-z0-9_\-]{20}" + _E)),
+    # NATS nkey seeds (user, account, operator): "S" + type + base32, 58 characters.
+    _Rule("nats_seed", _c(_tok("S", 1, "A-Za-z0-9") + r"[UAO][A-Z2-7]{56}(?![A-Za-z0-9])")),
+    # Facebook app access token "<app id>|<secret>": the app id is public, the part after "|" goes.
+    _Rule("facebook_token", _c(r"\|(?:(?<=[^0-9][0-9]{15}\|)|(?<=[^0-9][0-9]{16}\|))(?P<secret>[A-Za-z0-9_\-]{27,40})" + _E)),
     # Azure AD client secret ("abc8Q~...") and OpenShift user token ("sha256~..."): both around a "~".
     _Rule("vendor_token", _c(r"~(?:(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}|(?<=sha256~)[A-Za-z0-9_\-]{43})" + _E), extract=_tilde),
     _Rule("password_option", _PASSWORD_FLAG, per_call=_password_flags),
