@@ -215,11 +215,20 @@ def count_access(layout: Layout, ids: Iterable[str]) -> None:
 
 
 def stored_model(layout: Layout) -> str | None:
-    """The model of the cache's vectors, read only (no WAL or state made); None when there is no cache
-    (or it is a link, a FIFO or a device: a clone's .cache), or it is damaged or being created."""
+    """The model of the cache's vectors, read only (no cache or state made); None when there is no cache
+    (or it is a link, a FIFO or a device: a clone's .cache), or it is damaged or being created. Opened
+    for writing where it can be, so that closing the last connection removes the WAL files a read
+    makes; read-only where it cannot (a read-only checkout)."""
     path = cache_path(layout)
-    if confine.is_regular(path):
-        with suppress(sqlite3.Error), closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+    if not confine.is_regular(path):
+        return None
+    with suppress(sqlite3.Error):
+        try:
+            conn = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True)
+            conn.execute("PRAGMA schema_version")  # opens the file: a read-only one fails here
+        except sqlite3.OperationalError:
+            conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        with closing(conn):
             row = conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
             return row[0] if row else None
     return None
