@@ -2,7 +2,9 @@
 files of many syntaxes, SDK calls in several languages, vendor tokens, URLs, chat and agent transcripts hold, with
 tools, vendors and shapes that the other corpora of this repository do not use (database, cloud, registry, CI,
 deploy, network, container, broker, mail, LDAP and VPN tools). It was written and committed before any rule was
-changed against it and is scored whole, never tuned on. Every value is made here from a fixed seed with a plausible
+changed against it and scored whole, unseen, once (73.0 % / 2.4 %); from the commit of branch redact9 on it is
+tuned on (its misses were read and their classes fixed), so its figure is no longer a never-tuned one.
+Every value is made here from a fixed seed with a plausible
 charset and length (random tokens in each vendor's documented shape, and passwords a person picks: a word, digits,
 a sign); none is real.
 
@@ -10,7 +12,7 @@ a sign); none is real.
 
 Same files and fields as bench/redaction_corpus.py (secrets.jsonl, ordinary.jsonl); measured by
 `python bench/redaction.py --corpus tests/data/redaction_unseen3` (add --through-memory for what
-reaches the memory files). Do not tune rules on it: look at its misses only to report them.
+reaches the memory files).
 """
 
 from __future__ import annotations
